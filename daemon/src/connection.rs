@@ -1,0 +1,244 @@
+//! One client connection: the reader that frames and dispatches requests,
+//! and the single ordered writer that owns the socket's write half.
+//!
+//! Every byte a client receives goes through the writer task, so replies
+//! and stream frames never interleave mid-line. Replies arrive over a
+//! bounded channel; stream frames are pulled by the writer from the replay
+//! logs it follows (see [`crate::process::log`]), so a slow client only ever
+//! slows its own writer.
+//!
+//! Each request runs on its own task: a slow request never delays a fast
+//! one. When the client half-closes, in-flight requests still get their
+//! replies; then the connection closes and its subscriptions end (the
+//! processes keep running and can be reattached).
+
+use crate::dispatch;
+use crate::frame::{LineReader, ReadEvent};
+use crate::process::log::ReplayLog;
+use crate::server::Daemon;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::io::AsyncWriteExt;
+use tokio::net::unix::OwnedWriteHalf;
+use tokio::net::UnixStream;
+use tokio::sync::{mpsc, Notify, Semaphore};
+
+/// Requests of one connection that may run at once; past this the reader
+/// stops reading, which pushes back on the client.
+const MAX_IN_FLIGHT: usize = 1024;
+/// Replies that may wait for the writer.
+const REPLY_QUEUE: usize = 1024;
+/// Raw stream bytes the writer takes per pass before it checks for replies.
+const FRAME_BUDGET: usize = 256 * 1024;
+
+static NEXT_CONN_ID: AtomicU64 = AtomicU64::new(1);
+
+/// What handlers hand to the writer.
+pub enum Outgoing {
+    /// One complete NDJSON line, newline included.
+    Line(Vec<u8>),
+    /// Follow `log` from seq `after + 1`. If `reply` is set, it is written
+    /// right after the frame with seq `reply.0` (used by reattach, whose
+    /// reply follows the replayed frames).
+    Follow {
+        log: Arc<ReplayLog>,
+        after: u64,
+        reply: Option<(u64, Vec<u8>)>,
+    },
+}
+
+/// A handler's way to talk to its connection.
+#[derive(Clone)]
+pub struct ConnHandle {
+    id: u64,
+    tx: mpsc::Sender<Outgoing>,
+}
+
+impl ConnHandle {
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Queues one line for the writer. Silently dropped if the connection
+    /// is gone: there is nobody left to tell.
+    pub async fn send_line(&self, line: Vec<u8>) {
+        let _ = self.tx.send(Outgoing::Line(line)).await;
+    }
+
+    /// Starts (or restarts) following `log` after seq `after`, optionally
+    /// writing `reply` once frames up to `reply.0` are out.
+    pub async fn follow(&self, log: Arc<ReplayLog>, after: u64, reply: Option<(u64, Vec<u8>)>) {
+        let _ = self.tx.send(Outgoing::Follow { log, after, reply }).await;
+    }
+}
+
+/// Serves one accepted connection until it closes or the daemon stops.
+pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>) {
+    let conn_id = NEXT_CONN_ID.fetch_add(1, Ordering::Relaxed);
+    crate::log_info!("[Server] New connection from: @");
+    daemon.metrics.connections.fetch_add(1, Ordering::Relaxed);
+    let (read_half, write_half) = stream.into_split();
+    let (tx, rx) = mpsc::channel(REPLY_QUEUE);
+    let mut shutdown = daemon.shutdown.subscribe();
+    let writer = tokio::spawn(write_loop(write_half, rx, conn_id, daemon.shutdown.subscribe()));
+    let conn = ConnHandle { id: conn_id, tx };
+    let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    let mut reader = LineReader::new(read_half);
+    let mut abort_writer = false;
+    loop {
+        let event = tokio::select! {
+            event = reader.next() => event,
+            _ = shutdown.wait() => {
+                abort_writer = true;
+                break;
+            }
+        };
+        match event {
+            ReadEvent::Line(line) => {
+                if crate::gojson::trim_go_space(&line).is_empty() {
+                    continue;
+                }
+                let Ok(permit) = in_flight.clone().acquire_owned().await else {
+                    break;
+                };
+                let conn = conn.clone();
+                let daemon = daemon.clone();
+                tokio::spawn(async move {
+                    dispatch::handle_line(line, &conn, &daemon).await;
+                    drop(permit);
+                });
+            }
+            ReadEvent::TooLong => {
+                crate::log_warn!("[Server] request line exceeds 1 MiB, closing connection");
+                abort_writer = true;
+                break;
+            }
+            ReadEvent::Eof => break,
+        }
+    }
+    drop(conn);
+    if abort_writer {
+        writer.abort();
+    }
+    let _ = writer.await;
+    crate::log_info!("[Server] Connection closed");
+}
+
+/// A followed log and how far this connection has written it.
+struct Cursor {
+    log: Arc<ReplayLog>,
+    after: u64,
+    reply: Option<(u64, Vec<u8>)>,
+}
+
+/// The connection's only writer. Ends when every sender is gone (reader
+/// finished and all handlers replied), on a write error, or on shutdown.
+async fn write_loop(
+    mut sink: OwnedWriteHalf,
+    mut rx: mpsc::Receiver<Outgoing>,
+    conn_id: u64,
+    mut shutdown: crate::shutdown::ShutdownWatch,
+) {
+    let wake = Arc::new(Notify::new());
+    let mut cursors: Vec<Cursor> = Vec::new();
+    let mut out: Vec<u8> = Vec::with_capacity(16 * 1024);
+    let mut senders_gone = false;
+    loop {
+        // Take everything queued so far.
+        while let Ok(item) = rx.try_recv() {
+            accept(item, &mut cursors, &mut out, conn_id, &wake);
+        }
+        pull_frames(&mut cursors, &mut out, conn_id);
+        if !out.is_empty() {
+            let written = tokio::select! {
+                r = sink.write_all(&out) => r,
+                _ = shutdown.wait() => break,
+            };
+            if written.is_err() {
+                crate::log_warn!("[frameSink] replay write failed, detaching");
+                break;
+            }
+            out.clear();
+            if out.capacity() > 1024 * 1024 {
+                out.shrink_to(64 * 1024);
+            }
+            continue;
+        }
+        if senders_gone {
+            break;
+        }
+        tokio::select! {
+            item = rx.recv() => match item {
+                Some(item) => accept(item, &mut cursors, &mut out, conn_id, &wake),
+                None => senders_gone = true,
+            },
+            _ = wake.notified() => {}
+            _ = shutdown.wait() => break,
+        }
+    }
+    for cursor in &cursors {
+        cursor.log.unsubscribe(conn_id);
+    }
+    let _ = sink.shutdown().await;
+}
+
+fn accept(item: Outgoing, cursors: &mut Vec<Cursor>, out: &mut Vec<u8>, conn_id: u64, wake: &Arc<Notify>) {
+    match item {
+        Outgoing::Line(line) => out.extend_from_slice(&line),
+        Outgoing::Follow { log, after, reply } => {
+            if !log.subscribe(conn_id, wake.clone()) {
+                // Process id reused meanwhile: nothing more to deliver.
+                if let Some((_, line)) = reply {
+                    out.extend_from_slice(&line);
+                }
+                return;
+            }
+            match cursors.iter_mut().find(|c| c.log.key() == log.key()) {
+                Some(cursor) => {
+                    // Replace any reply still waiting: it is written now, in
+                    // order, before the new replay starts.
+                    if let Some((_, pending)) = cursor.reply.take() {
+                        out.extend_from_slice(&pending);
+                    }
+                    cursor.after = after;
+                    cursor.reply = reply;
+                }
+                None => cursors.push(Cursor { log, after, reply }),
+            }
+        }
+    }
+}
+
+/// Moves frames from followed logs into `out`, round-robin within a budget.
+fn pull_frames(cursors: &mut Vec<Cursor>, out: &mut Vec<u8>, conn_id: u64) {
+    let mut budget = FRAME_BUDGET;
+    for cursor in cursors.iter_mut() {
+        if budget == 0 {
+            break;
+        }
+        let upto = cursor.reply.as_ref().map_or(u64::MAX, |(upto, _)| *upto);
+        let before = out.len();
+        if !cursor.log.is_detached() {
+            cursor.after = cursor.log.encode_after(cursor.after, upto, out, budget);
+        }
+        budget = budget.saturating_sub(out.len() - before);
+        if let Some((upto, _)) = &cursor.reply {
+            if cursor.after >= *upto || cursor.log.is_detached() {
+                if let Some((_, line)) = cursor.reply.take() {
+                    out.extend_from_slice(&line);
+                }
+            }
+        }
+    }
+    // Forget logs with nothing more to give: detached, or exited and fully
+    // written.
+    cursors.retain(|c| {
+        let finished = c.log.is_detached() || (c.log.has_exited() && c.after >= c.log.last_seq());
+        if finished && c.reply.is_none() {
+            c.log.unsubscribe(conn_id);
+            false
+        } else {
+            true
+        }
+    });
+}

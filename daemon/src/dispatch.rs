@@ -1,0 +1,128 @@
+//! From a request line to a reply: envelope checks (see [`crate::rpc`]),
+//! the params gate, the method table, and panic isolation.
+//!
+//! The params gate is the one place that decides `-32602 Invalid params`
+//! for absent or mistyped params: it runs after method resolution, only for
+//! the files/git/process namespaces; `server.*` ignores params entirely.
+
+use crate::connection::ConnHandle;
+use crate::gojson::Value;
+use crate::methods::{self, Outcome};
+use crate::metrics;
+use crate::params::{GitParams, PathParams, ProcessParams};
+use crate::rpc::{self, Checked, Namespace, Request, RpcError};
+use crate::server::Daemon;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+/// What a handler can see of the request it serves.
+pub struct Call<'a> {
+    pub daemon: &'a Arc<Daemon>,
+    pub conn: &'a ConnHandle,
+    pub id: &'a Value,
+}
+
+impl Call<'_> {
+    /// The full reply line for `result`, for handlers that queue their own
+    /// reply (see [`Outcome::NoReply`]).
+    pub fn success_line<T: serde::Serialize>(&self, result: &T) -> Vec<u8> {
+        rpc::success_line(self.id, &crate::gojson::to_go_json(result))
+    }
+}
+
+/// Handles one non-blank request line and queues its reply, if any.
+pub async fn handle_line(line: Vec<u8>, conn: &ConnHandle, daemon: &Arc<Daemon>) {
+    let request = match rpc::check(&line, &daemon.token) {
+        Checked::Valid(request) => request,
+        Checked::Rejected {
+            id,
+            error,
+            unauthorized,
+        } => {
+            if let Some(method) = unauthorized {
+                crate::log_warn!(
+                    "[Server] Unauthorized request: method={}, id={}",
+                    method,
+                    rpc::id_for_log(&id)
+                );
+            }
+            daemon.metrics.rejected.fetch_add(1, Ordering::Relaxed);
+            conn.send_line(rpc::error_line(&id, &error)).await;
+            return;
+        }
+    };
+    let call = Call {
+        daemon,
+        conn,
+        id: &request.id,
+    };
+    let outcome = match CatchUnwind(dispatch(&request, &call)).await {
+        Ok(outcome) => outcome,
+        Err(()) => {
+            crate::log_error!("[Server] handler for {} panicked", request.method);
+            Outcome::Error(RpcError::internal(format!("internal error in {}", request.method)))
+        }
+    };
+    let (line, class) = match outcome {
+        Outcome::Result(result) => (Some(rpc::success_line(&request.id, &result)), metrics::Outcome::Ok),
+        Outcome::Error(error) => (Some(rpc::error_line(&request.id, &error)), metrics::Outcome::Error),
+        Outcome::NoReply => (None, metrics::Outcome::NoReply),
+    };
+    daemon.metrics.count_request(request.method, class);
+    if let Some(line) = line {
+        conn.send_line(line).await;
+    }
+}
+
+/// Binds params for the namespace and runs the method.
+async fn dispatch(request: &Request, call: &Call<'_>) -> Outcome {
+    let method = request.method;
+    match request.namespace {
+        Namespace::Server => methods::server::handle(method, call).await,
+        Namespace::Files => match bind_params(&request.params, PathParams::from_go_value) {
+            Ok(params) => methods::files::handle(method, params, call).await,
+            Err(outcome) => outcome,
+        },
+        Namespace::Git => match bind_params(&request.params, GitParams::from_go_value) {
+            Ok(params) => methods::git::handle(method, params, call).await,
+            Err(outcome) => outcome,
+        },
+        Namespace::Process => match bind_params(&request.params, ProcessParams::from_go_value) {
+            Ok(params) => methods::process::handle(method, params, call).await,
+            Err(outcome) => outcome,
+        },
+    }
+}
+
+/// The params gate: absent params or a failed Go-style decode are both
+/// `-32602 Invalid params`.
+pub fn bind_params<P>(
+    params: &Option<Value>,
+    decode: impl Fn(&Value) -> Result<P, crate::gojson::DecodeError>,
+) -> Result<P, Outcome> {
+    let invalid = || Outcome::invalid_params(rpc::MSG_INVALID_PARAMS);
+    let value = params.as_ref().ok_or_else(invalid)?;
+    decode(value).map_err(|_| invalid())
+}
+
+/// Turns a panic while polling the inner future into `Err(())`, so one
+/// failing handler becomes a -32603 reply instead of a dead task.
+struct CatchUnwind<F>(F);
+
+impl<F: Future> Future for CatchUnwind<F> {
+    type Output = Result<F::Output, ()>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // SAFETY: structural pinning; the inner future is never moved.
+        let inner = unsafe { self.map_unchecked_mut(|s| &mut s.0) };
+        match std::panic::catch_unwind(AssertUnwindSafe(|| inner.poll(cx))) {
+            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(_) => Poll::Ready(Err(())),
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! NDJSON framing: splitting a connection's byte stream into request lines
+//! under the 1 MiB cap.
+//!
+//! The rule is the reference's `bufio.Scanner` with a 1 MiB maximum token:
+//! a line whose bytes before `\n` number at most 1 048 575 is served (a
+//! trailing `\r` is dropped); a line of 1 048 576 bytes or more ends the
+//! connection with no reply. An unterminated last line is served at EOF if
+//! it is under the cap. The buffer never holds more than the cap, so a peer
+//! streaming 100 MiB without a newline costs at most 1 MiB.
+//!
+//! [`LineBuffer`] is the pure state machine (fuzzed against a model);
+//! [`LineReader`] drives it from an async reader.
+
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+/// The reference's `bufio.Scanner` maximum token size.
+pub const MAX_LINE: usize = 1024 * 1024;
+
+/// Initial buffer size; the buffer doubles on demand up to [`MAX_LINE`].
+const INITIAL_CAPACITY: usize = 4 * 1024;
+
+/// What the framing layer hands to the connection.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Framed<'a> {
+    /// One complete line, without its `\n` and without a trailing `\r`.
+    Line(&'a [u8]),
+    /// The current line reached [`MAX_LINE`] bytes without a newline:
+    /// the connection must be closed without a reply.
+    TooLong,
+}
+
+/// Buffered bytes of one connection, split into lines.
+#[derive(Debug, Default)]
+pub struct LineBuffer {
+    buf: Vec<u8>,
+    /// Start of the unconsumed region.
+    start: usize,
+    /// End of the filled region.
+    end: usize,
+    /// Bytes in `start..scanned` are known to contain no `\n`.
+    scanned: usize,
+}
+
+impl LineBuffer {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Bytes received but not yet returned as a line.
+    pub fn pending(&self) -> usize {
+        self.end - self.start
+    }
+
+    /// Returns the next complete line, `TooLong`, or `None` if more input
+    /// is needed.
+    pub fn next_line(&mut self) -> Option<Framed<'_>> {
+        let from = self.scanned.max(self.start);
+        if let Some(i) = self.buf[from..self.end].iter().position(|&b| b == b'\n') {
+            let newline = from + i;
+            let line_start = self.start;
+            self.start = newline + 1;
+            self.scanned = self.start;
+            return Some(Framed::Line(drop_cr(&self.buf[line_start..newline])));
+        }
+        self.scanned = self.end;
+        if self.pending() >= MAX_LINE {
+            return Some(Framed::TooLong);
+        }
+        None
+    }
+
+    /// At EOF: the unterminated remainder, if any (it is under the cap,
+    /// since `next_line` reports `TooLong` first).
+    pub fn take_final(&mut self) -> Option<&[u8]> {
+        if self.pending() == 0 {
+            return None;
+        }
+        let line = &self.buf[self.start..self.end];
+        self.start = self.end;
+        Some(drop_cr(line))
+    }
+
+    /// A writable region for the next read. Never lets the pending bytes
+    /// exceed [`MAX_LINE`]; callers must drain `next_line` first.
+    pub fn spare(&mut self) -> &mut [u8] {
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+            self.scanned = 0;
+            if self.buf.len() > 64 * 1024 {
+                // Give memory back after a large line.
+                self.buf = Vec::new();
+            }
+        } else if self.start > 0 && self.end == self.buf.len() {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.scanned -= self.start;
+            self.end -= self.start;
+            self.start = 0;
+        }
+        if self.end == self.buf.len() {
+            let grown = (self.buf.len() * 2).clamp(INITIAL_CAPACITY, MAX_LINE);
+            self.buf.resize(grown, 0);
+        }
+        let room = (MAX_LINE - self.pending()).min(self.buf.len() - self.end);
+        &mut self.buf[self.end..self.end + room]
+    }
+
+    /// Records that `n` bytes were written into the region from `spare`.
+    pub fn commit(&mut self, n: usize) {
+        self.end += n;
+    }
+
+    /// Copies `input` in (a test and fuzzing convenience; the async reader
+    /// reads straight into `spare`). Returns how many bytes were taken.
+    pub fn feed(&mut self, input: &[u8]) -> usize {
+        let spare = self.spare();
+        let n = spare.len().min(input.len());
+        spare[..n].copy_from_slice(&input[..n]);
+        self.commit(n);
+        n
+    }
+
+    /// Bytes currently allocated, for memory-bound checks.
+    pub fn capacity(&self) -> usize {
+        self.buf.len()
+    }
+}
+
+fn drop_cr(line: &[u8]) -> &[u8] {
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+/// Reads request lines from an async stream.
+pub struct LineReader<R> {
+    inner: R,
+    buf: LineBuffer,
+    eof: bool,
+}
+
+/// One step of reading a connection.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ReadEvent {
+    Line(Vec<u8>),
+    TooLong,
+    Eof,
+}
+
+impl<R: AsyncRead + Unpin> LineReader<R> {
+    pub fn new(inner: R) -> Self {
+        LineReader {
+            inner,
+            buf: LineBuffer::new(),
+            eof: false,
+        }
+    }
+
+    /// Returns the next line, `TooLong`, or `Eof` (also on a read error).
+    pub async fn next(&mut self) -> ReadEvent {
+        loop {
+            match self.buf.next_line() {
+                Some(Framed::Line(line)) => return ReadEvent::Line(line.to_vec()),
+                Some(Framed::TooLong) => return ReadEvent::TooLong,
+                None => {}
+            }
+            if self.eof {
+                return match self.buf.take_final() {
+                    Some(line) => ReadEvent::Line(line.to_vec()),
+                    None => ReadEvent::Eof,
+                };
+            }
+            match self.inner.read(self.buf.spare()).await {
+                Ok(0) | Err(_) => self.eof = true,
+                Ok(n) => self.buf.commit(n),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines_of(chunks: &[&[u8]]) -> (Vec<Vec<u8>>, bool) {
+        let mut b = LineBuffer::new();
+        let mut out = Vec::new();
+        for chunk in chunks {
+            let mut rest = *chunk;
+            while !rest.is_empty() {
+                let n = b.feed(rest);
+                rest = &rest[n..];
+                loop {
+                    match b.next_line() {
+                        Some(Framed::Line(l)) => out.push(l.to_vec()),
+                        Some(Framed::TooLong) => return (out, true),
+                        None => break,
+                    }
+                }
+            }
+        }
+        if let Some(l) = b.take_final() {
+            out.push(l.to_vec());
+        }
+        (out, false)
+    }
+
+    #[test]
+    fn splits_lines_and_drops_cr() {
+        let (lines, too_long) = lines_of(&[b"a\r\nb", b"c\n\nd"]);
+        assert_eq!(lines, vec![b"a".to_vec(), b"bc".to_vec(), b"".to_vec(), b"d".to_vec()]);
+        assert!(!too_long);
+    }
+
+    #[test]
+    fn cap_boundary_is_exact() {
+        let ok = vec![b'x'; MAX_LINE - 1];
+        let (lines, too_long) = lines_of(&[&ok, b"\nnext\n"]);
+        assert!(!too_long);
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0].len(), MAX_LINE - 1);
+
+        let over = vec![b'x'; MAX_LINE];
+        let (lines, too_long) = lines_of(&[b"first\n", &over, b"\n"]);
+        assert!(too_long);
+        assert_eq!(lines, vec![b"first".to_vec()]);
+
+        // The CR counts towards the cap, as in bufio.Scanner.
+        let (_, too_long) = lines_of(&[&ok, b"\r\n"]);
+        assert!(too_long);
+    }
+
+    #[test]
+    fn unterminated_final_line_is_served_under_the_cap() {
+        let ok = vec![b'y'; MAX_LINE - 1];
+        let (lines, too_long) = lines_of(&[&ok]);
+        assert!(!too_long);
+        assert_eq!(lines[0].len(), MAX_LINE - 1);
+    }
+
+    #[test]
+    fn memory_stays_bounded_without_newlines() {
+        let mut b = LineBuffer::new();
+        let chunk = vec![b'z'; 64 * 1024];
+        let mut fed = 0;
+        loop {
+            fed += b.feed(&chunk);
+            assert!(b.capacity() <= MAX_LINE, "capacity {}", b.capacity());
+            if let Some(Framed::TooLong) = b.next_line() {
+                break;
+            }
+            assert!(fed <= MAX_LINE);
+        }
+        assert_eq!(fed, MAX_LINE);
+    }
+
+    #[test]
+    fn many_small_lines_reuse_the_buffer() {
+        let mut b = LineBuffer::new();
+        for i in 0..100_000u32 {
+            let line = format!("{i}\n");
+            assert_eq!(b.feed(line.as_bytes()), line.len());
+            assert_eq!(b.next_line(), Some(Framed::Line(i.to_string().as_bytes())));
+        }
+        assert!(b.capacity() <= 64 * 1024);
+    }
+}

@@ -1,0 +1,208 @@
+//! Writing JSON the way Go's `encoding/json` encoder writes it.
+//!
+//! Results are typed structs serialised with serde; field order is the
+//! declaration order, which is the documented wire order. The
+//! [`GoFormatter`] adjusts serde_json's output to Go's bytes:
+//!
+//! * `<`, `>`, `&`, U+2028 and U+2029 are escaped as `\u003c`, `\u003e`,
+//!   `\u0026`, `\u2028`, `\u2029` (Go's HTML-safe default);
+//! * control characters use `\n \r \t \b \f` or lower-case `\u00XX`
+//!   (serde_json already agrees);
+//! * floats use Go's shortest round-trip form, switching to exponent form
+//!   below 1e-6 and from 1e21 (`1e+21`, `1e-7`).
+//!
+//! Strings are always valid UTF-8 by the time they reach here: invalid
+//! bytes were replaced on the way in (see [`super::text`]).
+
+use super::value::Value;
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
+use std::io::{self, Write};
+
+/// serde_json formatter producing Go's encoder output.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct GoFormatter;
+
+impl serde_json::ser::Formatter for GoFormatter {
+    fn write_string_fragment<W: ?Sized + Write>(&mut self, writer: &mut W, fragment: &str) -> io::Result<()> {
+        let mut last = 0;
+        for (i, c) in fragment.char_indices() {
+            let escape: &[u8] = match c {
+                '<' => b"\\u003c",
+                '>' => b"\\u003e",
+                '&' => b"\\u0026",
+                '\u{2028}' => b"\\u2028",
+                '\u{2029}' => b"\\u2029",
+                _ => continue,
+            };
+            writer.write_all(&fragment.as_bytes()[last..i])?;
+            writer.write_all(escape)?;
+            last = i + c.len_utf8();
+        }
+        writer.write_all(&fragment.as_bytes()[last..])
+    }
+
+    fn write_f64<W: ?Sized + Write>(&mut self, writer: &mut W, value: f64) -> io::Result<()> {
+        writer.write_all(format_go_float(value).as_bytes())
+    }
+
+    fn write_f32<W: ?Sized + Write>(&mut self, writer: &mut W, value: f32) -> io::Result<()> {
+        writer.write_all(format_go_float(value as f64).as_bytes())
+    }
+}
+
+/// Serialises `value` with Go's encoder rules, appending to `out`.
+pub fn write_go_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    let mut ser = serde_json::Serializer::with_formatter(&mut *out, GoFormatter);
+    // Serialising our own types into a Vec cannot fail: they hold no maps
+    // with non-string keys and writing to memory does not error.
+    if let Err(e) = value.serialize(&mut ser) {
+        unreachable_serialisation(e);
+    }
+}
+
+#[cold]
+fn unreachable_serialisation(e: serde_json::Error) {
+    crate::log_error!("[Server] internal: result serialisation failed: {e}");
+}
+
+/// Serialises `value` with Go's encoder rules into a new buffer.
+pub fn to_go_json<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64);
+    write_go_json(&mut out, value);
+    out
+}
+
+/// Writes one string as a Go JSON string literal.
+pub fn write_go_string(out: &mut Vec<u8>, s: &str) {
+    write_go_json(out, s);
+}
+
+/// Go's `float64` encoding (`strconv.AppendFloat(f, 'f' or 'e', -1, 64)`
+/// plus the encoder's `e-07` → `e-7` clean-up).
+pub fn format_go_float(value: f64) -> String {
+    if !value.is_finite() {
+        // Go refuses to encode these; they never reach the wire here.
+        return "null".to_string();
+    }
+    let abs = value.abs();
+    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
+        // Rust's `{:e}` gives the shortest digits: "1e21", "1.5e-7".
+        let sci = format!("{value:e}");
+        match sci.split_once('e') {
+            Some((mantissa, exp)) if !exp.starts_with('-') => format!("{mantissa}e+{exp}"),
+            _ => sci,
+        }
+    } else {
+        // Rust's Display is the shortest round-trip form, never exponential.
+        format!("{value}")
+    }
+}
+
+/// Request ids and other untyped values are re-encoded the way Go encodes an
+/// `interface{}`: numbers as `float64`, objects as maps with sorted keys (the
+/// last duplicate winning), everything compact.
+impl Serialize for Value {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Value::Null => serializer.serialize_unit(),
+            Value::Bool(b) => serializer.serialize_bool(*b),
+            Value::Number(lit) => serializer.serialize_f64(lit.parse::<f64>().unwrap_or(0.0)),
+            Value::String(s) => serializer.serialize_str(s),
+            Value::Array(items) => {
+                let mut seq = serializer.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    seq.serialize_element(item)?;
+                }
+                seq.end()
+            }
+            Value::Object(members) => {
+                let mut sorted: std::collections::BTreeMap<&str, &Value> = std::collections::BTreeMap::new();
+                for (k, v) in members {
+                    sorted.insert(k, v);
+                }
+                let mut map = serializer.serialize_map(Some(sorted.len()))?;
+                for (k, v) in sorted {
+                    map.serialize_entry(k, v)?;
+                }
+                map.end()
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gojson::value::parse;
+
+    fn reencode(input: &str) -> String {
+        String::from_utf8(to_go_json(&parse(input.as_bytes()).unwrap())).unwrap()
+    }
+
+    #[test]
+    fn floats_follow_go_formatting() {
+        let cases = [
+            (1.0, "1"),
+            (1000.0, "1000"),
+            (-0.0, "-0"),
+            (0.0, "0"),
+            (1e21, "1e+21"),
+            (1e20, "100000000000000000000"),
+            (0.000001, "0.000001"),
+            (1e-7, "1e-7"),
+            (1.5e-10, "1.5e-10"),
+            (12345678901234567890.0, "12345678901234567000"),
+            (1795343369.1085572, "1795343369.1085572"),
+            (1e100, "1e+100"),
+            (-2.5e-300, "-2.5e-300"),
+        ];
+        for (f, want) in cases {
+            assert_eq!(format_go_float(f), want, "formatting {f:e}");
+        }
+    }
+
+    #[test]
+    fn ids_reencode_like_go_interface_values() {
+        assert_eq!(reencode("1.0"), "1");
+        assert_eq!(reencode("1e3"), "1000");
+        assert_eq!(reencode("12345678901234567890"), "12345678901234567000");
+        assert_eq!(reencode("1e21"), "1e+21");
+        assert_eq!(reencode("0.000001"), "0.000001");
+        assert_eq!(reencode("1e-7"), "1e-7");
+        assert_eq!(reencode("-0"), "-0");
+        assert_eq!(reencode(r#""a<b""#), r#""a\u003cb""#);
+        assert_eq!(reencode(r#"{"b":1,"a":[1, 2]}"#), r#"{"a":[1,2],"b":1}"#);
+        assert_eq!(reencode(r#"{"a":1,"a":2}"#), r#"{"a":2}"#);
+        assert_eq!(reencode("[1,2]"), "[1,2]");
+        assert_eq!(reencode("true"), "true");
+        assert_eq!(reencode("null"), "null");
+        assert_eq!(reencode(r#""\ud800x""#), "\"\u{fffd}x\"");
+    }
+
+    #[test]
+    fn strings_escape_like_go() {
+        let mut out = Vec::new();
+        write_go_string(
+            &mut out,
+            "<a>&b\u{2028}\u{2029}x\u{fffd}\u{fffd}y\u{1}\u{8}\u{c}\"\\\n\r\t/\u{7f}é\u{1f}",
+        );
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "\"\\u003ca\\u003e\\u0026b\\u2028\\u2029x\u{fffd}\u{fffd}y\\u0001\\b\\f\\\"\\\\\\n\\r\\t/\u{7f}é\\u001f\""
+        );
+    }
+
+    #[test]
+    fn reference_notes_content_example() {
+        // files.read of the bytes `<a>&b` U+2028 `x\xff\xfey\x01\x08\x0c"\` and a newline.
+        let mut bytes = b"<a>&b".to_vec();
+        bytes.extend_from_slice("\u{2028}".as_bytes());
+        bytes.extend_from_slice(b"x\xff\xfey\x01\x08\x0c\"\\\n");
+        let mut out = Vec::new();
+        write_go_string(&mut out, &crate::gojson::text::go_lossy(&bytes));
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "\"\\u003ca\\u003e\\u0026b\\u2028x\u{fffd}\u{fffd}y\\u0001\\b\\f\\\"\\\\\\n\""
+        );
+    }
+}

@@ -1,0 +1,39 @@
+//! remora: the remote-host daemon that installs the pinned agent CLI,
+//! supervises the agent and its MCP servers, and multiplexes clients and
+//! output streams over one Unix socket with newline-delimited JSON-RPC 2.0.
+//!
+//! Map of the crate (see `docs/ARCHITECTURE.md` for the invariants):
+//!
+//! | module | owns |
+//! | --- | --- |
+//! | [`cli`] | flags, modes, daemonizing |
+//! | [`server`] | daemon state, the owner-only socket, the accept loop |
+//! | [`connection`] | one client: line reader, request tasks, ordered writer |
+//! | [`frame`] | NDJSON framing and the 1 MiB line cap |
+//! | [`rpc`] | envelope validation order, error codes and messages |
+//! | [`dispatch`] | params gate, method table, panic isolation |
+//! | [`params`] | per-namespace params structs |
+//! | [`gojson`] | Go-compatible JSON decoding and encoding |
+//! | [`goerr`] | Go-style OS error text |
+//! | [`methods`] | the 19 handlers |
+//! | [`process`] | supervisor, replay log, stdin offsets |
+//! | [`shutdown`] | the daemon-wide stop signal |
+//! | [`metrics`] | counters for `-metrics-addr` |
+//! | [`logging`] | leveled Go-format log lines on stderr |
+//! | [`version`] | build id, GOOS/GOARCH names |
+
+pub mod cli;
+pub mod connection;
+pub mod dispatch;
+pub mod frame;
+pub mod goerr;
+pub mod gojson;
+pub mod logging;
+pub mod methods;
+pub mod metrics;
+pub mod params;
+pub mod process;
+pub mod rpc;
+pub mod server;
+pub mod shutdown;
+pub mod version;

@@ -1,0 +1,132 @@
+//! The operational log: leveled lines on stderr in Go's `log` format.
+//!
+//! Every line is `2006/01/02 15:04:05 LEVEL [Component] message`, the level
+//! tag padded to five characters so the `[Component]` prefixes stay
+//! byte-identical to the reference's and any grep for them keeps matching.
+//! The threshold comes once from `REMORA_LOG_LEVEL` (debug, info, warn,
+//! error; unset or unknown means debug). Tokens never reach this module:
+//! callers log method names and ids, never request bodies.
+
+use std::fmt;
+use std::io::Write;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Level {
+    Debug = 0,
+    Info = 1,
+    Warn = 2,
+    Error = 3,
+}
+
+impl Level {
+    fn tag(self) -> &'static str {
+        match self {
+            Level::Debug => "DEBUG",
+            Level::Info => "INFO ",
+            Level::Warn => "WARN ",
+            Level::Error => "ERROR",
+        }
+    }
+
+    /// Parses a `REMORA_LOG_LEVEL` value; anything unknown is `Debug`.
+    pub fn from_setting(value: Option<&str>) -> Level {
+        match value.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
+            Some("info") => Level::Info,
+            Some("warn") | Some("warning") => Level::Warn,
+            Some("error") => Level::Error,
+            _ => Level::Debug,
+        }
+    }
+}
+
+static THRESHOLD: AtomicU8 = AtomicU8::new(Level::Debug as u8);
+
+/// Reads `REMORA_LOG_LEVEL` and sets the threshold.
+pub fn init_from_env() {
+    let setting = std::env::var("REMORA_LOG_LEVEL").ok();
+    set_threshold(Level::from_setting(setting.as_deref()));
+}
+
+pub fn set_threshold(level: Level) {
+    THRESHOLD.store(level as u8, Ordering::Relaxed);
+}
+
+pub fn enabled(level: Level) -> bool {
+    level as u8 >= THRESHOLD.load(Ordering::Relaxed)
+}
+
+/// Formats one log line (without the trailing newline's write) for `level`.
+pub fn format_line(level: Level, args: fmt::Arguments<'_>) -> String {
+    format!("{} {} {}\n", timestamp(), level.tag(), args)
+}
+
+/// Writes one line to stderr if `level` passes the threshold.
+pub fn write(level: Level, args: fmt::Arguments<'_>) {
+    if !enabled(level) {
+        return;
+    }
+    let line = format_line(level, args);
+    // One write per line so concurrent tasks never interleave mid-line.
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
+/// Local wall-clock time as Go's `log` prints it: `2006/01/02 15:04:05`.
+fn timestamp() -> String {
+    // SAFETY: `time` and `localtime_r` only write into the locals we pass.
+    unsafe {
+        let now = libc::time(std::ptr::null_mut());
+        let mut tm: libc::tm = std::mem::zeroed();
+        if libc::localtime_r(&now, &mut tm).is_null() {
+            return "0000/00/00 00:00:00".to_string();
+        }
+        format!(
+            "{:04}/{:02}/{:02} {:02}:{:02}:{:02}",
+            tm.tm_year + 1900,
+            tm.tm_mon + 1,
+            tm.tm_mday,
+            tm.tm_hour,
+            tm.tm_min,
+            tm.tm_sec
+        )
+    }
+}
+
+#[macro_export]
+macro_rules! log_debug { ($($t:tt)*) => { $crate::logging::write($crate::logging::Level::Debug, format_args!($($t)*)) } }
+#[macro_export]
+macro_rules! log_info { ($($t:tt)*) => { $crate::logging::write($crate::logging::Level::Info, format_args!($($t)*)) } }
+#[macro_export]
+macro_rules! log_warn { ($($t:tt)*) => { $crate::logging::write($crate::logging::Level::Warn, format_args!($($t)*)) } }
+#[macro_export]
+macro_rules! log_error { ($($t:tt)*) => { $crate::logging::write($crate::logging::Level::Error, format_args!($($t)*)) } }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_format_is_go_log_with_padded_level() {
+        let line = format_line(Level::Info, format_args!("[Server] New connection from: @"));
+        let (stamp, rest) = line.split_at(19);
+        assert_eq!(rest, " INFO  [Server] New connection from: @\n");
+        let b = stamp.as_bytes();
+        assert!(
+            b[4] == b'/' && b[7] == b'/' && b[10] == b' ' && b[13] == b':' && b[16] == b':',
+            "{stamp}"
+        );
+        assert!(format_line(Level::Warn, format_args!("x")).ends_with(" WARN  x\n"));
+        assert!(format_line(Level::Error, format_args!("x")).ends_with(" ERROR x\n"));
+        assert!(format_line(Level::Debug, format_args!("x")).ends_with(" DEBUG x\n"));
+    }
+
+    #[test]
+    fn level_setting_parses_with_debug_default() {
+        assert_eq!(Level::from_setting(None), Level::Debug);
+        assert_eq!(Level::from_setting(Some("bogus")), Level::Debug);
+        assert_eq!(Level::from_setting(Some("INFO")), Level::Info);
+        assert_eq!(Level::from_setting(Some("warn")), Level::Warn);
+        assert_eq!(Level::from_setting(Some("error")), Level::Error);
+    }
+}

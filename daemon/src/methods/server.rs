@@ -1,0 +1,48 @@
+//! `server.*`: ping, version, capabilities, shutdown. These take no params.
+
+use super::Outcome;
+use crate::dispatch::Call;
+use crate::rpc::{FEATURES, METHODS};
+use crate::version;
+use serde::Serialize;
+
+#[derive(Serialize)]
+struct Pong {
+    pong: bool,
+}
+
+#[derive(Serialize)]
+struct VersionInfo {
+    version: &'static str,
+    platform: &'static str,
+    arch: &'static str,
+}
+
+#[derive(Serialize)]
+struct Capabilities {
+    version: &'static str,
+    methods: &'static [&'static str],
+    features: &'static [&'static str],
+}
+
+pub async fn handle(method: &str, call: &Call<'_>) -> Outcome {
+    match method {
+        "server.ping" => Outcome::ok(&Pong { pong: true }),
+        "server.version" => Outcome::ok(&VersionInfo {
+            version: version::ID,
+            platform: version::goos(),
+            arch: version::goarch(),
+        }),
+        "server.capabilities" => Outcome::ok(&Capabilities {
+            version: version::ID,
+            methods: &METHODS,
+            features: &FEATURES,
+        }),
+        "server.shutdown" => {
+            crate::log_info!("[Server] Shutdown requested");
+            call.daemon.shutdown.trigger();
+            Outcome::NoReply
+        }
+        other => Outcome::internal(format!("no handler for {other}")),
+    }
+}

@@ -1,0 +1,52 @@
+//! Counters for the opt-in `-metrics-addr` endpoint. Counts only: no
+//! command output, no tokens. The handlers bump them; the exposition (HTTP
+//! and Prometheus text format) lives in the lifecycle code.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Outcome classes of a request, for `requests` counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Ok = 0,
+    Error = 1,
+    NoReply = 2,
+}
+
+/// Every counter the daemon keeps.
+#[derive(Debug)]
+pub struct Metrics {
+    pub connections: AtomicU64,
+    /// Indexed by the method's position in [`crate::rpc::METHODS`], then
+    /// by [`Outcome`].
+    pub requests: [[AtomicU64; 3]; 19],
+    /// Requests rejected before dispatch (parse, auth, version, method).
+    pub rejected: AtomicU64,
+    pub process_spawns: AtomicU64,
+    pub process_exits: AtomicU64,
+    pub reattaches: AtomicU64,
+    pub stream_bytes_out: AtomicU64,
+    pub stdin_bytes_in: AtomicU64,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics {
+            connections: AtomicU64::new(0),
+            requests: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
+            rejected: AtomicU64::new(0),
+            process_spawns: AtomicU64::new(0),
+            process_exits: AtomicU64::new(0),
+            reattaches: AtomicU64::new(0),
+            stream_bytes_out: AtomicU64::new(0),
+            stdin_bytes_in: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Metrics {
+    pub fn count_request(&self, method: &str, outcome: Outcome) {
+        if let Some(i) = crate::rpc::METHODS.iter().position(|m| *m == method) {
+            self.requests[i][outcome as usize].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}

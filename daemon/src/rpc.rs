@@ -1,0 +1,357 @@
+//! The JSON-RPC envelope: decoding a request line, validating it in the
+//! documented order (parse → auth → version → method), and encoding
+//! replies. Params are checked later, per namespace, in [`crate::dispatch`].
+//!
+//! Every error code and message string of the protocol lives here.
+
+use crate::gojson::{self, Raw, Value};
+use serde::Serialize;
+
+pub const PARSE_ERROR: i64 = -32700;
+pub const INVALID_REQUEST: i64 = -32600;
+pub const METHOD_NOT_FOUND: i64 = -32601;
+pub const INVALID_PARAMS: i64 = -32602;
+pub const INTERNAL_ERROR: i64 = -32603;
+pub const UNAUTHORIZED: i64 = -32001;
+pub const STDIN_OFFSET_GAP: i64 = -32003;
+
+pub const MSG_PARSE_ERROR: &str = "Parse error";
+pub const MSG_UNAUTHORIZED: &str = "Unauthorized: invalid or missing auth token";
+pub const MSG_INVALID_VERSION: &str = "Invalid JSON-RPC version";
+pub const MSG_INVALID_PARAMS: &str = "Invalid params";
+pub const MSG_STDIN_OFFSET_GAP: &str = "stdin offset gap: offset ahead of applied bytes";
+
+/// The 19 methods, in the order `server.capabilities` lists them.
+pub const METHODS: [&str; 19] = [
+    "server.ping",
+    "server.version",
+    "server.capabilities",
+    "server.shutdown",
+    "files.list",
+    "files.validate",
+    "files.stat",
+    "files.read",
+    "files.extract_tar",
+    "git.info",
+    "git.status",
+    "git.list_branches",
+    "git.worktree_create",
+    "git.worktree_remove",
+    "process.spawn",
+    "process.stdin",
+    "process.kill",
+    "process.killAndWait",
+    "process.reattach",
+];
+
+/// Optional protocol extensions advertised by `server.capabilities`.
+pub const FEATURES: [&str; 1] = ["process.stdin.offset"];
+
+/// The namespaces a method can belong to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Namespace {
+    Server,
+    Files,
+    Git,
+    Process,
+}
+
+impl Namespace {
+    fn from_name(ns: &str) -> Option<Namespace> {
+        match ns {
+            "server" => Some(Namespace::Server),
+            "files" => Some(Namespace::Files),
+            "git" => Some(Namespace::Git),
+            "process" => Some(Namespace::Process),
+            _ => None,
+        }
+    }
+}
+
+crate::go_struct! {
+    /// The request envelope, bound like the reference's Go struct.
+    pub struct Envelope {
+        pub jsonrpc: String = "jsonrpc",
+        pub id: Value = "id",
+        pub method: String = "method",
+        pub params: Raw = "params",
+        pub auth: String = "auth",
+    }
+}
+
+/// A JSON-RPC error object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RpcError {
+    pub code: i64,
+    pub message: String,
+}
+
+impl RpcError {
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        RpcError {
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        RpcError::new(INVALID_PARAMS, message)
+    }
+
+    pub fn internal(message: impl Into<String>) -> Self {
+        RpcError::new(INTERNAL_ERROR, message)
+    }
+}
+
+/// A request that passed parse, auth, version and method checks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub id: Value,
+    pub method: &'static str,
+    pub namespace: Namespace,
+    /// `None` when the `params` member was absent (`null` is `Some(Null)`).
+    pub params: Option<Value>,
+}
+
+/// Outcome of envelope validation.
+#[derive(Debug, PartialEq)]
+pub enum Checked {
+    Valid(Request),
+    /// Reply with this error; `unauthorized` marks the -32001 case so the
+    /// caller can log it.
+    Rejected {
+        id: Value,
+        error: RpcError,
+        unauthorized: Option<String>,
+    },
+}
+
+/// Validates one (non-blank) request line against `token`.
+pub fn check(line: &[u8], token: &[u8]) -> Checked {
+    let reject = |id: Value, error: RpcError| Checked::Rejected {
+        id,
+        error,
+        unauthorized: None,
+    };
+    let envelope = match gojson::parse(line)
+        .ok()
+        .and_then(|value| Envelope::from_go_value(&value).ok())
+    {
+        Some(envelope) => envelope,
+        None => return reject(Value::Null, RpcError::new(PARSE_ERROR, MSG_PARSE_ERROR)),
+    };
+    if !constant_time_eq(envelope.auth.as_bytes(), token) {
+        return Checked::Rejected {
+            error: RpcError::new(UNAUTHORIZED, MSG_UNAUTHORIZED),
+            unauthorized: Some(envelope.method.clone()),
+            id: envelope.id,
+        };
+    }
+    if envelope.jsonrpc != "2.0" {
+        return reject(envelope.id, RpcError::new(INVALID_REQUEST, MSG_INVALID_VERSION));
+    }
+    let (namespace, method) = match resolve_method(&envelope.method) {
+        Ok(found) => found,
+        Err(message) => return reject(envelope.id, RpcError::new(METHOD_NOT_FOUND, message)),
+    };
+    Checked::Valid(Request {
+        id: envelope.id,
+        method,
+        namespace,
+        params: envelope.params.0,
+    })
+}
+
+/// Maps a method name to its namespace and canonical name, or the -32601
+/// message for it.
+pub fn resolve_method(name: &str) -> Result<(Namespace, &'static str), String> {
+    let Some((ns, _)) = name.split_once('.') else {
+        return Err(format!("Invalid method format: {name}"));
+    };
+    let Some(namespace) = Namespace::from_name(ns) else {
+        return Err(format!("Unknown namespace: {ns}"));
+    };
+    match METHODS.iter().find(|m| **m == name) {
+        Some(method) => Ok((namespace, method)),
+        None => Err(format!("Unknown method: {name}")),
+    }
+}
+
+/// Compares a presented token with the expected one in time that depends
+/// only on the expected token's length.
+pub fn constant_time_eq(presented: &[u8], expected: &[u8]) -> bool {
+    let mut diff = (presented.len() != expected.len()) as u8;
+    for (i, e) in expected.iter().enumerate() {
+        let p = presented.get(i).copied().unwrap_or(!*e);
+        diff |= p ^ e;
+    }
+    std::hint::black_box(diff) == 0
+}
+
+/// `{"jsonrpc":"2.0","id":…,"result":…}\n` around an already-encoded result.
+pub fn success_line(id: &Value, result_json: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(32 + result_json.len());
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    gojson::write_go_json(&mut out, id);
+    out.extend_from_slice(br#","result":"#);
+    out.extend_from_slice(result_json);
+    out.extend_from_slice(b"}\n");
+    out
+}
+
+/// `{"jsonrpc":"2.0","id":…,"error":{"code":…,"message":…}}\n`.
+pub fn error_line(id: &Value, error: &RpcError) -> Vec<u8> {
+    let mut out = Vec::with_capacity(96);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    gojson::write_go_json(&mut out, id);
+    out.extend_from_slice(br#","error":"#);
+    gojson::write_go_json(&mut out, error);
+    out.extend_from_slice(b"}\n");
+    out
+}
+
+/// How an id appears in the log (Go's `%v` of the decoded `interface{}`).
+pub fn id_for_log(id: &Value) -> String {
+    match id {
+        Value::Null => "<nil>".to_string(),
+        Value::String(s) => s.clone(),
+        Value::Number(lit) => gojson::format_go_float(lit.parse().unwrap_or(0.0)),
+        Value::Bool(b) => b.to_string(),
+        other => String::from_utf8_lossy(&gojson::to_go_json(other)).into_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TOKEN: &[u8] = b"tok";
+
+    fn reply(line: &str) -> String {
+        match check(line.as_bytes(), TOKEN) {
+            Checked::Valid(r) => format!("valid {} {:?}", r.method, r.params),
+            Checked::Rejected { id, error, .. } => String::from_utf8(error_line(&id, &error)).unwrap(),
+        }
+    }
+
+    #[test]
+    fn precedence_is_parse_auth_version_method() {
+        assert_eq!(
+            reply("{"),
+            "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32700,\"message\":\"Parse error\"}}\n"
+        );
+        // No auth and bad version: auth wins.
+        assert_eq!(
+            reply(r#"{"id":1,"method":"server.ping"}"#),
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32001,\"message\":\"Unauthorized: invalid or missing auth token\"}}\n"
+        );
+        assert_eq!(
+            reply(r#"{"jsonrpc":"1.0","id":2,"method":"nope","auth":"tok"}"#),
+            "{\"jsonrpc\":\"2.0\",\"id\":2,\"error\":{\"code\":-32600,\"message\":\"Invalid JSON-RPC version\"}}\n"
+        );
+        assert_eq!(
+            reply(r#"{"jsonrpc":"2.0","id":3,"method":"nope","auth":"tok"}"#),
+            "{\"jsonrpc\":\"2.0\",\"id\":3,\"error\":{\"code\":-32601,\"message\":\"Invalid method format: nope\"}}\n"
+        );
+        assert_eq!(
+            reply(r#"{"jsonrpc":"2.0","id":4,"method":"foo.bar","auth":"tok"}"#),
+            "{\"jsonrpc\":\"2.0\",\"id\":4,\"error\":{\"code\":-32601,\"message\":\"Unknown namespace: foo\"}}\n"
+        );
+        assert_eq!(
+            reply(r#"{"jsonrpc":"2.0","id":5,"method":"files.nope","auth":"tok"}"#),
+            "{\"jsonrpc\":\"2.0\",\"id\":5,\"error\":{\"code\":-32601,\"message\":\"Unknown method: files.nope\"}}\n"
+        );
+    }
+
+    #[test]
+    fn reference_notes_envelope_cases() {
+        let parse_error = "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32700,\"message\":\"Parse error\"}}\n";
+        for bad in [
+            r#"{"jsonrpc":"2.0","id":1e400,"method":"server.ping","auth":"tok"}"#,
+            r#"{"jsonrpc":2,"id":1,"method":"server.ping","auth":"tok"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":123,"auth":"tok"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"server.ping","auth":123}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"server.ping","auth":"tok"} x"#,
+            r#"[1,2]"#,
+            r#""str""#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"files.stat","params":{"x":[}, "auth":"tok"}"#,
+        ] {
+            assert_eq!(reply(bad), parse_error, "{bad}");
+        }
+        assert_eq!(
+            reply(r#"{"JSONRPC":"2.0","ID":5,"METHOD":"server.ping","AUTH":"tok"}"#),
+            "valid server.ping None"
+        );
+        assert!(
+            reply(r#"{"jsonrpc":"2.0","id":1,"method":"server.ping","auth":"tok","Auth":"bad"}"#).contains("-32001")
+        );
+        assert_eq!(
+            reply(r#"{"jsonrpc":"2.0","id":1,"method":"server.ping","Auth":"bad","auth":"tok"}"#),
+            "valid server.ping None"
+        );
+        assert_eq!(
+            reply(r#"{"jsonrpc":"2.0","method":"files.stat","params":null,"auth":"tok"}"#),
+            "valid files.stat Some(Null)"
+        );
+        // `null` is a valid empty envelope in Go, so it fails auth.
+        assert!(reply("null").contains("\"id\":null,\"error\":{\"code\":-32001"));
+    }
+
+    #[test]
+    fn ids_come_back_as_go_reencodes_them() {
+        for (id, want) in [
+            ("1.0", "1"),
+            ("1e3", "1000"),
+            ("12345678901234567890", "12345678901234567000"),
+            ("1e21", "1e+21"),
+            ("0.000001", "0.000001"),
+            ("1e-7", "1e-7"),
+            ("-0", "-0"),
+            (r#""a<b""#, r#""a\u003cb""#),
+            (r#"{"b":1,"a":[1, 2]}"#, r#"{"a":[1,2],"b":1}"#),
+            ("[1,2]", "[1,2]"),
+            ("true", "true"),
+            ("null", "null"),
+            (r#""\ud800x""#, "\"\u{fffd}x\""),
+        ] {
+            let line = format!(r#"{{"jsonrpc":"1","id":{id},"auth":"tok"}}"#);
+            let got = reply(&line);
+            assert!(
+                got.starts_with(&format!("{{\"jsonrpc\":\"2.0\",\"id\":{want},\"error\"")),
+                "{id} -> {got}"
+            );
+        }
+        let got = reply("{\"jsonrpc\":\"1\",\"id\":\"\u{fffd}\",\"auth\":\"tok\"}");
+        assert!(got.contains("\"id\":\"\u{fffd}\""));
+        let raw = b"{\"jsonrpc\":\"1\",\"id\":\"a\xffb\",\"auth\":\"tok\"}";
+        let Checked::Rejected { id, .. } = check(raw, TOKEN) else {
+            panic!()
+        };
+        assert_eq!(id, Value::String("a\u{fffd}b".into()));
+    }
+
+    #[test]
+    fn method_resolution_messages() {
+        assert_eq!(resolve_method("server.ping"), Ok((Namespace::Server, "server.ping")));
+        assert_eq!(resolve_method(""), Err("Invalid method format: ".to_string()));
+        assert_eq!(resolve_method(".x"), Err("Unknown namespace: ".to_string()));
+        assert_eq!(
+            resolve_method("files.stat.x"),
+            Err("Unknown method: files.stat.x".to_string())
+        );
+        assert_eq!(
+            resolve_method("Server.ping"),
+            Err("Unknown namespace: Server".to_string())
+        );
+    }
+
+    #[test]
+    fn token_comparison() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abd", b"abc"));
+        assert!(!constant_time_eq(b"ab", b"abc"));
+        assert!(!constant_time_eq(b"abcd", b"abc"));
+        assert!(!constant_time_eq(b"", b"abc"));
+        assert!(constant_time_eq(b"", b""));
+    }
+}

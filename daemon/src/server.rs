@@ -1,0 +1,128 @@
+//! The RPC server: daemon-wide state, the owner-only socket, and the
+//! accept loop. Lifecycle concerns (flags, daemonizing, signals) live in
+//! [`crate::cli`]; this module only serves.
+
+use crate::metrics::Metrics;
+use crate::process::ProcessManager;
+use crate::shutdown::Shutdown;
+use std::io;
+use std::os::unix::fs::FileTypeExt;
+use std::os::unix::net::UnixListener as StdUnixListener;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+/// Settings fixed when the daemon starts.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub socket_path: PathBuf,
+    /// `-keep-children`: leave children running across a graceful shutdown.
+    pub keep_children: bool,
+}
+
+/// State shared by every connection and handler.
+pub struct Daemon {
+    pub token: Vec<u8>,
+    pub options: Options,
+    pub metrics: Metrics,
+    pub shutdown: Shutdown,
+    pub processes: ProcessManager,
+    /// PATH extracted from the login shell, once known; children get it.
+    pub login_path: OnceLock<String>,
+}
+
+impl Daemon {
+    pub fn new(token: Vec<u8>, options: Options) -> Arc<Daemon> {
+        Arc::new(Daemon {
+            token,
+            options,
+            metrics: Metrics::default(),
+            shutdown: Shutdown::new(),
+            processes: ProcessManager::new(),
+            login_path: OnceLock::new(),
+        })
+    }
+}
+
+/// Why the socket could not be opened, phrased like Go's `net.Listen`.
+#[derive(Debug)]
+pub struct BindError {
+    pub path: PathBuf,
+    pub source: io::Error,
+}
+
+impl std::fmt::Display for BindError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "listen unix: {}: bind: {}",
+            self.path.display(),
+            crate::goerr::io_text(&self.source)
+        )
+    }
+}
+
+impl std::error::Error for BindError {}
+
+/// Creates the listening socket at `path`, mode 0600 from the moment it
+/// exists (the file is created under a 0177 umask, so there is no
+/// bind-then-chmod window). A stale socket left by a dead daemon is
+/// replaced; a live daemon's socket is left alone and reported as in use.
+///
+/// Call this before starting any threads: the umask is process-wide.
+pub fn bind_socket(path: &Path) -> Result<StdUnixListener, BindError> {
+    let fail = |source| BindError {
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if !meta.file_type().is_socket() {
+            return Err(fail(io::Error::from_raw_os_error(libc::EADDRINUSE)));
+        }
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            return Err(fail(io::Error::from_raw_os_error(libc::EADDRINUSE)));
+        }
+        // Nobody is listening: a stale socket from a dead daemon.
+        let _ = std::fs::remove_file(path);
+    }
+    // SAFETY: umask only swaps the process file-creation mask.
+    let previous = unsafe { libc::umask(0o177) };
+    let bound = StdUnixListener::bind(path);
+    unsafe { libc::umask(previous) };
+    let listener = bound.map_err(fail)?;
+    listener.set_nonblocking(true).map_err(fail)?;
+    Ok(listener)
+}
+
+/// Accepts connections until shutdown is triggered, then closes the
+/// listener. Connections notice shutdown themselves.
+pub async fn accept_loop(listener: StdUnixListener, daemon: Arc<Daemon>) -> io::Result<()> {
+    let listener = tokio::net::UnixListener::from_std(listener)?;
+    let mut shutdown = daemon.shutdown.subscribe();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    tokio::spawn(crate::connection::serve(stream, daemon.clone()));
+                }
+                Err(e) => {
+                    crate::log_error!("[Server] accept failed: {e}");
+                    // Out of descriptors and the like: back off briefly
+                    // instead of spinning.
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+            },
+            _ = shutdown.wait() => return Ok(()),
+        }
+    }
+}
+
+/// Serves `listener` until shutdown, then tears down: children are killed
+/// (or kept with `-keep-children`) and the socket file is removed. The
+/// teardown completes before this returns.
+pub async fn run(listener: StdUnixListener, daemon: Arc<Daemon>) -> io::Result<()> {
+    accept_loop(listener, daemon.clone()).await?;
+    crate::log_info!("[Server] Shutting down");
+    daemon.processes.shutdown(daemon.options.keep_children).await;
+    let _ = std::fs::remove_file(&daemon.options.socket_path);
+    Ok(())
+}

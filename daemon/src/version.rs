@@ -1,0 +1,45 @@
+//! Build identity: the id and build time stamped by `build.rs`, and the
+//! Go-style names of this platform.
+
+/// `git describe` of the source tree, or the crate version outside git.
+pub const ID: &str = env!("REMORA_VERSION_ID");
+/// UTC build time, RFC 3339.
+pub const BUILT: &str = env!("REMORA_BUILD_TIME");
+
+/// `-version` output (without the newline).
+pub fn banner() -> String {
+    format!("remora {ID} (built {BUILT})")
+}
+
+/// Go's `runtime.GOOS` for this build.
+pub fn goos() -> &'static str {
+    match std::env::consts::OS {
+        "macos" => "darwin",
+        other => other,
+    }
+}
+
+/// Go's `runtime.GOARCH` for this build.
+pub fn goarch() -> &'static str {
+    match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "x86" => "386",
+        "aarch64" => "arm64",
+        "powerpc64" if cfg!(target_endian = "little") => "ppc64le",
+        "powerpc64" => "ppc64",
+        "loongarch64" => "loong64",
+        "mips64" if cfg!(target_endian = "little") => "mips64le",
+        "mips" if cfg!(target_endian = "little") => "mipsle",
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn go_names() {
+        assert_eq!(super::goos(), "linux");
+        assert!(["amd64", "arm64", "386", "riscv64", "ppc64le", "s390x"].contains(&super::goarch()));
+        assert!(super::banner().starts_with("remora "));
+    }
+}

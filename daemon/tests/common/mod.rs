@@ -1,0 +1,214 @@
+//! Shared integration-test support: a real `remora -serve` daemon on a
+//! socket in a temp dir, and a blocking line-oriented client.
+//!
+//! Readiness is the banner on the launcher's stdout, never a sleep. On drop
+//! the daemon is stopped with an authenticated `server.shutdown`.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const TOKEN: &str = "test-token-\u{e9}";
+
+pub fn remora_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_remora")
+}
+
+pub struct TestDaemon {
+    pub dir: tempfile::TempDir,
+    pub socket: PathBuf,
+    pub token: String,
+    pub launcher: Option<Child>,
+    pub stderr_path: PathBuf,
+}
+
+impl TestDaemon {
+    pub fn start() -> TestDaemon {
+        TestDaemon::start_with(&[], &[])
+    }
+
+    /// Starts `remora -serve` with extra flags and environment.
+    pub fn start_with(extra_args: &[&str], env: &[(&str, &str)]) -> TestDaemon {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let socket = dir.path().join("rpc.sock");
+        let token_file = dir.path().join("token");
+        std::fs::write(&token_file, format!("{TOKEN}\n")).unwrap();
+        let stderr_path = dir.path().join("daemon.log");
+        let stderr = std::fs::File::create(&stderr_path).unwrap();
+        let mut cmd = Command::new(remora_bin());
+        cmd.arg("-serve")
+            .arg("-socket")
+            .arg(&socket)
+            .arg("-token-file")
+            .arg(&token_file)
+            .args(extra_args)
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(stderr);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut launcher = cmd.spawn().expect("spawn remora");
+        let mut stdout = BufReader::new(launcher.stdout.take().unwrap());
+        let mut banner = String::new();
+        stdout.read_line(&mut banner).expect("read banner");
+        assert_eq!(
+            banner,
+            format!("Remora remote server listening on {}\n", socket.display()),
+            "daemon did not start; log: {}",
+            std::fs::read_to_string(&stderr_path).unwrap_or_default()
+        );
+        TestDaemon {
+            dir,
+            socket,
+            token: TOKEN.to_string(),
+            launcher: Some(launcher),
+            stderr_path,
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn connect(&self) -> Client {
+        Client::connect(&self.socket)
+    }
+
+    /// Sends one request on a fresh connection and returns its reply line.
+    pub fn call(&self, method: &str, params: &str) -> String {
+        let mut c = self.connect();
+        c.call(1, method, params)
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.stderr_path).unwrap_or_default()
+    }
+
+    /// Asks the daemon to stop and waits until its socket is gone.
+    pub fn stop(&mut self) {
+        if let Ok(mut s) = UnixStream::connect(&self.socket) {
+            let line = request_line("0", "server.shutdown", None, &self.token);
+            let _ = s.write_all(line.as_bytes());
+            let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+            let mut sink = Vec::new();
+            let _ = s.read_to_end(&mut sink);
+        }
+        wait_until(Duration::from_secs(10), || !self.socket.exists());
+        if let Some(mut child) = self.launcher.take() {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for TestDaemon {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Polls `cond` until it holds or `limit` passes; returns whether it held.
+pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// A request line (with newline). `params: None` omits the member.
+pub fn request_line(id: &str, method: &str, params: Option<&str>, token: &str) -> String {
+    match params {
+        Some(p) => format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"{method}\",\"params\":{p},\"auth\":\"{token}\"}}\n"
+        ),
+        None => format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"{method}\",\"auth\":\"{token}\"}}\n"),
+    }
+}
+
+pub struct Client {
+    pub stream: UnixStream,
+    reader: BufReader<UnixStream>,
+    /// Lines read while looking for something else.
+    pub backlog: Vec<String>,
+}
+
+impl Client {
+    pub fn connect(socket: &Path) -> Client {
+        let stream = UnixStream::connect(socket).expect("connect");
+        stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let reader = BufReader::new(stream.try_clone().unwrap());
+        Client {
+            stream,
+            reader,
+            backlog: Vec::new(),
+        }
+    }
+
+    pub fn try_connect(socket: &Path) -> Option<UnixStream> {
+        UnixStream::connect(socket).ok()
+    }
+
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).expect("write");
+    }
+
+    pub fn send(&mut self, id: impl ToString, method: &str, params: &str) {
+        let line = request_line(&id.to_string(), method, Some(params), TOKEN);
+        self.send_raw(line.as_bytes());
+    }
+
+    /// Next line from the socket (without the newline); panics on timeout.
+    pub fn recv_line(&mut self) -> String {
+        let mut line = String::new();
+        let n = self.reader.read_line(&mut line).expect("read reply");
+        assert!(n > 0, "connection closed while waiting for a line");
+        assert!(line.ends_with('\n'), "partial line {line:?}");
+        line.pop();
+        line
+    }
+
+    /// Reads until EOF; returns what arrived.
+    pub fn read_to_eof(&mut self) -> String {
+        let mut rest = String::new();
+        self.reader.read_to_string(&mut rest).expect("read to eof");
+        rest
+    }
+
+    /// Waits for the reply with this id; other lines go to `backlog`.
+    pub fn reply_for(&mut self, id: impl ToString) -> String {
+        let needle = format!("{{\"jsonrpc\":\"2.0\",\"id\":{},", id.to_string());
+        if let Some(i) = self.backlog.iter().position(|l| l.starts_with(&needle)) {
+            return self.backlog.remove(i);
+        }
+        loop {
+            let line = self.recv_line();
+            if line.starts_with(&needle) {
+                return line;
+            }
+            self.backlog.push(line);
+        }
+    }
+
+    pub fn call(&mut self, id: impl ToString + Clone, method: &str, params: &str) -> String {
+        self.send(id.clone(), method, params);
+        self.reply_for(id)
+    }
+}
