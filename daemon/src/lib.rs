@@ -16,6 +16,7 @@
 //! | [`gojson`] | Go-compatible JSON decoding and encoding |
 //! | [`goerr`] | Go-style OS error text |
 //! | [`methods`] | the 19 handlers |
+//! | [`install`] | `-install`: the agent-CLI version manager |
 //! | [`process`] | supervisor, replay log, stdin offsets |
 //! | [`shutdown`] | the daemon-wide stop signal |
 //! | [`metrics`] | counters for `-metrics-addr` |
@@ -28,6 +29,7 @@ pub mod dispatch;
 pub mod frame;
 pub mod goerr;
 pub mod gojson;
+pub mod install;
 pub mod logging;
 pub mod methods;
 pub mod metrics;
