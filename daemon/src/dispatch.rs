@@ -126,3 +126,35 @@ impl<F: Future> Future for CatchUnwind<F> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panicking_handler_is_caught() {
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let caught = CatchUnwind(async {
+            tokio::task::yield_now().await;
+            let input: Vec<u8> = Vec::new();
+            // Deliberately index out of bounds, as a buggy handler might.
+            input[usize::from(input.is_empty())]
+        })
+        .await;
+        std::panic::set_hook(prev);
+        assert!(caught.is_err());
+        assert_eq!(CatchUnwind(async { 7 }).await, Ok(7));
+    }
+
+    #[test]
+    fn params_gate() {
+        let decode = PathParams::from_go_value;
+        assert!(
+            matches!(bind_params(&None, decode), Err(Outcome::Error(e)) if e.code == rpc::INVALID_PARAMS && e.message == "Invalid params")
+        );
+        assert!(bind_params(&Some(Value::Null), decode).is_ok());
+        assert!(bind_params(&Some(Value::String("x".into())), decode).is_err());
+        assert!(bind_params(&Some(Value::Array(vec![])), decode).is_err());
+    }
+}
