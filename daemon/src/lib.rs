@@ -27,6 +27,8 @@ pub mod cli;
 pub mod connection;
 pub mod dispatch;
 pub mod frame;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 pub mod goerr;
 pub mod gojson;
 pub mod install;

@@ -189,6 +189,68 @@ impl GoDecode for Raw {
     }
 }
 
+/// The inverse of [`GoDecode`] for params structs: the JSON value that
+/// decodes back to `self` (`None` = leave the member out). Used to check
+/// decode/encode round trips when fuzzing.
+pub trait GoEncode {
+    fn to_go_value(&self) -> Option<Value>;
+}
+
+impl GoEncode for String {
+    fn to_go_value(&self) -> Option<Value> {
+        Some(Value::String(self.clone()))
+    }
+}
+
+impl GoEncode for bool {
+    fn to_go_value(&self) -> Option<Value> {
+        Some(Value::Bool(*self))
+    }
+}
+
+impl GoEncode for i64 {
+    fn to_go_value(&self) -> Option<Value> {
+        Some(Value::Number(self.to_string()))
+    }
+}
+
+impl<T: GoEncode> GoEncode for Option<T> {
+    fn to_go_value(&self) -> Option<Value> {
+        self.as_ref().and_then(GoEncode::to_go_value)
+    }
+}
+
+impl<T: GoEncode> GoEncode for Vec<T> {
+    fn to_go_value(&self) -> Option<Value> {
+        Some(Value::Array(
+            self.iter().map(|v| v.to_go_value().unwrap_or(Value::Null)).collect(),
+        ))
+    }
+}
+
+impl GoEncode for StringMap {
+    fn to_go_value(&self) -> Option<Value> {
+        Some(Value::Object(
+            self.0
+                .iter()
+                .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                .collect(),
+        ))
+    }
+}
+
+impl GoEncode for Value {
+    fn to_go_value(&self) -> Option<Value> {
+        Some(self.clone())
+    }
+}
+
+impl GoEncode for Raw {
+    fn to_go_value(&self) -> Option<Value> {
+        self.0.clone()
+    }
+}
+
 /// Finds the field a key binds to: exact name first, then Go's fold.
 pub fn match_field(names: &[&str], key: &str) -> Option<usize> {
     if let Some(i) = names.iter().position(|n| *n == key) {
@@ -252,6 +314,18 @@ macro_rules! go_struct {
                 let mut out = Self::default();
                 $crate::gojson::GoDecode::decode_into(&mut out, value)?;
                 Ok(out)
+            }
+        }
+
+        impl $crate::gojson::bind::GoEncode for $name {
+            fn to_go_value(&self) -> Option<$crate::gojson::Value> {
+                let mut members = Vec::new();
+                $(
+                    if let Some(v) = $crate::gojson::bind::GoEncode::to_go_value(&self.$field) {
+                        members.push(($json.to_string(), v));
+                    }
+                )*
+                Some($crate::gojson::Value::Object(members))
             }
         }
 
