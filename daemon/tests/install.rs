@@ -679,3 +679,20 @@ fn killed_download_leaves_no_cli_and_is_cleaned_next_run() {
     assert_ok(&run(&o), &dir, "1.0", false);
     assert_eq!(names(&dir), ["1.0"], "leftover swept");
 }
+
+#[test]
+fn upload_at_the_final_path_is_not_deleted_after_install() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cli");
+    fs::create_dir_all(&dir).unwrap();
+    let at_final = dir.join("1.0");
+    fs::write(&at_final, zst(&script("1.0", 0))).unwrap();
+    let mut o = opts(&dir, "1.0");
+    o.cli_zst = at_final.to_string_lossy().into_owned();
+    assert_ok(&run(&o), &dir, "1.0", false);
+    assert_eq!(
+        fs::read(&at_final).unwrap(),
+        script("1.0", 0),
+        "the installed CLI survives"
+    );
+}

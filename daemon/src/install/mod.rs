@@ -179,11 +179,19 @@ fn ensure(options: &InstallOptions, limits: &Limits, cli_path: &str) -> Result<b
                     .seek(SeekFrom::Start(0))
                     .map_err(|e| format!("opening input: {}", path_error("seek", zst, &e)))?;
             }
-            stage::install_blob(input, dir, version, cli_path, limits)?;
+            let opened = input.metadata().ok();
+            stage::install_blob(&mut input, dir, version, cli_path, limits)?;
             // Consumed only once the CLI is in place: a failed install
-            // leaves the upload for a retry. A failed removal costs disk
-            // space, not correctness.
-            let _ = fs::remove_file(zst);
+            // leaves the upload for a retry. Only the file that was read is
+            // removed — if the path now names another file (the upload was
+            // the final path itself, or was replaced meanwhile), it stays.
+            // A failed removal costs disk space, not correctness.
+            if let (Some(opened), Ok(now)) = (opened, fs::metadata(zst)) {
+                use std::os::unix::fs::MetadataExt;
+                if opened.dev() == now.dev() && opened.ino() == now.ino() {
+                    let _ = fs::remove_file(zst);
+                }
+            }
         }
         Source::Url(url) => {
             create_dir(&options.cli_dir)?;
