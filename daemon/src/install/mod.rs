@@ -1,0 +1,414 @@
+//! `-install`: ensure the pinned agent CLI is present under `-cli-dir`,
+//! then print one `__INSTALL_RESULT__{json}` line. Always exits 0.
+//!
+//! The steps, each in its own submodule:
+//!
+//! 1. validate the flags (a version never escapes `-cli-dir`);
+//! 2. sweep temporaries left by a killed earlier run ([`stage`]);
+//! 3. keep `<cli-dir>/<cli-version>` if it runs `--version` ([`probe`]);
+//! 4. otherwise acquire the zstd blob — the local `-cli-zst` first, else
+//!    `-cli-url` ([`fetch`]) — verify its SHA-256, decompress it streaming
+//!    into a temporary beside the final path, check that runs, and rename it
+//!    into place ([`stage`]);
+//! 5. prune `-cli-dir` to the `-cli-keep` newest files ([`prune`]).
+//!
+//! Failures never change the exit code: they become `cliError` in the
+//! facts line. Every decision the contract leaves open is listed in
+//! `docs/PROTOCOL.md` ("-install").
+
+mod fetch;
+mod probe;
+mod prune;
+mod stage;
+
+use crate::goerr::path_error;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use std::fs::{self, File};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::Path;
+use std::time::Duration;
+
+pub use probe::detect_libc;
+
+/// The prefix of the one stdout line `-install` prints.
+pub const RESULT_PREFIX: &str = "__INSTALL_RESULT__";
+
+/// The `-install` flags, as parsed by `cli`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InstallOptions {
+    pub cli_dir: String,
+    pub cli_version: String,
+    pub cli_url: String,
+    pub cli_checksum: String,
+    pub cli_zst: String,
+    /// `-cli-keep`, default 3.
+    pub cli_keep: i64,
+}
+
+/// Time limits of one install. `Default` is what `-install` uses; tests
+/// shorten them.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// How long `<cli> --version` may run before it is killed and the CLI
+    /// counts as not runnable.
+    pub probe_timeout: Duration,
+    /// TCP connect timeout of the download.
+    pub connect_timeout: Duration,
+    /// Longest silence between two reads of the download (a stalled server
+    /// fails the install instead of hanging it forever).
+    pub read_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            probe_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(30),
+            read_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The `__INSTALL_RESULT__` facts, in the documented key order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InstallResult {
+    pub server_version: String,
+    pub os: String,
+    pub arch: String,
+    pub libc: String,
+    pub cli_path: String,
+    pub cli_was_present: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cli_error: Option<String>,
+}
+
+impl InstallResult {
+    /// The facts line, `__INSTALL_RESULT__{json}`, without the newline.
+    pub fn line(&self) -> String {
+        let json = crate::gojson::to_go_json(self);
+        format!("{RESULT_PREFIX}{}", String::from_utf8_lossy(&json))
+    }
+}
+
+/// Runs the install and prints the facts line; returns the exit code (0).
+pub fn run(options: &InstallOptions) -> i32 {
+    let result = install(options);
+    let mut stdout = io::stdout().lock();
+    // Nothing useful can be done if stdout is gone; the exit code is 0
+    // whatever happens (failures live in the facts).
+    let _ = writeln!(stdout, "{}", result.line());
+    let _ = stdout.flush();
+    0
+}
+
+/// Runs the install with the default [`Limits`] and returns the facts.
+pub fn install(options: &InstallOptions) -> InstallResult {
+    install_with(options, &Limits::default())
+}
+
+/// Runs the install and returns the facts without printing them.
+pub fn install_with(options: &InstallOptions, limits: &Limits) -> InstallResult {
+    let mut result = InstallResult {
+        server_version: crate::version::ID.to_string(),
+        os: crate::version::goos().to_string(),
+        arch: crate::version::goarch().to_string(),
+        libc: detect_libc().to_string(),
+        cli_path: go_join(&options.cli_dir, &options.cli_version),
+        cli_was_present: false,
+        cli_error: None,
+    };
+    match ensure(options, limits, &result.cli_path) {
+        Ok(was_present) => result.cli_was_present = was_present,
+        Err(message) => result.cli_error = Some(message),
+    }
+    result
+}
+
+/// Where the blob comes from.
+enum Source<'a> {
+    /// `-cli-zst`: a local file uploaded by the driver (over SFTP).
+    Zst(&'a str),
+    /// `-cli-url`: downloaded over HTTP(S).
+    Url(&'a str),
+}
+
+/// The whole install; `Ok(true)` when the CLI was already present and
+/// runnable, `Err` is the `cliError` text.
+fn ensure(options: &InstallOptions, limits: &Limits, cli_path: &str) -> Result<bool, String> {
+    if options.cli_dir.is_empty() {
+        return Err("--cli-dir is required".to_string());
+    }
+    validate_version(&options.cli_version)?;
+    let dir = Path::new(&options.cli_dir);
+    let version = options.cli_version.as_str();
+    let final_path = dir.join(version);
+
+    // A killed earlier run is garbage whatever happens next.
+    stage::sweep_stale(dir);
+
+    if fs::metadata(&final_path).is_ok() && probe::runnable(&final_path, limits.probe_timeout) {
+        prune::prune(dir, version, options.cli_keep);
+        return Ok(true);
+    }
+
+    // The uploaded file wins: a driver that went to the trouble of an SFTP
+    // upload means it, and the URL is only the fallback source.
+    let source = if !options.cli_zst.is_empty() {
+        Source::Zst(&options.cli_zst)
+    } else if !options.cli_url.is_empty() {
+        Source::Url(&options.cli_url)
+    } else {
+        return Err(format!("cli {version} missing and no --cli-url or --cli-zst provided"));
+    };
+
+    match source {
+        Source::Zst(zst) => {
+            let mut input = File::open(zst).map_err(|e| format!("opening input: {}", path_error("open", zst, &e)))?;
+            create_dir(&options.cli_dir)?;
+            // Opt-in verification (the D1 divergence): only a supplied
+            // checksum is checked. Hashing and decompressing go through the
+            // same descriptor, so swapping the file in between cannot slip
+            // an unverified blob past the check.
+            if !options.cli_checksum.is_empty() {
+                let actual =
+                    sha256_hex(&mut input).map_err(|e| format!("opening input: {}", path_error("read", zst, &e)))?;
+                verify_checksum(&options.cli_checksum, &actual)?;
+                input
+                    .seek(SeekFrom::Start(0))
+                    .map_err(|e| format!("opening input: {}", path_error("seek", zst, &e)))?;
+            }
+            let opened = input.metadata().ok();
+            stage::install_blob(&mut input, dir, version, cli_path, limits)?;
+            // Consumed only once the CLI is in place: a failed install
+            // leaves the upload for a retry. Only the file that was read is
+            // removed — if the path now names another file (the upload was
+            // the final path itself, or was replaced meanwhile), it stays.
+            // A failed removal costs disk space, not correctness.
+            if let (Some(opened), Ok(now)) = (opened, fs::metadata(zst)) {
+                use std::os::unix::fs::MetadataExt;
+                if opened.dev() == now.dev() && opened.ino() == now.ino() {
+                    let _ = fs::remove_file(zst);
+                }
+            }
+        }
+        Source::Url(url) => {
+            create_dir(&options.cli_dir)?;
+            // Downloaded in full (and hashed on the way) before the
+            // decompressor sees a byte of it: unverified input never
+            // reaches zstd.
+            let (mut blob, actual) = fetch::download(url, dir, version, limits)?;
+            verify_checksum(&options.cli_checksum, &actual)?;
+            blob.file.seek(SeekFrom::Start(0)).map_err(|e| {
+                format!(
+                    "download failed: {}",
+                    path_error("seek", &blob.path().to_string_lossy(), &e)
+                )
+            })?;
+            stage::install_blob(&mut blob.file, dir, version, cli_path, limits)?;
+            // `blob` drops here and removes the download.
+        }
+    }
+    prune::prune(dir, version, options.cli_keep);
+    Ok(false)
+}
+
+/// Rejects a version that would not name a plain file directly inside
+/// `-cli-dir`. A leading dot is refused too: hidden names are where the
+/// install keeps its temporaries, and pruning skips them.
+fn validate_version(version: &str) -> Result<(), String> {
+    if version.is_empty() {
+        return Err("--cli-version is required".to_string());
+    }
+    if version.starts_with('.') || version.contains('/') || version.contains('\0') {
+        return Err(format!("invalid cli version {}", go_quote(version)));
+    }
+    Ok(())
+}
+
+/// `os.MkdirAll(dir, 0755)`; the error keeps Go's `mkdir <path>: <errno>`.
+fn create_dir(dir: &str) -> Result<(), String> {
+    use std::os::unix::fs::DirBuilderExt;
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o755)
+        .create(dir)
+        .map_err(|e| format!("creating cli dir: {}", path_error("mkdir", dir, &e)))
+}
+
+/// `checksum mismatch: expected=<a>, actual=<b>` unless they match. Hex
+/// case is ignored (`sha256sum` prints lower case, some tools upper); the
+/// expected value is echoed exactly as given.
+fn verify_checksum(expected: &str, actual: &str) -> Result<(), String> {
+    if expected.eq_ignore_ascii_case(actual) {
+        Ok(())
+    } else {
+        Err(format!("checksum mismatch: expected={expected}, actual={actual}"))
+    }
+}
+
+/// Lower-case hex SHA-256 of everything `reader` yields, streamed.
+fn sha256_hex(reader: &mut impl Read) -> io::Result<String> {
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        hasher.update(&buf[..n]);
+    }
+    Ok(hex(&hasher.finalize()))
+}
+
+/// Lower-case hex of `bytes`.
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
+}
+
+/// Go's `filepath.Join(dir, name)`: the non-empty elements joined with `/`
+/// and lexically cleaned. `cliPath` is reported this way.
+pub fn go_join(dir: &str, name: &str) -> String {
+    let parts: Vec<&str> = [dir, name].into_iter().filter(|p| !p.is_empty()).collect();
+    if parts.is_empty() {
+        return String::new();
+    }
+    go_clean(&parts.join("/"))
+}
+
+/// Go's `filepath.Clean` (Unix).
+pub fn go_clean(path: &str) -> String {
+    if path.is_empty() {
+        return ".".to_string();
+    }
+    let rooted = path.starts_with('/');
+    let mut out: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if out.last().is_some_and(|last| *last != "..") {
+                    out.pop();
+                } else if !rooted {
+                    out.push("..");
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    let joined = out.join("/");
+    match (rooted, joined.is_empty()) {
+        (true, _) => format!("/{joined}"),
+        (false, true) => ".".to_string(),
+        (false, false) => joined,
+    }
+}
+
+/// Go's `strconv.Quote` for the texts that reach `cliError`.
+pub fn go_quote(s: &str) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\u{b}' => out.push_str("\\v"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn join_and_clean_follow_go() {
+        assert_eq!(go_join("/a/b", "1.0"), "/a/b/1.0");
+        assert_eq!(go_join("/a/b/", "1.0"), "/a/b/1.0");
+        assert_eq!(go_join("a//b/./", "1.0"), "a/b/1.0");
+        assert_eq!(go_join("/a", ".."), "/");
+        assert_eq!(go_join("", "v"), "v");
+        assert_eq!(go_join("d", ""), "d");
+        assert_eq!(go_join("", ""), "");
+        assert_eq!(go_clean("../../x"), "../../x");
+        assert_eq!(go_clean("/../x"), "/x");
+        assert_eq!(go_clean("./"), ".");
+    }
+
+    #[test]
+    fn quote_follows_strconv() {
+        assert_eq!(go_quote("a/b"), "\"a/b\"");
+        assert_eq!(go_quote("a\0b\"\\"), "\"a\\x00b\\\"\\\\\"");
+        assert_eq!(go_quote("é\n"), "\"é\\n\"");
+    }
+
+    #[test]
+    fn versions_stay_inside_the_dir() {
+        assert!(validate_version("2.1.3").is_ok());
+        assert!(validate_version("v2+build-1").is_ok());
+        assert_eq!(validate_version("").unwrap_err(), "--cli-version is required");
+        assert_eq!(validate_version("..").unwrap_err(), "invalid cli version \"..\"");
+        assert_eq!(validate_version(".").unwrap_err(), "invalid cli version \".\"");
+        assert_eq!(validate_version("a/b").unwrap_err(), "invalid cli version \"a/b\"");
+        assert_eq!(
+            validate_version(".hidden").unwrap_err(),
+            "invalid cli version \".hidden\""
+        );
+        assert_eq!(validate_version("a\0").unwrap_err(), "invalid cli version \"a\\x00\"");
+    }
+
+    #[test]
+    fn checksums_compare_case_insensitively() {
+        assert!(verify_checksum("ABCDEF", "abcdef").is_ok());
+        assert_eq!(
+            verify_checksum("", "ab").unwrap_err(),
+            "checksum mismatch: expected=, actual=ab"
+        );
+    }
+
+    #[test]
+    fn facts_line_keeps_key_order_and_omits_empty_error() {
+        let mut facts = InstallResult {
+            server_version: "v1".into(),
+            os: "linux".into(),
+            arch: "amd64".into(),
+            libc: "glibc".into(),
+            cli_path: "/d/1.0".into(),
+            cli_was_present: true,
+            cli_error: None,
+        };
+        assert_eq!(
+            facts.line(),
+            "__INSTALL_RESULT__{\"serverVersion\":\"v1\",\"os\":\"linux\",\"arch\":\"amd64\",\
+             \"libc\":\"glibc\",\"cliPath\":\"/d/1.0\",\"cliWasPresent\":true}"
+        );
+        facts.cli_error = Some("x <y>".into());
+        assert!(facts
+            .line()
+            .ends_with(",\"cliWasPresent\":true,\"cliError\":\"x \\u003cy\\u003e\"}"));
+    }
+}

@@ -1,0 +1,328 @@
+//! Temporaries and the decompress → check → rename step.
+//!
+//! Everything the install writes is a temporary in `-cli-dir` named
+//! `.<version>.<kind>-<pid>-<16 hex>` (`kind` is `tmp` for the CLI being
+//! decompressed, `dl` for a download), created exclusively with mode 0600.
+//! The final path only ever appears through `rename(2)` of a complete,
+//! fsynced, runnable file, so a killed install leaves at worst a temporary,
+//! which [`sweep_stale`] removes on the next run.
+
+use super::probe;
+use crate::goerr::{io_text, path_error};
+use std::collections::hash_map::RandomState;
+use std::fs::{self, File, OpenOptions};
+use std::hash::BuildHasher;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+/// A temporary older than this is swept even if its pid looks alive: the
+/// pid may have been reused, or belong to another pid namespace. A live
+/// install touches its file far more often than this.
+const STALE_AFTER: Duration = Duration::from_secs(60 * 60);
+
+/// The zstd frame magic, and the mask/value of skippable frames (which the
+/// decoder accepts before a real frame).
+const ZSTD_MAGIC: u32 = 0xFD2F_B528;
+const SKIPPABLE_MASK: u32 = 0xFFFF_FFF0;
+const SKIPPABLE_MAGIC: u32 = 0x184D_2A50;
+
+/// A path in `-cli-dir` removed on drop unless [`PathGuard::persist`]ed.
+#[derive(Debug)]
+pub struct PathGuard {
+    path: PathBuf,
+    armed: bool,
+}
+
+impl PathGuard {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Keeps the file: it has been renamed into place.
+    fn persist(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for PathGuard {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// An open temporary; removed (through its guard) when dropped.
+#[derive(Debug)]
+pub struct TempFile {
+    pub file: File,
+    guard: PathGuard,
+}
+
+impl TempFile {
+    /// Creates `.<version>.<kind>-<pid>-<random>` in `dir`, exclusively.
+    pub fn create(dir: &Path, version: &str, kind: &str) -> io::Result<TempFile> {
+        let state = RandomState::new();
+        let pid = std::process::id();
+        let mut last_err = None;
+        // A collision needs the same pid and 64 random bits; retrying a few
+        // times only guards against a pathological leftover.
+        for attempt in 0u32..16 {
+            let nonce = state.hash_one((attempt, SystemTime::now()));
+            let path = dir.join(format!(".{version}.{kind}-{pid}-{nonce:016x}"));
+            match OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+            {
+                Ok(file) => {
+                    return Ok(TempFile {
+                        file,
+                        guard: PathGuard { path, armed: true },
+                    })
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last_err = Some(e),
+                Err(e) => return Err(with_path(e, &path)),
+            }
+        }
+        Err(last_err.unwrap_or_else(|| io::Error::from(io::ErrorKind::AlreadyExists)))
+    }
+
+    pub fn path(&self) -> &Path {
+        self.guard.path()
+    }
+
+    /// Closes the file, keeping the remove-on-drop guard.
+    fn close(self) -> PathGuard {
+        self.guard
+    }
+}
+
+/// Carries the path of a failed `open` into the error text.
+fn with_path(e: io::Error, path: &Path) -> io::Error {
+    io::Error::new(e.kind(), path_error("open", &path.to_string_lossy(), &e))
+}
+
+/// Text of an error from [`TempFile::create`]: the `open <path>: <errno>`
+/// built by [`with_path`], or the errno text alone.
+pub fn create_error_text(e: &io::Error) -> String {
+    if e.raw_os_error().is_none() {
+        if let Some(inner) = e.get_ref() {
+            return inner.to_string();
+        }
+    }
+    io_text(e)
+}
+
+/// Parses a temporary's name: `Some(pid)` for `.<v>.tmp-<pid>-<hex16>` and
+/// `.<v>.dl-<pid>-<hex16>`.
+pub fn temp_owner(name: &str) -> Option<i32> {
+    let rest = name.strip_prefix('.')?;
+    let (rest, nonce) = rest.rsplit_once('-')?;
+    if nonce.len() != 16 || !nonce.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let (rest, pid) = rest.rsplit_once('-')?;
+    if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let version = rest.strip_suffix(".tmp").or_else(|| rest.strip_suffix(".dl"))?;
+    if version.is_empty() {
+        return None;
+    }
+    pid.parse::<i32>().ok().filter(|pid| *pid > 0)
+}
+
+/// Removes temporaries whose install is over: the owner pid is gone (or is
+/// this process, which has created none yet), or the file is older than
+/// [`STALE_AFTER`]. A concurrent install's live temporary is left alone.
+/// Best effort: a failure here never fails the install.
+pub fn sweep_stale(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    let me = std::process::id() as i32;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(temp_owner) else {
+            continue;
+        };
+        let Ok(meta) = entry.metadata() else {
+            continue;
+        };
+        if !meta.file_type().is_file() {
+            continue;
+        }
+        let old = meta
+            .modified()
+            .ok()
+            .and_then(|m| m.elapsed().ok())
+            .is_some_and(|age| age > STALE_AFTER);
+        if pid == me || old || !pid_alive(pid) {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// Whether `pid` names a live process (EPERM means alive, not ours).
+fn pid_alive(pid: i32) -> bool {
+    use nix::errno::Errno;
+    use nix::sys::signal::kill;
+    use nix::unistd::Pid;
+    !matches!(kill(Pid::from_raw(pid), None), Err(Errno::ESRCH))
+}
+
+/// Decompresses the zstd `blob` into a temporary beside the final path,
+/// makes it 0755, checks it runs, and renames it to `<dir>/<version>`.
+/// `cli_path` is the reported path, for the error text.
+pub fn install_blob(
+    blob: impl Read,
+    dir: &Path,
+    version: &str,
+    cli_path: &str,
+    limits: &super::Limits,
+) -> Result<(), String> {
+    let final_path = dir.join(version);
+    let mut temp =
+        TempFile::create(dir, version, "tmp").map_err(|e| format!("creating temp file: {}", create_error_text(&e)))?;
+    let temp_name = temp.path().to_string_lossy().into_owned();
+
+    decompress(blob, &mut temp.file, &temp_name)?;
+    temp.file
+        .set_permissions(fs::Permissions::from_mode(0o755))
+        .map_err(|e| path_error("chmod", &temp_name, &e))?;
+    // Durable before it becomes visible: after a crash the final path holds
+    // either the old CLI or the complete new one.
+    temp.file.sync_all().map_err(|e| path_error("sync", &temp_name, &e))?;
+    // Executing a file that is still open for writing fails with ETXTBSY;
+    // close our handle first (probe also retries for other processes' forks).
+    let temp = temp.close();
+
+    if !probe::runnable(temp.path(), limits.probe_timeout) {
+        return Err(format!("installed cli at {cli_path} is not runnable"));
+    }
+    fs::rename(temp.path(), &final_path)
+        .map_err(|e| format!("rename {} {}: {}", temp_name, final_path.to_string_lossy(), io_text(&e)))?;
+    temp.persist();
+    // Make the rename itself durable; best effort.
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// Streams zstd `blob` into `out`. Memory is the decoder's window plus two
+/// fixed buffers, independent of the CLI size. Error texts:
+/// `decompressing: invalid input: magic number mismatch` for a non-zstd
+/// blob, `decompressing: unexpected EOF` for a truncated one, otherwise
+/// `decompressing: <zstd error>`; a failed write is
+/// `decompressing: write <temp>: <errno>`.
+fn decompress(blob: impl Read, out: &mut File, out_name: &str) -> Result<(), String> {
+    let mut input = BufReader::with_capacity(128 * 1024, blob);
+    match leading_magic(&mut input).map_err(|e| decompress_error(&e))? {
+        // An empty blob decodes to an empty file, which then fails the
+        // runnable check.
+        None => return Ok(()),
+        Some(magic) if magic == ZSTD_MAGIC || magic & SKIPPABLE_MASK == SKIPPABLE_MAGIC => {}
+        Some(_) => return Err("decompressing: invalid input: magic number mismatch".to_string()),
+    }
+    let mut decoder = zstd::stream::read::Decoder::with_buffer(input).map_err(|e| decompress_error(&e))?;
+    let mut buf = vec![0u8; 128 * 1024];
+    loop {
+        let n = match decoder.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(decompress_error(&e)),
+        };
+        out.write_all(&buf[..n])
+            .map_err(|e| format!("decompressing: {}", path_error("write", out_name, &e)))?;
+    }
+    Ok(())
+}
+
+/// The first four bytes as a little-endian u32; `None` for an empty blob,
+/// `UnexpectedEof` for one shorter than a magic number.
+fn leading_magic(input: &mut BufReader<impl Read>) -> io::Result<Option<u32>> {
+    loop {
+        let available = match input.fill_buf() {
+            Ok(b) => b.len(),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if available == 0 {
+            return Ok(None);
+        }
+        if available >= 4 {
+            let b = input.buffer();
+            return Ok(Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]])));
+        }
+        // Fewer than 4 bytes buffered: with a 128 KiB buffer this only
+        // happens at the very end of the input (files and sockets alike
+        // hand over what they have); treat it as truncated.
+        return Err(io::Error::from(io::ErrorKind::UnexpectedEof));
+    }
+}
+
+/// `decompressing: <text>` in Go's lower-case style.
+fn decompress_error(e: &io::Error) -> String {
+    if e.kind() == io::ErrorKind::UnexpectedEof {
+        return "decompressing: unexpected EOF".to_string();
+    }
+    if e.raw_os_error().is_some() {
+        return format!("decompressing: {}", io_text(e));
+    }
+    let text = e.to_string();
+    let mut chars = text.chars();
+    let lowered = match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => "corrupt input".to_string(),
+    };
+    format!("decompressing: {lowered}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temp_names_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = TempFile::create(dir.path(), "1.2.3", "tmp").unwrap();
+        let name = t.path().file_name().unwrap().to_str().unwrap().to_string();
+        assert_eq!(temp_owner(&name), Some(std::process::id() as i32));
+        drop(t);
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0, "dropped temp removed");
+        assert_eq!(temp_owner(".1.0.dl-12-0123456789abcdef"), Some(12));
+        assert_eq!(temp_owner(".1.0.tmp-12-0123456789abcdeg"), None);
+        assert_eq!(temp_owner(".1.0.tmp-12-0123"), None);
+        assert_eq!(temp_owner("1.0.tmp-12-0123456789abcdef"), None);
+        assert_eq!(temp_owner(".1.0.zip-12-0123456789abcdef"), None);
+        assert_eq!(temp_owner("..tmp-12-0123456789abcdef"), None);
+        assert_eq!(temp_owner(".1.0.tmp-0-0123456789abcdef"), None);
+    }
+
+    #[test]
+    fn decompress_errors_are_stable() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut out = File::create(dir.path().join("o")).unwrap();
+        assert_eq!(
+            decompress(&b"#!/bin/sh\n"[..], &mut out, "o").unwrap_err(),
+            "decompressing: invalid input: magic number mismatch"
+        );
+        assert_eq!(
+            decompress(&b"\x28\xb5"[..], &mut out, "o").unwrap_err(),
+            "decompressing: unexpected EOF"
+        );
+        let full = zstd::encode_all(&[7u8; 100_000][..], 3).unwrap();
+        assert_eq!(
+            decompress(&full[..full.len() / 2], &mut out, "o").unwrap_err(),
+            "decompressing: unexpected EOF"
+        );
+        assert!(decompress(&b""[..], &mut out, "o").is_ok());
+    }
+}

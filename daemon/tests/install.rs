@@ -1,0 +1,698 @@
+//! `-install` end to end through the library (`remora::install`): real zstd
+//! blobs of small `#!/bin/sh` CLIs, a real HTTP server on 127.0.0.1, real
+//! files and mtimes, and a real process killed mid-download. The same
+//! behaviour through the `remora -install` flags is in `install_cli.rs`.
+
+use remora::install::{install_with, InstallOptions, InstallResult, Limits};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::fs;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+// ---------------------------------------------------------------- helpers
+
+/// A CLI that prints its version and exits with `code`.
+fn script(version: &str, code: i32) -> Vec<u8> {
+    format!("#!/bin/sh\necho \"fake-cli {version}\"\nexit {code}\n").into_bytes()
+}
+
+fn zst(bytes: &[u8]) -> Vec<u8> {
+    zstd::encode_all(bytes, 3).expect("zstd encode")
+}
+
+fn sha(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn limits() -> Limits {
+    Limits {
+        probe_timeout: Duration::from_secs(10),
+        connect_timeout: Duration::from_secs(5),
+        read_timeout: Duration::from_secs(5),
+    }
+}
+
+fn opts(dir: &Path, version: &str) -> InstallOptions {
+    InstallOptions {
+        cli_dir: dir.to_string_lossy().into_owned(),
+        cli_version: version.to_string(),
+        cli_keep: 3,
+        ..InstallOptions::default()
+    }
+}
+
+fn run(o: &InstallOptions) -> InstallResult {
+    install_with(o, &limits())
+}
+
+/// Names in `dir`, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(dir)
+        .map(|rd| rd.map(|e| e.unwrap().file_name().into_string().unwrap()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn hidden(dir: &Path) -> Vec<String> {
+    names(dir).into_iter().filter(|n| n.starts_with('.')).collect()
+}
+
+/// Writes `blob` to `<tmp>/upload.zst` (outside the cli dir, as an SFTP
+/// upload would be) and returns its path.
+fn upload(tmp: &Path, blob: &[u8]) -> String {
+    let p = tmp.join("upload.zst");
+    fs::write(&p, blob).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+fn assert_ok(r: &InstallResult, dir: &Path, version: &str, was_present: bool) {
+    assert_eq!(r.cli_error, None, "{r:?}");
+    assert_eq!(r.cli_was_present, was_present);
+    assert_eq!(r.cli_path, format!("{}/{version}", dir.display()));
+    let meta = fs::metadata(dir.join(version)).expect("cli in place");
+    assert_eq!(meta.permissions().mode() & 0o777, 0o755);
+}
+
+fn set_age(path: &Path, secs: u64) {
+    let f = fs::File::options().write(true).open(path).unwrap();
+    f.set_modified(SystemTime::now() - Duration::from_secs(secs)).unwrap();
+}
+
+fn place_cli(dir: &Path, name: &str, code: i32) {
+    fs::create_dir_all(dir).unwrap();
+    let p = dir.join(name);
+    fs::write(&p, script(name, code)).unwrap();
+    fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A pid that no longer exists: a reaped child's.
+fn dead_pid() -> u32 {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    pid
+}
+
+// ----------------------------------------------------------- HTTP server
+
+#[derive(Clone)]
+enum Route {
+    Body(Vec<u8>),
+    Status(u16, &'static str),
+    /// Announces `total` bytes, sends `prefix`, then stalls for a minute.
+    Stall {
+        prefix: Vec<u8>,
+        total: usize,
+    },
+}
+
+/// A tiny HTTP/1.1 server on 127.0.0.1; one thread per connection,
+/// `Connection: close`. Returns the base URL.
+fn serve(routes: Vec<(&str, Route)>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let routes: Arc<HashMap<String, Route>> = Arc::new(routes.into_iter().map(|(p, r)| (p.to_string(), r)).collect());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let routes = Arc::clone(&routes);
+            std::thread::spawn(move || handle(stream, &routes));
+        }
+    });
+    base
+}
+
+fn handle(mut stream: TcpStream, routes: &HashMap<String, Route>) {
+    let mut req = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !req.windows(4).any(|w| w == b"\r\n\r\n") && req.len() < 65536 {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => req.extend_from_slice(&buf[..n]),
+        }
+    }
+    let text = String::from_utf8_lossy(&req);
+    let path = text.split_whitespace().nth(1).unwrap_or("/").to_string();
+    let route = routes.get(&path).cloned().unwrap_or(Route::Status(404, "Not Found"));
+    let _ = match route {
+        Route::Body(body) => stream
+            .write_all(
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                )
+                .as_bytes(),
+            )
+            .and_then(|_| stream.write_all(&body)),
+        Route::Status(code, reason) => stream.write_all(
+            format!("HTTP/1.1 {code} {reason}\r\nContent-Length: 9\r\nConnection: close\r\n\r\nnot here\n").as_bytes(),
+        ),
+        Route::Stall { prefix, total } => {
+            let r = stream
+                .write_all(
+                    format!("HTTP/1.1 200 OK\r\nContent-Length: {total}\r\nConnection: close\r\n\r\n").as_bytes(),
+                )
+                .and_then(|_| stream.write_all(&prefix))
+                .and_then(|_| stream.flush());
+            std::thread::sleep(Duration::from_secs(60));
+            r
+        }
+    };
+}
+
+// ------------------------------------------------------------- -cli-zst
+
+#[test]
+fn zst_without_checksum_installs_and_is_consumed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cli");
+    let mut o = opts(&dir, "2.0.1");
+    o.cli_zst = upload(tmp.path(), &zst(&script("2.0.1", 0)));
+    let r = run(&o);
+    assert_ok(&r, &dir, "2.0.1", false);
+    assert_eq!(fs::read(dir.join("2.0.1")).unwrap(), script("2.0.1", 0));
+    assert!(!Path::new(&o.cli_zst).exists(), "the upload is consumed");
+    assert_eq!(names(&dir), ["2.0.1"], "no temporaries left");
+    // The facts carry the host identity.
+    assert_eq!(r.server_version, remora::version::ID);
+    assert_eq!(r.os, remora::version::goos());
+    assert_eq!(r.arch, remora::version::goarch());
+    assert!(r.libc == "glibc" || r.libc == "musl");
+    assert_eq!(
+        r.line(),
+        format!(
+            "__INSTALL_RESULT__{{\"serverVersion\":\"{}\",\"os\":\"linux\",\"arch\":\"{}\",\"libc\":\"{}\",\
+             \"cliPath\":\"{}/2.0.1\",\"cliWasPresent\":false}}",
+            remora::version::ID,
+            remora::version::goarch(),
+            r.libc,
+            dir.display()
+        )
+    );
+}
+
+#[test]
+fn zst_with_matching_checksum_installs_in_any_hex_case() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cli");
+    let blob = zst(&script("1.0", 0));
+    let mut o = opts(&dir, "1.0");
+    o.cli_zst = upload(tmp.path(), &blob);
+    o.cli_checksum = sha(&blob).to_uppercase();
+    assert_ok(&run(&o), &dir, "1.0", false);
+    assert!(!Path::new(&o.cli_zst).exists());
+}
+
+#[test]
+fn zst_with_wrong_checksum_is_rejected_and_left_intact() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cli");
+    let blob = zst(&script("1.0", 0));
+    let mut o = opts(&dir, "1.0");
+    o.cli_zst = upload(tmp.path(), &blob);
+    o.cli_checksum = "00".repeat(32);
+    let r = run(&o);
+    assert_eq!(
+        r.cli_error.as_deref(),
+        Some(format!("checksum mismatch: expected={}, actual={}", "00".repeat(32), sha(&blob)).as_str())
+    );
+    assert!(!r.cli_was_present);
+    assert_eq!(fs::read(&o.cli_zst).unwrap(), blob, "source intact");
+    assert!(!dir.join("1.0").exists());
+    assert!(hidden(&dir).is_empty());
+}
+
+#[test]
+fn zst_corrupt_reports_decompressing_or_mismatch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cli");
+    let corrupt = b"this is not zstd at all".to_vec();
+    let mut o = opts(&dir, "1.0");
+    o.cli_zst = upload(tmp.path(), &corrupt);
+    let r = run(&o);
+    assert_eq!(
+        r.cli_error.as_deref(),
+        Some("decompressing: invalid input: magic number mismatch")
+    );
+    assert!(Path::new(&o.cli_zst).exists(), "a failed install keeps the upload");
+    assert!(!dir.join("1.0").exists());
+    assert!(hidden(&dir).is_empty());
+
+    // Truncated real zstd.
+    let blob = zst(&[b'x'; 200_000]);
+    fs::write(&o.cli_zst, &blob[..blob.len() - 5]).unwrap();
+    assert_eq!(run(&o).cli_error.as_deref(), Some("decompressing: unexpected EOF"));
+
+    // With a (wrong) checksum supplied, the mismatch wins over decompressing.
+    o.cli_checksum = sha(b"something else");
+    let r = run(&o);
+    assert!(
+        r.cli_error
+            .as_deref()
+            .unwrap()
+            .starts_with("checksum mismatch: expected="),
+        "{r:?}"
+    );
+    assert!(hidden(&dir).is_empty());
+}
+
+#[test]
+fn zst_missing_reports_opening_input() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cli");
+    let missing = tmp.path().join("nope.zst");
+    let mut o = opts(&dir, "1.0");
+    o.cli_zst = missing.to_string_lossy().into_owned();
+    o.cli_url = "http://127.0.0.1:1/never-tried".into();
+    let r = run(&o);
+    assert_eq!(
+        r.cli_error.as_deref(),
+        Some(format!("opening input: open {}: no such file or directory", missing.display()).as_str())
+    );
+    assert!(!dir.exists(), "nothing created for a failed source");
+}
+
+#[test]
+fn zst_wins_over_url() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cli");
+    let base = serve(vec![]);
+    let mut o = opts(&dir, "1.0");
+    o.cli_zst = upload(tmp.path(), &zst(&script("1.0", 0)));
+    o.cli_url = format!("{base}/missing");
+    assert_ok(&run(&o), &dir, "1.0", false);
+}
+
+#[test]
+fn empty_blob_is_not_runnable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cli");
+    let mut o = opts(&dir, "1.0");
+    o.cli_zst = upload(tmp.path(), b"");
+    let r = run(&o);
+    assert_eq!(
+        r.cli_error,
+        Some(format!("installed cli at {}/1.0 is not runnable", dir.display()))
+    );
+}
+
+// ------------------------------------------------------------- -cli-url
+
+#[test]
+fn url_installs_when_checksum_matches() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cli");
+    let blob = zst(&script("3.1.4", 0));
+    let base = serve(vec![("/cli.zst", Route::Body(blob.clone()))]);
+    let mut o = opts(&dir, "3.1.4");
+    o.cli_url = format!("{base}/cli.zst");
+    o.cli_checksum = sha(&blob);
+    assert_ok(&run(&o), &dir, "3.1.4", false);
+    assert_eq!(names(&dir), ["3.1.4"], "download temporary removed");
+}
+
+#[test]
+fn url_checksum_is_always_verified() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cli");
+    let blob = zst(&script("1.0", 0));
+    let base = serve(vec![("/cli.zst", Route::Body(blob.clone()))]);
+    let mut o = opts(&dir, "1.0");
+    o.cli_url = format!("{base}/cli.zst");
+
+    let r = run(&o);
+    assert_eq!(
+        r.cli_error,
+        Some(format!("checksum mismatch: expected=, actual={}", sha(&blob)))
+    );
+    o.cli_checksum = "deadbeef".into();
+    let r = run(&o);
+    assert_eq!(
+        r.cli_error,
+        Some(format!("checksum mismatch: expected=deadbeef, actual={}", sha(&blob)))
+    );
+    assert!(!dir.join("1.0").exists());
+    assert!(hidden(&dir).is_empty(), "download temporary removed on mismatch");
+}
+
+#[test]
+fn url_http_errors_are_download_failed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cli");
+    let base = serve(vec![
+        ("/gone", Route::Status(404, "Not Found")),
+        ("/boom", Route::Status(500, "Internal Server Error")),
+    ]);
+    let mut o = opts(&dir, "1.0");
+    o.cli_checksum = "00".into();
+    o.cli_url = format!("{base}/gone");
+    assert_eq!(
+        run(&o).cli_error.as_deref(),
+        Some("download failed: bad status: 404 Not Found")
+    );
+    o.cli_url = format!("{base}/boom");
+    assert_eq!(
+        run(&o).cli_error.as_deref(),
+        Some("download failed: bad status: 500 Internal Server Error")
+    );
+    assert!(hidden(&dir).is_empty());
+
+    // Connection refused: a port nobody listens on any more.
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    o.cli_url = format!("http://127.0.0.1:{port}/x");
+    assert_eq!(
+        run(&o).cli_error,
+        Some(format!(
+            "download failed: Get \"http://127.0.0.1:{port}/x\": dial tcp 127.0.0.1:{port}: connect: connection refused"
+        ))
+    );
+    o.cli_url = "ftp://example.com/x".into();
+    assert_eq!(
+        run(&o).cli_error.as_deref(),
+        Some("download failed: Get \"ftp://example.com/x\": unsupported protocol scheme \"ftp\"")
+    );
+}
+
+#[test]
+fn url_corrupt_blob_with_its_own_checksum_reports_decompressing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cli");
+    let corrupt = b"\x28\xb5\x2f\xfd garbage after a valid magic".to_vec();
+    let base = serve(vec![("/c", Route::Body(corrupt.clone()))]);
+    let mut o = opts(&dir, "1.0");
+    o.cli_url = format!("{base}/c");
+    o.cli_checksum = sha(&corrupt);
+    let r = run(&o);
+    let err = r.cli_error.unwrap();
+    assert_eq!(err, "decompressing: data corruption detected");
+    assert!(!dir.join("1.0").exists());
+    assert!(hidden(&dir).is_empty());
+}
+
+#[test]
+fn url_stalled_body_times_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cli");
+    let base = serve(vec![(
+        "/stall",
+        Route::Stall {
+            prefix: vec![1; 1000],
+            total: 1 << 20,
+        },
+    )]);
+    let mut o = opts(&dir, "1.0");
+    o.cli_url = format!("{base}/stall");
+    let mut l = limits();
+    l.read_timeout = Duration::from_millis(500);
+    let r = install_with(&o, &l);
+    assert_eq!(r.cli_error.as_deref(), Some("download failed: i/o timeout"));
+    assert!(hidden(&dir).is_empty());
+}
+
+// ------------------------------------------------- presence and runnability
+
+#[test]
+fn present_and_runnable_is_kept_without_a_source() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cli");
+    place_cli(&dir, "1.0", 0);
+    let before = fs::metadata(dir.join("1.0")).unwrap().modified().unwrap();
+    let r = run(&opts(&dir, "1.0"));
+    assert_ok(&r, &dir, "1.0", true);
+    assert_eq!(
+        fs::metadata(dir.join("1.0")).unwrap().modified().unwrap(),
+        before,
+        "untouched"
+    );
+    assert!(r.line().ends_with("\"cliWasPresent\":true}"));
+}
+
+#[test]
+fn present_but_broken_is_reinstalled() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cli");
+    place_cli(&dir, "1.0", 3);
+    let mut o = opts(&dir, "1.0");
+    o.cli_zst = upload(tmp.path(), &zst(&script("1.0", 0)));
+    assert_ok(&run(&o), &dir, "1.0", false);
+    assert_eq!(fs::read(dir.join("1.0")).unwrap(), script("1.0", 0));
+}
+
+#[test]
+fn absent_without_source_is_reported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cli");
+    place_cli(&dir, "1.0", 1); // present but broken counts as missing
+    let r = run(&opts(&dir, "1.0"));
+    assert_eq!(
+        r.cli_error.as_deref(),
+        Some("cli 1.0 missing and no --cli-url or --cli-zst provided")
+    );
+    assert!(!r.cli_was_present);
+}
+
+#[test]
+fn non_runnable_blob_is_reported_and_removed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cli");
+    let mut o = opts(&dir, "1.0");
+    o.cli_zst = upload(tmp.path(), &zst(&script("1.0", 1)));
+    let r = run(&o);
+    assert_eq!(
+        r.cli_error,
+        Some(format!("installed cli at {}/1.0 is not runnable", dir.display()))
+    );
+    assert!(!dir.join("1.0").exists());
+    assert!(hidden(&dir).is_empty(), "temporary removed");
+    assert!(Path::new(&o.cli_zst).exists(), "upload kept for a retry");
+}
+
+#[test]
+fn hanging_cli_is_killed_and_not_runnable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cli");
+    let mut o = opts(&dir, "1.0");
+    o.cli_zst = upload(tmp.path(), &zst(b"#!/bin/sh\nsleep 60\n"));
+    let mut l = limits();
+    l.probe_timeout = Duration::from_millis(400);
+    let start = Instant::now();
+    let r = install_with(&o, &l);
+    assert!(start.elapsed() < Duration::from_secs(10));
+    assert!(r.cli_error.unwrap().ends_with("is not runnable"));
+}
+
+// ------------------------------------------------------------- bad input
+
+#[test]
+fn versions_never_escape_the_cli_dir() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("a").join("cli");
+    fs::create_dir_all(&dir).unwrap();
+    let blob = zst(&script("x", 0));
+    for (version, err) in [
+        ("..", "invalid cli version \"..\""),
+        (".", "invalid cli version \".\""),
+        ("../escaped", "invalid cli version \"../escaped\""),
+        ("a/b", "invalid cli version \"a/b\""),
+        ("/abs", "invalid cli version \"/abs\""),
+        ("x\0y", "invalid cli version \"x\\x00y\""),
+        ("", "--cli-version is required"),
+    ] {
+        let mut o = opts(&dir, version);
+        o.cli_zst = upload(tmp.path(), &blob);
+        let r = run(&o);
+        assert_eq!(r.cli_error.as_deref(), Some(err), "{version:?}");
+        assert!(Path::new(&o.cli_zst).exists());
+    }
+    assert_eq!(names(&tmp.path().join("a")), ["cli"], "nothing written beside the dir");
+    assert!(names(&dir).is_empty());
+    assert_eq!(names(tmp.path()), ["a", "upload.zst"]);
+}
+
+#[test]
+fn missing_cli_dir_flag_is_reported() {
+    let r = run(&InstallOptions {
+        cli_version: "1.0".into(),
+        cli_keep: 3,
+        ..Default::default()
+    });
+    assert_eq!(r.cli_error.as_deref(), Some("--cli-dir is required"));
+    assert_eq!(r.cli_path, "1.0");
+}
+
+#[test]
+fn cli_dir_is_created_0755() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("deep").join("er").join("cli");
+    let mut o = opts(&dir, "1.0");
+    o.cli_zst = upload(tmp.path(), &zst(&script("1.0", 0)));
+    assert_ok(&run(&o), &dir, "1.0", false);
+    assert_eq!(
+        fs::metadata(&dir).unwrap().permissions().mode() & 0o777 & !0o022,
+        0o755 & !0o022
+    );
+}
+
+// ----------------------------------------------------------------- prune
+
+#[test]
+fn prune_keeps_the_newest_and_the_current() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cli");
+    for (i, v) in ["0.1", "0.2", "0.3", "0.4"].iter().enumerate() {
+        place_cli(&dir, v, 0);
+        set_age(&dir.join(v), 1000 - i as u64 * 100); // 0.4 newest
+    }
+    fs::create_dir(dir.join("subdir")).unwrap();
+    fs::write(dir.join(".keepme"), b"").unwrap();
+    set_age(&dir.join(".keepme"), 100_000);
+    let mut o = opts(&dir, "1.0");
+    o.cli_zst = upload(tmp.path(), &zst(&script("1.0", 0)));
+    assert_ok(&run(&o), &dir, "1.0", false);
+    assert_eq!(names(&dir), [".keepme", "0.3", "0.4", "1.0", "subdir"]);
+
+    // The fast path prunes too, and an old current version is never removed.
+    set_age(&dir.join("1.0"), 50_000);
+    let mut o = opts(&dir, "1.0");
+    o.cli_keep = 2;
+    assert_ok(&run(&o), &dir, "1.0", true);
+    assert_eq!(names(&dir), [".keepme", "0.4", "1.0", "subdir"]);
+
+    // keep <= 0 keeps only the current CLI.
+    o.cli_keep = 0;
+    assert_ok(&run(&o), &dir, "1.0", true);
+    assert_eq!(names(&dir), [".keepme", "1.0", "subdir"]);
+}
+
+#[test]
+fn failed_install_prunes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cli");
+    for v in ["0.1", "0.2", "0.3", "0.4"] {
+        place_cli(&dir, v, 0);
+    }
+    let mut o = opts(&dir, "1.0");
+    o.cli_keep = 1;
+    assert!(run(&o).cli_error.is_some());
+    assert_eq!(names(&dir).len(), 4);
+}
+
+// ------------------------------------------------------- interrupted runs
+
+#[test]
+fn stale_temporaries_are_swept_live_ones_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cli");
+    place_cli(&dir, "1.0", 0);
+    let dead = dead_pid();
+    let stale_tmp = format!(".1.0.tmp-{dead}-0123456789abcdef");
+    let stale_dl = format!(".0.9.dl-{dead}-fedcba9876543210");
+    // pid 1 is alive: a fresh temporary of it is a concurrent install...
+    let live = ".2.0.tmp-1-00000000000000aa".to_string();
+    // ...unless it is older than an hour.
+    let old = ".2.0.dl-1-00000000000000bb".to_string();
+    for n in [&stale_tmp, &stale_dl, &live, &old] {
+        fs::write(dir.join(n), b"half").unwrap();
+    }
+    set_age(&dir.join(&old), 2 * 3600);
+    let r = run(&opts(&dir, "1.0"));
+    assert_ok(&r, &dir, "1.0", true);
+    assert_eq!(names(&dir), [live, "1.0".to_string()]);
+}
+
+const CHILD_ENV: &str = "REMORA_INSTALL_TEST_CHILD";
+
+/// Not a test of its own: the body of the child process that
+/// `killed_download_leaves_no_cli` kills mid-download. Without the
+/// environment variable it does nothing.
+#[test]
+fn child_install_entry() {
+    let Ok(spec) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let mut parts = spec.splitn(3, '\n');
+    let (dir, version, url) = (parts.next().unwrap(), parts.next().unwrap(), parts.next().unwrap());
+    let o = InstallOptions {
+        cli_dir: dir.into(),
+        cli_version: version.into(),
+        cli_url: url.into(),
+        cli_checksum: "00".into(),
+        cli_zst: String::new(),
+        cli_keep: 3,
+    };
+    remora::install::run(&o);
+}
+
+#[test]
+fn killed_download_leaves_no_cli_and_is_cleaned_next_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cli");
+    fs::create_dir_all(&dir).unwrap();
+    let blob = zst(&script("1.0", 0));
+    let base = serve(vec![
+        (
+            "/stall",
+            Route::Stall {
+                prefix: blob[..blob.len() / 2].to_vec(),
+                total: blob.len(),
+            },
+        ),
+        ("/good", Route::Body(blob.clone())),
+    ]);
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["child_install_entry", "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, format!("{}\n1.0\n{base}/stall", dir.display()))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+
+    // Wait until the child has written part of the blob to its temporary.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let partial: PathBuf = loop {
+        let found = hidden(&dir)
+            .into_iter()
+            .map(|n| dir.join(n))
+            .find(|p| fs::metadata(p).map(|m| m.len() > 0).unwrap_or(false));
+        if let Some(p) = found {
+            break p;
+        }
+        assert!(Instant::now() < deadline, "child never started downloading");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    assert!(!dir.join("1.0").exists(), "no CLI at the final path");
+    assert!(partial.exists(), "the killed run's temporary is left behind");
+    let name = partial.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(name.starts_with(".1.0.dl-"), "{name}");
+
+    let mut o = opts(&dir, "1.0");
+    o.cli_url = format!("{base}/good");
+    o.cli_checksum = sha(&blob);
+    assert_ok(&run(&o), &dir, "1.0", false);
+    assert_eq!(names(&dir), ["1.0"], "leftover swept");
+}
+
+#[test]
+fn upload_at_the_final_path_is_not_deleted_after_install() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cli");
+    fs::create_dir_all(&dir).unwrap();
+    let at_final = dir.join("1.0");
+    fs::write(&at_final, zst(&script("1.0", 0))).unwrap();
+    let mut o = opts(&dir, "1.0");
+    o.cli_zst = at_final.to_string_lossy().into_owned();
+    assert_ok(&run(&o), &dir, "1.0", false);
+    assert_eq!(
+        fs::read(&at_final).unwrap(),
+        script("1.0", 0),
+        "the installed CLI survives"
+    );
+}
