@@ -53,11 +53,53 @@ const READY_TIMEOUT: Duration = Duration::from_secs(30);
 /// process is single-threaded (environment writes are not thread-safe).
 /// Returns whether this process is the detached daemon child.
 pub fn take_sentinel() -> bool {
-    let is_child = std::env::var_os(SENTINEL).is_some_and(|v| v == "1");
-    if std::env::var_os(SENTINEL).is_some() {
-        std::env::remove_var(SENTINEL);
+    let Some(value) = std::env::var_os(SENTINEL) else {
+        return false;
+    };
+    let original = original_env_entry(SENTINEL);
+    std::env::remove_var(SENTINEL);
+    if let Some((ptr, len)) = original {
+        // `unsetenv` only drops the pointer from `environ`; the bytes stay
+        // in the block the kernel set up at exec, which is what
+        // /proc/<pid>/environ shows. Blank them so the internal marker is
+        // gone from there too.
+        // SAFETY: `ptr..ptr+len` lies inside the process's initial
+        // environment block (checked against /proc/self/stat), which is
+        // writable stack memory, and nothing refers to the entry any more.
+        unsafe { std::ptr::write_bytes(ptr, 0, len) };
     }
-    is_child
+    value == "1"
+}
+
+/// The `NAME=value` bytes of `name` in the initial environment block, if
+/// `environ` still points there (nothing has been set yet).
+fn original_env_entry(name: &str) -> Option<(*mut u8, usize)> {
+    extern "C" {
+        static mut environ: *mut *mut libc::c_char;
+    }
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the parenthesised command name start at field 3;
+    // env_start and env_end are fields 50 and 51.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split(' ').collect();
+    let start: usize = fields.get(50 - 3)?.parse().ok()?;
+    let end: usize = fields.get(51 - 3)?.parse().ok()?;
+    let prefix = format!("{name}=");
+    // SAFETY: single-threaded start-up; `environ` is a NULL-terminated
+    // array of NUL-terminated strings maintained by libc.
+    unsafe {
+        let mut entry = environ;
+        while !entry.is_null() && !(*entry).is_null() {
+            let text = std::ffi::CStr::from_ptr(*entry);
+            if text.to_bytes().starts_with(prefix.as_bytes()) {
+                let ptr = *entry as usize;
+                let len = text.to_bytes().len();
+                return (ptr >= start && ptr + len <= end).then_some((ptr as *mut u8, len));
+            }
+            entry = entry.add(1);
+        }
+    }
+    None
 }
 
 /// Launcher side: starts the detached daemon, hands it `token`, and waits
@@ -116,6 +158,9 @@ fn spawn_and_wait(token: &[u8]) -> io::Result<Verdict> {
     cmd.arg0(argv0)
         .args(args)
         .env(SENTINEL, "1")
+        // In the exec'd environment itself, so it is the daemon's own
+        // environment from the start and every child inherits it.
+        .env(CHILD_MARKER, "1")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(stderr);
