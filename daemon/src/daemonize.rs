@@ -122,7 +122,7 @@ pub fn launch(socket: &std::path::Path, token: &[u8]) -> i32 {
             1
         }
         Err(e) => {
-            eprintln!("remora: daemonize: {e}");
+            eprintln!("remora: daemonize: {}", crate::goerr::io_text(&e));
             1
         }
     }
@@ -161,6 +161,9 @@ fn spawn_and_wait(token: &[u8]) -> io::Result<Verdict> {
         // In the exec'd environment itself, so it is the daemon's own
         // environment from the start and every child inherits it.
         .env(CHILD_MARKER, "1")
+        // A client-side token has no business in the daemon or anything it
+        // spawns; the daemon's token arrives on the pipe only.
+        .env_remove("CLAUDE_RPC_TOKEN")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(stderr);
@@ -332,9 +335,12 @@ impl Readiness {
 /// `Err(Some(line))`: there is nobody to report to, print `line`;
 /// `Err(None)`: the failure was already reported to the launcher.
 pub fn adopt_pipes() -> Result<(Vec<u8>, Readiness), Option<String>> {
-    // SAFETY: fcntl(F_GETFD) only inspects the descriptor table.
-    let is_open = |fd| unsafe { libc::fcntl(fd, libc::F_GETFD) } >= 0;
-    if !is_open(TOKEN_FD) || !is_open(READY_FD) {
+    // SAFETY: fstat only fills the zeroed struct.
+    let is_pipe = |fd| unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        libc::fstat(fd, &mut st) == 0 && (st.st_mode & libc::S_IFMT) == libc::S_IFIFO
+    };
+    if !is_pipe(TOKEN_FD) || !is_pipe(READY_FD) {
         return Err(Some(format!(
             "remora: {SENTINEL} is internal: the daemon child was started without its pipes"
         )));

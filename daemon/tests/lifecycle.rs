@@ -100,6 +100,16 @@ impl Launch {
     /// args are replaced. Stderr goes to `<dir>/daemon.log` unless
     /// `stderr` is given.
     fn start(args: &[&str], token_file: Option<&[u8]>, stdin: Stdio, stderr: Option<Stdio>) -> Launch {
+        Launch::start_env(args, token_file, stdin, stderr, &[])
+    }
+
+    fn start_env(
+        args: &[&str],
+        token_file: Option<&[u8]>,
+        stdin: Stdio,
+        stderr: Option<Stdio>,
+        env: &[(&str, &str)],
+    ) -> Launch {
         let dir = tempfile::tempdir().unwrap();
         let socket = dir.path().join("rpc.sock");
         if let Some(token) = token_file {
@@ -118,6 +128,7 @@ impl Launch {
             .current_dir(dir.path())
             .env_remove("CLAUDE_RPC_TOKEN")
             .env_remove("REMORA_LOG_LEVEL")
+            .envs(env.iter().copied())
             .stdin(stdin)
             .stdout(Stdio::piped())
             .stderr(stderr)
@@ -225,11 +236,14 @@ fn token_keeps_surrounding_whitespace() {
 #[test]
 fn token_fd_from_stdin_never_reaches_argv_or_environ() {
     let token = "fd-token-7f3a9c";
-    let mut l = Launch::start(
+    // A client-side CLAUDE_RPC_TOKEN in the launcher's environment is not
+    // passed on to the daemon either.
+    let mut l = Launch::start_env(
         &["-serve", "-socket", "{sock}", "-token-fd", "0"],
         None,
         Stdio::piped(),
         None,
+        &[("CLAUDE_RPC_TOKEN", "client-side-c0ffee")],
     );
     // The token is one line; stdin stays open, so reading must stop at
     // the newline rather than wait for EOF.
@@ -243,6 +257,7 @@ fn token_fd_from_stdin_never_reaches_argv_or_environ() {
     assert!(!contains(&cmdline, token.as_bytes()));
     let env = environ(pid);
     assert!(!contains(&env, token.as_bytes()));
+    assert!(!contains(&env, b"client-side-c0ffee"));
     // The internal sentinel is gone; the reference's marker is set.
     let vars: Vec<&[u8]> = env.split(|&b| b == 0).collect();
     assert!(!vars.iter().any(|v| v.starts_with(b"REMORA_DAEMON_CHILD")), "{vars:?}");
