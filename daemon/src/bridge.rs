@@ -9,11 +9,11 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::mem::ManuallyDrop;
 use std::net::Shutdown;
-use std::os::fd::FromRawFd;
+use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How long `-stop` waits for the daemon to close the connection.
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -82,7 +82,8 @@ fn pump(from: &mut impl Read, to: &mut impl Write) -> io::Result<()> {
 }
 
 /// `-stop`: sends an authenticated `server.shutdown` (auth from
-/// `CLAUDE_RPC_TOKEN`) and waits for the daemon to close the connection.
+/// `CLAUDE_RPC_TOKEN`), waits for the daemon to close the connection and,
+/// when it accepted, for the daemon process to exit (10 s at most).
 /// A missing or unreachable daemon is a silent success. Whatever a live
 /// daemon answers (a -32001 for a wrong token) is echoed to stdout.
 pub fn stop(socket: &Path) -> i32 {
@@ -99,8 +100,59 @@ pub fn stop(socket: &Path) -> i32 {
     // Half-close: a daemon that rejects the request answers and then
     // closes at once, instead of waiting for more requests.
     let _ = stream.shutdown(Shutdown::Write);
+    let started = Instant::now();
+    let daemon = peer_pid(&stream);
     let _ = stream.set_read_timeout(Some(STOP_TIMEOUT));
+    let mut answered = false;
     let mut stdout = raw_fd(1);
-    let _ = pump(&mut stream, &mut *stdout);
+    let mut buf = [0u8; 4096];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                answered = true;
+                if stdout.write_all(&buf[..n]).is_err() {
+                    break;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return 0,
+        }
+    }
+    // No answer means the daemon accepted the shutdown. It closes client
+    // connections first and finishes teardown (children, socket file)
+    // after; wait for the process to end so that `-stop` returning means
+    // the daemon is gone, e.g. before a restart.
+    if let (false, Some(pid)) = (answered, daemon) {
+        while process_alive(pid) && started.elapsed() < STOP_TIMEOUT {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
     0
+}
+
+/// The pid at the other end of a Unix socket (`SO_PEERCRED`).
+fn peer_pid(stream: &UnixStream) -> Option<i32> {
+    let mut cred = libc::ucred { pid: 0, uid: 0, gid: 0 };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into `cred`.
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    (rc == 0 && cred.pid > 0).then_some(cred.pid)
+}
+
+/// Running (a zombie waiting for its reaper counts as ended).
+fn process_alive(pid: i32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let state = stat.rfind(')').and_then(|i| stat.get(i + 2..i + 3));
+    !matches!(state, Some("Z") | Some("X") | None)
 }
