@@ -1,90 +1,198 @@
-//! Command-line entry point: flag parsing and mode dispatch.
+//! Command-line entry point: flag parsing, mode selection, and the `-serve`
+//! start-up sequence on both sides of the self-daemonize re-exec.
 //!
-//! (Minimal for now: `-serve` in the foreground. The lifecycle issue
-//! replaces this with Go `flag` semantics, daemonizing and every mode.)
+//! Modes, when several are given, are taken in this order: `-version`,
+//! `-install`, `-serve`, `-bridge`, `-stop` (the first one set wins).
+//!
+//! `-serve` runs twice: the launcher (no sentinel) resolves the token, then
+//! [`crate::daemonize::launch`]es the detached child and reports its
+//! verdict; the child (sentinel set) binds the socket, starts the runtime,
+//! signals, metrics and the login-shell probe, reports readiness, and
+//! serves until shutdown.
 
+use crate::daemonize::{self, Readiness};
+use crate::flags::{self, Flags, ParseError};
 use crate::server::{self, Daemon, Options};
-use std::io::Write;
+use std::ffi::OsString;
+use std::io::{self, Read};
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+const NO_MODE: &str = "remora: one of --version/--install/--serve/--bridge/--stop is required";
+const NO_TOKEN: &str = "remora: daemonized child requires --token-file or --token-fd";
 
 /// Runs the binary; returns the process exit code.
 pub fn main() -> i32 {
+    // Before anything else, and before any thread exists: environment
+    // writes are not thread-safe, and the sentinel must never reach a child.
+    let daemon_child = daemonize::take_sentinel();
     crate::logging::init_from_env();
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let mut socket = None;
-    let mut token_file = None;
-    let mut serve = false;
-    let mut version = false;
-    let mut iter = args.iter();
-    while let Some(arg) = iter.next() {
-        let name = arg.trim_start_matches('-');
-        let (name, inline) = match name.split_once('=') {
-            Some((n, v)) => (n, Some(v.to_string())),
-            None => (name, None),
-        };
-        match name {
-            "serve" => serve = true,
-            "version" => version = true,
-            "socket" => socket = inline.or_else(|| iter.next().cloned()),
-            "token-file" => token_file = inline.or_else(|| iter.next().cloned()),
-            _ => {}
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let argv0 = args
+        .first()
+        .map(|a| a.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "remora".to_string());
+    let flags = match flags::parse(args.get(1..).unwrap_or_default()) {
+        Ok(f) => f,
+        Err(ParseError::Help) => {
+            eprint!("{}", flags::usage(&argv0));
+            return 0;
         }
-    }
-    if version {
+        Err(ParseError::Invalid(message)) => {
+            eprint!("{message}\n{}", flags::usage(&argv0));
+            return 2;
+        }
+    };
+    run(&flags, daemon_child)
+}
+
+fn run(flags: &Flags, daemon_child: bool) -> i32 {
+    if flags.version {
         println!("{}", crate::version::banner());
         return 0;
     }
-    if !serve {
-        eprintln!("remora: one of --version/--install/--serve/--bridge/--stop is required");
-        return 2;
+    if flags.install {
+        return crate::install::run(&install_options(flags));
     }
-    let Some(token_file) = token_file else {
-        eprintln!("remora: daemonized child requires --token-file or --token-fd");
-        return 1;
-    };
-    let token = match std::fs::read(&token_file) {
+    if flags.serve {
+        return if daemon_child {
+            serve_child(flags)
+        } else {
+            serve_launcher(flags)
+        };
+    }
+    if flags.bridge {
+        return crate::bridge::bridge(&socket_path(flags));
+    }
+    if flags.stop {
+        return crate::bridge::stop(&socket_path(flags));
+    }
+    eprintln!("{NO_MODE}");
+    2
+}
+
+fn install_options(flags: &Flags) -> crate::install::InstallOptions {
+    let text = |s: &OsString| s.to_string_lossy().into_owned();
+    crate::install::InstallOptions {
+        cli_dir: text(&flags.cli_dir),
+        cli_version: text(&flags.cli_version),
+        cli_url: text(&flags.cli_url),
+        cli_checksum: text(&flags.cli_checksum),
+        cli_zst: text(&flags.cli_zst),
+        cli_keep: flags.cli_keep,
+    }
+}
+
+/// `-socket`, or `~/.claude/remote/rpc.sock` when it is empty. The parent
+/// directory is deliberately not created (the reference does not).
+pub fn socket_path(flags: &Flags) -> PathBuf {
+    if !flags.socket.is_empty() {
+        return PathBuf::from(&flags.socket);
+    }
+    home_dir().join(".claude").join("remote").join("rpc.sock")
+}
+
+fn home_dir() -> PathBuf {
+    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        return PathBuf::from(home);
+    }
+    match nix::unistd::User::from_uid(nix::unistd::getuid()) {
+        Ok(Some(user)) => user.dir,
+        _ => PathBuf::from("/"),
+    }
+}
+
+/// Launcher side of `-serve`: the token first (so a missing token is
+/// reported before anything touches the socket), then the detached child.
+fn serve_launcher(flags: &Flags) -> i32 {
+    let token = match launcher_token(flags) {
         Ok(t) => t,
-        Err(e) => {
-            eprintln!(
-                "remora: read --token-file: {}",
-                crate::goerr::path_error("open", &token_file, &e)
-            );
+        Err(message) => {
+            eprintln!("{message}");
             return 1;
         }
     };
-    let _ = std::fs::remove_file(&token_file);
+    daemonize::launch(&socket_path(flags), &token)
+}
+
+/// Resolves the token from `-token-file` (read once, then unlinked) or
+/// `-token-fd`. With both, `-token-file` wins, so that its file is still
+/// consumed and does not linger on disk. `CLAUDE_RPC_TOKEN` is never used
+/// here: the daemon must not start without an explicit token.
+fn launcher_token(flags: &Flags) -> Result<Vec<u8>, String> {
+    let (source, token) = if !flags.token_file.is_empty() {
+        ("--token-file", read_token_file(&flags.token_file)?)
+    } else if flags.token_fd >= 0 {
+        ("--token-fd", read_token_fd(flags.token_fd)?)
+    } else {
+        return Err(NO_TOKEN.to_string());
+    };
     let token = strip_line_end(token);
-    let socket = PathBuf::from(socket.unwrap_or_else(|| "rpc.sock".into()));
-    let listener = match server::bind_socket(&socket) {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("remora: {e}");
-            return 1;
+    if token.is_empty() {
+        // An empty token would accept requests with no auth at all.
+        return Err(format!("remora: read {source}: empty token"));
+    }
+    Ok(token)
+}
+
+fn read_token_file(path: &OsString) -> Result<Vec<u8>, String> {
+    let shown = path.to_string_lossy();
+    let fail =
+        |op: &str, e: &io::Error| format!("remora: read --token-file: {}", crate::goerr::path_error(op, &shown, e));
+    let file = std::fs::File::open(path).map_err(|e| fail("open", &e))?;
+    let mut token = Vec::new();
+    file.take(daemonize::MAX_TOKEN as u64 + 1)
+        .read_to_end(&mut token)
+        .map_err(|e| fail("read", &e))?;
+    if let Err(e) = std::fs::remove_file(path) {
+        // Still start: the token is valid, but say the secret stayed.
+        eprintln!("remora: warning: {}", crate::goerr::path_error("remove", &shown, &e));
+    }
+    if token.len() > daemonize::MAX_TOKEN {
+        return Err(format!(
+            "remora: read --token-file: token longer than {} bytes",
+            daemonize::MAX_TOKEN
+        ));
+    }
+    Ok(token)
+}
+
+/// Reads one line from descriptor `fd`: up to and including the first
+/// newline, or to EOF. Stopping at the newline lets a driver write the
+/// token into a pipe (or an SSH channel's stdin) it keeps open. Reads a
+/// byte at a time so nothing past the line is consumed from a shared fd.
+fn read_token_fd(fd: i64) -> Result<Vec<u8>, String> {
+    let fail = |e: io::Error| format!("remora: read --token-fd: read fd {fd}: {}", crate::goerr::io_text(&e));
+    let raw = i32::try_from(fd).map_err(|_| fail(io::Error::from_raw_os_error(libc::EBADF)))?;
+    let mut token = Vec::new();
+    let mut byte = 0u8;
+    loop {
+        // SAFETY: reads at most one byte into a local; `raw` is only read.
+        let n = unsafe { libc::read(raw, (&mut byte as *mut u8).cast(), 1) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(fail(e));
         }
-    };
-    let daemon = Daemon::new(
-        token,
-        Options {
-            socket_path: socket.clone(),
-            keep_children: false,
-        },
-    );
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("remora: runtime: {e}");
-            return 1;
+        if n == 0 {
+            break;
         }
-    };
-    println!("Remora remote server listening on {}", socket.display());
-    let _ = std::io::stdout().flush();
-    match runtime.block_on(server::run(listener, daemon)) {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("remora: {e}");
-            1
+        token.push(byte);
+        if byte == b'\n' {
+            break;
+        }
+        if token.len() > daemonize::MAX_TOKEN {
+            return Err(format!(
+                "remora: read --token-fd: token longer than {} bytes",
+                daemonize::MAX_TOKEN
+            ));
         }
     }
+    Ok(token)
 }
 
 /// A token is read as a line: one trailing `\n` or `\r\n` is removed,
@@ -97,4 +205,119 @@ pub fn strip_line_end(mut token: Vec<u8>) -> Vec<u8> {
         }
     }
     token
+}
+
+/// Daemon side of `-serve` (after the re-exec, in its own session).
+fn serve_child(flags: &Flags) -> i32 {
+    // Children spawned by the daemon inherit this, as with the reference.
+    std::env::set_var(daemonize::CHILD_MARKER, "1");
+    let (token, readiness) = match daemonize::adopt_pipes() {
+        Ok(pair) => pair,
+        Err(Some(message)) => {
+            eprintln!("{message}");
+            return 1;
+        }
+        Err(None) => return 1,
+    };
+    let socket = socket_path(flags);
+    // Bound before the runtime starts: bind_socket swaps the process-wide
+    // umask, which must not race with other threads creating files.
+    let listener = match server::bind_socket(&socket) {
+        Ok(l) => l,
+        Err(e) => {
+            readiness.fail(&format!("remora: {e}"));
+            return 1;
+        }
+    };
+    let daemon = Daemon::new(
+        token,
+        Options {
+            socket_path: socket,
+            keep_children: flags.keep_children,
+        },
+    );
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = std::fs::remove_file(&daemon.options.socket_path);
+            readiness.fail(&format!("remora: start runtime: {e}"));
+            return 1;
+        }
+    };
+    let code = runtime.block_on(serve_daemon(listener, daemon, flags.metrics_addr.clone(), readiness));
+    // Teardown is complete once serve_daemon returns; do not let a stray
+    // blocking task (a login shell being reaped) hold up the exit.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    code
+}
+
+async fn serve_daemon(
+    listener: std::os::unix::net::UnixListener,
+    daemon: Arc<Daemon>,
+    metrics_addr: OsString,
+    readiness: Readiness,
+) -> i32 {
+    let signals = match Signals::install() {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = std::fs::remove_file(&daemon.options.socket_path);
+            readiness.fail(&format!("remora: install signal handlers: {e}"));
+            return 1;
+        }
+    };
+    tokio::spawn(signals.watch(daemon.clone()));
+    if !metrics_addr.is_empty() {
+        // Bound before readiness so a scrape right after the banner works;
+        // a failure is logged and not fatal.
+        crate::metrics_http::start(&String::from_utf8_lossy(metrics_addr.as_bytes()), daemon.clone()).await;
+    }
+    crate::shellenv::spawn(daemon.clone());
+    crate::log_info!("[Server] Listening on {}", daemon.options.socket_path.display());
+    readiness.ready();
+    match server::run(listener, daemon).await {
+        Ok(()) => {
+            crate::log_info!("[Server] Shutdown complete");
+            0
+        }
+        Err(e) => {
+            crate::log_error!("[Server] {e}");
+            1
+        }
+    }
+}
+
+/// SIGTERM and SIGINT trigger the same graceful shutdown as
+/// `server.shutdown`.
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> io::Result<Signals> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Signals {
+            term: signal(SignalKind::terminate())?,
+            int: signal(SignalKind::interrupt())?,
+        })
+    }
+
+    async fn watch(mut self, daemon: Arc<Daemon>) {
+        let mut stopped = daemon.shutdown.subscribe();
+        let name = tokio::select! {
+            _ = self.term.recv() => "terminated",
+            _ = self.int.recv() => "interrupt",
+            _ = stopped.wait() => return,
+        };
+        crate::log_info!("[Server] Received signal: {name}, shutting down");
+        daemon.shutdown.trigger();
+        // Keep the handlers installed through teardown so a second signal
+        // does not kill the daemon half-way; it is a no-op instead.
+        loop {
+            tokio::select! {
+                _ = self.term.recv() => {}
+                _ = self.int.recv() => {}
+            }
+        }
+    }
 }

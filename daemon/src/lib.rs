@@ -6,7 +6,12 @@
 //!
 //! | module | owns |
 //! | --- | --- |
-//! | [`cli`] | flags, modes, daemonizing |
+//! | [`cli`] | mode selection, the `-serve` start-up sequence |
+//! | [`flags`] | Go `flag` parsing, messages and usage text |
+//! | [`daemonize`] | self-daemonize re-exec, token and readiness pipes |
+//! | [`bridge`] | the `-bridge` relay and `-stop` client |
+//! | [`shellenv`] | login-shell PATH extraction |
+//! | [`metrics_http`] | the `-metrics-addr` HTTP endpoint |
 //! | [`server`] | daemon state, the owner-only socket, the accept loop |
 //! | [`connection`] | one client: line reader, request tasks, ordered writer |
 //! | [`frame`] | NDJSON framing and the 1 MiB line cap |
@@ -23,9 +28,12 @@
 //! | [`logging`] | leveled Go-format log lines on stderr |
 //! | [`version`] | build id, GOOS/GOARCH names |
 
+pub mod bridge;
 pub mod cli;
 pub mod connection;
+pub mod daemonize;
 pub mod dispatch;
+pub mod flags;
 pub mod frame;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
@@ -35,9 +43,11 @@ pub mod install;
 pub mod logging;
 pub mod methods;
 pub mod metrics;
+pub mod metrics_http;
 pub mod params;
 pub mod process;
 pub mod rpc;
 pub mod server;
+pub mod shellenv;
 pub mod shutdown;
 pub mod version;

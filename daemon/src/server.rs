@@ -120,9 +120,22 @@ pub async fn accept_loop(listener: StdUnixListener, daemon: Arc<Daemon>) -> io::
 /// (or kept with `-keep-children`) and the socket file is removed. The
 /// teardown completes before this returns.
 pub async fn run(listener: StdUnixListener, daemon: Arc<Daemon>) -> io::Result<()> {
+    let path = &daemon.options.socket_path;
+    let ours = socket_identity(path);
     accept_loop(listener, daemon.clone()).await?;
     crate::log_info!("[Server] Shutting down");
     daemon.processes.shutdown(daemon.options.keep_children).await;
-    let _ = std::fs::remove_file(&daemon.options.socket_path);
+    // Only remove the socket if it is still the one we bound: a successor
+    // started during teardown (e.g. `-stop` then `-serve`) may already have
+    // replaced it as stale, and its socket must survive our exit.
+    if ours.is_none() || socket_identity(path) == ours {
+        let _ = std::fs::remove_file(path);
+    }
     Ok(())
+}
+
+/// Device and inode of the file at `path`, if any.
+fn socket_identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }

@@ -1,0 +1,303 @@
+//! The command line without a running daemon: Go `flag` messages and
+//! usage, mode selection, `-version`, and every start-up error of `-serve`,
+//! `-bridge` and `-stop`, byte-exact with exit codes.
+
+mod common;
+
+use assert_cmd::Command;
+use common::remora_bin;
+
+/// Runs remora with `args` (and a clean, predictable environment for the
+/// variables remora reads); returns (exit code, stdout, stderr).
+fn run(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let mut cmd = Command::new(remora_bin());
+    cmd.args(args)
+        .env_remove("CLAUDE_RPC_TOKEN")
+        .env_remove("REMORA_DAEMON_CHILD")
+        .env_remove("REMORA_LOG_LEVEL");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run remora");
+    (
+        out.status.code().expect("exit code"),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn usage() -> String {
+    format!("Usage of {}:\n", remora_bin())
+}
+
+#[test]
+fn no_mode_is_exit_2_without_usage() {
+    let want = "remora: one of --version/--install/--serve/--bridge/--stop is required\n";
+    assert_eq!(run(&[], &[]), (2, String::new(), want.to_string()));
+    // Flags without a mode, and arguments after the flags, change nothing.
+    assert_eq!(
+        run(&["-socket", "/x", "extra"], &[]),
+        (2, String::new(), want.to_string())
+    );
+    // A mode after a non-flag argument is not parsed (Go stops there).
+    assert_eq!(run(&["extra", "-version"], &[]), (2, String::new(), want.to_string()));
+    assert_eq!(run(&["--", "-version"], &[]), (2, String::new(), want.to_string()));
+}
+
+#[test]
+fn unknown_flag_prints_go_error_then_usage() {
+    for arg in ["-bogus", "--bogus", "-bogus=1"] {
+        let (code, out, err) = run(&[arg, "-serve"], &[]);
+        assert_eq!(code, 2, "{arg}");
+        assert_eq!(out, "");
+        let rest = err
+            .strip_prefix("flag provided but not defined: -bogus\n")
+            .unwrap_or_else(|| panic!("{err}"));
+        assert!(rest.starts_with(&usage()), "{err}");
+    }
+}
+
+#[test]
+fn usage_text_is_go_print_defaults() {
+    let (code, out, err) = run(&["-h"], &[]);
+    assert_eq!((code, out.as_str()), (0, ""));
+    let body = err.strip_prefix(&usage()).unwrap_or_else(|| panic!("{err}"));
+    // Every flag, sorted, as "  -name[ type]" then a tab-indented line.
+    let names: Vec<&str> = body
+        .lines()
+        .filter(|l| l.starts_with("  -"))
+        .map(|l| l.trim_start())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "-bridge",
+            "-cli-checksum string",
+            "-cli-dir string",
+            "-cli-keep int",
+            "-cli-url string",
+            "-cli-version string",
+            "-cli-zst string",
+            "-install",
+            "-keep-children",
+            "-metrics-addr string",
+            "-serve",
+            "-socket string",
+            "-stop",
+            "-token-fd int",
+            "-token-file string",
+            "-version",
+        ]
+    );
+    for line in body.lines().filter(|l| !l.starts_with("  -")) {
+        assert!(line.starts_with("    \t"), "{line:?}");
+    }
+    assert!(body.contains("  -cli-keep int\n    \t") && body.contains(" (default 3)\n"));
+    assert!(body.contains(" (default -1)\n"));
+    for help in ["-help", "--help", "--h"] {
+        assert_eq!(run(&[help, "-serve"], &[]), (0, String::new(), err.clone()), "{help}");
+    }
+}
+
+#[test]
+fn flag_value_errors_are_gos() {
+    let cases: [(&[&str], &str); 5] = [
+        (&["-serve", "-socket"], "flag needs an argument: -socket\n"),
+        (&["--token-file"], "flag needs an argument: -token-file\n"),
+        (&["-serve=x"], "invalid boolean value \"x\" for -serve: parse error\n"),
+        (
+            &["-install", "-cli-keep", "x"],
+            "invalid value \"x\" for flag -cli-keep: parse error\n",
+        ),
+        (
+            &["-serve", "-token-fd=1.5"],
+            "invalid value \"1.5\" for flag -token-fd: parse error\n",
+        ),
+    ];
+    for (args, first) in cases {
+        let (code, out, err) = run(args, &[]);
+        assert_eq!((code, out.as_str()), (2, ""), "{args:?}");
+        assert_eq!(err, format!("{first}{}", &run(&["-h"], &[]).2), "{args:?}");
+    }
+}
+
+#[test]
+fn version_format_and_mode_precedence() {
+    let (code, out, err) = run(&["-version"], &[]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let rest = out.strip_prefix("remora ").unwrap_or_else(|| panic!("{out}"));
+    let (id, built) = rest.split_once(" (built ").unwrap_or_else(|| panic!("{out}"));
+    assert!(!id.is_empty() && !id.contains(' '), "{out}");
+    // RFC 3339 UTC: 2026-11-22T10:30:09Z
+    let stamp = built.strip_suffix(")\n").unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(stamp.len(), 20, "{out}");
+    assert!(stamp.as_bytes()[10] == b'T' && stamp.ends_with('Z'), "{out}");
+    // Both dash forms; version wins over every other mode.
+    assert_eq!(run(&["--version"], &[]).1, out);
+    assert_eq!(run(&["-serve", "-stop", "-bridge", "-version=true"], &[]).1, out);
+    // -version=false is no mode at all.
+    assert_eq!(run(&["-version=false"], &[]).0, 2);
+}
+
+#[test]
+fn serve_requires_a_token_flag() {
+    let want = "remora: daemonized child requires --token-file or --token-fd\n";
+    assert_eq!(run(&["-serve"], &[]), (1, String::new(), want.to_string()));
+    // The client-side variable is never a token source for the daemon.
+    assert_eq!(
+        run(&["--serve", "-socket", "/tmp/x.sock"], &[("CLAUDE_RPC_TOKEN", "tok")]),
+        (1, String::new(), want.to_string())
+    );
+    // The token is checked before the socket: a missing directory does
+    // not matter yet.
+    assert_eq!(run(&["-serve", "-socket", "/nonexistent/dir/rpc.sock"], &[]).2, want);
+}
+
+#[test]
+fn unreadable_token_file_is_a_path_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nope");
+    let missing = missing.to_str().unwrap();
+    assert_eq!(
+        run(
+            &["-serve", "-socket", "/nonexistent/dir/rpc.sock", "-token-file", missing],
+            &[]
+        ),
+        (
+            1,
+            String::new(),
+            format!("remora: read --token-file: open {missing}: no such file or directory\n")
+        )
+    );
+    let as_dir = dir.path().to_str().unwrap();
+    assert_eq!(
+        run(&["-serve", "-token-file", as_dir], &[]).2,
+        format!("remora: read --token-file: read {as_dir}: is a directory\n")
+    );
+}
+
+#[test]
+fn empty_token_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "\r\n").unwrap();
+    let socket = dir.path().join("rpc.sock");
+    assert_eq!(
+        run(
+            &[
+                "-serve",
+                "-socket",
+                socket.to_str().unwrap(),
+                "-token-file",
+                token.to_str().unwrap()
+            ],
+            &[]
+        ),
+        (1, String::new(), "remora: read --token-file: empty token\n".to_string())
+    );
+    assert!(!socket.exists());
+}
+
+#[test]
+fn bind_failure_in_missing_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "tok\n").unwrap();
+    let socket = dir.path().join("missing").join("rpc.sock");
+    let socket = socket.to_str().unwrap();
+    assert_eq!(
+        run(
+            &["-serve", "-socket", socket, "-token-file", token.to_str().unwrap()],
+            &[]
+        ),
+        (
+            1,
+            String::new(),
+            format!("remora: listen unix: {socket}: bind: no such file or directory\n")
+        )
+    );
+    // Read once, then unlinked, even though the daemon could not start.
+    assert!(!token.exists());
+}
+
+#[test]
+fn default_socket_is_under_home_and_its_directory_is_not_created() {
+    let home = tempfile::tempdir().unwrap();
+    let token = home.path().join("token");
+    std::fs::write(&token, "tok\n").unwrap();
+    let h = home.path().to_str().unwrap();
+    let default = format!("{h}/.claude/remote/rpc.sock");
+    assert_eq!(
+        run(&["-serve", "-token-file", token.to_str().unwrap()], &[("HOME", h)]),
+        (
+            1,
+            String::new(),
+            format!("remora: listen unix: {default}: bind: no such file or directory\n")
+        )
+    );
+    assert!(!home.path().join(".claude").exists());
+    // An explicitly empty -socket means the default too.
+    assert_eq!(
+        run(&["-bridge", "-socket="], &[("HOME", h)]).2,
+        format!("remora: dial server: dial unix {default}: connect: no such file or directory\n")
+    );
+    assert_eq!(run(&["-stop"], &[("HOME", h)]), (0, String::new(), String::new()));
+}
+
+#[test]
+fn stop_without_a_daemon_is_silent() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("rpc.sock");
+    let socket = socket.to_str().unwrap();
+    assert_eq!(
+        run(&["-stop", "-socket", socket], &[("CLAUDE_RPC_TOKEN", "tok")]),
+        (0, String::new(), String::new())
+    );
+    // A socket file nobody listens on is "unreachable": still silent.
+    drop(std::os::unix::net::UnixListener::bind(socket).unwrap());
+    assert_eq!(
+        run(&["--stop", "--socket", socket], &[]),
+        (0, String::new(), String::new())
+    );
+}
+
+#[test]
+fn bridge_dial_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("rpc.sock");
+    let socket = socket.to_str().unwrap();
+    assert_eq!(
+        run(&["-bridge", "-socket", socket], &[]),
+        (
+            1,
+            String::new(),
+            format!("remora: dial server: dial unix {socket}: connect: no such file or directory\n")
+        )
+    );
+    drop(std::os::unix::net::UnixListener::bind(socket).unwrap());
+    assert_eq!(
+        run(&["-bridge", &format!("--socket={socket}")], &[]).2,
+        format!("remora: dial server: dial unix {socket}: connect: connection refused\n")
+    );
+}
+
+#[test]
+fn install_mode_is_dispatched() {
+    // The install engine is tested by its owner; here: the flags parse and
+    // the mode runs (it always exits 0), before serve in precedence.
+    let dir = tempfile::tempdir().unwrap();
+    let (code, _, err) = run(
+        &[
+            "-install",
+            "-serve",
+            "-cli-dir",
+            dir.path().to_str().unwrap(),
+            "-cli-version",
+            "1.0.0",
+            "-cli-keep=0x2",
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("daemonized child"), "{err}");
+}
