@@ -1,0 +1,1 @@
+//! Running the `git` CLI for the `git.*` methods.
