@@ -63,6 +63,15 @@ impl ExtractResult {
 
 const COPY_BUFFER: usize = 64 * 1024;
 
+/// Linux `PATH_MAX`. Walking with `openat` could go deeper than a path
+/// lookup can; Go's path-based calls fail there with ENAMETOOLONG, and so
+/// do we, which also keeps later `RemoveAll` recursion shallow.
+const PATH_MAX: usize = 4096;
+
+fn too_long(op: &str, path: &[u8]) -> String {
+    path_error(op, &go_lossy(path), &io::Error::from_raw_os_error(libc::ENAMETOOLONG))
+}
+
 /// Extracts the gzip'd tar at `archive` into `dest`. Never panics on input
 /// and never writes outside `dest`.
 pub fn extract(archive: &Path, dest: &Path) -> ExtractResult {
@@ -137,6 +146,9 @@ fn unpack(file: File, archive_text: &str, dest: &[u8]) -> Result<u64, String> {
                     return Err(path_error("open", &go_lossy(&target), &eisdir));
                 };
                 let parent = walk_dirs(&root, &clean_dest, parents)?;
+                if target.len() >= PATH_MAX {
+                    return Err(too_long("open", &target));
+                }
                 let dir = parent.as_ref().unwrap_or(&root);
                 let target_text = go_lossy(&target);
                 let mut out = create_file(dir, leaf).map_err(|e| path_error("open", &target_text, &e))?;
@@ -202,6 +214,9 @@ fn walk_dirs(root: &OwnedFd, root_path: &[u8], comps: &[&[u8]]) -> Result<Option
     for comp in comps {
         path.push(b'/');
         path.extend_from_slice(comp);
+        if path.len() >= PATH_MAX {
+            return Err(too_long("mkdir", &path));
+        }
         let parent = current.as_ref().unwrap_or(root);
         let mkdir_err = |e: &io::Error| path_error("mkdir", &go_lossy(&path), e);
         let fd = match open_dir_at(Some(parent), comp) {
@@ -387,54 +402,122 @@ fn split_path(path: &[u8]) -> (Vec<u8>, Vec<u8>) {
 
 type RemoveError = (&'static str, Vec<u8>, io::Error);
 
-/// Go's `removeAllFrom(parent, base)`: the error's path is relative to
-/// `parent`.
+/// A directory being emptied by [`remove_all_from`].
+struct Level {
+    fd: OwnedFd,
+    /// Path relative to the top-level parent, for error texts.
+    rel: Vec<u8>,
+    names: std::vec::IntoIter<Vec<u8>>,
+    /// Go's `recurseErr`: the first failure among the children.
+    first_err: Option<RemoveError>,
+}
+
+/// Go's `removeAllFrom(parent, base)`, iterative so that a deep tree
+/// cannot overflow a thread stack (Go's goroutine stacks grow; ours do
+/// not). The error's path is relative to `parent`. Semantics per entry:
+/// unlink; on `EISDIR`/`EPERM`/`EACCES` empty it as a directory and rmdir
+/// it; a child's failure is kept and reported only if the rmdir fails.
 fn remove_all_from(parent: &OwnedFd, base: &[u8]) -> Result<(), RemoveError> {
-    let err = |op, e| (op, base.to_vec(), e);
-    let c = cstr(base).map_err(|e| err("unlinkat", e))?;
+    let mut stack: Vec<Level> = Vec::new();
+    match descend(parent, base, base.to_vec())? {
+        Some(level) => stack.push(level),
+        None => return Ok(()),
+    }
+    loop {
+        let Some(top) = stack.last_mut() else {
+            return Ok(());
+        };
+        if let Some(name) = top.names.next() {
+            let mut rel = top.rel.clone();
+            rel.push(b'/');
+            rel.extend_from_slice(&name);
+            match descend(&top.fd, &name, rel) {
+                Ok(Some(level)) => stack.push(level),
+                Ok(None) => {}
+                Err(e) => {
+                    top.first_err.get_or_insert(e);
+                }
+            }
+            continue;
+        }
+        // All children handled: remove the directory itself.
+        let Some(done) = stack.pop() else {
+            return Ok(());
+        };
+        let holder = stack.last().map_or(parent, |l| &l.fd);
+        let leaf = done.rel.rsplit(|&b| b == b'/').next().unwrap_or(&done.rel);
+        let result = match cstr(leaf) {
+            Err(e) => Err(done.first_err.unwrap_or(("unlinkat", done.rel.clone(), e))),
+            // SAFETY: valid dirfd and NUL-terminated name.
+            Ok(c) => match unsafe { libc::unlinkat(holder.as_raw_fd(), c.as_ptr(), libc::AT_REMOVEDIR) } {
+                0 => Ok(()),
+                _ => {
+                    let e = last_err();
+                    if e.raw_os_error() == Some(libc::ENOENT) {
+                        Ok(())
+                    } else {
+                        Err(done.first_err.unwrap_or(("unlinkat", done.rel, e)))
+                    }
+                }
+            },
+        };
+        match (result, stack.last_mut()) {
+            (Err(e), Some(up)) => {
+                up.first_err.get_or_insert(e);
+            }
+            (Err(e), None) => return Err(e),
+            (Ok(()), _) => {}
+        }
+    }
+}
+
+/// One step of `removeAllFrom`: removes `name` in `dir` if it is not a
+/// directory (`Ok(None)`), or opens it for emptying (`Ok(Some)`).
+fn descend(dir: &OwnedFd, name: &[u8], rel: Vec<u8>) -> Result<Option<Level>, RemoveError> {
+    let c = match cstr(name) {
+        Ok(c) => c,
+        Err(e) => return Err(("unlinkat", rel, e)),
+    };
     // SAFETY: valid dirfd and NUL-terminated name.
-    if unsafe { libc::unlinkat(parent.as_raw_fd(), c.as_ptr(), 0) } == 0 {
-        return Ok(());
+    if unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), 0) } == 0 {
+        return Ok(None);
     }
     let unlink_err = last_err();
     match unlink_err.raw_os_error() {
-        Some(libc::ENOENT) => return Ok(()),
+        Some(libc::ENOENT) => return Ok(None),
         Some(libc::EISDIR) | Some(libc::EPERM) | Some(libc::EACCES) => {}
-        _ => return Err(err("unlinkat", unlink_err)),
+        _ => return Err(("unlinkat", rel, unlink_err)),
     }
-    let mut recurse_err: Option<RemoveError> = None;
-    match open_dir_at(Some(parent), base) {
-        Ok(dir) => match read_names(&dir) {
-            Ok(names) => {
-                for name in names {
-                    if let Err((op, rel, e)) = remove_all_from(&dir, &name) {
-                        if recurse_err.is_none() {
-                            let mut full = base.to_vec();
-                            full.push(b'/');
-                            full.extend_from_slice(&rel);
-                            recurse_err = Some((op, full, e));
-                        }
-                    }
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(err("readdirnames", e)),
+    let (fd, first_err, names) = match open_dir_at(Some(dir), name) {
+        Ok(fd) => match read_names(&fd) {
+            Ok(names) => (fd, None, names),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(("readdirnames", rel, e)),
         },
         Err(e) => match e.raw_os_error() {
-            Some(libc::ENOENT) => return Ok(()),
-            Some(libc::ENOTDIR) | Some(libc::ELOOP) => return Err(err("unlinkat", unlink_err)),
-            _ => recurse_err = Some(err("openfdat", e)),
+            Some(libc::ENOENT) => return Ok(None),
+            Some(libc::ENOTDIR) | Some(libc::ELOOP) => return Err(("unlinkat", rel, unlink_err)),
+            // Go still tries the rmdir, reporting this error if it fails;
+            // an empty level does exactly that. It needs an fd to sit on
+            // the stack: the parent's, duplicated, with no names.
+            _ => {
+                // SAFETY: `dir` is a valid descriptor.
+                let dup = unsafe { libc::fcntl(dir.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };
+                if dup < 0 {
+                    return Err(("openfdat", rel, e));
+                }
+                // SAFETY: `dup` is a fresh descriptor we own.
+                let fd = unsafe { OwnedFd::from_raw_fd(dup) };
+                (fd, Some(("openfdat", rel.clone(), e)), Vec::new())
+            }
         },
-    }
-    // SAFETY: valid dirfd and NUL-terminated name.
-    if unsafe { libc::unlinkat(parent.as_raw_fd(), c.as_ptr(), libc::AT_REMOVEDIR) } == 0 {
-        return Ok(());
-    }
-    let rmdir_err = last_err();
-    if rmdir_err.raw_os_error() == Some(libc::ENOENT) {
-        return Ok(());
-    }
-    Err(recurse_err.unwrap_or_else(|| err("unlinkat", rmdir_err)))
+    };
+    Ok(Some(Level {
+        fd,
+        rel,
+        names: names.into_iter(),
+        first_err,
+    }))
 }
 
 /// The names in a directory, without `.` and `..`.
@@ -481,6 +564,34 @@ fn read_names(dir: &OwnedFd) -> io::Result<Vec<Vec<u8>>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn remove_all_is_iterative_on_deep_trees() {
+        let tmp = tempfile::tempdir().unwrap();
+        let top = tmp.path().join("deep");
+        std::fs::create_dir(&top).unwrap();
+        let mut fd = open_dir_at(None, top.as_os_str().as_bytes()).unwrap();
+        // Deeper than PATH_MAX allows by path: only reachable via openat.
+        for _ in 0..3000 {
+            // SAFETY: valid dirfd and NUL-terminated name.
+            assert_eq!(unsafe { libc::mkdirat(fd.as_raw_fd(), c"d".as_ptr(), 0o700) }, 0);
+            fd = open_dir_at(Some(&fd), b"d").unwrap();
+        }
+        drop(fd);
+        std::fs::write(top.parent().unwrap().join("keep"), b"").unwrap();
+        let path = top.as_os_str().as_bytes().to_vec();
+        // A small stack: a recursive port would overflow here.
+        let result = std::thread::Builder::new()
+            .stack_size(128 * 1024)
+            .spawn(move || remove_all(&path))
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(result, Ok(()));
+        assert!(!top.exists());
+        assert!(tmp.path().join("keep").exists());
+        assert_eq!(remove_all(top.as_os_str().as_bytes()), Ok(()), "missing is fine");
+    }
 
     #[test]
     fn split_path_matches_go() {

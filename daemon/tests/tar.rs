@@ -381,6 +381,22 @@ fn entry_conflicts_and_marker_failures() {
     c.write_archive(&gz(&raw_tar(&[(b"f", b'0', b"first"), (b"f", b'0', b"2nd")])));
     assert_eq!(c.extract(), ok(r#"{"success":true,"fileCount":2}"#));
     assert_eq!(fs::read(c.dest.join("f")).unwrap(), b"2nd");
+    // Paths past PATH_MAX fail like Go's path-based calls (via PAX path).
+    let deep = "d/".repeat(2100) + "f";
+    let rec = format!("{} path={deep}\n", deep.len() + 11);
+    assert_eq!(rec.len(), deep.len() + 11);
+    c.write_archive(&gz(&raw_tar(&[
+        (b"PaxHeaders/f", b'x', rec.as_bytes()),
+        (b"f", b'0', b"x"),
+    ])));
+    let mut first_too_long = dest.clone();
+    while first_too_long.len() < 4096 {
+        first_too_long.push_str("/d");
+    }
+    assert_eq!(
+        c.extract(),
+        failed(&format!("mkdir {first_too_long}: file name too long"))
+    );
     // The marker cannot be written over a directory of that name.
     c.write_archive(&gz(&raw_tar(&[(b".synced/", b'5', b"")])));
     assert_eq!(
