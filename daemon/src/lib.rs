@@ -20,6 +20,10 @@
 //! | [`params`] | per-namespace params structs |
 //! | [`gojson`] | Go-compatible JSON decoding and encoding |
 //! | [`goerr`] | Go-style OS error text |
+//! | [`filemode`] | Go's `FileMode.String()` for `files.stat` |
+//! | [`gopath`] | Go's `filepath.Clean`/`Join` on bytes |
+//! | [`tarx`] | `files.extract_tar`: streaming, confined gzip+tar extraction |
+//! | [`gitcli`] | running the `git` CLI for `git.*` |
 //! | [`methods`] | the 19 handlers |
 //! | [`install`] | `-install`: the agent-CLI version manager |
 //! | [`process`] | supervisor, replay log, stdin offsets |
@@ -33,12 +37,15 @@ pub mod cli;
 pub mod connection;
 pub mod daemonize;
 pub mod dispatch;
+pub mod filemode;
 pub mod flags;
 pub mod frame;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
+pub mod gitcli;
 pub mod goerr;
 pub mod gojson;
+pub mod gopath;
 pub mod install;
 pub mod logging;
 pub mod methods;
@@ -50,4 +57,5 @@ pub mod rpc;
 pub mod server;
 pub mod shellenv;
 pub mod shutdown;
+pub mod tarx;
 pub mod version;

@@ -1,0 +1,357 @@
+//! files.stat / list / read / validate against a real daemon and real files,
+//! symlinks, FIFOs and sockets. Replies are compared byte for byte.
+
+mod common;
+
+use common::TestDaemon;
+use std::fs;
+use std::os::unix::fs::{symlink, PermissionsExt};
+use std::path::Path;
+
+fn ok(id: u32, result: &str) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#)
+}
+
+fn err(id: u32, code: i64, message: &str) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":{code},"message":"{message}"}}}}"#)
+}
+
+fn p(path: &Path) -> String {
+    path.to_str().expect("utf-8 temp path").to_string()
+}
+
+fn chmod(path: &Path, mode: u32) {
+    fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
+}
+
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(p(path)).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    chmod(path, 0o644);
+}
+
+fn is_root() -> bool {
+    unsafe { libc::geteuid() == 0 }
+}
+
+#[test]
+fn stat_reports_go_mode_strings_and_follows_symlinks() {
+    let d = TestDaemon::start();
+    let root = d.root().join("t");
+    fs::create_dir(&root).unwrap();
+    let file = root.join("f.txt");
+    fs::write(&file, b"hello").unwrap();
+    chmod(&file, 0o644);
+    let dir = root.join("sub");
+    fs::create_dir(&dir).unwrap();
+    chmod(&dir, 0o755);
+    let sticky = root.join("sticky");
+    fs::create_dir(&sticky).unwrap();
+    chmod(&sticky, 0o1777);
+    let suid = root.join("suid");
+    fs::write(&suid, b"").unwrap();
+    chmod(&suid, 0o4755);
+    let sgid = root.join("sgid");
+    fs::write(&sgid, b"").unwrap();
+    chmod(&sgid, 0o2750);
+    let fifo = root.join("pipe");
+    mkfifo(&fifo);
+    symlink(&file, root.join("link-file")).unwrap();
+    symlink(&dir, root.join("link-dir")).unwrap();
+    symlink(root.join("nowhere"), root.join("dangling")).unwrap();
+
+    let mut c = d.connect();
+    let stat =
+        |c: &mut common::Client, id: u32, path: &str| c.call(id, "files.stat", &format!(r#"{{"path":"{path}"}}"#));
+    assert_eq!(
+        stat(&mut c, 1, &p(&file)),
+        ok(1, r#"{"exists":true,"isDir":false,"size":5,"mode":"-rw-r--r--"}"#)
+    );
+    let dir_size = fs::metadata(&dir).unwrap().len();
+    assert_eq!(
+        stat(&mut c, 2, &p(&dir)),
+        ok(
+            2,
+            &format!(r#"{{"exists":true,"isDir":true,"size":{dir_size},"mode":"drwxr-xr-x"}}"#)
+        )
+    );
+    let sticky_size = fs::metadata(&sticky).unwrap().len();
+    assert_eq!(
+        stat(&mut c, 3, &p(&sticky)),
+        ok(
+            3,
+            &format!(r#"{{"exists":true,"isDir":true,"size":{sticky_size},"mode":"dtrwxrwxrwx"}}"#)
+        )
+    );
+    assert_eq!(
+        stat(&mut c, 4, &p(&suid)),
+        ok(4, r#"{"exists":true,"isDir":false,"size":0,"mode":"urwxr-xr-x"}"#)
+    );
+    assert_eq!(
+        stat(&mut c, 5, &p(&sgid)),
+        ok(5, r#"{"exists":true,"isDir":false,"size":0,"mode":"grwxr-x---"}"#)
+    );
+    assert_eq!(
+        stat(&mut c, 6, &p(&fifo)),
+        ok(6, r#"{"exists":true,"isDir":false,"size":0,"mode":"prw-r--r--"}"#)
+    );
+    // The daemon's own socket is created 0600.
+    assert_eq!(
+        stat(&mut c, 7, &p(&d.socket)),
+        ok(7, r#"{"exists":true,"isDir":false,"size":0,"mode":"Srw-------"}"#)
+    );
+    assert_eq!(
+        stat(&mut c, 8, "/dev/null"),
+        ok(8, r#"{"exists":true,"isDir":false,"size":0,"mode":"Dcrw-rw-rw-"}"#)
+    );
+    // Symlinks are followed (os.Stat): the target is reported.
+    assert_eq!(
+        stat(&mut c, 9, &p(&root.join("link-file"))),
+        ok(9, r#"{"exists":true,"isDir":false,"size":5,"mode":"-rw-r--r--"}"#)
+    );
+    assert_eq!(
+        stat(&mut c, 10, &p(&root.join("link-dir"))),
+        ok(
+            10,
+            &format!(r#"{{"exists":true,"isDir":true,"size":{dir_size},"mode":"drwxr-xr-x"}}"#)
+        )
+    );
+    let missing = r#"{"exists":false,"isDir":false,"size":0,"mode":""}"#;
+    assert_eq!(stat(&mut c, 11, &p(&root.join("dangling"))), ok(11, missing));
+    assert_eq!(stat(&mut c, 12, &p(&root.join("nope"))), ok(12, missing));
+    assert_eq!(stat(&mut c, 13, ""), ok(13, missing));
+    assert_eq!(c.call(14, "files.stat", r#"{"path":null}"#), ok(14, missing));
+    assert_eq!(c.call(15, "files.stat", "{}"), ok(15, missing));
+    assert_eq!(c.call(16, "files.stat", "null"), ok(16, missing));
+    // Over-long paths are "missing" too (claustrum's documented behaviour).
+    let long = format!("/{}", "a".repeat(300));
+    assert_eq!(stat(&mut c, 17, &long), ok(17, missing));
+    // Other errors are -32603 with Go's PathError text.
+    assert_eq!(
+        c.call(18, "files.stat", r#"{"path":"/x/f\u0000x"}"#),
+        err(18, -32603, r"stat /x/f\u0000x: invalid argument")
+    );
+    assert_eq!(
+        stat(&mut c, 19, &format!("{}/x", p(&file))),
+        err(19, -32603, &format!("stat {}/x: not a directory", p(&file)))
+    );
+    // Namespace binding: a mistyped sibling field is Invalid params.
+    assert_eq!(
+        c.call(20, "files.stat", r#"{"path":"/","maxBytes":"{"}"#),
+        err(20, -32602, "Invalid params")
+    );
+    // Case-insensitive key, last duplicate wins.
+    assert_eq!(
+        c.call(
+            21,
+            "files.stat",
+            &format!(r#"{{"path":"/nope","PATH":"{}"}}"#, p(&file))
+        ),
+        ok(21, r#"{"exists":true,"isDir":false,"size":5,"mode":"-rw-r--r--"}"#)
+    );
+}
+
+#[test]
+fn list_sorts_skips_hidden_joins_and_follows_links() {
+    let d = TestDaemon::start();
+    let root = d.root().join("t");
+    fs::create_dir(&root).unwrap();
+    for f in ["b.txt", "B.txt", "_u", "a", ".hidden", ".git"] {
+        fs::write(root.join(f), b"x").unwrap();
+    }
+    fs::create_dir(root.join("dir")).unwrap();
+    fs::create_dir(root.join(".hiddendir")).unwrap();
+    symlink(root.join("dir"), root.join("ldir")).unwrap();
+    symlink(root.join("a"), root.join("lfile")).unwrap();
+    symlink(root.join("gone"), root.join("zdangling")).unwrap();
+    mkfifo(&root.join("fifo"));
+    let r = p(&root);
+    let entry = |name: &str, is_dir: bool| format!(r#"{{"name":"{name}","path":"{r}/{name}","isDir":{is_dir}}}"#);
+    let want = [
+        entry("B.txt", false),
+        entry("_u", false),
+        entry("a", false),
+        entry("b.txt", false),
+        entry("dir", true),
+        entry("fifo", false),
+        entry("ldir", true),
+        entry("lfile", false),
+        entry("zdangling", false),
+    ]
+    .join(",");
+    let want = ok(1, &format!(r#"{{"entries":[{want}]}}"#));
+    let mut c = d.connect();
+    assert_eq!(c.call(1, "files.list", &format!(r#"{{"path":"{r}"}}"#)), want);
+    // filepath.Join cleans: a trailing slash and `./` vanish from entry paths.
+    assert_eq!(c.call(1, "files.list", &format!(r#"{{"path":"{r}/./"}}"#)), want);
+    // Through a symlinked directory, the link path is kept (not resolved).
+    let via = c.call(2, "files.list", &format!(r#"{{"path":"{r}/ldir"}}"#));
+    assert_eq!(via, ok(2, r#"{"entries":[]}"#));
+    fs::write(root.join("dir/inner"), b"").unwrap();
+    assert_eq!(
+        c.call(3, "files.list", &format!(r#"{{"path":"{r}/ldir"}}"#)),
+        ok(
+            3,
+            &format!(r#"{{"entries":[{{"name":"inner","path":"{r}/ldir/inner","isDir":false}}]}}"#)
+        )
+    );
+    assert_eq!(
+        c.call(4, "files.list", &format!(r#"{{"path":"{r}/missing"}}"#)),
+        err(4, -32603, &format!("open {r}/missing: no such file or directory"))
+    );
+    assert_eq!(
+        c.call(5, "files.list", &format!(r#"{{"path":"{r}/a"}}"#)),
+        err(5, -32603, &format!("readdirent {r}/a: not a directory"))
+    );
+    assert_eq!(
+        c.call(6, "files.list", "{}"),
+        err(6, -32603, "open : no such file or directory")
+    );
+    assert_eq!(
+        c.call(7, "files.list", &format!(r#"{{"path":"{r}/fifo"}}"#)),
+        err(7, -32603, &format!("readdirent {r}/fifo: not a directory"))
+    );
+    if !is_root() {
+        let locked = root.join("dir");
+        chmod(&locked, 0o000);
+        let reply = c.call(8, "files.list", &format!(r#"{{"path":"{r}/dir"}}"#));
+        chmod(&locked, 0o755);
+        assert_eq!(reply, err(8, -32603, &format!("open {r}/dir: permission denied")));
+    }
+}
+
+#[test]
+fn list_names_with_invalid_utf8_become_replacement_chars() {
+    use std::os::unix::ffi::OsStrExt;
+    let d = TestDaemon::start();
+    let root = d.root().join("t");
+    fs::create_dir(&root).unwrap();
+    let name = std::ffi::OsStr::from_bytes(b"x\xffy<");
+    fs::write(root.join(name), b"").unwrap();
+    let r = p(&root);
+    assert_eq!(
+        d.call("files.list", &format!(r#"{{"path":"{r}"}}"#)),
+        ok(
+            1,
+            &format!(r#"{{"entries":[{{"name":"x�y\u003c","path":"{r}/x�y\u003c","isDir":false}}]}}"#)
+        )
+    );
+}
+
+#[test]
+fn read_returns_raw_text_and_enforces_max_bytes() {
+    let d = TestDaemon::start();
+    let root = d.root().join("t");
+    fs::create_dir(&root).unwrap();
+    let f = root.join("f");
+    fs::write(&f, b"<a>&b\xe2\x80\xa8x\xff\xfey\x01\x08\x0c\"\\\n").unwrap();
+    let fp = p(&f);
+    let mut c = d.connect();
+    let read = |c: &mut common::Client, id: u32, extra: &str| {
+        c.call(id, "files.read", &format!(r#"{{"path":"{fp}"{extra}}}"#))
+    };
+    let content = ok(
+        1,
+        r#"{"content":"\u003ca\u003e\u0026b\u2028x��y\u0001\b\f\"\\\n","exists":true}"#,
+    );
+    assert_eq!(read(&mut c, 1, ""), content);
+    assert_eq!(read(&mut c, 1, r#","maxBytes":-1"#), content);
+    assert_eq!(read(&mut c, 1, r#","maxBytes":0"#), content);
+    assert_eq!(read(&mut c, 1, r#","maxBytes":18"#), content);
+    assert_eq!(
+        read(&mut c, 2, r#","maxBytes":16"#),
+        err(2, -32602, "files.read: file exceeds maxBytes")
+    );
+    assert_eq!(read(&mut c, 3, r#","maxBytes":1.5"#), err(3, -32602, "Invalid params"));
+    assert_eq!(read(&mut c, 3, r#","maxBytes":"4""#), err(3, -32602, "Invalid params"));
+    assert_eq!(
+        c.call(4, "files.read", &format!(r#"{{"path":"{}"}}"#, p(&root))),
+        err(4, -32602, "files.read: path is a directory")
+    );
+    // The directory check precedes the size check.
+    assert_eq!(
+        c.call(4, "files.read", &format!(r#"{{"path":"{}","maxBytes":1}}"#, p(&root))),
+        err(4, -32602, "files.read: path is a directory")
+    );
+    let missing = r#"{"content":"","exists":false}"#;
+    assert_eq!(
+        c.call(5, "files.read", &format!(r#"{{"path":"{}/nope"}}"#, p(&root))),
+        ok(5, missing)
+    );
+    assert_eq!(c.call(6, "files.read", "{}"), ok(6, missing));
+    assert_eq!(
+        c.call(7, "files.read", r#"{"path":"/x/f\u0000x"}"#),
+        err(7, -32603, r"stat /x/f\u0000x: invalid argument")
+    );
+    fs::write(root.join("empty"), b"").unwrap();
+    assert_eq!(
+        c.call(
+            8,
+            "files.read",
+            &format!(r#"{{"path":"{}/empty","maxBytes":1}}"#, p(&root))
+        ),
+        ok(8, r#"{"content":"","exists":true}"#)
+    );
+    // A symlink is read through; a FIFO without a writer reads as empty
+    // instead of blocking forever.
+    symlink(&f, root.join("lnk")).unwrap();
+    assert_eq!(
+        c.call(9, "files.read", &format!(r#"{{"path":"{}/lnk"}}"#, p(&root))),
+        content.replace("\"id\":1", "\"id\":9")
+    );
+    mkfifo(&root.join("fifo"));
+    assert_eq!(
+        c.call(10, "files.read", &format!(r#"{{"path":"{}/fifo"}}"#, p(&root))),
+        ok(10, r#"{"content":"","exists":true}"#)
+    );
+    if !is_root() {
+        chmod(&f, 0o000);
+        let reply = read(&mut c, 11, "");
+        chmod(&f, 0o644);
+        assert_eq!(reply, err(11, -32603, &format!("open {fp}: permission denied")));
+    }
+}
+
+#[test]
+fn validate_reports_existence_and_kind() {
+    let d = TestDaemon::start();
+    let root = d.root().join("t");
+    fs::create_dir(&root).unwrap();
+    fs::write(root.join("f"), b"x").unwrap();
+    symlink(root.join("gone"), root.join("dangling")).unwrap();
+    let r = p(&root);
+    let mut c = d.connect();
+    assert_eq!(
+        c.call(1, "files.validate", &format!(r#"{{"path":"{r}"}}"#)),
+        ok(1, r#"{"valid":true,"isDir":true}"#)
+    );
+    assert_eq!(
+        c.call(2, "files.validate", &format!(r#"{{"path":"{r}/f"}}"#)),
+        ok(2, r#"{"valid":true,"isDir":false}"#)
+    );
+    let missing = r#"{"valid":false,"isDir":false,"error":"Path does not exist"}"#;
+    assert_eq!(
+        c.call(3, "files.validate", &format!(r#"{{"path":"{r}/nope"}}"#)),
+        ok(3, missing)
+    );
+    assert_eq!(
+        c.call(4, "files.validate", &format!(r#"{{"path":"{r}/dangling"}}"#)),
+        ok(4, missing)
+    );
+    assert_eq!(c.call(5, "files.validate", "{}"), ok(5, missing));
+    assert_eq!(
+        c.call(6, "files.validate", r#"{"path":"/x/f\u0000x"}"#),
+        ok(
+            6,
+            r#"{"valid":false,"isDir":false,"error":"stat /x/f\u0000x: invalid argument"}"#
+        )
+    );
+    assert_eq!(c.call(7, "files.validate", r#"[]"#), err(7, -32602, "Invalid params"));
+    assert_eq!(
+        c.call(8, "files.validate", &format!(r#"{{"path":"{r}/f/x"}}"#)),
+        ok(
+            8,
+            &format!(r#"{{"valid":false,"isDir":false,"error":"stat {r}/f/x: not a directory"}}"#)
+        )
+    );
+}
