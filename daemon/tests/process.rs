@@ -429,6 +429,10 @@ fn reattach_replays_then_follows_without_gap_or_duplicate() {
     assert_seq_contiguous(&replayed, 1);
     // ...and live frames continue at lastSeq+1.
     let live = frames_until_exit(&mut c2, "w");
+    assert!(
+        live.len() > 1,
+        "the reattach should land while the child is still writing"
+    );
     assert_eq!(live[0].seq, last_seq + 1);
     assert_seq_contiguous(&live, last_seq + 1);
     let mut all = replayed.clone();
