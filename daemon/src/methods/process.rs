@@ -1,9 +1,289 @@
 //! `process.*`: spawn, stdin, kill, killAndWait, reattach.
+//!
+//! The handlers validate params in the documented order and translate the
+//! supervisor's answers ([`crate::process`]) into the wire's result
+//! structs. Result structs are declared in wire field order; optional
+//! fields are `omitempty` in Go, hence `skip_serializing_if`.
 
 use super::Outcome;
 use crate::dispatch::Call;
 use crate::params::ProcessParams;
+use crate::process::{sys, SpawnSpec, StdinResult};
+use crate::rpc::{RpcError, STDIN_OFFSET_GAP};
+use base64::Engine;
+use serde::Serialize;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
-pub async fn handle(method: &str, _params: ProcessParams, _call: &Call<'_>) -> Outcome {
-    Outcome::internal(format!("{method} is not implemented yet"))
+const MSG_ID_REQUIRED: &str = "Process ID is required";
+const MSG_COMMAND_REQUIRED: &str = "Command is required";
+const MSG_NOT_FOUND: &str = "Process not found";
+const MSG_NOT_RUNNING: &str = "Process not running";
+const MSG_BAD_BASE64: &str = "Invalid base64 data";
+const MSG_OFFSET_GAP: &str = crate::rpc::MSG_STDIN_OFFSET_GAP;
+
+/// killAndWait grace when `timeoutMs` is absent or not positive.
+const DEFAULT_GRACE_MS: i64 = 3000;
+/// Upper bound on `timeoutMs`, so a signal-ignoring child cannot wedge a
+/// request forever.
+const MAX_GRACE_MS: i64 = 600_000;
+/// How long to wait for the reap after SIGKILL. SIGKILL cannot be caught;
+/// this only guards against a child stuck in uninterruptible sleep.
+const AFTER_KILL_WAIT: Duration = Duration::from_secs(10);
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+#[derive(Serialize)]
+struct SpawnResult {
+    success: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pid: Option<i32>,
+    #[serde(rename = "startTime", skip_serializing_if = "Option::is_none")]
+    start_time: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct StdinReply {
+    success: bool,
+    applied: u64,
+    #[serde(skip_serializing_if = "is_false")]
+    duplicate: bool,
+}
+
+#[derive(Serialize)]
+struct KillReply {
+    success: bool,
+}
+
+#[derive(Serialize)]
+struct KillAndWaitReply {
+    found: bool,
+    died: bool,
+    #[serde(rename = "alreadyExited", skip_serializing_if = "is_false")]
+    already_exited: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    escalated: bool,
+}
+
+#[derive(Serialize)]
+struct ReattachReply {
+    found: bool,
+    running: bool,
+    #[serde(rename = "firstSeq")]
+    first_seq: u64,
+    #[serde(rename = "lastSeq")]
+    last_seq: u64,
+    #[serde(rename = "stdinApplied")]
+    stdin_applied: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pid: Option<i32>,
+    #[serde(rename = "startTime", skip_serializing_if = "Option::is_none")]
+    start_time: Option<f64>,
+}
+
+pub async fn handle(method: &str, params: ProcessParams, call: &Call<'_>) -> Outcome {
+    match method {
+        "process.spawn" => spawn(params, call).await,
+        "process.stdin" => stdin(params, call),
+        "process.kill" => kill(params, call),
+        "process.killAndWait" => kill_and_wait(params, call).await,
+        "process.reattach" => reattach(params, call).await,
+        other => Outcome::internal(format!("no handler for {other}")),
+    }
+}
+
+async fn spawn(p: ProcessParams, call: &Call<'_>) -> Outcome {
+    if p.id.is_empty() {
+        return Outcome::invalid_params(MSG_ID_REQUIRED);
+    }
+    if p.command.is_empty() {
+        return Outcome::invalid_params(MSG_COMMAND_REQUIRED);
+    }
+    if call.daemon.shutdown.is_triggered() {
+        // Teardown may already have run: a child started now would leak.
+        return Outcome::NoReply;
+    }
+    let spec = SpawnSpec {
+        id: &p.id,
+        command: &p.command,
+        args: &p.args,
+        cwd: &p.cwd,
+        env: &p.env.0,
+    };
+    let process = match call.daemon.processes.spawn(call.daemon, &spec) {
+        Ok(process) => process,
+        Err(message) => return Outcome::internal(message),
+    };
+    let result = SpawnResult {
+        success: true,
+        pid: p.want_pid.then_some(process.pid),
+        start_time: p.want_pid.then_some(process.start_time),
+    };
+    // The reply goes through the writer's follow, with "after frame 0":
+    // it is written before any frame of the new process, and the
+    // connection is subscribed from seq 1.
+    let line = call.success_line(&result);
+    call.conn.follow(process.log.clone(), 0, Some((0, line))).await;
+    Outcome::NoReply
+}
+
+/// Go's `base64.StdEncoding.DecodeString`: padding required, `\r` and `\n`
+/// skipped anywhere, non-zero trailing bits tolerated.
+fn decode_go_base64(data: &str) -> Option<Vec<u8>> {
+    use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+    const ENGINE: GeneralPurpose = GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        GeneralPurposeConfig::new()
+            .with_decode_allow_trailing_bits(true)
+            .with_decode_padding_mode(DecodePaddingMode::RequireCanonical),
+    );
+    if data.bytes().any(|b| b == b'\r' || b == b'\n') {
+        let cleaned: Vec<u8> = data.bytes().filter(|&b| b != b'\r' && b != b'\n').collect();
+        return ENGINE.decode(cleaned).ok();
+    }
+    ENGINE.decode(data).ok()
+}
+
+fn stdin(p: ProcessParams, call: &Call<'_>) -> Outcome {
+    let Some(data) = decode_go_base64(&p.data) else {
+        return Outcome::invalid_params(MSG_BAD_BASE64);
+    };
+    let Some(process) = call.daemon.processes.get(&p.id) else {
+        return Outcome::invalid_params(MSG_NOT_FOUND);
+    };
+    let (result, enqueued) = process.write_stdin(p.offset, &data);
+    call.daemon
+        .metrics
+        .stdin_bytes_in
+        .fetch_add(enqueued as u64, Ordering::Relaxed);
+    match result {
+        StdinResult::Accepted { applied, duplicate } => Outcome::ok(&StdinReply {
+            success: true,
+            applied,
+            duplicate,
+        }),
+        StdinResult::NotRunning => Outcome::invalid_params(MSG_NOT_RUNNING),
+        StdinResult::Gap => Outcome::Error(RpcError::new(STDIN_OFFSET_GAP, MSG_OFFSET_GAP)),
+        StdinResult::Broken(why) => Outcome::internal(why),
+    }
+}
+
+fn kill(p: ProcessParams, call: &Call<'_>) -> Outcome {
+    let Some(process) = call.daemon.processes.get(&p.id) else {
+        return Outcome::invalid_params(MSG_NOT_FOUND);
+    };
+    process.signal_if_running(sys::parse_signal(&p.signal));
+    Outcome::ok(&KillReply { success: true })
+}
+
+/// The grace of a killAndWait: non-positive means the default, and an
+/// absurd value is capped.
+pub fn grace_ms(timeout_ms: i64) -> i64 {
+    if timeout_ms <= 0 {
+        DEFAULT_GRACE_MS
+    } else {
+        timeout_ms.min(MAX_GRACE_MS)
+    }
+}
+
+async fn kill_and_wait(p: ProcessParams, call: &Call<'_>) -> Outcome {
+    if p.id.is_empty() {
+        return Outcome::invalid_params(MSG_ID_REQUIRED);
+    }
+    let reply = |found, died, already_exited, escalated| {
+        Outcome::ok(&KillAndWaitReply {
+            found,
+            died,
+            already_exited,
+            escalated,
+        })
+    };
+    let Some(process) = call.daemon.processes.get(&p.id) else {
+        return reply(false, false, false, false);
+    };
+    if !process.signal_if_running(sys::parse_signal(&p.signal)) {
+        return reply(true, true, true, false);
+    }
+    let grace = Duration::from_millis(grace_ms(p.timeout_ms).unsigned_abs());
+    if process.wait_exit(grace).await {
+        return reply(true, true, false, false);
+    }
+    if !p.escalate.unwrap_or(true) {
+        return reply(true, false, false, false);
+    }
+    process.signal_if_running(libc::SIGKILL);
+    let died = process.wait_exit(AFTER_KILL_WAIT).await;
+    reply(true, died, false, true)
+}
+
+async fn reattach(p: ProcessParams, call: &Call<'_>) -> Outcome {
+    let Some(process) = call.daemon.processes.get(&p.id) else {
+        return Outcome::ok(&ReattachReply {
+            found: false,
+            running: false,
+            first_seq: 0,
+            last_seq: 0,
+            stdin_applied: 0,
+            pid: None,
+            start_time: None,
+        });
+    };
+    call.daemon.metrics.reattaches.fetch_add(1, Ordering::Relaxed);
+    // lastSeq before running: the exit frame is appended only after the
+    // exit is recorded, so a lastSeq that covers the exit frame always
+    // pairs with running:false. (running:false with the exit frame not yet
+    // covered is possible while the pipes drain; it is delivered live.)
+    let last_seq = process.log.last_seq();
+    let running = !process.exited();
+    let result = ReattachReply {
+        found: true,
+        running,
+        first_seq: process.log.first_seq(),
+        last_seq,
+        stdin_applied: process.stdin_applied(),
+        pid: p.want_pid.then_some(process.pid),
+        start_time: p.want_pid.then_some(process.start_time),
+    };
+    // Replay seq > fromSeq; a fromSeq beyond the log replays nothing but
+    // must not swallow future frames, so the cursor never starts past
+    // lastSeq.
+    let after = u64::try_from(p.from_seq.max(0)).unwrap_or(0).min(last_seq);
+    let line = call.success_line(&result);
+    call.conn
+        .follow(process.log.clone(), after, Some((last_seq, line)))
+        .await;
+    Outcome::NoReply
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_is_go_std_encoding() {
+        assert_eq!(decode_go_base64("aGkK"), Some(b"hi\n".to_vec()));
+        assert_eq!(decode_go_base64(""), Some(Vec::new()));
+        assert_eq!(decode_go_base64("aGk="), Some(b"hi".to_vec()));
+        assert_eq!(decode_go_base64("aG\r\nk="), Some(b"hi".to_vec()));
+        assert_eq!(
+            decode_go_base64("aGl="),
+            Some(b"hi".to_vec()),
+            "trailing bits tolerated"
+        );
+        assert_eq!(decode_go_base64("aGk"), None, "padding required");
+        assert_eq!(decode_go_base64("aGk=aGk="), None);
+        assert_eq!(decode_go_base64("a-_="), None, "URL alphabet rejected");
+        assert_eq!(decode_go_base64("!!!!"), None);
+    }
+
+    #[test]
+    fn grace_defaults_and_caps() {
+        assert_eq!(grace_ms(0), 3000);
+        assert_eq!(grace_ms(-100), 3000);
+        assert_eq!(grace_ms(50), 50);
+        assert_eq!(grace_ms(8000), 8000);
+        assert_eq!(grace_ms(i64::MAX), 600_000);
+    }
 }

@@ -1,18 +1,541 @@
 //! The process supervisor: registry of managed children, their replay logs,
 //! stdin, and kill semantics.
+//!
+//! Life of a child (one [`ManagedProcess`]):
+//!
+//! 1. spawned in its own process group (`setpgid(0,0)`), with three pipes;
+//! 2. one reader task per output pipe appends each read (≤ 32 KiB) to the
+//!    [`log::ReplayLog`] as one frame;
+//! 3. a per-process stdin writer task drains a queue into the stdin pipe,
+//!    so `process.stdin` never waits on the child;
+//! 4. the supervisor task observes the exit with `waitid(WNOWAIT)` (the
+//!    child stays a zombie, pinning its pgid — see [`sys`]), marks the
+//!    process exited (what `running`, `died` and "Process not running"
+//!    mean), waits for both pipes to reach EOF — like Go's `cmd.Wait`,
+//!    which waits for its output-copying goroutines, so a grandchild that
+//!    keeps a pipe open delays the exit frame until it closes it — appends
+//!    the exit frame, and only then reaps.
+//!
+//! So every output byte precedes the exit frame, and a signal to the group
+//! can never reach a recycled pgid. Exited processes stay in the registry
+//! (reattach replays them, killAndWait reports `alreadyExited`) until the
+//! id is reused or the daemon stops.
 
+pub mod command;
 pub mod log;
+pub mod stdin;
+pub mod sys;
 
-/// Registry of managed processes.
-#[derive(Debug, Default)]
-pub struct ProcessManager {}
+use crate::server::Daemon;
+use log::{ReplayLog, Stream};
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
+use stdin::{plan_stdin_write, StdinPlan};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{mpsc, watch};
+
+/// One read of a pipe, hence the largest frame (seed 000: "at most one
+/// 32 KiB read").
+pub const READ_BUF: usize = 32 * 1024;
+/// How long graceful shutdown waits for SIGKILLed children to exit.
+/// Size of an enlarged stdout pipe (see [`grow_pipe`]).
+const PIPE_SIZE: i32 = 256 << 10;
+/// How many enlarged pipes may exist at once.
+const GROWN_PIPES_MAX: usize = 64;
+static GROWN_PIPES: AtomicUsize = AtomicUsize::new(0);
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// What `process.spawn` asks for.
+pub struct SpawnSpec<'a> {
+    pub id: &'a str,
+    pub command: &'a str,
+    pub args: &'a [String],
+    pub cwd: &'a str,
+    pub env: &'a [(String, String)],
+}
+
+/// Result of a `process.stdin` request once the process was found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum StdinResult {
+    Accepted {
+        applied: u64,
+        duplicate: bool,
+    },
+    NotRunning,
+    Gap,
+    /// An earlier write failed (the child closed its stdin); the text is
+    /// Go's error for writing to the pipe, e.g. `write |1: broken pipe`.
+    Broken(String),
+}
+
+struct StdinState {
+    applied: u64,
+    queue: Option<mpsc::UnboundedSender<Vec<u8>>>,
+    broken: Option<String>,
+    writer: Option<tokio::task::AbortHandle>,
+}
+
+/// One managed child.
+pub struct ManagedProcess {
+    pub id: String,
+    pub pid: i32,
+    /// Daemon wall clock at spawn, epoch seconds (the CT-1 token).
+    pub start_time: f64,
+    pub log: Arc<ReplayLog>,
+    /// `None` while running, then the exit code (-1: killed by a signal).
+    exit: watch::Sender<Option<i64>>,
+    /// True once the zombie was reaped. Held while signalling so a signal
+    /// and the reap never race (after the reap the pgid may be recycled).
+    reaped: Mutex<bool>,
+    stdin: Mutex<StdinState>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every critical section is a few field stores; a panic inside one
+    // cannot leave the state torn, so recover from poisoning.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl ManagedProcess {
+    /// Whether the exit has been observed (the process is not running).
+    pub fn exited(&self) -> bool {
+        self.exit.borrow().is_some()
+    }
+
+    pub fn stdin_applied(&self) -> u64 {
+        lock(&self.stdin).applied
+    }
+
+    /// Signals the group unless the child has already exited (the wire's
+    /// `process.kill` / `killAndWait` rule). Returns whether it signalled.
+    pub fn signal_if_running(&self, signal: i32) -> bool {
+        let reaped = lock(&self.reaped);
+        if *reaped || self.exited() {
+            return false;
+        }
+        sys::signal_group(self.pid, signal);
+        true
+    }
+
+    /// Teardown: signals whatever is left of the group, even after the
+    /// leader exited (grandchildren holding the pipes), as long as the
+    /// leader's zombie still pins the pgid.
+    fn kill_tree(&self) {
+        let reaped = lock(&self.reaped);
+        if !*reaped {
+            sys::signal_group(self.pid, libc::SIGKILL);
+        }
+    }
+
+    fn reap(&self) {
+        let mut reaped = lock(&self.reaped);
+        if !*reaped {
+            *reaped = sys::reap(self.pid);
+        }
+    }
+
+    /// Waits up to `limit` for the exit; returns whether it happened.
+    pub async fn wait_exit(&self, limit: Duration) -> bool {
+        let mut rx = self.exit.subscribe();
+        let exited = tokio::time::timeout(limit, rx.wait_for(|code| code.is_some())).await;
+        matches!(exited, Ok(Ok(_)))
+    }
+
+    /// Applies one decoded `process.stdin` payload (see [`stdin`]). Planning
+    /// and enqueueing happen under one lock, so concurrent requests reach
+    /// the child in the order their offsets were accepted.
+    pub fn write_stdin(&self, offset: Option<i64>, data: &[u8]) -> (StdinResult, usize) {
+        if self.exited() {
+            return (StdinResult::NotRunning, 0);
+        }
+        let mut st = lock(&self.stdin);
+        let (skip, new_applied) = match plan_stdin_write(st.applied, offset, data.len()) {
+            StdinPlan::Gap => return (StdinResult::Gap, 0),
+            StdinPlan::Duplicate => {
+                return (
+                    StdinResult::Accepted {
+                        applied: st.applied,
+                        duplicate: true,
+                    },
+                    0,
+                )
+            }
+            StdinPlan::Write { skip, new_applied } => (skip, new_applied),
+        };
+        let fresh = data.get(skip..).unwrap_or_default();
+        if !fresh.is_empty() {
+            if let Some(why) = &st.broken {
+                return (StdinResult::Broken(why.clone()), 0);
+            }
+            let sent = st.queue.as_ref().is_some_and(|q| q.send(fresh.to_vec()).is_ok());
+            if !sent {
+                // The writer is gone only after the exit was observed.
+                return (StdinResult::NotRunning, 0);
+            }
+        }
+        st.applied = new_applied;
+        (
+            StdinResult::Accepted {
+                applied: new_applied,
+                duplicate: false,
+            },
+            fresh.len(),
+        )
+    }
+
+    fn stop_stdin(&self) {
+        let mut st = lock(&self.stdin);
+        st.queue = None;
+        if let Some(writer) = st.writer.take() {
+            writer.abort();
+        }
+    }
+}
+
+/// Registry of managed processes, keyed by the client's id.
+#[derive(Default)]
+pub struct ProcessManager {
+    table: Mutex<HashMap<String, Arc<ManagedProcess>>>,
+    /// Set by a `-keep-children` shutdown: the backstop in `Drop` must not
+    /// kill what the operator asked to keep.
+    keep: AtomicBool,
+}
+
+impl std::fmt::Debug for ProcessManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProcessManager")
+            .field("processes", &lock(&self.table).len())
+            .finish()
+    }
+}
 
 impl ProcessManager {
     pub fn new() -> Self {
         Self::default()
     }
 
+    pub fn get(&self, id: &str) -> Option<Arc<ManagedProcess>> {
+        lock(&self.table).get(id).cloned()
+    }
+
+    /// Starts a child and registers it under `spec.id`, replacing (and
+    /// tearing down) a previous process with that id. The error is the
+    /// wire message for -32603. Must run inside the tokio runtime.
+    pub fn spawn(&self, daemon: &Arc<Daemon>, spec: &SpawnSpec<'_>) -> Result<Arc<ManagedProcess>, String> {
+        let env = command::merged_env(daemon.login_path.get().map(String::as_str), spec.env);
+        let program = command::resolve(spec.command, &command::path_of(&env))?;
+        let mut cmd = std::process::Command::new(&program);
+        std::os::unix::process::CommandExt::arg0(&mut cmd, spec.command);
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        cmd.args(spec.args)
+            .env_clear()
+            .envs(env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if !spec.cwd.is_empty() {
+            cmd.current_dir(spec.cwd);
+        }
+        let mut child = cmd.spawn().map_err(|e| command::fork_exec_error(&program, &e))?;
+        let start_time = epoch_seconds();
+        let pid = i32::try_from(child.id()).unwrap_or(0);
+        // From here on the child exists: every path must end in a
+        // supervisor that reaps it.
+        let grown = child.stdout.as_ref().is_some_and(grow_pipe);
+        let pipes = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+        let (stdin, stdout, stderr) = match pipes {
+            (Some(i), Some(o), Some(e)) => (
+                tokio::process::ChildStdin::from_std(i),
+                tokio::process::ChildStdout::from_std(o),
+                tokio::process::ChildStderr::from_std(e),
+            ),
+            _ => (
+                Err(std::io::Error::other("missing pipe")),
+                Err(std::io::Error::other("missing pipe")),
+                Err(std::io::Error::other("missing pipe")),
+            ),
+        };
+        let (exit_tx, _) = watch::channel(None);
+        let (queue_tx, queue_rx) = mpsc::unbounded_channel();
+        let process = Arc::new(ManagedProcess {
+            id: spec.id.to_string(),
+            pid,
+            start_time,
+            log: ReplayLog::new(spec.id),
+            exit: exit_tx,
+            reaped: Mutex::new(false),
+            stdin: Mutex::new(StdinState {
+                applied: 0,
+                queue: Some(queue_tx),
+                broken: None,
+                writer: None,
+            }),
+        });
+        let readers = match (stdin, stdout, stderr) {
+            (Ok(stdin), Ok(stdout), Ok(stderr)) => {
+                let writer = tokio::spawn(feed_stdin(stdin, queue_rx, Arc::downgrade(&process)));
+                lock(&process.stdin).writer = Some(writer.abort_handle());
+                let (log_out, daemon_out) = (process.log.clone(), daemon.clone());
+                Some((
+                    tokio::spawn(async move {
+                        pump(stdout, Stream::Stdout, log_out, daemon_out).await;
+                        if grown {
+                            GROWN_PIPES.fetch_sub(1, Ordering::AcqRel);
+                        }
+                    }),
+                    tokio::spawn(pump(stderr, Stream::Stderr, process.log.clone(), daemon.clone())),
+                ))
+            }
+            (i, o, e) => {
+                // Registering a pipe with the reactor failed (out of
+                // descriptors?): don't leave a child we cannot talk to.
+                let err = [i.err(), o.err(), e.err()].into_iter().flatten().next();
+                if grown {
+                    GROWN_PIPES.fetch_sub(1, Ordering::AcqRel);
+                }
+                sys::signal_group(pid, libc::SIGKILL);
+                tokio::spawn(supervise(process.clone(), None, daemon.clone()));
+                let err = err.unwrap_or_else(|| std::io::Error::other("pipe setup failed"));
+                return Err(command::fork_exec_error(&program, &err));
+            }
+        };
+        // The std handle is not needed any more: the supervisor reaps by
+        // pid. Dropping it neither kills nor waits.
+        drop(child);
+        tokio::spawn(supervise(process.clone(), readers, daemon.clone()));
+        daemon.metrics.process_spawns.fetch_add(1, Ordering::Relaxed);
+        crate::log_info!(
+            "[process.Manager] Spawned process {} (pid {}): {}",
+            spec.id,
+            pid,
+            spec.command
+        );
+        let previous = lock(&self.table).insert(spec.id.to_string(), process.clone());
+        if let Some(old) = previous {
+            // The old tree would be unreachable: no kill, stdin or
+            // reattach can name it any more. Drop its subscribers first so
+            // no frame of it arrives under the reused id, then kill it.
+            old.log.detach_all();
+            old.stop_stdin();
+            old.kill_tree();
+            crate::log_info!(
+                "[process.Manager] Process id {} reused: killed previous process (pid {})",
+                old.id,
+                old.pid
+            );
+        }
+        Ok(process)
+    }
+
     /// Graceful-shutdown teardown: kill every child tree, or leave them
     /// running when `keep_children` is set.
-    pub async fn shutdown(&self, _keep_children: bool) {}
+    pub async fn shutdown(&self, keep_children: bool) {
+        let processes: Vec<Arc<ManagedProcess>> = lock(&self.table).values().cloned().collect();
+        self.keep.store(keep_children, Ordering::SeqCst);
+        if keep_children {
+            let running = processes.iter().filter(|p| !p.exited()).count();
+            crate::log_info!(
+                "[Server] -keep-children: leaving {} running child process(es) alive across shutdown",
+                running
+            );
+            return;
+        }
+        for p in &processes {
+            p.stop_stdin();
+            p.kill_tree();
+        }
+        let deadline = tokio::time::Instant::now() + SHUTDOWN_GRACE;
+        for p in &processes {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if !p.wait_exit(left).await {
+                crate::log_warn!(
+                    "[process.Manager] Process {} (pid {}) did not exit after SIGKILL",
+                    p.id,
+                    p.pid
+                );
+            }
+            // The supervisor reaps after the pipes close; a grandchild
+            // that escaped the group may hold them, so reap here too.
+            p.reap();
+        }
+    }
+}
+
+impl Drop for ProcessManager {
+    /// Backstop for exits that skip [`ProcessManager::shutdown`]: never
+    /// orphan a child silently unless `-keep-children` asked for it.
+    fn drop(&mut self) {
+        if self.keep.load(Ordering::SeqCst) {
+            return;
+        }
+        for p in lock(&self.table).values() {
+            p.kill_tree();
+        }
+    }
+}
+
+/// Enlarges a child's stdout pipe to [`PIPE_SIZE`] while the daemon-wide
+/// budget allows. A bigger pipe lets a fast writer run ahead of the reader
+/// instead of ping-ponging every 64 KiB (about +50% stream throughput).
+/// The budget matters: pipe buffers count against the user's
+/// `pipe-user-pages-soft` (64 MiB by default), and once that is exceeded
+/// every *new* pipe of the user (the children's own pipelines included)
+/// is cut to two pages. So at most [`GROWN_PIPES_MAX`] pipes are grown at
+/// once (16 MiB, a quarter of the default limit); the rest keep the
+/// default size. Returns whether this pipe was grown (and so holds a slot
+/// until its reader reaches EOF).
+fn grow_pipe(pipe: &std::process::ChildStdout) -> bool {
+    let taken = GROWN_PIPES.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+        (n < GROWN_PIPES_MAX).then_some(n + 1)
+    });
+    if taken.is_err() {
+        return false;
+    }
+    use std::os::fd::AsRawFd;
+    // SAFETY: fcntl on a descriptor we own.
+    let rc = unsafe { libc::fcntl(pipe.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_SIZE) };
+    if rc < 0 {
+        GROWN_PIPES.fetch_sub(1, Ordering::AcqRel);
+        return false;
+    }
+    true
+}
+
+fn epoch_seconds() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// Copies one output pipe into the log, one frame per read.
+async fn pump<R: tokio::io::AsyncRead + Unpin>(mut pipe: R, stream: Stream, log: Arc<ReplayLog>, daemon: Arc<Daemon>) {
+    let mut buf = vec![0u8; READ_BUF];
+    loop {
+        match pipe.read(&mut buf).await {
+            Ok(0) => return,
+            Ok(n) => {
+                let data = buf.get(..n).unwrap_or_default();
+                log.push_output(stream, data);
+                daemon.metrics.stream_bytes_out.fetch_add(n as u64, Ordering::Relaxed);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                crate::log_warn!("[process.Manager] {} read error: {}", stream.name(), e);
+                return;
+            }
+        }
+    }
+}
+
+/// Drains the stdin queue into the child. A failed write (EPIPE: the child
+/// closed its stdin or exited) drops what is queued and marks stdin
+/// broken; later `process.stdin` calls report the error instead of
+/// pretending to deliver.
+async fn feed_stdin(
+    mut pipe: tokio::process::ChildStdin,
+    mut queue: mpsc::UnboundedReceiver<Vec<u8>>,
+    process: Weak<ManagedProcess>,
+) {
+    while let Some(chunk) = queue.recv().await {
+        if let Err(e) = pipe.write_all(&chunk).await {
+            if let Some(p) = process.upgrade() {
+                let why = format!("write |1: {}", crate::goerr::io_text(&e));
+                crate::log_warn!("[process.Manager] Process {} stdin: {}", p.id, why);
+                let mut st = lock(&p.stdin);
+                st.broken = Some(why);
+                st.queue = None;
+            }
+            return;
+        }
+    }
+}
+
+/// Waits for the exit, then for both pipes to drain, appends the exit
+/// frame and reaps.
+async fn supervise(
+    process: Arc<ManagedProcess>,
+    readers: Option<(tokio::task::JoinHandle<()>, tokio::task::JoinHandle<()>)>,
+    daemon: Arc<Daemon>,
+) {
+    let code = match sys::wait_exit(process.pid).await {
+        Ok(code) => code,
+        Err(e) => {
+            crate::log_error!("[process.Manager] Process {} wait failed: {}", process.id, e);
+            -1
+        }
+    };
+    process.exit.send_replace(Some(code));
+    process.stop_stdin();
+    if let Some((out, err)) = readers {
+        let _ = out.await;
+        let _ = err.await;
+    }
+    process.log.push_exit(code);
+    process.reap();
+    daemon.metrics.process_exits.fetch_add(1, Ordering::Relaxed);
+    crate::log_info!("[process.Manager] Process {} exited with code {}", process.id, code);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::Options;
+
+    fn spec<'a>(id: &'a str, command: &'a str, args: &'a [String]) -> SpawnSpec<'a> {
+        SpawnSpec {
+            id,
+            command,
+            args,
+            cwd: "",
+            env: &[],
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn shutdown_keeps_or_kills_children() {
+        let daemon = Daemon::new(b"t".to_vec(), Options::default());
+        let args = ["1000".to_string()];
+        let p = daemon.processes.spawn(&daemon, &spec("k", "sleep", &args)).unwrap();
+        daemon.processes.shutdown(true).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(
+            !p.exited() && sys::pid_exists(p.pid),
+            "-keep-children must leave it running"
+        );
+        daemon.processes.shutdown(false).await;
+        assert!(p.exited());
+        assert_eq!(*p.exit.borrow(), Some(-1));
+        assert!(!sys::pid_exists(p.pid), "killed and reaped");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn exit_frame_waits_for_a_grandchild_holding_the_pipe() {
+        let daemon = Daemon::new(b"t".to_vec(), Options::default());
+        let args = ["-c".to_string(), "(sleep 0.3; echo late) &".to_string()];
+        let p = daemon.processes.spawn(&daemon, &spec("g", "sh", &args)).unwrap();
+        assert!(p.wait_exit(Duration::from_secs(5)).await);
+        // The leader is gone (a zombie pinning the pgid) but the pipe is
+        // still open: no exit frame yet.
+        assert_eq!(p.log.last_seq(), 0);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while !p.log.has_exited() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let mut out = Vec::new();
+        p.log.encode_after(0, u64::MAX, &mut out, usize::MAX);
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            text,
+            concat!(
+                "{\"type\":\"stream\",\"processId\":\"g\",\"stream\":\"stdout\",\"seq\":1,\"data\":\"bGF0ZQo=\"}\n",
+                "{\"type\":\"stream\",\"processId\":\"g\",\"stream\":\"exit\",\"seq\":2,\"exitCode\":0}\n",
+            )
+        );
+        // Reaped after the exit frame.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(*lock(&p.reaped));
+    }
 }

@@ -1,0 +1,213 @@
+//! Building a child's command the way Go's `os/exec` does: the merged
+//! environment, `exec.LookPath` for bare names, and Go's error texts for
+//! everything that can fail before the child runs.
+//!
+//! The reference builds `exec.Command(command, args...)` with `Dir = cwd`,
+//! `Env = daemon env + params env` and `SysProcAttr{Setpgid: true}`. So:
+//!
+//! * a name without `/` is looked up in `PATH`; failure is
+//!   `exec: "<name>": executable file not found in $PATH` (the name quoted
+//!   with Go's `strconv.Quote`), and a hit in a relative `PATH` entry is
+//!   Go's `ErrDot` (`... cannot run executable found relative to current
+//!   directory`). remora looks up in the *child's* PATH (the merged env),
+//!   which is also what the client means when it overrides `env.PATH`;
+//! * anything that fails in fork/exec is `fork/exec <path>: <errno text>`,
+//!   `<path>` being the resolved path (or the command as given when it
+//!   contains a `/`). That includes a bad `cwd`: Go only turns a missing
+//!   `Dir` into `chdir <dir>: ...` when `SysProcAttr` is nil, and the
+//!   reference always sets `Setpgid`, so its child fails `chdir` after the
+//!   fork and the error is the `fork/exec` one.
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+/// Go's `exec.ErrNotFound` text.
+const NOT_FOUND: &str = "executable file not found in $PATH";
+/// Go's `exec.ErrDot` text.
+const ERR_DOT: &str = "cannot run executable found relative to current directory";
+
+/// The child's environment: the daemon's own, then PATH from the login
+/// shell when it is known, then the request's `env` (later entries win,
+/// so an explicit `env.PATH` beats the login PATH).
+pub fn merged_env(login_path: Option<&str>, overrides: &[(String, String)]) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    let mut set = |key: OsString, value: OsString| match env.iter_mut().find(|(k, _)| *k == key) {
+        Some(entry) => entry.1 = value,
+        None => env.push((key, value)),
+    };
+    if let Some(path) = login_path {
+        set("PATH".into(), path.into());
+    }
+    for (k, v) in overrides {
+        set(k.into(), v.into());
+    }
+    env
+}
+
+/// The value of `PATH` in `env`, empty if unset.
+pub fn path_of(env: &[(OsString, OsString)]) -> OsString {
+    env.iter()
+        .rev()
+        .find(|(k, _)| k.as_bytes() == b"PATH")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default()
+}
+
+/// Resolves `command` like `exec.Command`: names containing `/` are used
+/// as given; bare names go through [`look_path`]. The error is the full
+/// wire message.
+pub fn resolve(command: &str, path_var: &OsString) -> Result<String, String> {
+    if command.contains('/') {
+        return Ok(command.to_string());
+    }
+    look_path(command, path_var).map_err(|why| format!("exec: {}: {}", go_quote(command), why))
+}
+
+/// Go's `exec.LookPath` for a name without `/`: each `PATH` entry in order
+/// (an empty entry means `.`), the first executable regular file wins.
+fn look_path(file: &str, path_var: &OsString) -> Result<String, &'static str> {
+    if path_var.is_empty() {
+        // filepath.SplitList("") is an empty list.
+        return Err(NOT_FOUND);
+    }
+    for dir in path_var.as_bytes().split(|&b| b == b':') {
+        let dir = if dir.is_empty() { &b"."[..] } else { dir };
+        let mut candidate = dir.to_vec();
+        if !candidate.ends_with(b"/") {
+            candidate.push(b'/');
+        }
+        candidate.extend_from_slice(file.as_bytes());
+        let candidate = String::from_utf8_lossy(&candidate).into_owned();
+        if is_executable(Path::new(&candidate)) {
+            if !candidate.starts_with('/') {
+                return Err(ERR_DOT);
+            }
+            return Ok(candidate);
+        }
+    }
+    Err(NOT_FOUND)
+}
+
+/// Go's `findExecutable`: exists, is not a directory, and passes
+/// `eaccess(X_OK)`.
+fn is_executable(path: &Path) -> bool {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return false;
+    };
+    if meta.is_dir() {
+        return false;
+    }
+    let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: plain syscall on a NUL-terminated path.
+    unsafe { libc::faccessat(libc::AT_FDCWD, c_path.as_ptr(), libc::X_OK, libc::AT_EACCESS) == 0 }
+}
+
+/// The wire message for a failed fork/exec of `path`.
+pub fn fork_exec_error(path: &str, err: &std::io::Error) -> String {
+    format!("fork/exec {path}: {}", crate::goerr::io_text(err))
+}
+
+/// Go's `strconv.Quote` for valid UTF-8: `\a \b \f \n \r \t \v \\ \"`,
+/// other ASCII controls as `\xNN`, other non-printable characters as
+/// `\uNNNN` / `\UNNNNNNNN`, everything printable raw.
+pub fn go_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{b}' => out.push_str("\\v"),
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            ' ' => out.push(' '),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if c.is_control() || c.is_whitespace() || is_format(c) => {
+                if (c as u32) < 0x10000 {
+                    out.push_str(&format!("\\u{:04x}", c as u32));
+                } else {
+                    out.push_str(&format!("\\U{:08x}", c as u32));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The common Unicode format characters Go's `IsPrint` rejects (soft
+/// hyphen, zero-width and bidi controls, BOM).
+fn is_format(c: char) -> bool {
+    matches!(c as u32, 0xad | 0x200b..=0x200f | 0x202a..=0x202e | 0x2060..=0x2064 | 0xfeff)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quote_matches_go() {
+        assert_eq!(go_quote("nonexistent-cmd"), "\"nonexistent-cmd\"");
+        assert_eq!(go_quote("a\"b\\c\n\u{1}é\u{a0}"), "\"a\\\"b\\\\c\\n\\x01é\\u00a0\"");
+    }
+
+    #[test]
+    fn lookup_follows_go() {
+        let path: OsString = "/nonexistent-dir:/bin:/usr/bin".into();
+        let sh = resolve("sh", &path).unwrap();
+        assert!(sh == "/bin/sh" || sh == "/usr/bin/sh", "{sh}");
+        assert_eq!(
+            resolve("nonexistent-cmd", &path).unwrap_err(),
+            "exec: \"nonexistent-cmd\": executable file not found in $PATH"
+        );
+        assert_eq!(
+            resolve("sh", &OsString::new()).unwrap_err(),
+            "exec: \"sh\": executable file not found in $PATH"
+        );
+        // A directory is not an executable.
+        assert!(resolve("bin", &"/".into()).is_err());
+        // A slash means no lookup at all.
+        assert_eq!(resolve("./x/y", &path).unwrap(), "./x/y");
+    }
+
+    #[test]
+    fn relative_path_entries_are_err_dot() {
+        let dir = tempfile::tempdir().unwrap();
+        let tool = dir.path().join("tool");
+        std::fs::write(&tool, "#!/bin/sh\n").unwrap();
+        let mut perms = std::fs::metadata(&tool).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+        std::fs::set_permissions(&tool, perms).unwrap();
+        let abs: OsString = dir.path().as_os_str().to_owned();
+        assert_eq!(resolve("tool", &abs).unwrap(), tool.to_string_lossy());
+        // Relative to the test's cwd: make a relative entry that exists.
+        let cwd = std::env::current_dir().unwrap();
+        if let Ok(rel) = dir.path().strip_prefix(&cwd) {
+            let rel: OsString = rel.as_os_str().to_owned();
+            assert_eq!(
+                resolve("tool", &rel).unwrap_err(),
+                "exec: \"tool\": cannot run executable found relative to current directory"
+            );
+        }
+    }
+
+    #[test]
+    fn env_merge_order_and_precedence() {
+        let env = merged_env(Some("/login/bin"), &[("REMORA_T_X".into(), "1".into())]);
+        assert_eq!(path_of(&env), OsString::from("/login/bin"));
+        let env = merged_env(
+            Some("/login/bin"),
+            &[("PATH".into(), "/mine".into()), ("REMORA_T_X".into(), "2".into())],
+        );
+        assert_eq!(path_of(&env), OsString::from("/mine"));
+        assert_eq!(env.iter().filter(|(k, _)| k == "REMORA_T_X").count(), 1);
+    }
+}

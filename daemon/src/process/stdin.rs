@@ -1,0 +1,211 @@
+//! The resumable-stdin arithmetic of `process.stdin` (the
+//! `process.stdin.offset` feature), as one pure function.
+//!
+//! `applied` is the high-water mark: the count of stdin bytes accepted for
+//! delivery so far. A request carries `len` decoded bytes and optionally the
+//! `offset` the caller believes they start at. Everything here is computed
+//! in `i128`, so offsets anywhere in the `i64` range (negative ones
+//! included) and `applied` anywhere in the `u64` range can neither overflow
+//! nor wrap; the fuzz targets call [`plan_stdin_write`] directly.
+
+/// What to do with one `process.stdin` payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StdinPlan {
+    /// Enqueue `data[skip..]` and move the high-water mark to
+    /// `new_applied`. `skip` is 0 for an append, and the already-applied
+    /// prefix length for a partial overlap.
+    Write { skip: usize, new_applied: u64 },
+    /// Every byte is already applied: write nothing, reply
+    /// `"duplicate":true`, `applied` unchanged.
+    Duplicate,
+    /// `offset` is past `applied`: `-32003`, nothing enqueued.
+    Gap,
+}
+
+/// Plans a stdin write of `len` bytes at `offset` against `applied`.
+///
+/// Rules, in order (seed 000, `process.stdin`):
+/// 1. no offset, or `offset == applied` → append (empty data is an append
+///    of nothing, never a duplicate);
+/// 2. `offset > applied` → gap;
+/// 3. `offset + len <= applied` → duplicate;
+/// 4. otherwise (`offset < applied < offset + len`) → write the fresh tail
+///    `data[applied - offset..]`, `applied = offset + len`.
+///
+/// A negative offset is simply a position before the start of the stream:
+/// it behaves like any other offset below `applied`. `new_applied`
+/// saturates at `u64::MAX` (unreachable in practice: it would take 16 EiB
+/// of stdin).
+pub fn plan_stdin_write(applied: u64, offset: Option<i64>, len: usize) -> StdinPlan {
+    let applied_w = i128::from(applied);
+    let len_w = len as i128;
+    let append = StdinPlan::Write {
+        skip: 0,
+        new_applied: saturate(applied_w + len_w),
+    };
+    let Some(offset) = offset else {
+        return append;
+    };
+    let offset = i128::from(offset);
+    if offset == applied_w {
+        return append;
+    }
+    if offset > applied_w {
+        return StdinPlan::Gap;
+    }
+    let end = offset + len_w;
+    if end <= applied_w {
+        return StdinPlan::Duplicate;
+    }
+    // offset < applied < end, so 0 < skip < len: it fits in usize.
+    let skip = usize::try_from(applied_w - offset).unwrap_or(len);
+    StdinPlan::Write {
+        skip,
+        new_applied: saturate(end),
+    }
+}
+
+fn saturate(v: i128) -> u64 {
+    u64::try_from(v.max(0)).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The model: the stream as a set of byte positions. Bytes
+    /// `[offset, offset+len)` are sent; those at positions `>= applied` are
+    /// new. It is only defined when the data is contiguous with what was
+    /// applied (no hole), which is exactly the non-gap case.
+    fn model(applied: u64, offset: Option<i64>, len: usize) -> StdinPlan {
+        let applied = applied as i128;
+        let start = offset.map_or(applied, i128::from);
+        if start > applied {
+            return StdinPlan::Gap;
+        }
+        let end = start + len as i128;
+        let fresh: Vec<i128> = (0..len as i128).map(|i| start + i).filter(|p| *p >= applied).collect();
+        if fresh.is_empty() && start != applied {
+            return StdinPlan::Duplicate;
+        }
+        let skip = fresh.first().map_or(len as i128, |first| first - start) as usize;
+        let new_applied = end.max(applied);
+        StdinPlan::Write {
+            skip,
+            new_applied: u64::try_from(new_applied).unwrap_or(u64::MAX),
+        }
+    }
+
+    #[test]
+    fn documented_cases() {
+        let w = |skip, new_applied| StdinPlan::Write { skip, new_applied };
+        assert_eq!(plan_stdin_write(0, None, 5), w(0, 5));
+        assert_eq!(plan_stdin_write(5, Some(5), 3), w(0, 8));
+        assert_eq!(plan_stdin_write(5, Some(6), 3), StdinPlan::Gap);
+        assert_eq!(plan_stdin_write(5, Some(0), 5), StdinPlan::Duplicate);
+        assert_eq!(plan_stdin_write(5, Some(2), 3), StdinPlan::Duplicate);
+        assert_eq!(plan_stdin_write(5, Some(3), 4), w(2, 7));
+        // Empty data: append of nothing at the high-water mark, duplicate
+        // below it, gap above it.
+        assert_eq!(plan_stdin_write(5, None, 0), w(0, 5));
+        assert_eq!(plan_stdin_write(5, Some(5), 0), w(0, 5));
+        assert_eq!(plan_stdin_write(5, Some(4), 0), StdinPlan::Duplicate);
+        assert_eq!(plan_stdin_write(5, Some(6), 0), StdinPlan::Gap);
+        // Negative offsets are positions before the stream start.
+        assert_eq!(plan_stdin_write(0, Some(-5), 3), StdinPlan::Duplicate);
+        assert_eq!(plan_stdin_write(0, Some(-5), 10), w(5, 5));
+        assert_eq!(plan_stdin_write(0, Some(i64::MIN), 1), StdinPlan::Duplicate);
+        // Limits: no overflow anywhere.
+        assert_eq!(plan_stdin_write(u64::MAX, Some(i64::MAX), 3), StdinPlan::Duplicate);
+        assert_eq!(
+            plan_stdin_write(u64::MAX, Some(i64::MAX), usize::MAX),
+            w(1 << 63, u64::MAX),
+            "overlap computed wide, applied saturates"
+        );
+        assert_eq!(plan_stdin_write(u64::MAX, None, 1), w(0, u64::MAX));
+        assert_eq!(plan_stdin_write(0, Some(i64::MAX), 0), StdinPlan::Gap);
+        assert_eq!(
+            plan_stdin_write(i64::MAX as u64, Some(i64::MAX), usize::MAX),
+            w(0, u64::MAX)
+        );
+    }
+
+    fn offset_strategy() -> impl Strategy<Value = Option<i64>> {
+        prop_oneof![
+            Just(None),
+            (-64i64..64).prop_map(Some),
+            any::<i64>().prop_map(Some),
+            prop_oneof![Just(i64::MIN), Just(i64::MAX), Just(i64::MAX - 1), Just(i64::MIN + 1)].prop_map(Some),
+        ]
+    }
+
+    fn applied_strategy() -> impl Strategy<Value = u64> {
+        prop_oneof![
+            0u64..64,
+            any::<u64>(),
+            Just(u64::MAX),
+            Just(i64::MAX as u64),
+            Just(i64::MAX as u64 + 1),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn matches_the_model_for_small_values(applied in 0u64..64, offset in proptest::option::of(-64i64..128), len in 0usize..64) {
+            prop_assert_eq!(plan_stdin_write(applied, offset, len), model(applied, offset, len));
+        }
+
+        #[test]
+        fn invariants_hold_everywhere(applied in applied_strategy(), offset in offset_strategy(), len in prop_oneof![0usize..70_000, Just(usize::MAX)]) {
+            match plan_stdin_write(applied, offset, len) {
+                StdinPlan::Gap => {
+                    let o = offset.expect("a gap needs an offset");
+                    prop_assert!(i128::from(o) > i128::from(applied));
+                }
+                StdinPlan::Duplicate => {
+                    let o = i128::from(offset.expect("a duplicate needs an offset"));
+                    prop_assert!(o < i128::from(applied));
+                    prop_assert!(o + len as i128 <= i128::from(applied));
+                }
+                StdinPlan::Write { skip, new_applied } => {
+                    prop_assert!(skip <= len);
+                    prop_assert!(new_applied >= applied, "applied never moves back");
+                    let fresh = (len - skip) as i128;
+                    let want = (i128::from(applied) + fresh).min(u64::MAX as i128);
+                    prop_assert_eq!(i128::from(new_applied), want, "applied grows by exactly the written bytes");
+                    if let Some(o) = offset {
+                        prop_assert!(i128::from(o) <= i128::from(applied));
+                        prop_assert_eq!(i128::from(o) + skip as i128, i128::from(applied), "the tail starts at applied");
+                    } else {
+                        prop_assert_eq!(skip, 0);
+                    }
+                }
+            }
+        }
+
+        /// Replaying a stream in arbitrary overlapping chunks with offsets
+        /// reconstructs it exactly once (what a reconnecting client does).
+        #[test]
+        fn overlapping_resends_reconstruct_the_stream(chunks in proptest::collection::vec((0usize..40, 0usize..40), 1..30)) {
+            let stream: Vec<u8> = (0..=255u8).cycle().take(400).collect();
+            let mut applied = 0u64;
+            let mut delivered: Vec<u8> = Vec::new();
+            for (back, len) in chunks {
+                let start = (applied as usize).saturating_sub(back);
+                let end = (start + len).min(stream.len());
+                let data = &stream[start..end];
+                match plan_stdin_write(applied, Some(start as i64), data.len()) {
+                    StdinPlan::Write { skip, new_applied } => {
+                        delivered.extend_from_slice(&data[skip..]);
+                        applied = new_applied;
+                    }
+                    StdinPlan::Duplicate => {}
+                    StdinPlan::Gap => prop_assert!(false, "never ahead"),
+                }
+                prop_assert_eq!(delivered.len() as u64, applied);
+                prop_assert_eq!(&delivered[..], &stream[..applied as usize]);
+            }
+        }
+    }
+}
