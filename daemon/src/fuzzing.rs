@@ -6,6 +6,7 @@
 use crate::frame::{Framed, LineBuffer, MAX_LINE};
 use crate::gojson::{self, bind::GoEncode, Value};
 use crate::params::{GitParams, PathParams, ProcessParams};
+use crate::process::stdin::{plan_stdin_write, StdinPlan};
 use crate::rpc::{self, Checked, Envelope};
 use arbitrary::{Arbitrary, Unstructured};
 
@@ -179,6 +180,297 @@ fn round_trip<P: GoEncode + PartialEq>(
     Some(decoded == again)
 }
 
+/// Input of the stdin-offset target: a starting high-water mark (anywhere
+/// in u64, so the limits are reached) and a sequence of writes.
+#[derive(Debug, Arbitrary)]
+pub struct StdinInput {
+    pub start_applied: u64,
+    pub writes: Vec<StdinWrite>,
+}
+
+#[derive(Debug, Arbitrary)]
+pub struct StdinWrite {
+    pub offset: Option<i64>,
+    pub len: u16,
+}
+
+/// The resumable-stdin rules written the obvious way, as the oracle.
+fn model_stdin(applied: u64, offset: Option<i64>, len: usize) -> StdinPlan {
+    let (applied, len) = (i128::from(applied), len as i128);
+    let to_u64 = |v: i128| u64::try_from(v.max(0)).unwrap_or(u64::MAX);
+    match offset.map(i128::from) {
+        None => StdinPlan::Write {
+            skip: 0,
+            new_applied: to_u64(applied + len),
+        },
+        Some(o) if o > applied => StdinPlan::Gap,
+        Some(o) if o + len <= applied => StdinPlan::Duplicate,
+        Some(o) if o == applied => StdinPlan::Write {
+            skip: 0,
+            new_applied: to_u64(o + len),
+        },
+        Some(o) => StdinPlan::Write {
+            skip: (applied - o) as usize,
+            new_applied: to_u64(o + len),
+        },
+    }
+}
+
+/// Target `stdin_offset`. Two checks:
+/// 1. from an arbitrary start (offsets near the i64/u64 limits included)
+///    every plan equals the model and `applied` never goes down;
+/// 2. replaying writes cut from one logical byte stream (at offsets a
+///    reconnecting client could send), the bytes delivered to the child are
+///    always exactly the stream's first `applied` bytes.
+pub fn stdin_offset(data: &[u8]) {
+    let Ok(input) = StdinInput::arbitrary_take_rest(Unstructured::new(data)) else {
+        return;
+    };
+    let mut applied = input.start_applied;
+    for w in &input.writes {
+        let plan = plan_stdin_write(applied, w.offset, usize::from(w.len));
+        assert_eq!(
+            plan,
+            model_stdin(applied, w.offset, usize::from(w.len)),
+            "{applied} {w:?}"
+        );
+        if let StdinPlan::Write { skip, new_applied } = plan {
+            assert!(skip <= usize::from(w.len));
+            assert!(new_applied >= applied, "applied went down");
+            applied = new_applied;
+        }
+    }
+
+    let stream_byte = |i: u64| (i.wrapping_mul(31) >> 3) as u8;
+    let mut delivered: Vec<u8> = Vec::new();
+    let mut applied = 0u64;
+    for w in &input.writes {
+        // Offsets a real client produces: anywhere up to a little past what
+        // it knows was applied (a gap), or absent (legacy append).
+        let offset = w
+            .offset
+            .map(|o| o.rem_euclid(i64::try_from(applied).unwrap_or(i64::MAX) + 64));
+        let start = offset.map_or(applied, |o| o as u64);
+        let chunk: Vec<u8> = (start..start + u64::from(w.len)).map(stream_byte).collect();
+        match plan_stdin_write(applied, offset, chunk.len()) {
+            StdinPlan::Write { skip, new_applied } => {
+                delivered.extend_from_slice(&chunk[skip..]);
+                applied = new_applied;
+            }
+            StdinPlan::Duplicate => assert!(start + chunk.len() as u64 <= applied),
+            StdinPlan::Gap => assert!(start > applied),
+        }
+        assert_eq!(delivered.len() as u64, applied);
+        assert!(
+            delivered.iter().enumerate().all(|(i, b)| *b == stream_byte(i as u64)),
+            "delivered bytes diverge"
+        );
+    }
+}
+
+/// One entry of a generated archive. Names come from a small alphabet of
+/// path pieces so that `..`, absolute names and nesting are common.
+#[derive(Debug, Arbitrary)]
+pub struct TarEntry {
+    pub name: Vec<NamePiece>,
+    pub kind: EntryKind,
+    pub mode: u16,
+    pub content: Vec<u8>,
+}
+
+#[derive(Debug, Clone, Copy, Arbitrary)]
+pub enum NamePiece {
+    Slash,
+    DotDot,
+    Dot,
+    A,
+    B,
+    Synced,
+    Byte(u8),
+}
+
+#[derive(Debug, Clone, Copy, Arbitrary)]
+pub enum EntryKind {
+    File,
+    Dir,
+    Symlink,
+    Hardlink,
+    CharDevice,
+    BlockDevice,
+    Fifo,
+    Other(u8),
+}
+
+#[derive(Debug, Arbitrary)]
+pub struct TarInput {
+    pub entries: Vec<TarEntry>,
+    /// Cut the compressed archive to this many bytes (when shorter).
+    pub truncate: Option<u16>,
+    /// Flip one byte of the compressed archive.
+    pub flip: Option<(u16, u8)>,
+    /// Pre-create destDir content (it must be wiped).
+    pub stale_dest_file: bool,
+}
+
+fn entry_name(pieces: &[NamePiece]) -> Vec<u8> {
+    let mut name = Vec::new();
+    for piece in pieces.iter().take(12) {
+        match piece {
+            NamePiece::Slash => name.push(b'/'),
+            NamePiece::DotDot => name.extend_from_slice(b".."),
+            NamePiece::Dot => name.push(b'.'),
+            NamePiece::A => name.push(b'a'),
+            NamePiece::B => name.extend_from_slice(b"b/"),
+            NamePiece::Synced => name.extend_from_slice(b".synced"),
+            NamePiece::Byte(b) => name.push(*b),
+        }
+    }
+    if name.is_empty() {
+        name.push(b'a');
+    }
+    name.truncate(100);
+    name
+}
+
+/// A ustar header written by hand, so that hostile names are possible.
+fn ustar_header(name: &[u8], typeflag: u8, mode: u16, size: usize) -> [u8; 512] {
+    let mut h = [0u8; 512];
+    h[..name.len()].copy_from_slice(name);
+    let octal = |field: &mut [u8], value: u64| {
+        let text = format!("{:0width$o}", value, width = field.len() - 1);
+        let digits = field.len() - 1;
+        field[..digits].copy_from_slice(&text.as_bytes()[text.len() - digits..]);
+    };
+    octal(&mut h[100..108], u64::from(mode & 0o7777));
+    octal(&mut h[108..116], 0);
+    octal(&mut h[116..124], 0);
+    octal(&mut h[124..136], size as u64);
+    octal(&mut h[136..148], 0);
+    h[156] = typeflag;
+    if typeflag == b'1' || typeflag == b'2' {
+        h[157..158].copy_from_slice(b"a");
+    }
+    h[257..263].copy_from_slice(b"ustar\0");
+    h[263..265].copy_from_slice(b"00");
+    h[148..156].copy_from_slice(b"        ");
+    let sum: u32 = h.iter().map(|&b| u32::from(b)).sum();
+    let text = format!("{sum:06o}\0 ");
+    h[148..156].copy_from_slice(text.as_bytes());
+    h
+}
+
+/// Builds the gzip'd tar described by `input`.
+pub fn build_archive(input: &TarInput) -> Vec<u8> {
+    let mut tar = Vec::new();
+    for entry in input.entries.iter().take(24) {
+        let typeflag = match entry.kind {
+            EntryKind::File => b'0',
+            EntryKind::Dir => b'5',
+            EntryKind::Symlink => b'2',
+            EntryKind::Hardlink => b'1',
+            EntryKind::CharDevice => b'3',
+            EntryKind::BlockDevice => b'4',
+            EntryKind::Fifo => b'6',
+            EntryKind::Other(c) => c,
+        };
+        let content: &[u8] = if typeflag == b'0' { &entry.content } else { &[] };
+        tar.extend_from_slice(&ustar_header(
+            &entry_name(&entry.name),
+            typeflag,
+            entry.mode,
+            content.len(),
+        ));
+        tar.extend_from_slice(content);
+        tar.resize(tar.len().div_ceil(512) * 512, 0);
+    }
+    tar.extend_from_slice(&[0u8; 1024]);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, &tar).expect("in-memory gzip");
+    let mut archive = gz.finish().expect("in-memory gzip");
+    if let Some((at, byte)) = input.flip {
+        if let Some(b) = archive.get_mut(usize::from(at)) {
+            *b ^= byte.max(1);
+        }
+    }
+    if let Some(len) = input.truncate {
+        archive.truncate(usize::from(len));
+    }
+    archive
+}
+
+/// Target `tar_extract`: extraction never panics, never creates anything
+/// outside destDir, never leaves a link, device or fifo, gives every file
+/// 0600 and every directory 0700, consumes the archive, and on success
+/// reports exactly the regular files on disk (the `.synced` marker aside).
+pub fn tar_extract(data: &[u8]) {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let Ok(input) = TarInput::arbitrary_take_rest(Unstructured::new(data)) else {
+        return;
+    };
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let outside = scratch.path().join("outside");
+    let dest = scratch.path().join("dest");
+    let archive = scratch.path().join("in.tgz");
+    std::fs::create_dir(&outside).expect("mkdir");
+    std::fs::write(&archive, build_archive(&input)).expect("write archive");
+    if input.stale_dest_file {
+        std::fs::create_dir(&dest).expect("mkdir dest");
+        std::fs::write(dest.join("stale"), b"old").expect("write stale");
+    }
+
+    let result = crate::tarx::extract(&archive, &dest);
+
+    assert!(!archive.exists(), "archive not consumed: {result:?}");
+    let mut top: Vec<_> = std::fs::read_dir(scratch.path())
+        .expect("readdir")
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    top.sort();
+    assert!(
+        top.iter().all(|n| n == "dest" || n == "outside"),
+        "created outside destDir: {top:?}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&outside).expect("readdir").count(),
+        0,
+        "wrote into a sibling"
+    );
+    if !dest.exists() {
+        assert!(!result.success);
+        return;
+    }
+    assert!(!dest.join("stale").exists() || !result.success, "destDir not wiped");
+    let mut files = 0u64;
+    let mut stack = vec![dest.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("readdir").flatten() {
+            let meta = std::fs::symlink_metadata(entry.path()).expect("lstat");
+            let kind = meta.file_type();
+            let mode = meta.permissions().mode() & 0o7777;
+            if kind.is_dir() {
+                assert_eq!(mode, 0o700, "{}", entry.path().display());
+                stack.push(entry.path());
+            } else if kind.is_file() {
+                assert_eq!(meta.nlink(), 1, "hard link at {}", entry.path().display());
+                if entry.path() == dest.join(".synced") {
+                    continue;
+                }
+                if !(dir == dest && entry.file_name() == "stale") {
+                    assert_eq!(mode, 0o600, "{}", entry.path().display());
+                }
+                files += 1;
+            } else {
+                panic!("extraction left a non-regular entry at {}", entry.path().display());
+            }
+        }
+    }
+    if result.success {
+        assert!(dest.join(".synced").is_file());
+        assert_eq!(result.file_count, Some(files), "fileCount differs from disk");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,6 +492,8 @@ mod tests {
             ndjson_framing(data);
             request_envelope(data);
             params_decode(data);
+            stdin_offset(data);
+            tar_extract(data);
         }
     }
 }

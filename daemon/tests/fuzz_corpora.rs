@@ -48,3 +48,13 @@ fn request_envelope_corpus() {
 fn params_decode_corpus() {
     assert!(replay("params_decode", remora::fuzzing::params_decode) > 10);
 }
+
+#[test]
+fn tar_extract_corpus() {
+    assert!(replay("tar_extract", remora::fuzzing::tar_extract) > 10);
+}
+
+#[test]
+fn stdin_offset_corpus() {
+    assert!(replay("stdin_offset", remora::fuzzing::stdin_offset) > 10);
+}
