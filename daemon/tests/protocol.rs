@@ -14,7 +14,10 @@ fn err(id: &str, code: i64, message: &str) -> String {
 fn server_methods_reply_byte_exact() {
     let d = TestDaemon::start();
     let mut c = d.connect();
-    assert_eq!(c.call(1, "server.ping", "{}"), r#"{"jsonrpc":"2.0","id":1,"result":{"pong":true}}"#);
+    assert_eq!(
+        c.call(1, "server.ping", "{}"),
+        r#"{"jsonrpc":"2.0","id":1,"result":{"pong":true}}"#
+    );
     let version = c.call(2, "server.version", "{}");
     let arch = match std::env::consts::ARCH {
         "x86_64" => "amd64",
@@ -22,11 +25,17 @@ fn server_methods_reply_byte_exact() {
         other => other,
     };
     let want_tail = format!(r#"","platform":"linux","arch":"{arch}"}}}}"#);
-    assert!(version.starts_with(r#"{"jsonrpc":"2.0","id":2,"result":{"version":""#), "{version}");
+    assert!(
+        version.starts_with(r#"{"jsonrpc":"2.0","id":2,"result":{"version":""#),
+        "{version}"
+    );
     assert!(version.ends_with(&want_tail), "{version}");
     let caps = c.call(3, "server.capabilities", "{}");
     let methods = r#""methods":["server.ping","server.version","server.capabilities","server.shutdown","files.list","files.validate","files.stat","files.read","files.extract_tar","git.info","git.status","git.list_branches","git.worktree_create","git.worktree_remove","process.spawn","process.stdin","process.kill","process.killAndWait","process.reattach"],"features":["process.stdin.offset"]}}"#;
-    assert!(caps.starts_with(r#"{"jsonrpc":"2.0","id":3,"result":{"version":""#), "{caps}");
+    assert!(
+        caps.starts_with(r#"{"jsonrpc":"2.0","id":3,"result":{"version":""#),
+        "{caps}"
+    );
     assert!(caps.ends_with(methods), "{caps}");
 }
 
@@ -34,7 +43,10 @@ fn server_methods_reply_byte_exact() {
 fn server_methods_ignore_params_of_any_type() {
     let d = TestDaemon::start();
     let mut c = d.connect();
-    for (i, params) in ["\"x\"", "[1,2]", "null", "42", "{\"maxBytes\":\"{\"}"].iter().enumerate() {
+    for (i, params) in ["\"x\"", "[1,2]", "null", "42", "{\"maxBytes\":\"{\"}"]
+        .iter()
+        .enumerate()
+    {
         assert_eq!(
             c.call(i, "server.ping", params),
             format!(r#"{{"jsonrpc":"2.0","id":{i},"result":{{"pong":true}}}}"#)
@@ -51,7 +63,10 @@ fn validation_precedence_matrix() {
     let cases: Vec<(String, String)> = vec![
         ("{not json".into(), err("null", -32700, "Parse error")),
         // No auth and no/bad version: auth is checked first.
-        (r#"{"id":1,"method":"server.ping"}"#.into(), err("1", -32001, "Unauthorized: invalid or missing auth token")),
+        (
+            r#"{"id":1,"method":"server.ping"}"#.into(),
+            err("1", -32001, "Unauthorized: invalid or missing auth token"),
+        ),
         (
             r#"{"jsonrpc":"1.0","id":2,"method":"server.ping","auth":"wrong"}"#.into(),
             err("2", -32001, "Unauthorized: invalid or missing auth token"),
@@ -86,15 +101,21 @@ fn validation_precedence_matrix() {
             err("9", -32602, "Invalid params"),
         ),
         (
-            format!(r#"{{"jsonrpc":"2.0","id":10,"method":"git.status","params":{{"baseRepo":[1,2]}},"auth":"{TOKEN}"}}"#),
+            format!(
+                r#"{{"jsonrpc":"2.0","id":10,"method":"git.status","params":{{"baseRepo":[1,2]}},"auth":"{TOKEN}"}}"#
+            ),
             err("10", -32602, "Invalid params"),
         ),
         (
-            format!(r#"{{"jsonrpc":"2.0","id":11,"method":"files.stat","params":{{"maxBytes":"{{"}},"auth":"{TOKEN}"}}"#),
+            format!(
+                r#"{{"jsonrpc":"2.0","id":11,"method":"files.stat","params":{{"maxBytes":"{{"}},"auth":"{TOKEN}"}}"#
+            ),
             err("11", -32602, "Invalid params"),
         ),
         (
-            format!(r#"{{"jsonrpc":"2.0","id":12,"method":"files.read","params":{{"path":"/x","maxBytes":1.5}},"auth":"{TOKEN}"}}"#),
+            format!(
+                r#"{{"jsonrpc":"2.0","id":12,"method":"files.read","params":{{"path":"/x","maxBytes":1.5}},"auth":"{TOKEN}"}}"#
+            ),
             err("12", -32602, "Invalid params"),
         ),
         (
@@ -117,9 +138,15 @@ fn unauthorized_requests_are_logged_without_the_token() {
     let d = TestDaemon::start();
     let mut c = d.connect();
     c.send_raw(b"{\"jsonrpc\":\"2.0\",\"id\":19,\"method\":\"files.stat\",\"auth\":\"secret-guess\"}\n");
-    assert_eq!(c.recv_line(), err("19", -32001, "Unauthorized: invalid or missing auth token"));
+    assert_eq!(
+        c.recv_line(),
+        err("19", -32001, "Unauthorized: invalid or missing auth token")
+    );
     let log = d.log();
-    assert!(log.contains(" WARN  [Server] Unauthorized request: method=files.stat, id=19\n"), "{log}");
+    assert!(
+        log.contains(" WARN  [Server] Unauthorized request: method=files.stat, id=19\n"),
+        "{log}"
+    );
     assert!(!log.contains("secret-guess"));
     assert!(!log.contains(TOKEN));
 }
@@ -164,7 +191,10 @@ fn line_cap_boundary_is_exact() {
     let _ = c.stream.write_all(&padded);
     assert_eq!(c.read_to_eof(), "");
     // The daemon itself is fine.
-    assert_eq!(d.call("server.ping", "{}"), r#"{"jsonrpc":"2.0","id":1,"result":{"pong":true}}"#);
+    assert_eq!(
+        d.call("server.ping", "{}"),
+        r#"{"jsonrpc":"2.0","id":1,"result":{"pong":true}}"#
+    );
 }
 
 #[test]
@@ -181,7 +211,10 @@ fn endless_line_without_newline_is_cut_off() {
     }
     // The daemon stops reading at the cap and closes, long before 100 MiB.
     assert!(sent < 100 * 1024 * 1024, "daemon kept reading {sent} bytes");
-    assert_eq!(d.call("server.ping", "{}"), r#"{"jsonrpc":"2.0","id":1,"result":{"pong":true}}"#);
+    assert_eq!(
+        d.call("server.ping", "{}"),
+        r#"{"jsonrpc":"2.0","id":1,"result":{"pong":true}}"#
+    );
 }
 
 #[test]
@@ -202,11 +235,16 @@ fn connection_is_persistent_and_ids_echo_exactly() {
         ("null", "null"),
     ] {
         c.send_raw(request_line(id, "server.ping", None, TOKEN).as_bytes());
-        assert_eq!(c.recv_line(), format!(r#"{{"jsonrpc":"2.0","id":{echoed},"result":{{"pong":true}}}}"#));
+        assert_eq!(
+            c.recv_line(),
+            format!(r#"{{"jsonrpc":"2.0","id":{echoed},"result":{{"pong":true}}}}"#)
+        );
     }
     c.send_raw(format!("{{\"jsonrpc\":\"2.0\",\"method\":\"server.ping\",\"auth\":\"{TOKEN}\"}}\n").as_bytes());
     assert_eq!(c.recv_line(), r#"{"jsonrpc":"2.0","id":null,"result":{"pong":true}}"#);
-    c.send_raw(format!("{{\"JSONRPC\":\"2.0\",\"ID\":5,\"METHOD\":\"server.ping\",\"AUTH\":\"{TOKEN}\"}}\n").as_bytes());
+    c.send_raw(
+        format!("{{\"JSONRPC\":\"2.0\",\"ID\":5,\"METHOD\":\"server.ping\",\"AUTH\":\"{TOKEN}\"}}\n").as_bytes(),
+    );
     assert_eq!(c.recv_line(), r#"{"jsonrpc":"2.0","id":5,"result":{"pong":true}}"#);
     c.send_raw(b"{\"jsonrpc\":\"2.0\",\"id\":1e400,\"method\":\"server.ping\"}\n");
     assert_eq!(c.recv_line(), err("null", -32700, "Parse error"));
@@ -241,7 +279,10 @@ fn half_closed_client_still_gets_its_replies() {
     let mut c = d.connect();
     c.send_raw(request_line("1", "server.ping", None, TOKEN).as_bytes());
     c.stream.shutdown(std::net::Shutdown::Write).unwrap();
-    assert_eq!(c.read_to_eof(), "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"pong\":true}}\n");
+    assert_eq!(
+        c.read_to_eof(),
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"pong\":true}}\n"
+    );
 }
 
 #[test]
@@ -249,10 +290,19 @@ fn shutdown_with_bad_auth_is_rejected_and_daemon_stays_up() {
     let d = TestDaemon::start();
     let mut c = d.connect();
     c.send_raw(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server.shutdown\",\"auth\":\"nope\"}\n");
-    assert_eq!(c.recv_line(), err("1", -32001, "Unauthorized: invalid or missing auth token"));
+    assert_eq!(
+        c.recv_line(),
+        err("1", -32001, "Unauthorized: invalid or missing auth token")
+    );
     c.send_raw(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"server.shutdown\"}\n");
-    assert_eq!(c.recv_line(), err("2", -32001, "Unauthorized: invalid or missing auth token"));
-    assert_eq!(c.call(3, "server.ping", "{}"), r#"{"jsonrpc":"2.0","id":3,"result":{"pong":true}}"#);
+    assert_eq!(
+        c.recv_line(),
+        err("2", -32001, "Unauthorized: invalid or missing auth token")
+    );
+    assert_eq!(
+        c.call(3, "server.ping", "{}"),
+        r#"{"jsonrpc":"2.0","id":3,"result":{"pong":true}}"#
+    );
     assert!(d.socket.exists());
 }
 
@@ -264,7 +314,9 @@ fn shutdown_with_valid_auth_closes_without_reply_and_removes_socket() {
     c.send_raw(request_line("1", "server.shutdown", None, TOKEN).as_bytes());
     assert_eq!(c.read_to_eof(), "");
     assert_eq!(other.read_to_eof(), "");
-    assert!(common::wait_until(std::time::Duration::from_secs(10), || !d.socket.exists()));
+    assert!(common::wait_until(std::time::Duration::from_secs(10), || !d
+        .socket
+        .exists()));
     assert!(Client::try_connect(&d.socket).is_none());
     d.stop();
 }

@@ -368,7 +368,7 @@ pub fn table(items: &[Item]) -> String {
     for i in items {
         let f = |r: &Result<f64, String>| match r {
             Ok(v) => format!("{v:.1} {}", i.unit),
-            Err(e) => e.chars().take(40).collect(),
+            Err(e) => e.chars().take(60).collect(),
         };
         let ratio = match (&i.reference, &i.candidate) {
             (Ok(a), Ok(b)) if *a > 0.0 => format!("{:.2}", b / a),

@@ -136,9 +136,9 @@ pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
 /// A request line (with newline). `params: None` omits the member.
 pub fn request_line(id: &str, method: &str, params: Option<&str>, token: &str) -> String {
     match params {
-        Some(p) => format!(
-            "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"{method}\",\"params\":{p},\"auth\":\"{token}\"}}\n"
-        ),
+        Some(p) => {
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"{method}\",\"params\":{p},\"auth\":\"{token}\"}}\n")
+        }
         None => format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"{method}\",\"auth\":\"{token}\"}}\n"),
     }
 }
