@@ -1,0 +1,389 @@
+//! `harness bench`: performance comparison of two daemons. Every item
+//! runs against each binary in its own fresh daemon and fails soft — an
+//! item that cannot run (e.g. `process.*` not implemented) is reported as
+//! `n/a: <reason>`.
+
+use crate::runner::pids_mentioning;
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const TOKEN: &str = "bench-token";
+
+/// Bench knobs.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    pub stream_bytes: u64,
+    pub pings: usize,
+    pub pipelined: usize,
+    pub spawns: usize,
+}
+
+struct Live {
+    _dir: tempfile::TempDir,
+    socket: PathBuf,
+    launcher: Child,
+}
+
+impl Live {
+    fn start(bin: &Path) -> Result<Live, String> {
+        let dir = tempfile::Builder::new()
+            .prefix("hb")
+            .tempdir()
+            .map_err(|e| e.to_string())?;
+        let socket = dir.path().join("rpc.sock");
+        let token = dir.path().join("token");
+        std::fs::write(&token, format!("{TOKEN}\n")).map_err(|e| e.to_string())?;
+        let log = std::fs::File::create(dir.path().join("daemon.log")).map_err(|e| e.to_string())?;
+        let mut launcher = Command::new(bin)
+            .arg("-serve")
+            .arg("-socket")
+            .arg(&socket)
+            .arg("-token-file")
+            .arg(&token)
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("spawn {}: {e}", bin.display()))?;
+        let mut out = BufReader::new(launcher.stdout.take().expect("piped"));
+        let mut banner = String::new();
+        let _ = out.read_line(&mut banner);
+        std::thread::spawn(move || {
+            let _ = std::io::copy(&mut out, &mut std::io::sink());
+        });
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !socket.exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        if !socket.exists() {
+            return Err(format!("daemon did not start (banner {banner:?})"));
+        }
+        Ok(Live {
+            _dir: dir,
+            socket,
+            launcher,
+        })
+    }
+
+    fn conn(&self) -> Result<UnixStream, String> {
+        let s = UnixStream::connect(&self.socket).map_err(|e| e.to_string())?;
+        s.set_read_timeout(Some(Duration::from_secs(120))).ok();
+        Ok(s)
+    }
+
+    fn pid(&self) -> Option<i32> {
+        pids_mentioning(self.socket.as_os_str().as_encoded_bytes())
+            .into_iter()
+            .max_by_key(|p| rss_kib(*p).unwrap_or(0))
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        if let Ok(mut s) = UnixStream::connect(&self.socket) {
+            let _ = s.write_all(
+                format!("{{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"server.shutdown\",\"auth\":\"{TOKEN}\"}}\n")
+                    .as_bytes(),
+            );
+            let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+            let _ = s.read_to_end(&mut Vec::new());
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.socket.exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let _ = self.launcher.kill();
+        let _ = self.launcher.wait();
+        crate::runner::kill_mentioning(self._dir.path());
+    }
+}
+
+fn rss_kib(pid: i32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    s.lines()
+        .find(|l| l.starts_with("VmRSS:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+fn req(id: usize, method: &str, params: &str) -> String {
+    format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"{method}\",\"params\":{params},\"auth\":\"{TOKEN}\"}}\n")
+}
+
+fn read_line(r: &mut impl BufRead) -> Result<Vec<u8>, String> {
+    let mut l = Vec::new();
+    match r.read_until(b'\n', &mut l) {
+        Ok(0) => Err("connection closed".into()),
+        Ok(_) => Ok(l),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn is_reply(l: &[u8], id: usize) -> bool {
+    l.starts_with(format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},").as_bytes())
+}
+
+fn check_ok(l: &[u8]) -> Result<(), String> {
+    let v: Value = serde_json::from_slice(l).map_err(|e| format!("bad reply: {e}"))?;
+    if let Some(e) = v.get("error") {
+        return Err(format!(
+            "n/a: {}",
+            e.get("message").and_then(Value::as_str).unwrap_or("error")
+        ));
+    }
+    Ok(())
+}
+
+fn median_f(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+fn ping_rtt(d: &Live, n: usize) -> Result<f64, String> {
+    let mut s = d.conn()?;
+    let mut r = BufReader::new(s.try_clone().map_err(|e| e.to_string())?);
+    let mut v = Vec::with_capacity(n);
+    for i in 1..=n {
+        let t = Instant::now();
+        s.write_all(req(i, "server.ping", "{}").as_bytes())
+            .map_err(|e| e.to_string())?;
+        let l = read_line(&mut r)?;
+        v.push(t.elapsed().as_secs_f64() * 1e6);
+        check_ok(&l)?;
+    }
+    Ok(median_f(v))
+}
+
+fn pipelined(d: &Live, conns: usize, per: usize) -> Result<f64, String> {
+    let t = Instant::now();
+    let results: Vec<Result<(), String>> = std::thread::scope(|sc| {
+        let hs: Vec<_> = (0..conns)
+            .map(|_| {
+                sc.spawn(move || -> Result<(), String> {
+                    let s = d.conn()?;
+                    let mut w = s.try_clone().map_err(|e| e.to_string())?;
+                    let writer = std::thread::spawn(move || {
+                        let mut buf = Vec::new();
+                        for i in 1..=per {
+                            buf.extend_from_slice(req(i, "server.ping", "{}").as_bytes());
+                        }
+                        w.write_all(&buf)
+                    });
+                    let mut r = BufReader::new(s);
+                    for _ in 0..per {
+                        read_line(&mut r)?;
+                    }
+                    writer.join().map_err(|_| "writer panicked")?.map_err(|e| e.to_string())
+                })
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().unwrap_or(Err("panicked".into())))
+            .collect()
+    });
+    for r in results {
+        r?;
+    }
+    Ok((conns * per) as f64 / t.elapsed().as_secs_f64())
+}
+
+fn spawn_exit(d: &Live, n: usize) -> Result<f64, String> {
+    let mut s = d.conn()?;
+    let mut r = BufReader::new(s.try_clone().map_err(|e| e.to_string())?);
+    let mut v = Vec::new();
+    for i in 1..=n {
+        let t = Instant::now();
+        let p = format!("{{\"id\":\"b{i}\",\"command\":\"true\"}}");
+        s.write_all(req(i, "process.spawn", &p).as_bytes())
+            .map_err(|e| e.to_string())?;
+        let exit = format!("\"processId\":\"b{i}\",\"stream\":\"exit\"");
+        loop {
+            let l = read_line(&mut r)?;
+            if is_reply(&l, i) {
+                check_ok(&l)?;
+            } else if l.windows(exit.len()).any(|w| w == exit.as_bytes()) {
+                break;
+            }
+        }
+        v.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    Ok(median_f(v))
+}
+
+/// Returns (MiB/s streamed, MiB/s replayed, peak RSS KiB during the stream).
+fn stream(d: &Live, bytes: u64) -> (Result<f64, String>, Result<f64, String>, Result<f64, String>) {
+    let run = || -> Result<(f64, f64, f64), String> {
+        let pid = d.pid();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let peak = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let sampler = {
+            let (stop, peak) = (stop.clone(), peak.clone());
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    if let Some(k) = pid.and_then(rss_kib) {
+                        peak.fetch_max(k, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            })
+        };
+        let mut s = d.conn()?;
+        let mut r = BufReader::with_capacity(1 << 20, s.try_clone().map_err(|e| e.to_string())?);
+        let p = format!("{{\"id\":\"big\",\"command\":\"head\",\"args\":[\"-c\",\"{bytes}\",\"/dev/zero\"]}}");
+        let t = Instant::now();
+        s.write_all(req(1, "process.spawn", &p).as_bytes())
+            .map_err(|e| e.to_string())?;
+        loop {
+            let l = read_line(&mut r)?;
+            if is_reply(&l, 1) {
+                check_ok(&l)?;
+            } else if l.len() < 200 && l.windows(15).any(|w| w == b"\"stream\":\"exit\"") {
+                break;
+            }
+        }
+        let streamed = bytes as f64 / (1 << 20) as f64 / t.elapsed().as_secs_f64();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let _ = sampler.join();
+        let mut s2 = d.conn()?;
+        let mut r2 = BufReader::with_capacity(1 << 20, s2.try_clone().map_err(|e| e.to_string())?);
+        let t = Instant::now();
+        s2.write_all(req(2, "process.reattach", "{\"id\":\"big\",\"fromSeq\":0}").as_bytes())
+            .map_err(|e| e.to_string())?;
+        loop {
+            let l = read_line(&mut r2)?;
+            if is_reply(&l, 2) {
+                check_ok(&l)?;
+                break;
+            }
+        }
+        let replayed = bytes as f64 / (1 << 20) as f64 / t.elapsed().as_secs_f64();
+        Ok((
+            streamed,
+            replayed,
+            peak.load(std::sync::atomic::Ordering::Relaxed) as f64,
+        ))
+    };
+    match run() {
+        Ok((a, b, c)) => (
+            Ok(a),
+            Ok(b),
+            if c > 0.0 {
+                Ok(c)
+            } else {
+                Err("n/a: no daemon pid".into())
+            },
+        ),
+        Err(e) => (Err(e.clone()), Err(e.clone()), Err(e)),
+    }
+}
+
+/// One bench line.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Item {
+    pub name: String,
+    pub unit: String,
+    /// Whether larger is better (throughput) or smaller (latency, memory).
+    pub higher_is_better: bool,
+    pub reference: Result<f64, String>,
+    pub candidate: Result<f64, String>,
+}
+
+fn measure(bin: &Path, o: &BenchOptions) -> Vec<(String, String, bool, Result<f64, String>)> {
+    let mut out = Vec::new();
+    let d = match Live::start(bin) {
+        Ok(d) => d,
+        Err(e) => {
+            for (n, u, h) in names() {
+                out.push((n.into(), u.into(), h, Err(e.clone())));
+            }
+            return out;
+        }
+    };
+    let idle = d
+        .pid()
+        .and_then(rss_kib)
+        .map(|k| k as f64)
+        .ok_or_else(|| "n/a: daemon pid not found".to_string());
+    let (stream_r, replay_r, rss_load) = stream(&d, o.stream_bytes);
+    let results = [
+        ping_rtt(&d, o.pings),
+        pipelined(&d, 1, o.pipelined),
+        pipelined(&d, 64, (o.pipelined / 64).max(10)),
+        spawn_exit(&d, o.spawns),
+        stream_r,
+        replay_r,
+        idle,
+        rss_load,
+    ];
+    for ((n, u, h), r) in names().into_iter().zip(results) {
+        out.push((n.into(), u.into(), h, r));
+    }
+    out
+}
+
+fn names() -> Vec<(&'static str, &'static str, bool)> {
+    vec![
+        ("ping round trip (median)", "µs", false),
+        ("pipelined pings, 1 connection", "req/s", true),
+        ("pipelined pings, 64 connections", "req/s", true),
+        ("spawn `true` to exit frame (median)", "ms", false),
+        ("stream throughput (head -c N /dev/zero)", "MiB/s", true),
+        ("reattach replay of that stream", "MiB/s", true),
+        ("daemon RSS idle", "KiB", false),
+        ("daemon RSS peak while streaming", "KiB", false),
+    ]
+}
+
+/// Runs the bench on both binaries.
+pub fn run(reference: &Path, candidate: &Path, o: &BenchOptions) -> Vec<Item> {
+    eprintln!("bench: reference {}", reference.display());
+    let r = measure(reference, o);
+    eprintln!("bench: candidate {}", candidate.display());
+    let c = measure(candidate, o);
+    r.into_iter()
+        .zip(c)
+        .map(|((name, unit, h, rv), (_, _, _, cv))| Item {
+            name,
+            unit,
+            higher_is_better: h,
+            reference: rv,
+            candidate: cv,
+        })
+        .collect()
+}
+
+/// The bench table.
+pub fn table(items: &[Item]) -> String {
+    let mut o = format!(
+        "{:<42} {:>14} {:>14} {:>7}\n",
+        "bench", "reference", "candidate", "ratio"
+    );
+    for i in items {
+        let f = |r: &Result<f64, String>| match r {
+            Ok(v) => format!("{v:.1} {}", i.unit),
+            Err(e) => e.chars().take(60).collect(),
+        };
+        let ratio = match (&i.reference, &i.candidate) {
+            (Ok(a), Ok(b)) if *a > 0.0 => format!("{:.2}", b / a),
+            _ => "-".into(),
+        };
+        o.push_str(&format!(
+            "{:<42} {:>14} {:>14} {:>7}\n",
+            i.name,
+            f(&i.reference),
+            f(&i.candidate),
+            ratio
+        ));
+    }
+    o.push_str(
+        "ratio = candidate / reference (for req/s and MiB/s higher is better; for µs, ms, KiB lower is better)\n",
+    );
+    o
+}

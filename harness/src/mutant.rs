@@ -1,0 +1,268 @@
+//! `harness mutant-proxy`: a wrapper that behaves like the wrapped binary
+//! but alters what reaches the client in one specific way. The sensitivity
+//! tests diff a binary against itself-behind-a-mutant to prove every kind
+//! of alteration is caught.
+//!
+//! In `-serve` mode the proxy starts the real daemon on `<socket>.real`,
+//! listens on the requested socket itself, prints the real banner (with the
+//! socket path restored) and relays connections, rewriting the server's
+//! lines. It exits and removes its socket once the real socket is gone. In
+//! every other mode it runs the real binary with inherited stdio.
+
+use base64::Engine;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// The alterations a mutant can make.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Kind {
+    /// Relay unchanged.
+    None,
+    /// Change one byte of every error message.
+    ErrorByte,
+    /// Swap `jsonrpc` and `id` in every reply.
+    SwapFields,
+    /// Drop the last byte of the first stdout frame on each connection.
+    DropByte,
+    /// Send the first stdout frame on each connection twice.
+    ExtraFrame,
+    /// Command-line modes exit with the real code plus one.
+    ExitCode,
+    /// Leave a stray file in the working directory at start-up.
+    StrayFile,
+    /// Delay every reply by 30 ms.
+    Slow,
+}
+
+/// Per-connection state of a line mutator.
+#[derive(Debug, Default)]
+pub struct MutState {
+    stdout_frames: usize,
+}
+
+/// Rewrites one server → client line (without its newline) into the lines
+/// to send instead.
+pub fn mutate_line(kind: Kind, line: &[u8], st: &mut MutState) -> Vec<Vec<u8>> {
+    let is_stdout = contains(line, b"\"stream\":\"stdout\"") && contains(line, b"\"data\":\"");
+    match kind {
+        Kind::ErrorByte => {
+            let key = b"\"message\":\"";
+            if let Some(i) = find(line, key) {
+                let at = i + key.len();
+                let mut v = line.to_vec();
+                if at < v.len() && v[at] != b'"' {
+                    v[at] = match v[at] {
+                        c @ b'a'..=b'z' => c.to_ascii_uppercase(),
+                        c @ b'A'..=b'Z' => c.to_ascii_lowercase(),
+                        _ => b'X',
+                    };
+                }
+                return vec![v];
+            }
+            vec![line.to_vec()]
+        }
+        Kind::SwapFields => {
+            let pre = b"{\"jsonrpc\":\"2.0\",\"id\":";
+            if line.starts_with(pre) {
+                let rest = &line[pre.len()..];
+                let end = find(rest, b",\"result\":").or_else(|| find(rest, b",\"error\":"));
+                if let Some(end) = end {
+                    let mut v = b"{\"id\":".to_vec();
+                    v.extend_from_slice(&rest[..end]);
+                    v.extend_from_slice(b",\"jsonrpc\":\"2.0\"");
+                    v.extend_from_slice(&rest[end..]);
+                    return vec![v];
+                }
+            }
+            vec![line.to_vec()]
+        }
+        Kind::DropByte if is_stdout => {
+            st.stdout_frames += 1;
+            if st.stdout_frames == 1 {
+                let key = b"\"data\":\"";
+                let i = find(line, key).expect("checked") + key.len();
+                let j = i + line[i..].iter().position(|c| *c == b'"').unwrap_or(0);
+                let b64 = base64::engine::general_purpose::STANDARD;
+                if let Ok(mut d) = b64.decode(&line[i..j]) {
+                    d.pop();
+                    let mut v = line[..i].to_vec();
+                    v.extend(b64.encode(d).into_bytes());
+                    v.extend_from_slice(&line[j..]);
+                    return vec![v];
+                }
+            }
+            vec![line.to_vec()]
+        }
+        Kind::ExtraFrame if is_stdout => {
+            st.stdout_frames += 1;
+            if st.stdout_frames == 1 {
+                return vec![line.to_vec(), line.to_vec()];
+            }
+            vec![line.to_vec()]
+        }
+        Kind::Slow if line.starts_with(b"{\"jsonrpc\"") => {
+            std::thread::sleep(Duration::from_millis(30));
+            vec![line.to_vec()]
+        }
+        _ => vec![line.to_vec()],
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    find(hay, needle).is_some()
+}
+
+fn exit_code(s: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
+}
+
+/// Runs the proxy; returns the exit code.
+pub fn main(kind: Kind, cmd: &[String]) -> i32 {
+    let Some((bin, args)) = cmd.split_first() else {
+        eprintln!("mutant-proxy: missing the real binary");
+        return 2;
+    };
+    let serve = args.iter().any(|a| a == "-serve" || a == "--serve");
+    let sock_idx = args
+        .iter()
+        .position(|a| a == "-socket" || a == "--socket")
+        .filter(|i| i + 1 < args.len());
+    let (true, Some(si)) = (serve, sock_idx) else {
+        let status = match Command::new(bin).args(args).status() {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("mutant-proxy: {bin}: {e}");
+                return 127;
+            }
+        };
+        let code = exit_code(status);
+        return if kind == Kind::ExitCode { code + 1 } else { code };
+    };
+    let socket = PathBuf::from(&args[si + 1]);
+    let real = PathBuf::from(format!("{}.real", args[si + 1]));
+    let mut real_args = args.to_vec();
+    real_args[si + 1] = real.to_string_lossy().into_owned();
+    let mut child = match Command::new(bin)
+        .args(&real_args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("mutant-proxy: {bin}: {e}");
+            return 127;
+        }
+    };
+    let mut out = BufReader::new(child.stdout.take().expect("piped"));
+    let mut banner = String::new();
+    if out.read_line(&mut banner).unwrap_or(0) == 0 {
+        return child.wait().map(exit_code).unwrap_or(1);
+    }
+    std::thread::spawn(move || {
+        let _ = std::io::copy(&mut out, &mut std::io::sink());
+    });
+    if kind == Kind::StrayFile {
+        let _ = std::fs::write("mutant-was-here", "stray\n");
+    }
+    let _ = std::fs::remove_file(&socket);
+    let listener = match UnixListener::bind(&socket) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("mutant-proxy: bind: {e}");
+            return 1;
+        }
+    };
+    print!(
+        "{}",
+        banner.replace(&real.to_string_lossy().into_owned(), &socket.to_string_lossy())
+    );
+    let _ = std::io::stdout().flush();
+    {
+        let (real, socket) = (real.clone(), socket.clone());
+        std::thread::spawn(move || loop {
+            std::thread::sleep(Duration::from_millis(10));
+            if !real.exists() {
+                let _ = child.try_wait();
+                let _ = std::fs::remove_file(&socket);
+                std::process::exit(0);
+            }
+        });
+    }
+    for client in listener.incoming() {
+        let Ok(client) = client else { continue };
+        let real = real.clone();
+        std::thread::spawn(move || relay(kind, client, &real));
+    }
+    0
+}
+
+fn relay(kind: Kind, client: UnixStream, real: &std::path::Path) {
+    let Ok(server) = UnixStream::connect(real) else {
+        return;
+    };
+    let (mut c_r, mut s_w) = (client.try_clone().expect("clone"), server.try_clone().expect("clone"));
+    std::thread::spawn(move || {
+        let _ = std::io::copy(&mut c_r, &mut s_w);
+        let _ = s_w.shutdown(std::net::Shutdown::Write);
+    });
+    let mut reader = BufReader::new(server);
+    let mut w = client;
+    let mut st = MutState::default();
+    loop {
+        let mut line = Vec::new();
+        match reader.read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        let nl = line.last() == Some(&b'\n');
+        if nl {
+            line.pop();
+        }
+        let mut outb = Vec::new();
+        for l in mutate_line(kind, &line, &mut st) {
+            outb.extend(l);
+            if nl {
+                outb.push(b'\n');
+            }
+        }
+        if w.write_all(&outb).is_err() {
+            break;
+        }
+    }
+    let _ = w.shutdown(std::net::Shutdown::Both);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mutations() {
+        let mut st = MutState::default();
+        let e = br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Unknown namespace: x"}}"#;
+        let m = mutate_line(Kind::ErrorByte, e, &mut st);
+        assert_eq!(m[0].len(), e.len());
+        assert!(contains(&m[0], b"\"message\":\"unknown"));
+        let m = mutate_line(Kind::SwapFields, e, &mut st);
+        assert!(
+            m[0].starts_with(br#"{"id":1,"jsonrpc":"2.0","error""#),
+            "{}",
+            String::from_utf8_lossy(&m[0])
+        );
+        let f = br#"{"type":"stream","processId":"p","stream":"stdout","seq":1,"data":"aGkK"}"#;
+        let m = mutate_line(Kind::DropByte, f, &mut st);
+        assert!(contains(&m[0], b"\"data\":\"aGk=\""));
+        let mut st = MutState::default();
+        assert_eq!(mutate_line(Kind::ExtraFrame, f, &mut st).len(), 2);
+        assert_eq!(mutate_line(Kind::ExtraFrame, f, &mut st).len(), 1);
+    }
+}

@@ -1,0 +1,311 @@
+//! Reports: terminal summary, JSON and a self-contained HTML page.
+
+use crate::compare::{line_diffs, EntryDiff, Status};
+use crate::transcript::Entry;
+use serde::Serialize;
+use std::fmt::Write as _;
+
+/// Timings of one side of one probe.
+#[derive(Debug, Clone, Serialize)]
+pub struct SideTiming {
+    /// Median over repeats of the probe's summed request latencies (µs).
+    pub median_us: u64,
+    /// Per request label: median latency (µs).
+    pub requests: Vec<(String, u64)>,
+}
+
+/// The result of one probe.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProbeResult {
+    pub probe: String,
+    pub desc: String,
+    pub status: Status,
+    pub diffs: Vec<EntryDiff>,
+    pub error: Option<String>,
+    pub reference_timing: Option<SideTiming>,
+    pub candidate_timing: Option<SideTiming>,
+    /// candidate / reference.
+    pub ratio: Option<f64>,
+    /// Slower than `--slower-than`.
+    pub slow: bool,
+    /// Keys that varied between repeats of the same binary.
+    pub unstable: Vec<String>,
+    pub reference: Vec<Entry>,
+    pub candidate: Vec<Entry>,
+}
+
+/// A whole run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub mode: String,
+    pub reference: String,
+    pub candidate: String,
+    pub normalisation: Vec<String>,
+    pub slower_than: f64,
+    pub repeat: usize,
+    pub overall_ratio: Option<f64>,
+    pub probes: Vec<ProbeResult>,
+}
+
+impl Report {
+    pub fn count(&self, s: Status) -> usize {
+        self.probes.iter().filter(|p| p.status == s).count()
+    }
+
+    pub fn slow(&self) -> Vec<&ProbeResult> {
+        self.probes.iter().filter(|p| p.slow).collect()
+    }
+
+    /// Whether anything unaccepted differs (or could not run).
+    pub fn failed(&self) -> bool {
+        self.probes.iter().any(|p| p.status.fails())
+    }
+}
+
+/// Overall ratio: total candidate time over total reference time across
+/// the probes that have both.
+pub fn overall_ratio(probes: &[ProbeResult]) -> Option<f64> {
+    let (mut r, mut c) = (0u64, 0u64);
+    for p in probes {
+        if let (Some(a), Some(b)) = (&p.reference_timing, &p.candidate_timing) {
+            r += a.median_us;
+            c += b.median_us;
+        }
+    }
+    (r > 0).then(|| c as f64 / r as f64)
+}
+
+/// The terminal summary.
+pub fn terminal(rep: &Report, verbose: bool) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "\n== {} ({} vs {})", rep.mode, rep.reference, rep.candidate);
+    let _ = writeln!(o, "normalisation:");
+    for r in &rep.normalisation {
+        let _ = writeln!(o, "  - {r}");
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "{:<44} {:<10} {:>10} {:>10} {:>7}",
+        "probe", "status", "ref µs", "cand µs", "ratio"
+    );
+    for p in &rep.probes {
+        if !verbose && p.status == Status::Identical && !p.slow && p.unstable.is_empty() {
+            continue;
+        }
+        let us = |t: &Option<SideTiming>| {
+            t.as_ref()
+                .map(|t| t.median_us.to_string())
+                .unwrap_or_else(|| "-".into())
+        };
+        let ratio = p.ratio.map(|r| format!("{r:.2}")).unwrap_or_else(|| "-".into());
+        let _ = writeln!(
+            o,
+            "{:<44} {:<10} {:>10} {:>10} {:>7}{}",
+            p.probe,
+            p.status.label(),
+            us(&p.reference_timing),
+            us(&p.candidate_timing),
+            ratio,
+            if p.slow { "  SLOW" } else { "" }
+        );
+        if let Some(e) = &p.error {
+            let _ = writeln!(o, "    error: {e}");
+        }
+        for k in &p.unstable {
+            let _ = writeln!(o, "    unstable across repeats: {k}");
+        }
+        for d in &p.diffs {
+            let tag = match &d.accepted {
+                Some(r) => format!(" [accepted: {r}]"),
+                None => String::new(),
+            };
+            let _ = writeln!(o, "  {}{tag}", d.key);
+            match (&d.reference, &d.candidate) {
+                (Some(r), Some(c)) => {
+                    for (line, re, ce, caret) in line_diffs(r, c) {
+                        let _ = writeln!(o, "    line {line}:");
+                        let _ = writeln!(o, "      ref : {re}");
+                        let _ = writeln!(o, "      cand: {ce}");
+                        let _ = writeln!(o, "            {}^", " ".repeat(caret));
+                    }
+                }
+                (Some(r), None) => {
+                    let _ = writeln!(o, "      only in reference: {}", short(r));
+                }
+                (None, Some(c)) => {
+                    let _ = writeln!(o, "      only in candidate: {}", short(c));
+                }
+                (None, None) => {}
+            }
+        }
+    }
+    let _ = writeln!(
+        o,
+        "\n{} probes: {} identical, {} accepted, {} differ, {} errors, {} unrecorded",
+        rep.probes.len(),
+        rep.count(Status::Identical),
+        rep.count(Status::Accepted),
+        rep.count(Status::Differs),
+        rep.count(Status::Error),
+        rep.count(Status::Unrecorded),
+    );
+    if let Some(r) = rep.overall_ratio {
+        let slow = rep.slow();
+        let _ = writeln!(
+            o,
+            "timing: overall candidate/reference = {r:.2} (median of {} run(s)); {} probe(s) slower than {:.2}x{}",
+            rep.repeat,
+            slow.len(),
+            rep.slower_than,
+            if slow.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ": {}",
+                    slow.iter().map(|p| p.probe.as_str()).collect::<Vec<_>>().join(", ")
+                )
+            }
+        );
+    }
+    o
+}
+
+fn short(s: &str) -> String {
+    let e = crate::transcript::escape(s.as_bytes());
+    if e.chars().count() > 160 {
+        format!("{}…", e.chars().take(160).collect::<String>())
+    } else {
+        e
+    }
+}
+
+fn h(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A self-contained HTML page: summary, timing bars, side-by-side
+/// transcripts of every probe that is not identical.
+pub fn html(rep: &Report) -> String {
+    let mut o = String::new();
+    o.push_str("<!doctype html><html><head><meta charset=\"utf-8\"><title>harness report</title><style>");
+    o.push_str(
+        "body{font:14px system-ui,sans-serif;margin:1.5em}table{border-collapse:collapse}td,th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}\
+         .identical{color:#2a7}.accepted{color:#b80}.DIFFERS,.ERROR{color:#c22;font-weight:bold}.unrecorded{color:#888}\
+         pre{margin:0;white-space:pre-wrap;word-break:break-all;font:12px ui-monospace,monospace}\
+         .d{background:#fee}.a{background:#ffd}.bar{height:8px;display:block}.r{background:#69c}.c{background:#c96}\
+         details{margin:.5em 0}summary{cursor:pointer}.side td{width:50%}",
+    );
+    o.push_str("</style></head><body>");
+    let _ = write!(
+        o,
+        "<h1>{}</h1><p>reference <code>{}</code> · candidate <code>{}</code></p>",
+        h(&rep.mode),
+        h(&rep.reference),
+        h(&rep.candidate)
+    );
+    let _ = write!(
+        o,
+        "<p>{} probes: {} identical, {} accepted, {} differ, {} errors, {} unrecorded.",
+        rep.probes.len(),
+        rep.count(Status::Identical),
+        rep.count(Status::Accepted),
+        rep.count(Status::Differs),
+        rep.count(Status::Error),
+        rep.count(Status::Unrecorded)
+    );
+    if let Some(r) = rep.overall_ratio {
+        let _ = write!(
+            o,
+            " Overall candidate/reference time: <b>{r:.2}</b>; slower-than threshold {:.2}.",
+            rep.slower_than
+        );
+    }
+    o.push_str("</p><details><summary>Normalisation rules</summary><ul>");
+    for r in &rep.normalisation {
+        let _ = write!(o, "<li>{}</li>", h(r));
+    }
+    o.push_str("</ul></details><table><tr><th>probe</th><th>status</th><th>ref µs</th><th>cand µs</th><th>ratio</th><th>timing</th></tr>");
+    let max = rep
+        .probes
+        .iter()
+        .flat_map(|p| [&p.reference_timing, &p.candidate_timing])
+        .filter_map(|t| t.as_ref().map(|t| t.median_us))
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
+    for p in &rep.probes {
+        let us = |t: &Option<SideTiming>| t.as_ref().map(|t| t.median_us);
+        let bar = |v: Option<u64>, cls: &str| match v {
+            Some(v) => format!(
+                "<span class=\"bar {cls}\" style=\"width:{:.1}px\" title=\"{v} µs\"></span>",
+                1.0 + 300.0 * v as f64 / max
+            ),
+            None => String::new(),
+        };
+        let _ = write!(
+            o,
+            "<tr><td><a href=\"#{0}\">{0}</a></td><td class=\"{1}\">{1}{2}</td><td>{3}</td><td>{4}</td><td>{5}</td><td>{6}{7}</td></tr>",
+            h(&p.probe),
+            p.status.label(),
+            if p.slow { " · SLOW" } else { "" },
+            us(&p.reference_timing).map(|v| v.to_string()).unwrap_or_default(),
+            us(&p.candidate_timing).map(|v| v.to_string()).unwrap_or_default(),
+            p.ratio.map(|r| format!("{r:.2}")).unwrap_or_default(),
+            bar(us(&p.reference_timing), "r"),
+            bar(us(&p.candidate_timing), "c"),
+        );
+    }
+    o.push_str("</table><h2>Transcripts</h2>");
+    for p in &rep.probes {
+        let open = if p.status.fails() { " open" } else { "" };
+        let _ = write!(
+            o,
+            "<details id=\"{0}\"{open}><summary><b>{0}</b> — <span class=\"{1}\">{1}</span> {2}</summary>",
+            h(&p.probe),
+            p.status.label(),
+            h(&p.desc)
+        );
+        if let Some(e) = &p.error {
+            let _ = write!(o, "<p class=\"ERROR\">{}</p>", h(e));
+        }
+        o.push_str("<table class=\"side\"><tr><th>key</th><th>reference</th><th>candidate</th></tr>");
+        let mut keys: Vec<&str> = p.reference.iter().map(|e| e.key.as_str()).collect();
+        for e in &p.candidate {
+            if !keys.contains(&e.key.as_str()) {
+                keys.push(&e.key);
+            }
+        }
+        for k in keys {
+            let get = |v: &[Entry]| {
+                v.iter()
+                    .find(|e| e.key == k)
+                    .map(|e| crate::transcript::escape(&e.value).replace("\\n", "\\n\n"))
+                    .unwrap_or_else(|| "∅".into())
+            };
+            let d = p.diffs.iter().find(|d| d.key == k);
+            let cls = match d {
+                Some(d) if d.accepted.is_some() => " class=\"a\"",
+                Some(_) => " class=\"d\"",
+                None => "",
+            };
+            let note = d
+                .and_then(|d| d.accepted.as_ref())
+                .map(|r| format!("<br><i>accepted: {}</i>", h(r)))
+                .unwrap_or_default();
+            let _ = write!(
+                o,
+                "<tr{cls}><td><pre>{}</pre>{note}</td><td><pre>{}</pre></td><td><pre>{}</pre></td></tr>",
+                h(k),
+                h(&get(&p.reference)),
+                h(&get(&p.candidate))
+            );
+        }
+        o.push_str("</table></details>");
+    }
+    o.push_str("</body></html>\n");
+    o
+}

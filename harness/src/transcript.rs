@@ -1,0 +1,197 @@
+//! Transcripts: the normalised record of one probe run, and their stable
+//! on-disk text form (`corpora/transcripts/<probe>.txt`).
+//!
+//! A transcript is an ordered list of `key → value` entries. Keys name
+//! where the value came from (`L12 c1 reply 3`: probe line 12, connection
+//! `c1`, the reply with id 3; `fs a/b.txt`: the final fixture snapshot) and
+//! are unique within a transcript. Values are normalised bytes.
+//!
+//! The file form is one entry per line, `key<TAB>value`, with the value
+//! escaped so that it fits on one line: `\\`, `\n`, `\r`, `\t`, other
+//! control bytes and invalid UTF-8 as `\xNN`. Lines starting with `#` are
+//! comments.
+
+use serde::Serialize;
+use std::path::Path;
+
+/// One transcript entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Entry {
+    pub key: String,
+    #[serde(serialize_with = "ser_bytes")]
+    pub value: Vec<u8>,
+}
+
+fn ser_bytes<S: serde::Serializer>(v: &[u8], s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&String::from_utf8_lossy(v))
+}
+
+/// The latency of one request (or command-line run) of a probe.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Timing {
+    pub label: String,
+    pub micros: u64,
+}
+
+/// The result of running one probe against one binary.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Transcript {
+    pub probe: String,
+    pub entries: Vec<Entry>,
+    pub timings: Vec<Timing>,
+}
+
+impl Transcript {
+    /// Adds an entry, making the key unique if it is already taken.
+    pub fn push(&mut self, key: impl Into<String>, value: impl Into<Vec<u8>>) {
+        let mut key: String = key
+            .into()
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
+        if self.entries.iter().any(|e| e.key == key) {
+            let base = key.clone();
+            let mut n = 2;
+            while self.entries.iter().any(|e| e.key == key) {
+                key = format!("{base} #{n}");
+                n += 1;
+            }
+        }
+        self.entries.push(Entry {
+            key,
+            value: value.into(),
+        });
+    }
+
+    /// Sum of all recorded latencies.
+    pub fn total_micros(&self) -> u64 {
+        self.timings.iter().map(|t| t.micros).sum()
+    }
+
+    /// The stable text form.
+    pub fn to_text(&self) -> String {
+        let mut out = format!(
+            "# harness transcript v1\n# probe: {}\n# key<TAB>value (escaped); regenerate with `harness record`\n",
+            self.probe
+        );
+        for e in &self.entries {
+            out.push_str(&e.key);
+            out.push('\t');
+            out.push_str(&escape(&e.value));
+            out.push('\n');
+        }
+        out
+    }
+
+    /// Parses the text form.
+    pub fn from_text(probe: &str, text: &str) -> Result<Transcript, String> {
+        let mut t = Transcript {
+            probe: probe.to_string(),
+            ..Default::default()
+        };
+        for (i, line) in text.lines().enumerate() {
+            if line.starts_with('#') || line.is_empty() {
+                continue;
+            }
+            let (k, v) = line
+                .split_once('\t')
+                .ok_or_else(|| format!("line {}: missing tab", i + 1))?;
+            t.entries.push(Entry {
+                key: k.to_string(),
+                value: unescape(v).map_err(|e| format!("line {}: {e}", i + 1))?,
+            });
+        }
+        Ok(t)
+    }
+
+    /// Reads `<dir>/<probe>.txt`; `Ok(None)` when it does not exist.
+    pub fn load(dir: &Path, probe: &str) -> Result<Option<Transcript>, String> {
+        let p = dir.join(format!("{probe}.txt"));
+        match std::fs::read_to_string(&p) {
+            Ok(text) => Transcript::from_text(probe, &text)
+                .map(Some)
+                .map_err(|e| format!("{}: {e}", p.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(format!("{}: {e}", p.display())),
+        }
+    }
+}
+
+/// Escapes bytes onto one line; valid non-control UTF-8 stays readable.
+pub fn escape(v: &[u8]) -> String {
+    let mut out = String::with_capacity(v.len());
+    for chunk in v.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                c if (c as u32) < 0x20 || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", c as u32)),
+                c => out.push(c),
+            }
+        }
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
+}
+
+/// Inverse of [`escape`].
+pub fn unescape(s: &str) -> Result<Vec<u8>, String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'\\' {
+            out.push(b[i]);
+            i += 1;
+            continue;
+        }
+        match b.get(i + 1) {
+            Some(b'\\') => out.push(b'\\'),
+            Some(b'n') => out.push(b'\n'),
+            Some(b'r') => out.push(b'\r'),
+            Some(b't') => out.push(b'\t'),
+            Some(b'x') => {
+                let h = s
+                    .get(i + 2..i + 4)
+                    .and_then(|h| u8::from_str_radix(h, 16).ok())
+                    .ok_or("bad \\x escape")?;
+                out.push(h);
+                i += 2;
+            }
+            _ => return Err("bad escape".into()),
+        }
+        i += 2;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_round_trip() {
+        let v = b"a\\b\n\r\t\x01\xff\xfe\xc3\xa9 \x7f end".to_vec();
+        let e = escape(&v);
+        assert!(!e.contains('\n'));
+        assert_eq!(unescape(&e).unwrap(), v);
+        assert_eq!(escape("é".as_bytes()), "é");
+    }
+
+    #[test]
+    fn text_round_trip_and_unique_keys() {
+        let mut t = Transcript {
+            probe: "p".into(),
+            ..Default::default()
+        };
+        t.push("L1 c1 reply 1", b"{\"a\":1}\n".to_vec());
+        t.push("L1 c1 reply 1", b"x".to_vec());
+        assert_eq!(t.entries[1].key, "L1 c1 reply 1 #2");
+        let back = Transcript::from_text("p", &t.to_text()).unwrap();
+        assert_eq!(back.entries, t.entries);
+    }
+}
