@@ -44,6 +44,7 @@ pub fn rules(renames: &[(String, String)]) -> Vec<String> {
         "replies: matched by id, in the order the probe awaits them, not in arrival order".to_string(),
         "stream frames: per process and connection, compared as reassembled stdout/stderr bytes, the exit frame (seq → <seq>), the set of frame shapes (seq → <seq>, data → <data>) and the seq runs (must be strictly +1 from the first seq, exit last); frame boundaries and counts are not compared".to_string(),
         "fixture snapshot: path, type, permission bits, size, sha256 (contents hashed after path normalisation); mtimes are not compared; inside .git only names and types, objects/ and logs/ skipped".to_string(),
+        "masks: a probe's `mask <key>` replaces the numeric value of that key with <masked> (values that depend on pipe scheduling, e.g. lastSeq after multi-frame output)".to_string(),
     ];
     for (a, b) in renames {
         r.push(format!("product name: {a:?} → {b:?} everywhere"));
@@ -59,6 +60,8 @@ pub struct Normalizer {
     renames: Vec<(Vec<u8>, Vec<u8>)>,
     pids: HashMap<Vec<u8>, usize>,
     starts: HashMap<Vec<u8>, usize>,
+    /// `"key":` prefixes whose numeric values are masked (probe `mask`).
+    masks: Vec<Vec<u8>>,
 }
 
 fn replace_all(hay: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
@@ -106,6 +109,12 @@ impl Normalizer {
         }
     }
 
+    /// Masks the numeric value of `"key":` in every JSON line.
+    pub fn with_masks(mut self, keys: &[String]) -> Normalizer {
+        self.masks = keys.iter().map(|k| format!("\"{k}\":").into_bytes()).collect();
+        self
+    }
+
     /// Path placeholders only (used for file contents in snapshots).
     pub fn paths_only(&self, b: &[u8]) -> Vec<u8> {
         let mut v = b.to_vec();
@@ -130,7 +139,11 @@ impl Normalizer {
         let v = replace_string_value(&v, b"\"version\":\"", b"<version>");
         let v = replace_string_value(&v, b"\"serverVersion\":\"", b"<version>");
         let v = number_placeholder(&v, b"\"pid\":", "pid", &mut self.pids);
-        number_placeholder(&v, b"\"startTime\":", "startTime", &mut self.starts)
+        let mut v = number_placeholder(&v, b"\"startTime\":", "startTime", &mut self.starts);
+        for key in &self.masks {
+            v = mask_number(&v, key);
+        }
+        v
     }
 
     /// Command-line output: text rules plus the `-version` line and
@@ -175,6 +188,26 @@ fn replace_string_value(v: &[u8], key: &[u8], placeholder: &[u8]) -> Vec<u8> {
                 i += 1;
             }
             out.extend_from_slice(placeholder);
+        } else {
+            out.push(v[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Replaces the number following every `key` by `<masked>`.
+fn mask_number(v: &[u8], key: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(v.len());
+    let mut i = 0;
+    while i < v.len() {
+        if v[i..].starts_with(key) {
+            out.extend_from_slice(key);
+            i += key.len();
+            while i < v.len() && (v[i].is_ascii_digit() || v[i] == b'-') {
+                i += 1;
+            }
+            out.extend_from_slice(b"<masked>");
         } else {
             out.push(v[i]);
             i += 1;
@@ -254,6 +287,15 @@ mod tests {
             ],
             &parse_renames(&[]).unwrap(),
         )
+    }
+
+    #[test]
+    fn masks_hide_scheduling_dependent_numbers() {
+        let mut n = Normalizer::default().with_masks(&["lastSeq".to_string()]);
+        assert_eq!(
+            n.json(br#"{"firstSeq":1,"lastSeq":36,"stdinApplied":0}"#),
+            br#"{"firstSeq":1,"lastSeq":<masked>,"stdinApplied":0}"#.to_vec()
+        );
     }
 
     #[test]

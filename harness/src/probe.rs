@@ -315,6 +315,9 @@ pub struct Probe {
     pub timeout: Duration,
     pub env: Vec<(String, String)>,
     pub accepts: Vec<Accept>,
+    /// JSON keys whose numeric values depend on pipe scheduling (e.g. a
+    /// reattach `lastSeq` after multi-frame output): masked before compare.
+    pub masks: Vec<String>,
     pub steps: Vec<Step>,
 }
 
@@ -623,6 +626,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ParseError> {
         timeout: Duration::from_secs(20),
         env: Vec::new(),
         accepts: Vec::new(),
+        masks: Vec::new(),
         steps: Vec::new(),
     };
     let mut pending_accept: Option<String> = None;
@@ -681,6 +685,14 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ParseError> {
                     pattern: pat.trim().to_string(),
                     reason: reason.trim().to_string(),
                 });
+                continue;
+            }
+            "mask" => {
+                let key = rest.trim();
+                if key.is_empty() || key.contains(char::is_whitespace) {
+                    return Err(cx.err("mask takes one JSON key"));
+                }
+                probe.masks.push(key.to_string());
                 continue;
             }
             "accept-next" => {

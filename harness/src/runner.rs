@@ -289,7 +289,8 @@ pub fn run_probe(probe: &Probe, cfg: &RunConfig) -> Result<Transcript, String> {
             (s(&cfg.bin), "$BIN".into()),
         ],
         &cfg.renames,
-    );
+    )
+    .with_masks(&probe.masks);
     let mut r = Runner {
         probe,
         cfg,
