@@ -16,6 +16,7 @@
 //!
 //! Mode selection and what the values mean live in [`crate::cli`].
 
+use crate::goerr::go_quote;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 
@@ -430,42 +431,6 @@ fn underscore_ok(s: &[u8]) -> bool {
     saw != b'_'
 }
 
-/// Go's `strconv.Quote` (what `%q` prints): printable text raw, the usual
-/// backslash escapes, `\xNN` for bytes that are not UTF-8.
-pub fn go_quote(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len() + 2);
-    out.push('"');
-    for chunk in bytes.utf8_chunks() {
-        for c in chunk.valid().chars() {
-            match c {
-                '"' => out.push_str("\\\""),
-                '\\' => out.push_str("\\\\"),
-                '\u{7}' => out.push_str("\\a"),
-                '\u{8}' => out.push_str("\\b"),
-                '\u{c}' => out.push_str("\\f"),
-                '\n' => out.push_str("\\n"),
-                '\r' => out.push_str("\\r"),
-                '\t' => out.push_str("\\t"),
-                '\u{b}' => out.push_str("\\v"),
-                c if (c as u32) < 0x20 || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", c as u32)),
-                c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' || c == '\u{ad}' => {
-                    if (c as u32) < 0x10000 {
-                        out.push_str(&format!("\\u{:04x}", c as u32));
-                    } else {
-                        out.push_str(&format!("\\U{:08x}", c as u32));
-                    }
-                }
-                c => out.push(c),
-            }
-        }
-        for b in chunk.invalid() {
-            out.push_str(&format!("\\x{b:02x}"));
-        }
-    }
-    out.push('"');
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -561,14 +526,6 @@ mod tests {
         }
         assert_eq!(parse_int(b"9223372036854775808"), Err("value out of range".into()));
         assert_eq!(parse_int(b"-9223372036854775809"), Err("value out of range".into()));
-    }
-
-    #[test]
-    fn quoting_matches_strconv_quote() {
-        assert_eq!(go_quote(b"x"), "\"x\"");
-        assert_eq!(go_quote(b"a\"b\\c\n\t\x01\x7f"), "\"a\\\"b\\\\c\\n\\t\\x01\\x7f\"");
-        assert_eq!(go_quote("é".as_bytes()), "\"é\"");
-        assert_eq!(go_quote(b"\xff"), "\"\\xff\"");
     }
 
     #[test]

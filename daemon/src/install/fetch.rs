@@ -12,7 +12,8 @@
 //! domain suffix (`*` matches all); CIDR entries are not supported.
 
 use super::stage::{create_error_text, TempFile};
-use super::{go_quote, hex, Limits};
+use super::{hex, Limits};
+use crate::goerr::go_quote;
 use crate::goerr::{io_text, path_error};
 use sha2::{Digest, Sha256};
 use std::io::{self, Read, Write};
@@ -32,7 +33,8 @@ pub fn download(url: &str, dir: &Path, version: &str, limits: &Limits) -> Result
         .timeout_read(limits.read_timeout)
         .user_agent(&format!("remora/{}", crate::version::ID));
     if let Some(proxy) = env_proxy(url) {
-        let parsed = ureq::Proxy::new(&proxy).map_err(|_| fail(format!("invalid proxy URL {}", go_quote(&proxy))))?;
+        let parsed =
+            ureq::Proxy::new(&proxy).map_err(|_| fail(format!("invalid proxy URL {}", go_quote(proxy.as_bytes()))))?;
         builder = builder.proxy(parsed);
     }
     let response = builder
@@ -72,7 +74,7 @@ fn request_error(url: &str, err: ureq::Error) -> String {
         }
         ureq::Error::Transport(t) => t,
     };
-    let quoted = go_quote(url);
+    let quoted = go_quote(url.as_bytes());
     let source_text = || {
         std::error::Error::source(&transport)
             .and_then(|s| s.downcast_ref::<io::Error>())
@@ -84,7 +86,10 @@ fn request_error(url: &str, err: ureq::Error) -> String {
     match transport.kind() {
         ureq::ErrorKind::InvalidUrl | ureq::ErrorKind::UnknownScheme => match parts {
             Some(p) if p.scheme != "http" && p.scheme != "https" => {
-                format!("Get {quoted}: unsupported protocol scheme {}", go_quote(&p.scheme))
+                format!(
+                    "Get {quoted}: unsupported protocol scheme {}",
+                    go_quote(p.scheme.as_bytes())
+                )
             }
             Some(_) => format!("parse {quoted}: invalid URL"),
             None if !url.contains("://") => {

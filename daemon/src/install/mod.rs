@@ -21,7 +21,7 @@ mod probe;
 mod prune;
 mod stage;
 
-use crate::goerr::path_error;
+use crate::goerr::{go_quote, path_error};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::fs::{self, File};
@@ -115,7 +115,10 @@ pub fn install_with(options: &InstallOptions, limits: &Limits) -> InstallResult 
         os: crate::version::goos().to_string(),
         arch: crate::version::goarch().to_string(),
         libc: detect_libc().to_string(),
-        cli_path: go_join(&options.cli_dir, &options.cli_version),
+        cli_path: crate::gojson::go_lossy(&crate::gopath::join(&[
+            options.cli_dir.as_bytes(),
+            options.cli_version.as_bytes(),
+        ])),
         cli_was_present: false,
         cli_error: None,
     };
@@ -222,7 +225,7 @@ fn validate_version(version: &str) -> Result<(), String> {
         return Err("--cli-version is required".to_string());
     }
     if version.starts_with('.') || version.contains('/') || version.contains('\0') {
-        return Err(format!("invalid cli version {}", go_quote(version)));
+        return Err(format!("invalid cli version {}", go_quote(version.as_bytes())));
     }
     Ok(())
 }
@@ -274,97 +277,9 @@ fn hex(bytes: &[u8]) -> String {
     out
 }
 
-/// Go's `filepath.Join(dir, name)`: the non-empty elements joined with `/`
-/// and lexically cleaned. `cliPath` is reported this way.
-pub fn go_join(dir: &str, name: &str) -> String {
-    let parts: Vec<&str> = [dir, name].into_iter().filter(|p| !p.is_empty()).collect();
-    if parts.is_empty() {
-        return String::new();
-    }
-    go_clean(&parts.join("/"))
-}
-
-/// Go's `filepath.Clean` (Unix).
-pub fn go_clean(path: &str) -> String {
-    if path.is_empty() {
-        return ".".to_string();
-    }
-    let rooted = path.starts_with('/');
-    let mut out: Vec<&str> = Vec::new();
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                if out.last().is_some_and(|last| *last != "..") {
-                    out.pop();
-                } else if !rooted {
-                    out.push("..");
-                }
-            }
-            other => out.push(other),
-        }
-    }
-    let joined = out.join("/");
-    match (rooted, joined.is_empty()) {
-        (true, _) => format!("/{joined}"),
-        (false, true) => ".".to_string(),
-        (false, false) => joined,
-    }
-}
-
-/// Go's `strconv.Quote` for the texts that reach `cliError`.
-pub fn go_quote(s: &str) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c if c.is_control() => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn join_and_clean_follow_go() {
-        assert_eq!(go_join("/a/b", "1.0"), "/a/b/1.0");
-        assert_eq!(go_join("/a/b/", "1.0"), "/a/b/1.0");
-        assert_eq!(go_join("a//b/./", "1.0"), "a/b/1.0");
-        assert_eq!(go_join("/a", ".."), "/");
-        assert_eq!(go_join("", "v"), "v");
-        assert_eq!(go_join("d", ""), "d");
-        assert_eq!(go_join("", ""), "");
-        assert_eq!(go_clean("../../x"), "../../x");
-        assert_eq!(go_clean("/../x"), "/x");
-        assert_eq!(go_clean("./"), ".");
-    }
-
-    #[test]
-    fn quote_follows_strconv() {
-        assert_eq!(go_quote("a/b"), "\"a/b\"");
-        assert_eq!(go_quote("a\0b\"\\"), "\"a\\x00b\\\"\\\\\"");
-        assert_eq!(go_quote("é\n"), "\"é\\n\"");
-    }
 
     #[test]
     fn versions_stay_inside_the_dir() {

@@ -61,7 +61,7 @@ pub fn resolve(command: &str, path_var: &OsString) -> Result<String, String> {
     if command.contains('/') {
         return Ok(command.to_string());
     }
-    look_path(command, path_var).map_err(|why| format!("exec: {}: {}", go_quote(command), why))
+    look_path(command, path_var).map_err(|why| format!("exec: {}: {}", crate::goerr::go_quote(command.as_bytes()), why))
 }
 
 /// Go's `exec.LookPath` for a name without `/`: each `PATH` entry in order
@@ -110,53 +110,17 @@ pub fn fork_exec_error(path: &str, err: &std::io::Error) -> String {
     format!("fork/exec {path}: {}", crate::goerr::io_text(err))
 }
 
-/// Go's `strconv.Quote` for valid UTF-8: `\a \b \f \n \r \t \v \\ \"`,
-/// other ASCII controls as `\xNN`, other non-printable characters as
-/// `\uNNNN` / `\UNNNNNNNN`, everything printable raw.
-pub fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            ' ' => out.push(' '),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c if c.is_control() || c.is_whitespace() || is_format(c) => {
-                if (c as u32) < 0x10000 {
-                    out.push_str(&format!("\\u{:04x}", c as u32));
-                } else {
-                    out.push_str(&format!("\\U{:08x}", c as u32));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// The common Unicode format characters Go's `IsPrint` rejects (soft
-/// hyphen, zero-width and bidi controls, BOM).
-fn is_format(c: char) -> bool {
-    matches!(c as u32, 0xad | 0x200b..=0x200f | 0x202a..=0x202e | 0x2060..=0x2064 | 0xfeff)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn quote_matches_go() {
-        assert_eq!(go_quote("nonexistent-cmd"), "\"nonexistent-cmd\"");
-        assert_eq!(go_quote("a\"b\\c\n\u{1}é\u{a0}"), "\"a\\\"b\\\\c\\n\\x01é\\u00a0\"");
+        assert_eq!(crate::goerr::go_quote(b"nonexistent-cmd"), "\"nonexistent-cmd\"");
+        assert_eq!(
+            crate::goerr::go_quote("a\"b\\c\n\u{1}é\u{a0}".as_bytes()),
+            "\"a\\\"b\\\\c\\n\\x01é\\u00a0\""
+        );
     }
 
     #[test]
