@@ -212,13 +212,8 @@ pub fn error_line(id: &Value, error: &RpcError) -> Vec<u8> {
 
 /// How an id appears in the log (Go's `%v` of the decoded `interface{}`).
 pub fn id_for_log(id: &Value) -> String {
-    match id {
-        Value::Null => "<nil>".to_string(),
-        Value::String(s) => s.clone(),
-        Value::Number(lit) => gojson::format_go_float(lit.parse().unwrap_or(0.0)),
-        Value::Bool(b) => b.to_string(),
-        other => String::from_utf8_lossy(&gojson::to_go_json(other)).into_owned(),
-    }
+    // Go's %v, not the JSON form: an id of 1000000 logs as `1e+06`.
+    gojson::format_go_v(id)
 }
 
 #[cfg(test)]

@@ -552,6 +552,24 @@ fn spawn_validation_and_go_error_texts() {
         ),
         err(7, -32603, r#"exec: \"sh\": executable file not found in $PATH"#)
     );
+    // A NUL in an environment entry: Go's Cmd.Start refuses it before the
+    // fork, so no fork/exec prefix; a NUL in an argument fails in execve.
+    assert_eq!(
+        c.call(
+            71,
+            "process.spawn",
+            r#"{"id":"x","command":"/bin/sh","env":{"A":"x\u0000y"}}"#
+        ),
+        err(71, -32603, "exec: environment variable contains NUL")
+    );
+    assert_eq!(
+        c.call(
+            72,
+            "process.spawn",
+            r#"{"id":"x","command":"/bin/sh","args":["a\u0000b"]}"#
+        ),
+        err(72, -32603, "fork/exec /bin/sh: invalid argument")
+    );
     // Nothing was registered by the failures.
     assert_eq!(
         c.call(8, "process.kill", r#"{"id":"x"}"#),

@@ -98,6 +98,62 @@ pub fn format_go_float(value: f64) -> String {
     }
 }
 
+/// Go's `fmt` `%v` of a `float64` (`strconv.FormatFloat(f, 'g', -1, 64)`):
+/// shortest digits, exponent form when the decimal exponent is below -4 or
+/// at least 6 (the `%g` rule with "shortest" precision), and a two-digit
+/// minimum exponent: `1e+06`, `1.2345678901234567e+19`, `1e-05`. This is
+/// not the JSON form ([`format_go_float`]), which switches only at 1e21.
+pub fn format_go_float_v(value: f64) -> String {
+    if value.is_nan() {
+        return "NaN".to_string();
+    }
+    if value.is_infinite() {
+        return if value > 0.0 { "+Inf" } else { "-Inf" }.to_string();
+    }
+    if value == 0.0 {
+        return if value.is_sign_negative() { "-0" } else { "0" }.to_string();
+    }
+    // Rust's `{:e}` is the shortest round-trip mantissa: "1.5e-7", "1e6".
+    let sci = format!("{value:e}");
+    let Some((mantissa, exp)) = sci.split_once('e') else {
+        return format!("{value}");
+    };
+    let Ok(exp) = exp.parse::<i32>() else {
+        return format!("{value}");
+    };
+    if (-4..6).contains(&exp) {
+        // Display is shortest and never exponential.
+        return format!("{value}");
+    }
+    let sign = if exp < 0 { '-' } else { '+' };
+    format!("{mantissa}e{sign}{:02}", exp.unsigned_abs())
+}
+
+/// Go's `fmt` `%v` of a decoded `interface{}` value, as the reference's
+/// log lines print a request id: `<nil>`, strings raw, numbers as
+/// [`format_go_float_v`], slices `[a b]`, maps `map[k:v]` with sorted keys
+/// (the last duplicate winning, as in the decoded map).
+pub fn format_go_v(value: &Value) -> String {
+    match value {
+        Value::Null => "<nil>".to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(lit) => format_go_float_v(lit.parse::<f64>().unwrap_or(0.0)),
+        Value::String(s) => s.clone(),
+        Value::Array(items) => {
+            let parts: Vec<String> = items.iter().map(format_go_v).collect();
+            format!("[{}]", parts.join(" "))
+        }
+        Value::Object(members) => {
+            let mut sorted: std::collections::BTreeMap<&str, &Value> = std::collections::BTreeMap::new();
+            for (k, v) in members {
+                sorted.insert(k, v);
+            }
+            let parts: Vec<String> = sorted.iter().map(|(k, v)| format!("{k}:{}", format_go_v(v))).collect();
+            format!("map[{}]", parts.join(" "))
+        }
+    }
+}
+
 /// Request ids and other untyped values are re-encoded the way Go encodes an
 /// `interface{}`: numbers as `float64`, objects as maps with sorted keys (the
 /// last duplicate winning), everything compact.
@@ -137,6 +193,33 @@ mod tests {
 
     fn reencode(input: &str) -> String {
         String::from_utf8(to_go_json(&parse(input.as_bytes()).unwrap())).unwrap()
+    }
+
+    #[test]
+    fn percent_v_follows_go_fmt() {
+        let cases = [
+            (1.0, "1"),
+            (19.0, "19"),
+            (123456.0, "123456"),
+            (1e6, "1e+06"),
+            (1234567.0, "1.234567e+06"),
+            (12345678901234567890.0, "1.2345678901234567e+19"),
+            (1e21, "1e+21"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (1.5, "1.5"),
+            (-0.0, "-0"),
+            (-2.5e-300, "-2.5e-300"),
+            (1e100, "1e+100"),
+        ];
+        for (f, want) in cases {
+            assert_eq!(format_go_float_v(f), want, "formatting {f:e}");
+        }
+        let v = |s: &str| format_go_v(&crate::gojson::parse(s.as_bytes()).unwrap());
+        assert_eq!(v("null"), "<nil>");
+        assert_eq!(v(r#""a b""#), "a b");
+        assert_eq!(v(r#"[1,"a",null,true]"#), "[1 a <nil> true]");
+        assert_eq!(v(r#"{"b":1,"a":[1,2],"b":3}"#), "map[a:[1 2] b:3]");
     }
 
     #[test]

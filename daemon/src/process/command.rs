@@ -17,6 +17,8 @@
 //!   `Dir` into `chdir <dir>: ...` when `SysProcAttr` is nil, and the
 //!   reference always sets `Setpgid`, so its child fails `chdir` after the
 //!   fork and the error is the `fork/exec` one.
+//! * an environment entry holding a NUL is refused before the fork with
+//!   `exec: environment variable contains NUL` (Go 1.20+ `dedupEnv`).
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
@@ -26,6 +28,8 @@ use std::path::Path;
 const NOT_FOUND: &str = "executable file not found in $PATH";
 /// Go's `exec.ErrDot` text.
 const ERR_DOT: &str = "cannot run executable found relative to current directory";
+/// Go's `os/exec` error for an environment entry holding a NUL byte.
+pub const ENV_NUL: &str = "exec: environment variable contains NUL";
 
 /// The child's environment: the daemon's own, then PATH from the login
 /// shell when it is known, then the request's `env` (later entries win,

@@ -29,6 +29,7 @@ pub mod sys;
 use crate::server::Daemon;
 use log::{ReplayLog, Stream};
 use std::collections::HashMap;
+use std::os::unix::ffi::OsStrExt;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -227,6 +228,14 @@ impl ProcessManager {
     pub fn spawn(&self, daemon: &Arc<Daemon>, spec: &SpawnSpec<'_>) -> Result<Arc<ManagedProcess>, String> {
         let env = command::merged_env(daemon.login_path.get().map(String::as_str), spec.env);
         let program = command::resolve(spec.command, &command::path_of(&env))?;
+        if env
+            .iter()
+            .any(|(k, v)| k.as_bytes().contains(&0) || v.as_bytes().contains(&0))
+        {
+            // Go's Cmd.Start refuses this before forking (dedupEnv, since
+            // Go 1.20), after the lookup and without the fork/exec prefix.
+            return Err(command::ENV_NUL.to_string());
+        }
         let mut cmd = std::process::Command::new(&program);
         std::os::unix::process::CommandExt::arg0(&mut cmd, spec.command);
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
