@@ -479,7 +479,13 @@ pub fn tar_extract(data: &[u8]) {
             .entries
             .iter()
             .take(24)
-            .map(|e| (e.kind, entry_name(&e.name)))
+            // A header's name field ends at its first NUL, as tar readers
+            // (Go's too) parse it.
+            .map(|e| {
+                let mut name = entry_name(&e.name);
+                name.truncate(name.iter().position(|&b| b == 0).unwrap_or(name.len()));
+                (e.kind, name)
+            })
             .filter(|(kind, name)| match kind {
                 EntryKind::File => true,
                 EntryKind::Other(0) => !name.ends_with(b"/"),
