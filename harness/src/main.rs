@@ -12,6 +12,8 @@ mod bench;
 mod compare;
 mod diff;
 mod fixture;
+mod fuzzdiff;
+mod fuzzgen;
 mod mutant;
 mod normalize;
 mod probe;
@@ -146,6 +148,45 @@ enum Cmd {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// Differential fuzzing: generate request sequences from a seed, run
+    /// each against both binaries as `diff` does, shrink every difference
+    /// to a minimal probe and write it to --out.
+    FuzzDiff {
+        #[arg(long)]
+        reference: PathBuf,
+        #[arg(long)]
+        candidate: PathBuf,
+        /// Seed of the case generator (default: derived from the clock, printed).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Number of cases (default 100 unless --minutes is given).
+        #[arg(long, conflicts_with = "minutes")]
+        iterations: Option<u64>,
+        /// Run cases until this many minutes have passed.
+        #[arg(long)]
+        minutes: Option<f64>,
+        /// Where minimal differing probes are written (default: <workspace>/corpora/fuzz-diffs).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Cases run in parallel.
+        #[arg(long, default_value_t = 2)]
+        jobs: usize,
+        /// Maximum case runs spent shrinking one difference.
+        #[arg(long, default_value_t = 150)]
+        shrink_budget: usize,
+        /// Product-name rename FROM=TO (as for diff).
+        #[arg(long)]
+        rename: Vec<String>,
+        /// Accepted-divergence list (default: <workspace>/probes/ACCEPTED).
+        #[arg(long)]
+        accepted: Option<PathBuf>,
+        /// No progress lines on stderr.
+        #[arg(long)]
+        quiet: bool,
+        /// Print the generated cases (as probe text) instead of running them.
+        #[arg(long)]
+        print: bool,
+    },
     /// List the probes.
     List {
         #[command(flatten)]
@@ -244,6 +285,75 @@ fn real_main() -> Result<ExitCode, String> {
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::MutantProxy { kind, cmd } => Ok(ExitCode::from(mutant::main(kind, &cmd).clamp(0, 255) as u8)),
+        Cmd::FuzzDiff {
+            reference,
+            candidate,
+            seed,
+            iterations,
+            minutes,
+            out,
+            jobs,
+            shrink_budget,
+            rename,
+            accepted,
+            quiet,
+            print,
+        } => {
+            if print {
+                let seed = seed.unwrap_or(0);
+                for n in 0..iterations.unwrap_or(10) {
+                    let c = fuzzgen::generate(seed, n);
+                    println!("### {}.probe\n{}", c.name(), c.render(&[]));
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
+            let renames = normalize::parse_renames(&rename)?;
+            let cfg = |b: &Path| -> Result<RunConfig, String> {
+                Ok(RunConfig {
+                    bin: absolute(b)?,
+                    renames: renames.clone(),
+                })
+            };
+            let seed = seed.unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_secs())
+                    .unwrap_or(0)
+            });
+            let o = fuzzdiff::FuzzOptions {
+                reference: cfg(&reference)?,
+                candidate: cfg(&candidate)?,
+                seed,
+                iterations,
+                minutes,
+                out: out.unwrap_or_else(|| workspace().join("corpora/fuzz-diffs")),
+                jobs,
+                central: compare::load_accepted(&accepted.unwrap_or_else(|| workspace().join("probes/ACCEPTED")))?,
+                shrink_budget,
+                quiet,
+            };
+            eprintln!("fuzz-diff: seed {seed}");
+            let sm = fuzzdiff::run(&o);
+            let secs = sm.elapsed.as_secs_f64();
+            println!(
+                "fuzz-diff seed {seed}: {} case(s) in {secs:.1}s ({:.2} cases/s): {} difference(s) ({} flaky), {} accepted, {} error(s), {} file(s) written",
+                sm.cases,
+                sm.cases as f64 / secs.max(1e-9),
+                sm.differences,
+                sm.flaky,
+                sm.accepted,
+                sm.errors,
+                sm.files.len()
+            );
+            for f in &sm.files {
+                println!("  {}", f.display());
+            }
+            Ok(if sm.differences > 0 || sm.errors > 0 {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
         Cmd::List { common } => {
             let (probes, _) = load_probes(&common)?;
             for p in &probes {

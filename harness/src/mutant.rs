@@ -35,6 +35,8 @@ pub enum Kind {
     StrayFile,
     /// Delay every reply by 30 ms.
     Slow,
+    /// Change one byte of the message of -32602 (invalid params) errors only.
+    InvalidParams,
 }
 
 /// Per-connection state of a line mutator.
@@ -48,7 +50,8 @@ pub struct MutState {
 pub fn mutate_line(kind: Kind, line: &[u8], st: &mut MutState) -> Vec<Vec<u8>> {
     let is_stdout = contains(line, b"\"stream\":\"stdout\"") && contains(line, b"\"data\":\"");
     match kind {
-        Kind::ErrorByte => {
+        Kind::InvalidParams if !contains(line, b"\"code\":-32602,") => vec![line.to_vec()],
+        Kind::ErrorByte | Kind::InvalidParams => {
             let key = b"\"message\":\"";
             if let Some(i) = find(line, key) {
                 let at = i + key.len();
@@ -252,6 +255,12 @@ mod tests {
         let m = mutate_line(Kind::ErrorByte, e, &mut st);
         assert_eq!(m[0].len(), e.len());
         assert!(contains(&m[0], b"\"message\":\"unknown"));
+        assert_eq!(mutate_line(Kind::InvalidParams, e, &mut st)[0], e.to_vec());
+        let p = br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Invalid params"}}"#;
+        assert!(contains(
+            &mutate_line(Kind::InvalidParams, p, &mut st)[0],
+            b"\"message\":\"invalid params"
+        ));
         let m = mutate_line(Kind::SwapFields, e, &mut st);
         assert!(
             m[0].starts_with(br#"{"id":1,"jsonrpc":"2.0","error""#),
