@@ -333,19 +333,36 @@ fn shrink(ck: &Checker, case: &Case) -> Case {
     cur
 }
 
-/// Delta debugging over the case's units (complements of chunks).
-fn ddmin_units(s: &mut Shrinker, mut cur: Case) -> Case {
+/// Delta debugging over the case's units (at least one unit stays).
+fn ddmin_units(s: &mut Shrinker, cur: Case) -> Case {
+    let units = ddmin(s, cur.units.clone(), 1, |s, units| {
+        let mut trial = cur.clone();
+        trial.units = units.to_vec();
+        s.test(&trial)
+    });
+    Case { units, ..cur }
+}
+
+/// Delta debugging (Zeller's ddmin): removes chunks of `items`, halving the
+/// chunk size when nothing can go, while `differs` holds and the budget
+/// lasts; never goes below `min_len` items.
+fn ddmin<T: Clone>(
+    s: &mut Shrinker,
+    mut cur: Vec<T>,
+    min_len: usize,
+    mut differs: impl FnMut(&mut Shrinker, &[T]) -> bool,
+) -> Vec<T> {
     let mut n = 2usize;
-    while cur.units.len() >= 2 && s.used < s.budget {
-        let len = cur.units.len();
+    while cur.len() > min_len && s.used < s.budget {
+        let len = cur.len();
         let chunk = len.div_ceil(n);
         let mut reduced = false;
         let mut start = 0;
         while start < len {
             let end = (start + chunk).min(len);
             let mut trial = cur.clone();
-            trial.units.drain(start..end);
-            if !trial.units.is_empty() && s.test(&trial) {
+            trial.drain(start..end);
+            if trial.len() >= min_len && differs(s, &trial) {
                 cur = trial;
                 n = (n - 1).max(2);
                 reduced = true;
@@ -358,17 +375,6 @@ fn ddmin_units(s: &mut Shrinker, mut cur: Case) -> Case {
                 break;
             }
             n = (n * 2).min(len);
-        }
-    }
-    // A single unit may still be removable as a whole (e.g. a fixture).
-    let mut i = 0;
-    while i < cur.units.len() && cur.units.len() > 1 && s.used < s.budget {
-        let mut trial = cur.clone();
-        trial.units.remove(i);
-        if s.test(&trial) {
-            cur = trial;
-        } else {
-            i += 1;
         }
     }
     cur
@@ -498,33 +504,7 @@ fn shrink_members(s: &mut Shrinker, mut cur: Case) -> Case {
 
 /// ddmin over the atoms of a text, keeping what still differs.
 fn ddmin_atoms(s: &mut Shrinker, atoms: Vec<String>, mut rebuild: impl FnMut(&str) -> Case) -> Vec<String> {
-    let mut cur = atoms;
-    let mut n = 2usize;
-    while !cur.is_empty() && s.used < s.budget {
-        let len = cur.len();
-        let chunk = len.div_ceil(n);
-        let mut reduced = false;
-        let mut start = 0;
-        while start < len {
-            let end = (start + chunk).min(len);
-            let mut trial = cur.clone();
-            trial.drain(start..end);
-            if s.test(&rebuild(&trial.concat())) {
-                cur = trial;
-                n = (n - 1).max(2);
-                reduced = true;
-                break;
-            }
-            start = end;
-        }
-        if !reduced {
-            if n >= len {
-                break;
-            }
-            n = (n * 2).min(len);
-        }
-    }
-    cur
+    ddmin(s, atoms, 0, |s, trial| s.test(&rebuild(&trial.concat())))
 }
 
 /// Removes characters inside string values (not destructive parameters)
