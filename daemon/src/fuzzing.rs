@@ -303,6 +303,22 @@ pub enum EntryKind {
     Other(u8),
 }
 
+impl EntryKind {
+    /// The header typeflag byte this kind is written with.
+    pub fn typeflag(self) -> u8 {
+        match self {
+            EntryKind::File => b'0',
+            EntryKind::Dir => b'5',
+            EntryKind::Symlink => b'2',
+            EntryKind::Hardlink => b'1',
+            EntryKind::CharDevice => b'3',
+            EntryKind::BlockDevice => b'4',
+            EntryKind::Fifo => b'6',
+            EntryKind::Other(c) => c,
+        }
+    }
+}
+
 #[derive(Debug, Arbitrary)]
 pub struct TarInput {
     pub entries: Vec<TarEntry>,
@@ -365,16 +381,7 @@ fn ustar_header(name: &[u8], typeflag: u8, mode: u16, size: usize) -> [u8; 512] 
 pub fn build_archive(input: &TarInput) -> Vec<u8> {
     let mut tar = Vec::new();
     for entry in input.entries.iter().take(24) {
-        let typeflag = match entry.kind {
-            EntryKind::File => b'0',
-            EntryKind::Dir => b'5',
-            EntryKind::Symlink => b'2',
-            EntryKind::Hardlink => b'1',
-            EntryKind::CharDevice => b'3',
-            EntryKind::BlockDevice => b'4',
-            EntryKind::Fifo => b'6',
-            EntryKind::Other(c) => c,
-        };
+        let typeflag = entry.kind.typeflag();
         let content: &[u8] = if typeflag == b'0' { &entry.content } else { &[] };
         tar.extend_from_slice(&ustar_header(
             &entry_name(&entry.name),
@@ -486,9 +493,9 @@ pub fn tar_extract(data: &[u8]) {
                 name.truncate(name.iter().position(|&b| b == 0).unwrap_or(name.len()));
                 (e.kind, name)
             })
-            .filter(|(kind, name)| match kind {
-                EntryKind::File => true,
-                EntryKind::Other(0) => !name.ends_with(b"/"),
+            .filter(|(kind, name)| match kind.typeflag() {
+                b'0' => true,
+                0 => !name.ends_with(b"/"),
                 _ => false,
             })
             .map(|(_, name)| crate::gopath::join(&[dest_bytes, &name]))
@@ -504,7 +511,7 @@ pub fn tar_extract(data: &[u8]) {
             .entries
             .iter()
             .take(24)
-            .any(|e| matches!(e.kind, EntryKind::Other(b'L' | b'K' | b'x' | b'X' | b'g')));
+            .any(|e| matches!(e.kind.typeflag(), b'L' | b'K' | b'x' | b'X' | b'g'));
         if !renames {
             let distinct: std::collections::BTreeSet<&Vec<u8>> = regular.iter().filter(|p| **p != marker).collect();
             assert_eq!(
