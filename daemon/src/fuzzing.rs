@@ -500,6 +500,13 @@ pub fn tar_extract(data: &[u8]) {
             })
             .map(|(_, name)| crate::gopath::join(&[dest_bytes, &name]))
             .collect();
+        let corrupted = input.flip.is_some() || input.truncate.is_some();
+        if corrupted {
+            // A damaged stream no longer describes `entries`; what holds is
+            // that every file on disk was counted.
+            assert!(result.file_count >= Some(files), "fileCount below the files on disk");
+            return;
+        }
         assert_eq!(
             result.file_count,
             Some(regular.len() as u64),

@@ -496,3 +496,25 @@ fn archive_inside_dest_is_read_from_the_open_descriptor() {
     assert_eq!(reply, ok(r#"{"success":true,"fileCount":1}"#));
     assert_eq!(c.tree(), vec![".synced", "x.txt"]);
 }
+
+/// Found by the `tar_extract` fuzzer: with flate2's default backend a
+/// deflate stream whose first symbol copies from before the start of the
+/// output ("distance too far back") decoded to zeros, the tar reader saw an
+/// end-of-archive block, and extraction reported success. Go's flate (and
+/// zlib) reject it; so does remora now (flate2 on the zlib-rs backend).
+#[test]
+fn fuzz_regression_distance_too_far_back_is_corrupt_input() {
+    let c = Case::new();
+    // gzip header, then one fixed-Huffman block: <length 3, distance 1>
+    // with no output yet, end of block; then a (meaningless) trailer.
+    let mut archive = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
+    archive.extend_from_slice(&[0x03, 0x02, 0x00]);
+    archive.extend_from_slice(&[0; 8]);
+    c.write_archive(&archive);
+    let reply = c.extract();
+    let prefix = r#"{"jsonrpc":"2.0","id":1,"result":{"success":false,"fileCount":0,"error":"flate: corrupt input before offset "#;
+    assert!(reply.starts_with(prefix), "{reply}");
+    assert!(reply.ends_with("\"}}"), "{reply}");
+    assert!(!c.archive.exists(), "consumed once opened");
+    assert!(!c.dest.join(".synced").exists(), "no marker on failure");
+}
