@@ -79,20 +79,25 @@ pub async fn handle_line(line: Vec<u8>, conn: &ConnHandle, daemon: &Arc<Daemon>)
 }
 
 /// Binds params for the namespace and runs the method.
+///
+/// The files/git/process handler futures are boxed: an `async fn` is as
+/// large as its largest branch, and without the boxes every request task —
+/// a `server.ping` too — would carry the biggest handler's state (this
+/// cost 40% of pipelined ping throughput and tripled peak memory).
 async fn dispatch(request: &Request, call: &Call<'_>) -> Outcome {
     let method = request.method;
     match request.namespace {
         Namespace::Server => methods::server::handle(method, call).await,
         Namespace::Files => match bind_params(&request.params, PathParams::from_go_value) {
-            Ok(params) => methods::files::handle(method, params, call).await,
+            Ok(params) => Box::pin(methods::files::handle(method, params, call)).await,
             Err(outcome) => outcome,
         },
         Namespace::Git => match bind_params(&request.params, GitParams::from_go_value) {
-            Ok(params) => methods::git::handle(method, params, call).await,
+            Ok(params) => Box::pin(methods::git::handle(method, params, call)).await,
             Err(outcome) => outcome,
         },
         Namespace::Process => match bind_params(&request.params, ProcessParams::from_go_value) {
-            Ok(params) => methods::process::handle(method, params, call).await,
+            Ok(params) => Box::pin(methods::process::handle(method, params, call)).await,
             Err(outcome) => outcome,
         },
     }
