@@ -172,74 +172,76 @@ impl Normalizer {
     }
 }
 
-/// Replaces the JSON string following every `key` (which ends with the
-/// opening quote) by `placeholder`.
-fn replace_string_value(v: &[u8], key: &[u8], placeholder: &[u8]) -> Vec<u8> {
+/// The one scanner behind the value rewrites below: after every `key`,
+/// `value_len` says how many bytes form the value, and `replace` gives
+/// what to write instead (`None` keeps the bytes as they are).
+fn rewrite_values(
+    v: &[u8],
+    key: &[u8],
+    value_len: impl Fn(&[u8]) -> usize,
+    mut replace: impl FnMut(&[u8]) -> Option<Vec<u8>>,
+) -> Vec<u8> {
     let mut out = Vec::with_capacity(v.len());
     let mut i = 0;
     while i < v.len() {
         if v[i..].starts_with(key) {
             out.extend_from_slice(key);
             i += key.len();
-            while i < v.len() && v[i] != b'"' {
-                if v[i] == b'\\' {
-                    i += 1;
-                }
-                i += 1;
+            let value = &v[i..i + value_len(&v[i..])];
+            match replace(value) {
+                Some(r) => out.extend_from_slice(&r),
+                None => out.extend_from_slice(value),
             }
-            out.extend_from_slice(placeholder);
+            i += value.len();
         } else {
             out.push(v[i]);
             i += 1;
         }
     }
     out
+}
+
+/// Length of the JSON string body up to (not including) its closing quote.
+fn string_body_len(v: &[u8]) -> usize {
+    let mut i = 0;
+    while i < v.len() && v[i] != b'"' {
+        if v[i] == b'\\' {
+            i += 1;
+        }
+        i += 1;
+    }
+    i.min(v.len())
+}
+
+/// Length of a JSON number at the start of `v`.
+fn number_len(v: &[u8]) -> usize {
+    v.iter()
+        .take_while(|b| matches!(b, b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-'))
+        .count()
+}
+
+/// Replaces the JSON string following every `key` (which ends with the
+/// opening quote) by `placeholder`.
+fn replace_string_value(v: &[u8], key: &[u8], placeholder: &[u8]) -> Vec<u8> {
+    rewrite_values(v, key, string_body_len, |_| Some(placeholder.to_vec()))
 }
 
 /// Replaces the number following every `key` by `<masked>`.
 fn mask_number(v: &[u8], key: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(v.len());
-    let mut i = 0;
-    while i < v.len() {
-        if v[i..].starts_with(key) {
-            out.extend_from_slice(key);
-            i += key.len();
-            while i < v.len() && (v[i].is_ascii_digit() || v[i] == b'-') {
-                i += 1;
-            }
-            out.extend_from_slice(b"<masked>");
-        } else {
-            out.push(v[i]);
-            i += 1;
-        }
-    }
-    out
+    rewrite_values(v, key, number_len, |_| Some(b"<masked>".to_vec()))
 }
 
-/// Replaces the number following every `key` by `<label:k>`.
+/// Replaces the number following every `key` by `<label:k>`, `k` numbering
+/// distinct values in order of appearance.
 fn number_placeholder(v: &[u8], key: &[u8], label: &str, seen: &mut HashMap<Vec<u8>, usize>) -> Vec<u8> {
-    let mut out = Vec::with_capacity(v.len());
-    let mut i = 0;
-    while i < v.len() {
-        if v[i..].starts_with(key) {
-            out.extend_from_slice(key);
-            i += key.len();
-            let start = i;
-            while i < v.len() && matches!(v[i], b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-') {
-                i += 1;
-            }
-            if i == start {
-                continue;
-            }
-            let n = seen.len() + 1;
-            let k = *seen.entry(v[start..i].to_vec()).or_insert(n);
-            out.extend_from_slice(format!("<{label}:{k}>").as_bytes());
-        } else {
-            out.push(v[i]);
-            i += 1;
+    rewrite_values(v, key, number_len, |n| {
+        if n.is_empty() {
+            return None;
         }
-    }
-    out
+        let next = seen.len() + 1;
+        let k = *seen.entry(n.to_vec()).or_insert(next);
+        Some(format!("<{label}:{k}>").into_bytes())
+    })
 }
 
 /// `2026/11/22 10:30:09 rest` → `<time> rest`.

@@ -780,18 +780,7 @@ impl Runner<'_> {
     fn finish_bridge(&mut self, c: &mut Conn) -> Option<Vec<u8>> {
         let mut child = c.bridge.take()?;
         c.writer = None;
-        let deadline = Instant::now() + Duration::from_secs(5);
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(s)) => break Some(s),
-                _ if Instant::now() >= deadline => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    break None;
-                }
-                _ => std::thread::sleep(Duration::from_millis(5)),
-            }
-        };
+        let status = wait_or_kill(&mut child, Instant::now() + Duration::from_secs(5));
         let err = c.bridge_err.take().and_then(|h| h.join().ok()).unwrap_or_default();
         let mut v = match status {
             Some(s) => format!("exit={} stderr=", exit_text(&s)).into_bytes(),
@@ -843,18 +832,7 @@ impl Runner<'_> {
             let _ = err.read_to_end(&mut v);
             v
         });
-        let deadline = started + timeout;
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(s)) => break Some(s),
-                _ if Instant::now() >= deadline => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    break None;
-                }
-                _ => std::thread::sleep(Duration::from_millis(2)),
-            }
-        };
+        let status = wait_or_kill(&mut child, started + timeout);
         let elapsed = started.elapsed();
         // A detached grandchild may hold the pipes open: do not wait forever.
         let join = |h: std::thread::JoinHandle<Vec<u8>>| -> Vec<u8> {
@@ -1022,6 +1000,22 @@ pub fn kill_mentioning(dir: &Path) {
         // SAFETY: plain kill(2) on a pid we found; errors are ignored.
         unsafe {
             libc::kill(pid, libc::SIGKILL);
+        }
+    }
+}
+
+/// Waits for `child` until `deadline`; past it the child is killed and
+/// reaped and `None` is returned.
+fn wait_or_kill(child: &mut std::process::Child, deadline: Instant) -> Option<std::process::ExitStatus> {
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Some(status),
+            _ if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+            _ => std::thread::sleep(Duration::from_millis(2)),
         }
     }
 }
