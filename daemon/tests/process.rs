@@ -182,13 +182,14 @@ fn stderr_frames_and_exit_codes() {
         r#"{"type":"stream","processId":"e","stream":"exit","seq":2,"exitCode":3}"#
     );
 
-    // Killed by a signal: -1, not 128+signo.
+    // Killed by a signal: -1, not 128+signo, and (4534d86) the signal's
+    // name; no killedBy, as no request asked for it.
     spawn(&mut c, 2, "s", "sh", &["-c", "kill -9 $$"]);
     let frames = frames_until_exit(&mut c, "s");
     assert_eq!(exit_code(&frames), -1);
     assert_eq!(
         frames.last().unwrap().raw,
-        r#"{"type":"stream","processId":"s","stream":"exit","seq":1,"exitCode":-1}"#
+        r#"{"type":"stream","processId":"s","stream":"exit","seq":1,"exitCode":-1,"signal":"SIGKILL"}"#
     );
 
     // stdout and stderr share one sequence.
