@@ -178,12 +178,11 @@ impl ManagedProcess {
     /// and enqueueing happen under one lock, so concurrent requests reach
     /// the child in the order their offsets were accepted.
     pub fn write_stdin(&self, offset: Option<i64>, data: &[u8]) -> (StdinResult, usize) {
-        if self.exited() {
-            return (StdinResult::NotRunning, 0);
-        }
         let mut st = lock(&self.stdin);
-        let (skip, new_applied) = match plan_stdin_write(st.applied, offset, data.len()) {
+        let running = !self.exited();
+        let (skip, new_applied) = match plan_stdin_write(st.applied, offset, data.len(), running) {
             StdinPlan::Gap => return (StdinResult::Gap, 0),
+            StdinPlan::NotRunning => return (StdinResult::NotRunning, 0),
             StdinPlan::Duplicate => {
                 return (
                     StdinResult::Accepted {
