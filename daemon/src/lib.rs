@@ -51,6 +51,7 @@ pub mod logging;
 pub mod methods;
 pub mod metrics;
 pub mod metrics_http;
+pub mod os;
 pub mod params;
 pub mod process;
 pub mod rpc;
