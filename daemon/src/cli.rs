@@ -229,7 +229,9 @@ fn serve_child(flags: &Flags) -> i32 {
     let listener = match server::bind_socket(&socket) {
         Ok(l) => l,
         Err(e) => {
-            run_lock.map(crate::runlock::RunLock::release);
+            if let Some(lock) = run_lock {
+                lock.release();
+            }
             readiness.fail(&format!("remora: {e}"));
             return 1;
         }
