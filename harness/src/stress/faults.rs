@@ -139,7 +139,21 @@ pub fn daemon_faults(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
         if i < n as usize {
             let id = format!("st{i}");
             if let Err(e) = c.wait_reply("2").and_then(|_| c.wait_exit(&id).map(|_| ())) {
-                missing.push(format!("connection {i} spawn: {e}"));
+                let got = c
+                    .procs
+                    .get(&id)
+                    .map(|p| {
+                        format!(
+                            "{} frame(s), stdout {:?}",
+                            p.frames,
+                            String::from_utf8_lossy(&p.stdout_head)
+                        )
+                    })
+                    .unwrap_or_else(|| "no frames".into());
+                missing.push(format!(
+                    "connection {i} spawn {id}: {e} ({got}; other lines {:?})",
+                    c.stray
+                ));
             }
         }
     }

@@ -242,6 +242,9 @@ impl Client {
     /// Reads until the reply with `id` (JSON text) arrives.
     pub fn wait_reply(&mut self, id: &str) -> Result<Value, String> {
         let want: Value = serde_json::from_str(id).map_err(|e| e.to_string())?;
+        if let Some(i) = self.stray.iter().position(|v| v.get("id") == Some(&want)) {
+            return Ok(self.stray.remove(i));
+        }
         loop {
             if let Some(v) = self.next()? {
                 if v.get("id") == Some(&want) {
