@@ -53,6 +53,9 @@ fn pattern_tail_sha(seed: u64, total: u64, len: u64) -> String {
     hex(&h.finalize())
 }
 
+/// What one stream delivered: seed, wholeness, length, SHA-256, exit code.
+type Received = (u64, Result<(), String>, u64, String, Option<i64>);
+
 /// 3. Streaming integrity.
 pub fn integrity(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
     let d = Daemon::start(bin)?;
@@ -61,41 +64,40 @@ pub fn integrity(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
     let (conns, per) = (4u64, 4u64);
     let env = d.child_env("integrity");
     let t = Instant::now();
-    let results: Vec<Result<Vec<(u64, Result<(), String>, u64, String, Option<i64>)>, String>> =
-        std::thread::scope(|sc| {
-            let hs: Vec<_> = (0..conns)
-                .map(|c| {
-                    let (d, env) = (&d, &env);
-                    sc.spawn(move || -> Result<_, String> {
-                        let mut cl = Client::connect(&d.socket)?;
-                        cl.set_timeout(Duration::from_secs(120));
-                        for k in 0..per {
-                            let seed = c * per + k + 1;
-                            cl.send(
-                                &seed.to_string(),
-                                "process.spawn",
-                                &pattern_spawn(ctx, &format!("s{seed}"), seed, bytes, 0, env),
-                            )?;
+    let results: Vec<Result<Vec<Received>, String>> = std::thread::scope(|sc| {
+        let hs: Vec<_> = (0..conns)
+            .map(|c| {
+                let (d, env) = (&d, &env);
+                sc.spawn(move || -> Result<_, String> {
+                    let mut cl = Client::connect(&d.socket)?;
+                    cl.set_timeout(Duration::from_secs(120));
+                    for k in 0..per {
+                        let seed = c * per + k + 1;
+                        cl.send(
+                            &seed.to_string(),
+                            "process.spawn",
+                            &pattern_spawn(ctx, &format!("s{seed}"), seed, bytes, 0, env),
+                        )?;
+                    }
+                    let mut out = Vec::new();
+                    for k in 0..per {
+                        let seed = c * per + k + 1;
+                        let p = cl.wait_exit(&format!("s{seed}"))?;
+                        out.push((seed, p.whole(), p.stdout_len, p.sha(), p.exit_code));
+                    }
+                    for v in &cl.stray {
+                        if v.get("result").is_none() {
+                            return Err(format!("spawn failed: {v}"));
                         }
-                        let mut out = Vec::new();
-                        for k in 0..per {
-                            let seed = c * per + k + 1;
-                            let p = cl.wait_exit(&format!("s{seed}"))?;
-                            out.push((seed, p.whole(), p.stdout_len, p.sha(), p.exit_code));
-                        }
-                        for v in &cl.stray {
-                            if v.get("result").is_none() {
-                                return Err(format!("spawn failed: {v}"));
-                            }
-                        }
-                        Ok(out)
-                    })
+                    }
+                    Ok(out)
                 })
-                .collect();
-            hs.into_iter()
-                .map(|h| h.join().unwrap_or(Err("panicked".into())))
-                .collect()
-        });
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().unwrap_or(Err("panicked".into())))
+            .collect()
+    });
     let took = t.elapsed();
     let mut bad = Vec::new();
     let mut n = 0;
