@@ -26,6 +26,10 @@ use tokio::sync::{mpsc, Notify, Semaphore};
 /// Requests of one connection that may run at once; past this the reader
 /// stops reading, which pushes back on the client.
 const MAX_IN_FLIGHT: usize = 1024;
+/// Request-line bytes of one connection that running requests may hold.
+/// A line takes `min(len, MAX_IN_FLIGHT_BYTES)` of it, so one line of any
+/// allowed size always fits; past the bound the reader stops reading.
+const MAX_IN_FLIGHT_BYTES: usize = crate::frame::MAX_LINE;
 /// Replies that may wait for the writer.
 const REPLY_QUEUE: usize = 1024;
 /// Raw stream bytes the writer takes per pass before it checks for replies.
@@ -83,6 +87,7 @@ pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>) {
     let writer = tokio::spawn(write_loop(write_half, rx, conn_id, daemon.shutdown.subscribe()));
     let conn = ConnHandle { id: conn_id, tx };
     let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    let in_flight_bytes = Arc::new(Semaphore::new(MAX_IN_FLIGHT_BYTES));
     let mut reader = LineReader::new(read_half);
     let mut abort_writer = false;
     loop {
@@ -101,10 +106,16 @@ pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>) {
                 let Ok(permit) = in_flight.clone().acquire_owned().await else {
                     break;
                 };
+                // The cost fits in u32: a line is at most MAX_LINE bytes.
+                let cost = line.len().min(MAX_IN_FLIGHT_BYTES) as u32;
+                let Ok(bytes_permit) = in_flight_bytes.clone().acquire_many_owned(cost).await else {
+                    break;
+                };
                 let conn = conn.clone();
                 let daemon = daemon.clone();
                 tokio::spawn(async move {
                     dispatch::handle_line(line, &conn, &daemon).await;
+                    drop(bytes_permit);
                     drop(permit);
                 });
             }

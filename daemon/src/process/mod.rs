@@ -67,10 +67,19 @@ pub enum StdinResult {
     },
     NotRunning,
     Gap,
+    /// The queue is non-empty and this write would push it past
+    /// [`STDIN_QUEUE_CAP`]: nothing enqueued, `applied` unchanged.
+    QueueFull,
     /// An earlier write failed (the child closed its stdin); the text is
     /// Go's error for writing to the pipe, e.g. `write |1: broken pipe`.
     Broken(String),
 }
+
+/// Bytes a process's stdin queue may hold (accepted but not yet written
+/// to the pipe). A write that would push a non-empty queue past this is
+/// refused with -32002; a lone write on an empty queue always fits, since
+/// the 1 MiB line cap keeps it far below.
+pub const STDIN_QUEUE_CAP: usize = 16 << 20;
 
 struct StdinState {
     applied: u64,
@@ -92,6 +101,9 @@ pub struct ManagedProcess {
     /// and the reap never race (after the reap the pgid may be recycled).
     reaped: Mutex<bool>,
     stdin: Mutex<StdinState>,
+    /// Bytes enqueued for stdin and not yet written to the pipe. Raised
+    /// under the `stdin` lock, lowered by the writer task after each write.
+    stdin_queued: Arc<AtomicUsize>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -171,8 +183,14 @@ impl ManagedProcess {
             if let Some(why) = &st.broken {
                 return (StdinResult::Broken(why.clone()), 0);
             }
+            let queued = self.stdin_queued.load(Ordering::Acquire);
+            if queued > 0 && queued.saturating_add(fresh.len()) > STDIN_QUEUE_CAP {
+                return (StdinResult::QueueFull, 0);
+            }
+            self.stdin_queued.fetch_add(fresh.len(), Ordering::AcqRel);
             let sent = st.queue.as_ref().is_some_and(|q| q.send(fresh.to_vec()).is_ok());
             if !sent {
+                self.stdin_queued.fetch_sub(fresh.len(), Ordering::AcqRel);
                 // The writer is gone only after the exit was observed.
                 return (StdinResult::NotRunning, 0);
             }
@@ -282,10 +300,16 @@ impl ProcessManager {
                 broken: None,
                 writer: None,
             }),
+            stdin_queued: Arc::new(AtomicUsize::new(0)),
         });
         let readers = match (stdin, stdout, stderr) {
             (Ok(stdin), Ok(stdout), Ok(stderr)) => {
-                let writer = tokio::spawn(feed_stdin(stdin, queue_rx, Arc::downgrade(&process)));
+                let writer = tokio::spawn(feed_stdin(
+                    stdin,
+                    queue_rx,
+                    process.stdin_queued.clone(),
+                    Arc::downgrade(&process),
+                ));
                 lock(&process.stdin).writer = Some(writer.abort_handle());
                 let (log_out, daemon_out) = (process.log.clone(), daemon.clone());
                 Some((
@@ -446,10 +470,14 @@ async fn pump<R: tokio::io::AsyncRead + Unpin>(mut pipe: R, stream: Stream, log:
 async fn feed_stdin(
     mut pipe: tokio::process::ChildStdin,
     mut queue: mpsc::UnboundedReceiver<Vec<u8>>,
+    queued: Arc<AtomicUsize>,
     process: Weak<ManagedProcess>,
 ) {
     while let Some(chunk) = queue.recv().await {
-        if let Err(e) = pipe.write_all(&chunk).await {
+        let written = pipe.write_all(&chunk).await;
+        queued.fetch_sub(chunk.len(), Ordering::AcqRel);
+        drop(chunk);
+        if let Err(e) = written {
             if let Some(p) = process.upgrade() {
                 let why = format!("write |1: {}", crate::goerr::io_text(&e));
                 crate::log_warn!("[process.Manager] Process {} stdin: {}", p.id, why);
