@@ -14,7 +14,8 @@
 
 use crate::dispatch;
 use crate::frame::{LineReader, ReadEvent};
-use crate::process::log::ReplayLog;
+use crate::process::log::{Frame, Pull, ReplayLog, DISK_BATCH};
+use crate::process::segments::ReadHint;
 use crate::server::Daemon;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -140,6 +141,22 @@ struct Cursor {
     log: Arc<ReplayLog>,
     after: u64,
     reply: Option<(u64, Vec<u8>)>,
+    /// Frames `after+1 ..` already read from disk, not yet written.
+    prefetched: std::collections::VecDeque<Frame>,
+    /// Where the last disk read stopped.
+    hint: Option<ReadHint>,
+}
+
+impl Cursor {
+    fn new(log: Arc<ReplayLog>, after: u64, reply: Option<(u64, Vec<u8>)>) -> Cursor {
+        Cursor {
+            log,
+            after,
+            reply,
+            prefetched: std::collections::VecDeque::new(),
+            hint: None,
+        }
+    }
 }
 
 /// The connection's only writer. Ends when every sender is gone (reader
@@ -159,7 +176,7 @@ async fn write_loop(
         while let Ok(item) = rx.try_recv() {
             accept(item, &mut cursors, &mut out, conn_id, &wake);
         }
-        pull_frames(&mut cursors, &mut out, conn_id);
+        let behind = pull_frames(&mut cursors, &mut out, conn_id).await;
         if !out.is_empty() {
             let written = tokio::select! {
                 r = sink.write_all(&out) => r,
@@ -173,6 +190,11 @@ async fn write_loop(
             if out.capacity() > 1024 * 1024 {
                 out.shrink_to(64 * 1024);
             }
+            continue;
+        }
+        if behind {
+            // A disk read came back empty (its segment was evicted): the
+            // cursor relocates on the next pass.
             continue;
         }
         if senders_gone {
@@ -213,16 +235,23 @@ fn accept(item: Outgoing, cursors: &mut Vec<Cursor>, out: &mut Vec<u8>, conn_id:
                     }
                     cursor.after = after;
                     cursor.reply = reply;
+                    cursor.prefetched.clear();
+                    cursor.hint = None;
                 }
-                None => cursors.push(Cursor { log, after, reply }),
+                None => cursors.push(Cursor::new(log, after, reply)),
             }
         }
     }
 }
 
 /// Moves frames from followed logs into `out`, round-robin within a budget.
-fn pull_frames(cursors: &mut Vec<Cursor>, out: &mut Vec<u8>, conn_id: u64) {
+/// Frames in a log's hot tail are encoded from RAM; a cursor behind it
+/// reads a batch from disk on a blocking thread (only this connection
+/// waits for it). Returns true if a cursor made no progress but is still
+/// behind (call again).
+async fn pull_frames(cursors: &mut Vec<Cursor>, out: &mut Vec<u8>, conn_id: u64) -> bool {
     let mut budget = FRAME_BUDGET;
+    let mut behind = false;
     for cursor in cursors.iter_mut() {
         if budget == 0 {
             break;
@@ -230,7 +259,37 @@ fn pull_frames(cursors: &mut Vec<Cursor>, out: &mut Vec<u8>, conn_id: u64) {
         let upto = cursor.reply.as_ref().map_or(u64::MAX, |(upto, _)| *upto);
         let before = out.len();
         if !cursor.log.is_detached() {
-            cursor.after = cursor.log.encode_after(cursor.after, upto, out, budget);
+            if cursor.prefetched.is_empty() {
+                match cursor.log.pull_ram(cursor.after, upto, out, budget) {
+                    Pull::Ram(after) => cursor.after = after,
+                    Pull::Disk(after) => {
+                        cursor.after = after;
+                        let (log, hint) = (cursor.log.clone(), cursor.hint);
+                        let read =
+                            tokio::task::spawn_blocking(move || log.read_disk(after, upto, DISK_BATCH, hint)).await;
+                        let (frames, hint) = read.unwrap_or_default();
+                        if frames.is_empty() {
+                            behind = true;
+                        }
+                        cursor.hint = hint;
+                        cursor.prefetched.extend(frames);
+                    }
+                }
+            }
+            let mut taken = 0usize;
+            let first = cursor.after + 1;
+            let mut n = 0u64;
+            while taken < budget && cursor.after + n < upto {
+                let Some(frame) = cursor.prefetched.pop_front() else {
+                    break;
+                };
+                if let Frame::Data(_, data) = &frame {
+                    taken += data.len();
+                }
+                cursor.log.encode_frames(first + n, std::slice::from_ref(&frame), out);
+                n += 1;
+            }
+            cursor.after += n;
         }
         budget = budget.saturating_sub(out.len() - before);
         if let Some((upto, _)) = &cursor.reply {
@@ -252,4 +311,5 @@ fn pull_frames(cursors: &mut Vec<Cursor>, out: &mut Vec<u8>, conn_id: u64) {
             true
         }
     });
+    behind
 }

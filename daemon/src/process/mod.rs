@@ -18,12 +18,15 @@
 //!
 //! So every output byte precedes the exit frame, and a signal to the group
 //! can never reach a recycled pgid. Exited processes stay in the registry
-//! (reattach replays them, killAndWait reports `alreadyExited`) until the
-//! id is reused or the daemon stops.
+//! (reattach replays them, killAndWait reports `alreadyExited`) for 15
+//! minutes after their exit frame, until the id is reused, or until the
+//! daemon stops, whichever comes first; then their log is released.
 
 pub mod command;
 pub mod log;
+pub mod segments;
 pub mod stdin;
+pub mod store;
 pub mod sys;
 
 use crate::server::Daemon;
@@ -104,6 +107,8 @@ pub struct ManagedProcess {
     /// Bytes enqueued for stdin and not yet written to the pipe. Raised
     /// under the `stdin` lock, lowered by the writer task after each write.
     stdin_queued: Arc<AtomicUsize>,
+    /// When the exit frame was appended (starts the retention clock).
+    finished_at: std::sync::OnceLock<std::time::Instant>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -221,6 +226,8 @@ pub struct ProcessManager {
     /// Set by a `-keep-children` shutdown: the backstop in `Drop` must not
     /// kill what the operator asked to keep.
     keep: AtomicBool,
+    /// The retention sweeper runs once the first process was spawned.
+    sweeper: AtomicBool,
 }
 
 impl std::fmt::Debug for ProcessManager {
@@ -291,7 +298,7 @@ impl ProcessManager {
             id: spec.id.to_string(),
             pid,
             start_time,
-            log: ReplayLog::new(spec.id),
+            log: ReplayLog::new(spec.id, &daemon.replay),
             exit: exit_tx,
             reaped: Mutex::new(false),
             stdin: Mutex::new(StdinState {
@@ -301,6 +308,7 @@ impl ProcessManager {
                 writer: None,
             }),
             stdin_queued: Arc::new(AtomicUsize::new(0)),
+            finished_at: std::sync::OnceLock::new(),
         });
         let readers = match (stdin, stdout, stderr) {
             (Ok(stdin), Ok(stdout), Ok(stderr)) => {
@@ -340,6 +348,9 @@ impl ProcessManager {
         drop(child);
         tokio::spawn(supervise(process.clone(), readers, daemon.clone()));
         daemon.metrics.process_spawns.fetch_add(1, Ordering::Relaxed);
+        if !self.sweeper.swap(true, Ordering::AcqRel) {
+            tokio::spawn(sweep_exited(Arc::downgrade(daemon)));
+        }
         crate::log_info!(
             "[process.Manager] Spawned process {} (pid {}): {}",
             spec.id,
@@ -361,6 +372,34 @@ impl ProcessManager {
             );
         }
         Ok(process)
+    }
+
+    /// Drops exited processes whose exit frame is older than `retention`
+    /// (their logs are freed once no connection still holds them).
+    /// Returns how many were dropped.
+    pub fn drop_exited(&self, retention: Duration) -> usize {
+        let now = std::time::Instant::now();
+        let mut table = lock(&self.table);
+        let before = table.len();
+        table.retain(|_, p| {
+            p.finished_at
+                .get()
+                .is_none_or(|at| now.saturating_duration_since(*at) < retention)
+        });
+        let dropped = before - table.len();
+        if dropped > 0 && table.capacity() > 2 * table.len() + 64 {
+            table.shrink_to_fit();
+        }
+        dropped
+    }
+
+    /// Registered processes (running and retained exited ones).
+    pub fn len(&self) -> usize {
+        lock(&self.table).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// Graceful-shutdown teardown: kill every child tree, or leave them
@@ -453,6 +492,9 @@ async fn pump<R: tokio::io::AsyncRead + Unpin>(mut pipe: R, stream: Stream, log:
                 let data = buf.get(..n).unwrap_or_default();
                 log.push_output(stream, data);
                 daemon.metrics.stream_bytes_out.fetch_add(n as u64, Ordering::Relaxed);
+                // Waits only when the disk writer is a whole bound behind:
+                // the child then sees pipe backpressure, not our memory.
+                log.wait_writable().await;
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
@@ -490,6 +532,51 @@ async fn feed_stdin(
     }
 }
 
+/// How long exited processes stay registered: [`store::RETENTION`], or
+/// `REMORA_TEST_RETENTION_MS` (tests only).
+fn retention() -> Duration {
+    store::test_env("REMORA_TEST_RETENTION_MS").map_or(store::RETENTION, Duration::from_millis)
+}
+
+/// The retention sweeper: every `retention / 15` (at most a minute), drops
+/// processes whose exit frame is older than the retention. Ends with the
+/// daemon.
+async fn sweep_exited(daemon: Weak<Daemon>) {
+    let retention = retention();
+    let period = (retention / 15).clamp(Duration::from_millis(10), Duration::from_secs(60));
+    let mut shutdown = match daemon.upgrade() {
+        Some(d) => d.shutdown.subscribe(),
+        None => return,
+    };
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(period) => {}
+            _ = shutdown.wait() => return,
+        }
+        let Some(daemon) = daemon.upgrade() else { return };
+        let dropped = daemon.processes.drop_exited(retention);
+        if dropped > 0 {
+            crate::log_info!(
+                "[process.Manager] Dropped {} exited process(es) after {} s of retention",
+                dropped,
+                retention.as_secs()
+            );
+            // Give freed pages back to the system: a burst of short-lived
+            // processes should not leave the daemon's RSS raised.
+            trim_heap();
+        }
+    }
+}
+
+/// Returns free heap pages to the kernel (glibc keeps them otherwise).
+fn trim_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free memory.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// Waits for the exit, then for both pipes to drain, appends the exit
 /// frame and reaps.
 async fn supervise(
@@ -511,6 +598,7 @@ async fn supervise(
         let _ = err.await;
     }
     process.log.push_exit(code);
+    let _ = process.finished_at.set(std::time::Instant::now());
     process.reap();
     daemon.metrics.process_exits.fetch_add(1, Ordering::Relaxed);
     crate::log_info!("[process.Manager] Process {} exited with code {}", process.id, code);
