@@ -8,7 +8,7 @@
 use super::Outcome;
 use crate::dispatch::Call;
 use crate::params::ProcessParams;
-use crate::process::{sys, SpawnSpec, StdinResult};
+use crate::process::{sys, KilledBy, SpawnSpec, StdinResult};
 use crate::rpc::{RpcError, STDIN_BACKPRESSURE, STDIN_OFFSET_GAP};
 use base64::Engine;
 use serde::Serialize;
@@ -175,7 +175,7 @@ fn kill(p: ProcessParams, call: &Call<'_>) -> Outcome {
     let Some(process) = call.daemon.processes.get(&p.id) else {
         return Outcome::invalid_params(MSG_NOT_FOUND);
     };
-    process.signal_if_running(sys::parse_signal(&p.signal));
+    process.signal_if_running(sys::parse_signal(&p.signal), KilledBy::Client);
     Outcome::ok(&KillReply { success: true })
 }
 
@@ -204,7 +204,7 @@ async fn kill_and_wait(p: ProcessParams, call: &Call<'_>) -> Outcome {
     let Some(process) = call.daemon.processes.get(&p.id) else {
         return reply(false, false, false, false);
     };
-    if !process.signal_if_running(sys::parse_signal(&p.signal)) {
+    if !process.signal_if_running(sys::parse_signal(&p.signal), KilledBy::Client) {
         return reply(true, true, true, false);
     }
     let grace = Duration::from_millis(grace_ms(p.timeout_ms).unsigned_abs());
@@ -214,7 +214,7 @@ async fn kill_and_wait(p: ProcessParams, call: &Call<'_>) -> Outcome {
     if !p.escalate.unwrap_or(true) {
         return reply(true, false, false, false);
     }
-    process.signal_if_running(libc::SIGKILL);
+    process.signal_if_running(libc::SIGKILL, KilledBy::Client);
     let died = process.wait_exit(AFTER_KILL_WAIT).await;
     reply(true, died, false, true)
 }

@@ -30,7 +30,7 @@ pub mod store;
 pub mod sys;
 
 use crate::server::Daemon;
-use log::{ReplayLog, Stream};
+use log::{ExitFrame, ReplayLog, Stream};
 use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt;
 use std::process::Stdio;
@@ -91,6 +91,25 @@ struct StdinState {
     writer: Option<tokio::task::AbortHandle>,
 }
 
+/// Who asked the daemon to kill a process: the exit frame's `killedBy`
+/// (build 4534d86).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KilledBy {
+    /// `process.kill`, `process.killAndWait`, or a superseding spawn.
+    Client,
+    /// The graceful-shutdown sweep.
+    Shutdown,
+}
+
+impl KilledBy {
+    pub fn wire(self) -> &'static str {
+        match self {
+            KilledBy::Client => "client",
+            KilledBy::Shutdown => "shutdown",
+        }
+    }
+}
+
 /// One managed child.
 pub struct ManagedProcess {
     pub id: String,
@@ -103,6 +122,9 @@ pub struct ManagedProcess {
     /// True once the zombie was reaped. Held while signalling so a signal
     /// and the reap never race (after the reap the pgid may be recycled).
     reaped: Mutex<bool>,
+    /// The last kill request that signalled the running child; stamped on
+    /// the exit frame whatever the child then did with the signal.
+    killed_by: Mutex<Option<KilledBy>>,
     stdin: Mutex<StdinState>,
     /// Bytes enqueued for stdin and not yet written to the pipe. Raised
     /// under the `stdin` lock, lowered by the writer task after each write.
@@ -128,22 +150,29 @@ impl ManagedProcess {
     }
 
     /// Signals the group unless the child has already exited (the wire's
-    /// `process.kill` / `killAndWait` rule). Returns whether it signalled.
-    pub fn signal_if_running(&self, signal: i32) -> bool {
+    /// `process.kill` / `killAndWait` rule), recording `by` for the exit
+    /// frame. Returns whether it signalled.
+    pub fn signal_if_running(&self, signal: i32, by: KilledBy) -> bool {
         let reaped = lock(&self.reaped);
         if *reaped || self.exited() {
             return false;
         }
+        *lock(&self.killed_by) = Some(by);
         sys::signal_group(self.pid, signal);
         true
     }
 
     /// Teardown: signals whatever is left of the group, even after the
     /// leader exited (grandchildren holding the pipes), as long as the
-    /// leader's zombie still pins the pgid.
-    fn kill_tree(&self) {
+    /// leader's zombie still pins the pgid. `by` is recorded only when the
+    /// leader was still running: a process that already ended on its own
+    /// was not killed by anyone.
+    fn kill_tree(&self, by: Option<KilledBy>) {
         let reaped = lock(&self.reaped);
         if !*reaped {
+            if let (Some(by), false) = (by, self.exited()) {
+                *lock(&self.killed_by) = Some(by);
+            }
             sys::signal_group(self.pid, libc::SIGKILL);
         }
     }
@@ -166,12 +195,11 @@ impl ManagedProcess {
     /// and enqueueing happen under one lock, so concurrent requests reach
     /// the child in the order their offsets were accepted.
     pub fn write_stdin(&self, offset: Option<i64>, data: &[u8]) -> (StdinResult, usize) {
-        if self.exited() {
-            return (StdinResult::NotRunning, 0);
-        }
         let mut st = lock(&self.stdin);
-        let (skip, new_applied) = match plan_stdin_write(st.applied, offset, data.len()) {
+        let running = !self.exited();
+        let (skip, new_applied) = match plan_stdin_write(st.applied, offset, data.len(), running) {
             StdinPlan::Gap => return (StdinResult::Gap, 0),
+            StdinPlan::NotRunning => return (StdinResult::NotRunning, 0),
             StdinPlan::Duplicate => {
                 return (
                     StdinResult::Accepted {
@@ -301,6 +329,7 @@ impl ProcessManager {
             log: ReplayLog::new(spec.id, &daemon.replay),
             exit: exit_tx,
             reaped: Mutex::new(false),
+            killed_by: Mutex::new(None),
             stdin: Mutex::new(StdinState {
                 applied: 0,
                 queue: Some(queue_tx),
@@ -364,7 +393,8 @@ impl ProcessManager {
             // no frame of it arrives under the reused id, then kill it.
             old.log.detach_all();
             old.stop_stdin();
-            old.kill_tree();
+            // Nobody can see its exit frame any more: no reason to record.
+            old.kill_tree(None);
             crate::log_info!(
                 "[process.Manager] Process id {} reused: killed previous process (pid {})",
                 old.id,
@@ -417,7 +447,7 @@ impl ProcessManager {
         }
         for p in &processes {
             p.stop_stdin();
-            p.kill_tree();
+            p.kill_tree(Some(KilledBy::Shutdown));
         }
         let deadline = tokio::time::Instant::now() + SHUTDOWN_GRACE;
         for p in &processes {
@@ -444,7 +474,7 @@ impl Drop for ProcessManager {
             return;
         }
         for p in lock(&self.table).values() {
-            p.kill_tree();
+            p.kill_tree(Some(KilledBy::Shutdown));
         }
     }
 }
@@ -584,20 +614,25 @@ async fn supervise(
     readers: Option<(tokio::task::JoinHandle<()>, tokio::task::JoinHandle<()>)>,
     daemon: Arc<Daemon>,
 ) {
-    let code = match sys::wait_exit(process.pid).await {
-        Ok(code) => code,
+    let status = match sys::wait_exit(process.pid).await {
+        Ok(status) => status,
         Err(e) => {
             crate::log_error!("[process.Manager] Process {} wait failed: {}", process.id, e);
-            -1
+            sys::ExitStatus { code: -1, signal: None }
         }
     };
+    let code = status.code;
     process.exit.send_replace(Some(code));
     process.stop_stdin();
     if let Some((out, err)) = readers {
         let _ = out.await;
         let _ = err.await;
     }
-    process.log.push_exit(code);
+    process.log.push_exit(ExitFrame {
+        code,
+        signal: status.signal.and_then(sys::signal_name),
+        killed_by: lock(&process.killed_by).map(KilledBy::wire),
+    });
     let _ = process.finished_at.set(std::time::Instant::now());
     process.reap();
     daemon.metrics.process_exits.fetch_add(1, Ordering::Relaxed);
@@ -634,6 +669,34 @@ mod tests {
         assert!(p.exited());
         assert_eq!(*p.exit.borrow(), Some(-1));
         assert!(!sys::pid_exists(p.pid), "killed and reaped");
+        // On the wire this frame races the connections' teardown; the log
+        // holds it either way.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while !p.log.has_exited() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let mut out = Vec::new();
+        p.log.encode_after(0, u64::MAX, &mut out, usize::MAX);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "{\"type\":\"stream\",\"processId\":\"k\",\"stream\":\"exit\",\"seq\":1,\"exitCode\":-1,\"signal\":\"SIGKILL\",\"killedBy\":\"shutdown\"}\n"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn shutdown_does_not_claim_a_process_that_already_exited() {
+        let daemon = Daemon::new(b"t".to_vec(), Options::default());
+        let args = ["-c".to_string(), "exit 4".to_string()];
+        let p = daemon.processes.spawn(&daemon, &spec("done", "sh", &args)).unwrap();
+        assert!(p.wait_exit(Duration::from_secs(5)).await);
+        daemon.processes.shutdown(false).await;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while !p.log.has_exited() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let mut out = Vec::new();
+        p.log.encode_after(0, u64::MAX, &mut out, usize::MAX);
+        assert!(String::from_utf8(out).unwrap().ends_with("\"exitCode\":4}\n"));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,7 +3,9 @@
 //!
 //! A segment file is a run of records `[tag u8][len u32 LE][payload]`:
 //! tag 1/2 is a stdout/stderr read (payload = the raw bytes), tag 3 the
-//! exit frame (payload = the code, i64 LE). Seqs are not stored: a
+//! exit frame (payload = the code as i64 LE, then the signal name and the
+//! `killedBy` word, each as a length byte and ASCII, length 0 = absent).
+//! Seqs are not stored: a
 //! segment knows its first seq and its frame count, and records follow in
 //! seq order. The index is one [`SegMeta`] per segment, so RAM grows with
 //! the number of segments, not of frames; finding a seq inside a segment
@@ -15,7 +17,7 @@
 //! bytes were written completely, so a failed write leaves the index
 //! describing exactly what is readable.
 
-use super::log::{Frame, Stream};
+use super::log::{ExitFrame, Frame, Stream};
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -257,8 +259,47 @@ fn record_len(frame: &Frame) -> u64 {
     HEADER
         + match frame {
             Frame::Data(_, data) => data.len() as u64,
-            Frame::Exit(_) => 8,
+            Frame::Exit(exit) => exit_payload(exit).len() as u64,
         }
+}
+
+fn exit_payload(exit: &ExitFrame) -> Vec<u8> {
+    let mut out = exit.code.to_le_bytes().to_vec();
+    for word in [exit.signal, exit.killed_by] {
+        let word = word.unwrap_or("");
+        out.push(word.len() as u8);
+        out.extend_from_slice(word.as_bytes());
+    }
+    out
+}
+
+/// The `&'static` names an exit frame can carry, back from their bytes.
+fn static_name(bytes: &[u8]) -> Option<&'static str> {
+    if bytes.is_empty() {
+        return None;
+    }
+    let text = std::str::from_utf8(bytes).ok()?;
+    ["client", "shutdown"]
+        .into_iter()
+        .find(|w| *w == text)
+        .or_else(|| (1..=64).filter_map(super::sys::signal_name).find(|n| *n == text))
+}
+
+fn decode_exit(payload: &[u8]) -> Option<ExitFrame> {
+    let code = i64::from_le_bytes(payload.get(..8)?.try_into().ok()?);
+    let mut rest = payload.get(8..)?;
+    let mut words = [None, None];
+    for word in &mut words {
+        let (&len, tail) = rest.split_first()?;
+        let (name, tail) = tail.split_at_checked(len as usize)?;
+        *word = static_name(name);
+        rest = tail;
+    }
+    Some(ExitFrame {
+        code,
+        signal: words[0],
+        killed_by: words[1],
+    })
 }
 
 fn encode_record(frame: &Frame, out: &mut Vec<u8>) {
@@ -272,10 +313,11 @@ fn encode_record(frame: &Frame, out: &mut Vec<u8>) {
             out.extend_from_slice(&(data.len() as u32).to_le_bytes());
             out.extend_from_slice(data);
         }
-        Frame::Exit(code) => {
+        Frame::Exit(exit) => {
+            let payload = exit_payload(exit);
             out.push(TAG_EXIT);
-            out.extend_from_slice(&8u32.to_le_bytes());
-            out.extend_from_slice(&code.to_le_bytes());
+            out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+            out.extend_from_slice(&payload);
         }
     }
 }
@@ -311,13 +353,10 @@ pub fn read_segment(view: &SegmentView, from: u64, upto: u64, budget: usize) -> 
             let frame = match header[0] {
                 TAG_STDOUT => Frame::Data(Stream::Stdout, Arc::from(payload)),
                 TAG_STDERR => Frame::Data(Stream::Stderr, Arc::from(payload)),
-                TAG_EXIT => {
-                    let code: [u8; 8] = payload
-                        .get(..8)
-                        .and_then(|b| b.try_into().ok())
-                        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "short exit record"))?;
-                    Frame::Exit(i64::from_le_bytes(code))
-                }
+                TAG_EXIT => Frame::Exit(
+                    decode_exit(&payload)
+                        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "bad exit record"))?,
+                ),
                 _ => return Err(io::Error::new(io::ErrorKind::InvalidData, "unknown record tag")),
             };
             taken += len as usize;
@@ -377,10 +416,14 @@ mod tests {
             data(Stream::Stdout, b"hello"),
             data(Stream::Stderr, b"\xff\x00"),
             data(Stream::Stdout, &[7u8; 40]),
-            Frame::Exit(-1),
+            Frame::Exit(ExitFrame {
+                code: -1,
+                signal: Some("SIGKILL"),
+                killed_by: Some("client"),
+            }),
         ];
         let added = segs.append(1, &frames).unwrap();
-        assert_eq!(added, 4 * HEADER + 5 + 2 + 40 + 8);
+        assert_eq!(added, 4 * HEADER + 5 + 2 + 40 + 8 + 8 + 7);
         assert_eq!(segs.bytes(), added);
         // 16-byte segments: "hello"+"\xff\x00" share one (17 bytes ≥ 16
         // only after the second), the 45-byte record gets its own.
@@ -452,7 +495,7 @@ mod tests {
                     }
                 }
             }
-            model.push(Frame::Exit(3));
+            model.push(Frame::Exit(ExitFrame::code(3)));
             segs.append(model.len() as u64, &model[model.len() - 1..]).unwrap();
             let back = read_all(&segs, 1, budget);
             prop_assert_eq!(back.len(), model.len());

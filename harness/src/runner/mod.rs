@@ -1,0 +1,334 @@
+//! Running one probe against one binary and producing its [`Transcript`].
+//!
+//! Each run gets a fresh temp directory (`$RUN`) holding the fixture root
+//! (`$RUN/root`, the daemon's and every command's working directory), the
+//! daemon's `HOME` (`$RUN/home`), its socket (`$RUN/rpc.sock`), token file
+//! and log (`$RUN/daemon.log`, the daemon's stderr: a regular file, so a
+//! self-daemonizing binary keeps writing to it).
+//!
+//! The daemon is started as `<bin> -serve -socket $SOCKET -token-file
+//! $RUN/token` and is ready when its first stdout line (the banner)
+//! arrives. It is stopped with an authenticated `server.shutdown`, then
+//! the socket file must vanish; anything still running whose command line
+//! mentions `$RUN` is killed.
+
+mod cli;
+mod conn;
+mod daemon;
+mod session;
+
+pub use daemon::{kill_mentioning, pids_mentioning};
+
+use crate::fixture;
+use crate::normalize::Normalizer;
+use crate::probe::{Ctx, Probe, StepKind};
+use crate::transcript::Transcript;
+use conn::{id_matches, Conn};
+use daemon::Daemon;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The id of the end-of-probe barrier ping.
+const BARRIER_ID: &str = "\"__harness_barrier__\"";
+
+/// How to run probes.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    pub bin: PathBuf,
+    pub renames: Vec<(String, String)>,
+}
+
+/// Per-run state.
+struct Runner<'a> {
+    probe: &'a Probe,
+    cfg: &'a RunConfig,
+    ctx: Ctx,
+    run: PathBuf,
+    root: PathBuf,
+    socket: PathBuf,
+    log: PathBuf,
+    norm: Normalizer,
+    t: Transcript,
+    conns: BTreeMap<String, Conn>,
+    daemon: Option<Daemon>,
+    daemon_started: bool,
+    sent: HashMap<(String, String), Instant>,
+    /// (conn, request id) → process id, for spawn/reattach requests.
+    proc_requests: HashMap<(String, String), String>,
+    /// (conn, process id) whose spawn/reattach failed: no frames will come.
+    dead_procs: BTreeSet<(String, String)>,
+}
+
+/// Runs `probe` against `cfg.bin`; never panics on daemon misbehaviour,
+/// everything observed goes into the transcript.
+pub fn run_probe(probe: &Probe, cfg: &RunConfig) -> Result<Transcript, String> {
+    let dir = tempfile::Builder::new()
+        .prefix("hp")
+        .tempdir()
+        .map_err(|e| format!("tempdir: {e}"))?;
+    let run = dir.path().to_path_buf();
+    let root = run.join("root");
+    let home = run.join("home");
+    std::fs::create_dir_all(&root).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(&home).map_err(|e| e.to_string())?;
+    let socket = run.join("rpc.sock");
+    let s = |p: &Path| p.to_string_lossy().into_owned();
+    let ctx = Ctx {
+        root: s(&root),
+        token: probe.token(),
+        socket: s(&socket),
+        run: s(&run),
+        home: s(&home),
+    };
+    let norm = Normalizer::new(
+        &[
+            (s(&root), "$ROOT".into()),
+            (s(&socket), "$SOCKET".into()),
+            (s(&run), "$RUN".into()),
+            (s(&cfg.bin), "$BIN".into()),
+        ],
+        &cfg.renames,
+    )
+    .with_masks(&probe.masks);
+    let mut r = Runner {
+        probe,
+        cfg,
+        ctx,
+        log: run.join("daemon.log"),
+        run,
+        root,
+        socket,
+        norm,
+        t: Transcript {
+            probe: probe.name.clone(),
+            ..Default::default()
+        },
+        conns: BTreeMap::new(),
+        daemon: None,
+        daemon_started: false,
+        sent: HashMap::new(),
+        proc_requests: HashMap::new(),
+        dead_procs: BTreeSet::new(),
+    };
+    let result = r.steps();
+    r.finish();
+    result?;
+    Ok(r.t)
+}
+
+impl Runner<'_> {
+    fn timeout(&self) -> Duration {
+        self.probe.timeout
+    }
+
+    fn env(&self) -> Vec<(String, String)> {
+        let mut e = fixture::base_env(&self.run);
+        e.extend(self.probe.env.iter().cloned());
+        e
+    }
+
+    fn steps(&mut self) -> Result<(), String> {
+        for step in &self.probe.steps {
+            let l = step.line;
+            if step.kind.is_fixture() {
+                fixture::build(&step.kind, &self.ctx, &self.root, &self.run)
+                    .map_err(|e| format!("{}:{l}: fixture: {e}", self.probe.path.display()))?;
+                continue;
+            }
+            match &step.kind {
+                StepKind::Start { args } => {
+                    let args: Vec<String> = args.iter().map(|a| a.expand_str(&self.ctx)).collect();
+                    self.start(l, &args);
+                }
+                StepKind::Connect { conn, bridge } => self.connect(l, conn, *bridge),
+                StepKind::Send { conn, line, len } => {
+                    let mut bytes = line.expand(&self.ctx);
+                    if let Some(len) = len {
+                        let fill = len.saturating_sub(bytes.len());
+                        bytes = line.expand_fill(&self.ctx, fill);
+                    }
+                    let id = serde_json::from_slice::<Value>(&bytes)
+                        .ok()
+                        .and_then(|v| v.get("id").cloned());
+                    bytes.push(b'\n');
+                    self.write(l, conn, &bytes, id);
+                }
+                StepKind::Raw { conn, bytes } => {
+                    let b = bytes.expand(&self.ctx);
+                    self.write(l, conn, &b, None);
+                }
+                StepKind::Call {
+                    conn,
+                    id,
+                    method,
+                    params,
+                } => {
+                    let mut line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"{method}\"").into_bytes();
+                    if let Some(p) = params {
+                        line.extend_from_slice(b",\"params\":");
+                        line.extend(p.expand(&self.ctx));
+                    }
+                    line.extend_from_slice(b",\"auth\":");
+                    line.extend(json_string(&self.ctx.token));
+                    line.extend_from_slice(b"}\n");
+                    let idv: Value = serde_json::from_str(id).unwrap_or(Value::Null);
+                    self.write(l, conn, &line, Some(idv));
+                    self.await_reply(l, conn, id);
+                }
+                StepKind::Await { conn, id } => self.await_reply(l, conn, id),
+                StepKind::AwaitExit { conn, proc_id } => self.await_exit(l, conn, proc_id),
+                StepKind::AwaitOutput {
+                    conn,
+                    proc_id,
+                    stream,
+                    needle,
+                } => {
+                    let needle = needle.expand(&self.ctx);
+                    self.await_output(l, conn, proc_id, stream, &needle);
+                }
+                StepKind::AwaitFrames { conn, count } => {
+                    let n = *count;
+                    let ok = self.wait_conn(conn, |st| st.frames >= n || st.eof);
+                    let v = match ok {
+                        Some(true) => "reached".to_string(),
+                        Some(false) => "connection closed or timeout first".to_string(),
+                        None => "no such connection".to_string(),
+                    };
+                    self.t.push(format!("L{l} {conn} frames>={n}"), v);
+                }
+                StepKind::AwaitClose { conn } => self.await_close(l, conn),
+                StepKind::AwaitGone => {
+                    let deadline = Instant::now() + self.timeout().min(Duration::from_secs(10));
+                    while self.socket.exists() && Instant::now() < deadline {
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                    let v = if self.socket.exists() {
+                        "socket still present"
+                    } else {
+                        "socket gone"
+                    };
+                    self.t.push(format!("L{l} socket"), v);
+                }
+                StepKind::Quiet { conn, ms } => {
+                    std::thread::sleep(Duration::from_millis(*ms));
+                    let v = self.take_unawaited(conn);
+                    self.t.push(
+                        format!("L{l} {conn} quiet"),
+                        if v.is_empty() { b"silent".to_vec() } else { v },
+                    );
+                }
+                StepKind::Close { conn } => self.close(l, conn),
+                StepKind::Sleep { ms } => std::thread::sleep(Duration::from_millis(*ms)),
+                StepKind::Run {
+                    stdin,
+                    env,
+                    args,
+                    timeout_ms,
+                } => {
+                    let stdin = stdin.as_ref().map(|s| s.expand(&self.ctx));
+                    let env: Vec<(String, String)> =
+                        env.iter().map(|(k, v)| (k.clone(), v.expand_str(&self.ctx))).collect();
+                    let args: Vec<String> = args.iter().map(|a| a.expand_str(&self.ctx)).collect();
+                    let to = timeout_ms.map(Duration::from_millis).unwrap_or(self.timeout());
+                    self.run_cli(l, &args, &env, stdin, to);
+                }
+                StepKind::Snapshot => fixture::snapshot(&self.root, &self.norm, &format!("L{l} "), &mut self.t),
+                StepKind::Log { pattern } => {
+                    let log = std::fs::read(&self.log).unwrap_or_default();
+                    let mut lines = Vec::new();
+                    for line in log.split(|c| *c == b'\n') {
+                        let n = self.norm.log_line(line);
+                        if contains(&n, pattern.as_bytes()) {
+                            lines.push(n);
+                        }
+                    }
+                    self.t.push(format!("L{l} log {pattern}"), lines.join(&b'\n'));
+                }
+                _ => unreachable!("fixtures handled above"),
+            }
+        }
+        Ok(())
+    }
+
+    /// End of probe: barrier, leftovers, daemon shutdown, snapshot.
+    fn finish(&mut self) {
+        let names: Vec<String> = self.conns.keys().cloned().collect();
+        for name in &names {
+            self.barrier(name);
+        }
+        for name in names {
+            if let Some(mut c) = self.conns.remove(&name) {
+                if let Some(s) = &c.stream {
+                    let _ = s.shutdown(std::net::Shutdown::Both);
+                }
+                if let Some(v) = self.finish_bridge(&mut c) {
+                    self.t.push(format!("end {name} bridge"), v);
+                }
+            }
+        }
+        self.stop_daemon();
+        kill_mentioning(&self.run);
+        fixture::snapshot(&self.root, &self.norm, "", &mut self.t);
+    }
+
+    fn barrier(&mut self, conn: &str) {
+        let eof = self.conns[conn].shared.0.lock().unwrap().eof;
+        if !eof {
+            let mut line =
+                format!("{{\"jsonrpc\":\"2.0\",\"id\":{BARRIER_ID},\"method\":\"server.ping\",\"auth\":").into_bytes();
+            line.extend(json_string(&self.ctx.token));
+            line.extend_from_slice(b"}\n");
+            let c = self.conns.get_mut(conn).expect("exists");
+            let wrote = c.writer.as_mut().map(|w| w.write_all(&line).and_then(|_| w.flush()));
+            if matches!(wrote, Some(Ok(()))) {
+                let want: Value = serde_json::from_str(BARRIER_ID).expect("json");
+                let _ = self.wait_conn(conn, |st| {
+                    if let Some(r) = st.replies.iter_mut().find(|r| !r.taken && id_matches(&want, &r.id)) {
+                        r.taken = true;
+                        return true;
+                    }
+                    st.eof
+                });
+            }
+        }
+        let rest = self.take_unawaited(conn);
+        if !rest.is_empty() {
+            self.t.push(format!("end {conn} unawaited"), rest);
+        }
+        let st = self.conns[conn].shared.0.lock().unwrap();
+        let mut late = Vec::new();
+        for (p, ps) in &st.procs {
+            if let Some(n) = ps.recorded_frames {
+                if ps.frames > n {
+                    late.push(format!("{p}: {} frame(s) after its exit was recorded", ps.frames - n));
+                }
+            }
+        }
+        drop(st);
+        if !late.is_empty() {
+            self.t.push(format!("end {conn} late frames"), late.join("\n"));
+        }
+    }
+}
+
+/// `0`, `3`, or `signal 9`.
+pub fn exit_text(s: &std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (s.code(), s.signal()) {
+        (Some(c), _) => c.to_string(),
+        (None, Some(sig)) => format!("signal {sig}"),
+        _ => "unknown".into(),
+    }
+}
+
+pub(super) fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    needle.is_empty() || hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// JSON string literal of (lossy) bytes.
+pub(super) fn json_string(b: &[u8]) -> Vec<u8> {
+    serde_json::to_vec(&Value::String(String::from_utf8_lossy(b).into_owned())).expect("string")
+}
