@@ -148,6 +148,10 @@ enum Where {
     Skip(u64),
 }
 
+/// The segments' range and size as mirrored in [`LogState`]:
+/// `(disk_first, disk_last, disk_bytes)`.
+type DiskMirror = (Option<u64>, Option<u64>, u64);
+
 /// What [`ReplayLog::pull_ram`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pull {
@@ -374,7 +378,7 @@ impl ReplayLog {
 
     /// Turns the log into a RAM ring after a disk failure (`None`: the
     /// directory went away at shutdown, which is not worth a warning).
-    fn fall_back(&self, failure: Option<(std::io::Error, (Option<u64>, Option<u64>, u64))>) {
+    fn fall_back(&self, failure: Option<(std::io::Error, DiskMirror)>) {
         let mut state = self.lock();
         if let Some((e, (disk_first, disk_last, disk_bytes))) = &failure {
             let counted = disk_bytes.saturating_sub(state.disk_bytes);
@@ -640,12 +644,43 @@ impl ReplayLog {
                     }
                     break;
                 }
-                // Evicted while we read (file gone), or nothing: let the
-                // caller locate again.
-                _ => break,
+                Ok(_) => break,
+                // Evicted while we looked (then this is a no-op), or the
+                // file is gone or damaged: its frames are lost, so drop
+                // them from the index and let the caller locate again.
+                Err(e) => {
+                    self.drop_unreadable(view.meta.number, &e);
+                    break;
+                }
             }
         }
         (frames, hint)
+    }
+
+    /// Removes segments up to `number` after a failed read of it.
+    fn drop_unreadable(&self, number: u64, error: &std::io::Error) {
+        let (freed, mirror) = {
+            let mut disk = lock(&self.disk);
+            let Some(segs) = disk.as_mut() else { return };
+            let mut freed = 0;
+            while segs.oldest_number().is_some_and(|n| n <= number) {
+                freed += segs.evict_oldest().map_or(0, |s| s.bytes);
+            }
+            if freed == 0 {
+                return;
+            }
+            (freed, (segs.first_seq(), segs.last_seq(), segs.bytes()))
+        };
+        self.store.metrics.disk_bytes.fetch_sub(freed, Ordering::Relaxed);
+        let mut state = self.lock();
+        (state.disk_first, state.disk_last, state.disk_bytes) = mirror;
+        drop(state);
+        crate::log_warn!(
+            "[replay] process {}: reading its replay log failed ({}): {} bytes lost",
+            self.process_id,
+            crate::goerr::io_text(error),
+            freed
+        );
     }
 
     /// Encodes `frames` (the first has seq `first`) as NDJSON lines.
@@ -847,11 +882,13 @@ mod tests {
     /// Waits until the disk writer has caught up.
     async fn settle(log: &ReplayLog) {
         for _ in 0..500 {
-            let state = log.lock();
-            if !state.writer_busy && state.written == state.last_seq {
+            let settled = {
+                let state = log.lock();
+                !state.writer_busy && state.written == state.last_seq
+            };
+            if settled {
                 return;
             }
-            drop(state);
             tokio::time::sleep(std::time::Duration::from_millis(2)).await;
         }
         panic!("disk writer did not settle");

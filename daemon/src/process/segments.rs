@@ -128,6 +128,11 @@ impl Segments {
         self.segs.iter().rev().find(|s| s.frames > 0).map(SegMeta::last_seq)
     }
 
+    /// File number of the oldest segment, if any.
+    pub fn oldest_number(&self) -> Option<u64> {
+        self.segs.front().map(|s| s.number)
+    }
+
     /// Age stamp of the oldest segment, if any.
     pub fn oldest_stamp(&self) -> Option<u64> {
         self.segs.front().map(|s| s.stamp)
@@ -202,7 +207,12 @@ impl Segments {
 
     fn write_at(&self, number: u64, offset: u64, bytes: &[u8]) -> io::Result<()> {
         let path = self.path_of(number);
-        let mut file = OpenOptions::new().create(true).write(true).mode(0o600).open(&path)?;
+        let mut file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(&path)?;
         file.seek(SeekFrom::Start(offset))?;
         let result = file.write_all(bytes);
         if result.is_err() {

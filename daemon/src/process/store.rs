@@ -275,10 +275,19 @@ fn sweep_stale(base: &Path) {
     }
 }
 
-/// True only when `kill(pid, 0)` says no such process (EPERM means it
-/// exists under another user: not provably stale).
+/// True only when the pid provably does not run: `kill(pid, 0)` says no
+/// such process, or it is a zombie nobody reaped yet (a SIGKILLed daemon
+/// whose parent does not reap). EPERM means it exists under another user:
+/// not provably stale.
 fn pid_is_gone(pid: i32) -> bool {
     // SAFETY: signal 0 only checks for existence.
     let rc = unsafe { libc::kill(pid, 0) };
-    rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+    if rc != 0 {
+        return std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+    }
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit(')')
+            .next()
+            .is_some_and(|rest| matches!(rest.trim_start().chars().next(), Some('Z' | 'X')))
+    })
 }
