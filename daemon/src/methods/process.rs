@@ -220,6 +220,11 @@ async fn kill_and_wait(p: ProcessParams, call: &Call<'_>) -> Outcome {
 }
 
 async fn reattach(p: ProcessParams, call: &Call<'_>) -> Outcome {
+    // The reference's record (process-reattach.md) answers a missing or
+    // empty id like spawn and killAndWait do; seed 000 is silent on it.
+    if p.id.is_empty() {
+        return Outcome::invalid_params(MSG_ID_REQUIRED);
+    }
     let Some(process) = call.daemon.processes.get(&p.id) else {
         return Outcome::ok(&ReattachReply {
             found: false,
