@@ -19,6 +19,7 @@ mod normalize;
 mod probe;
 mod report;
 mod runner;
+mod stress;
 mod transcript;
 
 use clap::{Args, Parser, Subcommand};
@@ -187,6 +188,52 @@ enum Cmd {
         #[arg(long)]
         print: bool,
     },
+    /// Load, fault and soak scenarios against one or two binaries
+    /// (docs/STRESS.md): invariants fail the run, figures are compared.
+    Stress {
+        /// Reference binary; omitted: only the candidate runs.
+        #[arg(long)]
+        reference: Option<PathBuf>,
+        #[arg(long)]
+        candidate: PathBuf,
+        /// Multiplies every count and size (0.1 for CI).
+        #[arg(long, default_value_t = 1.0)]
+        scale: f64,
+        /// Only this scenario (repeatable).
+        #[arg(long)]
+        only: Vec<String>,
+        /// Run the soak scenario for this many minutes.
+        #[arg(long)]
+        soak: Option<f64>,
+        /// Fail when a figure is this many times worse than the reference.
+        #[arg(long)]
+        slower_than: Option<f64>,
+        #[arg(long)]
+        json: Option<PathBuf>,
+        #[arg(long)]
+        html: Option<PathBuf>,
+        /// No progress lines on stderr.
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// A client process of `stress` (re-executed by the scenarios).
+    #[command(hide = true)]
+    StressClient {
+        #[arg(long)]
+        mode: String,
+        #[arg(long)]
+        socket: Option<PathBuf>,
+        #[arg(long, default_value = "")]
+        id: String,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        #[arg(long, default_value_t = 0)]
+        bytes: u64,
+        #[arg(long, default_value_t = 0)]
+        linger_ms: u64,
+        #[arg(long, default_value = "{}")]
+        env: String,
+    },
     /// List the probes.
     List {
         #[command(flatten)]
@@ -284,6 +331,67 @@ fn write_reports(rep: &report::Report, r: &ReportArgs) -> Result<(), String> {
 fn real_main() -> Result<ExitCode, String> {
     let cli = Cli::parse();
     match cli.cmd {
+        Cmd::Stress {
+            reference,
+            candidate,
+            scale,
+            only,
+            soak,
+            slower_than,
+            json,
+            html,
+            quiet,
+        } => {
+            let o = stress::Options {
+                reference: reference.as_deref().map(absolute).transpose()?,
+                candidate: absolute(&candidate)?,
+                ctx: stress::Ctx {
+                    scale,
+                    harness: std::env::current_exe().map_err(|e| e.to_string())?,
+                    soak_minutes: soak.unwrap_or(0.0),
+                },
+                only,
+                slower_than,
+                quiet,
+            };
+            let rep = stress::run(&o)?;
+            print!("{}", stress::report::terminal(&rep));
+            if let Some(p) = &json {
+                let j = serde_json::to_string_pretty(&rep).map_err(|e| e.to_string())?;
+                std::fs::write(p, j).map_err(|e| format!("{}: {e}", p.display()))?;
+                eprintln!("harness: JSON report written to {}", p.display());
+            }
+            if let Some(p) = &html {
+                std::fs::write(p, stress::report::html(&rep)).map_err(|e| format!("{}: {e}", p.display()))?;
+                eprintln!("harness: HTML report written to {}", p.display());
+            }
+            let slow_fail = slower_than.is_some() && rep.flagged();
+            Ok(if rep.broken() || slow_fail {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Cmd::StressClient {
+            mode,
+            socket,
+            id,
+            seed,
+            bytes,
+            linger_ms,
+            env,
+        } => {
+            let a = stress::client::Args {
+                mode: &mode,
+                socket: socket.as_deref(),
+                id: &id,
+                seed,
+                bytes,
+                linger_ms,
+                env: &env,
+            };
+            Ok(ExitCode::from(stress::client::main(&a).clamp(0, 255) as u8))
+        }
         Cmd::MutantProxy { kind, cmd } => Ok(ExitCode::from(mutant::main(kind, &cmd).clamp(0, 255) as u8)),
         Cmd::FuzzDiff {
             reference,
