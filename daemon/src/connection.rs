@@ -77,6 +77,7 @@ pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>) {
     let conn_id = NEXT_CONN_ID.fetch_add(1, Ordering::Relaxed);
     crate::log_info!("[Server] New connection from: @");
     daemon.metrics.connections.fetch_add(1, Ordering::Relaxed);
+    let _open = OpenClient::count(&daemon);
     let (read_half, write_half) = stream.into_split();
     let (tx, rx) = mpsc::channel(REPLY_QUEUE);
     let mut shutdown = daemon.shutdown.subscribe();
@@ -122,6 +123,22 @@ pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>) {
     }
     let _ = writer.await;
     crate::log_info!("[Server] Connection closed");
+}
+
+/// Keeps [`Daemon::clients`] equal to the number of open connections.
+struct OpenClient(Arc<Daemon>);
+
+impl OpenClient {
+    fn count(daemon: &Arc<Daemon>) -> OpenClient {
+        daemon.clients.fetch_add(1, Ordering::Relaxed);
+        OpenClient(daemon.clone())
+    }
+}
+
+impl Drop for OpenClient {
+    fn drop(&mut self) {
+        self.0.clients.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// A followed log and how far this connection has written it.

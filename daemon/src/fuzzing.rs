@@ -230,7 +230,7 @@ pub fn stdin_offset(data: &[u8]) {
     };
     let mut applied = input.start_applied;
     for w in &input.writes {
-        let plan = plan_stdin_write(applied, w.offset, usize::from(w.len));
+        let plan = plan_stdin_write(applied, w.offset, usize::from(w.len), true);
         assert_eq!(
             plan,
             model_stdin(applied, w.offset, usize::from(w.len)),
@@ -254,13 +254,14 @@ pub fn stdin_offset(data: &[u8]) {
             .map(|o| o.rem_euclid(i64::try_from(applied).unwrap_or(i64::MAX) + 64));
         let start = offset.map_or(applied, |o| o as u64);
         let chunk: Vec<u8> = (start..start + u64::from(w.len)).map(stream_byte).collect();
-        match plan_stdin_write(applied, offset, chunk.len()) {
+        match plan_stdin_write(applied, offset, chunk.len(), true) {
             StdinPlan::Write { skip, new_applied } => {
                 delivered.extend_from_slice(&chunk[skip..]);
                 applied = new_applied;
             }
             StdinPlan::Duplicate => assert!(start + (chunk.len() as u64) <= applied && start < applied),
             StdinPlan::Gap => assert!(start > applied),
+            StdinPlan::NotRunning => unreachable!("planned for a running process"),
         }
         assert_eq!(delivered.len() as u64, applied);
         assert!(

@@ -44,8 +44,17 @@ pub const METHODS: [&str; 19] = [
     "process.reattach",
 ];
 
-/// Optional protocol extensions advertised by `server.capabilities`.
-pub const FEATURES: [&str; 1] = ["process.stdin.offset"];
+/// Optional protocol extensions advertised by `server.capabilities`, in
+/// the reference's order. The reference (`4534d86`) lists
+/// `process.stdin.offset`, `git.status.baseRepo`,
+/// `git.worktree_create.timeoutMs`, `git.worktree.external_root`,
+/// `server.instance_id`; a feature is listed here only once remora
+/// implements it, at its place in that order (`server.instance_id` last).
+pub const FEATURES: [&str; 3] = [
+    "process.stdin.offset",
+    "git.worktree_create.timeoutMs",
+    "server.instance_id",
+];
 
 /// The namespaces a method can belong to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -22,6 +22,10 @@ pub struct Options {
 /// State shared by every connection and handler.
 pub struct Daemon {
     pub token: Vec<u8>,
+    /// Per-boot identity (`server.capabilities`, run-dir lock, orphan check).
+    pub instance: crate::instance::Instance,
+    /// Connections open right now (the orphan check needs "no client").
+    pub clients: std::sync::atomic::AtomicUsize,
     pub options: Options,
     pub metrics: Metrics,
     pub shutdown: Shutdown,
@@ -32,8 +36,16 @@ pub struct Daemon {
 
 impl Daemon {
     pub fn new(token: Vec<u8>, options: Options) -> Arc<Daemon> {
+        Daemon::with_instance(token, options, crate::instance::Instance::new())
+    }
+
+    /// As [`Daemon::new`], with an identity made earlier (the run-dir lock
+    /// records it before the daemon state exists).
+    pub fn with_instance(token: Vec<u8>, options: Options, instance: crate::instance::Instance) -> Arc<Daemon> {
         Arc::new(Daemon {
             token,
+            instance,
+            clients: std::sync::atomic::AtomicUsize::new(0),
             options,
             metrics: Metrics::default(),
             shutdown: Shutdown::new(),

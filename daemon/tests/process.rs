@@ -182,13 +182,14 @@ fn stderr_frames_and_exit_codes() {
         r#"{"type":"stream","processId":"e","stream":"exit","seq":2,"exitCode":3}"#
     );
 
-    // Killed by a signal: -1, not 128+signo.
+    // Killed by a signal: -1, not 128+signo, and (4534d86) the signal's
+    // name; no killedBy, as no request asked for it.
     spawn(&mut c, 2, "s", "sh", &["-c", "kill -9 $$"]);
     let frames = frames_until_exit(&mut c, "s");
     assert_eq!(exit_code(&frames), -1);
     assert_eq!(
         frames.last().unwrap().raw,
-        r#"{"type":"stream","processId":"s","stream":"exit","seq":1,"exitCode":-1}"#
+        r#"{"type":"stream","processId":"s","stream":"exit","seq":1,"exitCode":-1,"signal":"SIGKILL"}"#
     );
 
     // stdout and stderr share one sequence.
@@ -701,15 +702,27 @@ fn stdin_offsets_through_cat() {
         "{reply}"
     );
     assert!(reply.ends_with(r#","stdinApplied":9}}"#), "{reply}");
-    // Once exited: not running (after decode and lookup, before offsets).
+    // Once exited (4534d86): the offset verdict still comes first — a gap
+    // is a gap and a replay a duplicate — and only a request that would
+    // write is refused as not running.
     assert_eq!(
         c.call(12, "process.killAndWait", r#"{"id":"cat"}"#),
         ok(12, r#"{"found":true,"died":true}"#)
     );
     assert_eq!(
         send(&mut c, 13, b"x", Some(100)),
-        err(13, -32602, "Process not running")
+        err(13, -32003, "stdin offset gap: offset ahead of applied bytes")
     );
+    assert_eq!(
+        send(&mut c, 15, b"abc", Some(0)),
+        ok(15, r#"{"success":true,"applied":9,"duplicate":true}"#)
+    );
+    assert_eq!(
+        send(&mut c, 16, b"\nx", Some(8)),
+        err(16, -32602, "Process not running")
+    );
+    assert_eq!(send(&mut c, 17, b"", None), err(17, -32602, "Process not running"));
+    assert_eq!(send(&mut c, 18, b"x", None), err(18, -32602, "Process not running"));
     assert_eq!(
         c.call(14, "process.stdin", r#"{"id":"cat","data":"%"}"#),
         err(14, -32602, "Invalid base64 data")

@@ -19,6 +19,7 @@ mod normalize;
 mod probe;
 mod report;
 mod runner;
+mod stress;
 mod transcript;
 
 use clap::{Args, Parser, Subcommand};
@@ -200,6 +201,52 @@ enum Cmd {
         #[arg(long)]
         coverage: Option<PathBuf>,
     },
+    /// Load, fault and soak scenarios against one or two binaries
+    /// (docs/STRESS.md): invariants fail the run, figures are compared.
+    Stress {
+        /// Reference binary; omitted: only the candidate runs.
+        #[arg(long)]
+        reference: Option<PathBuf>,
+        #[arg(long)]
+        candidate: PathBuf,
+        /// Multiplies every count and size (0.1 for CI).
+        #[arg(long, default_value_t = 1.0)]
+        scale: f64,
+        /// Only this scenario (repeatable).
+        #[arg(long)]
+        only: Vec<String>,
+        /// Run the soak scenario for this many minutes.
+        #[arg(long)]
+        soak: Option<f64>,
+        /// Fail when a figure is this many times worse than the reference.
+        #[arg(long)]
+        slower_than: Option<f64>,
+        #[arg(long)]
+        json: Option<PathBuf>,
+        #[arg(long)]
+        html: Option<PathBuf>,
+        /// No progress lines on stderr.
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// A client process of `stress` (re-executed by the scenarios).
+    #[command(hide = true)]
+    StressClient {
+        #[arg(long)]
+        mode: String,
+        #[arg(long)]
+        socket: Option<PathBuf>,
+        #[arg(long, default_value = "")]
+        id: String,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        #[arg(long, default_value_t = 0)]
+        bytes: u64,
+        #[arg(long, default_value_t = 0)]
+        linger_ms: u64,
+        #[arg(long, default_value = "{}")]
+        env: String,
+    },
     /// List the probes.
     List {
         #[command(flatten)]
@@ -297,6 +344,67 @@ fn write_reports(rep: &report::Report, r: &ReportArgs) -> Result<(), String> {
 fn real_main() -> Result<ExitCode, String> {
     let cli = Cli::parse();
     match cli.cmd {
+        Cmd::Stress {
+            reference,
+            candidate,
+            scale,
+            only,
+            soak,
+            slower_than,
+            json,
+            html,
+            quiet,
+        } => {
+            let o = stress::Options {
+                reference: reference.as_deref().map(absolute).transpose()?,
+                candidate: absolute(&candidate)?,
+                ctx: stress::Ctx {
+                    scale,
+                    harness: std::env::current_exe().map_err(|e| e.to_string())?,
+                    soak_minutes: soak.unwrap_or(0.0),
+                },
+                only,
+                slower_than,
+                quiet,
+            };
+            let rep = stress::run(&o)?;
+            print!("{}", stress::report::terminal(&rep));
+            if let Some(p) = &json {
+                let j = serde_json::to_string_pretty(&rep).map_err(|e| e.to_string())?;
+                std::fs::write(p, j).map_err(|e| format!("{}: {e}", p.display()))?;
+                eprintln!("harness: JSON report written to {}", p.display());
+            }
+            if let Some(p) = &html {
+                std::fs::write(p, stress::report::html(&rep)).map_err(|e| format!("{}: {e}", p.display()))?;
+                eprintln!("harness: HTML report written to {}", p.display());
+            }
+            let slow_fail = slower_than.is_some() && rep.flagged();
+            Ok(if rep.broken() || slow_fail {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Cmd::StressClient {
+            mode,
+            socket,
+            id,
+            seed,
+            bytes,
+            linger_ms,
+            env,
+        } => {
+            let a = stress::client::Args {
+                mode: &mode,
+                socket: socket.as_deref(),
+                id: &id,
+                seed,
+                bytes,
+                linger_ms,
+                env: &env,
+            };
+            Ok(ExitCode::from(stress::client::main(&a).clamp(0, 255) as u8))
+        }
         Cmd::MutantProxy { kind, cmd } => Ok(ExitCode::from(mutant::main(kind, &cmd).clamp(0, 255) as u8)),
         Cmd::FuzzDiff {
             reference,
@@ -488,12 +596,22 @@ fn real_main() -> Result<ExitCode, String> {
                     Err(e) => format!("ERROR {e}"),
                 },
             );
-            let (mut written, mut skipped, mut failed) = (0, 0, 0);
+            let (mut written, mut skipped, mut failed, mut kept) = (0, 0, 0, 0);
             for (p, r) in probes.iter().zip(results) {
                 match r {
                     Ok(t) => {
                         let text = t.to_text();
                         let path = out.join(format!("{}.txt", p.name));
+                        // Expected bytes taken from the reference's own
+                        // record are never replaced by remora's output.
+                        if transcript::is_reference_derived(&path) {
+                            kept += 1;
+                            if text_entries_differ(&text, &path) {
+                                eprintln!("{}: differs from its reference-derived transcript (kept)", p.name);
+                                failed += 1;
+                            }
+                            continue;
+                        }
                         if skip_if.iter().any(|s| text.contains(s.as_str())) {
                             skipped += 1;
                             let _ = std::fs::remove_file(&path);
@@ -509,7 +627,7 @@ fn real_main() -> Result<ExitCode, String> {
                 }
             }
             println!(
-                "recorded {written} transcript(s) in {} ({skipped} skipped, {failed} failed)",
+                "recorded {written} transcript(s) in {} ({skipped} skipped, {kept} reference-derived kept, {failed} failed)",
                 out.display()
             );
             Ok(if failed > 0 {
@@ -552,4 +670,16 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Whether a freshly recorded transcript's entries differ from the ones in
+/// the file at `path` (comments ignored).
+fn text_entries_differ(text: &str, path: &std::path::Path) -> bool {
+    let entries = |t: &str| -> Vec<String> {
+        t.lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    std::fs::read_to_string(path).map_or(true, |old| entries(&old) != entries(text))
 }

@@ -32,10 +32,31 @@ impl Stream {
     }
 }
 
+/// What the `exit` frame says: `exitCode`, then (build 4534d86) the
+/// terminating signal's name and who asked for the kill, both omitted
+/// when absent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExitFrame {
+    pub code: i64,
+    pub signal: Option<&'static str>,
+    pub killed_by: Option<&'static str>,
+}
+
+impl ExitFrame {
+    /// A normal exit: only `exitCode`.
+    pub fn code(code: i64) -> Self {
+        ExitFrame {
+            code,
+            signal: None,
+            killed_by: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 enum Frame {
     Data(Stream, Arc<[u8]>),
-    Exit(i64),
+    Exit(ExitFrame),
 }
 
 /// A connection's registration with a log: who to wake on new frames.
@@ -120,8 +141,8 @@ impl ReplayLog {
     }
 
     /// Appends the exit frame; returns its seq.
-    pub fn push_exit(&self, exit_code: i64) -> u64 {
-        self.append(Frame::Exit(exit_code))
+    pub fn push_exit(&self, exit: ExitFrame) -> u64 {
+        self.append(Frame::Exit(exit))
     }
 
     /// Seq of the newest frame, 0 if none.
@@ -224,11 +245,22 @@ impl ReplayLog {
                 out.truncate(start + written);
                 out.extend_from_slice(b"\"}\n");
             }
-            Frame::Exit(code) => {
+            Frame::Exit(exit) => {
                 out.extend_from_slice(br#"exit","seq":"#);
                 out.extend_from_slice(seq.to_string().as_bytes());
                 out.extend_from_slice(br#","exitCode":"#);
-                out.extend_from_slice(code.to_string().as_bytes());
+                out.extend_from_slice(exit.code.to_string().as_bytes());
+                // Both values are fixed ASCII names: no escaping needed.
+                if let Some(signal) = exit.signal {
+                    out.extend_from_slice(br#","signal":""#);
+                    out.extend_from_slice(signal.as_bytes());
+                    out.push(b'"');
+                }
+                if let Some(by) = exit.killed_by {
+                    out.extend_from_slice(br#","killedBy":""#);
+                    out.extend_from_slice(by.as_bytes());
+                    out.push(b'"');
+                }
                 out.extend_from_slice(b"}\n");
             }
         }
@@ -250,19 +282,53 @@ mod tests {
         let log = ReplayLog::new("p<1>");
         assert_eq!(log.push_output(Stream::Stdout, b"hi\n"), 1);
         assert_eq!(log.push_output(Stream::Stderr, b"\xff"), 2);
-        assert_eq!(log.push_exit(-1), 3);
+        let killed = ExitFrame {
+            code: -1,
+            signal: Some("SIGTERM"),
+            killed_by: Some("client"),
+        };
+        assert_eq!(log.push_exit(killed), 3);
         assert_eq!(
             encode_all(&log, 0),
             concat!(
                 "{\"type\":\"stream\",\"processId\":\"p\\u003c1\\u003e\",\"stream\":\"stdout\",\"seq\":1,\"data\":\"aGkK\"}\n",
                 "{\"type\":\"stream\",\"processId\":\"p\\u003c1\\u003e\",\"stream\":\"stderr\",\"seq\":2,\"data\":\"/w==\"}\n",
-                "{\"type\":\"stream\",\"processId\":\"p\\u003c1\\u003e\",\"stream\":\"exit\",\"seq\":3,\"exitCode\":-1}\n",
+                "{\"type\":\"stream\",\"processId\":\"p\\u003c1\\u003e\",\"stream\":\"exit\",\"seq\":3,\"exitCode\":-1,\"signal\":\"SIGTERM\",\"killedBy\":\"client\"}\n",
             )
         );
         assert_eq!(encode_all(&log, 2).lines().count(), 1);
         assert_eq!(encode_all(&log, 3), "");
         assert_eq!((log.first_seq(), log.last_seq(), log.raw_bytes()), (1, 3, 4));
         assert!(log.has_exited());
+    }
+
+    #[test]
+    fn exit_frame_fields_are_each_omitted_when_absent() {
+        let exit_line = |exit| {
+            let log = ReplayLog::new("p");
+            log.push_exit(exit);
+            encode_all(&log, 0)
+        };
+        let prefix = "{\"type\":\"stream\",\"processId\":\"p\",\"stream\":\"exit\",\"seq\":1,";
+        assert_eq!(exit_line(ExitFrame::code(3)), format!("{prefix}\"exitCode\":3}}\n"));
+        let signal_only = ExitFrame {
+            code: -1,
+            signal: Some("SIGKILL"),
+            killed_by: None,
+        };
+        assert_eq!(
+            exit_line(signal_only),
+            format!("{prefix}\"exitCode\":-1,\"signal\":\"SIGKILL\"}}\n")
+        );
+        let by_only = ExitFrame {
+            code: 0,
+            signal: None,
+            killed_by: Some("shutdown"),
+        };
+        assert_eq!(
+            exit_line(by_only),
+            format!("{prefix}\"exitCode\":0,\"killedBy\":\"shutdown\"}}\n")
+        );
     }
 
     #[test]

@@ -23,11 +23,12 @@
 
 pub mod command;
 pub mod log;
+pub mod session;
 pub mod stdin;
 pub mod sys;
 
 use crate::server::Daemon;
-use log::{ReplayLog, Stream};
+use log::{ExitFrame, ReplayLog, Stream};
 use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt;
 use std::process::Stdio;
@@ -48,6 +49,35 @@ const PIPE_SIZE: i32 = 256 << 10;
 const GROWN_PIPES_MAX: usize = 64;
 static GROWN_PIPES: AtomicUsize = AtomicUsize::new(0);
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// The grace a superseded session process gets between SIGTERM and the
+/// group SIGKILL: `process.killAndWait`'s default.
+pub const SUPERSEDE_GRACE: Duration = Duration::from_millis(3000);
+/// How long to wait for the reap after SIGKILL. SIGKILL cannot be caught;
+/// this only guards against a child stuck in uninterruptible sleep.
+const AFTER_KILL_WAIT: Duration = Duration::from_secs(10);
+
+/// How a [`ManagedProcess::terminate`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Termination {
+    /// It had already exited: nothing was sent.
+    AlreadyExited,
+    /// It exited within the grace.
+    Died,
+    /// Still running after the grace, and escalation was not wanted.
+    Survived,
+    /// The group got SIGKILL after the grace; whether the exit followed
+    /// within [`AFTER_KILL_WAIT`].
+    Escalated { died: bool },
+}
+
+/// Why `process.spawn` started nothing.
+#[derive(Debug)]
+pub enum SpawnError {
+    /// The wire message for -32603.
+    Failed(String),
+    /// Shutdown began while the spawn waited (to supersede): no reply.
+    ShuttingDown,
+}
 
 /// What `process.spawn` asks for.
 pub struct SpawnSpec<'a> {
@@ -79,6 +109,25 @@ struct StdinState {
     writer: Option<tokio::task::AbortHandle>,
 }
 
+/// Who asked the daemon to kill a process: the exit frame's `killedBy`
+/// (build 4534d86).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KilledBy {
+    /// `process.kill`, `process.killAndWait`, or a superseding spawn.
+    Client,
+    /// The graceful-shutdown sweep.
+    Shutdown,
+}
+
+impl KilledBy {
+    pub fn wire(self) -> &'static str {
+        match self {
+            KilledBy::Client => "client",
+            KilledBy::Shutdown => "shutdown",
+        }
+    }
+}
+
 /// One managed child.
 pub struct ManagedProcess {
     pub id: String,
@@ -91,6 +140,11 @@ pub struct ManagedProcess {
     /// True once the zombie was reaped. Held while signalling so a signal
     /// and the reap never race (after the reap the pgid may be recycled).
     reaped: Mutex<bool>,
+    /// The agent CLI session its arguments name ([`session::key_of`]).
+    pub session: Option<String>,
+    /// The last kill request that signalled the running child; stamped on
+    /// the exit frame whatever the child then did with the signal.
+    killed_by: Mutex<Option<KilledBy>>,
     stdin: Mutex<StdinState>,
 }
 
@@ -111,22 +165,29 @@ impl ManagedProcess {
     }
 
     /// Signals the group unless the child has already exited (the wire's
-    /// `process.kill` / `killAndWait` rule). Returns whether it signalled.
-    pub fn signal_if_running(&self, signal: i32) -> bool {
+    /// `process.kill` / `killAndWait` rule), recording `by` for the exit
+    /// frame. Returns whether it signalled.
+    pub fn signal_if_running(&self, signal: i32, by: KilledBy) -> bool {
         let reaped = lock(&self.reaped);
         if *reaped || self.exited() {
             return false;
         }
+        *lock(&self.killed_by) = Some(by);
         sys::signal_group(self.pid, signal);
         true
     }
 
     /// Teardown: signals whatever is left of the group, even after the
     /// leader exited (grandchildren holding the pipes), as long as the
-    /// leader's zombie still pins the pgid.
-    fn kill_tree(&self) {
+    /// leader's zombie still pins the pgid. `by` is recorded only when the
+    /// leader was still running: a process that already ended on its own
+    /// was not killed by anyone.
+    fn kill_tree(&self, by: Option<KilledBy>) {
         let reaped = lock(&self.reaped);
         if !*reaped {
+            if let (Some(by), false) = (by, self.exited()) {
+                *lock(&self.killed_by) = Some(by);
+            }
             sys::signal_group(self.pid, libc::SIGKILL);
         }
     }
@@ -135,6 +196,25 @@ impl ManagedProcess {
         let mut reaped = lock(&self.reaped);
         if !*reaped {
             *reaped = sys::reap(self.pid);
+        }
+    }
+
+    /// The kill path of `process.killAndWait` (and of a superseding
+    /// spawn): `signal` unless already exited, up to `grace` for the exit,
+    /// then, when `escalate`, a group SIGKILL and a bounded wait.
+    pub async fn terminate(&self, signal: i32, grace: Duration, escalate: bool, by: KilledBy) -> Termination {
+        if !self.signal_if_running(signal, by) {
+            return Termination::AlreadyExited;
+        }
+        if self.wait_exit(grace).await {
+            return Termination::Died;
+        }
+        if !escalate {
+            return Termination::Survived;
+        }
+        self.signal_if_running(libc::SIGKILL, by);
+        Termination::Escalated {
+            died: self.wait_exit(AFTER_KILL_WAIT).await,
         }
     }
 
@@ -149,12 +229,11 @@ impl ManagedProcess {
     /// and enqueueing happen under one lock, so concurrent requests reach
     /// the child in the order their offsets were accepted.
     pub fn write_stdin(&self, offset: Option<i64>, data: &[u8]) -> (StdinResult, usize) {
-        if self.exited() {
-            return (StdinResult::NotRunning, 0);
-        }
         let mut st = lock(&self.stdin);
-        let (skip, new_applied) = match plan_stdin_write(st.applied, offset, data.len()) {
+        let running = !self.exited();
+        let (skip, new_applied) = match plan_stdin_write(st.applied, offset, data.len(), running) {
             StdinPlan::Gap => return (StdinResult::Gap, 0),
+            StdinPlan::NotRunning => return (StdinResult::NotRunning, 0),
             StdinPlan::Duplicate => {
                 return (
                     StdinResult::Accepted {
@@ -200,6 +279,7 @@ impl ManagedProcess {
 #[derive(Default)]
 pub struct ProcessManager {
     table: Mutex<HashMap<String, Arc<ManagedProcess>>>,
+    sessions: session::SessionLocks,
     /// Set by a `-keep-children` shutdown: the backstop in `Drop` must not
     /// kill what the operator asked to keep.
     keep: AtomicBool,
@@ -223,20 +303,67 @@ impl ProcessManager {
     }
 
     /// Starts a child and registers it under `spec.id`, replacing (and
-    /// tearing down) a previous process with that id. The error is the
-    /// wire message for -32603. Must run inside the tokio runtime.
-    pub fn spawn(&self, daemon: &Arc<Daemon>, spec: &SpawnSpec<'_>) -> Result<Arc<ManagedProcess>, String> {
+    /// tearing down) a previous process with that id. When the arguments
+    /// name an agent CLI session, every other running process of that
+    /// session is terminated first ([`session`]), one spawn of a session at
+    /// a time. Must run inside the tokio runtime.
+    pub async fn spawn(&self, daemon: &Arc<Daemon>, spec: &SpawnSpec<'_>) -> Result<Arc<ManagedProcess>, SpawnError> {
         let env = command::merged_env(daemon.login_path.get().map(String::as_str), spec.env);
-        let program = command::resolve(spec.command, &command::path_of(&env))?;
+        let program = command::resolve(spec.command, &command::path_of(&env)).map_err(SpawnError::Failed)?;
         if env
             .iter()
             .any(|(k, v)| k.as_bytes().contains(&0) || v.as_bytes().contains(&0))
         {
             // Go's Cmd.Start refuses this before forking (dedupEnv, since
             // Go 1.20), after the lookup and without the fork/exec prefix.
-            return Err(command::ENV_NUL.to_string());
+            return Err(SpawnError::Failed(command::ENV_NUL.to_string()));
         }
-        let mut cmd = std::process::Command::new(&program);
+        let key = session::key_of(spec.args);
+        let Some(key) = key else {
+            return self
+                .start(daemon, spec, &program, env, None)
+                .map_err(SpawnError::Failed);
+        };
+        let _serial = self.sessions.lock(&key).await;
+        self.supersede(&key, spec.id).await;
+        if daemon.shutdown.is_triggered() {
+            // Teardown may already have run: a child started now would leak.
+            return Err(SpawnError::ShuttingDown);
+        }
+        self.start(daemon, spec, &program, env, Some(key))
+            .map_err(SpawnError::Failed)
+    }
+
+    /// Terminates every running process of session `key` other than `id`
+    /// (that one is replaced by the id reuse rule), as a client's
+    /// killAndWait would, and waits for them.
+    async fn supersede(&self, key: &str, id: &str) {
+        let rivals: Vec<Arc<ManagedProcess>> = lock(&self.table)
+            .values()
+            .filter(|p| p.id != id && p.session.as_deref() == Some(key) && !p.exited())
+            .cloned()
+            .collect();
+        for old in rivals {
+            crate::log_info!(
+                "[process.Manager] Process {} (pid {}) superseded by {} (same session)",
+                old.id,
+                old.pid,
+                id
+            );
+            old.terminate(libc::SIGTERM, SUPERSEDE_GRACE, true, KilledBy::Client)
+                .await;
+        }
+    }
+
+    fn start(
+        &self,
+        daemon: &Arc<Daemon>,
+        spec: &SpawnSpec<'_>,
+        program: &str,
+        env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+        session: Option<String>,
+    ) -> Result<Arc<ManagedProcess>, String> {
+        let mut cmd = std::process::Command::new(program);
         std::os::unix::process::CommandExt::arg0(&mut cmd, spec.command);
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         cmd.args(spec.args)
@@ -248,7 +375,7 @@ impl ProcessManager {
         if !spec.cwd.is_empty() {
             cmd.current_dir(spec.cwd);
         }
-        let mut child = cmd.spawn().map_err(|e| command::fork_exec_error(&program, &e))?;
+        let mut child = cmd.spawn().map_err(|e| command::fork_exec_error(program, &e))?;
         let start_time = epoch_seconds();
         let pid = i32::try_from(child.id()).unwrap_or(0);
         // From here on the child exists: every path must end in a
@@ -276,6 +403,8 @@ impl ProcessManager {
             log: ReplayLog::new(spec.id),
             exit: exit_tx,
             reaped: Mutex::new(false),
+            session,
+            killed_by: Mutex::new(None),
             stdin: Mutex::new(StdinState {
                 applied: 0,
                 queue: Some(queue_tx),
@@ -308,7 +437,7 @@ impl ProcessManager {
                 sys::signal_group(pid, libc::SIGKILL);
                 tokio::spawn(supervise(process.clone(), None, daemon.clone()));
                 let err = err.unwrap_or_else(|| std::io::Error::other("pipe setup failed"));
-                return Err(command::fork_exec_error(&program, &err));
+                return Err(command::fork_exec_error(program, &err));
             }
         };
         // The std handle is not needed any more: the supervisor reaps by
@@ -329,7 +458,8 @@ impl ProcessManager {
             // no frame of it arrives under the reused id, then kill it.
             old.log.detach_all();
             old.stop_stdin();
-            old.kill_tree();
+            // Nobody can see its exit frame any more: no reason to record.
+            old.kill_tree(None);
             crate::log_info!(
                 "[process.Manager] Process id {} reused: killed previous process (pid {})",
                 old.id,
@@ -354,7 +484,7 @@ impl ProcessManager {
         }
         for p in &processes {
             p.stop_stdin();
-            p.kill_tree();
+            p.kill_tree(Some(KilledBy::Shutdown));
         }
         let deadline = tokio::time::Instant::now() + SHUTDOWN_GRACE;
         for p in &processes {
@@ -381,7 +511,7 @@ impl Drop for ProcessManager {
             return;
         }
         for p in lock(&self.table).values() {
-            p.kill_tree();
+            p.kill_tree(Some(KilledBy::Shutdown));
         }
     }
 }
@@ -469,20 +599,25 @@ async fn supervise(
     readers: Option<(tokio::task::JoinHandle<()>, tokio::task::JoinHandle<()>)>,
     daemon: Arc<Daemon>,
 ) {
-    let code = match sys::wait_exit(process.pid).await {
-        Ok(code) => code,
+    let status = match sys::wait_exit(process.pid).await {
+        Ok(status) => status,
         Err(e) => {
             crate::log_error!("[process.Manager] Process {} wait failed: {}", process.id, e);
-            -1
+            sys::ExitStatus { code: -1, signal: None }
         }
     };
+    let code = status.code;
     process.exit.send_replace(Some(code));
     process.stop_stdin();
     if let Some((out, err)) = readers {
         let _ = out.await;
         let _ = err.await;
     }
-    process.log.push_exit(code);
+    process.log.push_exit(ExitFrame {
+        code,
+        signal: status.signal.and_then(sys::signal_name),
+        killed_by: lock(&process.killed_by).map(KilledBy::wire),
+    });
     process.reap();
     daemon.metrics.process_exits.fetch_add(1, Ordering::Relaxed);
     crate::log_info!("[process.Manager] Process {} exited with code {}", process.id, code);
@@ -507,7 +642,11 @@ mod tests {
     async fn shutdown_keeps_or_kills_children() {
         let daemon = Daemon::new(b"t".to_vec(), Options::default());
         let args = ["1000".to_string()];
-        let p = daemon.processes.spawn(&daemon, &spec("k", "sleep", &args)).unwrap();
+        let p = daemon
+            .processes
+            .spawn(&daemon, &spec("k", "sleep", &args))
+            .await
+            .unwrap();
         daemon.processes.shutdown(true).await;
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(
@@ -518,13 +657,45 @@ mod tests {
         assert!(p.exited());
         assert_eq!(*p.exit.borrow(), Some(-1));
         assert!(!sys::pid_exists(p.pid), "killed and reaped");
+        // On the wire this frame races the connections' teardown; the log
+        // holds it either way.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while !p.log.has_exited() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let mut out = Vec::new();
+        p.log.encode_after(0, u64::MAX, &mut out, usize::MAX);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "{\"type\":\"stream\",\"processId\":\"k\",\"stream\":\"exit\",\"seq\":1,\"exitCode\":-1,\"signal\":\"SIGKILL\",\"killedBy\":\"shutdown\"}\n"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn shutdown_does_not_claim_a_process_that_already_exited() {
+        let daemon = Daemon::new(b"t".to_vec(), Options::default());
+        let args = ["-c".to_string(), "exit 4".to_string()];
+        let p = daemon
+            .processes
+            .spawn(&daemon, &spec("done", "sh", &args))
+            .await
+            .unwrap();
+        assert!(p.wait_exit(Duration::from_secs(5)).await);
+        daemon.processes.shutdown(false).await;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while !p.log.has_exited() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let mut out = Vec::new();
+        p.log.encode_after(0, u64::MAX, &mut out, usize::MAX);
+        assert!(String::from_utf8(out).unwrap().ends_with("\"exitCode\":4}\n"));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn exit_frame_waits_for_a_grandchild_holding_the_pipe() {
         let daemon = Daemon::new(b"t".to_vec(), Options::default());
         let args = ["-c".to_string(), "(sleep 0.3; echo late) &".to_string()];
-        let p = daemon.processes.spawn(&daemon, &spec("g", "sh", &args)).unwrap();
+        let p = daemon.processes.spawn(&daemon, &spec("g", "sh", &args)).await.unwrap();
         assert!(p.wait_exit(Duration::from_secs(5)).await);
         // The leader is gone (a zombie pinning the pgid) but the pipe is
         // still open: no exit frame yet.

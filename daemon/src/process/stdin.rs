@@ -1,5 +1,6 @@
-//! The resumable-stdin arithmetic of `process.stdin` (the
-//! `process.stdin.offset` feature), as one pure function.
+//! The verdict of a `process.stdin` request on a found process — the
+//! resumable-stdin arithmetic (the `process.stdin.offset` feature) and
+//! where "Process not running" falls in it — as one pure function.
 //!
 //! `applied` is the high-water mark: the count of stdin bytes accepted for
 //! delivery so far. A request carries `len` decoded bytes and optionally the
@@ -20,23 +21,37 @@ pub enum StdinPlan {
     Duplicate,
     /// `offset` is past `applied`: `-32003`, nothing enqueued.
     Gap,
+    /// The child exited and the request is neither a gap nor a duplicate:
+    /// `Process not running`.
+    NotRunning,
 }
 
-/// Plans a stdin write of `len` bytes at `offset` against `applied`.
+/// Plans a stdin write of `len` bytes at `offset` against `applied`, for
+/// a process that is `running` (its exit not yet observed) or not.
 ///
-/// Rules, in order (seed 000, `process.stdin`):
-/// 1. no offset, or `offset == applied` → append (empty data is an append
+/// The offset verdict comes first, whatever the running state (reference
+/// build 4534d86; seed 000 checked running before the offset):
+/// 1. `offset > applied` → gap;
+/// 2. `offset != applied` and `offset + len <= applied` → duplicate;
+/// 3. the child exited → not running (so also an empty append);
+/// 4. no offset, or `offset == applied` → append (empty data is an append
 ///    of nothing, never a duplicate);
-/// 2. `offset > applied` → gap;
-/// 3. `offset + len <= applied` → duplicate;
-/// 4. otherwise (`offset < applied < offset + len`) → write the fresh tail
+/// 5. otherwise (`offset < applied < offset + len`) → write the fresh tail
 ///    `data[applied - offset..]`, `applied = offset + len`.
 ///
 /// A negative offset is simply a position before the start of the stream:
 /// it behaves like any other offset below `applied`. `new_applied`
 /// saturates at `u64::MAX` (unreachable in practice: it would take 16 EiB
 /// of stdin).
-pub fn plan_stdin_write(applied: u64, offset: Option<i64>, len: usize) -> StdinPlan {
+pub fn plan_stdin_write(applied: u64, offset: Option<i64>, len: usize, running: bool) -> StdinPlan {
+    match plan_offset(applied, offset, len) {
+        StdinPlan::Write { .. } if !running => StdinPlan::NotRunning,
+        plan => plan,
+    }
+}
+
+/// Rules 1, 2, 4 and 5 of [`plan_stdin_write`]: the offset arithmetic alone.
+fn plan_offset(applied: u64, offset: Option<i64>, len: usize) -> StdinPlan {
     let applied_w = i128::from(applied);
     let len_w = len as i128;
     let append = StdinPlan::Write {
@@ -78,7 +93,7 @@ mod tests {
     /// `[offset, offset+len)` are sent; those at positions `>= applied` are
     /// new. It is only defined when the data is contiguous with what was
     /// applied (no hole), which is exactly the non-gap case.
-    fn model(applied: u64, offset: Option<i64>, len: usize) -> StdinPlan {
+    fn model(applied: u64, offset: Option<i64>, len: usize, running: bool) -> StdinPlan {
         let applied = applied as i128;
         let start = offset.map_or(applied, i128::from);
         if start > applied {
@@ -88,6 +103,9 @@ mod tests {
         let fresh: Vec<i128> = (0..len as i128).map(|i| start + i).filter(|p| *p >= applied).collect();
         if fresh.is_empty() && start != applied {
             return StdinPlan::Duplicate;
+        }
+        if !running {
+            return StdinPlan::NotRunning;
         }
         let skip = fresh.first().map_or(len as i128, |first| first - start) as usize;
         let new_applied = end.max(applied);
@@ -100,35 +118,55 @@ mod tests {
     #[test]
     fn documented_cases() {
         let w = |skip, new_applied| StdinPlan::Write { skip, new_applied };
-        assert_eq!(plan_stdin_write(0, None, 5), w(0, 5));
-        assert_eq!(plan_stdin_write(5, Some(5), 3), w(0, 8));
-        assert_eq!(plan_stdin_write(5, Some(6), 3), StdinPlan::Gap);
-        assert_eq!(plan_stdin_write(5, Some(0), 5), StdinPlan::Duplicate);
-        assert_eq!(plan_stdin_write(5, Some(2), 3), StdinPlan::Duplicate);
-        assert_eq!(plan_stdin_write(5, Some(3), 4), w(2, 7));
+        assert_eq!(plan_stdin_write(0, None, 5, true), w(0, 5));
+        assert_eq!(plan_stdin_write(5, Some(5), 3, true), w(0, 8));
+        assert_eq!(plan_stdin_write(5, Some(6), 3, true), StdinPlan::Gap);
+        assert_eq!(plan_stdin_write(5, Some(0), 5, true), StdinPlan::Duplicate);
+        assert_eq!(plan_stdin_write(5, Some(2), 3, true), StdinPlan::Duplicate);
+        assert_eq!(plan_stdin_write(5, Some(3), 4, true), w(2, 7));
         // Empty data: append of nothing at the high-water mark, duplicate
         // below it, gap above it.
-        assert_eq!(plan_stdin_write(5, None, 0), w(0, 5));
-        assert_eq!(plan_stdin_write(5, Some(5), 0), w(0, 5));
-        assert_eq!(plan_stdin_write(5, Some(4), 0), StdinPlan::Duplicate);
-        assert_eq!(plan_stdin_write(5, Some(6), 0), StdinPlan::Gap);
+        assert_eq!(plan_stdin_write(5, None, 0, true), w(0, 5));
+        assert_eq!(plan_stdin_write(5, Some(5), 0, true), w(0, 5));
+        assert_eq!(plan_stdin_write(5, Some(4), 0, true), StdinPlan::Duplicate);
+        assert_eq!(plan_stdin_write(5, Some(6), 0, true), StdinPlan::Gap);
         // Negative offsets are positions before the stream start.
-        assert_eq!(plan_stdin_write(0, Some(-5), 3), StdinPlan::Duplicate);
-        assert_eq!(plan_stdin_write(0, Some(-5), 10), w(5, 5));
-        assert_eq!(plan_stdin_write(0, Some(i64::MIN), 1), StdinPlan::Duplicate);
+        assert_eq!(plan_stdin_write(0, Some(-5), 3, true), StdinPlan::Duplicate);
+        assert_eq!(plan_stdin_write(0, Some(-5), 10, true), w(5, 5));
+        assert_eq!(plan_stdin_write(0, Some(i64::MIN), 1, true), StdinPlan::Duplicate);
         // Limits: no overflow anywhere.
-        assert_eq!(plan_stdin_write(u64::MAX, Some(i64::MAX), 3), StdinPlan::Duplicate);
         assert_eq!(
-            plan_stdin_write(u64::MAX, Some(i64::MAX), usize::MAX),
+            plan_stdin_write(u64::MAX, Some(i64::MAX), 3, true),
+            StdinPlan::Duplicate
+        );
+        assert_eq!(
+            plan_stdin_write(u64::MAX, Some(i64::MAX), usize::MAX, true),
             w(1 << 63, u64::MAX),
             "overlap computed wide, applied saturates"
         );
-        assert_eq!(plan_stdin_write(u64::MAX, None, 1), w(0, u64::MAX));
-        assert_eq!(plan_stdin_write(0, Some(i64::MAX), 0), StdinPlan::Gap);
+        assert_eq!(plan_stdin_write(u64::MAX, None, 1, true), w(0, u64::MAX));
+        assert_eq!(plan_stdin_write(0, Some(i64::MAX), 0, true), StdinPlan::Gap);
         assert_eq!(
-            plan_stdin_write(i64::MAX as u64, Some(i64::MAX), usize::MAX),
+            plan_stdin_write(i64::MAX as u64, Some(i64::MAX), usize::MAX, true),
             w(0, u64::MAX)
         );
+    }
+
+    #[test]
+    fn an_exited_process_still_gets_the_offset_verdict() {
+        let not_running = |applied, offset, len| plan_stdin_write(applied, offset, len, false);
+        assert_eq!(not_running(5, Some(9), 1), StdinPlan::Gap, "a gap stays a gap");
+        assert_eq!(
+            not_running(5, Some(0), 5),
+            StdinPlan::Duplicate,
+            "a replay stays a no-op"
+        );
+        assert_eq!(not_running(5, Some(4), 0), StdinPlan::Duplicate);
+        assert_eq!(not_running(5, None, 1), StdinPlan::NotRunning);
+        assert_eq!(not_running(5, Some(5), 1), StdinPlan::NotRunning);
+        assert_eq!(not_running(5, Some(3), 4), StdinPlan::NotRunning, "fresh tail");
+        assert_eq!(not_running(5, None, 0), StdinPlan::NotRunning, "empty append");
+        assert_eq!(not_running(5, Some(5), 0), StdinPlan::NotRunning);
     }
 
     fn offset_strategy() -> impl Strategy<Value = Option<i64>> {
@@ -152,13 +190,27 @@ mod tests {
 
     proptest! {
         #[test]
-        fn matches_the_model_for_small_values(applied in 0u64..64, offset in proptest::option::of(-64i64..128), len in 0usize..64) {
-            prop_assert_eq!(plan_stdin_write(applied, offset, len), model(applied, offset, len));
+        fn matches_the_model_for_small_values(applied in 0u64..64, offset in proptest::option::of(-64i64..128), len in 0usize..64, running in any::<bool>()) {
+            prop_assert_eq!(plan_stdin_write(applied, offset, len, running), model(applied, offset, len, running));
+        }
+
+        /// The running state only ever turns a write into NotRunning: gap
+        /// and duplicate verdicts are the same either way.
+        #[test]
+        fn running_only_refuses_writes(applied in applied_strategy(), offset in offset_strategy(), len in prop_oneof![0usize..70_000, Just(usize::MAX)]) {
+            let live = plan_stdin_write(applied, offset, len, true);
+            let exited = plan_stdin_write(applied, offset, len, false);
+            match live {
+                StdinPlan::Write { .. } => prop_assert_eq!(exited, StdinPlan::NotRunning),
+                other => prop_assert_eq!(exited, other),
+            }
+            prop_assert_ne!(live, StdinPlan::NotRunning);
         }
 
         #[test]
         fn invariants_hold_everywhere(applied in applied_strategy(), offset in offset_strategy(), len in prop_oneof![0usize..70_000, Just(usize::MAX)]) {
-            match plan_stdin_write(applied, offset, len) {
+            match plan_stdin_write(applied, offset, len, true) {
+                StdinPlan::NotRunning => prop_assert!(false, "running"),
                 StdinPlan::Gap => {
                     let o = offset.expect("a gap needs an offset");
                     prop_assert!(i128::from(o) > i128::from(applied));
@@ -195,13 +247,13 @@ mod tests {
                 let start = (applied as usize).saturating_sub(back);
                 let end = (start + len).min(stream.len());
                 let data = &stream[start..end];
-                match plan_stdin_write(applied, Some(start as i64), data.len()) {
+                match plan_stdin_write(applied, Some(start as i64), data.len(), true) {
                     StdinPlan::Write { skip, new_applied } => {
                         delivered.extend_from_slice(&data[skip..]);
                         applied = new_applied;
                     }
                     StdinPlan::Duplicate => {}
-                    StdinPlan::Gap => prop_assert!(false, "never ahead"),
+                    StdinPlan::Gap | StdinPlan::NotRunning => prop_assert!(false, "never ahead, always running"),
                 }
                 prop_assert_eq!(delivered.len() as u64, applied);
                 prop_assert_eq!(&delivered[..], &stream[..applied as usize]);

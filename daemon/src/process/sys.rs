@@ -52,21 +52,77 @@ pub fn signal_group(pgid: i32, signal: i32) {
     }
 }
 
-/// Exit status as the wire reports it: the exit code, or -1 when the child
-/// was killed by a signal (Go's `ProcessState.ExitCode()`).
-fn exit_code_of(info: &libc::siginfo_t) -> i64 {
+/// How a child ended, as the exit frame reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExitStatus {
+    /// The exit code, or -1 when a signal ended the child (Go's
+    /// `ProcessState.ExitCode()`).
+    pub code: i64,
+    /// The terminating signal's number, when a signal ended the child.
+    pub signal: Option<i32>,
+}
+
+fn exit_status_of(info: &libc::siginfo_t) -> ExitStatus {
     // SAFETY: si_status is valid for SIGCHLD siginfo filled by waitid.
     let status = unsafe { info.si_status() };
     match info.si_code {
-        libc::CLD_EXITED => i64::from(status),
-        _ => -1,
+        libc::CLD_EXITED => ExitStatus {
+            code: i64::from(status),
+            signal: None,
+        },
+        libc::CLD_KILLED | libc::CLD_DUMPED => ExitStatus {
+            code: -1,
+            signal: Some(status),
+        },
+        _ => ExitStatus { code: -1, signal: None },
     }
+}
+
+/// The SIG-prefixed name the exit frame's `signal` carries (build
+/// 4534d86). The table is Linux's signals 1..=31 under their canonical
+/// names; anything else (the real-time signals) has no name, and the
+/// frame then omits `signal`, as an empty omitempty string would.
+pub fn signal_name(signal: i32) -> Option<&'static str> {
+    Some(match signal {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGUSR2 => "SIGUSR2",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGSTKFLT => "SIGSTKFLT",
+        libc::SIGCHLD => "SIGCHLD",
+        libc::SIGCONT => "SIGCONT",
+        libc::SIGSTOP => "SIGSTOP",
+        libc::SIGTSTP => "SIGTSTP",
+        libc::SIGTTIN => "SIGTTIN",
+        libc::SIGTTOU => "SIGTTOU",
+        libc::SIGURG => "SIGURG",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGXFSZ => "SIGXFSZ",
+        libc::SIGVTALRM => "SIGVTALRM",
+        libc::SIGPROF => "SIGPROF",
+        libc::SIGWINCH => "SIGWINCH",
+        libc::SIGIO => "SIGIO",
+        libc::SIGPWR => "SIGPWR",
+        libc::SIGSYS => "SIGSYS",
+        _ => return None,
+    })
 }
 
 /// `waitid(P_PID, pid, WEXITED | WNOWAIT | extra)`: Some(code) once the
 /// child has exited (it stays a zombie), None if it is still running (only
 /// with WNOHANG in `extra`).
-fn peek_exit(pid: i32, extra: i32) -> io::Result<Option<i64>> {
+fn peek_exit(pid: i32, extra: i32) -> io::Result<Option<ExitStatus>> {
     loop {
         // SAFETY: zeroed siginfo is a valid out-parameter for waitid.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
@@ -84,7 +140,7 @@ fn peek_exit(pid: i32, extra: i32) -> io::Result<Option<i64>> {
             if unsafe { info.si_pid() } == 0 {
                 return Ok(None);
             }
-            return Ok(Some(exit_code_of(&info)));
+            return Ok(Some(exit_status_of(&info)));
         }
         let err = io::Error::last_os_error();
         if err.raw_os_error() != Some(libc::EINTR) {
@@ -97,7 +153,7 @@ fn peek_exit(pid: i32, extra: i32) -> io::Result<Option<i64>> {
 /// (readable once the process exits) so no thread is parked per child;
 /// falls back to a blocking `waitid` on the blocking pool where pidfds are
 /// unavailable.
-pub async fn wait_exit(pid: i32) -> io::Result<i64> {
+pub async fn wait_exit(pid: i32) -> io::Result<ExitStatus> {
     if let Some(fd) = pidfd_open(pid) {
         // SAFETY: `fd` is an OwnedFd moved into the AsyncFd, so it stays
         // open (and is not replaced) for as long as it is registered.
@@ -105,15 +161,15 @@ pub async fn wait_exit(pid: i32) -> io::Result<i64> {
         if let Ok(async_fd) = registered {
             loop {
                 let mut guard = async_fd.readable().await?;
-                if let Some(code) = peek_exit(pid, libc::WNOHANG)? {
-                    return Ok(code);
+                if let Some(status) = peek_exit(pid, libc::WNOHANG)? {
+                    return Ok(status);
                 }
                 guard.clear_ready();
             }
         }
     }
     match tokio::task::spawn_blocking(move || peek_exit(pid, 0)).await {
-        Ok(Ok(Some(code))) => Ok(code),
+        Ok(Ok(Some(status))) => Ok(status),
         Ok(Ok(None)) => Err(io::Error::from_raw_os_error(libc::ECHILD)),
         Ok(Err(e)) => Err(e),
         Err(_) => Err(io::Error::other("wait task failed")),
@@ -171,5 +227,18 @@ mod tests {
         assert_eq!(parse_signal("USR2"), libc::SIGUSR2);
         assert_eq!(parse_signal("bogus"), libc::SIGTERM);
         assert_eq!(parse_signal("9"), libc::SIGTERM);
+    }
+
+    #[test]
+    fn signal_names_cover_the_classic_signals_only() {
+        assert_eq!(signal_name(libc::SIGTERM), Some("SIGTERM"));
+        assert_eq!(signal_name(libc::SIGKILL), Some("SIGKILL"));
+        assert_eq!(signal_name(libc::SIGSEGV), Some("SIGSEGV"));
+        for n in 1..=31 {
+            assert!(signal_name(n).is_some_and(|s| s.starts_with("SIG")), "{n}");
+        }
+        assert_eq!(signal_name(0), None);
+        assert_eq!(signal_name(libc::SIGRTMIN()), None);
+        assert_eq!(signal_name(64), None);
     }
 }
