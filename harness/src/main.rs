@@ -9,6 +9,7 @@
 //! tests use. It never links the remora crate: it only runs binaries.
 
 mod bench;
+mod bench_mem;
 mod compare;
 mod diff;
 mod fixture;
@@ -19,6 +20,7 @@ mod normalize;
 mod probe;
 mod report;
 mod runner;
+mod stress;
 mod transcript;
 
 use clap::{Args, Parser, Subcommand};
@@ -145,6 +147,17 @@ enum Cmd {
         pipelined: usize,
         #[arg(long, default_value_t = 30)]
         spawns: usize,
+        /// Exited processes with fresh ids (memory once they are dropped).
+        #[arg(long, default_value_t = 3000)]
+        exited: usize,
+        /// MiB of stdin sent to a child that never reads.
+        #[arg(long, default_value_t = 64)]
+        stdin_mib: u64,
+        /// Connections flooding stdin at once, and MiB each sends.
+        #[arg(long, default_value_t = 64)]
+        flood_conns: usize,
+        #[arg(long, default_value_t = 64)]
+        flood_mib: u64,
         #[arg(long)]
         json: Option<PathBuf>,
     },
@@ -186,6 +199,65 @@ enum Cmd {
         /// Print the generated cases (as probe text) instead of running them.
         #[arg(long)]
         print: bool,
+        /// Run exactly these case numbers, in order, on one pair of daemons
+        /// (replays a state-dependent difference), e.g. --cases 3,17,42.
+        #[arg(long, value_delimiter = ',', conflicts_with_all = ["iterations", "minutes"])]
+        cases: Option<Vec<u64>>,
+        /// Restart a worker's daemons after this many cases.
+        #[arg(long, default_value_t = 200)]
+        restart_every: usize,
+        /// Start fresh daemons for every case (slow; no live pairs).
+        #[arg(long)]
+        fresh: bool,
+        /// Write every (method, reply count, outcome) reached to this file.
+        #[arg(long)]
+        coverage: Option<PathBuf>,
+    },
+    /// Load, fault and soak scenarios against one or two binaries
+    /// (docs/STRESS.md): invariants fail the run, figures are compared.
+    Stress {
+        /// Reference binary; omitted: only the candidate runs.
+        #[arg(long)]
+        reference: Option<PathBuf>,
+        #[arg(long)]
+        candidate: PathBuf,
+        /// Multiplies every count and size (0.1 for CI).
+        #[arg(long, default_value_t = 1.0)]
+        scale: f64,
+        /// Only this scenario (repeatable).
+        #[arg(long)]
+        only: Vec<String>,
+        /// Run the soak scenario for this many minutes.
+        #[arg(long)]
+        soak: Option<f64>,
+        /// Fail when a figure is this many times worse than the reference.
+        #[arg(long)]
+        slower_than: Option<f64>,
+        #[arg(long)]
+        json: Option<PathBuf>,
+        #[arg(long)]
+        html: Option<PathBuf>,
+        /// No progress lines on stderr.
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// A client process of `stress` (re-executed by the scenarios).
+    #[command(hide = true)]
+    StressClient {
+        #[arg(long)]
+        mode: String,
+        #[arg(long)]
+        socket: Option<PathBuf>,
+        #[arg(long, default_value = "")]
+        id: String,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        #[arg(long, default_value_t = 0)]
+        bytes: u64,
+        #[arg(long, default_value_t = 0)]
+        linger_ms: u64,
+        #[arg(long, default_value = "{}")]
+        env: String,
     },
     /// List the probes.
     List {
@@ -284,6 +356,67 @@ fn write_reports(rep: &report::Report, r: &ReportArgs) -> Result<(), String> {
 fn real_main() -> Result<ExitCode, String> {
     let cli = Cli::parse();
     match cli.cmd {
+        Cmd::Stress {
+            reference,
+            candidate,
+            scale,
+            only,
+            soak,
+            slower_than,
+            json,
+            html,
+            quiet,
+        } => {
+            let o = stress::Options {
+                reference: reference.as_deref().map(absolute).transpose()?,
+                candidate: absolute(&candidate)?,
+                ctx: stress::Ctx {
+                    scale,
+                    harness: std::env::current_exe().map_err(|e| e.to_string())?,
+                    soak_minutes: soak.unwrap_or(0.0),
+                },
+                only,
+                slower_than,
+                quiet,
+            };
+            let rep = stress::run(&o)?;
+            print!("{}", stress::report::terminal(&rep));
+            if let Some(p) = &json {
+                let j = serde_json::to_string_pretty(&rep).map_err(|e| e.to_string())?;
+                std::fs::write(p, j).map_err(|e| format!("{}: {e}", p.display()))?;
+                eprintln!("harness: JSON report written to {}", p.display());
+            }
+            if let Some(p) = &html {
+                std::fs::write(p, stress::report::html(&rep)).map_err(|e| format!("{}: {e}", p.display()))?;
+                eprintln!("harness: HTML report written to {}", p.display());
+            }
+            let slow_fail = slower_than.is_some() && rep.flagged();
+            Ok(if rep.broken() || slow_fail {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Cmd::StressClient {
+            mode,
+            socket,
+            id,
+            seed,
+            bytes,
+            linger_ms,
+            env,
+        } => {
+            let a = stress::client::Args {
+                mode: &mode,
+                socket: socket.as_deref(),
+                id: &id,
+                seed,
+                bytes,
+                linger_ms,
+                env: &env,
+            };
+            Ok(ExitCode::from(stress::client::main(&a).clamp(0, 255) as u8))
+        }
         Cmd::MutantProxy { kind, cmd } => Ok(ExitCode::from(mutant::main(kind, &cmd).clamp(0, 255) as u8)),
         Cmd::FuzzDiff {
             reference,
@@ -298,6 +431,10 @@ fn real_main() -> Result<ExitCode, String> {
             accepted,
             quiet,
             print,
+            cases,
+            restart_every,
+            fresh,
+            coverage,
         } => {
             if print {
                 let seed = seed.unwrap_or(0);
@@ -331,22 +468,15 @@ fn real_main() -> Result<ExitCode, String> {
                 central: compare::load_accepted(&accepted.unwrap_or_else(|| workspace().join("probes/ACCEPTED")))?,
                 shrink_budget,
                 quiet,
+                cases,
+                restart_every,
+                fresh,
             };
             eprintln!("fuzz-diff: seed {seed}");
             let sm = fuzzdiff::run(&o);
-            let secs = sm.elapsed.as_secs_f64();
-            println!(
-                "fuzz-diff seed {seed}: {} case(s) in {secs:.1}s ({:.2} cases/s): {} difference(s) ({} flaky), {} accepted, {} error(s), {} file(s) written",
-                sm.cases,
-                sm.cases as f64 / secs.max(1e-9),
-                sm.differences,
-                sm.flaky,
-                sm.accepted,
-                sm.errors,
-                sm.files.len()
-            );
-            for f in &sm.files {
-                println!("  {}", f.display());
+            print!("{}", fuzzdiff::summary_text(seed, &sm));
+            if let Some(p) = coverage {
+                std::fs::write(&p, sm.coverage.full()).map_err(|e| format!("{}: {e}", p.display()))?;
             }
             Ok(if sm.differences > 0 || sm.errors > 0 {
                 ExitCode::FAILURE
@@ -525,6 +655,10 @@ fn real_main() -> Result<ExitCode, String> {
             pings,
             pipelined,
             spawns,
+            exited,
+            stdin_mib,
+            flood_conns,
+            flood_mib,
             json,
         } => {
             let o = bench::BenchOptions {
@@ -532,6 +666,12 @@ fn real_main() -> Result<ExitCode, String> {
                 pings,
                 pipelined,
                 spawns,
+                memory: bench_mem::MemoryOptions {
+                    exited,
+                    stdin_mib,
+                    flood_conns,
+                    flood_mib,
+                },
             };
             let items = bench::run(&absolute(&reference)?, &absolute(&candidate)?, &o);
             print!("{}", bench::table(&items));

@@ -41,6 +41,7 @@ pub fn rules(renames: &[(String, String)]) -> Vec<String> {
         "startTime: \"startTime\":<number> → <startTime:k>, numbered like pids".to_string(),
         "boot identity: \"instanceId\":\"<32 lowercase hex>\" → \"<instanceId:k>\" and \"startedAt\":<integer> → <startedAt:k>, numbered like pids (per-boot values; the same boot keeps its number, a restart gets the next; a value of another shape is left as it is)".to_string(),
         "versions: \"version\":\"…\" and \"serverVersion\":\"…\" string values → \"<version>\"; a command-line output line `<name> <id> (built <time>)` → `<name> <version>`".to_string(),
+        "platform: \"arch\":\"…\" → \"<arch>\", \"os\":\"…\" and \"platform\":\"…\" → \"<os>\" (the build's GOARCH/GOOS, so transcripts recorded on linux/amd64 check an arm64 or darwin build)".to_string(),
         "log lines: a leading `YYYY/MM/DD HH:MM:SS ` timestamp → `<time> `".to_string(),
         "replies: matched by id, in the order the probe awaits them, not in arrival order".to_string(),
         "stream frames: per process and connection, compared as reassembled stdout/stderr bytes, the exit frame (seq → <seq>), the set of frame shapes (seq → <seq>, data → <data>) and the seq runs (must be strictly +1 from the first seq, exit last); frame boundaries and counts are not compared".to_string(),
@@ -141,6 +142,9 @@ impl Normalizer {
         let v = self.text(b);
         let v = replace_string_value(&v, b"\"version\":\"", b"<version>");
         let v = replace_string_value(&v, b"\"serverVersion\":\"", b"<version>");
+        let v = replace_string_value(&v, b"\"arch\":\"", b"<arch>");
+        let v = replace_string_value(&v, b"\"os\":\"", b"<os>");
+        let v = replace_string_value(&v, b"\"platform\":\"", b"<os>");
         let v = number_placeholder(&v, b"\"pid\":", "pid", &mut self.pids);
         let v = number_placeholder(&v, b"\"startTime\":", "startTime", &mut self.starts);
         let v = instance_placeholder(&v, &mut self.instances);
@@ -344,7 +348,9 @@ mod tests {
     fn versions_pids_and_start_times() {
         let mut n = n();
         let a = n.json(br#"{"result":{"version":"v1.2-3 \"x\"","platform":"linux"}}"#);
-        assert_eq!(a, br#"{"result":{"version":"<version>","platform":"linux"}}"#.to_vec());
+        assert_eq!(a, br#"{"result":{"version":"<version>","platform":"<os>"}}"#.to_vec());
+        let p = n.json(br#"{"platform":"darwin","arch":"arm64","os":"linux"}"#);
+        assert_eq!(p, br#"{"platform":"<os>","arch":"<arch>","os":"<os>"}"#.to_vec());
         let b = n.json(br#"{"success":true,"pid":4242,"startTime":1795343369.1085572}"#);
         assert_eq!(
             b,
@@ -396,7 +402,7 @@ mod tests {
         );
         assert_eq!(
             n.output(b"__INSTALL_RESULT__{\"serverVersion\":\"abc\",\"os\":\"linux\"}\n"),
-            b"__INSTALL_RESULT__{\"serverVersion\":\"<version>\",\"os\":\"linux\"}\n".to_vec()
+            b"__INSTALL_RESULT__{\"serverVersion\":\"<version>\",\"os\":\"<os>\"}\n".to_vec()
         );
     }
 
