@@ -199,6 +199,19 @@ enum Cmd {
         /// Print the generated cases (as probe text) instead of running them.
         #[arg(long)]
         print: bool,
+        /// Run exactly these case numbers, in order, on one pair of daemons
+        /// (replays a state-dependent difference), e.g. --cases 3,17,42.
+        #[arg(long, value_delimiter = ',', conflicts_with_all = ["iterations", "minutes"])]
+        cases: Option<Vec<u64>>,
+        /// Restart a worker's daemons after this many cases.
+        #[arg(long, default_value_t = 200)]
+        restart_every: usize,
+        /// Start fresh daemons for every case (slow; no live pairs).
+        #[arg(long)]
+        fresh: bool,
+        /// Write every (method, reply count, outcome) reached to this file.
+        #[arg(long)]
+        coverage: Option<PathBuf>,
     },
     /// Load, fault and soak scenarios against one or two binaries
     /// (docs/STRESS.md): invariants fail the run, figures are compared.
@@ -418,6 +431,10 @@ fn real_main() -> Result<ExitCode, String> {
             accepted,
             quiet,
             print,
+            cases,
+            restart_every,
+            fresh,
+            coverage,
         } => {
             if print {
                 let seed = seed.unwrap_or(0);
@@ -451,22 +468,15 @@ fn real_main() -> Result<ExitCode, String> {
                 central: compare::load_accepted(&accepted.unwrap_or_else(|| workspace().join("probes/ACCEPTED")))?,
                 shrink_budget,
                 quiet,
+                cases,
+                restart_every,
+                fresh,
             };
             eprintln!("fuzz-diff: seed {seed}");
             let sm = fuzzdiff::run(&o);
-            let secs = sm.elapsed.as_secs_f64();
-            println!(
-                "fuzz-diff seed {seed}: {} case(s) in {secs:.1}s ({:.2} cases/s): {} difference(s) ({} flaky), {} accepted, {} error(s), {} file(s) written",
-                sm.cases,
-                sm.cases as f64 / secs.max(1e-9),
-                sm.differences,
-                sm.flaky,
-                sm.accepted,
-                sm.errors,
-                sm.files.len()
-            );
-            for f in &sm.files {
-                println!("  {}", f.display());
+            print!("{}", fuzzdiff::summary_text(seed, &sm));
+            if let Some(p) = coverage {
+                std::fs::write(&p, sm.coverage.full()).map_err(|e| format!("{}: {e}", p.display()))?;
             }
             Ok(if sm.differences > 0 || sm.errors > 0 {
                 ExitCode::FAILURE
