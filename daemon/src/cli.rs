@@ -243,6 +243,7 @@ fn serve_child(flags: &Flags) -> i32 {
         Options {
             socket_path: socket,
             keep_children: flags.keep_children,
+            replay: replay_config(flags),
         },
         instance,
     );
@@ -366,5 +367,18 @@ impl Signals {
                 _ = self.int.recv() => {}
             }
         }
+    }
+}
+
+/// `-replay-dir` / `-replay-budget-mb` as the replay store's settings. A
+/// negative budget counts as 0 (keep nothing on disk beyond one segment
+/// per log).
+fn replay_config(flags: &Flags) -> crate::process::store::StoreConfig {
+    crate::process::store::StoreConfig {
+        dir: (!flags.replay_dir.is_empty()).then(|| std::path::PathBuf::from(&flags.replay_dir)),
+        budget_bytes: u64::try_from(flags.replay_budget_mb)
+            .unwrap_or(0)
+            .saturating_mul(1 << 20),
+        ..Default::default()
     }
 }

@@ -9,6 +9,7 @@
 //! tests use. It never links the remora crate: it only runs binaries.
 
 mod bench;
+mod bench_mem;
 mod capture;
 mod compare;
 mod diff;
@@ -147,6 +148,17 @@ enum Cmd {
         pipelined: usize,
         #[arg(long, default_value_t = 30)]
         spawns: usize,
+        /// Exited processes with fresh ids (memory once they are dropped).
+        #[arg(long, default_value_t = 3000)]
+        exited: usize,
+        /// MiB of stdin sent to a child that never reads.
+        #[arg(long, default_value_t = 64)]
+        stdin_mib: u64,
+        /// Connections flooding stdin at once, and MiB each sends.
+        #[arg(long, default_value_t = 64)]
+        flood_conns: usize,
+        #[arg(long, default_value_t = 64)]
+        flood_mib: u64,
         #[arg(long)]
         json: Option<PathBuf>,
     },
@@ -700,6 +712,10 @@ fn real_main() -> Result<ExitCode, String> {
             pings,
             pipelined,
             spawns,
+            exited,
+            stdin_mib,
+            flood_conns,
+            flood_mib,
             json,
         } => {
             let o = bench::BenchOptions {
@@ -707,6 +723,12 @@ fn real_main() -> Result<ExitCode, String> {
                 pings,
                 pipelined,
                 spawns,
+                memory: bench_mem::MemoryOptions {
+                    exited,
+                    stdin_mib,
+                    flood_conns,
+                    flood_mib,
+                },
             };
             let items = bench::run(&absolute(&reference)?, &absolute(&candidate)?, &o);
             print!("{}", bench::table(&items));

@@ -9,7 +9,7 @@ use super::Outcome;
 use crate::dispatch::Call;
 use crate::params::ProcessParams;
 use crate::process::{sys, KilledBy, SpawnError, SpawnSpec, StdinResult, Termination};
-use crate::rpc::{RpcError, STDIN_OFFSET_GAP};
+use crate::rpc::{RpcError, STDIN_BACKPRESSURE, STDIN_OFFSET_GAP};
 use base64::Engine;
 use serde::Serialize;
 use std::sync::atomic::Ordering;
@@ -164,6 +164,7 @@ fn stdin(p: ProcessParams, call: &Call<'_>) -> Outcome {
         }),
         StdinResult::NotRunning => Outcome::invalid_params(MSG_NOT_RUNNING),
         StdinResult::Gap => Outcome::Error(RpcError::new(STDIN_OFFSET_GAP, MSG_OFFSET_GAP)),
+        StdinResult::QueueFull => Outcome::Error(RpcError::new(STDIN_BACKPRESSURE, crate::rpc::MSG_STDIN_BACKPRESSURE)),
         StdinResult::Broken(why) => Outcome::internal(why),
     }
 }

@@ -18,13 +18,16 @@
 //!
 //! So every output byte precedes the exit frame, and a signal to the group
 //! can never reach a recycled pgid. Exited processes stay in the registry
-//! (reattach replays them, killAndWait reports `alreadyExited`) until the
-//! id is reused or the daemon stops.
+//! (reattach replays them, killAndWait reports `alreadyExited`) for 15
+//! minutes after their exit frame, until the id is reused, or until the
+//! daemon stops, whichever comes first; then their log is released.
 
 pub mod command;
 pub mod log;
+pub mod segments;
 pub mod session;
 pub mod stdin;
+pub mod store;
 pub mod sys;
 
 use crate::server::Daemon;
@@ -97,10 +100,19 @@ pub enum StdinResult {
     },
     NotRunning,
     Gap,
+    /// The queue is non-empty and this write would push it past
+    /// [`STDIN_QUEUE_CAP`]: nothing enqueued, `applied` unchanged.
+    QueueFull,
     /// An earlier write failed (the child closed its stdin); the text is
     /// Go's error for writing to the pipe, e.g. `write |1: broken pipe`.
     Broken(String),
 }
+
+/// Bytes a process's stdin queue may hold (accepted but not yet written
+/// to the pipe). A write that would push a non-empty queue past this is
+/// refused with -32002; a lone write on an empty queue always fits, since
+/// the 1 MiB line cap keeps it far below.
+pub const STDIN_QUEUE_CAP: usize = 16 << 20;
 
 struct StdinState {
     applied: u64,
@@ -146,6 +158,11 @@ pub struct ManagedProcess {
     /// the exit frame whatever the child then did with the signal.
     killed_by: Mutex<Option<KilledBy>>,
     stdin: Mutex<StdinState>,
+    /// Bytes enqueued for stdin and not yet written to the pipe. Raised
+    /// under the `stdin` lock, lowered by the writer task after each write.
+    stdin_queued: Arc<AtomicUsize>,
+    /// When the exit frame was appended (starts the retention clock).
+    finished_at: std::sync::OnceLock<std::time::Instant>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -250,8 +267,14 @@ impl ManagedProcess {
             if let Some(why) = &st.broken {
                 return (StdinResult::Broken(why.clone()), 0);
             }
+            let queued = self.stdin_queued.load(Ordering::Acquire);
+            if queued > 0 && queued.saturating_add(fresh.len()) > STDIN_QUEUE_CAP {
+                return (StdinResult::QueueFull, 0);
+            }
+            self.stdin_queued.fetch_add(fresh.len(), Ordering::AcqRel);
             let sent = st.queue.as_ref().is_some_and(|q| q.send(fresh.to_vec()).is_ok());
             if !sent {
+                self.stdin_queued.fetch_sub(fresh.len(), Ordering::AcqRel);
                 // The writer is gone only after the exit was observed.
                 return (StdinResult::NotRunning, 0);
             }
@@ -283,6 +306,8 @@ pub struct ProcessManager {
     /// Set by a `-keep-children` shutdown: the backstop in `Drop` must not
     /// kill what the operator asked to keep.
     keep: AtomicBool,
+    /// The retention sweeper runs once the first process was spawned.
+    sweeper: AtomicBool,
 }
 
 impl std::fmt::Debug for ProcessManager {
@@ -400,7 +425,7 @@ impl ProcessManager {
             id: spec.id.to_string(),
             pid,
             start_time,
-            log: ReplayLog::new(spec.id),
+            log: ReplayLog::new(spec.id, &daemon.replay),
             exit: exit_tx,
             reaped: Mutex::new(false),
             session,
@@ -411,10 +436,17 @@ impl ProcessManager {
                 broken: None,
                 writer: None,
             }),
+            stdin_queued: Arc::new(AtomicUsize::new(0)),
+            finished_at: std::sync::OnceLock::new(),
         });
         let readers = match (stdin, stdout, stderr) {
             (Ok(stdin), Ok(stdout), Ok(stderr)) => {
-                let writer = tokio::spawn(feed_stdin(stdin, queue_rx, Arc::downgrade(&process)));
+                let writer = tokio::spawn(feed_stdin(
+                    stdin,
+                    queue_rx,
+                    process.stdin_queued.clone(),
+                    Arc::downgrade(&process),
+                ));
                 lock(&process.stdin).writer = Some(writer.abort_handle());
                 let (log_out, daemon_out) = (process.log.clone(), daemon.clone());
                 Some((
@@ -445,6 +477,9 @@ impl ProcessManager {
         drop(child);
         tokio::spawn(supervise(process.clone(), readers, daemon.clone()));
         daemon.metrics.process_spawns.fetch_add(1, Ordering::Relaxed);
+        if !self.sweeper.swap(true, Ordering::AcqRel) {
+            tokio::spawn(sweep_exited(Arc::downgrade(daemon)));
+        }
         crate::log_info!(
             "[process.Manager] Spawned process {} (pid {}): {}",
             spec.id,
@@ -467,6 +502,34 @@ impl ProcessManager {
             );
         }
         Ok(process)
+    }
+
+    /// Drops exited processes whose exit frame is older than `retention`
+    /// (their logs are freed once no connection still holds them).
+    /// Returns how many were dropped.
+    pub fn drop_exited(&self, retention: Duration) -> usize {
+        let now = std::time::Instant::now();
+        let mut table = lock(&self.table);
+        let before = table.len();
+        table.retain(|_, p| {
+            p.finished_at
+                .get()
+                .is_none_or(|at| now.saturating_duration_since(*at) < retention)
+        });
+        let dropped = before - table.len();
+        if dropped > 0 && table.capacity() > 2 * table.len() + 64 {
+            table.shrink_to_fit();
+        }
+        dropped
+    }
+
+    /// Registered processes (running and retained exited ones).
+    pub fn len(&self) -> usize {
+        lock(&self.table).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// Graceful-shutdown teardown: kill every child tree, or leave them
@@ -559,6 +622,9 @@ async fn pump<R: tokio::io::AsyncRead + Unpin>(mut pipe: R, stream: Stream, log:
                 let data = buf.get(..n).unwrap_or_default();
                 log.push_output(stream, data);
                 daemon.metrics.stream_bytes_out.fetch_add(n as u64, Ordering::Relaxed);
+                // Waits only when the disk writer is a whole bound behind:
+                // the child then sees pipe backpressure, not our memory.
+                log.wait_writable().await;
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
@@ -576,10 +642,14 @@ async fn pump<R: tokio::io::AsyncRead + Unpin>(mut pipe: R, stream: Stream, log:
 async fn feed_stdin(
     mut pipe: tokio::process::ChildStdin,
     mut queue: mpsc::UnboundedReceiver<Vec<u8>>,
+    queued: Arc<AtomicUsize>,
     process: Weak<ManagedProcess>,
 ) {
     while let Some(chunk) = queue.recv().await {
-        if let Err(e) = pipe.write_all(&chunk).await {
+        let written = pipe.write_all(&chunk).await;
+        queued.fetch_sub(chunk.len(), Ordering::AcqRel);
+        drop(chunk);
+        if let Err(e) = written {
             if let Some(p) = process.upgrade() {
                 let why = format!("write |1: {}", crate::goerr::io_text(&e));
                 crate::log_warn!("[process.Manager] Process {} stdin: {}", p.id, why);
@@ -589,6 +659,51 @@ async fn feed_stdin(
             }
             return;
         }
+    }
+}
+
+/// How long exited processes stay registered: [`store::RETENTION`], or
+/// `REMORA_TEST_RETENTION_MS` (tests only).
+fn retention() -> Duration {
+    store::test_env("REMORA_TEST_RETENTION_MS").map_or(store::RETENTION, Duration::from_millis)
+}
+
+/// The retention sweeper: every `retention / 15` (at most a minute), drops
+/// processes whose exit frame is older than the retention. Ends with the
+/// daemon.
+async fn sweep_exited(daemon: Weak<Daemon>) {
+    let retention = retention();
+    let period = (retention / 15).clamp(Duration::from_millis(10), Duration::from_secs(60));
+    let mut shutdown = match daemon.upgrade() {
+        Some(d) => d.shutdown.subscribe(),
+        None => return,
+    };
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(period) => {}
+            _ = shutdown.wait() => return,
+        }
+        let Some(daemon) = daemon.upgrade() else { return };
+        let dropped = daemon.processes.drop_exited(retention);
+        if dropped > 0 {
+            crate::log_info!(
+                "[process.Manager] Dropped {} exited process(es) after {} s of retention",
+                dropped,
+                retention.as_secs()
+            );
+            // Give freed pages back to the system: a burst of short-lived
+            // processes should not leave the daemon's RSS raised.
+            trim_heap();
+        }
+    }
+}
+
+/// Returns free heap pages to the kernel (glibc keeps them otherwise).
+fn trim_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free memory.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 
@@ -618,6 +733,7 @@ async fn supervise(
         signal: status.signal.and_then(sys::signal_name),
         killed_by: lock(&process.killed_by).map(KilledBy::wire),
     });
+    let _ = process.finished_at.set(std::time::Instant::now());
     process.reap();
     daemon.metrics.process_exits.fetch_add(1, Ordering::Relaxed);
     crate::log_info!("[process.Manager] Process {} exited with code {}", process.id, code);
