@@ -220,43 +220,90 @@ fn serve_child(flags: &Flags) -> i32 {
         Err(None) => return 1,
     };
     let socket = socket_path(flags);
+    let timers = crate::orphan::Timers::from_env();
+    let instance = crate::instance::Instance::new();
+    // Before binding: a live predecessor of this socket is evicted first.
+    let run_lock = crate::runlock::claim(&socket, &instance);
     // Bound before the runtime starts: bind_socket swaps the process-wide
     // umask, which must not race with other threads creating files.
     let listener = match server::bind_socket(&socket) {
         Ok(l) => l,
         Err(e) => {
+            if let Some(lock) = run_lock {
+                lock.release();
+            }
             readiness.fail(&format!("remora: {e}"));
             return 1;
         }
     };
-    let daemon = Daemon::new(
+    let bound = crate::orphan::identity(&socket);
+    let token_file = crate::tokenfile::persist(&socket, &token);
+    let daemon = Daemon::with_instance(
         token,
         Options {
             socket_path: socket,
             keep_children: flags.keep_children,
+            replay: replay_config(flags),
         },
+        instance,
     );
+    let on_disk = OnDisk { run_lock, token_file };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => {
             let _ = std::fs::remove_file(&daemon.options.socket_path);
+            on_disk.remove();
             readiness.fail(&format!("remora: start runtime: {e}"));
             return 1;
         }
     };
-    let code = runtime.block_on(serve_daemon(listener, daemon, flags.metrics_addr.clone(), readiness));
+    let lifecycle = Lifecycle {
+        metrics_addr: flags.metrics_addr.clone(),
+        bound,
+        timers,
+    };
+    let code = runtime.block_on(serve_daemon(listener, daemon, lifecycle, readiness));
+    on_disk.remove();
     // Teardown is complete once serve_daemon returns; do not let a stray
     // blocking task (a login shell being reaped) hold up the exit.
     runtime.shutdown_timeout(Duration::from_secs(1));
     code
 }
 
+/// The files beside the socket that only a graceful exit cleans up.
+struct OnDisk {
+    run_lock: Option<crate::runlock::RunLock>,
+    token_file: Option<crate::tokenfile::Persisted>,
+}
+
+impl OnDisk {
+    /// Token first, lock last: while the lock is held no successor can
+    /// have started writing its own files.
+    fn remove(self) {
+        if let Some(t) = self.token_file {
+            t.remove();
+        }
+        if let Some(l) = self.run_lock {
+            l.release();
+        }
+    }
+}
+
+/// What the serving side needs besides the daemon state.
+struct Lifecycle {
+    metrics_addr: OsString,
+    /// Device and inode of the bound socket (orphan check).
+    bound: Option<(u64, u64)>,
+    timers: crate::orphan::Timers,
+}
+
 async fn serve_daemon(
     listener: std::os::unix::net::UnixListener,
     daemon: Arc<Daemon>,
-    metrics_addr: OsString,
+    lifecycle: Lifecycle,
     readiness: Readiness,
 ) -> i32 {
+    let metrics_addr = lifecycle.metrics_addr;
     let signals = match Signals::install() {
         Ok(s) => s,
         Err(e) => {
@@ -272,6 +319,7 @@ async fn serve_daemon(
         crate::metrics_http::start(&String::from_utf8_lossy(metrics_addr.as_bytes()), daemon.clone()).await;
     }
     crate::shellenv::spawn(daemon.clone());
+    tokio::spawn(crate::orphan::watch(daemon.clone(), lifecycle.bound, lifecycle.timers));
     crate::log_info!("[Server] Listening on {}", daemon.options.socket_path.display());
     readiness.ready();
     match server::run(listener, daemon).await {
@@ -319,5 +367,18 @@ impl Signals {
                 _ = self.int.recv() => {}
             }
         }
+    }
+}
+
+/// `-replay-dir` / `-replay-budget-mb` as the replay store's settings. A
+/// negative budget counts as 0 (keep nothing on disk beyond one segment
+/// per log).
+fn replay_config(flags: &Flags) -> crate::process::store::StoreConfig {
+    crate::process::store::StoreConfig {
+        dir: (!flags.replay_dir.is_empty()).then(|| std::path::PathBuf::from(&flags.replay_dir)),
+        budget_bytes: u64::try_from(flags.replay_budget_mb)
+            .unwrap_or(0)
+            .saturating_mul(1 << 20),
+        ..Default::default()
     }
 }

@@ -14,7 +14,8 @@
 
 use crate::dispatch;
 use crate::frame::{LineReader, ReadEvent};
-use crate::process::log::ReplayLog;
+use crate::process::log::{Frame, Pull, ReplayLog, DISK_BATCH};
+use crate::process::segments::ReadHint;
 use crate::server::Daemon;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -26,6 +27,10 @@ use tokio::sync::{mpsc, Notify, Semaphore};
 /// Requests of one connection that may run at once; past this the reader
 /// stops reading, which pushes back on the client.
 const MAX_IN_FLIGHT: usize = 1024;
+/// Request-line bytes of one connection that running requests may hold.
+/// A line takes `min(len, MAX_IN_FLIGHT_BYTES)` of it, so one line of any
+/// allowed size always fits; past the bound the reader stops reading.
+const MAX_IN_FLIGHT_BYTES: usize = crate::frame::MAX_LINE;
 /// Replies that may wait for the writer.
 const REPLY_QUEUE: usize = 1024;
 /// Raw stream bytes the writer takes per pass before it checks for replies.
@@ -77,12 +82,14 @@ pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>) {
     let conn_id = NEXT_CONN_ID.fetch_add(1, Ordering::Relaxed);
     crate::log_info!("[Server] New connection from: @");
     daemon.metrics.connections.fetch_add(1, Ordering::Relaxed);
+    let _open = OpenClient::count(&daemon);
     let (read_half, write_half) = stream.into_split();
     let (tx, rx) = mpsc::channel(REPLY_QUEUE);
     let mut shutdown = daemon.shutdown.subscribe();
     let writer = tokio::spawn(write_loop(write_half, rx, conn_id, daemon.shutdown.subscribe()));
     let conn = ConnHandle { id: conn_id, tx };
     let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    let in_flight_bytes = Arc::new(Semaphore::new(MAX_IN_FLIGHT_BYTES));
     let mut reader = LineReader::new(read_half);
     let mut abort_writer = false;
     loop {
@@ -101,10 +108,16 @@ pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>) {
                 let Ok(permit) = in_flight.clone().acquire_owned().await else {
                     break;
                 };
+                // The cost fits in u32: a line is at most MAX_LINE bytes.
+                let cost = line.len().min(MAX_IN_FLIGHT_BYTES) as u32;
+                let Ok(bytes_permit) = in_flight_bytes.clone().acquire_many_owned(cost).await else {
+                    break;
+                };
                 let conn = conn.clone();
                 let daemon = daemon.clone();
                 tokio::spawn(async move {
                     dispatch::handle_line(line, &conn, &daemon).await;
+                    drop(bytes_permit);
                     drop(permit);
                 });
             }
@@ -124,11 +137,43 @@ pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>) {
     crate::log_info!("[Server] Connection closed");
 }
 
+/// Keeps [`Daemon::clients`] equal to the number of open connections.
+struct OpenClient(Arc<Daemon>);
+
+impl OpenClient {
+    fn count(daemon: &Arc<Daemon>) -> OpenClient {
+        daemon.clients.fetch_add(1, Ordering::Relaxed);
+        OpenClient(daemon.clone())
+    }
+}
+
+impl Drop for OpenClient {
+    fn drop(&mut self) {
+        self.0.clients.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// A followed log and how far this connection has written it.
 struct Cursor {
     log: Arc<ReplayLog>,
     after: u64,
     reply: Option<(u64, Vec<u8>)>,
+    /// Frames `after+1 ..` already read from disk, not yet written.
+    prefetched: std::collections::VecDeque<Frame>,
+    /// Where the last disk read stopped.
+    hint: Option<ReadHint>,
+}
+
+impl Cursor {
+    fn new(log: Arc<ReplayLog>, after: u64, reply: Option<(u64, Vec<u8>)>) -> Cursor {
+        Cursor {
+            log,
+            after,
+            reply,
+            prefetched: std::collections::VecDeque::new(),
+            hint: None,
+        }
+    }
 }
 
 /// The connection's only writer. Ends when every sender is gone (reader
@@ -148,7 +193,7 @@ async fn write_loop(
         while let Ok(item) = rx.try_recv() {
             accept(item, &mut cursors, &mut out, conn_id, &wake);
         }
-        pull_frames(&mut cursors, &mut out, conn_id);
+        let behind = pull_frames(&mut cursors, &mut out, conn_id).await;
         if !out.is_empty() {
             let written = tokio::select! {
                 r = sink.write_all(&out) => r,
@@ -162,6 +207,11 @@ async fn write_loop(
             if out.capacity() > 1024 * 1024 {
                 out.shrink_to(64 * 1024);
             }
+            continue;
+        }
+        if behind {
+            // A disk read came back empty (its segment was evicted): the
+            // cursor relocates on the next pass.
             continue;
         }
         if senders_gone {
@@ -202,16 +252,23 @@ fn accept(item: Outgoing, cursors: &mut Vec<Cursor>, out: &mut Vec<u8>, conn_id:
                     }
                     cursor.after = after;
                     cursor.reply = reply;
+                    cursor.prefetched.clear();
+                    cursor.hint = None;
                 }
-                None => cursors.push(Cursor { log, after, reply }),
+                None => cursors.push(Cursor::new(log, after, reply)),
             }
         }
     }
 }
 
 /// Moves frames from followed logs into `out`, round-robin within a budget.
-fn pull_frames(cursors: &mut Vec<Cursor>, out: &mut Vec<u8>, conn_id: u64) {
+/// Frames in a log's hot tail are encoded from RAM; a cursor behind it
+/// reads a batch from disk on a blocking thread (only this connection
+/// waits for it). Returns true if a cursor made no progress but is still
+/// behind (call again).
+async fn pull_frames(cursors: &mut Vec<Cursor>, out: &mut Vec<u8>, conn_id: u64) -> bool {
     let mut budget = FRAME_BUDGET;
+    let mut behind = false;
     for cursor in cursors.iter_mut() {
         if budget == 0 {
             break;
@@ -219,7 +276,37 @@ fn pull_frames(cursors: &mut Vec<Cursor>, out: &mut Vec<u8>, conn_id: u64) {
         let upto = cursor.reply.as_ref().map_or(u64::MAX, |(upto, _)| *upto);
         let before = out.len();
         if !cursor.log.is_detached() {
-            cursor.after = cursor.log.encode_after(cursor.after, upto, out, budget);
+            if cursor.prefetched.is_empty() {
+                match cursor.log.pull_ram(cursor.after, upto, out, budget) {
+                    Pull::Ram(after) => cursor.after = after,
+                    Pull::Disk(after) => {
+                        cursor.after = after;
+                        let (log, hint) = (cursor.log.clone(), cursor.hint);
+                        let read =
+                            tokio::task::spawn_blocking(move || log.read_disk(after, upto, DISK_BATCH, hint)).await;
+                        let (frames, hint) = read.unwrap_or_default();
+                        if frames.is_empty() {
+                            behind = true;
+                        }
+                        cursor.hint = hint;
+                        cursor.prefetched.extend(frames);
+                    }
+                }
+            }
+            let mut taken = 0usize;
+            let first = cursor.after + 1;
+            let mut n = 0u64;
+            while taken < budget && cursor.after + n < upto {
+                let Some(frame) = cursor.prefetched.pop_front() else {
+                    break;
+                };
+                if let Frame::Data(_, data) = &frame {
+                    taken += data.len();
+                }
+                cursor.log.encode_frames(first + n, std::slice::from_ref(&frame), out);
+                n += 1;
+            }
+            cursor.after += n;
         }
         budget = budget.saturating_sub(out.len() - before);
         if let Some((upto, _)) = &cursor.reply {
@@ -241,4 +328,5 @@ fn pull_frames(cursors: &mut Vec<Cursor>, out: &mut Vec<u8>, conn_id: u64) {
             true
         }
     });
+    behind
 }

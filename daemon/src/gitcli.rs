@@ -42,6 +42,8 @@ pub struct GitOutput {
     pub status_text: String,
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
+    /// The time limit expired and git was killed.
+    pub timed_out: bool,
 }
 
 impl GitOutput {
@@ -98,6 +100,7 @@ pub async fn run(dir: &str, args: &[&str], read_only: bool, timeout: Duration) -
             },
             stdout: out.stdout,
             stderr: out.stderr,
+            timed_out: false,
         },
         Ok(Err(e)) => GitOutput {
             status_text: e.to_string(),
@@ -106,6 +109,7 @@ pub async fn run(dir: &str, args: &[&str], read_only: bool, timeout: Duration) -
         // The future (and with it the child, kill_on_drop) is dropped.
         Err(_) => GitOutput {
             status_text: "signal: killed".to_string(),
+            timed_out: true,
             ..GitOutput::default()
         },
     }
@@ -152,16 +156,50 @@ pub fn repo_slug(url: &str) -> String {
     }
 }
 
-/// Porcelain v1 lines from `git status --porcelain` output: the output
-/// trimmed as a whole (Go's `strings.TrimSpace`, which also takes the
-/// leading space of an unstaged first entry such as ` M a.txt`), then
-/// split on newlines.
+/// Porcelain v1 lines from `git status --porcelain` output, verbatim
+/// minus their line endings (reference builds 7d193f89 and 4534d86; seed
+/// 000's reference trimmed the whole output first, which took the leading
+/// space of an unstaged first entry such as ` M a.txt`).
 pub fn porcelain_lines(stdout: &[u8]) -> Vec<String> {
-    let text = crate::gojson::go_lossy(stdout.trim_ascii());
-    if text.is_empty() {
-        return Vec::new();
+    stdout
+        .split(|&b| b == b'\n')
+        .filter(|line| !line.is_empty())
+        .map(crate::gojson::go_lossy)
+        .collect()
+}
+
+/// The empty tree of a repository's object format, for `--attr-source`.
+pub fn empty_tree(object_format: &str) -> &'static str {
+    match object_format {
+        "sha256" => "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321",
+        _ => "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
     }
-    text.split('\n').map(str::to_string).collect()
+}
+
+/// Whether the `git` on PATH has `--attr-source` (git 2.40+). Asked once;
+/// a git that cannot be run or parsed counts as too old.
+pub async fn supports_attr_source() -> bool {
+    static ANSWER: tokio::sync::OnceCell<bool> = tokio::sync::OnceCell::const_new();
+    *ANSWER
+        .get_or_init(|| async {
+            let out = run("", &["version"], true, QUERY_TIMEOUT).await;
+            out.success && version_at_least(&out.text(), (2, 40))
+        })
+        .await
+}
+
+/// Whether `git version X.Y…` is at least `want`.
+fn version_at_least(banner: &str, want: (u32, u32)) -> bool {
+    let Some(version) = banner.strip_prefix("git version ") else {
+        return false;
+    };
+    let mut parts = version.split(|c: char| !c.is_ascii_digit());
+    let major = parts.next().and_then(|p| p.parse::<u32>().ok());
+    let minor = parts.next().and_then(|p| p.parse::<u32>().ok());
+    match (major, minor) {
+        (Some(major), Some(minor)) => (major, minor) >= want,
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -197,7 +235,18 @@ mod tests {
     #[test]
     fn porcelain() {
         assert_eq!(porcelain_lines(b""), Vec::<String>::new());
-        assert_eq!(porcelain_lines(b" M a.txt\n?? new\n"), vec!["M a.txt", "?? new"]);
+        assert_eq!(porcelain_lines(b" M a.txt\n?? new\n"), vec![" M a.txt", "?? new"]);
         assert_eq!(porcelain_lines(b"?? x\n M b\n"), vec!["?? x", " M b"]);
+        assert_eq!(porcelain_lines(b"?? \"a b \"\n"), vec!["?? \"a b \""]);
+    }
+
+    #[test]
+    fn git_versions() {
+        assert!(version_at_least("git version 2.47.3", (2, 40)));
+        assert!(version_at_least("git version 2.40.0.windows.1", (2, 40)));
+        assert!(version_at_least("git version 3.0", (2, 40)));
+        assert!(!version_at_least("git version 2.39.5 (Apple Git-154)", (2, 40)));
+        assert!(!version_at_least("git version 1.9", (2, 40)));
+        assert!(!version_at_least("garbage", (2, 40)));
     }
 }

@@ -13,6 +13,10 @@
 //! | [`shellenv`] | login-shell PATH extraction |
 //! | [`metrics_http`] | the `-metrics-addr` HTTP endpoint |
 //! | [`server`] | daemon state, the owner-only socket, the accept loop |
+//! | [`instance`] | per-boot `instanceId` / `startedAt` |
+//! | [`tokenfile`] | the persisted `daemon.token` beside the socket |
+//! | [`runlock`] | the run-dir lock `daemon.lock` and predecessor eviction |
+//! | [`orphan`] | shutting down once the socket path leads elsewhere |
 //! | [`connection`] | one client: line reader, request tasks, ordered writer |
 //! | [`frame`] | NDJSON framing and the 1 MiB line cap |
 //! | [`rpc`] | envelope validation order, error codes and messages |
@@ -47,16 +51,20 @@ pub mod goerr;
 pub mod gojson;
 pub mod gopath;
 pub mod install;
+pub mod instance;
 pub mod logging;
 pub mod methods;
 pub mod metrics;
 pub mod metrics_http;
+pub mod orphan;
 pub mod os;
 pub mod params;
 pub mod process;
 pub mod rpc;
+pub mod runlock;
 pub mod server;
 pub mod shellenv;
 pub mod shutdown;
 pub mod tarx;
+pub mod tokenfile;
 pub mod version;

@@ -3,6 +3,21 @@
 //! and Prometheus text format) lives in the lifecycle code.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Replay-log storage figures, shared with the replay store that updates
+/// them (see [`crate::process::store`]).
+#[derive(Debug, Default)]
+pub struct ReplayMetrics {
+    /// Gauge: frame bytes held in RAM (hot tails, unwritten frames, rings).
+    pub ram_bytes: AtomicU64,
+    /// Gauge: bytes in segment files.
+    pub disk_bytes: AtomicU64,
+    /// Counter: evictions under the disk budget (one per log or segment).
+    pub evictions: AtomicU64,
+    /// Counter: logs (or the whole store) that fell back to a RAM ring.
+    pub fallbacks: AtomicU64,
+}
 
 /// Outcome classes of a request, for `requests` counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +41,7 @@ pub struct Metrics {
     pub reattaches: AtomicU64,
     pub stream_bytes_out: AtomicU64,
     pub stdin_bytes_in: AtomicU64,
+    pub replay: Arc<ReplayMetrics>,
 }
 
 impl Default for Metrics {
@@ -39,6 +55,7 @@ impl Default for Metrics {
             reattaches: AtomicU64::new(0),
             stream_bytes_out: AtomicU64::new(0),
             stdin_bytes_in: AtomicU64::new(0),
+            replay: Arc::new(ReplayMetrics::default()),
         }
     }
 }

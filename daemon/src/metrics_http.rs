@@ -155,6 +155,9 @@ pub fn render(m: &Metrics) -> String {
     let counter = |out: &mut String, name: &str, help: &str, value: u64| {
         let _ = write!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}\n");
     };
+    let gauge = |out: &mut String, name: &str, help: &str, value: u64| {
+        let _ = write!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}\n");
+    };
     let get = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
     counter(
         &mut out,
@@ -209,6 +212,30 @@ pub fn render(m: &Metrics) -> String {
         "Bytes written to children's stdin via process.stdin.",
         get(&m.stdin_bytes_in),
     );
+    gauge(
+        &mut out,
+        "remora_replay_ram_bytes",
+        "Replay-log frame bytes held in memory (hot tails, unwritten frames, RAM rings).",
+        get(&m.replay.ram_bytes),
+    );
+    gauge(
+        &mut out,
+        "remora_replay_disk_bytes",
+        "Replay-log bytes in segment files on disk.",
+        get(&m.replay.disk_bytes),
+    );
+    counter(
+        &mut out,
+        "remora_replay_evictions_total",
+        "Replay logs or segments removed to stay within the disk budget.",
+        get(&m.replay.evictions),
+    );
+    counter(
+        &mut out,
+        "remora_replay_fallbacks_total",
+        "Replay logs that fell back to an in-memory ring after a disk failure.",
+        get(&m.replay.fallbacks),
+    );
     out
 }
 
@@ -244,7 +271,10 @@ mod tests {
         for line in text.lines().filter(|l| !l.starts_with('#')) {
             let name = line.split(['{', ' ']).next().unwrap();
             assert!(text.contains(&format!("# HELP {name} ")), "{name}");
-            assert!(text.contains(&format!("# TYPE {name} counter\n")), "{name}");
+            assert!(
+                text.contains(&format!("# TYPE {name} counter\n")) || text.contains(&format!("# TYPE {name} gauge\n")),
+                "{name}"
+            );
         }
     }
 

@@ -27,6 +27,8 @@ go_struct! {
         pub branch_name: String = "branchName",
         pub worktree_path: String = "worktreePath",
         pub source_branch: String = "sourceBranch",
+        /// `git.worktree_create` deadline (build 4534d86); 0 or less: none.
+        pub timeout_ms: i64 = "timeoutMs",
     }
 }
 

@@ -13,6 +13,7 @@ pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
 pub const INTERNAL_ERROR: i64 = -32603;
 pub const UNAUTHORIZED: i64 = -32001;
+pub const STDIN_BACKPRESSURE: i64 = -32002;
 pub const STDIN_OFFSET_GAP: i64 = -32003;
 
 pub const MSG_PARSE_ERROR: &str = "Parse error";
@@ -20,6 +21,7 @@ pub const MSG_UNAUTHORIZED: &str = "Unauthorized: invalid or missing auth token"
 pub const MSG_INVALID_VERSION: &str = "Invalid JSON-RPC version";
 pub const MSG_INVALID_PARAMS: &str = "Invalid params";
 pub const MSG_STDIN_OFFSET_GAP: &str = "stdin offset gap: offset ahead of applied bytes";
+pub const MSG_STDIN_BACKPRESSURE: &str = "stdin backpressure: queue full";
 
 /// The 19 methods, in the order `server.capabilities` lists them.
 pub const METHODS: [&str; 19] = [
@@ -44,8 +46,17 @@ pub const METHODS: [&str; 19] = [
     "process.reattach",
 ];
 
-/// Optional protocol extensions advertised by `server.capabilities`.
-pub const FEATURES: [&str; 1] = ["process.stdin.offset"];
+/// Optional protocol extensions advertised by `server.capabilities`, in
+/// the reference's order. The reference (`4534d86`) lists
+/// `process.stdin.offset`, `git.status.baseRepo`,
+/// `git.worktree_create.timeoutMs`, `git.worktree.external_root`,
+/// `server.instance_id`; a feature is listed here only once remora
+/// implements it, at its place in that order (`server.instance_id` last).
+pub const FEATURES: [&str; 3] = [
+    "process.stdin.offset",
+    "git.worktree_create.timeoutMs",
+    "server.instance_id",
+];
 
 /// The namespaces a method can belong to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

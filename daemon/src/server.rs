@@ -3,6 +3,7 @@
 //! [`crate::cli`]; this module only serves.
 
 use crate::metrics::Metrics;
+use crate::process::store::{ReplayStore, StoreConfig};
 use crate::process::ProcessManager;
 use crate::shutdown::Shutdown;
 use std::io;
@@ -17,28 +18,47 @@ pub struct Options {
     pub socket_path: PathBuf,
     /// `-keep-children`: leave children running across a graceful shutdown.
     pub keep_children: bool,
+    /// `-replay-dir` and `-replay-budget-mb`: where replay logs spill.
+    pub replay: StoreConfig,
 }
 
 /// State shared by every connection and handler.
 pub struct Daemon {
     pub token: Vec<u8>,
+    /// Per-boot identity (`server.capabilities`, run-dir lock, orphan check).
+    pub instance: crate::instance::Instance,
+    /// Connections open right now (the orphan check needs "no client").
+    pub clients: std::sync::atomic::AtomicUsize,
     pub options: Options,
     pub metrics: Metrics,
     pub shutdown: Shutdown,
     pub processes: ProcessManager,
+    /// Where replay logs keep their frames (RAM tails, disk segments).
+    pub replay: Arc<ReplayStore>,
     /// PATH extracted from the login shell, once known; children get it.
     pub login_path: OnceLock<String>,
 }
 
 impl Daemon {
     pub fn new(token: Vec<u8>, options: Options) -> Arc<Daemon> {
+        Daemon::with_instance(token, options, crate::instance::Instance::new())
+    }
+
+    /// As [`Daemon::new`], with an identity made earlier (the run-dir lock
+    /// records it before the daemon state exists).
+    pub fn with_instance(token: Vec<u8>, options: Options, instance: crate::instance::Instance) -> Arc<Daemon> {
+        let metrics = Metrics::default();
+        let replay = ReplayStore::open(options.replay.clone(), metrics.replay.clone());
         Arc::new(Daemon {
             token,
-            options,
-            metrics: Metrics::default(),
+            instance,
+            clients: std::sync::atomic::AtomicUsize::new(0),
+            metrics,
             shutdown: Shutdown::new(),
             processes: ProcessManager::new(),
+            replay,
             login_path: OnceLock::new(),
+            options,
         })
     }
 }
@@ -125,6 +145,7 @@ pub async fn run(listener: StdUnixListener, daemon: Arc<Daemon>) -> io::Result<(
     accept_loop(listener, daemon.clone()).await?;
     crate::log_info!("[Server] Shutting down");
     daemon.processes.shutdown(daemon.options.keep_children).await;
+    daemon.replay.remove_own_dir();
     // Only remove the socket if it is still the one we bound: a successor
     // started during teardown (e.g. `-stop` then `-serve`) may already have
     // replaced it as stale, and its socket must survive our exit.

@@ -81,6 +81,8 @@ fn usage_text_is_go_print_defaults() {
             "-install",
             "-keep-children",
             "-metrics-addr string",
+            "-replay-budget-mb int",
+            "-replay-dir string",
             "-serve",
             "-socket string",
             "-stop",

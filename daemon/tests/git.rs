@@ -201,16 +201,16 @@ fn status_clean_and_dirty() {
     fs::write(r.join("new"), b"").unwrap();
     assert_eq!(
         call(&d, "git.status", &path_param(&rs)),
-        ok(r#"{"isRepo":true,"clean":false,"changes":["M a.txt","?? new"]}"#)
+        ok(r#"{"isRepo":true,"clean":false,"changes":[" M a.txt","?? new"]}"#)
     );
     fs::write(r.join("b.txt"), b"b").unwrap();
     git(&r, &["add", "b.txt"]);
     fs::create_dir(r.join("dir")).unwrap();
     fs::write(r.join("dir/x"), b"").unwrap();
-    // Only the output as a whole is trimmed: later lines keep their columns.
+    // Every line keeps its columns, the first one too (build 4534d86).
     assert_eq!(
         call(&d, "git.status", &path_param(&format!("{rs}/dir"))),
-        ok(r#"{"isRepo":true,"clean":false,"changes":["M a.txt","A  b.txt","?? dir/","?? new"]}"#)
+        ok(r#"{"isRepo":true,"clean":false,"changes":[" M a.txt","A  b.txt","?? dir/","?? new"]}"#)
     );
     let unborn = repo(&d.root().join("u"), true);
     assert_eq!(

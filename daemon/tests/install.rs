@@ -34,6 +34,7 @@ fn limits() -> Limits {
         probe_timeout: Duration::from_secs(10),
         connect_timeout: Duration::from_secs(5),
         read_timeout: Duration::from_secs(5),
+        progress_interval: Duration::from_secs(1),
     }
 }
 
@@ -175,6 +176,7 @@ fn zst_without_checksum_installs_and_is_consumed() {
     o.cli_zst = upload(tmp.path(), &zst(&script("2.0.1", 0)));
     let r = run(&o);
     assert_ok(&r, &dir, "2.0.1", false);
+    assert_eq!(r.fetch, None, "no download, no fetch object");
     assert_eq!(fs::read(dir.join("2.0.1")).unwrap(), script("2.0.1", 0));
     assert!(!Path::new(&o.cli_zst).exists(), "the upload is consumed");
     assert_eq!(names(&dir), ["2.0.1"], "no temporaries left");
@@ -351,10 +353,13 @@ fn url_http_errors_are_download_failed() {
     let mut o = opts(&dir, "1.0");
     o.cli_checksum = "00".into();
     o.cli_url = format!("{base}/gone");
+    let r = run(&o);
     assert_eq!(
-        run(&o).cli_error.as_deref(),
+        r.cli_error.as_deref(),
         Some("download failed: bad status: 404 Not Found")
     );
+    // Attempted, so measured: nothing read.
+    assert_eq!(r.fetch.map(|f| f.bytes), Some(0));
     o.cli_url = format!("{base}/boom");
     assert_eq!(
         run(&o).cli_error.as_deref(),
@@ -408,9 +413,17 @@ fn url_stalled_body_times_out() {
     let mut o = opts(&dir, "1.0");
     o.cli_url = format!("{base}/stall");
     let mut l = limits();
-    l.read_timeout = Duration::from_millis(500);
+    l.read_timeout = Duration::from_millis(1000);
     let r = install_with(&o, &l);
-    assert_eq!(r.cli_error.as_deref(), Some("download failed: i/o timeout"));
+    // Build 4534d86: the read-idle abort has its own cliError.
+    assert_eq!(
+        r.cli_error.as_deref(),
+        Some("download stalled: no data for 1s after 1000/1048576 bytes")
+    );
+    let fetch = r.fetch.expect("a download was attempted");
+    assert_eq!(fetch.bytes, 1000);
+    assert!(fetch.longest_pause_ms >= 1000, "{fetch:?}");
+    assert!(fetch.ms >= fetch.longest_pause_ms, "{fetch:?}");
     assert!(hidden(&dir).is_empty());
 }
 

@@ -492,12 +492,14 @@ fn reattach_unknown_and_missing_params() {
             r#"{"found":false,"running":false,"firstSeq":0,"lastSeq":0,"stdinApplied":0}"#
         )
     );
+    // A missing or empty id is an error, as the reference's record measured.
     assert_eq!(
         c.call(2, "process.reattach", r#"{}"#),
-        ok(
-            2,
-            r#"{"found":false,"running":false,"firstSeq":0,"lastSeq":0,"stdinApplied":0}"#
-        )
+        err(2, -32602, "Process ID is required")
+    );
+    assert_eq!(
+        c.call(4, "process.reattach", r#"{"id":"","fromSeq":0}"#),
+        err(4, -32602, "Process ID is required")
     );
     assert_eq!(
         c.call(3, "process.reattach", r#"{"id":"x","fromSeq":"1"}"#),

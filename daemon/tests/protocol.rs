@@ -31,12 +31,26 @@ fn server_methods_reply_byte_exact() {
     );
     assert!(version.ends_with(&want_tail), "{version}");
     let caps = c.call(3, "server.capabilities", "{}");
-    let methods = r#""methods":["server.ping","server.version","server.capabilities","server.shutdown","files.list","files.validate","files.stat","files.read","files.extract_tar","git.info","git.status","git.list_branches","git.worktree_create","git.worktree_remove","process.spawn","process.stdin","process.kill","process.killAndWait","process.reattach"],"features":["process.stdin.offset"]}}"#;
+    let methods = r#""methods":["server.ping","server.version","server.capabilities","server.shutdown","files.list","files.validate","files.stat","files.read","files.extract_tar","git.info","git.status","git.list_branches","git.worktree_create","git.worktree_remove","process.spawn","process.stdin","process.kill","process.killAndWait","process.reattach"],"instanceId":""#;
+    let features = r#","features":["process.stdin.offset","git.worktree_create.timeoutMs","server.instance_id"]}}"#;
     assert!(
         caps.starts_with(r#"{"jsonrpc":"2.0","id":3,"result":{"version":""#),
         "{caps}"
     );
-    assert!(caps.ends_with(methods), "{caps}");
+    // 4534d86: instanceId (32 hex) and startedAt (unix ms) between methods
+    // and features.
+    let at = caps.find(methods).unwrap_or_else(|| panic!("{caps}")) + methods.len();
+    let id = &caps[at..at + 32];
+    assert!(id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')), "{caps}");
+    let rest = &caps[at + 32..];
+    let started = rest
+        .strip_prefix(r#"","startedAt":"#)
+        .and_then(|r| r.strip_suffix(features))
+        .unwrap_or_else(|| panic!("{caps}"));
+    assert!(
+        started.len() == 13 && started.bytes().all(|b| b.is_ascii_digit()),
+        "{caps}"
+    );
 }
 
 #[test]

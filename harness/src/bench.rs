@@ -20,16 +20,23 @@ pub struct BenchOptions {
     pub pings: usize,
     pub pipelined: usize,
     pub spawns: usize,
+    /// Memory items (see [`crate::bench_mem`]).
+    pub memory: crate::bench_mem::MemoryOptions,
 }
 
-struct Live {
+pub(crate) struct Live {
     _dir: tempfile::TempDir,
     socket: PathBuf,
     launcher: Child,
 }
 
 impl Live {
-    fn start(bin: &Path) -> Result<Live, String> {
+    pub(crate) fn start(bin: &Path) -> Result<Live, String> {
+        Live::start_with_env(bin, &[])
+    }
+
+    /// As [`Live::start`], with extra environment for the daemon.
+    pub(crate) fn start_with_env(bin: &Path, env: &[(&str, &str)]) -> Result<Live, String> {
         let dir = tempfile::Builder::new()
             .prefix("hb")
             .tempdir()
@@ -48,6 +55,7 @@ impl Live {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(log)
+            .envs(env.iter().copied())
             .spawn()
             .map_err(|e| format!("spawn {}: {e}", bin.display()))?;
         let mut out = BufReader::new(launcher.stdout.take().expect("piped"));
@@ -70,13 +78,13 @@ impl Live {
         })
     }
 
-    fn conn(&self) -> Result<UnixStream, String> {
+    pub(crate) fn conn(&self) -> Result<UnixStream, String> {
         let s = UnixStream::connect(&self.socket).map_err(|e| e.to_string())?;
         s.set_read_timeout(Some(Duration::from_secs(120))).ok();
         Ok(s)
     }
 
-    fn pid(&self) -> Option<i32> {
+    pub(crate) fn pid(&self) -> Option<i32> {
         pids_mentioning(self.socket.as_os_str().as_encoded_bytes())
             .into_iter()
             .max_by_key(|p| rss_kib(*p).unwrap_or(0))
@@ -103,7 +111,7 @@ impl Drop for Live {
     }
 }
 
-fn rss_kib(pid: i32) -> Option<u64> {
+pub(crate) fn rss_kib(pid: i32) -> Option<u64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     s.lines()
         .find(|l| l.starts_with("VmRSS:"))?
@@ -113,11 +121,11 @@ fn rss_kib(pid: i32) -> Option<u64> {
         .ok()
 }
 
-fn req(id: usize, method: &str, params: &str) -> String {
+pub(crate) fn req(id: usize, method: &str, params: &str) -> String {
     format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"{method}\",\"params\":{params},\"auth\":\"{TOKEN}\"}}\n")
 }
 
-fn read_line(r: &mut impl BufRead) -> Result<Vec<u8>, String> {
+pub(crate) fn read_line(r: &mut impl BufRead) -> Result<Vec<u8>, String> {
     let mut l = Vec::new();
     match r.read_until(b'\n', &mut l) {
         Ok(0) => Err("connection closed".into()),
@@ -303,6 +311,13 @@ fn measure(bin: &Path, o: &BenchOptions) -> Vec<(String, String, bool, Result<f6
             for (n, u, h) in names() {
                 out.push((n.into(), u.into(), h, Err(e.clone())));
             }
+            out.push((
+                "daemon VmHWM after stream + replay".into(),
+                "KiB".into(),
+                false,
+                Err(e.clone()),
+            ));
+            out.extend(crate::bench_mem::measure(bin, &o.memory));
             return out;
         }
     };
@@ -322,9 +337,17 @@ fn measure(bin: &Path, o: &BenchOptions) -> Vec<(String, String, bool, Result<f6
         idle,
         rss_load,
     ];
+    let hwm = d
+        .pid()
+        .and_then(crate::bench_mem::hwm_kib)
+        .map(|k| k as f64)
+        .ok_or_else(|| "n/a: daemon pid not found".to_string());
     for ((n, u, h), r) in names().into_iter().zip(results) {
         out.push((n.into(), u.into(), h, r));
     }
+    out.push(("daemon VmHWM after stream + replay".into(), "KiB".into(), false, hwm));
+    drop(d);
+    out.extend(crate::bench_mem::measure(bin, &o.memory));
     out
 }
 

@@ -9,6 +9,8 @@
 //! tests use. It never links the remora crate: it only runs binaries.
 
 mod bench;
+mod bench_mem;
+mod capture;
 mod compare;
 mod diff;
 mod fixture;
@@ -19,6 +21,7 @@ mod normalize;
 mod probe;
 mod report;
 mod runner;
+mod stress;
 mod transcript;
 
 use clap::{Args, Parser, Subcommand};
@@ -145,8 +148,41 @@ enum Cmd {
         pipelined: usize,
         #[arg(long, default_value_t = 30)]
         spawns: usize,
+        /// Exited processes with fresh ids (memory once they are dropped).
+        #[arg(long, default_value_t = 3000)]
+        exited: usize,
+        /// MiB of stdin sent to a child that never reads.
+        #[arg(long, default_value_t = 64)]
+        stdin_mib: u64,
+        /// Connections flooding stdin at once, and MiB each sends.
+        #[arg(long, default_value_t = 64)]
+        flood_conns: usize,
+        #[arg(long, default_value_t = 64)]
+        flood_mib: u64,
         #[arg(long)]
         json: Option<PathBuf>,
+    },
+    /// Record a real client's session through a relay and write it as a
+    /// probe (token → $TOKEN, process ids → p1…, paths → $ROOT/$SOCKET/$HOME).
+    Capture {
+        /// The daemon's socket the relay forwards to.
+        #[arg(long)]
+        socket: PathBuf,
+        /// Listen on this socket (otherwise: one connection on stdin/stdout, like -bridge).
+        #[arg(long)]
+        listen: Option<PathBuf>,
+        /// The probe file to write (on SIGINT/SIGTERM, or when stdin ends).
+        #[arg(long)]
+        out: PathBuf,
+        /// The daemon's token file (its token becomes $TOKEN).
+        #[arg(long)]
+        token_file: Option<PathBuf>,
+        /// The directory the session works in (becomes $ROOT).
+        #[arg(long)]
+        root: Option<PathBuf>,
+        /// Lines longer than this many bytes are kept as fixture files.
+        #[arg(long, default_value_t = 4096)]
+        large: usize,
     },
     /// Differential fuzzing: generate request sequences from a seed, run
     /// each against both binaries as `diff` does, shrink every difference
@@ -186,6 +222,65 @@ enum Cmd {
         /// Print the generated cases (as probe text) instead of running them.
         #[arg(long)]
         print: bool,
+        /// Run exactly these case numbers, in order, on one pair of daemons
+        /// (replays a state-dependent difference), e.g. --cases 3,17,42.
+        #[arg(long, value_delimiter = ',', conflicts_with_all = ["iterations", "minutes"])]
+        cases: Option<Vec<u64>>,
+        /// Restart a worker's daemons after this many cases.
+        #[arg(long, default_value_t = 200)]
+        restart_every: usize,
+        /// Start fresh daemons for every case (slow; no live pairs).
+        #[arg(long)]
+        fresh: bool,
+        /// Write every (method, reply count, outcome) reached to this file.
+        #[arg(long)]
+        coverage: Option<PathBuf>,
+    },
+    /// Load, fault and soak scenarios against one or two binaries
+    /// (docs/STRESS.md): invariants fail the run, figures are compared.
+    Stress {
+        /// Reference binary; omitted: only the candidate runs.
+        #[arg(long)]
+        reference: Option<PathBuf>,
+        #[arg(long)]
+        candidate: PathBuf,
+        /// Multiplies every count and size (0.1 for CI).
+        #[arg(long, default_value_t = 1.0)]
+        scale: f64,
+        /// Only this scenario (repeatable).
+        #[arg(long)]
+        only: Vec<String>,
+        /// Run the soak scenario for this many minutes.
+        #[arg(long)]
+        soak: Option<f64>,
+        /// Fail when a figure is this many times worse than the reference.
+        #[arg(long)]
+        slower_than: Option<f64>,
+        #[arg(long)]
+        json: Option<PathBuf>,
+        #[arg(long)]
+        html: Option<PathBuf>,
+        /// No progress lines on stderr.
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// A client process of `stress` (re-executed by the scenarios).
+    #[command(hide = true)]
+    StressClient {
+        #[arg(long)]
+        mode: String,
+        #[arg(long)]
+        socket: Option<PathBuf>,
+        #[arg(long, default_value = "")]
+        id: String,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        #[arg(long, default_value_t = 0)]
+        bytes: u64,
+        #[arg(long, default_value_t = 0)]
+        linger_ms: u64,
+        #[arg(long, default_value = "{}")]
+        env: String,
     },
     /// List the probes.
     List {
@@ -284,7 +379,102 @@ fn write_reports(rep: &report::Report, r: &ReportArgs) -> Result<(), String> {
 fn real_main() -> Result<ExitCode, String> {
     let cli = Cli::parse();
     match cli.cmd {
+        Cmd::Stress {
+            reference,
+            candidate,
+            scale,
+            only,
+            soak,
+            slower_than,
+            json,
+            html,
+            quiet,
+        } => {
+            let o = stress::Options {
+                reference: reference.as_deref().map(absolute).transpose()?,
+                candidate: absolute(&candidate)?,
+                ctx: stress::Ctx {
+                    scale,
+                    harness: std::env::current_exe().map_err(|e| e.to_string())?,
+                    soak_minutes: soak.unwrap_or(0.0),
+                },
+                only,
+                slower_than,
+                quiet,
+            };
+            let rep = stress::run(&o)?;
+            print!("{}", stress::report::terminal(&rep));
+            if let Some(p) = &json {
+                let j = serde_json::to_string_pretty(&rep).map_err(|e| e.to_string())?;
+                std::fs::write(p, j).map_err(|e| format!("{}: {e}", p.display()))?;
+                eprintln!("harness: JSON report written to {}", p.display());
+            }
+            if let Some(p) = &html {
+                std::fs::write(p, stress::report::html(&rep)).map_err(|e| format!("{}: {e}", p.display()))?;
+                eprintln!("harness: HTML report written to {}", p.display());
+            }
+            let slow_fail = slower_than.is_some() && rep.flagged();
+            Ok(if rep.broken() || slow_fail {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Cmd::StressClient {
+            mode,
+            socket,
+            id,
+            seed,
+            bytes,
+            linger_ms,
+            env,
+        } => {
+            let a = stress::client::Args {
+                mode: &mode,
+                socket: socket.as_deref(),
+                id: &id,
+                seed,
+                bytes,
+                linger_ms,
+                env: &env,
+            };
+            Ok(ExitCode::from(stress::client::main(&a).clamp(0, 255) as u8))
+        }
         Cmd::MutantProxy { kind, cmd } => Ok(ExitCode::from(mutant::main(kind, &cmd).clamp(0, 255) as u8)),
+        Cmd::Capture {
+            socket,
+            listen,
+            out,
+            token_file,
+            root,
+            large,
+        } => {
+            let token = match &token_file {
+                Some(f) => {
+                    let mut t = std::fs::read(f).map_err(|e| format!("{}: {e}", f.display()))?;
+                    if t.ends_with(b"\n") {
+                        t.pop();
+                        if t.ends_with(b"\r") {
+                            t.pop();
+                        }
+                    }
+                    t
+                }
+                None => std::env::var("CLAUDE_RPC_TOKEN").unwrap_or_default().into_bytes(),
+            };
+            let o = capture::CaptureOptions {
+                socket: absolute(&socket)?,
+                listen,
+                out,
+                token,
+                root: root.map(|r| absolute(&r)).transpose()?,
+                home: std::env::var_os("HOME").map(PathBuf::from),
+                large,
+            };
+            let p = capture::run(&o)?;
+            eprintln!("harness capture: wrote {}", p.display());
+            Ok(ExitCode::SUCCESS)
+        }
         Cmd::FuzzDiff {
             reference,
             candidate,
@@ -298,6 +488,10 @@ fn real_main() -> Result<ExitCode, String> {
             accepted,
             quiet,
             print,
+            cases,
+            restart_every,
+            fresh,
+            coverage,
         } => {
             if print {
                 let seed = seed.unwrap_or(0);
@@ -331,22 +525,15 @@ fn real_main() -> Result<ExitCode, String> {
                 central: compare::load_accepted(&accepted.unwrap_or_else(|| workspace().join("probes/ACCEPTED")))?,
                 shrink_budget,
                 quiet,
+                cases,
+                restart_every,
+                fresh,
             };
             eprintln!("fuzz-diff: seed {seed}");
             let sm = fuzzdiff::run(&o);
-            let secs = sm.elapsed.as_secs_f64();
-            println!(
-                "fuzz-diff seed {seed}: {} case(s) in {secs:.1}s ({:.2} cases/s): {} difference(s) ({} flaky), {} accepted, {} error(s), {} file(s) written",
-                sm.cases,
-                sm.cases as f64 / secs.max(1e-9),
-                sm.differences,
-                sm.flaky,
-                sm.accepted,
-                sm.errors,
-                sm.files.len()
-            );
-            for f in &sm.files {
-                println!("  {}", f.display());
+            print!("{}", fuzzdiff::summary_text(seed, &sm));
+            if let Some(p) = coverage {
+                std::fs::write(&p, sm.coverage.full()).map_err(|e| format!("{}: {e}", p.display()))?;
             }
             Ok(if sm.differences > 0 || sm.errors > 0 {
                 ExitCode::FAILURE
@@ -478,12 +665,22 @@ fn real_main() -> Result<ExitCode, String> {
                     Err(e) => format!("ERROR {e}"),
                 },
             );
-            let (mut written, mut skipped, mut failed) = (0, 0, 0);
+            let (mut written, mut skipped, mut failed, mut kept) = (0, 0, 0, 0);
             for (p, r) in probes.iter().zip(results) {
                 match r {
                     Ok(t) => {
                         let text = t.to_text();
                         let path = out.join(format!("{}.txt", p.name));
+                        // Expected bytes taken from the reference's own
+                        // record are never replaced by remora's output.
+                        if transcript::is_reference_derived(&path) {
+                            kept += 1;
+                            if text_entries_differ(&text, &path) {
+                                eprintln!("{}: differs from its reference-derived transcript (kept)", p.name);
+                                failed += 1;
+                            }
+                            continue;
+                        }
                         if skip_if.iter().any(|s| text.contains(s.as_str())) {
                             skipped += 1;
                             let _ = std::fs::remove_file(&path);
@@ -499,7 +696,7 @@ fn real_main() -> Result<ExitCode, String> {
                 }
             }
             println!(
-                "recorded {written} transcript(s) in {} ({skipped} skipped, {failed} failed)",
+                "recorded {written} transcript(s) in {} ({skipped} skipped, {kept} reference-derived kept, {failed} failed)",
                 out.display()
             );
             Ok(if failed > 0 {
@@ -515,6 +712,10 @@ fn real_main() -> Result<ExitCode, String> {
             pings,
             pipelined,
             spawns,
+            exited,
+            stdin_mib,
+            flood_conns,
+            flood_mib,
             json,
         } => {
             let o = bench::BenchOptions {
@@ -522,6 +723,12 @@ fn real_main() -> Result<ExitCode, String> {
                 pings,
                 pipelined,
                 spawns,
+                memory: bench_mem::MemoryOptions {
+                    exited,
+                    stdin_mib,
+                    flood_conns,
+                    flood_mib,
+                },
             };
             let items = bench::run(&absolute(&reference)?, &absolute(&candidate)?, &o);
             print!("{}", bench::table(&items));
@@ -542,4 +749,16 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Whether a freshly recorded transcript's entries differ from the ones in
+/// the file at `path` (comments ignored).
+fn text_entries_differ(text: &str, path: &std::path::Path) -> bool {
+    let entries = |t: &str| -> Vec<String> {
+        t.lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    std::fs::read_to_string(path).map_or(true, |old| entries(&old) != entries(text))
 }

@@ -37,6 +37,16 @@ pub enum Kind {
     Slow,
     /// Change one byte of the message of -32602 (invalid params) errors only.
     InvalidParams,
+    /// Keep a duplicate of every client connection's descriptor forever.
+    LeakFd,
+    /// Drop the 20th stdout frame on each connection (a loss under load).
+    DropFrame,
+    /// Start every spawned command under `setsid -f`, so its tree escapes
+    /// the process group the daemon kills on shutdown.
+    LeaveGrandchild,
+    /// Die (with the real daemon) when a client line passes 1 MiB, as a
+    /// 2 MiB line does (checked before the bytes are relayed).
+    DieOnLongLine,
 }
 
 /// Per-connection state of a line mutator.
@@ -44,6 +54,10 @@ pub enum Kind {
 pub struct MutState {
     stdout_frames: usize,
 }
+
+/// Bytes of one client line past which `die-on-long-line` dies (the real
+/// daemon closes the connection there, so later bytes may never be read).
+const LONG_LINE: usize = 1 << 20;
 
 /// Rewrites one server → client line (without its newline) into the lines
 /// to send instead.
@@ -103,6 +117,13 @@ pub fn mutate_line(kind: Kind, line: &[u8], st: &mut MutState) -> Vec<Vec<u8>> {
             st.stdout_frames += 1;
             if st.stdout_frames == 1 {
                 return vec![line.to_vec(), line.to_vec()];
+            }
+            vec![line.to_vec()]
+        }
+        Kind::DropFrame if is_stdout => {
+            st.stdout_frames += 1;
+            if st.stdout_frames == 20 {
+                return vec![];
             }
             vec![line.to_vec()]
         }
@@ -208,13 +229,91 @@ pub fn main(kind: Kind, cmd: &[String]) -> i32 {
     0
 }
 
+/// Rewrites a `process.spawn` request line to run its command under
+/// `setsid -f` (other lines are returned unchanged).
+pub fn setsid_spawn(line: &[u8]) -> Vec<u8> {
+    let Ok(mut v) = serde_json::from_slice::<serde_json::Value>(line) else {
+        return line.to_vec();
+    };
+    if v.get("method").and_then(|m| m.as_str()) != Some("process.spawn") {
+        return line.to_vec();
+    }
+    let Some(p) = v.get_mut("params").and_then(|p| p.as_object_mut()) else {
+        return line.to_vec();
+    };
+    let Some(cmd) = p.get("command").cloned() else {
+        return line.to_vec();
+    };
+    let mut args = vec![serde_json::Value::from("-f"), cmd];
+    if let Some(a) = p.get("args").and_then(|a| a.as_array()) {
+        args.extend(a.iter().cloned());
+    }
+    p.insert("command".into(), "setsid".into());
+    p.insert("args".into(), args.into());
+    serde_json::to_vec(&v).unwrap_or_else(|_| line.to_vec())
+}
+
+/// Client → server: unchanged, except for the kinds that act on requests.
+fn upstream(kind: Kind, c_r: UnixStream, s_w: &mut UnixStream, real: &std::path::Path) {
+    let mut r = BufReader::new(c_r);
+    match kind {
+        Kind::LeaveGrandchild => loop {
+            let mut line = Vec::new();
+            match r.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+            let nl = line.last() == Some(&b'\n');
+            if nl {
+                line.pop();
+            }
+            let mut out = setsid_spawn(&line);
+            if nl {
+                out.push(b'\n');
+            }
+            if s_w.write_all(&out).is_err() {
+                return;
+            }
+        },
+        Kind::DieOnLongLine => {
+            let mut since_nl = 0usize;
+            loop {
+                let n = match r.fill_buf() {
+                    Ok([]) | Err(_) => return,
+                    Ok(b) => {
+                        for c in b {
+                            since_nl = if *c == b'\n' { 0 } else { since_nl + 1 };
+                            if since_nl > LONG_LINE {
+                                crate::runner::kill_mentioning(real);
+                                std::process::exit(70);
+                            }
+                        }
+                        if s_w.write_all(b).is_err() {
+                            return;
+                        }
+                        b.len()
+                    }
+                };
+                r.consume(n);
+            }
+        }
+        _ => {
+            let _ = std::io::copy(&mut r, s_w);
+        }
+    }
+}
+
 fn relay(kind: Kind, client: UnixStream, real: &std::path::Path) {
     let Ok(server) = UnixStream::connect(real) else {
         return;
     };
-    let (mut c_r, mut s_w) = (client.try_clone().expect("clone"), server.try_clone().expect("clone"));
+    let (c_r, mut s_w) = (client.try_clone().expect("clone"), server.try_clone().expect("clone"));
+    if kind == Kind::LeakFd {
+        std::mem::forget(client.try_clone());
+    }
+    let real = real.to_path_buf();
     std::thread::spawn(move || {
-        let _ = std::io::copy(&mut c_r, &mut s_w);
+        upstream(kind, c_r, &mut s_w, &real);
         let _ = s_w.shutdown(std::net::Shutdown::Write);
     });
     let mut reader = BufReader::new(server);
@@ -273,5 +372,18 @@ mod tests {
         let mut st = MutState::default();
         assert_eq!(mutate_line(Kind::ExtraFrame, f, &mut st).len(), 2);
         assert_eq!(mutate_line(Kind::ExtraFrame, f, &mut st).len(), 1);
+        let mut st = MutState::default();
+        let dropped = (0..30)
+            .filter(|_| mutate_line(Kind::DropFrame, f, &mut st).is_empty())
+            .count();
+        assert_eq!(dropped, 1);
+        let s = setsid_spawn(br#"{"jsonrpc":"2.0","id":1,"method":"process.spawn","params":{"id":"p","command":"sh","args":["-c","x"]}}"#);
+        assert!(
+            contains(&s, br#""command":"setsid","args":["-f","sh","-c","x"]"#),
+            "{}",
+            String::from_utf8_lossy(&s)
+        );
+        let ping = br#"{"jsonrpc":"2.0","id":1,"method":"server.ping"}"#;
+        assert_eq!(setsid_spawn(ping), ping.to_vec());
     }
 }

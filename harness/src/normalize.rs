@@ -39,6 +39,7 @@ pub fn rules(renames: &[(String, String)]) -> Vec<String> {
         "paths: the run's fixture root → $ROOT, its socket → $SOCKET, the run directory → $RUN (HOME is $RUN/home), the binary's own path → $BIN (also their canonical forms)".to_string(),
         "pids: every \"pid\":<n> → \"pid\":<pid:k>, k numbering distinct values in order of appearance within the probe (so the same pid on spawn and reattach stays visibly the same)".to_string(),
         "startTime: \"startTime\":<number> → <startTime:k>, numbered like pids".to_string(),
+        "boot identity: \"instanceId\":\"<32 lowercase hex>\" → \"<instanceId:k>\" and \"startedAt\":<integer> → <startedAt:k>, numbered like pids (per-boot values; the same boot keeps its number, a restart gets the next; a value of another shape is left as it is)".to_string(),
         "versions: \"version\":\"…\" and \"serverVersion\":\"…\" string values → \"<version>\"; a command-line output line `<name> <id> (built <time>)` → `<name> <version>`".to_string(),
         "platform: \"arch\":\"…\" → \"<arch>\", \"os\":\"…\" and \"platform\":\"…\" → \"<os>\" (the build's GOARCH/GOOS, so transcripts recorded on linux/amd64 check an arm64 or darwin build)".to_string(),
         "log lines: a leading `YYYY/MM/DD HH:MM:SS ` timestamp → `<time> `".to_string(),
@@ -61,6 +62,8 @@ pub struct Normalizer {
     renames: Vec<(Vec<u8>, Vec<u8>)>,
     pids: HashMap<Vec<u8>, usize>,
     starts: HashMap<Vec<u8>, usize>,
+    instances: HashMap<Vec<u8>, usize>,
+    boots: HashMap<Vec<u8>, usize>,
     /// `"key":` prefixes whose numeric values are masked (probe `mask`).
     masks: Vec<Vec<u8>>,
 }
@@ -143,7 +146,9 @@ impl Normalizer {
         let v = replace_string_value(&v, b"\"os\":\"", b"<os>");
         let v = replace_string_value(&v, b"\"platform\":\"", b"<os>");
         let v = number_placeholder(&v, b"\"pid\":", "pid", &mut self.pids);
-        let mut v = number_placeholder(&v, b"\"startTime\":", "startTime", &mut self.starts);
+        let v = number_placeholder(&v, b"\"startTime\":", "startTime", &mut self.starts);
+        let v = instance_placeholder(&v, &mut self.instances);
+        let mut v = integer_placeholder(&v, b"\"startedAt\":", "startedAt", &mut self.boots);
         for key in &self.masks {
             v = mask_number(&v, key);
         }
@@ -248,6 +253,35 @@ fn number_placeholder(v: &[u8], key: &[u8], label: &str, seen: &mut HashMap<Vec<
     })
 }
 
+/// `"instanceId":"<32 lowercase hex>"` → `"instanceId":"<instanceId:k>"`.
+fn instance_placeholder(v: &[u8], seen: &mut HashMap<Vec<u8>, usize>) -> Vec<u8> {
+    rewrite_values(v, b"\"instanceId\":\"", string_body_len, |id| {
+        if id.len() != 32 || !id.iter().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')) {
+            return None;
+        }
+        let next = seen.len() + 1;
+        let k = *seen.entry(id.to_vec()).or_insert(next);
+        Some(format!("<instanceId:{k}>").into_bytes())
+    })
+}
+
+/// As [`number_placeholder`], for plain non-negative integers only.
+fn integer_placeholder(v: &[u8], key: &[u8], label: &str, seen: &mut HashMap<Vec<u8>, usize>) -> Vec<u8> {
+    rewrite_values(
+        v,
+        key,
+        |b| b.iter().take_while(|c| c.is_ascii_digit()).count(),
+        |n| {
+            if n.is_empty() {
+                return None;
+            }
+            let next = seen.len() + 1;
+            let k = *seen.entry(n.to_vec()).or_insert(next);
+            Some(format!("<{label}:{k}>").into_bytes())
+        },
+    )
+}
+
 /// `2026/11/22 10:30:09 rest` → `<time> rest`.
 fn strip_log_time(line: &[u8]) -> Vec<u8> {
     let shape = b"dddd/dd/dd dd:dd:dd ";
@@ -330,6 +364,29 @@ mod tests {
         // An escaped occurrence inside a string value is left alone.
         let d = n.json(br#"{"content":"\"pid\":5"}"#);
         assert_eq!(d, br#"{"content":"\"pid\":5"}"#.to_vec());
+    }
+
+    #[test]
+    fn boot_identity() {
+        let mut n = n();
+        let a = n.json(br#"{"methods":[],"instanceId":"0123456789abcdef0123456789abcdef","startedAt":1795343369108,"features":[]}"#);
+        assert_eq!(
+            a,
+            br#"{"methods":[],"instanceId":"<instanceId:1>","startedAt":<startedAt:1>,"features":[]}"#.to_vec()
+        );
+        let b = n.json(br#"{"instanceId":"0123456789abcdef0123456789abcdef","startedAt":1795343369108}"#);
+        assert_eq!(
+            b,
+            br#"{"instanceId":"<instanceId:1>","startedAt":<startedAt:1>}"#.to_vec()
+        );
+        let c = n.json(br#"{"instanceId":"fedcba9876543210fedcba9876543210","startedAt":1795343369999}"#);
+        assert_eq!(
+            c,
+            br#"{"instanceId":"<instanceId:2>","startedAt":<startedAt:2>}"#.to_vec()
+        );
+        // Another shape stays visible.
+        let d = n.json(br#"{"instanceId":"XYZ","startedAt":-1}"#);
+        assert_eq!(d, br#"{"instanceId":"XYZ","startedAt":-1}"#.to_vec());
     }
 
     #[test]

@@ -187,17 +187,102 @@ fn h(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// A self-contained HTML page: summary, timing bars, side-by-side
-/// transcripts of every probe that is not identical.
+/// Displayed values longer than this (characters) are cut to a window
+/// around their first difference.
+const SHOWN_CHARS: usize = 6000;
+
+/// The page's script: filtering by text and status, expand/collapse all,
+/// and a self-check the browser test reads (`data-resources`: resources
+/// the page loaded besides itself; it must be 0, the page is offline).
+const SCRIPT: &str = r#"
+(function(){
+  var q=document.getElementById('filter'), boxes=document.querySelectorAll('.st');
+  function apply(){
+    var t=q.value.toLowerCase(), on={};
+    boxes.forEach(function(b){on[b.value]=b.checked;});
+    var shown=0;
+    document.querySelectorAll('[data-status]').forEach(function(e){
+      var ok=on[e.dataset.status]&&(!t||e.dataset.probe.toLowerCase().indexOf(t)>=0);
+      e.hidden=!ok; if(ok&&e.tagName==='TR')shown++;
+    });
+    document.getElementById('shown').textContent=shown;
+  }
+  if(location.hash.indexOf('#q=')===0)q.value=decodeURIComponent(location.hash.slice(3));
+  q.addEventListener('input',apply); boxes.forEach(function(b){b.addEventListener('change',apply);});
+  document.getElementById('expand').onclick=function(){document.querySelectorAll('details.probe').forEach(function(d){d.open=true;});};
+  document.getElementById('collapse').onclick=function(){document.querySelectorAll('details.probe').forEach(function(d){d.open=false;});};
+  apply();
+  var res=(performance.getEntriesByType?performance.getEntriesByType('resource').length:0);
+  document.body.dataset.resources=String(res);
+  document.body.dataset.ready='1';
+})();
+"#;
+
+/// HTML-escapes `a` and `b` (display forms of two values), marking their
+/// first differing character with `<mark class="fd">` (an empty marker at
+/// the end of the shorter one), and cuts long values to a window around it.
+fn marked_pair(a: &str, b: &str) -> (String, String) {
+    let (ac, bc): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let first = ac
+        .iter()
+        .zip(&bc)
+        .position(|(x, y)| x != y)
+        .or_else(|| (ac.len() != bc.len()).then(|| ac.len().min(bc.len())));
+    let render = |cs: &[char]| -> String {
+        let Some(at) = first else { return h(&window(cs, 0)) };
+        let from = at.saturating_sub(SHOWN_CHARS / 3);
+        let to = (from + SHOWN_CHARS).min(cs.len());
+        let mut s = String::new();
+        if from > 0 {
+            let _ = write!(s, "<i class=\"cut\">… {from} characters …</i>");
+        }
+        let pre: String = cs[from..at.min(cs.len())].iter().collect();
+        s.push_str(&h(&pre));
+        if at < cs.len() {
+            let _ = write!(
+                s,
+                "<mark class=\"fd\" title=\"first difference: character {at}\">{}</mark>",
+                h(&cs[at].to_string())
+            );
+            let post: String = cs[(at + 1).min(to)..to].iter().collect();
+            s.push_str(&h(&post));
+        } else {
+            let _ = write!(s, "<mark class=\"fd end\" title=\"ends here (character {at})\"></mark>");
+        }
+        if to < cs.len() {
+            let _ = write!(s, "<i class=\"cut\">… {} more characters</i>", cs.len() - to);
+        }
+        s
+    };
+    (render(&ac), render(&bc))
+}
+
+/// The first `SHOWN_CHARS` characters of `cs` from `from`, with a note.
+fn window(cs: &[char], from: usize) -> String {
+    let to = (from + SHOWN_CHARS).min(cs.len());
+    let mut s: String = cs[from..to].iter().collect();
+    if to < cs.len() {
+        let _ = write!(s, "… ({} more characters)", cs.len() - to);
+    }
+    s
+}
+
+/// A self-contained HTML page (no external resources): summary, a probe
+/// table with timing bars that filters by name and status, and the
+/// side-by-side transcripts of every probe that is not identical
+/// (collapsed unless it fails), each differing value's first differing
+/// character marked.
 pub fn html(rep: &Report) -> String {
     let mut o = String::new();
     o.push_str("<!doctype html><html><head><meta charset=\"utf-8\"><title>harness report</title><style>");
     o.push_str(
         "body{font:14px system-ui,sans-serif;margin:1.5em}table{border-collapse:collapse}td,th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}\
          .identical{color:#2a7}.accepted{color:#b80}.DIFFERS,.ERROR{color:#c22;font-weight:bold}.unrecorded{color:#888}\
-         pre{margin:0;white-space:pre-wrap;word-break:break-all;font:12px ui-monospace,monospace}\
+         pre{margin:0;white-space:pre-wrap;overflow-wrap:anywhere;font:12px ui-monospace,monospace;max-height:40em;overflow:auto}\
          .d{background:#fee}.a{background:#ffd}.bar{height:8px;display:block}.r{background:#69c}.c{background:#c96}\
-         details{margin:.5em 0}summary{cursor:pointer}.side td{width:50%}",
+         details{margin:.5em 0}summary{cursor:pointer}table.side{table-layout:fixed;width:100%}table.side td:first-child,table.side th:first-child{width:16em}\
+         mark.fd{background:#f33;color:#fff;outline:1px solid #900}mark.fd.end{padding:0 .3em}.cut{color:#888}\
+         .tools{position:sticky;top:0;background:#fff;padding:.4em 0;border-bottom:1px solid #ccc}[hidden]{display:none!important}",
     );
     o.push_str("</style></head><body>");
     let _ = write!(
@@ -209,7 +294,7 @@ pub fn html(rep: &Report) -> String {
     );
     let _ = write!(
         o,
-        "<p>{} probes: {} identical, {} accepted, {} differ, {} errors, {} unrecorded.",
+        "<p id=\"summary\">{} probes: {} identical, {} accepted, {} differ, {} errors, {} unrecorded.",
         rep.probes.len(),
         rep.count(Status::Identical),
         rep.count(Status::Accepted),
@@ -228,7 +313,26 @@ pub fn html(rep: &Report) -> String {
     for r in &rep.normalisation {
         let _ = write!(o, "<li>{}</li>", h(r));
     }
-    o.push_str("</ul></details><table><tr><th>probe</th><th>status</th><th>ref µs</th><th>cand µs</th><th>ratio</th><th>timing</th></tr>");
+    o.push_str("</ul></details>");
+    // Filtering: failing statuses are shown by default, identical ones too
+    // (the table is one row each), and the text box narrows by name.
+    o.push_str("<div class=\"tools\"><input id=\"filter\" placeholder=\"filter probes by name\" size=\"40\"> ");
+    for s in [
+        Status::Differs,
+        Status::Error,
+        Status::Accepted,
+        Status::Unrecorded,
+        Status::Identical,
+    ] {
+        let _ = write!(
+            o,
+            "<label><input type=\"checkbox\" class=\"st\" value=\"{0}\" checked> {0} ({1})</label> ",
+            s.label(),
+            rep.count(s)
+        );
+    }
+    o.push_str("<button id=\"expand\">expand all</button> <button id=\"collapse\">collapse all</button> <span id=\"shown\"></span> shown</div>");
+    o.push_str("<table id=\"probes\"><tr><th>probe</th><th>status</th><th>ref µs</th><th>cand µs</th><th>ratio</th><th>timing</th></tr>");
     let max = rep
         .probes
         .iter()
@@ -246,9 +350,14 @@ pub fn html(rep: &Report) -> String {
             ),
             None => String::new(),
         };
+        let name = if p.status == Status::Identical {
+            h(&p.probe)
+        } else {
+            format!("<a href=\"#{0}\">{0}</a>", h(&p.probe))
+        };
         let _ = write!(
             o,
-            "<tr><td><a href=\"#{0}\">{0}</a></td><td class=\"{1}\">{1}{2}</td><td>{3}</td><td>{4}</td><td>{5}</td><td>{6}{7}</td></tr>",
+            "<tr data-status=\"{1}\" data-probe=\"{0}\"><td>{name}</td><td class=\"{1}\">{1}{2}</td><td>{3}</td><td>{4}</td><td>{5}</td><td>{6}{7}</td></tr>",
             h(&p.probe),
             p.status.label(),
             if p.slow { " · SLOW" } else { "" },
@@ -259,18 +368,26 @@ pub fn html(rep: &Report) -> String {
             bar(us(&p.candidate_timing), "c"),
         );
     }
-    o.push_str("</table><h2>Transcripts</h2>");
-    for p in &rep.probes {
+    let identical = rep.count(Status::Identical);
+    let _ = write!(
+        o,
+        "</table><h2>Transcripts</h2><p>{identical} identical probe(s) are listed above only.</p>"
+    );
+    for p in rep.probes.iter().filter(|p| p.status != Status::Identical) {
         let open = if p.status.fails() { " open" } else { "" };
         let _ = write!(
             o,
-            "<details id=\"{0}\"{open}><summary><b>{0}</b> — <span class=\"{1}\">{1}</span> {2}</summary>",
+            "<details class=\"probe\" id=\"{0}\" data-status=\"{1}\" data-probe=\"{0}\"{open}><summary><b>{0}</b> — <span class=\"{1}\">{1}</span> {2}</summary>",
             h(&p.probe),
             p.status.label(),
             h(&p.desc)
         );
         if let Some(e) = &p.error {
             let _ = write!(o, "<p class=\"ERROR\">{}</p>", h(e));
+        }
+        if p.reference.is_empty() && p.candidate.is_empty() {
+            o.push_str("</details>");
+            continue;
         }
         o.push_str("<table class=\"side\"><tr><th>key</th><th>reference</th><th>candidate</th></tr>");
         let mut keys: Vec<&str> = p.reference.iter().map(|e| e.key.as_str()).collect();
@@ -284,7 +401,6 @@ pub fn html(rep: &Report) -> String {
                 v.iter()
                     .find(|e| e.key == k)
                     .map(|e| crate::transcript::escape(&e.value).replace("\\n", "\\n\n"))
-                    .unwrap_or_else(|| "∅".into())
             };
             let d = p.diffs.iter().find(|d| d.key == k);
             let cls = match d {
@@ -296,16 +412,24 @@ pub fn html(rep: &Report) -> String {
                 .and_then(|d| d.accepted.as_ref())
                 .map(|r| format!("<br><i>accepted: {}</i>", h(r)))
                 .unwrap_or_default();
+            let (r, c) = match (get(&p.reference), get(&p.candidate)) {
+                (Some(r), Some(c)) if d.is_some() => marked_pair(&r, &c),
+                (r, c) => {
+                    let show = |v: Option<String>| match v {
+                        Some(v) => h(&window(&v.chars().collect::<Vec<_>>(), 0)),
+                        None => "∅".into(),
+                    };
+                    (show(r), show(c))
+                }
+            };
             let _ = write!(
                 o,
-                "<tr{cls}><td><pre>{}</pre>{note}</td><td><pre>{}</pre></td><td><pre>{}</pre></td></tr>",
+                "<tr{cls}><td><pre>{}</pre>{note}</td><td><pre>{r}</pre></td><td><pre>{c}</pre></td></tr>",
                 h(k),
-                h(&get(&p.reference)),
-                h(&get(&p.candidate))
             );
         }
         o.push_str("</table></details>");
     }
-    o.push_str("</body></html>\n");
+    let _ = writeln!(o, "<script>{SCRIPT}</script></body></html>");
     o
 }

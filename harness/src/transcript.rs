@@ -117,6 +117,17 @@ impl Transcript {
     }
 }
 
+/// The comment line that marks a transcript whose expected values were
+/// written from the reference's recorded frames (`docs/record/` in the
+/// reference's repository), not recorded from remora. `harness record`
+/// leaves such files alone.
+pub const DERIVED_MARK: &str = "# derived-from:";
+
+/// Whether the transcript file at `path` carries [`DERIVED_MARK`].
+pub fn is_reference_derived(path: &Path) -> bool {
+    std::fs::read_to_string(path).is_ok_and(|t| t.lines().any(|l| l.starts_with(DERIVED_MARK)))
+}
+
 /// Escapes bytes onto one line; valid non-control UTF-8 stays readable.
 pub fn escape(v: &[u8]) -> String {
     let mut out = String::with_capacity(v.len());
@@ -172,6 +183,17 @@ pub fn unescape(s: &str) -> Result<Vec<u8>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reference_derived_mark() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.txt");
+        std::fs::write(&p, "# harness transcript v1\n# derived-from: a record\nk\tv\n").unwrap();
+        assert!(is_reference_derived(&p));
+        std::fs::write(&p, "# harness transcript v1\nk\tv\n").unwrap();
+        assert!(!is_reference_derived(&p));
+        assert!(!is_reference_derived(&dir.path().join("missing.txt")));
+    }
 
     #[test]
     fn escape_round_trip() {

@@ -6,6 +6,11 @@
 //! `bad status: <code> <reason>`. Both are wrapped as
 //! `download failed: <err>` by the caller's contract.
 //!
+//! Build 4534d86 instruments the download: a `__INSTALL_PROGRESS__` line
+//! on a ~1 s ticker while the body streams ([`Progress`]), [`FetchStats`]
+//! for the facts line, and a read-idle abort with its own `cliError`,
+//! `download stalled: no data for <n>s after <got>/<total> bytes`.
+//!
 //! Like Go's default transport, the download honours `HTTPS_PROXY` /
 //! `HTTP_PROXY` (by scheme, upper case first) and `NO_PROXY`, and never
 //! proxies loopback hosts. `NO_PROXY` entries match a host exactly or as a
@@ -15,53 +20,147 @@ use super::stage::{create_error_text, TempFile};
 use super::{hex, Limits};
 use crate::goerr::go_quote;
 use crate::goerr::{io_text, path_error};
+use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::io::{self, Read, Write};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// The prefix of a progress line.
+pub const PROGRESS_PREFIX: &str = "__INSTALL_PROGRESS__";
+
+/// The facts line's `fetch` object: bytes read, the download's duration
+/// and the longest gap between two reads, in ms. Present whenever a
+/// `-cli-url` download was attempted, whatever its outcome.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FetchStats {
+    pub bytes: u64,
+    pub ms: u64,
+    pub longest_pause_ms: u64,
+}
+
+/// One progress line's JSON.
+#[derive(Serialize)]
+struct Progress {
+    phase: &'static str,
+    bytes: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    total: Option<u64>,
+}
+
+/// Where progress lines go (stdout for `-install`).
+pub type ProgressSink<'a> = &'a (dyn Fn(&str) + Sync);
+
+fn progress_line(bytes: u64, total: Option<u64>) -> String {
+    let json = crate::gojson::to_go_json(&Progress {
+        phase: "download",
+        bytes,
+        total,
+    });
+    format!("{PROGRESS_PREFIX}{}", String::from_utf8_lossy(&json))
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
 
 /// Redirects followed, as Go's default client.
 const MAX_REDIRECTS: u32 = 10;
 
 /// Downloads `url` into a temporary in `dir`; returns it with the
-/// lower-case hex SHA-256 of the body. The temporary is removed when the
-/// returned value drops.
-pub fn download(url: &str, dir: &Path, version: &str, limits: &Limits) -> Result<(TempFile, String), String> {
-    let fail = |text: String| format!("download failed: {text}");
-    let mut builder = ureq::AgentBuilder::new()
-        .redirects(MAX_REDIRECTS)
-        .timeout_connect(limits.connect_timeout)
-        .timeout_read(limits.read_timeout)
-        .user_agent(&format!("remora/{}", crate::version::ID));
-    if let Some(proxy) = env_proxy(url) {
-        let parsed =
-            ureq::Proxy::new(&proxy).map_err(|_| fail(format!("invalid proxy URL {}", go_quote(proxy.as_bytes()))))?;
-        builder = builder.proxy(parsed);
-    }
-    let response = builder
-        .build()
-        .get(url)
-        .call()
-        .map_err(|e| fail(request_error(url, e)))?;
+/// lower-case hex SHA-256 of the body, and the [`FetchStats`] whatever the
+/// outcome. The temporary is removed when the returned value drops.
+/// Progress lines go to `sink`: one `bytes:0` line once the answer is a
+/// success, then one per `limits.progress_interval` until the body ends.
+pub fn download(
+    url: &str,
+    dir: &Path,
+    version: &str,
+    limits: &Limits,
+    sink: ProgressSink<'_>,
+) -> (Result<(TempFile, String), String>, FetchStats) {
+    let started = Instant::now();
+    let read = AtomicU64::new(0);
+    let mut longest_pause = Duration::ZERO;
+    let result = std::thread::scope(|scope| {
+        let fail = |text: String| format!("download failed: {text}");
+        let mut builder = ureq::AgentBuilder::new()
+            .redirects(MAX_REDIRECTS)
+            .timeout_connect(limits.connect_timeout)
+            .timeout_read(limits.read_timeout)
+            .user_agent(&format!("remora/{}", crate::version::ID));
+        if let Some(proxy) = env_proxy(url) {
+            let parsed = ureq::Proxy::new(&proxy)
+                .map_err(|_| fail(format!("invalid proxy URL {}", go_quote(proxy.as_bytes()))))?;
+            builder = builder.proxy(parsed);
+        }
+        let response = builder
+            .build()
+            .get(url)
+            .call()
+            .map_err(|e| fail(request_error(url, e)))?;
+        let total: Option<u64> = response.header("Content-Length").and_then(|v| v.trim().parse().ok());
 
-    let mut temp = TempFile::create(dir, version, "dl")
-        .map_err(|e| fail(format!("creating temp file: {}", create_error_text(&e))))?;
-    let temp_name = temp.path().to_string_lossy().into_owned();
-    let mut body = response.into_reader();
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        let n = match body.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(fail(body_error(&e))),
+        // The ticker: a first line at once, then one per interval, until
+        // the body is done (the sender drops).
+        let (done_tx, done_rx) = mpsc::channel::<()>();
+        let read = &read;
+        scope.spawn(move || {
+            sink(&progress_line(0, total));
+            while let Err(mpsc::RecvTimeoutError::Timeout) = done_rx.recv_timeout(limits.progress_interval) {
+                sink(&progress_line(read.load(Ordering::Relaxed), total));
+            }
+        });
+
+        let mut temp = TempFile::create(dir, version, "dl")
+            .map_err(|e| fail(format!("creating temp file: {}", create_error_text(&e))))?;
+        let temp_name = temp.path().to_string_lossy().into_owned();
+        let mut body = response.into_reader();
+        let mut hasher = Sha256::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut last = Instant::now();
+        let outcome = loop {
+            let n = match body.read(&mut buf) {
+                Ok(0) => break Ok(()),
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if is_idle_timeout(&e) => {
+                    longest_pause = longest_pause.max(last.elapsed());
+                    let total = total.map_or_else(|| "-1".to_string(), |t| t.to_string());
+                    break Err(format!(
+                        "download stalled: no data for {}s after {}/{total} bytes",
+                        limits.read_timeout.as_secs(),
+                        read.load(Ordering::Relaxed)
+                    ));
+                }
+                Err(e) => break Err(fail(body_error(&e))),
+            };
+            longest_pause = longest_pause.max(last.elapsed());
+            last = Instant::now();
+            read.fetch_add(n as u64, Ordering::Relaxed);
+            hasher.update(&buf[..n]);
+            if let Err(e) = temp.file.write_all(&buf[..n]) {
+                break Err(fail(path_error("write", &temp_name, &e)));
+            }
         };
-        hasher.update(&buf[..n]);
-        temp.file
-            .write_all(&buf[..n])
-            .map_err(|e| fail(path_error("write", &temp_name, &e)))?;
-    }
-    Ok((temp, hex(&hasher.finalize())))
+        drop(done_tx);
+        outcome.map(|()| (temp, hex(&hasher.finalize())))
+    });
+    let stats = FetchStats {
+        bytes: read.load(Ordering::Relaxed),
+        ms: millis(started.elapsed()),
+        longest_pause_ms: millis(longest_pause),
+    };
+    (result, stats)
+}
+
+/// Whether a body read failed because nothing arrived within the read
+/// timeout (the socket's `SO_RCVTIMEO`).
+fn is_idle_timeout(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock)
 }
 
 /// Go-style text of a failed request (before the body).

@@ -29,6 +29,7 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 use std::time::Duration;
 
+pub use fetch::{FetchStats, PROGRESS_PREFIX};
 pub use probe::detect_libc;
 
 /// The prefix of the one stdout line `-install` prints.
@@ -56,9 +57,17 @@ pub struct Limits {
     /// TCP connect timeout of the download.
     pub connect_timeout: Duration,
     /// Longest silence between two reads of the download (a stalled server
-    /// fails the install instead of hanging it forever).
+    /// fails the install instead of hanging it forever): 60 s, the
+    /// reference's read-idle abort (build 4534d86).
     pub read_timeout: Duration,
+    /// Period of the `__INSTALL_PROGRESS__` ticker.
+    pub progress_interval: Duration,
 }
+
+/// Test-only: overrides the 60 s read-idle abort of `-install`, in ms, so
+/// tests can stall a download without waiting a minute. Not a supported
+/// knob; the message reports whole seconds.
+pub const STALL_MS_ENV: &str = "REMORA_TEST_INSTALL_STALL_MS";
 
 impl Default for Limits {
     fn default() -> Self {
@@ -66,7 +75,23 @@ impl Default for Limits {
             probe_timeout: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(30),
             read_timeout: Duration::from_secs(60),
+            progress_interval: Duration::from_secs(1),
         }
+    }
+}
+
+impl Limits {
+    /// The defaults, with the test-only [`STALL_MS_ENV`] override.
+    pub fn from_env() -> Self {
+        let mut limits = Limits::default();
+        if let Some(ms) = std::env::var(STALL_MS_ENV)
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+            .filter(|&ms| ms > 0)
+        {
+            limits.read_timeout = Duration::from_millis(ms);
+        }
+        limits
     }
 }
 
@@ -82,6 +107,10 @@ pub struct InstallResult {
     pub cli_was_present: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cli_error: Option<String>,
+    /// Build 4534d86: the download's statistics, last, when `-cli-url`
+    /// was attempted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fetch: Option<FetchStats>,
 }
 
 impl InstallResult {
@@ -92,14 +121,18 @@ impl InstallResult {
     }
 }
 
-/// Runs the install and prints the facts line; returns the exit code (0).
+/// Runs the install and prints the facts line (after any progress lines);
+/// returns the exit code (0).
 pub fn run(options: &InstallOptions) -> i32 {
-    let result = install(options);
-    let mut stdout = io::stdout().lock();
     // Nothing useful can be done if stdout is gone; the exit code is 0
     // whatever happens (failures live in the facts).
-    let _ = writeln!(stdout, "{}", result.line());
-    let _ = stdout.flush();
+    let print = |line: &str| {
+        let mut stdout = io::stdout().lock();
+        let _ = writeln!(stdout, "{line}");
+        let _ = stdout.flush();
+    };
+    let result = install_reporting(options, &Limits::from_env(), &print);
+    print(&result.line());
     0
 }
 
@@ -108,8 +141,14 @@ pub fn install(options: &InstallOptions) -> InstallResult {
     install_with(options, &Limits::default())
 }
 
-/// Runs the install and returns the facts without printing them.
+/// Runs the install and returns the facts without printing anything.
 pub fn install_with(options: &InstallOptions, limits: &Limits) -> InstallResult {
+    install_reporting(options, limits, &|_| {})
+}
+
+/// Runs the install, handing each progress line to `progress`, and
+/// returns the facts.
+pub fn install_reporting(options: &InstallOptions, limits: &Limits, progress: &(dyn Fn(&str) + Sync)) -> InstallResult {
     let mut result = InstallResult {
         server_version: crate::version::ID.to_string(),
         os: crate::version::goos().to_string(),
@@ -121,12 +160,28 @@ pub fn install_with(options: &InstallOptions, limits: &Limits) -> InstallResult 
         ])),
         cli_was_present: false,
         cli_error: None,
+        fetch: None,
     };
-    match ensure(options, limits, &result.cli_path) {
+    let mut run = Run {
+        options,
+        limits,
+        progress,
+        fetch: None,
+    };
+    match run.ensure(&result.cli_path) {
         Ok(was_present) => result.cli_was_present = was_present,
         Err(message) => result.cli_error = Some(message),
     }
+    result.fetch = run.fetch;
     result
+}
+
+/// One install in progress: its inputs, and what the download measured.
+struct Run<'a> {
+    options: &'a InstallOptions,
+    limits: &'a Limits,
+    progress: &'a (dyn Fn(&str) + Sync),
+    fetch: Option<FetchStats>,
 }
 
 /// Where the blob comes from.
@@ -137,84 +192,90 @@ enum Source<'a> {
     Url(&'a str),
 }
 
-/// The whole install; `Ok(true)` when the CLI was already present and
-/// runnable, `Err` is the `cliError` text.
-fn ensure(options: &InstallOptions, limits: &Limits, cli_path: &str) -> Result<bool, String> {
-    if options.cli_dir.is_empty() {
-        return Err("--cli-dir is required".to_string());
-    }
-    validate_version(&options.cli_version)?;
-    let dir = Path::new(&options.cli_dir);
-    let version = options.cli_version.as_str();
-    let final_path = dir.join(version);
+impl Run<'_> {
+    /// The whole install; `Ok(true)` when the CLI was already present and
+    /// runnable, `Err` is the `cliError` text.
+    fn ensure(&mut self, cli_path: &str) -> Result<bool, String> {
+        let (options, limits) = (self.options, self.limits);
+        if options.cli_dir.is_empty() {
+            return Err("--cli-dir is required".to_string());
+        }
+        validate_version(&options.cli_version)?;
+        let dir = Path::new(&options.cli_dir);
+        let version = options.cli_version.as_str();
+        let final_path = dir.join(version);
 
-    // A killed earlier run is garbage whatever happens next.
-    stage::sweep_stale(dir);
+        // A killed earlier run is garbage whatever happens next.
+        stage::sweep_stale(dir);
 
-    if fs::metadata(&final_path).is_ok() && probe::runnable(&final_path, limits.probe_timeout) {
-        prune::prune(dir, version, options.cli_keep);
-        return Ok(true);
-    }
+        if fs::metadata(&final_path).is_ok() && probe::runnable(&final_path, limits.probe_timeout) {
+            prune::prune(dir, version, options.cli_keep);
+            return Ok(true);
+        }
 
-    // The uploaded file wins: a driver that went to the trouble of an SFTP
-    // upload means it, and the URL is only the fallback source.
-    let source = if !options.cli_zst.is_empty() {
-        Source::Zst(&options.cli_zst)
-    } else if !options.cli_url.is_empty() {
-        Source::Url(&options.cli_url)
-    } else {
-        return Err(format!("cli {version} missing and no --cli-url or --cli-zst provided"));
-    };
+        // The uploaded file wins: a driver that went to the trouble of an SFTP
+        // upload means it, and the URL is only the fallback source.
+        let source = if !options.cli_zst.is_empty() {
+            Source::Zst(&options.cli_zst)
+        } else if !options.cli_url.is_empty() {
+            Source::Url(&options.cli_url)
+        } else {
+            return Err(format!("cli {version} missing and no --cli-url or --cli-zst provided"));
+        };
 
-    match source {
-        Source::Zst(zst) => {
-            let mut input = File::open(zst).map_err(|e| format!("opening input: {}", path_error("open", zst, &e)))?;
-            create_dir(&options.cli_dir)?;
-            // Opt-in verification (the D1 divergence): only a supplied
-            // checksum is checked. Hashing and decompressing go through the
-            // same descriptor, so swapping the file in between cannot slip
-            // an unverified blob past the check.
-            if !options.cli_checksum.is_empty() {
-                let actual =
-                    sha256_hex(&mut input).map_err(|e| format!("opening input: {}", path_error("read", zst, &e)))?;
-                verify_checksum(&options.cli_checksum, &actual)?;
-                input
-                    .seek(SeekFrom::Start(0))
-                    .map_err(|e| format!("opening input: {}", path_error("seek", zst, &e)))?;
-            }
-            let opened = input.metadata().ok();
-            stage::install_blob(&mut input, dir, version, cli_path, limits)?;
-            // Consumed only once the CLI is in place: a failed install
-            // leaves the upload for a retry. Only the file that was read is
-            // removed — if the path now names another file (the upload was
-            // the final path itself, or was replaced meanwhile), it stays.
-            // A failed removal costs disk space, not correctness.
-            if let (Some(opened), Ok(now)) = (opened, fs::metadata(zst)) {
-                use std::os::unix::fs::MetadataExt;
-                if opened.dev() == now.dev() && opened.ino() == now.ino() {
-                    let _ = fs::remove_file(zst);
+        match source {
+            Source::Zst(zst) => {
+                let mut input =
+                    File::open(zst).map_err(|e| format!("opening input: {}", path_error("open", zst, &e)))?;
+                create_dir(&options.cli_dir)?;
+                // Opt-in verification (the D1 divergence): only a supplied
+                // checksum is checked. Hashing and decompressing go through the
+                // same descriptor, so swapping the file in between cannot slip
+                // an unverified blob past the check.
+                if !options.cli_checksum.is_empty() {
+                    let actual = sha256_hex(&mut input)
+                        .map_err(|e| format!("opening input: {}", path_error("read", zst, &e)))?;
+                    verify_checksum(&options.cli_checksum, &actual)?;
+                    input
+                        .seek(SeekFrom::Start(0))
+                        .map_err(|e| format!("opening input: {}", path_error("seek", zst, &e)))?;
+                }
+                let opened = input.metadata().ok();
+                stage::install_blob(&mut input, dir, version, cli_path, limits)?;
+                // Consumed only once the CLI is in place: a failed install
+                // leaves the upload for a retry. Only the file that was read is
+                // removed — if the path now names another file (the upload was
+                // the final path itself, or was replaced meanwhile), it stays.
+                // A failed removal costs disk space, not correctness.
+                if let (Some(opened), Ok(now)) = (opened, fs::metadata(zst)) {
+                    use std::os::unix::fs::MetadataExt;
+                    if opened.dev() == now.dev() && opened.ino() == now.ino() {
+                        let _ = fs::remove_file(zst);
+                    }
                 }
             }
+            Source::Url(url) => {
+                create_dir(&options.cli_dir)?;
+                // Downloaded in full (and hashed on the way) before the
+                // decompressor sees a byte of it: unverified input never
+                // reaches zstd.
+                let (downloaded, stats) = fetch::download(url, dir, version, limits, self.progress);
+                self.fetch = Some(stats);
+                let (mut blob, actual) = downloaded?;
+                verify_checksum(&options.cli_checksum, &actual)?;
+                blob.file.seek(SeekFrom::Start(0)).map_err(|e| {
+                    format!(
+                        "download failed: {}",
+                        path_error("seek", &blob.path().to_string_lossy(), &e)
+                    )
+                })?;
+                stage::install_blob(&mut blob.file, dir, version, cli_path, limits)?;
+                // `blob` drops here and removes the download.
+            }
         }
-        Source::Url(url) => {
-            create_dir(&options.cli_dir)?;
-            // Downloaded in full (and hashed on the way) before the
-            // decompressor sees a byte of it: unverified input never
-            // reaches zstd.
-            let (mut blob, actual) = fetch::download(url, dir, version, limits)?;
-            verify_checksum(&options.cli_checksum, &actual)?;
-            blob.file.seek(SeekFrom::Start(0)).map_err(|e| {
-                format!(
-                    "download failed: {}",
-                    path_error("seek", &blob.path().to_string_lossy(), &e)
-                )
-            })?;
-            stage::install_blob(&mut blob.file, dir, version, cli_path, limits)?;
-            // `blob` drops here and removes the download.
-        }
+        prune::prune(dir, version, options.cli_keep);
+        Ok(false)
     }
-    prune::prune(dir, version, options.cli_keep);
-    Ok(false)
 }
 
 /// Rejects a version that would not name a plain file directly inside
@@ -315,6 +376,7 @@ mod tests {
             cli_path: "/d/1.0".into(),
             cli_was_present: true,
             cli_error: None,
+            fetch: None,
         };
         assert_eq!(
             facts.line(),
@@ -325,5 +387,13 @@ mod tests {
         assert!(facts
             .line()
             .ends_with(",\"cliWasPresent\":true,\"cliError\":\"x \\u003cy\\u003e\"}"));
+        facts.fetch = Some(FetchStats {
+            bytes: 5,
+            ms: 12,
+            longest_pause_ms: 3,
+        });
+        assert!(facts
+            .line()
+            .ends_with(",\"cliError\":\"x \\u003cy\\u003e\",\"fetch\":{\"bytes\":5,\"ms\":12,\"longestPauseMs\":3}}"));
     }
 }

@@ -8,8 +8,8 @@
 use super::Outcome;
 use crate::dispatch::Call;
 use crate::params::ProcessParams;
-use crate::process::{sys, KilledBy, SpawnSpec, StdinResult};
-use crate::rpc::{RpcError, STDIN_OFFSET_GAP};
+use crate::process::{sys, KilledBy, SpawnError, SpawnSpec, StdinResult, Termination};
+use crate::rpc::{RpcError, STDIN_BACKPRESSURE, STDIN_OFFSET_GAP};
 use base64::Engine;
 use serde::Serialize;
 use std::sync::atomic::Ordering;
@@ -27,9 +27,6 @@ const DEFAULT_GRACE_MS: i64 = 3000;
 /// Upper bound on `timeoutMs`, so a signal-ignoring child cannot wedge a
 /// request forever.
 const MAX_GRACE_MS: i64 = 600_000;
-/// How long to wait for the reap after SIGKILL. SIGKILL cannot be caught;
-/// this only guards against a child stuck in uninterruptible sleep.
-const AFTER_KILL_WAIT: Duration = Duration::from_secs(10);
 
 fn is_false(b: &bool) -> bool {
     !*b
@@ -112,9 +109,10 @@ async fn spawn(p: ProcessParams, call: &Call<'_>) -> Outcome {
         cwd: &p.cwd,
         env: &p.env.0,
     };
-    let process = match call.daemon.processes.spawn(call.daemon, &spec) {
+    let process = match call.daemon.processes.spawn(call.daemon, &spec).await {
         Ok(process) => process,
-        Err(message) => return Outcome::internal(message),
+        Err(SpawnError::Failed(message)) => return Outcome::internal(message),
+        Err(SpawnError::ShuttingDown) => return Outcome::NoReply,
     };
     let result = SpawnResult {
         success: true,
@@ -166,6 +164,7 @@ fn stdin(p: ProcessParams, call: &Call<'_>) -> Outcome {
         }),
         StdinResult::NotRunning => Outcome::invalid_params(MSG_NOT_RUNNING),
         StdinResult::Gap => Outcome::Error(RpcError::new(STDIN_OFFSET_GAP, MSG_OFFSET_GAP)),
+        StdinResult::QueueFull => Outcome::Error(RpcError::new(STDIN_BACKPRESSURE, crate::rpc::MSG_STDIN_BACKPRESSURE)),
         StdinResult::Broken(why) => Outcome::internal(why),
     }
 }
@@ -203,22 +202,25 @@ async fn kill_and_wait(p: ProcessParams, call: &Call<'_>) -> Outcome {
     let Some(process) = call.daemon.processes.get(&p.id) else {
         return reply(false, false, false, false);
     };
-    if !process.signal_if_running(sys::parse_signal(&p.signal), KilledBy::Client) {
-        return reply(true, true, true, false);
-    }
     let grace = Duration::from_millis(grace_ms(p.timeout_ms).unsigned_abs());
-    if process.wait_exit(grace).await {
-        return reply(true, true, false, false);
+    let signal = sys::parse_signal(&p.signal);
+    match process
+        .terminate(signal, grace, p.escalate.unwrap_or(true), KilledBy::Client)
+        .await
+    {
+        Termination::AlreadyExited => reply(true, true, true, false),
+        Termination::Died => reply(true, true, false, false),
+        Termination::Survived => reply(true, false, false, false),
+        Termination::Escalated { died } => reply(true, died, false, true),
     }
-    if !p.escalate.unwrap_or(true) {
-        return reply(true, false, false, false);
-    }
-    process.signal_if_running(libc::SIGKILL, KilledBy::Client);
-    let died = process.wait_exit(AFTER_KILL_WAIT).await;
-    reply(true, died, false, true)
 }
 
 async fn reattach(p: ProcessParams, call: &Call<'_>) -> Outcome {
+    // The reference's record (process-reattach.md) answers a missing or
+    // empty id like spawn and killAndWait do; seed 000 is silent on it.
+    if p.id.is_empty() {
+        return Outcome::invalid_params(MSG_ID_REQUIRED);
+    }
     let Some(process) = call.daemon.processes.get(&p.id) else {
         return Outcome::ok(&ReattachReply {
             found: false,

@@ -19,9 +19,14 @@ struct VersionInfo {
 }
 
 #[derive(Serialize)]
-struct Capabilities {
+struct Capabilities<'a> {
     version: &'static str,
     methods: &'static [&'static str],
+    /// Per boot (reference `4534d86`); between `methods` and `features`.
+    #[serde(rename = "instanceId")]
+    instance_id: &'a str,
+    #[serde(rename = "startedAt")]
+    started_at: i64,
     features: &'static [&'static str],
 }
 
@@ -36,6 +41,8 @@ pub async fn handle(method: &str, call: &Call<'_>) -> Outcome {
         "server.capabilities" => Outcome::ok(&Capabilities {
             version: version::ID,
             methods: &METHODS,
+            instance_id: &call.daemon.instance.id,
+            started_at: call.daemon.instance.started_at,
             features: &FEATURES,
         }),
         "server.shutdown" => {

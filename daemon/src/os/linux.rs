@@ -89,3 +89,22 @@ pub unsafe fn next_dir_name(stream: *mut libc::DIR) -> *const libc::c_char {
     // SAFETY: a non-null entry is valid until the next readdir.
     unsafe { (*entry).d_name.as_ptr() }
 }
+
+/// Fills `buf` from the kernel's CSPRNG (`getrandom`).
+pub fn fill_random(buf: &mut [u8]) -> io::Result<()> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        // SAFETY: writes at most the remaining length into `buf`.
+        let n = unsafe { libc::getrandom(buf[filled..].as_mut_ptr().cast(), buf.len() - filled, 0) };
+        if n > 0 {
+            filled += n as usize;
+            continue;
+        }
+        let err = io::Error::last_os_error();
+        if n < 0 && err.kind() == io::ErrorKind::Interrupted {
+            continue;
+        }
+        return Err(err);
+    }
+    Ok(())
+}

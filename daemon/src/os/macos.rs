@@ -91,3 +91,12 @@ pub unsafe fn next_dir_name(stream: *mut libc::DIR) -> *const libc::c_char {
     // SAFETY: a non-null entry is valid until the next readdir.
     unsafe { (*entry).d_name.as_ptr() }
 }
+
+/// Fills `buf` (at most 256 bytes) from the kernel's CSPRNG (`getentropy`).
+pub fn fill_random(buf: &mut [u8]) -> io::Result<()> {
+    // SAFETY: writes exactly `buf.len()` bytes into `buf`.
+    if unsafe { libc::getentropy(buf.as_mut_ptr().cast(), buf.len()) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}

@@ -11,6 +11,7 @@
 //! | [`open_fds`] | `/proc/self/fd` | `/dev/fd` |
 //! | [`pipe_cloexec`] | `pipe2(O_CLOEXEC)` | `pipe` + `FD_CLOEXEC` (called single-threaded) |
 //! | [`clear_errno`], [`next_dir_name`] | `__errno_location`, `readdir64` | `__error`, `readdir` |
+//! | [`fill_random`] | `getrandom` | `getentropy` |
 //!
 //! The process supervisor's own mechanisms (exit observation, pipe sizes,
 //! signal names) are in `process/sys/`.
@@ -23,5 +24,6 @@ mod platform;
 mod platform;
 
 pub use platform::{
-    clear_errno, initial_env_block, next_dir_name, open_fds, own_executable, peer_pid, pipe_cloexec, process_alive,
+    clear_errno, fill_random, initial_env_block, next_dir_name, open_fds, own_executable, peer_pid, pipe_cloexec,
+    process_alive,
 };

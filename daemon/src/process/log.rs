@@ -1,17 +1,29 @@
 //! The replay log of one managed process: every stream frame it produced,
-//! stored once as raw bytes for the life of the process.
+//! kept as raw bytes, with a bounded hot tail in RAM and the rest in
+//! segment files on disk ([`super::segments`], [`super::store`]).
 //!
 //! Subscribers are not queues. A connection that follows a process keeps a
 //! cursor (the last seq it wrote) and pulls frames from the log at its own
-//! pace, encoding base64 as it writes; the log only wakes it. So the child's
-//! pipe reader never waits for any client, a stalled client delays nobody
-//! else, and a subscriber costs one entry in `subscribers`, not a copy of
-//! the output.
+//! pace, encoding base64 as it writes; the log only wakes it. A cursor
+//! inside the hot tail reads RAM; one that fell behind it reads segment
+//! files off the async workers and catches up.
+//!
+//! Who waits on whom: appending never waits for a client. Every appended
+//! frame is written to disk by one blocking job per log; the child's pipe
+//! reader waits (in [`ReplayLog::wait_writable`]) only when that job is a
+//! whole write-behind bound behind, so the child sees ordinary pipe
+//! backpressure instead of the daemon growing. A log that cannot use the
+//! disk (no directory, a failed write) becomes a bounded RAM ring and
+//! never makes anyone wait.
 //!
 //! Seq numbers start at 1 and are the frame's index + 1; stdout, stderr and
-//! exit share one sequence.
+//! exit share one sequence. The last frame always stays in RAM, so a log
+//! with frames always keeps at least one.
 
+use super::segments::{read_segment, ReadHint, Segments};
+use super::store::{ReplayStore, GLOBAL_WRITE_BEHIND, RING_BYTES, WRITE_BEHIND};
 use base64::Engine;
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
@@ -53,11 +65,25 @@ impl ExitFrame {
     }
 }
 
+/// One stored frame (raw bytes; base64 happens when a cursor writes it).
 #[derive(Debug, Clone)]
-enum Frame {
+pub enum Frame {
     Data(Stream, Arc<[u8]>),
     Exit(ExitFrame),
 }
+
+/// RAM charged for a frame: its bytes plus the deque slot and Arc header.
+fn cost(frame: &Frame) -> u64 {
+    match frame {
+        Frame::Data(_, data) => data.len() as u64 + 48,
+        Frame::Exit(_) => 48,
+    }
+}
+
+/// Raw bytes a disk read takes per blocking call.
+pub const DISK_BATCH: usize = 1 << 20;
+/// Raw bytes a disk writer takes per write.
+const WRITE_BATCH: u64 = 1 << 20;
 
 /// A connection's registration with a log: who to wake on new frames.
 struct Subscriber {
@@ -66,11 +92,74 @@ struct Subscriber {
 }
 
 struct LogState {
-    frames: Vec<Frame>,
+    /// Frames `hot_first() ..= last_seq`, never empty once a frame exists.
+    hot: VecDeque<Frame>,
+    /// Sum of [`cost`] over `hot`.
+    hot_bytes: u64,
+    last_seq: u64,
     raw_bytes: u64,
+    /// Frames with seq `<= written` reached the disk (or never will: see
+    /// `spill`).
+    written: u64,
+    /// Sum of [`cost`] over hot frames with seq `> written`.
+    unwritten_bytes: u64,
+    /// A disk-writer job is running for this log.
+    writer_busy: bool,
+    /// False once the log is a RAM ring (no directory, or a write failed).
+    spill: bool,
+    /// Mirror of the segments' range and size, readable without I/O.
+    disk_first: Option<u64>,
+    disk_last: Option<u64>,
+    disk_bytes: u64,
+    /// Set with the exit frame: daemon-wide order of exits.
+    exit_stamp: Option<u64>,
     subscribers: Vec<Subscriber>,
     /// Set when the process id was reused: no more delivery from this log.
     detached: bool,
+}
+
+impl LogState {
+    fn hot_first(&self) -> u64 {
+        self.last_seq + 1 - self.hot.len() as u64
+    }
+
+    /// Where frame `seq` is: RAM, disk, or evicted (then where the kept
+    /// frames resume).
+    fn locate(&self, seq: u64) -> Where {
+        let hot_first = self.hot_first();
+        if seq >= hot_first {
+            return Where::Ram;
+        }
+        if let (Some(first), Some(last)) = (self.disk_first, self.disk_last) {
+            if seq < first {
+                return Where::Skip(first.min(hot_first));
+            }
+            if seq <= last {
+                return Where::Disk;
+            }
+        }
+        Where::Skip(hot_first)
+    }
+}
+
+enum Where {
+    Ram,
+    Disk,
+    Skip(u64),
+}
+
+/// The segments' range and size as mirrored in [`LogState`]:
+/// `(disk_first, disk_last, disk_bytes)`.
+type DiskMirror = (Option<u64>, Option<u64>, u64);
+
+/// What [`ReplayLog::pull_ram`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pull {
+    /// Frames up to this seq were encoded from RAM (maybe none).
+    Ram(u64),
+    /// The next frame (seq + 1) is on disk: read it with
+    /// [`ReplayLog::read_disk`] off the async workers.
+    Disk(u64),
 }
 
 /// Append-only frame log of one process.
@@ -78,10 +167,17 @@ pub struct ReplayLog {
     key: u64,
     /// `{"type":"stream","processId":"<id>","stream":"` — shared by every frame.
     frame_prefix: Vec<u8>,
+    process_id: String,
     state: Mutex<LogState>,
+    /// Segment files. Lock order: never take `state` while holding this.
+    disk: Mutex<Option<Segments>>,
+    store: Arc<ReplayStore>,
+    /// Signalled after each disk write (wakes a waiting pipe reader).
+    flushed: Notify,
 }
 
 static NEXT_KEY: AtomicU64 = AtomicU64::new(1);
+static NEXT_EXIT_STAMP: AtomicU64 = AtomicU64::new(1);
 
 impl std::fmt::Debug for ReplayLog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -91,21 +187,43 @@ impl std::fmt::Debug for ReplayLog {
     }
 }
 
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every critical section leaves the state consistent at each store;
+    // recover from poisoning.
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 impl ReplayLog {
-    pub fn new(process_id: &str) -> Arc<ReplayLog> {
+    pub fn new(process_id: &str, store: &Arc<ReplayStore>) -> Arc<ReplayLog> {
         let mut frame_prefix = br#"{"type":"stream","processId":"#.to_vec();
         crate::gojson::write_go_string(&mut frame_prefix, process_id);
         frame_prefix.extend_from_slice(br#","stream":""#);
-        Arc::new(ReplayLog {
+        let log = Arc::new(ReplayLog {
             key: NEXT_KEY.fetch_add(1, Ordering::Relaxed),
             frame_prefix,
+            process_id: process_id.to_string(),
             state: Mutex::new(LogState {
-                frames: Vec::new(),
+                hot: VecDeque::new(),
+                hot_bytes: 0,
+                last_seq: 0,
                 raw_bytes: 0,
+                written: 0,
+                unwritten_bytes: 0,
+                writer_busy: false,
+                spill: store.dir().is_some(),
+                disk_first: None,
+                disk_last: None,
+                disk_bytes: 0,
+                exit_stamp: None,
                 subscribers: Vec::new(),
                 detached: false,
             }),
-        })
+            disk: Mutex::new(None),
+            store: store.clone(),
+            flushed: Notify::new(),
+        });
+        store.register(&log);
+        log
     }
 
     /// Identity of this log (a reused process id gets a new log).
@@ -114,26 +232,53 @@ impl ReplayLog {
     }
 
     fn lock(&self) -> MutexGuard<'_, LogState> {
-        // A panic while holding the lock cannot leave the log inconsistent
-        // (every mutation is a single push or field store), so recover.
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.state)
     }
 
-    fn append(&self, frame: Frame) -> u64 {
+    fn append(self: &Arc<Self>, frame: Frame) -> u64 {
+        let size = cost(&frame);
         let mut state = self.lock();
         if let Frame::Data(_, data) = &frame {
             state.raw_bytes += data.len() as u64;
         }
-        state.frames.push(frame);
+        if matches!(frame, Frame::Exit(_)) {
+            state.exit_stamp = Some(NEXT_EXIT_STAMP.fetch_add(1, Ordering::Relaxed));
+        }
+        state.hot.push_back(frame);
+        state.last_seq += 1;
+        state.hot_bytes += size;
+        self.store.metrics.ram_bytes.fetch_add(size, Ordering::Relaxed);
+        let mut start_writer = false;
+        if state.spill {
+            state.unwritten_bytes += size;
+            self.store.unwritten.fetch_add(size, Ordering::Relaxed);
+            if !state.writer_busy {
+                state.writer_busy = true;
+                start_writer = true;
+            }
+        } else {
+            self.trim_ring(&mut state);
+        }
         for s in &state.subscribers {
             s.wake.notify_one();
         }
-        state.frames.len() as u64
+        let seq = state.last_seq;
+        drop(state);
+        if start_writer {
+            let log = self.clone();
+            match tokio::runtime::Handle::try_current() {
+                Ok(rt) => {
+                    rt.spawn_blocking(move || log.flush());
+                }
+                Err(_) => log.flush(),
+            }
+        }
+        seq
     }
 
     /// Appends one read of stdout or stderr; returns its seq. Empty reads
     /// are not frames and return the current last seq.
-    pub fn push_output(&self, stream: Stream, data: &[u8]) -> u64 {
+    pub fn push_output(self: &Arc<Self>, stream: Stream, data: &[u8]) -> u64 {
         if data.is_empty() {
             return self.last_seq();
         }
@@ -141,29 +286,191 @@ impl ReplayLog {
     }
 
     /// Appends the exit frame; returns its seq.
-    pub fn push_exit(&self, exit: ExitFrame) -> u64 {
+    pub fn push_exit(self: &Arc<Self>, exit: ExitFrame) -> u64 {
         self.append(Frame::Exit(exit))
+    }
+
+    /// Waits while this log's disk writer is a whole write-behind bound
+    /// behind (or the daemon's writers together are, and this log has
+    /// unwritten frames). The pipe reader calls this between reads.
+    pub async fn wait_writable(&self) {
+        loop {
+            let flushed = self.flushed.notified();
+            tokio::pin!(flushed);
+            flushed.as_mut().enable();
+            {
+                let state = self.lock();
+                let global = self.store.unwritten.load(Ordering::Relaxed);
+                let behind = state.unwritten_bytes >= WRITE_BEHIND
+                    || (global >= GLOBAL_WRITE_BEHIND && state.unwritten_bytes > 0);
+                if !state.spill || !behind {
+                    return;
+                }
+            }
+            flushed.await;
+        }
+    }
+
+    /// The disk-writer job: writes unwritten frames in batches until none
+    /// are left, trimming the hot tail behind it. Runs on a blocking
+    /// thread; at most one per log.
+    fn flush(self: Arc<Self>) {
+        loop {
+            let (first, batch) = {
+                let mut state = self.lock();
+                if !state.spill || state.written == state.last_seq {
+                    state.writer_busy = false;
+                    drop(state);
+                    self.flushed.notify_waiters();
+                    return;
+                }
+                let first = state.written + 1;
+                let skip = (first - state.hot_first()) as usize;
+                let mut taken = 0;
+                let batch: Vec<Frame> = state
+                    .hot
+                    .iter()
+                    .skip(skip)
+                    .take_while(|f| {
+                        let go = taken < WRITE_BATCH;
+                        taken += cost(f);
+                        go
+                    })
+                    .cloned()
+                    .collect();
+                (first, batch)
+            };
+            let outcome = match self.store.dir() {
+                None => Err(None),
+                Some(dir) => {
+                    let mut disk = lock(&self.disk);
+                    let segs = disk.get_or_insert_with(|| Segments::new(dir, self.key, self.store.segment_bytes));
+                    let result = segs.append(first, &batch);
+                    let mirror = (segs.first_seq(), segs.last_seq(), segs.bytes());
+                    match result {
+                        Ok(added) => Ok((added, mirror)),
+                        Err(e) => Err(Some((e, mirror))),
+                    }
+                }
+            };
+            match outcome {
+                Ok((added, (disk_first, disk_last, disk_bytes))) => {
+                    self.store.metrics.disk_bytes.fetch_add(added, Ordering::Relaxed);
+                    let mut state = self.lock();
+                    let done: u64 = batch.iter().map(cost).sum();
+                    state.written += batch.len() as u64;
+                    state.unwritten_bytes -= done;
+                    self.store.unwritten.fetch_sub(done, Ordering::Relaxed);
+                    state.disk_first = disk_first;
+                    state.disk_last = disk_last;
+                    state.disk_bytes = disk_bytes;
+                    self.trim_hot(&mut state);
+                }
+                Err(failure) => {
+                    self.fall_back(failure);
+                    return;
+                }
+            }
+            self.flushed.notify_waiters();
+            self.store.enforce_budget();
+        }
+    }
+
+    /// Turns the log into a RAM ring after a disk failure (`None`: the
+    /// directory went away at shutdown, which is not worth a warning).
+    fn fall_back(&self, failure: Option<(std::io::Error, DiskMirror)>) {
+        let mut state = self.lock();
+        if let Some((e, (disk_first, disk_last, disk_bytes))) = &failure {
+            let counted = disk_bytes.saturating_sub(state.disk_bytes);
+            self.store.metrics.disk_bytes.fetch_add(counted, Ordering::Relaxed);
+            state.disk_first = *disk_first;
+            state.disk_last = *disk_last;
+            state.disk_bytes = *disk_bytes;
+            state.written = state.written.max(disk_last.unwrap_or(0));
+            crate::log_warn!(
+                "[replay] process {}: writing its replay log failed ({}): keeping the last {} MiB in memory",
+                self.process_id,
+                crate::goerr::io_text(e),
+                RING_BYTES >> 20
+            );
+            self.store.metrics.fallbacks.fetch_add(1, Ordering::Relaxed);
+        }
+        state.spill = false;
+        state.writer_busy = false;
+        self.store.unwritten.fetch_sub(state.unwritten_bytes, Ordering::Relaxed);
+        state.unwritten_bytes = 0;
+        self.trim_ring(&mut state);
+        drop(state);
+        self.flushed.notify_waiters();
+    }
+
+    /// Drops written frames from RAM past the hot-tail bound (all but the
+    /// last frame once the process exited).
+    fn trim_hot(&self, state: &mut LogState) {
+        let keep = if state.exit_stamp.is_some() {
+            0
+        } else {
+            self.store.hot_tail_bytes
+        };
+        let mut freed = 0;
+        while state.hot.len() > 1
+            && state.hot_first() <= state.written
+            && state.hot_bytes - state.unwritten_bytes > keep
+        {
+            let Some(front) = state.hot.pop_front() else { break };
+            let c = cost(&front);
+            state.hot_bytes -= c;
+            freed += c;
+        }
+        self.store.metrics.ram_bytes.fetch_sub(freed, Ordering::Relaxed);
+    }
+
+    /// RAM-ring bound: the oldest frames go once the ring is full.
+    fn trim_ring(&self, state: &mut LogState) {
+        let mut freed = 0;
+        while state.hot.len() > 1 && state.hot_bytes > RING_BYTES {
+            let Some(front) = state.hot.pop_front() else { break };
+            let c = cost(&front);
+            state.hot_bytes -= c;
+            freed += c;
+        }
+        self.store.metrics.ram_bytes.fetch_sub(freed, Ordering::Relaxed);
     }
 
     /// Seq of the newest frame, 0 if none.
     pub fn last_seq(&self) -> u64 {
-        self.lock().frames.len() as u64
+        self.lock().last_seq
     }
 
-    /// Seq of the oldest retained frame, 0 if none (the log keeps
-    /// everything, so this is 1 once anything was written).
+    /// Seq of the oldest kept frame, 0 if none.
     pub fn first_seq(&self) -> u64 {
-        u64::from(!self.lock().frames.is_empty())
+        let state = self.lock();
+        if state.last_seq == 0 {
+            return 0;
+        }
+        let hot_first = state.hot_first();
+        state.disk_first.map_or(hot_first, |d| d.min(hot_first))
     }
 
-    /// Total stdout+stderr bytes retained.
+    /// Total stdout+stderr bytes ever appended.
     pub fn raw_bytes(&self) -> u64 {
         self.lock().raw_bytes
     }
 
+    /// Bytes of this log in RAM and on disk.
+    pub fn footprint(&self) -> (u64, u64) {
+        let state = self.lock();
+        (state.hot_bytes, state.disk_bytes)
+    }
+
+    /// Whether the log spills to disk (false: a RAM ring).
+    pub fn spills(&self) -> bool {
+        self.lock().spill
+    }
+
     /// Whether the exit frame has been appended.
     pub fn has_exited(&self) -> bool {
-        matches!(self.lock().frames.last(), Some(Frame::Exit(_)))
+        self.lock().exit_stamp.is_some()
     }
 
     pub fn is_detached(&self) -> bool {
@@ -202,32 +509,207 @@ impl ReplayLog {
         }
     }
 
+    /// For eviction: the exit order of an exited log nobody follows that
+    /// still has bytes on disk.
+    pub(crate) fn idle_exit_stamp(&self) -> Option<u64> {
+        let state = self.lock();
+        if state.subscribers.is_empty() && state.disk_bytes > 0 {
+            state.exit_stamp
+        } else {
+            None
+        }
+    }
+
+    /// For eviction: the age of the oldest segment, if one may go (never
+    /// the segment being written).
+    pub(crate) fn evictable_stamp(&self) -> Option<u64> {
+        let disk = lock(&self.disk);
+        disk.as_ref()
+            .filter(|s| s.count() >= 2)
+            .and_then(Segments::oldest_stamp)
+    }
+
+    /// Removes this log's segments (`whole`) or its oldest one; logs the
+    /// eviction once at WARN. Returns whether anything was removed.
+    pub(crate) fn evict_disk(&self, whole: bool) -> bool {
+        let (freed, mirror) = {
+            let mut disk = lock(&self.disk);
+            let Some(segs) = disk.as_mut() else {
+                return false;
+            };
+            let freed = if whole {
+                segs.remove_all()
+            } else if segs.count() >= 2 {
+                segs.evict_oldest().map_or(0, |s| s.bytes)
+            } else {
+                0
+            };
+            (freed, (segs.first_seq(), segs.last_seq(), segs.bytes()))
+        };
+        if freed == 0 {
+            return false;
+        }
+        self.store.metrics.disk_bytes.fetch_sub(freed, Ordering::Relaxed);
+        let first_kept = {
+            let mut state = self.lock();
+            (state.disk_first, state.disk_last, state.disk_bytes) = mirror;
+            let hot_first = state.hot_first();
+            state.disk_first.map_or(hot_first, |d| d.min(hot_first))
+        };
+        crate::log_warn!(
+            "[replay] disk budget exceeded: dropped {} bytes of the replay log of {} process {}; it now starts at seq {}",
+            freed,
+            if whole { "exited" } else { "live" },
+            self.process_id,
+            first_kept
+        );
+        true
+    }
+
     /// Encodes frames with seq in `after+1 ..= upto` (capped at the newest)
-    /// as NDJSON lines into `out`, stopping once about `budget` raw bytes
-    /// were taken. Returns the seq of the last frame written (== `after` if
-    /// none). Encoding happens outside the lock.
-    pub fn encode_after(&self, after: u64, upto: u64, out: &mut Vec<u8>, budget: usize) -> u64 {
+    /// that are in RAM as NDJSON lines into `out`, stopping once about
+    /// `budget` raw bytes were taken. Evicted frames are skipped (the
+    /// cursor jumps to the oldest kept one). Stops at the first frame that
+    /// is only on disk. Encoding happens outside the lock.
+    pub fn pull_ram(&self, after: u64, upto: u64, out: &mut Vec<u8>, budget: usize) -> Pull {
         let mut batch: Vec<Frame> = Vec::new();
+        let mut after = after;
         {
             let state = self.lock();
-            let end = (state.frames.len() as u64).min(upto);
+            let end = state.last_seq.min(upto);
+            if after >= end {
+                return Pull::Ram(after);
+            }
+            match state.locate(after + 1) {
+                Where::Ram => {}
+                Where::Disk => return Pull::Disk(after),
+                Where::Skip(to) => {
+                    after = to.saturating_sub(1).max(after);
+                    if after >= end {
+                        return Pull::Ram(after);
+                    }
+                    if !matches!(state.locate(after + 1), Where::Ram) {
+                        return Pull::Disk(after);
+                    }
+                }
+            }
+            let skip = (after + 1 - state.hot_first()) as usize;
             let mut taken = 0usize;
-            let mut seq = after;
-            while seq < end && (taken < budget || batch.is_empty()) {
-                let frame = &state.frames[seq as usize];
+            for frame in state.hot.iter().skip(skip).take((end - after) as usize) {
+                if taken >= budget && !batch.is_empty() {
+                    break;
+                }
                 if let Frame::Data(_, data) = frame {
                     taken += data.len();
                 }
                 batch.push(frame.clone());
-                seq += 1;
             }
         }
-        let mut seq = after;
-        for frame in &batch {
-            seq += 1;
-            self.encode_frame(seq, frame, out);
+        let first = after + 1;
+        self.encode_frames(first, &batch, out);
+        Pull::Ram(after + batch.len() as u64)
+    }
+
+    /// Reads frames `after+1 ..= upto` from disk, about `budget` raw bytes
+    /// (at least one frame unless none is on disk any more). Blocking: call
+    /// from `spawn_blocking`. Returns the frames (which start at `after+1`)
+    /// and a hint for the next read. An empty result means the frames were
+    /// evicted meanwhile: pull again.
+    pub fn read_disk(
+        &self,
+        after: u64,
+        upto: u64,
+        budget: usize,
+        hint: Option<ReadHint>,
+    ) -> (Vec<Frame>, Option<ReadHint>) {
+        let mut frames = Vec::new();
+        let mut next = after + 1;
+        let mut hint = hint;
+        let mut taken = 0usize;
+        while next <= upto && (frames.is_empty() || taken < budget) {
+            let view = {
+                let disk = lock(&self.disk);
+                disk.as_ref().and_then(|s| s.locate(next, hint))
+            };
+            let Some(view) = view else { break };
+            let left = budget.saturating_sub(taken);
+            match read_segment(&view, next, upto, left) {
+                Ok((got, h)) if !got.is_empty() => {
+                    taken += got.iter().map(raw_len).sum::<usize>();
+                    next += got.len() as u64;
+                    hint = Some(h);
+                    frames.extend(got);
+                    if next > view.meta.last_seq() {
+                        continue;
+                    }
+                    break;
+                }
+                Ok(_) => break,
+                // Evicted while we looked (then this is a no-op), or the
+                // file is gone or damaged: its frames are lost, so drop
+                // them from the index and let the caller locate again.
+                Err(e) => {
+                    self.drop_unreadable(view.meta.number, &e);
+                    break;
+                }
+            }
         }
-        seq
+        (frames, hint)
+    }
+
+    /// Removes segments up to `number` after a failed read of it.
+    fn drop_unreadable(&self, number: u64, error: &std::io::Error) {
+        let (freed, mirror) = {
+            let mut disk = lock(&self.disk);
+            let Some(segs) = disk.as_mut() else { return };
+            let mut freed = 0;
+            while segs.oldest_number().is_some_and(|n| n <= number) {
+                freed += segs.evict_oldest().map_or(0, |s| s.bytes);
+            }
+            if freed == 0 {
+                return;
+            }
+            (freed, (segs.first_seq(), segs.last_seq(), segs.bytes()))
+        };
+        self.store.metrics.disk_bytes.fetch_sub(freed, Ordering::Relaxed);
+        let mut state = self.lock();
+        (state.disk_first, state.disk_last, state.disk_bytes) = mirror;
+        drop(state);
+        crate::log_warn!(
+            "[replay] process {}: reading its replay log failed ({}): {} bytes lost",
+            self.process_id,
+            crate::goerr::io_text(error),
+            freed
+        );
+    }
+
+    /// Encodes `frames` (the first has seq `first`) as NDJSON lines.
+    pub fn encode_frames(&self, first: u64, frames: &[Frame], out: &mut Vec<u8>) {
+        for (i, frame) in frames.iter().enumerate() {
+            self.encode_frame(first + i as u64, frame, out);
+        }
+    }
+
+    /// Blocking convenience for tests and tools: encodes frames
+    /// `after+1 ..= upto` from RAM and disk, about `budget` raw bytes.
+    /// Returns the seq of the last frame written.
+    pub fn encode_after(&self, after: u64, upto: u64, out: &mut Vec<u8>, budget: usize) -> u64 {
+        let mut after = after;
+        let mut hint = None;
+        loop {
+            match self.pull_ram(after, upto, out, budget) {
+                Pull::Ram(a) => return a,
+                Pull::Disk(a) => {
+                    let (frames, h) = self.read_disk(a, upto, budget.max(1), hint);
+                    hint = h;
+                    self.encode_frames(a + 1, &frames, out);
+                    after = a + frames.len() as u64;
+                    if !frames.is_empty() {
+                        return after;
+                    }
+                }
+            }
+        }
     }
 
     fn encode_frame(&self, seq: u64, frame: &Frame, out: &mut Vec<u8>) {
@@ -267,6 +749,32 @@ impl ReplayLog {
     }
 }
 
+fn raw_len(frame: &Frame) -> usize {
+    match frame {
+        Frame::Data(_, data) => data.len(),
+        Frame::Exit(_) => 0,
+    }
+}
+
+impl Drop for ReplayLog {
+    /// Releasing a log (id reuse, retention, shutdown) frees its RAM and
+    /// deletes its segments.
+    fn drop(&mut self) {
+        self.store.unregister(self.key);
+        let state = lock(&self.state);
+        self.store
+            .metrics
+            .ram_bytes
+            .fetch_sub(state.hot_bytes, Ordering::Relaxed);
+        self.store.unwritten.fetch_sub(state.unwritten_bytes, Ordering::Relaxed);
+        drop(state);
+        if let Some(mut segs) = lock(&self.disk).take() {
+            let freed = segs.remove_all();
+            self.store.metrics.disk_bytes.fetch_sub(freed, Ordering::Relaxed);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -279,7 +787,7 @@ mod tests {
 
     #[test]
     fn frames_are_encoded_byte_exact() {
-        let log = ReplayLog::new("p<1>");
+        let log = ReplayLog::new("p<1>", &ReplayStore::in_memory());
         assert_eq!(log.push_output(Stream::Stdout, b"hi\n"), 1);
         assert_eq!(log.push_output(Stream::Stderr, b"\xff"), 2);
         let killed = ExitFrame {
@@ -305,7 +813,7 @@ mod tests {
     #[test]
     fn exit_frame_fields_are_each_omitted_when_absent() {
         let exit_line = |exit| {
-            let log = ReplayLog::new("p");
+            let log = ReplayLog::new("p", &ReplayStore::in_memory());
             log.push_exit(exit);
             encode_all(&log, 0)
         };
@@ -333,7 +841,7 @@ mod tests {
 
     #[test]
     fn cursor_respects_upto_and_budget() {
-        let log = ReplayLog::new("p");
+        let log = ReplayLog::new("p", &ReplayStore::in_memory());
         for _ in 0..10 {
             log.push_output(Stream::Stdout, &[b'x'; 100]);
         }
@@ -348,7 +856,7 @@ mod tests {
 
     #[test]
     fn detach_stops_subscriptions() {
-        let log = ReplayLog::new("p");
+        let log = ReplayLog::new("p", &ReplayStore::in_memory());
         let wake = Arc::new(Notify::new());
         assert!(log.subscribe(7, wake.clone()));
         assert!(log.subscribe(7, wake.clone()));
@@ -357,5 +865,138 @@ mod tests {
         assert_eq!(log.subscriber_count(), 0);
         assert!(!log.subscribe(8, wake));
         assert!(log.is_detached());
+    }
+
+    fn spilling_store(dir: &std::path::Path, segment_bytes: u64, budget_bytes: u64) -> Arc<ReplayStore> {
+        ReplayStore::open(
+            crate::process::store::StoreConfig {
+                dir: Some(dir.to_path_buf()),
+                budget_bytes,
+                segment_bytes,
+                hot_tail_bytes: 0,
+            },
+            Arc::default(),
+        )
+    }
+
+    /// Waits until the disk writer has caught up.
+    async fn settle(log: &ReplayLog) {
+        for _ in 0..500 {
+            let settled = {
+                let state = log.lock();
+                !state.writer_busy && state.written == state.last_seq
+            };
+            if settled {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+        panic!("disk writer did not settle");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn spilled_frames_read_back_from_every_region() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = spilling_store(dir.path(), 4096, u64::MAX);
+        let log = ReplayLog::new("s", &store);
+        assert!(log.spills());
+        let mut want = Vec::new();
+        for i in 0..400u32 {
+            let bytes: Vec<u8> = (0..(i % 97 + 1)).map(|j| (i * 7 + j) as u8).collect();
+            log.push_output(if i % 3 == 0 { Stream::Stderr } else { Stream::Stdout }, &bytes);
+            want.push(bytes);
+            log.wait_writable().await;
+        }
+        log.push_exit(ExitFrame::code(0));
+        settle(&log).await;
+        // Exited: only the exit frame stays in RAM.
+        assert_eq!(log.lock().hot.len(), 1);
+        assert!(log.footprint().1 > 0);
+        let mut reference = Vec::new();
+        {
+            let mem = ReplayLog::new("s", &ReplayStore::in_memory());
+            for (i, bytes) in want.iter().enumerate() {
+                mem.push_output(if i % 3 == 0 { Stream::Stderr } else { Stream::Stdout }, bytes);
+            }
+            mem.push_exit(ExitFrame::code(0));
+            mem.encode_after(0, u64::MAX, &mut reference, usize::MAX);
+        }
+        for budget in [0, 1, 100, 5000, usize::MAX] {
+            let mut out = Vec::new();
+            let mut after = 0;
+            while after < log.last_seq() {
+                after = log.encode_after(after, u64::MAX, &mut out, budget);
+            }
+            assert!(out == reference, "budget {budget}");
+        }
+        // From the middle, and capped by upto.
+        let mut out = Vec::new();
+        assert_eq!(log.encode_after(150, 160, &mut out, usize::MAX), 160);
+        assert_eq!(out.iter().filter(|&&b| b == b'\n').count(), 10);
+        drop(log);
+        let own = std::fs::read_dir(dir.path()).unwrap().next().unwrap().unwrap().path();
+        let left: Vec<_> = std::fs::read_dir(own).unwrap().collect();
+        assert!(left.is_empty(), "a released log deletes its segments");
+        assert_eq!(store.metrics.disk_bytes.load(Ordering::Relaxed), 0);
+        assert_eq!(store.metrics.ram_bytes.load(Ordering::Relaxed), 0);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn budget_evicts_idle_exited_logs_first_then_oldest_live_segments() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = spilling_store(dir.path(), 1000, 6000);
+        let chunk = [b'x'; 495];
+        let old = ReplayLog::new("old", &store);
+        let followed = ReplayLog::new("followed", &store);
+        followed.subscribe(1, Arc::new(Notify::new()));
+        let live = ReplayLog::new("live", &store);
+        for log in [&old, &followed] {
+            for _ in 0..4 {
+                log.push_output(Stream::Stdout, &chunk);
+            }
+            log.push_exit(ExitFrame::code(0));
+            settle(log).await;
+        }
+        assert_eq!(store.metrics.evictions.load(Ordering::Relaxed), 0);
+        // The live log pushes the total over 6000 bytes.
+        for _ in 0..6 {
+            live.push_output(Stream::Stdout, &chunk);
+            settle(&live).await;
+        }
+        assert_eq!(old.footprint().1, 0, "the idle exited log goes first");
+        assert_eq!(old.first_seq(), 5, "only its exit frame is left");
+        for _ in 0..10 {
+            live.push_output(Stream::Stdout, &chunk);
+            settle(&live).await;
+        }
+        assert!(store.metrics.disk_bytes.load(Ordering::Relaxed) <= 6000);
+        assert!(live.first_seq() > 1, "then the oldest live segments");
+        assert_eq!(followed.first_seq(), 1, "a followed exited log goes last");
+        // A cursor from seq 0 resumes at the oldest kept frame.
+        let mut out = Vec::new();
+        let first = live.first_seq();
+        let last = live.encode_after(0, u64::MAX, &mut out, usize::MAX);
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains(&format!("\"seq\":{first},")), "{text}");
+        assert!(last >= first);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn unwritable_directory_falls_back_to_a_ram_ring() {
+        let dir = tempfile::tempdir().unwrap();
+        let blocker = dir.path().join("file");
+        std::fs::write(&blocker, b"").unwrap();
+        let store = spilling_store(&blocker.join("sub"), 4096, u64::MAX);
+        assert_eq!(store.metrics.fallbacks.load(Ordering::Relaxed), 1);
+        let log = ReplayLog::new("r", &store);
+        assert!(!log.spills());
+        for _ in 0..600 {
+            log.push_output(Stream::Stdout, &[b'y'; 32 * 1024]);
+            log.wait_writable().await;
+        }
+        let (ram, disk) = log.footprint();
+        assert!(ram <= super::RING_BYTES + 64 * 1024, "{ram}");
+        assert_eq!(disk, 0);
+        assert!(log.first_seq() > 1, "the ring dropped the oldest frames");
     }
 }

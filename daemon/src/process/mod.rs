@@ -18,12 +18,16 @@
 //!
 //! So every output byte precedes the exit frame, and a signal to the group
 //! can never reach a recycled pgid. Exited processes stay in the registry
-//! (reattach replays them, killAndWait reports `alreadyExited`) until the
-//! id is reused or the daemon stops.
+//! (reattach replays them, killAndWait reports `alreadyExited`) for 15
+//! minutes after their exit frame, until the id is reused, or until the
+//! daemon stops, whichever comes first; then their log is released.
 
 pub mod command;
 pub mod log;
+pub mod segments;
+pub mod session;
 pub mod stdin;
+pub mod store;
 pub mod sys;
 
 use crate::server::Daemon;
@@ -48,6 +52,35 @@ const PIPE_SIZE: i32 = 256 << 10;
 const GROWN_PIPES_MAX: usize = 64;
 static GROWN_PIPES: AtomicUsize = AtomicUsize::new(0);
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// The grace a superseded session process gets between SIGTERM and the
+/// group SIGKILL: `process.killAndWait`'s default.
+pub const SUPERSEDE_GRACE: Duration = Duration::from_millis(3000);
+/// How long to wait for the reap after SIGKILL. SIGKILL cannot be caught;
+/// this only guards against a child stuck in uninterruptible sleep.
+const AFTER_KILL_WAIT: Duration = Duration::from_secs(10);
+
+/// How a [`ManagedProcess::terminate`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Termination {
+    /// It had already exited: nothing was sent.
+    AlreadyExited,
+    /// It exited within the grace.
+    Died,
+    /// Still running after the grace, and escalation was not wanted.
+    Survived,
+    /// The group got SIGKILL after the grace; whether the exit followed
+    /// within [`AFTER_KILL_WAIT`].
+    Escalated { died: bool },
+}
+
+/// Why `process.spawn` started nothing.
+#[derive(Debug)]
+pub enum SpawnError {
+    /// The wire message for -32603.
+    Failed(String),
+    /// Shutdown began while the spawn waited (to supersede): no reply.
+    ShuttingDown,
+}
 
 /// What `process.spawn` asks for.
 pub struct SpawnSpec<'a> {
@@ -67,10 +100,19 @@ pub enum StdinResult {
     },
     NotRunning,
     Gap,
+    /// The queue is non-empty and this write would push it past
+    /// [`STDIN_QUEUE_CAP`]: nothing enqueued, `applied` unchanged.
+    QueueFull,
     /// An earlier write failed (the child closed its stdin); the text is
     /// Go's error for writing to the pipe, e.g. `write |1: broken pipe`.
     Broken(String),
 }
+
+/// Bytes a process's stdin queue may hold (accepted but not yet written
+/// to the pipe). A write that would push a non-empty queue past this is
+/// refused with -32002; a lone write on an empty queue always fits, since
+/// the 1 MiB line cap keeps it far below.
+pub const STDIN_QUEUE_CAP: usize = 16 << 20;
 
 struct StdinState {
     applied: u64,
@@ -110,10 +152,17 @@ pub struct ManagedProcess {
     /// True once the zombie was reaped. Held while signalling so a signal
     /// and the reap never race (after the reap the pgid may be recycled).
     reaped: Mutex<bool>,
+    /// The agent CLI session its arguments name ([`session::key_of`]).
+    pub session: Option<String>,
     /// The last kill request that signalled the running child; stamped on
     /// the exit frame whatever the child then did with the signal.
     killed_by: Mutex<Option<KilledBy>>,
     stdin: Mutex<StdinState>,
+    /// Bytes enqueued for stdin and not yet written to the pipe. Raised
+    /// under the `stdin` lock, lowered by the writer task after each write.
+    stdin_queued: Arc<AtomicUsize>,
+    /// When the exit frame was appended (starts the retention clock).
+    finished_at: std::sync::OnceLock<std::time::Instant>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -167,6 +216,25 @@ impl ManagedProcess {
         }
     }
 
+    /// The kill path of `process.killAndWait` (and of a superseding
+    /// spawn): `signal` unless already exited, up to `grace` for the exit,
+    /// then, when `escalate`, a group SIGKILL and a bounded wait.
+    pub async fn terminate(&self, signal: i32, grace: Duration, escalate: bool, by: KilledBy) -> Termination {
+        if !self.signal_if_running(signal, by) {
+            return Termination::AlreadyExited;
+        }
+        if self.wait_exit(grace).await {
+            return Termination::Died;
+        }
+        if !escalate {
+            return Termination::Survived;
+        }
+        self.signal_if_running(libc::SIGKILL, by);
+        Termination::Escalated {
+            died: self.wait_exit(AFTER_KILL_WAIT).await,
+        }
+    }
+
     /// Waits up to `limit` for the exit; returns whether it happened.
     pub async fn wait_exit(&self, limit: Duration) -> bool {
         let mut rx = self.exit.subscribe();
@@ -199,8 +267,14 @@ impl ManagedProcess {
             if let Some(why) = &st.broken {
                 return (StdinResult::Broken(why.clone()), 0);
             }
+            let queued = self.stdin_queued.load(Ordering::Acquire);
+            if queued > 0 && queued.saturating_add(fresh.len()) > STDIN_QUEUE_CAP {
+                return (StdinResult::QueueFull, 0);
+            }
+            self.stdin_queued.fetch_add(fresh.len(), Ordering::AcqRel);
             let sent = st.queue.as_ref().is_some_and(|q| q.send(fresh.to_vec()).is_ok());
             if !sent {
+                self.stdin_queued.fetch_sub(fresh.len(), Ordering::AcqRel);
                 // The writer is gone only after the exit was observed.
                 return (StdinResult::NotRunning, 0);
             }
@@ -228,9 +302,12 @@ impl ManagedProcess {
 #[derive(Default)]
 pub struct ProcessManager {
     table: Mutex<HashMap<String, Arc<ManagedProcess>>>,
+    sessions: session::SessionLocks,
     /// Set by a `-keep-children` shutdown: the backstop in `Drop` must not
     /// kill what the operator asked to keep.
     keep: AtomicBool,
+    /// The retention sweeper runs once the first process was spawned.
+    sweeper: AtomicBool,
 }
 
 impl std::fmt::Debug for ProcessManager {
@@ -251,20 +328,67 @@ impl ProcessManager {
     }
 
     /// Starts a child and registers it under `spec.id`, replacing (and
-    /// tearing down) a previous process with that id. The error is the
-    /// wire message for -32603. Must run inside the tokio runtime.
-    pub fn spawn(&self, daemon: &Arc<Daemon>, spec: &SpawnSpec<'_>) -> Result<Arc<ManagedProcess>, String> {
+    /// tearing down) a previous process with that id. When the arguments
+    /// name an agent CLI session, every other running process of that
+    /// session is terminated first ([`session`]), one spawn of a session at
+    /// a time. Must run inside the tokio runtime.
+    pub async fn spawn(&self, daemon: &Arc<Daemon>, spec: &SpawnSpec<'_>) -> Result<Arc<ManagedProcess>, SpawnError> {
         let env = command::merged_env(daemon.login_path.get().map(String::as_str), spec.env);
-        let program = command::resolve(spec.command, &command::path_of(&env))?;
+        let program = command::resolve(spec.command, &command::path_of(&env)).map_err(SpawnError::Failed)?;
         if env
             .iter()
             .any(|(k, v)| k.as_bytes().contains(&0) || v.as_bytes().contains(&0))
         {
             // Go's Cmd.Start refuses this before forking (dedupEnv, since
             // Go 1.20), after the lookup and without the fork/exec prefix.
-            return Err(command::ENV_NUL.to_string());
+            return Err(SpawnError::Failed(command::ENV_NUL.to_string()));
         }
-        let mut cmd = std::process::Command::new(&program);
+        let key = session::key_of(spec.args);
+        let Some(key) = key else {
+            return self
+                .start(daemon, spec, &program, env, None)
+                .map_err(SpawnError::Failed);
+        };
+        let _serial = self.sessions.lock(&key).await;
+        self.supersede(&key, spec.id).await;
+        if daemon.shutdown.is_triggered() {
+            // Teardown may already have run: a child started now would leak.
+            return Err(SpawnError::ShuttingDown);
+        }
+        self.start(daemon, spec, &program, env, Some(key))
+            .map_err(SpawnError::Failed)
+    }
+
+    /// Terminates every running process of session `key` other than `id`
+    /// (that one is replaced by the id reuse rule), as a client's
+    /// killAndWait would, and waits for them.
+    async fn supersede(&self, key: &str, id: &str) {
+        let rivals: Vec<Arc<ManagedProcess>> = lock(&self.table)
+            .values()
+            .filter(|p| p.id != id && p.session.as_deref() == Some(key) && !p.exited())
+            .cloned()
+            .collect();
+        for old in rivals {
+            crate::log_info!(
+                "[process.Manager] Process {} (pid {}) superseded by {} (same session)",
+                old.id,
+                old.pid,
+                id
+            );
+            old.terminate(libc::SIGTERM, SUPERSEDE_GRACE, true, KilledBy::Client)
+                .await;
+        }
+    }
+
+    fn start(
+        &self,
+        daemon: &Arc<Daemon>,
+        spec: &SpawnSpec<'_>,
+        program: &str,
+        env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+        session: Option<String>,
+    ) -> Result<Arc<ManagedProcess>, String> {
+        let mut cmd = std::process::Command::new(program);
         std::os::unix::process::CommandExt::arg0(&mut cmd, spec.command);
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         cmd.args(spec.args)
@@ -276,7 +400,7 @@ impl ProcessManager {
         if !spec.cwd.is_empty() {
             cmd.current_dir(spec.cwd);
         }
-        let mut child = cmd.spawn().map_err(|e| command::fork_exec_error(&program, &e))?;
+        let mut child = cmd.spawn().map_err(|e| command::fork_exec_error(program, &e))?;
         let start_time = epoch_seconds();
         let pid = i32::try_from(child.id()).unwrap_or(0);
         // From here on the child exists: every path must end in a
@@ -301,9 +425,10 @@ impl ProcessManager {
             id: spec.id.to_string(),
             pid,
             start_time,
-            log: ReplayLog::new(spec.id),
+            log: ReplayLog::new(spec.id, &daemon.replay),
             exit: exit_tx,
             reaped: Mutex::new(false),
+            session,
             killed_by: Mutex::new(None),
             stdin: Mutex::new(StdinState {
                 applied: 0,
@@ -311,10 +436,17 @@ impl ProcessManager {
                 broken: None,
                 writer: None,
             }),
+            stdin_queued: Arc::new(AtomicUsize::new(0)),
+            finished_at: std::sync::OnceLock::new(),
         });
         let readers = match (stdin, stdout, stderr) {
             (Ok(stdin), Ok(stdout), Ok(stderr)) => {
-                let writer = tokio::spawn(feed_stdin(stdin, queue_rx, Arc::downgrade(&process)));
+                let writer = tokio::spawn(feed_stdin(
+                    stdin,
+                    queue_rx,
+                    process.stdin_queued.clone(),
+                    Arc::downgrade(&process),
+                ));
                 lock(&process.stdin).writer = Some(writer.abort_handle());
                 let (log_out, daemon_out) = (process.log.clone(), daemon.clone());
                 Some((
@@ -337,7 +469,7 @@ impl ProcessManager {
                 sys::signal_group(pid, libc::SIGKILL);
                 tokio::spawn(supervise(process.clone(), None, daemon.clone()));
                 let err = err.unwrap_or_else(|| std::io::Error::other("pipe setup failed"));
-                return Err(command::fork_exec_error(&program, &err));
+                return Err(command::fork_exec_error(program, &err));
             }
         };
         // The std handle is not needed any more: the supervisor reaps by
@@ -345,6 +477,9 @@ impl ProcessManager {
         drop(child);
         tokio::spawn(supervise(process.clone(), readers, daemon.clone()));
         daemon.metrics.process_spawns.fetch_add(1, Ordering::Relaxed);
+        if !self.sweeper.swap(true, Ordering::AcqRel) {
+            tokio::spawn(sweep_exited(Arc::downgrade(daemon)));
+        }
         crate::log_info!(
             "[process.Manager] Spawned process {} (pid {}): {}",
             spec.id,
@@ -367,6 +502,34 @@ impl ProcessManager {
             );
         }
         Ok(process)
+    }
+
+    /// Drops exited processes whose exit frame is older than `retention`
+    /// (their logs are freed once no connection still holds them).
+    /// Returns how many were dropped.
+    pub fn drop_exited(&self, retention: Duration) -> usize {
+        let now = std::time::Instant::now();
+        let mut table = lock(&self.table);
+        let before = table.len();
+        table.retain(|_, p| {
+            p.finished_at
+                .get()
+                .is_none_or(|at| now.saturating_duration_since(*at) < retention)
+        });
+        let dropped = before - table.len();
+        if dropped > 0 && table.capacity() > 2 * table.len() + 64 {
+            table.shrink_to_fit();
+        }
+        dropped
+    }
+
+    /// Registered processes (running and retained exited ones).
+    pub fn len(&self) -> usize {
+        lock(&self.table).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// Graceful-shutdown teardown: kill every child tree, or leave them
@@ -457,6 +620,9 @@ async fn pump<R: tokio::io::AsyncRead + Unpin>(mut pipe: R, stream: Stream, log:
                 let data = buf.get(..n).unwrap_or_default();
                 log.push_output(stream, data);
                 daemon.metrics.stream_bytes_out.fetch_add(n as u64, Ordering::Relaxed);
+                // Waits only when the disk writer is a whole bound behind:
+                // the child then sees pipe backpressure, not our memory.
+                log.wait_writable().await;
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
@@ -474,10 +640,14 @@ async fn pump<R: tokio::io::AsyncRead + Unpin>(mut pipe: R, stream: Stream, log:
 async fn feed_stdin(
     mut pipe: tokio::process::ChildStdin,
     mut queue: mpsc::UnboundedReceiver<Vec<u8>>,
+    queued: Arc<AtomicUsize>,
     process: Weak<ManagedProcess>,
 ) {
     while let Some(chunk) = queue.recv().await {
-        if let Err(e) = pipe.write_all(&chunk).await {
+        let written = pipe.write_all(&chunk).await;
+        queued.fetch_sub(chunk.len(), Ordering::AcqRel);
+        drop(chunk);
+        if let Err(e) = written {
             if let Some(p) = process.upgrade() {
                 let why = format!("write |1: {}", crate::goerr::io_text(&e));
                 crate::log_warn!("[process.Manager] Process {} stdin: {}", p.id, why);
@@ -487,6 +657,51 @@ async fn feed_stdin(
             }
             return;
         }
+    }
+}
+
+/// How long exited processes stay registered: [`store::RETENTION`], or
+/// `REMORA_TEST_RETENTION_MS` (tests only).
+fn retention() -> Duration {
+    store::test_env("REMORA_TEST_RETENTION_MS").map_or(store::RETENTION, Duration::from_millis)
+}
+
+/// The retention sweeper: every `retention / 15` (at most a minute), drops
+/// processes whose exit frame is older than the retention. Ends with the
+/// daemon.
+async fn sweep_exited(daemon: Weak<Daemon>) {
+    let retention = retention();
+    let period = (retention / 15).clamp(Duration::from_millis(10), Duration::from_secs(60));
+    let mut shutdown = match daemon.upgrade() {
+        Some(d) => d.shutdown.subscribe(),
+        None => return,
+    };
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(period) => {}
+            _ = shutdown.wait() => return,
+        }
+        let Some(daemon) = daemon.upgrade() else { return };
+        let dropped = daemon.processes.drop_exited(retention);
+        if dropped > 0 {
+            crate::log_info!(
+                "[process.Manager] Dropped {} exited process(es) after {} s of retention",
+                dropped,
+                retention.as_secs()
+            );
+            // Give freed pages back to the system: a burst of short-lived
+            // processes should not leave the daemon's RSS raised.
+            trim_heap();
+        }
+    }
+}
+
+/// Returns free heap pages to the kernel (glibc keeps them otherwise).
+fn trim_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free memory.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 
@@ -516,6 +731,7 @@ async fn supervise(
         signal: status.signal.and_then(sys::signal_name),
         killed_by: lock(&process.killed_by).map(KilledBy::wire),
     });
+    let _ = process.finished_at.set(std::time::Instant::now());
     process.reap();
     daemon.metrics.process_exits.fetch_add(1, Ordering::Relaxed);
     crate::log_info!("[process.Manager] Process {} exited with code {}", process.id, code);
@@ -540,7 +756,11 @@ mod tests {
     async fn shutdown_keeps_or_kills_children() {
         let daemon = Daemon::new(b"t".to_vec(), Options::default());
         let args = ["1000".to_string()];
-        let p = daemon.processes.spawn(&daemon, &spec("k", "sleep", &args)).unwrap();
+        let p = daemon
+            .processes
+            .spawn(&daemon, &spec("k", "sleep", &args))
+            .await
+            .unwrap();
         daemon.processes.shutdown(true).await;
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(
@@ -569,7 +789,11 @@ mod tests {
     async fn shutdown_does_not_claim_a_process_that_already_exited() {
         let daemon = Daemon::new(b"t".to_vec(), Options::default());
         let args = ["-c".to_string(), "exit 4".to_string()];
-        let p = daemon.processes.spawn(&daemon, &spec("done", "sh", &args)).unwrap();
+        let p = daemon
+            .processes
+            .spawn(&daemon, &spec("done", "sh", &args))
+            .await
+            .unwrap();
         assert!(p.wait_exit(Duration::from_secs(5)).await);
         daemon.processes.shutdown(false).await;
         let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
@@ -585,7 +809,7 @@ mod tests {
     async fn exit_frame_waits_for_a_grandchild_holding_the_pipe() {
         let daemon = Daemon::new(b"t".to_vec(), Options::default());
         let args = ["-c".to_string(), "(sleep 0.3; echo late) &".to_string()];
-        let p = daemon.processes.spawn(&daemon, &spec("g", "sh", &args)).unwrap();
+        let p = daemon.processes.spawn(&daemon, &spec("g", "sh", &args)).await.unwrap();
         assert!(p.wait_exit(Duration::from_secs(5)).await);
         // The leader is gone (a zombie pinning the pgid) but the pipe is
         // still open: no exit frame yet.

@@ -12,6 +12,9 @@ pub(super) struct Gen<'a> {
     nconns: u8,
     next_id: u64,
     procs: u32,
+    /// The case number: part of every process id, so ids are unique across
+    /// the cases a live daemon runs.
+    case: u64,
     /// Process ids that were spawned and have exited (for reattach).
     exited: Vec<(String, u8)>,
 }
@@ -423,7 +426,7 @@ impl Gen<'_> {
 
     pub(super) fn pid(&mut self) -> String {
         self.procs += 1;
-        format!("p{}", self.procs)
+        format!("p{}-{}", self.case, self.procs)
     }
 
     pub(super) fn spawn_params(&mut self, pid: &str, cmd: &str, args: &[&str], mutate: bool) -> Vec<Member> {
@@ -474,8 +477,16 @@ impl Gen<'_> {
         }
         if mutate && r.pct(15) {
             // Type confusion in a field spawn reads.
+            // A mistyped id is never a string: a string id would register
+            // a process whose id the next case on a live daemon could meet.
             let i = r.below(v.len());
-            v[i].val = Val::Text(r.pick(&CONFUSED).to_string());
+            let bad = loop {
+                let c = r.pick(&CONFUSED);
+                if i != 0 || !c.starts_with('"') {
+                    break c.to_string();
+                }
+            };
+            v[i].val = Val::Text(bad);
         }
         v
     }
@@ -697,6 +708,7 @@ pub fn generate(seed: u64, n: u64) -> Case {
         nconns,
         next_id: 0,
         procs: 0,
+        case: n,
         exited: Vec::new(),
     };
     let mut body = Vec::new();

@@ -27,8 +27,9 @@ mod predict;
 mod rng;
 mod vocab;
 
-pub use predict::{expand, predict_reply_id};
+pub use predict::{expand, predict_method, predict_reply_id};
 pub use rng::Rng;
+pub use vocab::METHODS;
 
 pub use gen::generate;
 use serde_json::Value;
@@ -293,7 +294,6 @@ pub fn atoms(t: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::gen::safe_cut;
-    use super::vocab::METHODS;
     use super::*;
     use std::path::Path;
 

@@ -170,6 +170,21 @@ pub fn predict_reply_id(line: &[u8]) -> Option<Value> {
     Some(id)
 }
 
+/// The method Go's decoder reads from one request line (last
+/// case-insensitive duplicate wins): `None` when the line does not decode
+/// as an object or the method is not a string.
+pub fn predict_method(line: &[u8]) -> Option<String> {
+    let text = mark_overflow(&fix_surrogates(&go_lossy(line)));
+    let Members(ms) = serde_json::from_str::<Members>(&text).ok()?;
+    let mut method = None;
+    for (k, v) in ms {
+        if fold_eq(&k, "method") {
+            method = v.as_str().map(str::to_string);
+        }
+    }
+    method
+}
+
 pub(super) const OVERFLOW: &str = "\\u0000overflow";
 
 pub(super) fn has_overflow(v: &Value) -> bool {

@@ -14,96 +14,113 @@ pub(super) struct Daemon {
     pub(super) launcher: Child,
 }
 
+/// Where and how to start a daemon.
+pub(super) struct Launch<'a> {
+    pub(super) bin: &'a Path,
+    pub(super) socket: &'a Path,
+    pub(super) token_file: &'a Path,
+    pub(super) log: &'a Path,
+    pub(super) root: &'a Path,
+    pub(super) env: Vec<(String, String)>,
+    pub(super) extra: &'a [String],
+}
+
+/// Starts `<bin> -serve …` and waits for its banner (empty if none came)
+/// and, after a banner, briefly for the socket: a self-daemonizing
+/// launcher exits once the banner is out and the socket may appear a
+/// moment later.
+pub(super) fn spawn_daemon(l: &Launch, token: &[u8]) -> Result<(Child, Vec<u8>), String> {
+    std::fs::write(l.token_file, token).map_err(|e| format!("cannot write token: {e}"))?;
+    let log = std::fs::File::create(l.log).map_err(|e| format!("cannot create log: {e}"))?;
+    let mut cmd = Command::new(l.bin);
+    cmd.arg("-serve")
+        .arg("-socket")
+        .arg(l.socket)
+        .arg("-token-file")
+        .arg(l.token_file)
+        .args(l.extra)
+        .current_dir(l.root)
+        .env_clear()
+        .envs(l.env.iter().cloned())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(log);
+    let mut child = cmd.spawn().map_err(|e| format!("spawn failed: {e}"))?;
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut r = BufReader::new(stdout);
+        let mut banner = Vec::new();
+        let _ = r.read_until(b'\n', &mut banner);
+        let _ = tx.send(banner);
+        // Keep draining so a foreground daemon never sees a broken pipe.
+        let _ = std::io::copy(&mut r, &mut std::io::sink());
+    });
+    let banner = rx.recv_timeout(Duration::from_secs(20)).unwrap_or_default();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !banner.is_empty() && !l.socket.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    Ok((child, banner))
+}
+
+/// Stops a daemon: an authenticated `server.shutdown`, then the socket
+/// must vanish and the launcher is reaped (killed past its deadline).
+pub(super) fn shutdown_daemon(socket: &Path, token: &[u8], launcher: &mut Child) {
+    if socket.exists() {
+        if let Ok(mut s) = UnixStream::connect(socket) {
+            let mut line = b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"server.shutdown\",\"auth\":".to_vec();
+            line.extend(json_string(token));
+            line.extend_from_slice(b"}\n");
+            let _ = s.write_all(&line);
+            let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+            let mut sink = Vec::new();
+            let _ = s.read_to_end(&mut sink);
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while socket.exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+    wait_or_kill(launcher, Instant::now() + Duration::from_secs(5));
+}
+
 impl Runner<'_> {
     pub(super) fn start(&mut self, line: usize, extra: &[String]) {
         if self.daemon_started {
             return;
         }
         self.daemon_started = true;
-        let token_file = self.run.join("token");
-        if let Err(e) = std::fs::write(&token_file, &self.probe.token_file) {
-            self.t
-                .push(format!("L{line} start"), format!("cannot write token: {e}"));
+        if let Some(banner) = self.live_banner.take() {
+            // Live mode: the daemon is already running; record its banner
+            // where a fresh run would have started it.
+            let v = self.norm.output(&banner);
+            self.t.push(format!("L{line} banner"), v);
             return;
         }
-        let log = match std::fs::File::create(&self.log) {
-            Ok(f) => f,
-            Err(e) => {
-                self.t.push(format!("L{line} start"), format!("cannot create log: {e}"));
-                return;
-            }
+        let token_file = self.run.join("token");
+        let launch = Launch {
+            bin: &self.cfg.bin,
+            socket: &self.socket,
+            token_file: &token_file,
+            log: &self.log,
+            root: &self.root,
+            env: self.env(),
+            extra,
         };
-        let mut cmd = Command::new(&self.cfg.bin);
-        cmd.arg("-serve")
-            .arg("-socket")
-            .arg(&self.socket)
-            .arg("-token-file")
-            .arg(&token_file)
-            .args(extra)
-            .current_dir(&self.root)
-            .env_clear()
-            .envs(self.env())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(log);
-        let mut child = match cmd.spawn() {
-            Ok(c) => c,
-            Err(e) => {
-                self.t.push(format!("L{line} start"), format!("spawn failed: {e}"));
-                return;
+        match spawn_daemon(&launch, &self.probe.token_file) {
+            Ok((child, banner)) => {
+                let v = self.norm.output(&banner);
+                self.t.push(format!("L{line} banner"), v);
+                self.daemon = Some(Daemon { launcher: child });
             }
-        };
-        let stdout = child.stdout.take().expect("piped stdout");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut r = BufReader::new(stdout);
-            let mut banner = Vec::new();
-            let _ = r.read_until(b'\n', &mut banner);
-            let _ = tx.send(banner);
-            // Keep draining so a foreground daemon never sees a broken pipe.
-            let _ = std::io::copy(&mut r, &mut std::io::sink());
-        });
-        let banner = rx.recv_timeout(Duration::from_secs(20)).unwrap_or_default();
-        let v = self.norm.output(&banner);
-        self.t.push(format!("L{line} banner"), v);
-        // A self-daemonizing launcher exits once the banner is out; the
-        // socket may appear a moment after. Wait for it briefly.
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while !banner.is_empty() && !self.socket.exists() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(2));
+            Err(e) => self.t.push(format!("L{line} start"), e),
         }
-        self.daemon = Some(Daemon { launcher: child });
     }
 
     pub(super) fn stop_daemon(&mut self) {
         let Some(mut d) = self.daemon.take() else { return };
-        if self.socket.exists() {
-            if let Ok(mut s) = UnixStream::connect(&self.socket) {
-                let mut line = b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"server.shutdown\",\"auth\":".to_vec();
-                line.extend(json_string(&self.ctx.token));
-                line.extend_from_slice(b"}\n");
-                let _ = s.write_all(&line);
-                let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-                let mut sink = Vec::new();
-                let _ = s.read_to_end(&mut sink);
-            }
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while self.socket.exists() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-        }
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            match d.launcher.try_wait() {
-                Ok(Some(_)) => break,
-                _ if Instant::now() >= deadline => {
-                    let _ = d.launcher.kill();
-                    let _ = d.launcher.wait();
-                    break;
-                }
-                _ => std::thread::sleep(Duration::from_millis(5)),
-            }
-        }
+        shutdown_daemon(&self.socket, &self.ctx.token, &mut d.launcher);
     }
 }
 

@@ -15,9 +15,11 @@
 mod cli;
 mod conn;
 mod daemon;
+mod live;
 mod session;
 
 pub use daemon::{kill_mentioning, pids_mentioning};
+pub use live::LiveDaemon;
 
 use crate::fixture;
 use crate::normalize::Normalizer;
@@ -41,6 +43,55 @@ pub struct RunConfig {
     pub renames: Vec<(String, String)>,
 }
 
+/// The directories of one run: `$RUN` (a temp directory, removed on
+/// drop) holding `$ROOT`, `$HOME`, `$SOCKET`, the token file and the log.
+pub struct Sandbox {
+    _dir: tempfile::TempDir,
+    run: PathBuf,
+    root: PathBuf,
+    home: PathBuf,
+    socket: PathBuf,
+    log: PathBuf,
+}
+
+impl Sandbox {
+    pub fn new() -> Result<Sandbox, String> {
+        Self::new_in(&std::env::temp_dir())
+    }
+
+    /// A sandbox under `parent`.
+    pub fn new_in(parent: &Path) -> Result<Sandbox, String> {
+        let dir = tempfile::Builder::new()
+            .prefix("hp")
+            .tempdir_in(parent)
+            .map_err(|e| format!("tempdir in {}: {e}", parent.display()))?;
+        let run = dir.path().to_path_buf();
+        let root = run.join("root");
+        let home = run.join("home");
+        std::fs::create_dir_all(&root).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(&home).map_err(|e| e.to_string())?;
+        Ok(Sandbox {
+            socket: run.join("rpc.sock"),
+            log: run.join("daemon.log"),
+            _dir: dir,
+            run,
+            root,
+            home,
+        })
+    }
+
+    fn ctx(&self, token: Vec<u8>) -> Ctx {
+        let s = |p: &Path| p.to_string_lossy().into_owned();
+        Ctx {
+            root: s(&self.root),
+            token,
+            socket: s(&self.socket),
+            run: s(&self.run),
+            home: s(&self.home),
+        }
+    }
+}
+
 /// Per-run state.
 struct Runner<'a> {
     probe: &'a Probe,
@@ -55,68 +106,71 @@ struct Runner<'a> {
     conns: BTreeMap<String, Conn>,
     daemon: Option<Daemon>,
     daemon_started: bool,
+    /// Live mode: the banner of the daemon that is already running (taken
+    /// by the first implicit start); the daemon is left running at the end.
+    live_banner: Option<Vec<u8>>,
+    live: bool,
+    /// Leading fixture steps already built (a live run's cached template).
+    skip_fixtures: usize,
     sent: HashMap<(String, String), Instant>,
     /// (conn, request id) → process id, for spawn/reattach requests.
     proc_requests: HashMap<(String, String), String>,
     /// (conn, process id) whose spawn/reattach failed: no frames will come.
     dead_procs: BTreeSet<(String, String)>,
+    /// (conn, process id) reattached after it stopped running: its replay
+    /// is complete, nothing more will come.
+    settled_procs: BTreeSet<(String, String)>,
 }
 
 /// Runs `probe` against `cfg.bin`; never panics on daemon misbehaviour,
 /// everything observed goes into the transcript.
 pub fn run_probe(probe: &Probe, cfg: &RunConfig) -> Result<Transcript, String> {
-    let dir = tempfile::Builder::new()
-        .prefix("hp")
-        .tempdir()
-        .map_err(|e| format!("tempdir: {e}"))?;
-    let run = dir.path().to_path_buf();
-    let root = run.join("root");
-    let home = run.join("home");
-    std::fs::create_dir_all(&root).map_err(|e| e.to_string())?;
-    std::fs::create_dir_all(&home).map_err(|e| e.to_string())?;
-    let socket = run.join("rpc.sock");
-    let s = |p: &Path| p.to_string_lossy().into_owned();
-    let ctx = Ctx {
-        root: s(&root),
-        token: probe.token(),
-        socket: s(&socket),
-        run: s(&run),
-        home: s(&home),
-    };
-    let norm = Normalizer::new(
-        &[
-            (s(&root), "$ROOT".into()),
-            (s(&socket), "$SOCKET".into()),
-            (s(&run), "$RUN".into()),
-            (s(&cfg.bin), "$BIN".into()),
-        ],
-        &cfg.renames,
-    )
-    .with_masks(&probe.masks);
-    let mut r = Runner {
-        probe,
-        cfg,
-        ctx,
-        log: run.join("daemon.log"),
-        run,
-        root,
-        socket,
-        norm,
-        t: Transcript {
-            probe: probe.name.clone(),
-            ..Default::default()
-        },
-        conns: BTreeMap::new(),
-        daemon: None,
-        daemon_started: false,
-        sent: HashMap::new(),
-        proc_requests: HashMap::new(),
-        dead_procs: BTreeSet::new(),
-    };
+    let sb = Sandbox::new()?;
+    let mut r = Runner::new(probe, cfg, &sb);
     let result = r.steps();
     r.finish();
     result?;
     Ok(r.t)
+}
+
+impl<'a> Runner<'a> {
+    fn new(probe: &'a Probe, cfg: &'a RunConfig, sb: &Sandbox) -> Runner<'a> {
+        let s = |p: &Path| p.to_string_lossy().into_owned();
+        let norm = Normalizer::new(
+            &[
+                (s(&sb.root), "$ROOT".into()),
+                (s(&sb.socket), "$SOCKET".into()),
+                (s(&sb.run), "$RUN".into()),
+                (s(&cfg.bin), "$BIN".into()),
+            ],
+            &cfg.renames,
+        )
+        .with_masks(&probe.masks);
+        Runner {
+            probe,
+            cfg,
+            ctx: sb.ctx(probe.token()),
+            log: sb.log.clone(),
+            run: sb.run.clone(),
+            root: sb.root.clone(),
+            socket: sb.socket.clone(),
+            norm,
+            t: Transcript {
+                probe: probe.name.clone(),
+                ..Default::default()
+            },
+            conns: BTreeMap::new(),
+            daemon: None,
+            daemon_started: false,
+            live_banner: None,
+            live: false,
+            skip_fixtures: 0,
+            sent: HashMap::new(),
+            proc_requests: HashMap::new(),
+            dead_procs: BTreeSet::new(),
+            settled_procs: BTreeSet::new(),
+        }
+    }
 }
 
 impl Runner<'_> {
@@ -131,7 +185,7 @@ impl Runner<'_> {
     }
 
     fn steps(&mut self) -> Result<(), String> {
-        for step in &self.probe.steps {
+        for step in &self.probe.steps[self.skip_fixtures..] {
             let l = step.line;
             if step.kind.is_fixture() {
                 fixture::build(&step.kind, &self.ctx, &self.root, &self.run)
@@ -269,8 +323,10 @@ impl Runner<'_> {
                 }
             }
         }
-        self.stop_daemon();
-        kill_mentioning(&self.run);
+        if !self.live {
+            self.stop_daemon();
+            kill_mentioning(&self.run);
+        }
         fixture::snapshot(&self.root, &self.norm, "", &mut self.t);
     }
 

@@ -154,11 +154,19 @@ impl Runner<'_> {
                     let ok = serde_json::from_slice::<Value>(&raw)
                         .ok()
                         .and_then(|v| v.get("result").cloned());
-                    let alive = ok.is_some_and(|r| {
+                    let alive = ok.as_ref().is_some_and(|r| {
                         r.get("success") == Some(&Value::Bool(true)) || r.get("found") == Some(&Value::Bool(true))
+                    });
+                    // A reattach replays before it replies: for a process
+                    // that is no longer running, every frame this
+                    // connection will get for it has arrived.
+                    let finished = ok.as_ref().is_some_and(|r| {
+                        r.get("found") == Some(&Value::Bool(true)) && r.get("running") == Some(&Value::Bool(false))
                     });
                     if !alive {
                         self.dead_procs.insert((conn.to_string(), pid));
+                    } else if finished {
+                        self.settled_procs.insert((conn.to_string(), pid));
                     }
                 }
                 let v = bounded(&self.norm.json(&raw));
@@ -172,8 +180,12 @@ impl Runner<'_> {
     pub(super) fn await_exit(&mut self, line: usize, conn: &str, proc_id: &str) {
         let p = proc_id.to_string();
         let dead = self.dead_procs.contains(&(conn.to_string(), p.clone()));
+        let settled = self.settled_procs.contains(&(conn.to_string(), p.clone()));
         let ok = self.wait_conn(conn, |st| {
-            st.eof || st.procs.get(&p).is_some_and(|ps| ps.exit.is_some()) || (dead && !st.procs.contains_key(&p))
+            st.eof
+                || settled
+                || st.procs.get(&p).is_some_and(|ps| ps.exit.is_some())
+                || (dead && !st.procs.contains_key(&p))
         });
         if ok.is_none() {
             self.t.push(format!("L{line} {conn} {proc_id}"), "no such connection");

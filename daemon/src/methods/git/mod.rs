@@ -14,6 +14,10 @@
 //! - `git.list_branches` lists `refs/heads/*` full names minus the prefix,
 //!   sorted by bytes (so a branch that shares a name with a tag is never
 //!   shortened to `heads/x`).
+//! - `git.status` lines are verbatim (4534d86 keeps the first line's
+//!   leading space) and, with git ≥ 2.40, attributes come from the empty
+//!   tree, so a repo's `.gitattributes` runs no filter.
+//! - `git.worktree_create` `timeoutMs` > 0 takes [`worktree_deadline`].
 //! - `git.worktree_create` defaults `sourceBranch` to
 //!   `git rev-parse --abbrev-ref HEAD`: empty on an unborn HEAD (git then
 //!   infers an orphan branch), `HEAD` when detached. The failure text is
@@ -22,6 +26,8 @@
 //!   --force <path>`, and if that fails `git worktree prune` (for a worktree
 //!   whose directory is already gone), and always answers success. It never
 //!   deletes a directory itself.
+
+mod worktree_deadline;
 
 use super::Outcome;
 use crate::dispatch::Call;
@@ -70,7 +76,7 @@ struct BranchesResult {
 }
 
 #[derive(Serialize, Default)]
-struct WorktreeResult {
+pub(super) struct WorktreeResult {
     success: bool,
     #[serde(skip_serializing_if = "String::is_empty")]
     path: String,
@@ -138,10 +144,22 @@ async fn status(path: &str) -> Outcome {
         clean: false,
         changes: None,
     };
-    if !gitcli::is_work_tree(path).await {
+    // One call answers both "is it a work tree" and the object format the
+    // empty tree is spelled in.
+    let probe = query(path, &["rev-parse", "--is-inside-work-tree", "--show-object-format"]).await;
+    let probe = probe.ok_text().unwrap_or_default();
+    let mut lines = probe.lines();
+    if lines.next() != Some("true") {
         return Outcome::ok(&not_repo);
     }
-    let out = query(path, &["status", "--porcelain"]).await;
+    // Build 4534d86: attributes come from the empty tree, so a repo's own
+    // .gitattributes can neither change the answer nor run its filters.
+    let attr_source = format!("--attr-source={}", gitcli::empty_tree(lines.next().unwrap_or("sha1")));
+    let mut args = vec!["status", "--porcelain"];
+    if gitcli::supports_attr_source().await {
+        args.insert(0, &attr_source);
+    }
+    let out = query(path, &args).await;
     if !out.success {
         return Outcome::ok(&not_repo);
     }
@@ -200,6 +218,9 @@ async fn worktree_create(params: &GitParams) -> Outcome {
     } else {
         params.source_branch.clone()
     };
+    if params.timeout_ms > 0 {
+        return worktree_deadline::create(repo, params, source).await;
+    }
     let mut args = vec![
         "worktree",
         "add",
@@ -212,27 +233,43 @@ async fn worktree_create(params: &GitParams) -> Outcome {
     }
     let out = gitcli::run(repo, &args, false, MUTATE_TIMEOUT).await;
     if !out.success {
-        let stderr = out.stderr.trim_ascii();
-        let detail = if !stderr.is_empty() {
-            go_lossy(stderr)
-        } else if !out.stdout.trim_ascii().is_empty() {
-            out.text()
-        } else {
-            out.status_text.clone()
-        };
-        return Outcome::ok(&WorktreeResult {
-            success: false,
-            error: format!("git worktree add failed: {detail}"),
-            error_code: "worktree_add_failed".to_string(),
-            ..WorktreeResult::default()
-        });
+        return Outcome::ok(&add_failed(&out));
     }
-    Outcome::ok(&WorktreeResult {
-        success: true,
-        path: params.worktree_path.clone(),
-        source_branch: source,
-        ..WorktreeResult::default()
-    })
+    Outcome::ok(&WorktreeResult::created(params, source))
+}
+
+impl WorktreeResult {
+    fn created(params: &GitParams, source: String) -> Self {
+        WorktreeResult {
+            success: true,
+            path: params.worktree_path.clone(),
+            source_branch: source,
+            ..WorktreeResult::default()
+        }
+    }
+
+    fn failed(error: String, code: &str) -> Self {
+        WorktreeResult {
+            success: false,
+            error,
+            error_code: code.to_string(),
+            ..WorktreeResult::default()
+        }
+    }
+}
+
+/// `git worktree add failed: <detail>`: git's stderr, trimmed (stdout if
+/// stderr is empty, else Go's `exit status N`).
+fn add_failed(out: &gitcli::GitOutput) -> WorktreeResult {
+    let stderr = out.stderr.trim_ascii();
+    let detail = if !stderr.is_empty() {
+        go_lossy(stderr)
+    } else if !out.stdout.trim_ascii().is_empty() {
+        out.text()
+    } else {
+        out.status_text.clone()
+    };
+    WorktreeResult::failed(format!("git worktree add failed: {detail}"), "worktree_add_failed")
 }
 
 async fn worktree_remove(params: &GitParams) -> Outcome {

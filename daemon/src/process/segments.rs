@@ -1,0 +1,517 @@
+//! The on-disk part of one replay log: append-only segment files holding
+//! frames as raw bytes, and the compact index that finds a seq in them.
+//!
+//! A segment file is a run of records `[tag u8][len u32 LE][payload]`:
+//! tag 1/2 is a stdout/stderr read (payload = the raw bytes), tag 3 the
+//! exit frame (payload = the code as i64 LE, then the signal name and the
+//! `killedBy` word, each as a length byte and ASCII, length 0 = absent).
+//! Seqs are not stored: a
+//! segment knows its first seq and its frame count, and records follow in
+//! seq order. The index is one [`SegMeta`] per segment, so RAM grows with
+//! the number of segments, not of frames; finding a seq inside a segment
+//! scans record headers, and readers carry a [`ReadHint`] so a sequential
+//! reader never rescans.
+//!
+//! Everything here is blocking file I/O: callers run it off the async
+//! workers (`spawn_blocking`). Metadata only ever counts records whose
+//! bytes were written completely, so a failed write leaves the index
+//! describing exactly what is readable.
+
+use super::log::{ExitFrame, Frame, Stream};
+use std::collections::VecDeque;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+const TAG_STDOUT: u8 = 1;
+const TAG_STDERR: u8 = 2;
+const TAG_EXIT: u8 = 3;
+/// Bytes of a record header.
+pub const HEADER: u64 = 5;
+
+/// Global age stamps, so eviction can find the oldest segment of all.
+static NEXT_STAMP: AtomicU64 = AtomicU64::new(1);
+
+/// One segment file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SegMeta {
+    /// Number in the file name, unique within the log.
+    pub number: u64,
+    /// Daemon-wide creation order.
+    pub stamp: u64,
+    pub first_seq: u64,
+    pub frames: u64,
+    /// Bytes of complete records in the file.
+    pub bytes: u64,
+}
+
+impl SegMeta {
+    /// Seq of the last frame in the segment (`first_seq - 1` if empty).
+    pub fn last_seq(&self) -> u64 {
+        self.first_seq + self.frames - 1
+    }
+}
+
+/// Where a sequential reader stopped: the next frame is `seq`, at byte
+/// `offset` of segment `number`. Valid while that segment exists (files
+/// only grow).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadHint {
+    pub number: u64,
+    pub seq: u64,
+    pub offset: u64,
+}
+
+/// The segment files of one log.
+#[derive(Debug)]
+pub struct Segments {
+    dir: PathBuf,
+    /// File-name prefix (the log's key).
+    key: u64,
+    seg_size: u64,
+    segs: VecDeque<SegMeta>,
+    next_number: u64,
+    /// Sum of `bytes` over `segs`.
+    bytes: u64,
+    /// Reused record buffer for appends.
+    scratch: Vec<u8>,
+}
+
+/// What a reader needs to read one segment without holding the lock.
+#[derive(Debug, Clone)]
+pub struct SegmentView {
+    pub path: PathBuf,
+    pub meta: SegMeta,
+    /// Where to start: a hint's offset/seq, or the segment start.
+    pub start_seq: u64,
+    pub start_offset: u64,
+}
+
+impl Segments {
+    /// An empty set of segments for log `key` in `dir`, rolling to a new
+    /// file once one holds `seg_size` bytes.
+    pub fn new(dir: &Path, key: u64, seg_size: u64) -> Segments {
+        Segments {
+            dir: dir.to_path_buf(),
+            key,
+            seg_size: seg_size.max(1),
+            segs: VecDeque::new(),
+            next_number: 1,
+            bytes: 0,
+            scratch: Vec::new(),
+        }
+    }
+
+    fn path_of(&self, number: u64) -> PathBuf {
+        self.dir.join(format!("{}-{}.seg", self.key, number))
+    }
+
+    /// Bytes on disk.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    pub fn count(&self) -> usize {
+        self.segs.len()
+    }
+
+    /// Seq of the oldest frame on disk, if any.
+    pub fn first_seq(&self) -> Option<u64> {
+        self.segs.iter().find(|s| s.frames > 0).map(|s| s.first_seq)
+    }
+
+    /// Seq of the newest frame on disk, if any.
+    pub fn last_seq(&self) -> Option<u64> {
+        self.segs.iter().rev().find(|s| s.frames > 0).map(SegMeta::last_seq)
+    }
+
+    /// File number of the oldest segment, if any.
+    pub fn oldest_number(&self) -> Option<u64> {
+        self.segs.front().map(|s| s.number)
+    }
+
+    /// Age stamp of the oldest segment, if any.
+    pub fn oldest_stamp(&self) -> Option<u64> {
+        self.segs.front().map(|s| s.stamp)
+    }
+
+    /// Appends `frames`, the first of which has seq `first_seq` (which must
+    /// follow the last frame on disk, or start an empty log anywhere).
+    /// Returns the bytes added. On error, the frames that were completely
+    /// written stay counted and the rest are not; the caller stops
+    /// spilling.
+    pub fn append(&mut self, first_seq: u64, frames: &[Frame]) -> io::Result<u64> {
+        let mut seq = first_seq;
+        let mut added = 0;
+        let mut rest = frames;
+        while !rest.is_empty() {
+            let need_new = match self.segs.back() {
+                None => true,
+                Some(s) => s.bytes >= self.seg_size,
+            };
+            if need_new {
+                self.segs.push_back(SegMeta {
+                    number: self.next_number,
+                    stamp: NEXT_STAMP.fetch_add(1, Ordering::Relaxed),
+                    first_seq: seq,
+                    frames: 0,
+                    bytes: 0,
+                });
+                self.next_number += 1;
+            }
+            let Some(back) = self.segs.back() else { break };
+            let room = self.seg_size.saturating_sub(back.bytes);
+            // Encode as many records as fit the segment (at least one).
+            let mut scratch = std::mem::take(&mut self.scratch);
+            scratch.clear();
+            let mut n = 0;
+            for frame in rest {
+                let len = record_len(frame);
+                if n > 0 && scratch.len() as u64 + len > room {
+                    break;
+                }
+                encode_record(frame, &mut scratch);
+                n += 1;
+            }
+            let (number, offset) = (back.number, back.bytes);
+            let written = self.write_at(number, offset, &scratch);
+            let chunk = scratch.len() as u64;
+            self.scratch = scratch;
+            if self.scratch.capacity() > (4 << 20) {
+                self.scratch = Vec::new();
+            }
+            if let Err(e) = written {
+                if let Some(back) = self.segs.back() {
+                    if back.frames == 0 {
+                        let path = self.path_of(back.number);
+                        let _ = std::fs::remove_file(path);
+                        self.segs.pop_back();
+                    }
+                }
+                return Err(e);
+            }
+            if let Some(back) = self.segs.back_mut() {
+                back.frames += n as u64;
+                back.bytes += chunk;
+            }
+            self.bytes += chunk;
+            added += chunk;
+            seq += n as u64;
+            rest = &rest[n..];
+        }
+        Ok(added)
+    }
+
+    fn write_at(&self, number: u64, offset: u64, bytes: &[u8]) -> io::Result<()> {
+        let path = self.path_of(number);
+        let mut file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(&path)?;
+        file.seek(SeekFrom::Start(offset))?;
+        let result = file.write_all(bytes);
+        if result.is_err() {
+            // Drop the partial record so the file matches the index.
+            let _ = file.set_len(offset);
+        }
+        result
+    }
+
+    /// Removes the oldest segment; returns its metadata.
+    pub fn evict_oldest(&mut self) -> Option<SegMeta> {
+        let seg = self.segs.pop_front()?;
+        let _ = std::fs::remove_file(self.path_of(seg.number));
+        self.bytes -= seg.bytes;
+        Some(seg)
+    }
+
+    /// Removes every segment; returns the bytes freed.
+    pub fn remove_all(&mut self) -> u64 {
+        let freed = self.bytes;
+        while self.evict_oldest().is_some() {}
+        freed
+    }
+
+    /// Where to read seq `seq` from: the segment holding it and a start
+    /// position (the hint's, when it points into that segment at or
+    /// before `seq`). `None` if no segment holds `seq`.
+    pub fn locate(&self, seq: u64, hint: Option<ReadHint>) -> Option<SegmentView> {
+        let i = self.segs.partition_point(|s| s.first_seq + s.frames <= seq);
+        let meta = self.segs.get(i)?;
+        if meta.frames == 0 || seq < meta.first_seq {
+            return None;
+        }
+        let (start_seq, start_offset) = match hint {
+            Some(h) if h.number == meta.number && h.seq <= seq && h.seq >= meta.first_seq => (h.seq, h.offset),
+            _ => (meta.first_seq, 0),
+        };
+        Some(SegmentView {
+            path: self.path_of(meta.number),
+            meta: meta.clone(),
+            start_seq,
+            start_offset,
+        })
+    }
+}
+
+impl Drop for Segments {
+    fn drop(&mut self) {
+        self.remove_all();
+    }
+}
+
+fn record_len(frame: &Frame) -> u64 {
+    HEADER
+        + match frame {
+            Frame::Data(_, data) => data.len() as u64,
+            Frame::Exit(exit) => exit_payload(exit).len() as u64,
+        }
+}
+
+fn exit_payload(exit: &ExitFrame) -> Vec<u8> {
+    let mut out = exit.code.to_le_bytes().to_vec();
+    for word in [exit.signal, exit.killed_by] {
+        let word = word.unwrap_or("");
+        out.push(word.len() as u8);
+        out.extend_from_slice(word.as_bytes());
+    }
+    out
+}
+
+/// The `&'static` names an exit frame can carry, back from their bytes.
+fn static_name(bytes: &[u8]) -> Option<&'static str> {
+    if bytes.is_empty() {
+        return None;
+    }
+    let text = std::str::from_utf8(bytes).ok()?;
+    ["client", "shutdown"]
+        .into_iter()
+        .find(|w| *w == text)
+        .or_else(|| (1..=64).filter_map(super::sys::signal_name).find(|n| *n == text))
+}
+
+fn decode_exit(payload: &[u8]) -> Option<ExitFrame> {
+    let code = i64::from_le_bytes(payload.get(..8)?.try_into().ok()?);
+    let mut rest = payload.get(8..)?;
+    let mut words = [None, None];
+    for word in &mut words {
+        let (&len, tail) = rest.split_first()?;
+        let (name, tail) = tail.split_at_checked(len as usize)?;
+        *word = static_name(name);
+        rest = tail;
+    }
+    Some(ExitFrame {
+        code,
+        signal: words[0],
+        killed_by: words[1],
+    })
+}
+
+fn encode_record(frame: &Frame, out: &mut Vec<u8>) {
+    match frame {
+        Frame::Data(stream, data) => {
+            out.push(match stream {
+                Stream::Stdout => TAG_STDOUT,
+                Stream::Stderr => TAG_STDERR,
+            });
+            // A frame is one pipe read (≤ 32 KiB): the length fits.
+            out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+            out.extend_from_slice(data);
+        }
+        Frame::Exit(exit) => {
+            let payload = exit_payload(exit);
+            out.push(TAG_EXIT);
+            out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+            out.extend_from_slice(&payload);
+        }
+    }
+}
+
+/// Reads frames `view.start_seq ..` from one segment, skipping those
+/// before `from`, stopping after `upto`, at the segment's end, or once
+/// about `budget` payload bytes were taken (at least one frame). Returns
+/// the frames from `from` on and the hint for the next one.
+pub fn read_segment(view: &SegmentView, from: u64, upto: u64, budget: usize) -> io::Result<(Vec<Frame>, ReadHint)> {
+    let file = File::open(&view.path)?;
+    let mut reader = io::BufReader::with_capacity(256 * 1024, file);
+    reader.seek(SeekFrom::Start(view.start_offset))?;
+    let mut seq = view.start_seq;
+    let mut offset = view.start_offset;
+    let mut frames = Vec::new();
+    let mut taken = 0usize;
+    let end_seq = view.meta.last_seq().min(upto);
+    while seq <= end_seq && offset < view.meta.bytes && (frames.is_empty() || taken < budget) {
+        let mut header = [0u8; HEADER as usize];
+        reader.read_exact(&mut header)?;
+        let len = u32::from_le_bytes([header[1], header[2], header[3], header[4]]) as u64;
+        if offset + HEADER + len > view.meta.bytes {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "segment record past its end",
+            ));
+        }
+        if seq < from {
+            reader.seek_relative(len as i64)?;
+        } else {
+            let mut payload = vec![0u8; len as usize];
+            reader.read_exact(&mut payload)?;
+            let frame = match header[0] {
+                TAG_STDOUT => Frame::Data(Stream::Stdout, Arc::from(payload)),
+                TAG_STDERR => Frame::Data(Stream::Stderr, Arc::from(payload)),
+                TAG_EXIT => Frame::Exit(
+                    decode_exit(&payload)
+                        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "bad exit record"))?,
+                ),
+                _ => return Err(io::Error::new(io::ErrorKind::InvalidData, "unknown record tag")),
+            };
+            taken += len as usize;
+            frames.push(frame);
+        }
+        seq += 1;
+        offset += HEADER + len;
+    }
+    Ok((
+        frames,
+        ReadHint {
+            number: view.meta.number,
+            seq,
+            offset,
+        },
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn data(stream: Stream, bytes: &[u8]) -> Frame {
+        Frame::Data(stream, Arc::from(bytes))
+    }
+
+    fn same(a: &Frame, b: &Frame) -> bool {
+        match (a, b) {
+            (Frame::Data(s1, d1), Frame::Data(s2, d2)) => s1 == s2 && d1 == d2,
+            (Frame::Exit(c1), Frame::Exit(c2)) => c1 == c2,
+            _ => false,
+        }
+    }
+
+    /// Reads every frame from seq `from` (inclusive) to the end, using
+    /// hints the way a cursor does, `budget` bytes at a time.
+    fn read_all(segs: &Segments, from: u64, budget: usize) -> Vec<Frame> {
+        let mut out = Vec::new();
+        let mut next = from;
+        let mut hint = None;
+        while let Some(view) = segs.locate(next, hint) {
+            let (frames, h) = read_segment(&view, next, u64::MAX, budget).unwrap();
+            assert!(!frames.is_empty(), "progress");
+            next += frames.len() as u64;
+            out.extend(frames);
+            hint = Some(h);
+        }
+        out
+    }
+
+    #[test]
+    fn records_round_trip_and_files_are_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut segs = Segments::new(dir.path(), 9, 16);
+        let frames = vec![
+            data(Stream::Stdout, b"hello"),
+            data(Stream::Stderr, b"\xff\x00"),
+            data(Stream::Stdout, &[7u8; 40]),
+            Frame::Exit(ExitFrame {
+                code: -1,
+                signal: Some("SIGKILL"),
+                killed_by: Some("client"),
+            }),
+        ];
+        let added = segs.append(1, &frames).unwrap();
+        assert_eq!(added, 4 * HEADER + 5 + 2 + 40 + 8 + 8 + 7);
+        assert_eq!(segs.bytes(), added);
+        // 16-byte segments: "hello"+"\xff\x00" share one (17 bytes ≥ 16
+        // only after the second), the 45-byte record gets its own.
+        assert_eq!(segs.count(), 3);
+        assert_eq!((segs.first_seq(), segs.last_seq()), (Some(1), Some(4)));
+        let back = read_all(&segs, 1, usize::MAX);
+        assert_eq!(back.len(), 4);
+        assert!(back.iter().zip(&frames).all(|(a, b)| same(a, b)));
+        use std::os::unix::fs::PermissionsExt;
+        for entry in std::fs::read_dir(dir.path()).unwrap() {
+            let mode = entry.unwrap().metadata().unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        let oldest = segs.evict_oldest().unwrap();
+        assert_eq!((oldest.first_seq, oldest.frames), (1, 2));
+        assert_eq!(segs.first_seq(), Some(3));
+        assert!(segs.locate(2, None).is_none(), "evicted");
+        assert_eq!(read_all(&segs, 3, 1).len(), 2);
+        drop(segs);
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "drop removes the files"
+        );
+    }
+
+    #[test]
+    fn a_failed_write_leaves_the_index_readable() {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("gone");
+        std::fs::create_dir(&sub).unwrap();
+        let mut segs = Segments::new(&sub, 1, 1 << 20);
+        segs.append(1, &[data(Stream::Stdout, b"kept")]).unwrap();
+        std::fs::remove_dir_all(&sub).unwrap();
+        // The file was unlinked with its directory, so open fails.
+        assert!(segs.append(2, &[data(Stream::Stdout, b"lost")]).is_err());
+        assert_eq!(segs.last_seq(), Some(1));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// Any interleaving of appends and reads, with any segment size and
+        /// read budget, reads back exactly the frames appended, from any
+        /// starting seq.
+        #[test]
+        fn interleaved_appends_and_reads_are_byte_exact(
+            seg_size in 1u64..300,
+            budget in 0usize..200,
+            ops in proptest::collection::vec((0usize..4, 0usize..80, any::<u8>(), any::<bool>()), 1..40),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let mut segs = Segments::new(dir.path(), 1, seg_size);
+            let mut model: Vec<Frame> = Vec::new();
+            for (count, len, byte, read) in ops {
+                let batch: Vec<Frame> = (0..count)
+                    .map(|i| {
+                        let bytes: Vec<u8> = (0..len + i).map(|j| byte.wrapping_add(j as u8)).collect();
+                        data(if i % 2 == 0 { Stream::Stdout } else { Stream::Stderr }, &bytes)
+                    })
+                    .collect();
+                segs.append(model.len() as u64 + 1, &batch).unwrap();
+                model.extend(batch);
+                if read && !model.is_empty() {
+                    let from = 1 + (byte as u64 % model.len() as u64);
+                    let back = read_all(&segs, from, budget);
+                    prop_assert_eq!(back.len() as u64, model.len() as u64 - from + 1);
+                    for (a, b) in back.iter().zip(&model[from as usize - 1..]) {
+                        prop_assert!(same(a, b));
+                    }
+                }
+            }
+            model.push(Frame::Exit(ExitFrame::code(3)));
+            segs.append(model.len() as u64, &model[model.len() - 1..]).unwrap();
+            let back = read_all(&segs, 1, budget);
+            prop_assert_eq!(back.len(), model.len());
+            prop_assert!(back.iter().zip(&model).all(|(a, b)| same(a, b)));
+            let on_disk: u64 = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().metadata().unwrap().len()).sum();
+            prop_assert_eq!(on_disk, segs.bytes());
+        }
+    }
+}

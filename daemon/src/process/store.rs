@@ -1,0 +1,293 @@
+//! Daemon-wide side of the replay logs: the private spill directory, the
+//! sweep of directories left by dead daemons, the disk budget and its
+//! eviction order, RAM accounting across logs, and their metrics.
+//!
+//! Layout: `<replay-dir>/daemon-<pid>-<n>/<log key>-<n>.seg`. The replay dir
+//! and each daemon directory are 0700, segment files 0600, all owned by
+//! the daemon's user. A daemon removes its own directory when it stops; a
+//! directory whose owner pid is gone (a SIGKILLed daemon) is removed by
+//! the next daemon that starts on the same replay dir. A directory whose
+//! pid is alive is never touched.
+
+use super::log::ReplayLog;
+use crate::metrics::ReplayMetrics;
+use std::collections::HashMap;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+/// Default disk budget for all logs together.
+pub const DEFAULT_BUDGET_MIB: u64 = 2048;
+/// Segment file size.
+const SEGMENT_BYTES: u64 = 8 << 20;
+/// Written frames a running process keeps in RAM for live followers.
+pub const HOT_TAIL: u64 = 256 << 10;
+/// Frames a process may have in RAM that are not on disk yet; past this
+/// its pipe reader waits for the disk writer.
+pub const WRITE_BEHIND: u64 = 1 << 20;
+/// Not-yet-written bytes across all processes past which every pipe
+/// reader with unwritten frames waits.
+pub const GLOBAL_WRITE_BEHIND: u64 = 16 << 20;
+/// The in-memory ring of a log that cannot use the disk (the Go daemon's
+/// per-log bound).
+pub const RING_BYTES: u64 = 16 << 20;
+/// How long an exited process stays registered after its exit frame.
+pub const RETENTION: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Settings of the store, from the command line (and test-only env).
+#[derive(Debug, Clone)]
+pub struct StoreConfig {
+    /// `-replay-dir`; `None` = the default location.
+    pub dir: Option<PathBuf>,
+    pub budget_bytes: u64,
+    pub segment_bytes: u64,
+    /// Written bytes a running process keeps in RAM.
+    pub hot_tail_bytes: u64,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            dir: None,
+            budget_bytes: DEFAULT_BUDGET_MIB << 20,
+            segment_bytes: test_env("REMORA_TEST_SEGMENT_BYTES").unwrap_or(SEGMENT_BYTES),
+            hot_tail_bytes: test_env("REMORA_TEST_HOT_TAIL_BYTES").unwrap_or(HOT_TAIL),
+        }
+    }
+}
+
+/// A numeric test-only override from the environment.
+pub fn test_env(name: &str) -> Option<u64> {
+    std::env::var(name).ok()?.parse().ok()
+}
+
+/// The default replay directory: on disk under the user's state dir, never
+/// a tmpfs by default (that would be memory again).
+pub fn default_dir() -> PathBuf {
+    if let Some(state) = std::env::var_os("XDG_STATE_HOME").filter(|v| !v.is_empty()) {
+        return PathBuf::from(state).join("remora").join("replay");
+    }
+    if let Some(home) = std::env::var_os("HOME").filter(|v| !v.is_empty()) {
+        return PathBuf::from(home).join(".local/state/remora/replay");
+    }
+    // SAFETY: geteuid cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    PathBuf::from(format!("/var/tmp/remora-{uid}/replay"))
+}
+
+/// The replay store shared by every log of one daemon.
+#[derive(Debug)]
+pub struct ReplayStore {
+    /// This daemon's directory; `None` when the disk cannot be used (every
+    /// log is then a RAM ring).
+    dir: Option<PathBuf>,
+    pub budget_bytes: u64,
+    pub segment_bytes: u64,
+    pub hot_tail_bytes: u64,
+    pub metrics: Arc<ReplayMetrics>,
+    /// Bytes in RAM not yet on disk, across logs.
+    pub unwritten: AtomicU64,
+    logs: Mutex<HashMap<u64, Weak<ReplayLog>>>,
+    evicting: Mutex<()>,
+    removed: AtomicBool,
+}
+
+impl ReplayStore {
+    /// Prepares the replay directory and sweeps stale ones. Any failure
+    /// leaves the store RAM-only, with one WARN and a fallback counted.
+    pub fn open(config: StoreConfig, metrics: Arc<ReplayMetrics>) -> Arc<ReplayStore> {
+        let base = config.dir.clone().unwrap_or_else(default_dir);
+        let dir = match prepare(&base) {
+            Ok(dir) => Some(dir),
+            Err(e) => {
+                crate::log_warn!(
+                    "[replay] cannot use {} ({}): replay logs stay in memory, {} MiB per process",
+                    base.display(),
+                    e,
+                    RING_BYTES >> 20
+                );
+                metrics.fallbacks.fetch_add(1, Ordering::Relaxed);
+                None
+            }
+        };
+        Arc::new(ReplayStore {
+            dir,
+            budget_bytes: config.budget_bytes,
+            segment_bytes: config.segment_bytes.max(1),
+            hot_tail_bytes: config.hot_tail_bytes,
+            metrics,
+            unwritten: AtomicU64::new(0),
+            logs: Mutex::new(HashMap::new()),
+            evicting: Mutex::new(()),
+            removed: AtomicBool::new(false),
+        })
+    }
+
+    /// A store that never touches the disk (unit tests, fuzzing).
+    pub fn in_memory() -> Arc<ReplayStore> {
+        Arc::new(ReplayStore {
+            dir: None,
+            budget_bytes: 0,
+            segment_bytes: SEGMENT_BYTES,
+            hot_tail_bytes: HOT_TAIL,
+            metrics: Arc::default(),
+            unwritten: AtomicU64::new(0),
+            logs: Mutex::new(HashMap::new()),
+            evicting: Mutex::new(()),
+            removed: AtomicBool::new(false),
+        })
+    }
+
+    /// This daemon's segment directory, if spilling is possible.
+    pub fn dir(&self) -> Option<&Path> {
+        if self.removed.load(Ordering::Acquire) {
+            return None;
+        }
+        self.dir.as_deref()
+    }
+
+    pub(crate) fn register(&self, log: &Arc<ReplayLog>) {
+        lock(&self.logs).insert(log.key(), Arc::downgrade(log));
+    }
+
+    pub(crate) fn unregister(&self, key: u64) {
+        lock(&self.logs).remove(&key);
+    }
+
+    /// Enforces the disk budget (called by disk writers after they wrote).
+    /// First the on-disk logs of exited processes nobody follows, oldest
+    /// exit first; then the oldest segments of running processes; last
+    /// the oldest segments of exited logs someone is still replaying.
+    /// Never the segment a log is writing.
+    pub(crate) fn enforce_budget(&self) {
+        if self.metrics.disk_bytes.load(Ordering::Acquire) <= self.budget_bytes {
+            return;
+        }
+        let Ok(_one) = self.evicting.try_lock() else {
+            return; // Another writer is evicting.
+        };
+        let logs: Vec<Arc<ReplayLog>> = lock(&self.logs).values().filter_map(Weak::upgrade).collect();
+        let over = || self.metrics.disk_bytes.load(Ordering::Acquire) > self.budget_bytes;
+        let mut idle: Vec<(u64, &Arc<ReplayLog>)> = logs
+            .iter()
+            .filter_map(|l| l.idle_exit_stamp().map(|stamp| (stamp, l)))
+            .collect();
+        idle.sort_by_key(|(stamp, _)| *stamp);
+        for (_, log) in idle {
+            if !over() {
+                return;
+            }
+            if log.evict_disk(true) {
+                self.metrics.evictions.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        for running in [true, false] {
+            while over() {
+                let oldest = logs
+                    .iter()
+                    .filter(|l| l.has_exited() != running)
+                    .filter_map(|l| l.evictable_stamp().map(|stamp| (stamp, l)))
+                    .min_by_key(|(stamp, _)| *stamp);
+                let Some((_, log)) = oldest else {
+                    break;
+                };
+                if !log.evict_disk(false) {
+                    break;
+                }
+                self.metrics.evictions.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Removes this daemon's directory (graceful shutdown). Logs still
+    /// alive fall back to RAM for anything they append later.
+    pub fn remove_own_dir(&self) {
+        if let Some(dir) = &self.dir {
+            self.removed.store(true, Ordering::Release);
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+impl Drop for ReplayStore {
+    fn drop(&mut self) {
+        self.remove_own_dir();
+    }
+}
+
+/// Creates (or checks) the private base directory, sweeps stale daemon
+/// directories and creates this daemon's own.
+fn prepare(base: &Path) -> std::io::Result<PathBuf> {
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(base)?;
+    let meta = std::fs::symlink_metadata(base)?;
+    // SAFETY: geteuid cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    if !meta.is_dir() || meta.uid() != uid {
+        return Err(std::io::Error::other("not a directory owned by this user"));
+    }
+    if meta.mode() & 0o077 != 0 {
+        std::fs::set_permissions(base, std::fs::Permissions::from_mode(0o700))?;
+    }
+    sweep_stale(base);
+    // The counter keeps two stores of one process apart (unit tests).
+    static STORES: AtomicU64 = AtomicU64::new(0);
+    let n = STORES.fetch_add(1, Ordering::Relaxed);
+    let own = base.join(format!("daemon-{}-{}", std::process::id(), n));
+    // Only a dead daemon that had our pid can have left this name.
+    let _ = std::fs::remove_dir_all(&own);
+    std::fs::DirBuilder::new().mode(0o700).create(&own)?;
+    // Probe that files can be created there at all.
+    let probe = own.join("probe");
+    std::fs::write(&probe, b"")?;
+    std::fs::remove_file(&probe)?;
+    Ok(own)
+}
+
+/// Removes `daemon-<pid>-<n>` directories whose pid no longer exists.
+fn sweep_stale(base: &Path) {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    let me = std::process::id();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("daemon-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if pid <= 0 || pid as u32 == me || !pid_is_gone(pid) {
+            continue;
+        }
+        let path = entry.path();
+        match std::fs::remove_dir_all(&path) {
+            Ok(()) => crate::log_info!("[replay] removed stale replay directory {}", path.display()),
+            Err(e) => crate::log_warn!("[replay] cannot remove stale {}: {}", path.display(), e),
+        }
+    }
+}
+
+/// True only when the pid provably does not run: `kill(pid, 0)` says no
+/// such process, or it is a zombie nobody reaped yet (a SIGKILLed daemon
+/// whose parent does not reap). EPERM means it exists under another user:
+/// not provably stale.
+fn pid_is_gone(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks for existence.
+    let rc = unsafe { libc::kill(pid, 0) };
+    if rc != 0 {
+        return std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+    }
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit(')')
+            .next()
+            .is_some_and(|rest| matches!(rest.trim_start().chars().next(), Some('Z' | 'X')))
+    })
+}

@@ -1,0 +1,231 @@
+//! git.* changes of reference build 4534d86 against real repositories:
+//! `git.worktree_create` `timeoutMs` (each phase a deadline can cut, with
+//! hooks and filters that make git slow on purpose), and `git.status`
+//! ignoring in-repo `.gitattributes`, keeping the first line's leading
+//! space, and reporting a linked worktree's own changes.
+
+mod common;
+
+use common::TestDaemon;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn ok(result: &str) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#)
+}
+
+fn p(path: &Path) -> String {
+    path.to_str().expect("utf-8 temp path").to_string()
+}
+
+/// Runs git in `dir` with a fixed identity, no user/system config and no
+/// hooks (the daemon's own git does run the repo's hooks).
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "user.name=Remora Test", "-c", "user.email=test@example.com"])
+        .args(["-c", "init.defaultBranch=master", "-c", "commit.gpgsign=false"])
+        .args(["-c", "core.hooksPath=/dev/null"])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .output()
+        .expect("run git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+fn repo(dir: &Path, unborn: bool) -> PathBuf {
+    fs::create_dir_all(dir).unwrap();
+    git(dir, &["init", "-q"]);
+    if !unborn {
+        fs::write(dir.join("a.txt"), b"a\n").unwrap();
+        git(dir, &["add", "a.txt"]);
+        git(dir, &["commit", "-q", "-m", "first"]);
+    }
+    fs::canonicalize(dir).unwrap()
+}
+
+fn daemon() -> TestDaemon {
+    TestDaemon::start_with(&[], &[("GIT_CONFIG_NOSYSTEM", "1"), ("GIT_CONFIG_GLOBAL", "/dev/null")])
+}
+
+fn create(d: &TestDaemon, repo: &Path, branch: &str, wt: &str, extra: &str) -> String {
+    d.call(
+        "git.worktree_create",
+        &format!(
+            r#"{{"baseRepo":"{}","branchName":"{branch}","worktreePath":"{wt}"{extra}}}"#,
+            p(repo)
+        ),
+    )
+}
+
+fn hook(repo: &Path, name: &str, body: &str) {
+    let path = repo.join(".git/hooks").join(name);
+    fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn worktree_create_timeout_before_the_checkout() {
+    let d = daemon();
+    let r = repo(&d.root().join("r"), false);
+    // The branch creation runs the reference-transaction hook: slow add.
+    hook(&r, "reference-transaction", "sleep 5");
+    let wt = p(&d.root().join("wt"));
+    let t = Instant::now();
+    assert_eq!(
+        create(&d, &r, "b", &wt, r#","timeoutMs":300"#),
+        ok(
+            r#"{"success":false,"error":"git worktree add timed out after 300ms (deadline expired before the checkout started)","errorCode":"timeout"}"#
+        )
+    );
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+}
+
+#[test]
+fn worktree_create_timeout_during_the_checkout() {
+    let d = daemon();
+    let r = repo(&d.root().join("r"), false);
+    fs::write(r.join(".gitattributes"), "a.txt filter=slow\n").unwrap();
+    git(&r, &["add", ".gitattributes"]);
+    git(&r, &["commit", "-q", "-m", "attrs"]);
+    // Checking a.txt out runs its smudge filter.
+    git(&r, &["config", "filter.slow.smudge", "sleep 5; cat"]);
+    let wt = p(&d.root().join("wt"));
+    let t = Instant::now();
+    assert_eq!(
+        create(&d, &r, "b", &wt, r#","timeoutMs":700"#),
+        ok(
+            r#"{"success":false,"error":"git worktree add timed out after 700ms (deadline expired during the checkout): signal: killed","errorCode":"timeout"}"#
+        )
+    );
+    assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());
+}
+
+#[test]
+fn worktree_create_within_the_deadline_is_unchanged() {
+    let d = daemon();
+    let r = repo(&d.root().join("r"), false);
+    let wt = p(&d.root().join("wt"));
+    assert_eq!(
+        create(&d, &r, "b", &wt, r#","timeoutMs":20000"#),
+        ok(&format!(r#"{{"success":true,"path":"{wt}","sourceBranch":"master"}}"#))
+    );
+    assert_eq!(fs::read(Path::new(&wt).join("a.txt")).unwrap(), b"a\n");
+    assert_eq!(git(Path::new(&wt), &["symbolic-ref", "--short", "HEAD"]), "b");
+    assert_eq!(
+        git(Path::new(&wt), &["status", "--porcelain"]),
+        "",
+        "index matches HEAD"
+    );
+    // Failures keep their text and code.
+    let reply = create(&d, &r, "b", &p(&d.root().join("wt2")), r#","timeoutMs":20000"#);
+    assert!(
+        reply.ends_with(r#"fatal: a branch named 'b' already exists","errorCode":"worktree_add_failed"}}"#),
+        "{reply}"
+    );
+    // 0 and negative arm nothing.
+    let wt3 = p(&d.root().join("wt3"));
+    assert_eq!(
+        create(&d, &r, "c", &wt3, r#","timeoutMs":0"#),
+        ok(&format!(r#"{{"success":true,"path":"{wt3}","sourceBranch":"master"}}"#))
+    );
+    // A relative worktreePath is relative to the repo, in both phases.
+    assert_eq!(
+        create(&d, &r, "rel", "rel-wt", r#","timeoutMs":20000"#),
+        ok(r#"{"success":true,"path":"rel-wt","sourceBranch":"master"}"#)
+    );
+    assert_eq!(fs::read(r.join("rel-wt/a.txt")).unwrap(), b"a\n");
+    // An unborn HEAD: nothing to check out, no sourceBranch.
+    let u = repo(&d.root().join("u"), true);
+    let wt4 = p(&d.root().join("wt4"));
+    assert_eq!(
+        create(&d, &u, "fresh", &wt4, r#","timeoutMs":20000"#),
+        ok(&format!(r#"{{"success":true,"path":"{wt4}"}}"#))
+    );
+}
+
+fn status(d: &TestDaemon, path: &Path) -> String {
+    d.call("git.status", &format!(r#"{{"path":"{}"}}"#, p(path)))
+}
+
+#[test]
+fn status_keeps_the_first_lines_leading_space() {
+    let d = daemon();
+    let r = repo(&d.root().join("r"), false);
+    fs::write(r.join("a.txt"), b"changed\n").unwrap();
+    fs::write(r.join("new"), b"n").unwrap();
+    assert_eq!(
+        status(&d, &r),
+        ok(r#"{"isRepo":true,"clean":false,"changes":[" M a.txt","?? new"]}"#)
+    );
+    git(&r, &["add", "a.txt"]);
+    assert_eq!(
+        status(&d, &r),
+        ok(r#"{"isRepo":true,"clean":false,"changes":["M  a.txt","?? new"]}"#)
+    );
+}
+
+#[test]
+fn status_ignores_in_repo_gitattributes_and_runs_no_filter() {
+    let d = daemon();
+    let r = repo(&d.root().join("r"), false);
+    fs::write(r.join(".gitattributes"), "a.txt filter=evil\n").unwrap();
+    git(&r, &["add", ".gitattributes"]);
+    git(&r, &["commit", "-q", "-m", "attrs"]);
+    let marker = d.root().join("filter-ran");
+    // A clean filter that would make a.txt look modified, and say it ran.
+    git(
+        &r,
+        &["config", "filter.evil.clean", &format!("touch {}; tr a b", p(&marker))],
+    );
+    // Same content, new mtime: git must look at the content again.
+    let old = std::time::SystemTime::now() - Duration::from_secs(3600);
+    fs::File::options()
+        .write(true)
+        .open(r.join("a.txt"))
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    assert_eq!(status(&d, &r), ok(r#"{"isRepo":true,"clean":true}"#));
+    assert!(!marker.exists(), "the repo's filter ran during git.status");
+    // Control: plain git, which reads .gitattributes, does run it.
+    let _ = Command::new("git")
+        .args(["status", "--porcelain"])
+        .current_dir(&r)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .unwrap();
+    assert!(marker.exists(), "control: the filter is live");
+}
+
+#[test]
+fn status_of_a_linked_worktree_is_its_own() {
+    let d = daemon();
+    let r = repo(&d.root().join("r"), false);
+    let wt = d.root().join("wt");
+    git(&r, &["worktree", "add", "-q", "-b", "side", &p(&wt)]);
+    fs::write(wt.join("a.txt"), b"side\n").unwrap();
+    fs::write(wt.join("only-here"), b"x").unwrap();
+    assert_eq!(
+        status(&d, &wt),
+        ok(r#"{"isRepo":true,"clean":false,"changes":[" M a.txt","?? only-here"]}"#)
+    );
+    assert_eq!(status(&d, &r), ok(r#"{"isRepo":true,"clean":true}"#));
+    fs::create_dir(wt.join("sub")).unwrap();
+    assert_eq!(
+        status(&d, &wt.join("sub")),
+        ok(r#"{"isRepo":true,"clean":false,"changes":[" M a.txt","?? only-here"]}"#)
+    );
+}

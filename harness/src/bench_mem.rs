@@ -1,0 +1,185 @@
+//! `harness bench` memory items: what a daemon's memory does under output
+//! it must keep, processes it must forget, and stdin it must refuse. Each
+//! item runs in a fresh daemon so its VmHWM is its own.
+//!
+//! - exited processes: RSS before and after `exited` short-lived processes
+//!   with fresh ids, once the retention dropped them (the daemon gets
+//!   `REMORA_TEST_RETENTION_MS=2000`; a build without retention ignores it
+//!   and keeps them);
+//! - stdin into a child that never reads: VmHWM after `stdin_mib` MiB;
+//! - `flood_conns` connections each sending `flood_mib` MiB of stdin to one
+//!   such child: VmHWM.
+//!
+//! Writers and readers run on separate threads, so a daemon that pushes
+//! back (refuses, or stops reading) never deadlocks the client.
+
+use crate::bench::{read_line, req, rss_kib, Live};
+use std::io::{BufReader, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Knobs of the memory items.
+#[derive(Debug, Clone)]
+pub struct MemoryOptions {
+    pub exited: usize,
+    pub stdin_mib: u64,
+    pub flood_conns: usize,
+    pub flood_mib: u64,
+}
+
+const RETENTION_MS: u64 = 2000;
+/// Raw stdin bytes per request (base64 stays under the 1 MiB line cap).
+const STDIN_CHUNK: usize = 700 * 1024;
+
+pub(crate) fn hwm_kib(pid: i32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    s.lines()
+        .find(|l| l.starts_with("VmHWM:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+type Row = (String, String, bool, Result<f64, String>);
+
+pub fn measure(bin: &Path, o: &MemoryOptions) -> Vec<Row> {
+    let (start, end) = match exited(bin, o.exited) {
+        Ok((a, b)) => (Ok(a), Ok(b)),
+        Err(e) => (Err(e.clone()), Err(e)),
+    };
+    let delta = match (&start, &end) {
+        (Ok(a), Ok(b)) => Ok(b - a),
+        (Err(e), _) | (_, Err(e)) => Err(e.clone()),
+    };
+    vec![
+        (
+            format!("RSS before {} exited processes", o.exited),
+            "KiB".into(),
+            false,
+            start,
+        ),
+        (
+            format!("RSS after they are dropped ({} ms retention)", RETENTION_MS),
+            "KiB".into(),
+            false,
+            end,
+        ),
+        ("  difference".into(), "KiB".into(), false, delta),
+        (
+            format!("VmHWM after {} MiB stdin to `sleep`", o.stdin_mib),
+            "KiB".into(),
+            false,
+            flood(bin, 1, o.stdin_mib),
+        ),
+        (
+            format!("VmHWM, {} conns x {} MiB stdin", o.flood_conns, o.flood_mib),
+            "KiB".into(),
+            false,
+            flood(bin, o.flood_conns, o.flood_mib),
+        ),
+    ]
+}
+
+fn daemon_pid(d: &Live) -> Result<i32, String> {
+    d.pid().ok_or_else(|| "n/a: daemon pid not found".to_string())
+}
+
+/// Spawns `n` processes running `true` on one connection (pipelined) and
+/// waits for each exit frame.
+fn spawn_true(d: &Live, first_id: usize, n: usize) -> Result<(), String> {
+    let s = d.conn()?;
+    let mut w = s.try_clone().map_err(|e| e.to_string())?;
+    let writer = std::thread::spawn(move || {
+        for i in first_id..first_id + n {
+            let p = format!("{{\"id\":\"x-{i:08x}-{}\",\"command\":\"true\"}}", i * 7919);
+            if w.write_all(req(i + 1, "process.spawn", &p).as_bytes()).is_err() {
+                return;
+            }
+        }
+    });
+    let mut r = BufReader::with_capacity(1 << 16, s);
+    let mut exits = 0;
+    while exits < n {
+        let l = read_line(&mut r)?;
+        if l.windows(15).any(|w| w == b"\"stream\":\"exit\"") {
+            exits += 1;
+        }
+    }
+    let _ = writer.join();
+    Ok(())
+}
+
+/// RSS (KiB) after a warm-up round was dropped, and after `n` more
+/// processes were dropped.
+fn exited(bin: &Path, n: usize) -> Result<(f64, f64), String> {
+    let retention = RETENTION_MS.to_string();
+    let d = Live::start_with_env(bin, &[("REMORA_TEST_RETENTION_MS", &retention)])?;
+    let pid = daemon_pid(&d)?;
+    let settle = || std::thread::sleep(Duration::from_millis(RETENTION_MS * 2 + 500));
+    // Warm-up: threads, pools and allocator arenas reach their steady size.
+    spawn_true(&d, 0, 200)?;
+    settle();
+    let start = rss_kib(pid).ok_or("n/a: no RSS")? as f64;
+    spawn_true(&d, 1000, n)?;
+    settle();
+    let end = rss_kib(pid).ok_or("n/a: no RSS")? as f64;
+    Ok((start, end))
+}
+
+/// `conns` connections each send `mib` MiB of `process.stdin` to one
+/// child that never reads; returns the daemon's VmHWM (KiB) afterwards.
+fn flood(bin: &Path, conns: usize, mib: u64) -> Result<f64, String> {
+    let d = Live::start(bin)?;
+    let pid = daemon_pid(&d)?;
+    {
+        let s = d.conn()?;
+        let mut w = s.try_clone().map_err(|e| e.to_string())?;
+        w.write_all(
+            req(
+                1,
+                "process.spawn",
+                "{\"id\":\"sink\",\"command\":\"sleep\",\"args\":[\"600\"]}",
+            )
+            .as_bytes(),
+        )
+        .map_err(|e| e.to_string())?;
+        let mut r = BufReader::new(s);
+        read_line(&mut r)?;
+    }
+    let chunk: String = {
+        use base64::Engine;
+        let raw: Vec<u8> = (0..STDIN_CHUNK).map(|i| (i * 31 + 7) as u8).collect();
+        base64::engine::general_purpose::STANDARD.encode(raw)
+    };
+    let line = req(9, "process.stdin", &format!("{{\"id\":\"sink\",\"data\":\"{chunk}\"}}"));
+    let per_conn = ((mib << 20) as usize).div_ceil(STDIN_CHUNK);
+    let started = Instant::now();
+    let mut threads = Vec::new();
+    for _ in 0..conns {
+        let s = d.conn()?;
+        let mut w = s.try_clone().map_err(|e| e.to_string())?;
+        let line = line.clone();
+        threads.push(std::thread::spawn(move || {
+            let writer = std::thread::spawn(move || {
+                for _ in 0..per_conn {
+                    if w.write_all(line.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+            let mut r = BufReader::with_capacity(1 << 16, s);
+            for _ in 0..per_conn {
+                if read_line(&mut r).is_err() {
+                    break;
+                }
+            }
+            let _ = writer.join();
+        }));
+    }
+    for t in threads {
+        let _ = t.join();
+    }
+    eprintln!("bench: {conns} x {mib} MiB stdin took {:.1?}", started.elapsed());
+    hwm_kib(pid).map(|k| k as f64).ok_or_else(|| "n/a: no VmHWM".into())
+}

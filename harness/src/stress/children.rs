@@ -1,0 +1,140 @@
+//! Scenario 9, children that misbehave: stdout closed early, a grandchild
+//! holding the pipes after the child exited, a child ignoring SIGTERM, and
+//! a child with a fixed number of background grandchildren (never a fork
+//! bomb: `ulimit -u` does not bind root). The contract's invariants must
+//! hold: the exit frame after all output, killAndWait's escalation, and a
+//! kill that takes the whole tree.
+
+use super::daemon::Daemon;
+use super::wire::{self, fresh_ping, Client};
+use super::{Ctx, Obs};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+fn sh(id: &str, script: &str, env: &str) -> String {
+    wire::spawn_params(id, "sh", &["-c", script], env)
+}
+
+/// 9. Children that misbehave.
+pub fn misbehaving(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
+    let d = Daemon::start(bin)?;
+    let smp = d.sampler(Duration::from_millis(50));
+    let mut c = Client::connect(&d.socket)?;
+    c.set_timeout(Duration::from_secs(30));
+
+    // Closes stdout early and keeps running; its stderr comes later.
+    c.call(
+        "1",
+        "process.spawn",
+        &sh(
+            "early",
+            "echo early; exec 1>&-; sleep 0.3; echo late-err >&2; exit 3",
+            &d.child_env("early"),
+        ),
+    )?;
+    // Exits while a grandchild still holds the pipes.
+    c.call(
+        "2",
+        "process.spawn",
+        &sh(
+            "holder",
+            "(sleep 0.3; echo late) & echo first; exit 0",
+            &d.child_env("holder"),
+        ),
+    )?;
+    let p = c.wait_exit("early")?;
+    o.check(
+        "stdout closed early: later stderr and the exit code arrive, exit frame last",
+        p.whole().is_ok() && p.stdout_head == b"early\n" && p.stderr == b"late-err\n" && p.exit_code == Some(3),
+        format!(
+            "stdout {:?}, stderr {:?}, exit {:?} {}",
+            String::from_utf8_lossy(&p.stdout_head),
+            String::from_utf8_lossy(&p.stderr),
+            p.exit_code,
+            p.whole().err().unwrap_or_default()
+        ),
+    );
+    let p = c.wait_exit("holder")?;
+    o.check(
+        "grandchild holding the pipes: its output precedes the exit frame",
+        p.whole().is_ok() && p.stdout_head == b"first\nlate\n" && p.exit_code == Some(0),
+        format!(
+            "stdout {:?}, exit {:?} {}",
+            String::from_utf8_lossy(&p.stdout_head),
+            p.exit_code,
+            p.whole().err().unwrap_or_default()
+        ),
+    );
+
+    // Ignores SIGTERM: killAndWait escalates.
+    c.call(
+        "3",
+        "process.spawn",
+        &sh(
+            "stubborn",
+            "trap '' TERM; echo up; while :; do sleep 0.05; done",
+            &d.child_env("stubborn"),
+        ),
+    )?;
+    c.wait_output("stubborn", b"up")?;
+    let t = Instant::now();
+    let r = c.call("4", "process.killAndWait", "{\"id\":\"stubborn\",\"timeoutMs\":200}")?;
+    let kw = t.elapsed();
+    let want = serde_json::json!({"found": true, "died": true, "escalated": true});
+    o.check(
+        "SIGTERM ignored: killAndWait escalates to SIGKILL",
+        r == want,
+        format!("{r} after {:.0} ms", kw.as_secs_f64() * 1e3),
+    );
+    let p = c.wait_exit("stubborn")?;
+    let code = p.exit_code;
+    let gone = Daemon::wait_for(Duration::from_secs(3), || d.tagged_sub("stubborn").is_empty());
+    o.check(
+        "the escalated tree is gone, exit code -1",
+        gone && code == Some(-1),
+        format!("exit {code:?}, left {:?}", d.tagged_sub("stubborn")),
+    );
+
+    // A fixed number of background grandchildren, then a kill.
+    let n = ctx.n(200, 20);
+    let script = format!("i=0; while [ $i -lt {n} ]; do sleep 1000 & i=$((i+1)); done; echo started; wait");
+    c.call("5", "process.spawn", &sh("tree", &script, &d.child_env("tree")))?;
+    c.wait_output("tree", b"started")?;
+    let live = d.tagged_sub("tree").len() as u64;
+    o.check(
+        "all grandchildren started",
+        live > n,
+        format!("{live} processes in the tree, {n} grandchildren + the child"),
+    );
+    let t = Instant::now();
+    c.call("6", "process.kill", "{\"id\":\"tree\"}")?;
+    let p = c.wait_exit("tree")?;
+    let whole = p.whole();
+    let gone = Daemon::wait_for(Duration::from_secs(5), || d.tagged_sub("tree").is_empty());
+    let took = t.elapsed();
+    let left = d.tagged_sub("tree");
+    o.check(
+        "process.kill takes the whole tree",
+        gone && whole.is_ok(),
+        format!(
+            "{} of {live} left after {:.0} ms {}",
+            left.len(),
+            took.as_secs_f64() * 1e3,
+            whole.err().unwrap_or_default()
+        ),
+    );
+    o.check_ok(
+        "daemon still answers",
+        fresh_ping(&d.socket, Duration::from_secs(5)).map(|m| format!("{m:.1} ms")),
+    );
+    o.figure("killAndWait with a 200 ms grace", "ms", false, kw.as_secs_f64() * 1e3);
+    o.figure(
+        "whole-tree kill until the last process is gone",
+        "ms",
+        false,
+        took.as_secs_f64() * 1e3,
+    );
+    o.figure("daemon VmHWM", "KiB", false, d.hwm_kib() as f64);
+    o.series("daemon RSS", "MiB", smp.stop());
+    Ok(())
+}

@@ -1,0 +1,100 @@
+//! `harness stress-client` (hidden): the real processes scenarios start
+//! and SIGKILL, plus the deterministic writer children run.
+//!
+//! - `pattern`: writes `--bytes` of the seeded pattern to stdout, then
+//!   stays alive `--linger-ms` (a child that writes, then idles).
+//! - `stream`: spawns a `pattern` child through the daemon, prints `ready`
+//!   once its first frame arrived, then reads slowly until killed.
+//! - `request`: spawns a child that ignores SIGTERM, sends a
+//!   `process.killAndWait` with a ten-minute grace and half of another
+//!   request line, prints `ready` and waits to be killed mid-request.
+
+use super::wire::{self, Client};
+use std::io::Write;
+use std::path::Path;
+use std::time::Duration;
+
+/// Arguments of one client process.
+pub struct Args<'a> {
+    pub mode: &'a str,
+    pub socket: Option<&'a Path>,
+    pub id: &'a str,
+    pub seed: u64,
+    pub bytes: u64,
+    pub linger_ms: u64,
+    /// The `env` object for spawned children (JSON).
+    pub env: &'a str,
+}
+
+/// Runs a client mode; returns the exit code.
+pub fn main(a: &Args) -> i32 {
+    match run(a) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("stress-client {}: {e}", a.mode);
+            1
+        }
+    }
+}
+
+fn ready() {
+    let mut o = std::io::stdout();
+    let _ = o.write_all(b"ready\n");
+    let _ = o.flush();
+}
+
+fn run(a: &Args) -> Result<(), String> {
+    if a.mode == "pattern" {
+        let mut o = std::io::stdout().lock();
+        wire::pattern(a.seed, a.bytes, |b| o.write_all(b).is_ok());
+        let _ = o.flush();
+        drop(o);
+        std::thread::sleep(Duration::from_millis(a.linger_ms));
+        return Ok(());
+    }
+    let socket = a.socket.ok_or("--socket is required")?;
+    let mut c = Client::connect(socket)?;
+    c.set_timeout(Duration::from_secs(600));
+    let me = std::env::current_exe().map_err(|e| e.to_string())?;
+    match a.mode {
+        "stream" => {
+            let (seed, bytes, linger) = (a.seed.to_string(), a.bytes.to_string(), a.linger_ms.to_string());
+            let p = wire::spawn_params(
+                a.id,
+                &me.to_string_lossy(),
+                &[
+                    "stress-client",
+                    "--mode",
+                    "pattern",
+                    "--seed",
+                    &seed,
+                    "--bytes",
+                    &bytes,
+                    "--linger-ms",
+                    &linger,
+                ],
+                a.env,
+            );
+            c.call("1", "process.spawn", &p)?;
+            c.wait_frames(a.id, 1)?;
+            ready();
+            loop {
+                c.next()?;
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+        "request" => {
+            let p = wire::spawn_params(a.id, "sh", &["-c", "trap '' TERM; echo up; exec sleep 1000"], a.env);
+            c.call("1", "process.spawn", &p)?;
+            c.wait_output(a.id, b"up")?;
+            let kw = format!("{{\"id\":{},\"timeoutMs\":600000}}", wire::js(a.id));
+            c.send("2", "process.killAndWait", &kw)?;
+            c.send_raw(b"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"server.pi")?;
+            ready();
+            loop {
+                c.next()?;
+            }
+        }
+        m => Err(format!("unknown mode {m:?}")),
+    }
+}

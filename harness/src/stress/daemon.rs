@@ -1,0 +1,369 @@
+//! One daemon under stress: its fresh directory, its processes (found by
+//! the socket path on their command line, so a self-daemonizing binary or
+//! a wrapper counts as one daemon), their memory and descriptors, the
+//! children it spawned for us (tagged through their environment) and the
+//! cleanup that kills all of them by pid.
+
+use super::wire::TOKEN;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Environment variable every child we spawn carries; its value names the
+/// daemon directory, so processes it left behind can be found by pid.
+pub const TAG_VAR: &str = "HARNESS_STRESS_TAG";
+/// A second variable naming one child's tree inside a scenario.
+pub const SUB_VAR: &str = "HARNESS_STRESS_SUB";
+
+/// A started daemon.
+pub struct Daemon {
+    dir: tempfile::TempDir,
+    pub socket: PathBuf,
+    bin: PathBuf,
+    launcher: Option<Child>,
+    /// The daemon's processes (launcher wrapper, daemonized child).
+    pids: Arc<Mutex<Vec<i32>>>,
+    /// Client subprocesses a scenario started; killed at drop.
+    pub clients: Vec<Child>,
+}
+
+/// Reads `/proc/<pid>/status` field `key` (kB).
+pub fn status_kib(pid: i32, key: &str) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    s.lines()
+        .find(|l| l.starts_with(key))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Whether `pid` exists and is not a zombie.
+pub fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => {
+            let state = s.rsplit_once(')').and_then(|(_, r)| r.trim_start().chars().next());
+            !matches!(state, Some('Z') | Some('X') | None)
+        }
+        Err(_) => false,
+    }
+}
+
+fn fd_count(pid: i32) -> Option<u64> {
+    Some(std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count() as u64)
+}
+
+fn kill(pid: i32, sig: i32) {
+    // SAFETY: kill(2) on a pid this module found or started; errors ignored.
+    unsafe {
+        libc::kill(pid, sig);
+    }
+}
+
+/// Live processes whose environment holds `needle` (a `KEY=value` entry).
+pub fn pids_with_env(needle: &[u8]) -> Vec<i32> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir("/proc") else { return out };
+    let me = std::process::id() as i32;
+    for e in rd.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        if let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) {
+            if env.split(|c| *c == 0).any(|kv| kv == needle) && alive(pid) {
+                out.push(pid);
+            }
+        }
+    }
+    out
+}
+
+impl Daemon {
+    /// Starts `bin` in a fresh directory and waits for its banner.
+    pub fn start(bin: &Path) -> Result<Daemon, String> {
+        let dir = tempfile::Builder::new()
+            .prefix("hs")
+            .tempdir()
+            .map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(dir.path().join("home")).map_err(|e| e.to_string())?;
+        let socket = dir.path().join("rpc.sock");
+        let mut d = Daemon {
+            dir,
+            socket,
+            bin: bin.to_path_buf(),
+            launcher: None,
+            pids: Arc::new(Mutex::new(Vec::new())),
+            clients: Vec::new(),
+        };
+        d.launch()?;
+        Ok(d)
+    }
+
+    /// Starts the binary on this directory's socket (again, after a kill).
+    pub fn launch(&mut self) -> Result<(), String> {
+        let token = self.dir.path().join("token");
+        std::fs::write(&token, format!("{TOKEN}\n")).map_err(|e| e.to_string())?;
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("daemon.log"))
+            .map_err(|e| e.to_string())?;
+        let mut launcher = Command::new(&self.bin)
+            .arg("-serve")
+            .arg("-socket")
+            .arg(&self.socket)
+            .arg("-token-file")
+            .arg(&token)
+            .current_dir(self.dir.path())
+            .env_clear()
+            .envs(crate::fixture::base_env(self.dir.path()))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("spawn {}: {e}", self.bin.display()))?;
+        let out = launcher.stdout.take().expect("piped");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut r = BufReader::new(out);
+            let mut banner = String::new();
+            let _ = r.read_line(&mut banner);
+            let _ = tx.send(banner);
+            let _ = std::io::copy(&mut r, &mut std::io::sink());
+        });
+        let banner = rx.recv_timeout(Duration::from_secs(30)).unwrap_or_default();
+        // A self-daemonizing launcher exits right after its banner.
+        let deadline = Instant::now() + Duration::from_millis(500);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = launcher.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        self.launcher = Some(launcher);
+        if banner.is_empty() || !self.socket.exists() {
+            return Err(format!(
+                "daemon did not start (banner {banner:?}; log: {})",
+                self.log_tail()
+            ));
+        }
+        let pids: Vec<i32> = crate::runner::pids_mentioning(self.socket.as_os_str().as_encoded_bytes())
+            .into_iter()
+            .filter(|p| {
+                std::fs::read(format!("/proc/{p}/cmdline"))
+                    .map(|c| c.split(|b| *b == 0).any(|a| a == b"-serve" || a == b"--serve"))
+                    .unwrap_or(false)
+            })
+            .collect();
+        if pids.is_empty() {
+            return Err("daemon process not found".into());
+        }
+        *self.pids.lock().unwrap() = pids;
+        Ok(())
+    }
+
+    pub fn log_tail(&self) -> String {
+        let l = std::fs::read_to_string(self.dir.path().join("daemon.log")).unwrap_or_default();
+        let t: String = l.chars().rev().take(400).collect();
+        t.chars().rev().collect()
+    }
+
+    pub fn pids(&self) -> Vec<i32> {
+        self.pids.lock().unwrap().clone()
+    }
+
+    /// Whether every daemon process is still alive.
+    pub fn alive(&self) -> bool {
+        let p = self.pids();
+        !p.is_empty() && p.iter().all(|p| alive(*p))
+    }
+
+    fn sum(&self, f: impl Fn(i32) -> Option<u64>) -> u64 {
+        self.pids().into_iter().filter_map(f).sum()
+    }
+
+    pub fn rss_kib(&self) -> u64 {
+        self.sum(|p| status_kib(p, "VmRSS:"))
+    }
+
+    pub fn hwm_kib(&self) -> u64 {
+        self.sum(|p| status_kib(p, "VmHWM:"))
+    }
+
+    pub fn fds(&self) -> u64 {
+        self.sum(fd_count)
+    }
+
+    /// The tag children carry: `HARNESS_STRESS_TAG=<dir>`.
+    pub fn tag(&self) -> String {
+        format!("{TAG_VAR}={}", self.dir.path().display())
+    }
+
+    /// The `env` object for a spawn whose tree is named `sub`.
+    pub fn child_env(&self, sub: &str) -> String {
+        format!(
+            "{{\"{TAG_VAR}\":{},\"{SUB_VAR}\":{}}}",
+            serde_json::Value::from(self.dir.path().to_string_lossy()),
+            serde_json::Value::from(sub)
+        )
+    }
+
+    /// Live processes spawned through this daemon (any tree).
+    pub fn tagged(&self) -> Vec<i32> {
+        pids_with_env(self.tag().as_bytes())
+    }
+
+    /// Live processes of the tree named `sub`.
+    pub fn tagged_sub(&self, sub: &str) -> Vec<i32> {
+        let want = format!("{SUB_VAR}={sub}");
+        self.tagged()
+            .into_iter()
+            .filter(|p| {
+                std::fs::read(format!("/proc/{p}/environ"))
+                    .map(|e| e.split(|c| *c == 0).any(|kv| kv == want.as_bytes()))
+                    .unwrap_or(false)
+            })
+            .collect()
+    }
+
+    /// Polls `f` every 10 ms until it holds or `within` passes.
+    pub fn wait_for(within: Duration, mut f: impl FnMut() -> bool) -> bool {
+        let deadline = Instant::now() + within;
+        loop {
+            if f() {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Sends a signal to every daemon process.
+    pub fn signal(&self, sig: i32) {
+        for p in self.pids() {
+            kill(p, sig);
+        }
+    }
+
+    /// SIGKILLs the daemon's processes and waits until they are gone.
+    pub fn kill_daemon(&mut self) -> bool {
+        self.signal(libc::SIGKILL);
+        if let Some(mut l) = self.launcher.take() {
+            let _ = l.kill();
+            let _ = l.wait();
+        }
+        Daemon::wait_for(Duration::from_secs(10), || !self.pids().iter().any(|p| alive(*p)))
+    }
+
+    /// Waits for the daemon's processes to exit on their own.
+    pub fn wait_exit(&mut self, within: Duration) -> bool {
+        let ok = Daemon::wait_for(within, || {
+            if let Some(l) = self.launcher.as_mut() {
+                let _ = l.try_wait();
+            }
+            !self.pids().iter().any(|p| alive(*p))
+        });
+        if ok {
+            if let Some(mut l) = self.launcher.take() {
+                let _ = l.wait();
+            }
+        }
+        ok
+    }
+
+    /// Starts a thread sampling the daemon's RSS (MiB) every `every`.
+    pub fn sampler(&self, every: Duration) -> Sampler {
+        let pids = self.pids.clone();
+        let stop = Arc::new(AtomicBool::new(false));
+        let points = Arc::new(Mutex::new(Vec::new()));
+        let t0 = Instant::now();
+        let h = {
+            let (stop, points) = (stop.clone(), points.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let p = pids.lock().unwrap().clone();
+                    let kib: u64 = p.into_iter().filter_map(|p| status_kib(p, "VmRSS:")).sum();
+                    points
+                        .lock()
+                        .unwrap()
+                        .push((t0.elapsed().as_secs_f64(), kib as f64 / 1024.0));
+                    std::thread::sleep(every);
+                }
+            })
+        };
+        Sampler {
+            stop,
+            points,
+            h: Some(h),
+        }
+    }
+
+    /// Kills (by pid) client subprocesses, the daemon's processes and
+    /// every process tagged with this daemon, after a polite shutdown.
+    fn cleanup(&mut self) {
+        if self.alive() {
+            if let Ok(mut s) = UnixStream::connect(&self.socket) {
+                let _ = s.set_write_timeout(Some(Duration::from_secs(2)));
+                let _ = s.write_all(
+                    format!("{{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"server.shutdown\",\"auth\":\"{TOKEN}\"}}\n")
+                        .as_bytes(),
+                );
+                let _ = s.set_read_timeout(Some(Duration::from_secs(8)));
+                let _ = s.read_to_end(&mut Vec::new());
+            }
+            self.wait_exit(Duration::from_secs(8));
+        }
+        for c in &mut self.clients {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        self.signal(libc::SIGKILL);
+        if let Some(mut l) = self.launcher.take() {
+            let _ = l.kill();
+            let _ = l.wait();
+        }
+        for _ in 0..5 {
+            let left = self.tagged();
+            if left.is_empty() {
+                break;
+            }
+            for p in left {
+                kill(p, libc::SIGKILL);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.cleanup();
+    }
+}
+
+/// A background RSS sampler.
+pub struct Sampler {
+    stop: Arc<AtomicBool>,
+    points: Arc<Mutex<Vec<(f64, f64)>>>,
+    h: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Sampler {
+    /// Stops sampling; returns `(seconds, MiB)` points.
+    pub fn stop(mut self) -> Vec<(f64, f64)> {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.h.take() {
+            let _ = h.join();
+        }
+        std::mem::take(&mut *self.points.lock().unwrap())
+    }
+}

@@ -1,0 +1,238 @@
+//! Scenario 12, the soak: a steady mix of the other scenarios' actions for
+//! `--soak` minutes, with RSS, descriptors and ping latency sampled over
+//! time and a verdict on growth (least-squares slope per hour). Process
+//! ids come from a fixed pool, so retention (exited processes stay until
+//! their id is reused) does not count as growth.
+
+use super::daemon::Daemon;
+use super::wire::{self, Client};
+use super::{Ctx, Obs};
+use std::io::Write;
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Least-squares slope of `points` (per second).
+pub fn slope(points: &[(f64, f64)]) -> f64 {
+    let n = points.len() as f64;
+    if n < 2.0 {
+        return 0.0;
+    }
+    let (sx, sy) = points.iter().fold((0.0, 0.0), |a, p| (a.0 + p.0, a.1 + p.1));
+    let (mx, my) = (sx / n, sy / n);
+    let (mut num, mut den) = (0.0, 0.0);
+    for (x, y) in points {
+        num += (x - mx) * (y - my);
+        den += (x - mx) * (x - mx);
+    }
+    if den == 0.0 {
+        0.0
+    } else {
+        num / den
+    }
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// One action of the mix; `k` picks which.
+fn action(d: &Daemon, ctx: &Ctx, k: u64) -> Result<(), String> {
+    let pool = k % 8;
+    match k % 6 {
+        0 => {
+            let mut c = Client::connect(&d.socket)?;
+            let mut buf = String::new();
+            for i in 0..50 {
+                buf.push_str(&wire::req(&i.to_string(), "server.ping", "{}"));
+            }
+            c.send_raw(buf.as_bytes())?;
+            c.wait_reply("49").map(|_| ())
+        }
+        1 => {
+            for _ in 0..5 {
+                let mut s = UnixStream::connect(&d.socket).map_err(|e| e.to_string())?;
+                let _ = s.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"me");
+            }
+            Ok(())
+        }
+        2 => {
+            let id = format!("sh{pool}");
+            let mut c = Client::connect(&d.socket)?;
+            c.call(
+                "1",
+                "process.spawn",
+                &wire::spawn_params(&id, "sh", &["-c", "echo hi; echo err >&2"], &d.child_env("soak")),
+            )?;
+            let p = c.wait_exit(&id)?;
+            p.whole()?;
+            (p.stdout_head == b"hi\n").then_some(()).ok_or("wrong output".into())
+        }
+        3 => {
+            let id = format!("st{pool}");
+            let bytes = 256 * 1024;
+            let mut c = Client::connect(&d.socket)?;
+            let (s, b) = ((k % 1000).to_string(), bytes.to_string());
+            let h = ctx.harness.to_string_lossy();
+            let args = ["stress-client", "--mode", "pattern", "--seed", &s, "--bytes", &b];
+            c.call(
+                "1",
+                "process.spawn",
+                &wire::spawn_params(&id, &h, &args, &d.child_env("soak")),
+            )?;
+            c.wait_exit(&id)?;
+            let mut r = Client::connect(&d.socket)?;
+            r.call("1", "process.reattach", &format!("{{\"id\":\"{id}\",\"fromSeq\":0}}"))?;
+            let p = r.wait_exit(&id)?;
+            p.whole()?;
+            (p.sha() == wire::pattern_sha(k % 1000, bytes))
+                .then_some(())
+                .ok_or("replayed stream differs".into())
+        }
+        4 => {
+            let id = format!("cat{pool}");
+            let mut c = Client::connect(&d.socket)?;
+            c.call(
+                "1",
+                "process.spawn",
+                &wire::spawn_params(&id, "cat", &[], &d.child_env("soak")),
+            )?;
+            c.call(
+                "2",
+                "process.stdin",
+                &format!("{{\"id\":\"{id}\",\"data\":\"aGVsbG8K\",\"offset\":0}}"),
+            )?;
+            c.wait_output(&id, b"hello\n")?;
+            c.call(
+                "3",
+                "process.killAndWait",
+                &format!("{{\"id\":\"{id}\",\"timeoutMs\":1000}}"),
+            )?;
+            c.wait_exit(&id).map(|_| ())
+        }
+        _ => {
+            let mut s = UnixStream::connect(&d.socket).map_err(|e| e.to_string())?;
+            let _ = s.write_all(b"\xff\xfe{\"jsonrpc\":[[[[\n\0\0\n{\"id\":1e999}\n");
+            let _ = s.shutdown(std::net::Shutdown::Write);
+            let _ = std::io::Read::read_to_end(&mut s, &mut Vec::new());
+            Ok(())
+        }
+    }
+}
+
+/// 12. The soak.
+pub fn soak(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
+    let d = Daemon::start(bin)?;
+    let total = Duration::from_secs_f64(ctx.soak_minutes * 60.0);
+    let every = Duration::from_secs_f64((total.as_secs_f64() / 300.0).max(0.5));
+    let stop = Arc::new(AtomicBool::new(false));
+    let t0 = Instant::now();
+    let (mut rss, mut fds, mut lat) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut actions, mut failures, mut first_failure) = (0u64, 0u64, None);
+    let mut ping_failures = 0u64;
+    std::thread::scope(|sc| {
+        let worker = {
+            let (d, stop) = (&d, stop.clone());
+            sc.spawn(move || {
+                let mut k = 0u64;
+                let (mut n, mut f, mut first) = (0u64, 0u64, None);
+                while !stop.load(Ordering::Relaxed) {
+                    let t = Instant::now();
+                    if let Err(e) = action(d, ctx, k) {
+                        f += 1;
+                        first.get_or_insert(format!("action {}: {e}", k % 6));
+                    }
+                    n += 1;
+                    k += 1;
+                    // A steady rate: about 20 actions per second at most.
+                    if let Some(rest) = Duration::from_millis(50).checked_sub(t.elapsed()) {
+                        std::thread::sleep(rest);
+                    }
+                }
+                (n, f, first)
+            })
+        };
+        while t0.elapsed() < total {
+            let t = t0.elapsed().as_secs_f64();
+            rss.push((t, d.rss_kib() as f64 / 1024.0));
+            fds.push((t, d.fds() as f64));
+            match wire::fresh_ping(&d.socket, Duration::from_secs(5)) {
+                Ok(m) => lat.push((t, m)),
+                Err(_) => ping_failures += 1,
+            }
+            std::thread::sleep(every.min(total.saturating_sub(t0.elapsed())));
+        }
+        stop.store(true, Ordering::Relaxed);
+        let (n, f, first) = worker.join().unwrap_or((0, 1, Some("worker panicked".into())));
+        actions = n;
+        failures = f;
+        first_failure = first;
+    });
+    let secs = t0.elapsed().as_secs_f64();
+    o.check(
+        "every action of the mix succeeded",
+        failures == 0 && ping_failures == 0,
+        format!(
+            "{actions} actions, {failures} failed, {ping_failures} sample ping(s) failed{}",
+            first_failure.map(|e| format!("; first: {e}")).unwrap_or_default()
+        ),
+    );
+    o.check("the daemon never died", d.alive(), "");
+    // Growth: compare the last quarter with the second quarter (the first
+    // is warm-up), and fit slopes over the second half.
+    let q = |v: &[(f64, f64)], a: usize, b: usize| -> Vec<f64> {
+        let n = v.len();
+        v[n * a / 4..(n * b / 4).max(n * a / 4 + 1).min(n)]
+            .iter()
+            .map(|p| p.1)
+            .collect()
+    };
+    if rss.len() >= 4 {
+        let (early, late) = (median(&q(&rss, 1, 2)), median(&q(&rss, 3, 4)));
+        let (fe, fl) = (median(&q(&fds, 1, 2)), median(&q(&fds, 3, 4)));
+        let half = &rss[rss.len() / 2..];
+        let rss_slope = slope(half) * 3600.0;
+        let fd_slope = slope(&fds[fds.len() / 2..]) * 3600.0;
+        let verdict = if late <= early * 1.2 + 4.0 { "flat" } else { "growing" };
+        o.check(
+            "no sustained RSS growth",
+            verdict == "flat",
+            format!("{verdict}: median RSS {early:.1} MiB (2nd quarter) -> {late:.1} MiB (last quarter); slope {rss_slope:.1} MiB/h"),
+        );
+        o.check(
+            "no descriptor growth",
+            fl <= fe + 8.0,
+            format!("median fds {fe:.0} -> {fl:.0}; slope {fd_slope:.1} fds/h"),
+        );
+        o.figure("RSS slope (second half)", "MiB/h", false, rss_slope.max(0.0));
+        o.figure("descriptor slope (second half)", "fds/h", false, fd_slope.max(0.0));
+    }
+    let l: Vec<f64> = lat.iter().map(|p| p.1).collect();
+    o.figure("actions per second", "actions/s", true, actions as f64 / secs);
+    o.figure("fresh-connection ping (median)", "ms", false, median(&l));
+    o.figure(
+        "fresh-connection ping (max)",
+        "ms",
+        false,
+        l.iter().cloned().fold(0.0, f64::max),
+    );
+    o.figure("daemon VmHWM", "KiB", false, d.hwm_kib() as f64);
+    o.series("daemon RSS", "MiB", rss);
+    o.series("daemon descriptors", "fds", fds);
+    o.series("fresh-connection ping latency", "ms", lat);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn slope_of_a_line() {
+        let pts: Vec<(f64, f64)> = (0..10).map(|i| (i as f64, 2.0 * i as f64 + 1.0)).collect();
+        assert!((super::slope(&pts) - 2.0).abs() < 1e-9);
+        assert_eq!(super::slope(&[(1.0, 1.0)]), 0.0);
+    }
+}
