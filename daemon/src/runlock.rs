@@ -20,7 +20,7 @@
 //! pid holding the flock on this lock file's inode; and its command line is
 //! the same program (argv0 base name) with `-serve` and a `-socket` naming
 //! the same socket. The lock file itself is opened `O_NOFOLLOW`, must be a
-//! regular file owned by our user, and is created 0600.
+//! regular file owned by our user with a single link, and is created 0600.
 
 use std::fs::File;
 use std::io::{self, Read, Seek, Write};
@@ -144,6 +144,10 @@ fn open_lock_file(path: &Path) -> Result<File, String> {
     }
     if meta.uid() != euid() {
         return Err(format!("owned by uid {}, not by uid {}", meta.uid(), euid()));
+    }
+    if meta.nlink() != 1 {
+        // A hard link would make the record write truncate another file.
+        return Err(format!("has {} links", meta.nlink()));
     }
     if meta.permissions().mode() & 0o077 != 0 {
         // A file left with wider bits (made by hand, say) is narrowed

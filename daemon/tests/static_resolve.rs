@@ -127,7 +127,7 @@ fn cli_url_host_name_resolves_from_etc_hosts() {
     let with = install_with_hosts(&prefix, tmp.path(), &hosts, &url, &sum, "3.1");
     let stdout = String::from_utf8_lossy(&with.stdout);
     assert!(
-        // Progress lines (build 4534d86) come first; the facts are last.
+        // Progress lines (`__INSTALL_PROGRESS__`) may precede the result.
         stdout
             .lines()
             .last()

@@ -291,6 +291,20 @@ fn a_symlinked_lock_file_is_not_followed() {
     assert_eq!(std::fs::read(&victim).unwrap(), b"keep me");
 }
 
+#[test]
+fn a_hard_linked_lock_file_is_left_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "keep me").unwrap();
+    std::fs::hard_link(&victim, dir.path().join("daemon.lock")).unwrap();
+    let socket = dir.path().join("rpc.sock");
+    let (code, log) = serve(&socket, "tok", &dir.path().join("d.log"), &[]);
+    assert_eq!(code, 0, "{log}");
+    assert!(log.contains("has 2 links"), "{log}");
+    shutdown(&socket, "tok");
+    assert_eq!(std::fs::read(&victim).unwrap(), b"keep me");
+}
+
 // ------------------------------------------------------------- orphan exit
 
 const FAST: (&str, &str) = ("REMORA_TEST_ORPHAN_TIMERS", "40,200");

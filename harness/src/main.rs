@@ -10,6 +10,7 @@
 
 mod bench;
 mod bench_mem;
+mod capture;
 mod compare;
 mod diff;
 mod fixture;
@@ -160,6 +161,28 @@ enum Cmd {
         flood_mib: u64,
         #[arg(long)]
         json: Option<PathBuf>,
+    },
+    /// Record a real client's session through a relay and write it as a
+    /// probe (token → $TOKEN, process ids → p1…, paths → $ROOT/$SOCKET/$HOME).
+    Capture {
+        /// The daemon's socket the relay forwards to.
+        #[arg(long)]
+        socket: PathBuf,
+        /// Listen on this socket (otherwise: one connection on stdin/stdout, like -bridge).
+        #[arg(long)]
+        listen: Option<PathBuf>,
+        /// The probe file to write (on SIGINT/SIGTERM, or when stdin ends).
+        #[arg(long)]
+        out: PathBuf,
+        /// The daemon's token file (its token becomes $TOKEN).
+        #[arg(long)]
+        token_file: Option<PathBuf>,
+        /// The directory the session works in (becomes $ROOT).
+        #[arg(long)]
+        root: Option<PathBuf>,
+        /// Lines longer than this many bytes are kept as fixture files.
+        #[arg(long, default_value_t = 4096)]
+        large: usize,
     },
     /// Differential fuzzing: generate request sequences from a seed, run
     /// each against both binaries as `diff` does, shrink every difference
@@ -418,6 +441,40 @@ fn real_main() -> Result<ExitCode, String> {
             Ok(ExitCode::from(stress::client::main(&a).clamp(0, 255) as u8))
         }
         Cmd::MutantProxy { kind, cmd } => Ok(ExitCode::from(mutant::main(kind, &cmd).clamp(0, 255) as u8)),
+        Cmd::Capture {
+            socket,
+            listen,
+            out,
+            token_file,
+            root,
+            large,
+        } => {
+            let token = match &token_file {
+                Some(f) => {
+                    let mut t = std::fs::read(f).map_err(|e| format!("{}: {e}", f.display()))?;
+                    if t.ends_with(b"\n") {
+                        t.pop();
+                        if t.ends_with(b"\r") {
+                            t.pop();
+                        }
+                    }
+                    t
+                }
+                None => std::env::var("CLAUDE_RPC_TOKEN").unwrap_or_default().into_bytes(),
+            };
+            let o = capture::CaptureOptions {
+                socket: absolute(&socket)?,
+                listen,
+                out,
+                token,
+                root: root.map(|r| absolute(&r)).transpose()?,
+                home: std::env::var_os("HOME").map(PathBuf::from),
+                large,
+            };
+            let p = capture::run(&o)?;
+            eprintln!("harness capture: wrote {}", p.display());
+            Ok(ExitCode::SUCCESS)
+        }
         Cmd::FuzzDiff {
             reference,
             candidate,

@@ -545,6 +545,21 @@ fn parse_tmpl_until(
             let piece = match name {
                 "b64" => Piece::B64(parse_tmpl_until(cx, b, i, true, Some(b")"))?),
                 "bytes" => Piece::Bytes(parse_tmpl_until(cx, b, i, true, Some(b")"))?),
+                "file" => {
+                    // Contents of a file beside the probe, read as a raw
+                    // payload (templates expand, one trailing newline is
+                    // dropped): `harness capture` keeps large lines there.
+                    let start = *i;
+                    while *i < b.len() && b[*i] != b')' {
+                        *i += 1;
+                    }
+                    let rel = std::str::from_utf8(&b[start..*i]).unwrap_or("");
+                    let path = cx.file.parent().unwrap_or(Path::new(".")).join(rel);
+                    let text = std::fs::read_to_string(&path)
+                        .map_err(|e| cx.err(format!("$file({rel}): {}: {e}", path.display())))?;
+                    let text = text.strip_suffix('\n').unwrap_or(&text);
+                    Piece::Bytes(parse_template(cx, text, false)?)
+                }
                 "repeat" => {
                     let start = *i;
                     while *i < b.len() && b[*i] != b',' {

@@ -678,6 +678,9 @@ async fn sweep_exited(daemon: Weak<Daemon>) {
         Some(d) => d.shutdown.subscribe(),
         None => return,
     };
+    // A second trim once the blocking pool's idle threads (kept 10 s) are
+    // gone, so what they freed is returned too.
+    let mut trim_again: Option<std::time::Instant> = None;
     loop {
         tokio::select! {
             _ = tokio::time::sleep(period) => {}
@@ -694,6 +697,10 @@ async fn sweep_exited(daemon: Weak<Daemon>) {
             // Give freed pages back to the system: a burst of short-lived
             // processes should not leave the daemon's RSS raised.
             trim_heap();
+            trim_again = Some(std::time::Instant::now() + Duration::from_secs(11));
+        } else if trim_again.is_some_and(|at| std::time::Instant::now() >= at) {
+            trim_heap();
+            trim_again = None;
         }
     }
 }

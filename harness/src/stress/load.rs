@@ -325,11 +325,15 @@ pub fn floods(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
         r
     });
     let mut applied = Vec::new();
+    let mut refused = 0u64;
     let mut stdin_err = None;
     for i in 0..n {
         match c.wait_reply(&(100 + i).to_string()) {
             Ok(v) => match v.pointer("/result/applied").and_then(|a| a.as_u64()) {
                 Some(a) => applied.push(a),
+                // The queue cap (16 MiB of unwritten stdin): refused whole,
+                // applied unchanged.
+                None if v.pointer("/error/code").and_then(|c| c.as_i64()) == Some(-32002) => refused += 1,
                 None => {
                     stdin_err.get_or_insert(format!("reply {}: {v}", 100 + i));
                 }
@@ -349,18 +353,23 @@ pub fn floods(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
     marks.sort_unstable();
     let every_mark = marks.iter().enumerate().all(|(i, a)| *a == (i as u64 + 1) * chunk);
     let reordered = applied.windows(2).filter(|w| w[1] < w[0]).count();
+    // Every chunk is either accepted (applied counts it once) or refused
+    // with -32002, and refusals only start once the 16 MiB queue is full.
+    let cap = 16u64 << 20;
+    let accepted_enough = refused == 0 || marks.len() as u64 * chunk + chunk > cap;
     o.check(
-        "every stdin chunk accepted, applied counts every byte",
-        stdin_err.is_none() && every_mark && marks.len() as u64 == n,
+        "every stdin chunk accepted or refused at the 16 MiB cap, applied counts every accepted byte",
+        stdin_err.is_none() && every_mark && marks.len() as u64 + refused == n && accepted_enough,
         match &stdin_err {
             Some(e) => e.clone(),
             None => format!(
-                "{} chunk(s), applied up to {:?} of {sent}; {reordered} applied out of request order",
+                "{} chunk(s) accepted, {refused} refused (-32002), applied up to {:?} of {sent}; {reordered} applied out of request order",
                 applied.len(),
                 marks.last()
             ),
         },
     );
+    o.figure("stdin chunks refused (-32002)", "chunks", false, refused as f64);
     o.figure(
         "stdin chunks applied out of request order",
         "chunks",

@@ -10,6 +10,20 @@ use std::fmt::Write as _;
 /// Ratio past which a figure is flagged when `--slower-than` is not given.
 pub const DEFAULT_FLAG: f64 = 1.5;
 
+/// The smallest absolute difference that can flag a figure, by unit:
+/// below it a ratio is noise (0.25 ms vs 3 ms of one ping, 1 vs 2
+/// descriptors) on a shared machine.
+pub fn min_delta(unit: &str) -> f64 {
+    match unit {
+        "ms" => 5.0,
+        "fds" | "chunks" | "processes" => 4.0,
+        "KiB" => 4096.0,
+        "bytes" => 4096.0,
+        "%" => 5.0,
+        _ => 0.0,
+    }
+}
+
 /// One figure, both sides.
 #[derive(Debug, Clone, Serialize)]
 pub struct FigureRow {
@@ -104,7 +118,7 @@ pub fn compare(
                 r.ratio = Some(b / a);
                 let worse = if r.higher_is_better { a / b } else { b / a };
                 r.worse_by = Some(worse);
-                r.flagged = worse > limit;
+                r.flagged = worse > limit && (b - a).abs() >= min_delta(&r.unit);
             }
         }
     }
@@ -377,7 +391,13 @@ mod tests {
                     name: "hwm".into(),
                     unit: "KiB".into(),
                     higher_is_better: false,
-                    value: v,
+                    value: v * 100.0,
+                },
+                Figure {
+                    name: "fresh ping".into(),
+                    unit: "ms".into(),
+                    higher_is_better: false,
+                    value: 100.0 / v,
                 },
             ],
             series: vec![],
@@ -391,6 +411,7 @@ mod tests {
         assert_eq!(s.figures[0].ratio, Some(0.5));
         assert!(s.figures[0].flagged, "half the throughput is 2x worse");
         assert!(!s.figures[1].flagged, "half the memory is better");
+        assert!(!s.figures[2].flagged, "1 ms -> 2 ms is below the noise floor");
         let s = compare("n", "d", Some(side(100.0, true)), side(100.0, false), None);
         assert_eq!(s.status, "broken");
         let s = compare("n", "d", None, side(100.0, true), None);

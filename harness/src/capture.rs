@@ -1,0 +1,376 @@
+//! `harness capture`: a recording relay between a real client and a real
+//! daemon that writes the session as a probe.
+//!
+//! It listens on a socket (`--listen`) or serves one connection on its own
+//! stdin/stdout like `-bridge` does (`--bridge`), forwards every byte to the
+//! daemon's socket, and logs, in the order they crossed the relay, each
+//! client line, each daemon line and each close. When it is stopped
+//! (SIGINT/SIGTERM, or the bridge's stdin ends) it writes the probe:
+//!
+//! - a client line is a `call` when it is in the canonical request form
+//!   and its reply is the next thing that happened; otherwise a `send`,
+//!   with an `await <id>` where its reply arrived;
+//! - an exit frame becomes `await-exit` on its connection (which records
+//!   the reassembled stream); a client close is `close`, a daemon close
+//!   `await-close`;
+//! - the token becomes `$TOKEN`, `--root`/the socket/`$HOME` paths become
+//!   `$ROOT`/`$SOCKET`/`$HOME`, process ids become `p1`, `p2`, … in order
+//!   of appearance, a literal `$` becomes `$$`;
+//! - a line longer than `--large` bytes goes to `<stem>.fixtures/<n>.line`
+//!   and is sent as `$file(…)`.
+
+use serde_json::Value;
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Options of a capture.
+#[derive(Debug, Clone)]
+pub struct CaptureOptions {
+    /// The daemon's socket.
+    pub socket: PathBuf,
+    /// Listen here (`None`: one connection on stdin/stdout).
+    pub listen: Option<PathBuf>,
+    pub out: PathBuf,
+    pub token: Vec<u8>,
+    pub root: Option<PathBuf>,
+    pub home: Option<PathBuf>,
+    /// Lines longer than this go to a fixture file.
+    pub large: usize,
+}
+
+/// What crossed the relay.
+#[derive(Debug, Clone)]
+enum Event {
+    Client(usize, Vec<u8>),
+    Daemon(usize, Vec<u8>),
+    ClientClosed(usize),
+    DaemonClosed(usize),
+}
+
+type Log = Arc<Mutex<Vec<Event>>>;
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// Runs the relay until stopped, then writes the probe.
+pub fn run(o: &CaptureOptions) -> Result<PathBuf, String> {
+    let log: Log = Arc::new(Mutex::new(Vec::new()));
+    // SAFETY: the handler only stores to an atomic.
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    }
+    let bridge = o.listen.is_none();
+    let mut handles = Vec::new();
+    match &o.listen {
+        Some(path) => {
+            let _ = std::fs::remove_file(path);
+            let l = UnixListener::bind(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            l.set_nonblocking(true).map_err(|e| e.to_string())?;
+            let mut n = 0;
+            while !STOP.load(Ordering::SeqCst) {
+                match l.accept() {
+                    Ok((c, _)) => {
+                        let _ = c.set_nonblocking(false);
+                        n += 1;
+                        let d = UnixStream::connect(&o.socket).map_err(|e| format!("{}: {e}", o.socket.display()))?;
+                        let (cr, cw) = (c.try_clone().map_err(|e| e.to_string())?, c);
+                        let (dr, dw) = (d.try_clone().map_err(|e| e.to_string())?, d);
+                        handles.extend(relay(n, Box::new(cr), Box::new(cw), dr, dw, log.clone()));
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                        std::thread::sleep(Duration::from_millis(10))
+                    }
+                    Err(e) => return Err(format!("accept: {e}")),
+                }
+            }
+            let _ = std::fs::remove_file(path);
+            // Give in-flight lines a moment, then stop waiting.
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        None => {
+            let d = UnixStream::connect(&o.socket).map_err(|e| format!("{}: {e}", o.socket.display()))?;
+            let dr = d.try_clone().map_err(|e| e.to_string())?;
+            handles.extend(relay(
+                1,
+                Box::new(std::io::stdin()),
+                Box::new(std::io::stdout()),
+                dr,
+                d,
+                log.clone(),
+            ));
+            for h in handles.drain(..) {
+                let _ = h.join();
+            }
+        }
+    }
+    let events = log.lock().unwrap().clone();
+    write_probe(o, &events, bridge)
+}
+
+/// Relays one connection in both directions, logging lines.
+fn relay(
+    n: usize,
+    client_r: Box<dyn Read + Send>,
+    mut client_w: Box<dyn Write + Send>,
+    daemon_r: UnixStream,
+    mut daemon_w: UnixStream,
+    log: Log,
+) -> Vec<std::thread::JoinHandle<()>> {
+    let l1 = log.clone();
+    let up = std::thread::spawn(move || {
+        let mut r = BufReader::new(client_r);
+        loop {
+            let mut line = Vec::new();
+            match r.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let body = line.strip_suffix(b"\n").unwrap_or(&line).to_vec();
+            l1.lock().unwrap().push(Event::Client(n, body));
+            if daemon_w.write_all(&line).is_err() {
+                break;
+            }
+        }
+        l1.lock().unwrap().push(Event::ClientClosed(n));
+        let _ = daemon_w.shutdown(std::net::Shutdown::Write);
+    });
+    let down = std::thread::spawn(move || {
+        let mut r = BufReader::new(daemon_r);
+        loop {
+            let mut line = Vec::new();
+            match r.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let body = line.strip_suffix(b"\n").unwrap_or(&line).to_vec();
+            log.lock().unwrap().push(Event::Daemon(n, body));
+            if client_w.write_all(&line).and_then(|_| client_w.flush()).is_err() {
+                break;
+            }
+        }
+        log.lock().unwrap().push(Event::DaemonClosed(n));
+    });
+    vec![up, down]
+}
+
+/// Rewrites one line's text into probe payload syntax.
+struct Rewriter {
+    /// (literal, replacement), longest literal first.
+    subs: Vec<(String, String)>,
+    pids: Vec<String>,
+}
+
+impl Rewriter {
+    fn new(o: &CaptureOptions) -> Rewriter {
+        let mut subs = Vec::new();
+        let s = |p: &Path| p.to_string_lossy().into_owned();
+        if let Some(r) = &o.root {
+            subs.push((s(r), "$ROOT".to_string()));
+        }
+        subs.push((s(&o.socket), "$SOCKET".to_string()));
+        if let Some(h) = &o.home {
+            subs.push((s(h), "$HOME".to_string()));
+        }
+        if !o.token.is_empty() {
+            let t = serde_json::to_string(&String::from_utf8_lossy(&o.token)).unwrap_or_default();
+            subs.push((t[1..t.len() - 1].to_string(), "$TOKEN".to_string()));
+        }
+        // A one-character path (`/`) would rewrite every slash.
+        subs.retain(|(k, v)| k.len() > 1 || (v == "$TOKEN" && !k.is_empty()));
+        subs.sort_by_key(|(k, _)| std::cmp::Reverse(k.len()));
+        Rewriter { subs, pids: Vec::new() }
+    }
+
+    /// Registers a process id (from a request's or frame's `id`/`processId`).
+    fn pid(&mut self, id: &str) -> String {
+        if let Some(i) = self.pids.iter().position(|p| p == id) {
+            return format!("p{}", i + 1);
+        }
+        self.pids.push(id.to_string());
+        format!("p{}", self.pids.len())
+    }
+
+    /// The text with `$` escaped, then paths, token and process ids replaced.
+    fn text(&self, raw: &str) -> String {
+        let mut t = raw.replace('$', "$$");
+        for (k, v) in &self.subs {
+            t = t.replace(&k.replace('$', "$$"), v);
+        }
+        for (i, p) in self.pids.iter().enumerate() {
+            let from = serde_json::to_string(p).unwrap_or_default().replace('$', "$$");
+            t = t.replace(&from, &format!("\"p{}\"", i + 1));
+        }
+        t
+    }
+}
+
+/// The process id a request or frame names, if any.
+fn process_id(v: &Value) -> Option<&str> {
+    if let Some(p) = v.get("processId").and_then(Value::as_str) {
+        return Some(p);
+    }
+    let m = v.get("method").and_then(Value::as_str)?;
+    if !m.starts_with("process.") {
+        return None;
+    }
+    v.get("params").and_then(|p| p.get("id")).and_then(Value::as_str)
+}
+
+fn is_frame(v: &Value) -> bool {
+    v.get("type").and_then(Value::as_str) == Some("stream")
+}
+
+/// `call` arguments when `line` is exactly the canonical request the
+/// `call` directive would send.
+fn as_call(v: &Value, line: &[u8], token: &[u8]) -> Option<(String, String, Option<String>)> {
+    let m = v.as_object()?;
+    let keys: Vec<&str> = m.keys().map(String::as_str).collect();
+    let want: &[&str] = if m.contains_key("params") {
+        &["jsonrpc", "id", "method", "params", "auth"]
+    } else {
+        &["jsonrpc", "id", "method", "auth"]
+    };
+    if keys != want || m["jsonrpc"] != "2.0" || m["auth"].as_str()?.as_bytes() != token {
+        return None;
+    }
+    let id = serde_json::to_string(&m["id"]).ok()?;
+    let method = m["method"].as_str()?.to_string();
+    let params = m.get("params").map(|p| serde_json::to_string(p).unwrap_or_default());
+    let mut rebuilt = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":{}",
+        serde_json::to_string(&method).ok()?
+    );
+    if let Some(p) = &params {
+        let _ = write!(rebuilt, ",\"params\":{p}");
+    }
+    let _ = write!(
+        rebuilt,
+        ",\"auth\":{}}}",
+        serde_json::to_string(m["auth"].as_str()?).ok()?
+    );
+    let plain = |s: &str| !s.is_empty() && !s.chars().any(char::is_whitespace);
+    (rebuilt.as_bytes() == line && plain(&id) && plain(&method)).then_some((id, method, params))
+}
+
+fn write_probe(o: &CaptureOptions, events: &[Event], bridge: bool) -> Result<PathBuf, String> {
+    let mut rw = Rewriter::new(o);
+    // Process ids first, in order of appearance, so every line maps them.
+    for e in events {
+        if let Event::Client(_, l) | Event::Daemon(_, l) = e {
+            if let Ok(v) = serde_json::from_slice::<Value>(l) {
+                if let Some(p) = process_id(&v) {
+                    rw.pid(p);
+                }
+            }
+        }
+    }
+    let stem = o
+        .out
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "captured".into());
+    let dir = o.out.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let mut fixtures = 0usize;
+    let mut out = String::new();
+    let conns = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ClientClosed(n) => Some(*n),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    let _ = writeln!(out, "desc captured by harness capture ({conns} connection(s))");
+    let _ = writeln!(
+        out,
+        "# {} events; token → $TOKEN, process ids → p1…p{}",
+        events.len(),
+        rw.pids.len()
+    );
+    if bridge {
+        out.push_str("connect c1 bridge\n");
+    }
+    let mut client_closed = std::collections::BTreeSet::new();
+    let mut merged: std::collections::BTreeSet<usize> = std::collections::BTreeSet::new();
+    for (i, e) in events.iter().enumerate() {
+        match e {
+            Event::Client(n, l) => {
+                let v: Option<Value> = serde_json::from_slice(l).ok();
+                // A call when its reply is the very next event.
+                let call = v
+                    .as_ref()
+                    .and_then(|v| as_call(v, l, &o.token))
+                    .filter(|_| l.len() <= o.large);
+                if let Some((id, method, params)) = call {
+                    let next_is_reply = match events.get(i + 1) {
+                        Some(Event::Daemon(m, r)) if m == n => serde_json::from_slice::<Value>(r)
+                            .ok()
+                            .filter(|r| !is_frame(r))
+                            .and_then(|r| r.get("id").cloned())
+                            .is_some_and(|rid| serde_json::to_string(&rid).ok().as_deref() == Some(id.as_str())),
+                        _ => false,
+                    };
+                    if next_is_reply {
+                        merged.insert(i + 1);
+                        let p = params.map(|p| format!(" {}", rw.text(&p))).unwrap_or_default();
+                        let _ = writeln!(out, "call c{n} {id} {method}{p}");
+                        continue;
+                    }
+                }
+                let text = rw.text(&String::from_utf8_lossy(l));
+                if l.is_empty() {
+                    let _ = writeln!(out, "raw c{n} \"\\n\"");
+                } else if text.len() > o.large {
+                    fixtures += 1;
+                    let fdir = dir.join(format!("{stem}.fixtures"));
+                    std::fs::create_dir_all(&fdir).map_err(|e| format!("{}: {e}", fdir.display()))?;
+                    let f = fdir.join(format!("{fixtures}.line"));
+                    std::fs::write(&f, format!("{text}\n")).map_err(|e| format!("{}: {e}", f.display()))?;
+                    let _ = writeln!(out, "send c{n} $file({stem}.fixtures/{fixtures}.line)");
+                } else {
+                    let _ = writeln!(out, "send c{n} {text}");
+                }
+            }
+            Event::Daemon(n, l) => {
+                if merged.contains(&i) {
+                    continue;
+                }
+                let Ok(v) = serde_json::from_slice::<Value>(l) else {
+                    continue;
+                };
+                if is_frame(&v) {
+                    if v.get("stream").and_then(Value::as_str) == Some("exit") {
+                        let p = v.get("processId").and_then(Value::as_str).unwrap_or("");
+                        let _ = writeln!(out, "await-exit c{n} {}", rw.pid(p));
+                    }
+                } else if let Some(id) = v.get("id") {
+                    let id = serde_json::to_string(id).unwrap_or_default();
+                    let _ = writeln!(out, "await c{n} {id}");
+                }
+            }
+            Event::ClientClosed(n) => {
+                if client_closed.insert(*n) && !bridge {
+                    let _ = writeln!(out, "close c{n}");
+                }
+            }
+            Event::DaemonClosed(n) => {
+                if !client_closed.contains(n) {
+                    let _ = writeln!(out, "await-close c{n}");
+                    client_closed.insert(*n);
+                }
+            }
+        }
+    }
+    crate::probe::parse(&o.out, &out).map_err(|e| format!("the captured probe does not parse: {e}\n{out}"))?;
+    std::fs::write(&o.out, &out).map_err(|e| format!("{}: {e}", o.out.display()))?;
+    Ok(o.out.clone())
+}
