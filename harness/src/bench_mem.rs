@@ -116,7 +116,9 @@ fn exited(bin: &Path, n: usize) -> Result<(f64, f64), String> {
     let retention = RETENTION_MS.to_string();
     let d = Live::start_with_env(bin, &[("REMORA_TEST_RETENTION_MS", &retention)])?;
     let pid = daemon_pid(&d)?;
-    let settle = || std::thread::sleep(Duration::from_millis(RETENTION_MS * 2 + 500));
+    // Retention, then the daemon's idle blocking threads (kept 10 s by
+    // tokio) exit and the heap is trimmed again.
+    let settle = || std::thread::sleep(Duration::from_millis(RETENTION_MS * 2 + 12_000));
     // Warm-up: threads, pools and allocator arenas reach their steady size.
     spawn_true(&d, 0, 200)?;
     settle();

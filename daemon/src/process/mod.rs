@@ -597,9 +597,7 @@ fn grow_pipe(pipe: &std::process::ChildStdout) -> bool {
         return false;
     }
     use std::os::fd::AsRawFd;
-    // SAFETY: fcntl on a descriptor we own.
-    let rc = unsafe { libc::fcntl(pipe.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_SIZE) };
-    if rc < 0 {
+    if !sys::resize_pipe(pipe.as_raw_fd(), PIPE_SIZE) {
         GROWN_PIPES.fetch_sub(1, Ordering::AcqRel);
         return false;
     }
@@ -678,6 +676,9 @@ async fn sweep_exited(daemon: Weak<Daemon>) {
         Some(d) => d.shutdown.subscribe(),
         None => return,
     };
+    // A second trim once the blocking pool's idle threads (kept 10 s) are
+    // gone, so what they freed is returned too.
+    let mut trim_again: Option<std::time::Instant> = None;
     loop {
         tokio::select! {
             _ = tokio::time::sleep(period) => {}
@@ -694,6 +695,10 @@ async fn sweep_exited(daemon: Weak<Daemon>) {
             // Give freed pages back to the system: a burst of short-lived
             // processes should not leave the daemon's RSS raised.
             trim_heap();
+            trim_again = Some(std::time::Instant::now() + Duration::from_secs(11));
+        } else if trim_again.is_some_and(|at| std::time::Instant::now() >= at) {
+            trim_heap();
+            trim_again = None;
         }
     }
 }
@@ -740,98 +745,4 @@ async fn supervise(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::server::Options;
-
-    fn spec<'a>(id: &'a str, command: &'a str, args: &'a [String]) -> SpawnSpec<'a> {
-        SpawnSpec {
-            id,
-            command,
-            args,
-            cwd: "",
-            env: &[],
-        }
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn shutdown_keeps_or_kills_children() {
-        let daemon = Daemon::new(b"t".to_vec(), Options::default());
-        let args = ["1000".to_string()];
-        let p = daemon
-            .processes
-            .spawn(&daemon, &spec("k", "sleep", &args))
-            .await
-            .unwrap();
-        daemon.processes.shutdown(true).await;
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        assert!(
-            !p.exited() && sys::pid_exists(p.pid),
-            "-keep-children must leave it running"
-        );
-        daemon.processes.shutdown(false).await;
-        assert!(p.exited());
-        assert_eq!(*p.exit.borrow(), Some(-1));
-        assert!(!sys::pid_exists(p.pid), "killed and reaped");
-        // On the wire this frame races the connections' teardown; the log
-        // holds it either way.
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-        while !p.log.has_exited() && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        let mut out = Vec::new();
-        p.log.encode_after(0, u64::MAX, &mut out, usize::MAX);
-        assert_eq!(
-            String::from_utf8(out).unwrap(),
-            "{\"type\":\"stream\",\"processId\":\"k\",\"stream\":\"exit\",\"seq\":1,\"exitCode\":-1,\"signal\":\"SIGKILL\",\"killedBy\":\"shutdown\"}\n"
-        );
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn shutdown_does_not_claim_a_process_that_already_exited() {
-        let daemon = Daemon::new(b"t".to_vec(), Options::default());
-        let args = ["-c".to_string(), "exit 4".to_string()];
-        let p = daemon
-            .processes
-            .spawn(&daemon, &spec("done", "sh", &args))
-            .await
-            .unwrap();
-        assert!(p.wait_exit(Duration::from_secs(5)).await);
-        daemon.processes.shutdown(false).await;
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-        while !p.log.has_exited() && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        let mut out = Vec::new();
-        p.log.encode_after(0, u64::MAX, &mut out, usize::MAX);
-        assert!(String::from_utf8(out).unwrap().ends_with("\"exitCode\":4}\n"));
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn exit_frame_waits_for_a_grandchild_holding_the_pipe() {
-        let daemon = Daemon::new(b"t".to_vec(), Options::default());
-        let args = ["-c".to_string(), "(sleep 0.3; echo late) &".to_string()];
-        let p = daemon.processes.spawn(&daemon, &spec("g", "sh", &args)).await.unwrap();
-        assert!(p.wait_exit(Duration::from_secs(5)).await);
-        // The leader is gone (a zombie pinning the pgid) but the pipe is
-        // still open: no exit frame yet.
-        assert_eq!(p.log.last_seq(), 0);
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-        while !p.log.has_exited() && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        let mut out = Vec::new();
-        p.log.encode_after(0, u64::MAX, &mut out, usize::MAX);
-        let text = String::from_utf8(out).unwrap();
-        assert_eq!(
-            text,
-            concat!(
-                "{\"type\":\"stream\",\"processId\":\"g\",\"stream\":\"stdout\",\"seq\":1,\"data\":\"bGF0ZQo=\"}\n",
-                "{\"type\":\"stream\",\"processId\":\"g\",\"stream\":\"exit\",\"seq\":2,\"exitCode\":0}\n",
-            )
-        );
-        // Reaped after the exit frame.
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        assert!(*lock(&p.reaped));
-    }
-}
+mod tests;

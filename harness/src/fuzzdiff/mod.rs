@@ -151,9 +151,13 @@ impl Pair {
         })
     }
 
+    /// Stops both daemons at once (each stop waits for its socket to go).
     fn restart(&mut self) {
-        self.reference.restart();
-        self.candidate.restart();
+        let (r, c) = (&mut self.reference, &mut self.candidate);
+        std::thread::scope(|s| {
+            s.spawn(|| r.restart());
+            c.restart();
+        });
         self.since.clear();
     }
 

@@ -64,7 +64,14 @@ impl Gen<'_> {
     /// A spawn request with a plain numeric id (so the harness can tell
     /// whether it failed and not wait for frames that never come).
     pub(super) fn spawn_req(&mut self, conn: u8, p: Vec<Member>) -> Req {
-        let mut r = self.plain(conn, "process.spawn", Some(p));
+        self.numbered(conn, "process.spawn", p)
+    }
+
+    /// A plain request with a plain numeric id: for the requests a process
+    /// scenario depends on (the spawn, the final newline or KILL), which
+    /// must never be lost to an id the decoder rejects.
+    pub(super) fn numbered(&mut self, conn: u8, method: &str, p: Vec<Member>) -> Req {
+        let mut r = self.plain(conn, method, Some(p));
         self.next_id += 1;
         set(&mut r.members, "id", &self.next_id.to_string());
         r
@@ -227,7 +234,7 @@ impl Gen<'_> {
                         d.val = Val::Text(match d.key.to_ascii_lowercase().as_str() {
                             "\"auth\"" => "\"bad\"".into(),
                             "\"method\"" => "\"server.ping\"".into(),
-                            _ => r.pick(&CONFUSED).to_string(),
+                            _ => id_safe_confused(r),
                         });
                         d.sensitive = false;
                         let at = if r.pct(50) { i } else { ms.len() };
@@ -264,11 +271,7 @@ impl Gen<'_> {
                     // An extra unknown member.
                     let k = ["\"extra\"", "\"x\"", "\"\"", "\"id \"", "\"résumé\"", "\"\\u0069d\""];
                     let k = r.pick(&k).to_string();
-                    let v = if r.pct(50) {
-                        r.pick(&CONFUSED).to_string()
-                    } else {
-                        junk_string(r)
-                    };
+                    let v = if r.pct(50) { id_safe_confused(r) } else { junk_string(r) };
                     let at = r.below(ms.len() + 1);
                     ms.insert(
                         at,
@@ -569,7 +572,7 @@ impl Gen<'_> {
                     Member::new("id", format!("\"{pid}\"")),
                     Member::new("signal", "\"KILL\""),
                 ];
-                let mut fin = self.plain(conn, "process.kill", Some(fin));
+                let mut fin = self.numbered(conn, "process.kill", fin);
                 fin.shrinkable = false;
                 reqs.push(fin);
                 Unit::Proc {
@@ -621,7 +624,7 @@ impl Gen<'_> {
                     reqs.push(w);
                 }
                 let fin = vec![Member::new("id", format!("\"{pid}\"")), Member::new("data", b64("\\n"))];
-                let mut fin = self.plain(conn, "process.stdin", Some(fin));
+                let mut fin = self.numbered(conn, "process.stdin", fin);
                 fin.shrinkable = false;
                 reqs.push(fin);
                 self.exited.push((pid.clone(), conn));
@@ -669,6 +672,17 @@ impl Gen<'_> {
                 proc_id: pid,
             },
             None => Unit::Req(req),
+        }
+    }
+}
+
+/// A mistyped value that may end up as the request id: none that expands
+/// a path, since an `await` id is literal and the path differs per run.
+fn id_safe_confused(r: &mut Rng) -> String {
+    loop {
+        let c = r.pick(&CONFUSED);
+        if !c.contains('$') {
+            return c.to_string();
         }
     }
 }

@@ -27,7 +27,7 @@ mod predict;
 mod rng;
 mod vocab;
 
-pub use predict::{expand, predict_method, predict_reply_id};
+pub use predict::{expand, fold_eq, predict_method, predict_reply_id};
 pub use rng::Rng;
 pub use vocab::METHODS;
 
@@ -120,6 +120,12 @@ impl Case {
         }
         let _ = writeln!(out, "desc fuzz-diff seed {} case {}", self.seed, self.n);
         let _ = writeln!(out, "timeout {CASE_TIMEOUT_MS}");
+        // A reattach reports lastSeq, which counts frames: how output is
+        // cut into frames depends on pipe scheduling (a child's several
+        // writes may arrive as one frame or many).
+        if self.text_contains("process.reattach") {
+            out.push_str("mask lastSeq\n");
+        }
         for u in &self.units {
             match u {
                 Unit::Fixture(f) => {
@@ -152,7 +158,11 @@ impl Case {
                         send_line(&mut out, r);
                         await_line(&mut out, r);
                     }
-                    let _ = writeln!(out, "await-exit c{conn} {proc_id}");
+                    // A spawn whose id was mistyped (or shrunk away) starts
+                    // nothing under this id: waiting would only time out.
+                    if reqs.first().is_some_and(|r| r.starts_process(proc_id)) {
+                        let _ = writeln!(out, "await-exit c{conn} {proc_id}");
+                    }
                 }
                 Unit::Close(c) => {
                     let _ = writeln!(out, "close c{c}");
@@ -168,6 +178,17 @@ impl Case {
             }
         }
         out
+    }
+
+    /// Whether any request line mentions `needle`.
+    fn text_contains(&self, needle: &str) -> bool {
+        let has = |r: &Req| r.text().contains(needle);
+        self.units.iter().any(|u| match u {
+            Unit::Req(r) => has(r),
+            Unit::Pair(a, b) => has(a) || has(b),
+            Unit::Proc { reqs, .. } => reqs.iter().any(has),
+            _ => false,
+        })
     }
 
     /// Number of requests in the case.
@@ -238,6 +259,33 @@ impl Req {
     /// The bytes on the wire (templates expanded with a fixed context).
     pub fn bytes(&self) -> Vec<u8> {
         expand(&self.text())
+    }
+
+    /// Whether this is an intact spawn or reattach of `proc_id`: plain
+    /// envelope (each member once, no junk around the line), the right
+    /// version, method and token, an id the decoder accepts, and
+    /// `"id":"<proc_id>"` in the params. A mutated one may start nothing,
+    /// and awaiting its exit would only wait for the timeout.
+    fn starts_process(&self, proc_id: &str) -> bool {
+        if self.raw.is_some() || !self.prefix.is_empty() || !self.suffix.is_empty() {
+            return false;
+        }
+        let text = |k: &str| {
+            let mut it = self.members.iter().filter(|m| fold_eq(m.key.trim_matches('"'), k));
+            match (it.next(), it.next()) {
+                (Some(m), None) if m.key == format!("\"{k}\"") => Some(&m.val),
+                _ => None,
+            }
+        };
+        let is = |k: &str, want: &[&str]| matches!(text(k), Some(Val::Text(t)) if want.contains(&t.as_str()));
+        let want_id = format!("\"{proc_id}\"");
+        is("jsonrpc", &["\"2.0\""])
+            && is("method", &["\"process.spawn\"", "\"process.reattach\""])
+            && is("auth", &["\"$TOKEN\""])
+            && matches!(self.predict(), Some(v) if !v.is_null())
+            && matches!(text("params"), Some(Val::Obj(p))
+                if p.iter().filter(|m| fold_eq(m.key.trim_matches('"'), "id")).count() == 1
+                    && p.iter().any(|m| m.key == "\"id\"" && m.val == Val::Text(want_id.clone())))
     }
 
     /// The id the reply is predicted to carry; `None`: no reply expected.
@@ -338,6 +386,7 @@ mod tests {
         assert_eq!(p("{\"id\":1,\"method\":null}").as_deref(), Some("1"));
         assert_eq!(p("{\"id\":1e400}").as_deref(), Some("null"));
         assert_eq!(p("{\"id\":[1e400]}").as_deref(), Some("null"));
+        assert_eq!(p("{\"id\":1e400,\"id\":2}").as_deref(), Some("null"));
         assert_eq!(p("{\"id\":2,\"params\":{\"a\":-1e400}}").as_deref(), Some("2"));
         assert_eq!(p("{\"id\":2,\"params\":{\"a\":\"1e400\"}}").as_deref(), Some("2"));
         assert_eq!(p("[1]").as_deref(), Some("null"));

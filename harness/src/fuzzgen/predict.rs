@@ -154,7 +154,8 @@ pub fn predict_reply_id(line: &[u8]) -> Option<Value> {
     let mut overflow = false;
     for (k, v) in ms {
         if fold_eq(&k, "id") {
-            overflow = has_overflow(&v);
+            // Go saves the decode error of any occurrence, not just the last.
+            overflow |= has_overflow(&v);
             id = v;
         } else if ["jsonrpc", "method", "auth"].iter().any(|f| fold_eq(&k, f))
             && (!matches!(v, Value::String(_) | Value::Null) || has_overflow(&v))

@@ -206,7 +206,8 @@ impl Runner<'_> {
                     }
                     let id = serde_json::from_slice::<Value>(&bytes)
                         .ok()
-                        .and_then(|v| v.get("id").cloned());
+                        // An object without an id is answered with id null.
+                        .and_then(|v| v.as_object().map(|m| m.get("id").cloned().unwrap_or(Value::Null)));
                     bytes.push(b'\n');
                     self.write(l, conn, &bytes, id);
                 }

@@ -185,7 +185,9 @@ impl Runner<'_> {
             st.eof
                 || settled
                 || st.procs.get(&p).is_some_and(|ps| ps.exit.is_some())
-                || (dead && !st.procs.contains_key(&p))
+                // An earlier await-exit leaves an empty entry: no frames
+                // still means nothing will come.
+                || (dead && st.procs.get(&p).is_none_or(|ps| ps.frames == 0))
         });
         if ok.is_none() {
             self.t.push(format!("L{line} {conn} {proc_id}"), "no such connection");
