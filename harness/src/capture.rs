@@ -290,12 +290,11 @@ fn write_probe(o: &CaptureOptions, events: &[Event], bridge: bool) -> Result<Pat
         .max()
         .unwrap_or(0);
     let _ = writeln!(out, "desc captured by harness capture ({conns} connection(s))");
-    let _ = writeln!(
-        out,
-        "# {} events; token → $TOKEN, process ids → p1…p{}",
-        events.len(),
-        rw.pids.len()
-    );
+    let _ = write!(out, "# {} events relayed; the token is $TOKEN", events.len());
+    if !rw.pids.is_empty() {
+        let _ = write!(out, ", process ids are p1…p{}", rw.pids.len());
+    }
+    out.push('\n');
     if bridge {
         out.push_str("connect c1 bridge\n");
     }

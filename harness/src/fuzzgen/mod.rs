@@ -120,6 +120,12 @@ impl Case {
         }
         let _ = writeln!(out, "desc fuzz-diff seed {} case {}", self.seed, self.n);
         let _ = writeln!(out, "timeout {CASE_TIMEOUT_MS}");
+        // A reattach reports lastSeq, which counts frames: how output is
+        // cut into frames depends on pipe scheduling (a child's several
+        // writes may arrive as one frame or many).
+        if self.text_contains("process.reattach") {
+            out.push_str("mask lastSeq\n");
+        }
         for u in &self.units {
             match u {
                 Unit::Fixture(f) => {
@@ -172,6 +178,17 @@ impl Case {
             }
         }
         out
+    }
+
+    /// Whether any request line mentions `needle`.
+    fn text_contains(&self, needle: &str) -> bool {
+        let has = |r: &Req| r.text().contains(needle);
+        self.units.iter().any(|u| match u {
+            Unit::Req(r) => has(r),
+            Unit::Pair(a, b) => has(a) || has(b),
+            Unit::Proc { reqs, .. } => reqs.iter().any(has),
+            _ => false,
+        })
     }
 
     /// Number of requests in the case.
