@@ -33,7 +33,7 @@ pub enum Kind {
     ExitCode,
     /// Leave a stray file in the working directory at start-up.
     StrayFile,
-    /// Delay every reply by 30 ms.
+    /// Delay every reply by 200 ms.
     Slow,
     /// Change one byte of the message of -32602 (invalid params) errors only.
     InvalidParams,
@@ -128,7 +128,8 @@ pub fn mutate_line(kind: Kind, line: &[u8], st: &mut MutState) -> Vec<Vec<u8>> {
             vec![line.to_vec()]
         }
         Kind::Slow if line.starts_with(b"{\"jsonrpc\"") => {
-            std::thread::sleep(Duration::from_millis(30));
+            // Far above a loaded machine's ping time, so the ratio stays >3×.
+            std::thread::sleep(Duration::from_millis(200));
             vec![line.to_vec()]
         }
         _ => vec![line.to_vec()],
