@@ -131,28 +131,12 @@ pub fn stop(socket: &Path) -> i32 {
     0
 }
 
-/// The pid at the other end of a Unix socket (`SO_PEERCRED`).
+/// The pid at the other end of a Unix socket.
 fn peer_pid(stream: &UnixStream) -> Option<i32> {
-    let mut cred = libc::ucred { pid: 0, uid: 0, gid: 0 };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: getsockopt writes at most `len` bytes into `cred`.
-    let rc = unsafe {
-        libc::getsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&mut cred as *mut libc::ucred).cast(),
-            &mut len,
-        )
-    };
-    (rc == 0 && cred.pid > 0).then_some(cred.pid)
+    crate::os::peer_pid(stream.as_raw_fd())
 }
 
-/// Running (a zombie waiting for its reaper counts as ended).
+/// Running (on Linux a zombie waiting for its reaper counts as ended).
 fn process_alive(pid: i32) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    let state = stat.rfind(')').and_then(|i| stat.get(i + 2..i + 3));
-    !matches!(state, Some("Z") | Some("X") | None)
+    crate::os::process_alive(pid)
 }

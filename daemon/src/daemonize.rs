@@ -77,13 +77,7 @@ fn original_env_entry(name: &str) -> Option<(*mut u8, usize)> {
     extern "C" {
         static mut environ: *mut *mut libc::c_char;
     }
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // Fields after the parenthesised command name start at field 3;
-    // env_start and env_end are fields 50 and 51.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split(' ').collect();
-    let start: usize = fields.get(50 - 3)?.parse().ok()?;
-    let end: usize = fields.get(51 - 3)?.parse().ok()?;
+    let (start, end) = crate::os::initial_env_block()?;
     let prefix = format!("{name}=");
     // SAFETY: single-threaded start-up; `environ` is a NULL-terminated
     // array of NUL-terminated strings maintained by libc.
@@ -154,7 +148,7 @@ fn spawn_and_wait(token: &[u8]) -> io::Result<Verdict> {
     };
     let mut args = std::env::args_os();
     let argv0 = args.next().unwrap_or_else(|| OsString::from("remora"));
-    let mut cmd = Command::new("/proc/self/exe");
+    let mut cmd = Command::new(crate::os::own_executable());
     cmd.arg0(argv0)
         .args(args)
         .env(SENTINEL, "1")
@@ -275,13 +269,7 @@ fn signal_name(sig: i32) -> String {
 }
 
 fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0 as RawFd; 2];
-    // SAFETY: pipe2 writes two descriptors into the array on success.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: both descriptors were just created and are owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    crate::os::pipe_cloexec()
 }
 
 /// Duplicates `fd` onto the lowest free descriptor >= `min`, close-on-exec.
@@ -376,13 +364,7 @@ pub fn adopt_pipes() -> Result<(Vec<u8>, Readiness), Option<String>> {
 
 /// Closes descriptors above `last` that the process did not open itself.
 fn close_inherited_above(last: RawFd) {
-    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
-        return;
-    };
-    let fds: Vec<RawFd> = dir
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .filter(|&fd| fd > last)
-        .collect();
+    let fds: Vec<RawFd> = crate::os::open_fds().into_iter().filter(|&fd| fd > last).collect();
     // The directory's own descriptor is closed by now (its iterator was
     // consumed and dropped above), so closing it again just fails: EBADF.
     for fd in fds {

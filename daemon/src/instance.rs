@@ -38,17 +38,7 @@ impl Default for Instance {
 /// unique per boot even then, it is not a secret.
 fn random_bytes() -> [u8; 16] {
     let mut buf = [0u8; 16];
-    let mut filled = 0;
-    while filled < buf.len() {
-        // SAFETY: writes at most the remaining length into `buf`.
-        let n = unsafe { libc::getrandom(buf[filled..].as_mut_ptr().cast(), buf.len() - filled, 0) };
-        if n > 0 {
-            filled += n as usize;
-            continue;
-        }
-        if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-            continue;
-        }
+    if crate::os::fill_random(&mut buf).is_err() {
         use sha2::{Digest, Sha256};
         let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
         let digest = Sha256::new()
@@ -56,7 +46,6 @@ fn random_bytes() -> [u8; 16] {
             .chain_update(std::process::id().to_le_bytes())
             .finalize();
         buf.copy_from_slice(&digest[..16]);
-        break;
     }
     buf
 }

@@ -57,6 +57,7 @@ pub mod methods;
 pub mod metrics;
 pub mod metrics_http;
 pub mod orphan;
+pub mod os;
 pub mod params;
 pub mod process;
 pub mod rpc;

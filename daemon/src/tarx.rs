@@ -539,10 +539,9 @@ fn read_names(dir: &OwnedFd) -> io::Result<Vec<Vec<u8>>> {
     let mut names = Vec::new();
     let result = loop {
         // readdir signals errors only through errno; clear it first.
-        // SAFETY: errno is thread-local.
-        unsafe { *libc::__errno_location() = 0 };
+        crate::os::clear_errno();
         // SAFETY: `stream` is a valid DIR*.
-        let entry = unsafe { libc::readdir64(stream) };
+        let entry = unsafe { crate::os::next_dir_name(stream) };
         if entry.is_null() {
             let e = last_err();
             break match e.raw_os_error() {
@@ -551,7 +550,7 @@ fn read_names(dir: &OwnedFd) -> io::Result<Vec<Vec<u8>>> {
             };
         }
         // SAFETY: d_name is NUL-terminated within the entry.
-        let name = unsafe { std::ffi::CStr::from_ptr((*entry).d_name.as_ptr()) }.to_bytes();
+        let name = unsafe { std::ffi::CStr::from_ptr(entry) }.to_bytes();
         if name != b"." && name != b".." {
             names.push(name.to_vec());
         }

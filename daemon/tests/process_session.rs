@@ -106,8 +106,10 @@ fn same_session_is_superseded_others_are_not() {
 fn a_term_ignoring_session_process_is_escalated() {
     let d = TestDaemon::start();
     let mut c = d.connect();
-    let stubborn = "trap '' TERM; while :; do sleep 0.05; done";
+    // It says so on stderr once the trap is set: SIGTERM must not win that race.
+    let stubborn = "trap '' TERM; echo trapped >&2; while :; do sleep 0.05; done";
     spawn_cli(&mut c, 1, "old", stubborn, &[SJ, "--session-id", "S"]);
+    await_line(&mut c, r#"{"type":"stream","processId":"old","stream":"stderr""#);
     let t = Instant::now();
     spawn_cli(&mut c, 2, "new", "exec sleep 1000", &[SJ, "--session-id", "S"]);
     let waited = t.elapsed();

@@ -597,9 +597,7 @@ fn grow_pipe(pipe: &std::process::ChildStdout) -> bool {
         return false;
     }
     use std::os::fd::AsRawFd;
-    // SAFETY: fcntl on a descriptor we own.
-    let rc = unsafe { libc::fcntl(pipe.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_SIZE) };
-    if rc < 0 {
+    if !sys::resize_pipe(pipe.as_raw_fd(), PIPE_SIZE) {
         GROWN_PIPES.fetch_sub(1, Ordering::AcqRel);
         return false;
     }

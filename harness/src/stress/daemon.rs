@@ -29,6 +29,8 @@ pub struct Daemon {
     pids: Arc<Mutex<Vec<i32>>>,
     /// Client subprocesses a scenario started; killed at drop.
     pub clients: Vec<Child>,
+    /// The pid we started; a self-daemonizing launcher exits on its own.
+    launcher_pid: Option<i32>,
 }
 
 /// Reads `/proc/<pid>/status` field `key` (kB).
@@ -101,6 +103,7 @@ impl Daemon {
             launcher: None,
             pids: Arc::new(Mutex::new(Vec::new())),
             clients: Vec::new(),
+            launcher_pid: None,
         };
         d.launch()?;
         Ok(d)
@@ -147,6 +150,7 @@ impl Daemon {
             }
             std::thread::sleep(Duration::from_millis(2));
         }
+        self.launcher_pid = Some(launcher.id() as i32);
         self.launcher = Some(launcher);
         if banner.is_empty() || !self.socket.exists() {
             return Err(format!(
@@ -179,10 +183,17 @@ impl Daemon {
         self.pids.lock().unwrap().clone()
     }
 
-    /// Whether every daemon process is still alive.
+    /// Whether every daemon process is still alive. A launcher that
+    /// daemonized something else may exit late (a loaded machine): only
+    /// when it is the whole daemon (a wrapper) does it count.
     pub fn alive(&self) -> bool {
         let p = self.pids();
-        !p.is_empty() && p.iter().all(|p| alive(*p))
+        let others: Vec<i32> = p.iter().copied().filter(|p| Some(*p) != self.launcher_pid).collect();
+        if others.is_empty() {
+            !p.is_empty() && p.iter().all(|p| alive(*p))
+        } else {
+            others.iter().all(|p| alive(*p))
+        }
     }
 
     fn sum(&self, f: impl Fn(i32) -> Option<u64>) -> u64 {

@@ -8,9 +8,26 @@
 //! `waitid(WNOWAIT)`, drains the pipes, and reaps last; teardown paths
 //! (id reuse, shutdown) can still SIGKILL grandchildren that linger in the
 //! group after the leader exited.
+//!
+//! What POSIX offers alike on every supported system (`kill`, `waitid`
+//! with `WNOWAIT`, `waitpid`) lives here; what differs sits in one small
+//! module per platform, with the same functions: `linux.rs` (a pidfd
+//! signals the exit, `F_SETPIPE_SZ` grows pipes, `/proc` answers liveness,
+//! Linux's signal table) and `macos.rs` (a kqueue `EVFILT_PROC` filter
+//! signals the exit, pipes keep their size, `kill(pid, 0)` answers
+//! liveness, Darwin's signal table). Both keep the invariant above: the
+//! exit is only *observed* there, and reaping stays with [`reap`].
 
 use std::io;
-use std::os::fd::{FromRawFd, OwnedFd};
+
+#[cfg(target_os = "linux")]
+#[path = "linux.rs"]
+mod platform;
+#[cfg(target_os = "macos")]
+#[path = "macos.rs"]
+mod platform;
+
+pub use platform::{pid_exists, resize_pipe, signal_name};
 
 /// Parses a `signal` param: a name with or without the `SIG` prefix, any
 /// case. Empty means SIGTERM, and so does an unknown name (the request is
@@ -78,47 +95,6 @@ fn exit_status_of(info: &libc::siginfo_t) -> ExitStatus {
     }
 }
 
-/// The SIG-prefixed name the exit frame's `signal` carries (build
-/// 4534d86). The table is Linux's signals 1..=31 under their canonical
-/// names; anything else (the real-time signals) has no name, and the
-/// frame then omits `signal`, as an empty omitempty string would.
-pub fn signal_name(signal: i32) -> Option<&'static str> {
-    Some(match signal {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGILL => "SIGILL",
-        libc::SIGTRAP => "SIGTRAP",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGUSR1 => "SIGUSR1",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGUSR2 => "SIGUSR2",
-        libc::SIGPIPE => "SIGPIPE",
-        libc::SIGALRM => "SIGALRM",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGSTKFLT => "SIGSTKFLT",
-        libc::SIGCHLD => "SIGCHLD",
-        libc::SIGCONT => "SIGCONT",
-        libc::SIGSTOP => "SIGSTOP",
-        libc::SIGTSTP => "SIGTSTP",
-        libc::SIGTTIN => "SIGTTIN",
-        libc::SIGTTOU => "SIGTTOU",
-        libc::SIGURG => "SIGURG",
-        libc::SIGXCPU => "SIGXCPU",
-        libc::SIGXFSZ => "SIGXFSZ",
-        libc::SIGVTALRM => "SIGVTALRM",
-        libc::SIGPROF => "SIGPROF",
-        libc::SIGWINCH => "SIGWINCH",
-        libc::SIGIO => "SIGIO",
-        libc::SIGPWR => "SIGPWR",
-        libc::SIGSYS => "SIGSYS",
-        _ => return None,
-    })
-}
-
 /// `waitid(P_PID, pid, WEXITED | WNOWAIT | extra)`: Some(code) once the
 /// child has exited (it stays a zombie), None if it is still running (only
 /// with WNOHANG in `extra`).
@@ -149,21 +125,25 @@ fn peek_exit(pid: i32, extra: i32) -> io::Result<Option<ExitStatus>> {
     }
 }
 
-/// Waits until child `pid` has exited, without reaping it. Uses a pidfd
-/// (readable once the process exits) so no thread is parked per child;
-/// falls back to a blocking `waitid` on the blocking pool where pidfds are
-/// unavailable.
+/// Waits until child `pid` has exited, without reaping it. The
+/// platform's exit notifier (a pidfd on Linux, a kqueue on macOS) becomes
+/// readable once the child exits, so no thread is parked per child; where
+/// no notifier can be had, a blocking `waitid` on the blocking pool waits
+/// instead.
 pub async fn wait_exit(pid: i32) -> io::Result<ExitStatus> {
-    if let Some(fd) = pidfd_open(pid) {
+    if let Some(fd) = platform::exit_notifier(pid) {
         // SAFETY: `fd` is an OwnedFd moved into the AsyncFd, so it stays
         // open (and is not replaced) for as long as it is registered.
         let registered = unsafe { tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) };
-        if let Ok(async_fd) = registered {
+        if let Ok(notifier) = registered {
             loop {
-                let mut guard = async_fd.readable().await?;
+                // Peek first: the child may have exited before the
+                // notifier was armed.
                 if let Some(status) = peek_exit(pid, libc::WNOHANG)? {
                     return Ok(status);
                 }
+                let mut guard = notifier.readable().await?;
+                platform::drain_exit_notifier(guard.get_inner());
                 guard.clear_ready();
             }
         }
@@ -174,17 +154,6 @@ pub async fn wait_exit(pid: i32) -> io::Result<ExitStatus> {
         Ok(Err(e)) => Err(e),
         Err(_) => Err(io::Error::other("wait task failed")),
     }
-}
-
-fn pidfd_open(pid: i32) -> Option<OwnedFd> {
-    // SAFETY: plain syscall; on success we own the returned descriptor.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if fd < 0 {
-        return None;
-    }
-    let fd = i32::try_from(fd).ok()?;
-    // SAFETY: `fd` is a fresh descriptor nobody else owns.
-    Some(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// Reaps child `pid` if it has exited (WNOHANG). Returns true when the pid
@@ -207,11 +176,6 @@ pub fn reap(pid: i32) -> bool {
     }
 }
 
-/// Whether `/proc/<pid>` exists (used by tests and diagnostics).
-pub fn pid_exists(pid: i32) -> bool {
-    std::path::Path::new(&format!("/proc/{pid}")).exists()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,18 +191,5 @@ mod tests {
         assert_eq!(parse_signal("USR2"), libc::SIGUSR2);
         assert_eq!(parse_signal("bogus"), libc::SIGTERM);
         assert_eq!(parse_signal("9"), libc::SIGTERM);
-    }
-
-    #[test]
-    fn signal_names_cover_the_classic_signals_only() {
-        assert_eq!(signal_name(libc::SIGTERM), Some("SIGTERM"));
-        assert_eq!(signal_name(libc::SIGKILL), Some("SIGKILL"));
-        assert_eq!(signal_name(libc::SIGSEGV), Some("SIGSEGV"));
-        for n in 1..=31 {
-            assert!(signal_name(n).is_some_and(|s| s.starts_with("SIG")), "{n}");
-        }
-        assert_eq!(signal_name(0), None);
-        assert_eq!(signal_name(libc::SIGRTMIN()), None);
-        assert_eq!(signal_name(64), None);
     }
 }

@@ -1,0 +1,102 @@
+//! macOS answers for [`super`]: no `/proc`, so `kill(pid, 0)`, `/dev/fd`,
+//! `LOCAL_PEERPID` and the executable path stand in.
+
+use std::io;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::path::PathBuf;
+
+/// The pid at the other end of a connected Unix socket.
+pub fn peer_pid(fd: RawFd) -> Option<i32> {
+    let mut pid: libc::pid_t = 0;
+    let mut len = std::mem::size_of::<libc::pid_t>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into `pid`.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_LOCAL,
+            libc::LOCAL_PEERPID,
+            (&mut pid as *mut libc::pid_t).cast(),
+            &mut len,
+        )
+    };
+    (rc == 0 && pid > 0).then_some(pid)
+}
+
+/// Running, or a zombie not yet reaped (launchd, which adopts the
+/// detached daemon, reaps at once).
+pub fn process_alive(pid: i32) -> bool {
+    // SAFETY: signal 0 checks existence and sends nothing.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// What the daemon re-executes to detach: the path it was started from.
+pub fn own_executable() -> PathBuf {
+    std::env::current_exe().unwrap_or_else(|_| PathBuf::from(std::env::args_os().next().unwrap_or_default()))
+}
+
+/// Not known without `/proc`: the caller unsets the sentinel but leaves
+/// the bytes of the initial block alone.
+pub fn initial_env_block() -> Option<(usize, usize)> {
+    None
+}
+
+/// This process's open descriptors (the listing's own included; it is
+/// closed by the time the caller sees the list).
+pub fn open_fds() -> Vec<RawFd> {
+    let Ok(dir) = std::fs::read_dir("/dev/fd") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect()
+}
+
+/// A pipe whose both ends are close-on-exec (set right after creation:
+/// Darwin has no `pipe2`; the daemon calls this while single-threaded).
+pub fn pipe_cloexec() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: pipe writes two descriptors into the array on success.
+    if unsafe { libc::pipe(fds.as_mut_ptr()) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    let ends = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    for fd in fds {
+        // SAFETY: fcntl on descriptors we own.
+        if unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(ends)
+}
+
+/// Sets this thread's errno to 0 (for calls that report errors only
+/// through errno, like `readdir`).
+pub fn clear_errno() {
+    // SAFETY: errno is thread-local.
+    unsafe { *libc::__error() = 0 };
+}
+
+/// The next entry's name from `readdir`, or null at the end or on error
+/// (clear errno first to tell them apart).
+///
+/// # Safety
+/// `stream` must be a valid `DIR*`; the name lives until the next call on
+/// the stream.
+pub unsafe fn next_dir_name(stream: *mut libc::DIR) -> *const libc::c_char {
+    // SAFETY: the caller guarantees `stream`.
+    let entry = unsafe { libc::readdir(stream) };
+    if entry.is_null() {
+        return std::ptr::null();
+    }
+    // SAFETY: a non-null entry is valid until the next readdir.
+    unsafe { (*entry).d_name.as_ptr() }
+}
+
+/// Fills `buf` (at most 256 bytes) from the kernel's CSPRNG (`getentropy`).
+pub fn fill_random(buf: &mut [u8]) -> io::Result<()> {
+    // SAFETY: writes exactly `buf.len()` bytes into `buf`.
+    if unsafe { libc::getentropy(buf.as_mut_ptr().cast(), buf.len()) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}

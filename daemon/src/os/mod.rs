@@ -1,0 +1,29 @@
+//! The operating-system facts outside the process supervisor that Linux
+//! and macOS answer differently, one function each, so the modules that
+//! use them (`bridge`, `daemonize`, `tarx`) hold no platform `cfg`.
+//!
+//! | function | Linux (`linux.rs`) | macOS (`macos.rs`) |
+//! | --- | --- | --- |
+//! | [`peer_pid`] | `SO_PEERCRED` | `LOCAL_PEERPID` |
+//! | [`process_alive`] | `/proc/<pid>/stat`, a zombie counts as ended | `kill(pid, 0)` (a zombie counts as alive; launchd reaps promptly) |
+//! | [`own_executable`] | `/proc/self/exe` (still works if the file was replaced) | `_NSGetExecutablePath` via `current_exe` |
+//! | [`initial_env_block`] | `/proc/self/stat` fields 50–51 | none: the sentinel is unset but not blanked |
+//! | [`open_fds`] | `/proc/self/fd` | `/dev/fd` |
+//! | [`pipe_cloexec`] | `pipe2(O_CLOEXEC)` | `pipe` + `FD_CLOEXEC` (called single-threaded) |
+//! | [`clear_errno`], [`next_dir_name`] | `__errno_location`, `readdir64` | `__error`, `readdir` |
+//! | [`fill_random`] | `getrandom` | `getentropy` |
+//!
+//! The process supervisor's own mechanisms (exit observation, pipe sizes,
+//! signal names) are in `process/sys/`.
+
+#[cfg(target_os = "linux")]
+#[path = "linux.rs"]
+mod platform;
+#[cfg(target_os = "macos")]
+#[path = "macos.rs"]
+mod platform;
+
+pub use platform::{
+    clear_errno, fill_random, initial_env_block, next_dir_name, open_fds, own_executable, peer_pid, pipe_cloexec,
+    process_alive,
+};

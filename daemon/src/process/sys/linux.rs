@@ -1,0 +1,107 @@
+//! Linux side of [`super`]: a pidfd reports a child's exit, `F_SETPIPE_SZ`
+//! grows a pipe, `/proc/<pid>` answers liveness, and Linux's signal table
+//! names the exit frame's signal.
+
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+
+/// A pidfd for `pid`: readable once the process has exited (and for good
+/// after that). `None` on kernels before 5.3 or when the pid is gone.
+pub fn exit_notifier(pid: i32) -> Option<OwnedFd> {
+    // SAFETY: plain syscall; on success we own the returned descriptor.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return None;
+    }
+    let fd = i32::try_from(fd).ok()?;
+    // SAFETY: `fd` is a fresh descriptor nobody else owns.
+    Some(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// A pidfd's readiness is a state, not a queued event: nothing to drain.
+pub fn drain_exit_notifier(_fd: &OwnedFd) {}
+
+/// Sets the pipe's capacity to `size` bytes; false when the kernel refused
+/// (over `pipe-max-size` or the user's pipe budget).
+pub fn resize_pipe(fd: RawFd, size: i32) -> bool {
+    // SAFETY: fcntl on a descriptor the caller owns.
+    unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, size) >= 0 }
+}
+
+/// Whether `/proc/<pid>` exists (tests and diagnostics; a zombie counts).
+pub fn pid_exists(pid: i32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// The SIG-prefixed name the exit frame's `signal` carries (build
+/// 4534d86). The table is Linux's signals 1..=31 under their canonical
+/// names; anything else (the real-time signals) has no name, and the
+/// frame then omits `signal`, as an empty omitempty string would.
+pub fn signal_name(signal: i32) -> Option<&'static str> {
+    Some(match signal {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGUSR2 => "SIGUSR2",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGSTKFLT => "SIGSTKFLT",
+        libc::SIGCHLD => "SIGCHLD",
+        libc::SIGCONT => "SIGCONT",
+        libc::SIGSTOP => "SIGSTOP",
+        libc::SIGTSTP => "SIGTSTP",
+        libc::SIGTTIN => "SIGTTIN",
+        libc::SIGTTOU => "SIGTTOU",
+        libc::SIGURG => "SIGURG",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGXFSZ => "SIGXFSZ",
+        libc::SIGVTALRM => "SIGVTALRM",
+        libc::SIGPROF => "SIGPROF",
+        libc::SIGWINCH => "SIGWINCH",
+        libc::SIGIO => "SIGIO",
+        libc::SIGPWR => "SIGPWR",
+        libc::SIGSYS => "SIGSYS",
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signal_names_cover_the_classic_signals_only() {
+        assert_eq!(signal_name(libc::SIGTERM), Some("SIGTERM"));
+        assert_eq!(signal_name(libc::SIGKILL), Some("SIGKILL"));
+        assert_eq!(signal_name(libc::SIGSEGV), Some("SIGSEGV"));
+        for n in 1..=31 {
+            assert!(signal_name(n).is_some_and(|s| s.starts_with("SIG")), "{n}");
+        }
+        assert_eq!(signal_name(0), None);
+        assert_eq!(signal_name(libc::SIGRTMIN()), None);
+        assert_eq!(signal_name(64), None);
+    }
+
+    #[test]
+    fn a_pidfd_turns_readable_when_the_child_exits() {
+        let mut child = std::process::Command::new("sh").args(["-c", "exit 3"]).spawn().unwrap();
+        let fd = exit_notifier(child.id() as i32).expect("pidfd_open");
+        let mut pfd = libc::pollfd {
+            fd: std::os::fd::AsRawFd::as_raw_fd(&fd),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        let n = unsafe { libc::poll(&mut pfd, 1, 10_000) };
+        assert_eq!(n, 1, "the pidfd became readable");
+        assert_eq!(child.wait().unwrap().code(), Some(3));
+    }
+}

@@ -1,0 +1,135 @@
+//! macOS side of [`super`]: a kqueue with an `EVFILT_PROC`/`NOTE_EXIT`
+//! filter reports a child's exit (macOS has no pidfd), pipes keep the size
+//! the kernel gives them (there is no `F_SETPIPE_SZ`; Darwin pipes grow to
+//! 64 KiB on demand by themselves), `kill(pid, 0)` answers liveness (there
+//! is no `/proc`), and Darwin's signal table names the exit frame's signal.
+//!
+//! The kqueue only *observes* the exit: the child stays a zombie until
+//! [`super::reap`], so its pgid stays pinned exactly as on Linux.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+/// A kqueue watching `pid` for its exit: readable once the process has
+/// exited. `None` when the kqueue cannot be made or the pid is already
+/// gone (`ESRCH`); the caller then waits with a blocking `waitid`, which
+/// returns at once for a zombie.
+pub fn exit_notifier(pid: i32) -> Option<OwnedFd> {
+    // SAFETY: plain syscall; on success we own the returned descriptor.
+    let kq = unsafe { libc::kqueue() };
+    if kq < 0 {
+        return None;
+    }
+    // SAFETY: `kq` is a fresh descriptor nobody else owns.
+    let kq = unsafe { OwnedFd::from_raw_fd(kq) };
+    // SAFETY: fcntl on our own descriptor.
+    unsafe { libc::fcntl(kq.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) };
+    let change = libc::kevent {
+        ident: pid as libc::uintptr_t,
+        filter: libc::EVFILT_PROC,
+        flags: libc::EV_ADD | libc::EV_ONESHOT,
+        fflags: libc::NOTE_EXIT,
+        data: 0,
+        udata: std::ptr::null_mut(),
+    };
+    // SAFETY: one change record in, no event buffer out.
+    let rc = unsafe { libc::kevent(kq.as_raw_fd(), &change, 1, std::ptr::null_mut(), 0, std::ptr::null()) };
+    (rc >= 0).then_some(kq)
+}
+
+/// Dequeues the pending exit event, so a readiness that did not (yet)
+/// come with an exit cannot make the caller spin.
+pub fn drain_exit_notifier(fd: &OwnedFd) {
+    // SAFETY: a zeroed kevent is a valid out-parameter.
+    let mut event: libc::kevent = unsafe { std::mem::zeroed() };
+    let zero = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: room for one event, zero timeout: never blocks.
+    unsafe { libc::kevent(fd.as_raw_fd(), std::ptr::null(), 0, &mut event, 1, &zero) };
+}
+
+/// Darwin has no way to set a pipe's capacity: always false, so the
+/// caller's grown-pipe budget is never charged.
+pub fn resize_pipe(_fd: RawFd, _size: i32) -> bool {
+    false
+}
+
+/// Whether `pid` exists (a zombie counts): `kill(pid, 0)` succeeds, or
+/// fails only for lack of permission.
+pub fn pid_exists(pid: i32) -> bool {
+    // SAFETY: signal 0 checks existence and sends nothing.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// The SIG-prefixed name the exit frame's `signal` carries: Darwin's
+/// signals 1..=31 under their canonical names (Go's names for darwin);
+/// anything else has none and the frame omits `signal`.
+pub fn signal_name(signal: i32) -> Option<&'static str> {
+    Some(match signal {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGEMT => "SIGEMT",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGSYS => "SIGSYS",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGURG => "SIGURG",
+        libc::SIGSTOP => "SIGSTOP",
+        libc::SIGTSTP => "SIGTSTP",
+        libc::SIGCONT => "SIGCONT",
+        libc::SIGCHLD => "SIGCHLD",
+        libc::SIGTTIN => "SIGTTIN",
+        libc::SIGTTOU => "SIGTTOU",
+        libc::SIGIO => "SIGIO",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGXFSZ => "SIGXFSZ",
+        libc::SIGVTALRM => "SIGVTALRM",
+        libc::SIGPROF => "SIGPROF",
+        libc::SIGWINCH => "SIGWINCH",
+        libc::SIGINFO => "SIGINFO",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGUSR2 => "SIGUSR2",
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signal_names_cover_darwins_signals() {
+        for n in 1..=31 {
+            assert!(signal_name(n).is_some_and(|s| s.starts_with("SIG")), "{n}");
+        }
+        assert_eq!(signal_name(libc::SIGINFO), Some("SIGINFO"));
+        assert_eq!(signal_name(0), None);
+        assert_eq!(signal_name(32), None);
+    }
+
+    #[test]
+    fn the_kqueue_turns_readable_when_the_child_exits() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "sleep 0.1; exit 3"])
+            .spawn()
+            .unwrap();
+        let kq = exit_notifier(child.id() as i32).expect("kqueue");
+        let mut pfd = libc::pollfd {
+            fd: kq.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        let n = unsafe { libc::poll(&mut pfd, 1, 10_000) };
+        assert_eq!(n, 1, "the kqueue became readable");
+        assert!(pid_exists(child.id() as i32), "observed, not reaped");
+        assert_eq!(child.wait().unwrap().code(), Some(3));
+    }
+}
