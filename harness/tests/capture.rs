@@ -23,7 +23,18 @@ struct Client {
 
 impl Client {
     fn connect(p: &Path) -> Client {
-        let s = UnixStream::connect(p).unwrap();
+        // The socket file appears at bind(), a moment before listen().
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let s = loop {
+            match UnixStream::connect(p) {
+                Ok(s) => break s,
+                Err(e) if Instant::now() < deadline => {
+                    let _ = e;
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(e) => panic!("{}: {e}", p.display()),
+            }
+        };
         s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
         Client {
             r: BufReader::new(s.try_clone().unwrap()),
@@ -66,10 +77,34 @@ fn b64(s: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(s)
 }
 
+/// Kills whatever still mentions the test directory (the daemon and the
+/// capture) if the test fails half-way.
+struct Reaper(std::path::PathBuf);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        let needle = self.0.to_string_lossy().into_owned();
+        let Ok(rd) = std::fs::read_dir("/proc") else { return };
+        for e in rd.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+                continue;
+            };
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            if pid != std::process::id() as i32 && String::from_utf8_lossy(&cmd).contains(&needle) {
+                // SAFETY: kill(2) on a process this test started.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn a_captured_session_replays_identically() {
     let remora = common::remora();
     let dir = tempfile::tempdir().unwrap();
+    let _reaper = Reaper(dir.path().to_path_buf());
     let root = dir.path().join("root");
     std::fs::create_dir(&root).unwrap();
     let daemon_sock = dir.path().join("d.sock");
