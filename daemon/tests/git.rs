@@ -4,10 +4,10 @@
 
 mod common;
 
+use common::git::{git, git_daemon as daemon, repo};
 use common::TestDaemon;
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 fn ok(result: &str) -> String {
     format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#)
@@ -15,51 +15,6 @@ fn ok(result: &str) -> String {
 
 fn p(path: &Path) -> String {
     path.to_str().expect("utf-8 temp path").to_string()
-}
-
-/// Runs git in `dir` with a fixed identity and no user/system config.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args([
-            "-c",
-            "user.name=Remora Test",
-            "-c",
-            "user.email=test@example.com",
-            "-c",
-            "init.defaultBranch=master",
-        ])
-        .args(["-c", "commit.gpgsign=false", "-c", "core.hooksPath=/dev/null"])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .output()
-        .expect("run git");
-    assert!(
-        out.status.success(),
-        "git {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
-
-/// A fresh repo at `dir` (created), with one commit unless `unborn`.
-fn repo(dir: &Path, unborn: bool) -> PathBuf {
-    fs::create_dir_all(dir).unwrap();
-    git(dir, &["init", "-q"]);
-    if !unborn {
-        fs::write(dir.join("a.txt"), b"a\n").unwrap();
-        git(dir, &["add", "a.txt"]);
-        git(dir, &["commit", "-q", "-m", "first"]);
-    }
-    fs::canonicalize(dir).unwrap()
-}
-
-fn daemon() -> TestDaemon {
-    // Keep user config out of the daemon's git too.
-    TestDaemon::start_with(&[], &[("GIT_CONFIG_NOSYSTEM", "1"), ("GIT_CONFIG_GLOBAL", "/dev/null")])
 }
 
 fn call(d: &TestDaemon, method: &str, params: &str) -> String {

@@ -6,10 +6,11 @@
 
 mod common;
 
+use common::git::{git, git_daemon as daemon, repo};
 use common::TestDaemon;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -19,44 +20,6 @@ fn ok(result: &str) -> String {
 
 fn p(path: &Path) -> String {
     path.to_str().expect("utf-8 temp path").to_string()
-}
-
-/// Runs git in `dir` with a fixed identity, no user/system config and no
-/// hooks (the daemon's own git does run the repo's hooks).
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=Remora Test", "-c", "user.email=test@example.com"])
-        .args(["-c", "init.defaultBranch=master", "-c", "commit.gpgsign=false"])
-        .args(["-c", "core.hooksPath=/dev/null"])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .output()
-        .expect("run git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
-
-fn repo(dir: &Path, unborn: bool) -> PathBuf {
-    fs::create_dir_all(dir).unwrap();
-    git(dir, &["init", "-q"]);
-    if !unborn {
-        fs::write(dir.join("a.txt"), b"a\n").unwrap();
-        git(dir, &["add", "a.txt"]);
-        git(dir, &["commit", "-q", "-m", "first"]);
-    }
-    fs::canonicalize(dir).unwrap()
-}
-
-fn daemon() -> TestDaemon {
-    TestDaemon::start_with(&[], &[("GIT_CONFIG_NOSYSTEM", "1"), ("GIT_CONFIG_GLOBAL", "/dev/null")])
 }
 
 fn create(d: &TestDaemon, repo: &Path, branch: &str, wt: &str, extra: &str) -> String {

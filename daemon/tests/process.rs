@@ -5,77 +5,11 @@
 mod common;
 
 use base64::Engine;
+use common::frames::{frames_until_exit, next_line, parse_frame, Frame};
 use common::{wait_until, Client, TestDaemon};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::time::{Duration, Instant};
-
-/// One stream notification, parsed.
-#[derive(Debug, Clone)]
-struct Frame {
-    raw: String,
-    stream: String,
-    seq: u64,
-    data: Vec<u8>,
-    exit_code: Option<i64>,
-}
-
-fn parse_frame(line: &str) -> Option<(String, Frame)> {
-    let v: Value = serde_json::from_str(line).ok()?;
-    if v.get("type")?.as_str()? != "stream" {
-        return None;
-    }
-    let data = v
-        .get("data")
-        .and_then(Value::as_str)
-        .map(|d| {
-            base64::engine::general_purpose::STANDARD
-                .decode(d)
-                .expect("frame base64")
-        })
-        .unwrap_or_default();
-    Some((
-        v["processId"].as_str()?.to_string(),
-        Frame {
-            raw: line.to_string(),
-            stream: v["stream"].as_str()?.to_string(),
-            seq: v["seq"].as_u64()?,
-            data,
-            exit_code: v.get("exitCode").and_then(Value::as_i64),
-        },
-    ))
-}
-
-/// Next line: backlog first, then the socket.
-fn next_line(c: &mut Client) -> String {
-    if !c.backlog.is_empty() {
-        return c.backlog.remove(0);
-    }
-    c.recv_line()
-}
-
-/// Frames of process `id` up to and including its exit frame. Other lines
-/// (replies, other processes) are kept in the backlog.
-fn frames_until_exit(c: &mut Client, id: &str) -> Vec<Frame> {
-    let mut frames = Vec::new();
-    let mut kept = Vec::new();
-    loop {
-        let line = next_line(c);
-        match parse_frame(&line) {
-            Some((pid, frame)) if pid == id => {
-                let done = frame.stream == "exit";
-                frames.push(frame);
-                if done {
-                    break;
-                }
-            }
-            _ => kept.push(line),
-        }
-    }
-    kept.append(&mut c.backlog);
-    c.backlog = kept;
-    frames
-}
 
 /// Waits for the next frame of process `id`.
 fn next_frame(c: &mut Client, id: &str) -> Frame {

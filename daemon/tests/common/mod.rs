@@ -5,6 +5,9 @@
 //! the daemon is stopped with an authenticated `server.shutdown`.
 #![allow(dead_code)]
 
+pub mod frames;
+pub mod git;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
