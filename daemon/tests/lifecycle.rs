@@ -262,6 +262,10 @@ fn token_fd_from_stdin_never_reaches_argv_or_environ() {
     let vars: Vec<&[u8]> = env.split(|&b| b == 0).collect();
     assert!(!vars.iter().any(|v| v.starts_with(b"REMORA_DAEMON_CHILD")), "{vars:?}");
     assert!(vars.contains(&&b"CLAUDE_SSH_DAEMON_CHILD=1"[..]));
+    // The malloc tunable the launcher adds is the daemon's alone.
+    if std::env::var_os("GLIBC_TUNABLES").is_none() {
+        assert!(!vars.iter().any(|v| v.starts_with(b"GLIBC_TUNABLES")), "{vars:?}");
+    }
     assert_eq!(ping_with(&l.socket, token), PONG);
     l.stop(token);
 }
