@@ -48,6 +48,10 @@ struct Common {
     /// Only probes whose name matches (glob with * and ?, else substring); repeatable.
     #[arg(long)]
     filter: Vec<String>,
+    /// Leave out probes whose name matches (same matching as --filter);
+    /// repeatable. Each left-out probe is named on stderr, never dropped silently.
+    #[arg(long)]
+    exclude: Vec<String>,
     /// Probes run in parallel.
     #[arg(long, default_value_t = 2)]
     jobs: usize,
@@ -316,7 +320,13 @@ fn matches_filter(name: &str, filters: &[String]) -> bool {
 fn load_probes(c: &Common) -> Result<(Vec<probe::Probe>, PathBuf), String> {
     let dir = c.probes.clone().unwrap_or_else(|| workspace().join("probes"));
     let all = probe::load_dir(&dir).map_err(|e| e.to_string())?;
-    let probes: Vec<_> = all.into_iter().filter(|p| matches_filter(&p.name, &c.filter)).collect();
+    let (excluded, probes): (Vec<_>, Vec<_>) = all
+        .into_iter()
+        .filter(|p| matches_filter(&p.name, &c.filter))
+        .partition(|p| !c.exclude.is_empty() && matches_filter(&p.name, &c.exclude));
+    for p in &excluded {
+        eprintln!("excluded: {} (--exclude)", p.name);
+    }
     if probes.is_empty() {
         return Err(format!("no probes selected in {}", dir.display()));
     }
