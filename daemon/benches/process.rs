@@ -2,7 +2,8 @@
 //!
 //! 1. stream throughput: a child writing 1 GiB to stdout, one subscriber;
 //! 2. spawn-to-exit-frame latency of `/bin/true` (median, p90);
-//! 3. daemon memory while a 256 MiB log is replayed to a new subscriber;
+//! 3. daemon VmHWM while a 256 MiB stream passes through one subscriber
+//!    and is then replayed from seq 0 (from disk) to a new connection;
 //! 4. 64 chatty children: throughput of a fast subscriber with and without
 //!    a stalled subscriber following the same processes.
 //!
@@ -102,18 +103,31 @@ fn connect(d: &TestDaemon) -> (UnixStream, FrameReader) {
     (s, r)
 }
 
-/// The daemon's pid: the process whose command line names our socket.
+/// The daemon's pid: the process whose command line names our socket and
+/// whose parent is not this bench. The `-serve` launcher names it too, and
+/// may still be exiting (or a zombie, with no memory figures) when this
+/// runs; it is our child, the detached daemon is not.
 fn daemon_pid(socket: &std::path::Path) -> Option<u32> {
     let needle = socket.to_string_lossy().into_owned();
+    let me = std::process::id();
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
             continue;
         };
-        if let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) {
-            let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
-            if args.contains(&needle.as_bytes()) {
-                return Some(pid);
-            }
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        if !cmdline.split(|&b| b == 0).any(|a| a == needle.as_bytes()) {
+            continue;
+        }
+        // ppid is the 2nd field after the parenthesised command name.
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid.is_some_and(|p| p != me) && memory(pid).1 > 0 {
+            return Some(pid);
         }
     }
     None
@@ -210,8 +224,10 @@ fn bench_replay_memory() {
     let d = TestDaemon::start();
     let pid = daemon_pid(&d.socket).expect("daemon pid");
     let (rss_start, _) = memory(pid);
+    let t_fill = Instant::now();
     {
-        // Fill the log, then drop the spawning connection.
+        // The stream passes through one subscriber (the spawning
+        // connection), which is then dropped; the log spills to disk.
         let (mut s, mut r) = connect(&d);
         send(
             &mut s,
@@ -226,7 +242,7 @@ fn bench_replay_memory() {
             }
         }
     }
-    std::thread::sleep(Duration::from_millis(200));
+    let fill_elapsed = t_fill.elapsed();
     let (rss_filled, hwm_filled) = memory(pid);
     let (mut s, mut r) = connect(&d);
     let sampler_stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -254,18 +270,23 @@ fn bench_replay_memory() {
     let peak_rss = sampler.join().unwrap_or(0);
     let (_, hwm) = memory(pid);
     assert_eq!(raw, bytes);
-    let limit = bytes as f64 * 1.1 + (8 * MIB) as f64;
+    // Issue #11's bound: the whole stream passing and being replayed
+    // leaves the daemon's high-water mark at or under 48 MiB.
+    let limit = 48 * MIB;
     println!(
-        "replay memory: {} MiB log; daemon RSS idle {:.1} MiB, after fill {:.1} MiB (HWM {:.1}); during replay peak RSS {:.1} MiB, VmHWM {:.1} MiB; limit 1.1x+8 MiB = {:.1} MiB; replay took {:.2?} ({:.2} GB/s)",
+        "replay memory: {} MiB stream through one subscriber ({:.2} GB/s), then replayed from seq 0 by a new connection in {:.2?} ({:.2} GB/s); daemon pid {}: RSS idle {:.1} MiB, after the stream {:.1} MiB, VmHWM after the stream {:.1} MiB, peak RSS during replay {:.1} MiB, VmHWM after replay {:.1} MiB (bound {} MiB: {})",
         bytes / MIB,
+        gbps(bytes, fill_elapsed),
+        elapsed,
+        gbps(raw, elapsed),
+        pid,
         rss_start as f64 / MIB as f64,
         rss_filled as f64 / MIB as f64,
         hwm_filled as f64 / MIB as f64,
         peak_rss as f64 / MIB as f64,
         hwm as f64 / MIB as f64,
-        limit / MIB as f64,
-        elapsed,
-        gbps(raw, elapsed)
+        limit / MIB,
+        if hwm <= limit { "within" } else { "OVER" }
     );
 }
 

@@ -8,6 +8,7 @@
 
 mod common;
 
+use common::frames::{frames_until_exit, stdout_of};
 use common::{remora_bin, request_line, wait_until, Client, TestDaemon, TOKEN};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -262,8 +263,50 @@ fn token_fd_from_stdin_never_reaches_argv_or_environ() {
     let vars: Vec<&[u8]> = env.split(|&b| b == 0).collect();
     assert!(!vars.iter().any(|v| v.starts_with(b"REMORA_DAEMON_CHILD")), "{vars:?}");
     assert!(vars.contains(&&b"CLAUDE_SSH_DAEMON_CHILD=1"[..]));
+    // The malloc tunable the launcher adds is the daemon's alone.
+    if std::env::var_os("GLIBC_TUNABLES").is_none() {
+        assert!(!vars.iter().any(|v| v.starts_with(b"GLIBC_TUNABLES")), "{vars:?}");
+    }
     assert_eq!(ping_with(&l.socket, token), PONG);
     l.stop(token);
+}
+
+/// What a child spawned by a launched daemon finds in its environment.
+fn child_environment(launcher_env: &[(&str, &str)]) -> Vec<String> {
+    let l = Launch::start_env(
+        &["-serve", "-socket", "{sock}", "-token-file", "{dir}/token"],
+        Some(format!("{TOKEN}\n").as_bytes()),
+        Stdio::null(),
+        None,
+        launcher_env,
+    );
+    l.expect_banner();
+    let mut c = Client::connect(&l.socket);
+    let reply = c.call(1, "process.spawn", r#"{"id":"env","command":"/usr/bin/env"}"#);
+    assert!(reply.contains(r#""result""#), "{reply}");
+    let out = stdout_of(&frames_until_exit(&mut c, "env"));
+    l.stop(TOKEN);
+    String::from_utf8(out).unwrap().lines().map(str::to_string).collect()
+}
+
+#[test]
+fn children_never_see_the_launchers_internal_variables() {
+    let vars = child_environment(&[]);
+    assert!(vars.iter().any(|v| v == "CLAUDE_SSH_DAEMON_CHILD=1"), "{vars:?}");
+    assert!(!vars.iter().any(|v| v.starts_with("REMORA_DAEMON_CHILD")), "{vars:?}");
+    // The launcher adds a malloc tunable for the daemon alone (unless the
+    // operator set one, which is passed on: see the next test).
+    if std::env::var_os("GLIBC_TUNABLES").is_none() {
+        assert!(!vars.iter().any(|v| v.starts_with("GLIBC_TUNABLES")), "{vars:?}");
+    }
+}
+
+#[test]
+fn an_operators_glibc_tunables_reach_children_unchanged() {
+    let tunable = "glibc.malloc.check=0";
+    let vars = child_environment(&[("GLIBC_TUNABLES", tunable)]);
+    let found: Vec<&String> = vars.iter().filter(|v| v.starts_with("GLIBC_TUNABLES=")).collect();
+    assert_eq!(found, [&format!("GLIBC_TUNABLES={tunable}")], "{vars:?}");
 }
 
 #[test]

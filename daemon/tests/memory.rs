@@ -7,21 +7,13 @@
 mod common;
 
 use base64::Engine;
-use common::frames::{frames_until_exit, next_line, parse_frame, Frame};
+use common::frames::{frames_until_exit, next_line, parse_frame, stdout_of, Frame};
 use common::{wait_until, Client, TestDaemon};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
 fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
-}
-
-fn stdout_of(frames: &[Frame]) -> Vec<u8> {
-    frames
-        .iter()
-        .filter(|f| f.stream == "stdout")
-        .flat_map(|f| f.data.clone())
-        .collect()
 }
 
 fn assert_seq_contiguous(frames: &[Frame], first: u64) {

@@ -5,7 +5,7 @@
 mod common;
 
 use base64::Engine;
-use common::frames::{frames_until_exit, next_line, parse_frame, Frame};
+use common::frames::{frames_until_exit, next_line, parse_frame, stdout_of, Frame};
 use common::{wait_until, Client, TestDaemon};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -24,14 +24,6 @@ fn next_frame(c: &mut Client, id: &str) -> Frame {
     kept.append(&mut c.backlog);
     c.backlog = kept;
     frame
-}
-
-fn stdout_of(frames: &[Frame]) -> Vec<u8> {
-    frames
-        .iter()
-        .filter(|f| f.stream == "stdout")
-        .flat_map(|f| f.data.clone())
-        .collect()
 }
 
 fn exit_code(frames: &[Frame]) -> i64 {

@@ -111,6 +111,9 @@ impl Drop for SessionGuard<'_> {
         // The map's reference and ours: nobody else holds or waits.
         if Arc::strong_count(&self.lock) == 2 {
             locks.remove(&self.key);
+            if locks.capacity() > 2 * locks.len() + 64 {
+                locks.shrink_to_fit();
+            }
         }
     }
 }

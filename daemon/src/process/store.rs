@@ -156,7 +156,12 @@ impl ReplayStore {
     }
 
     pub(crate) fn unregister(&self, key: u64) {
-        lock(&self.logs).remove(&key);
+        let mut logs = lock(&self.logs);
+        logs.remove(&key);
+        // A burst of processes must not leave a table sized for the burst.
+        if logs.capacity() > 2 * logs.len() + 64 {
+            logs.shrink_to_fit();
+        }
     }
 
     /// Enforces the disk budget (called by disk writers after they wrote).

@@ -72,3 +72,12 @@ pub fn frames_until_exit(c: &mut Client, id: &str) -> Vec<Frame> {
     c.backlog = kept;
     frames
 }
+
+/// The stdout bytes of `frames`, reassembled.
+pub fn stdout_of(frames: &[Frame]) -> Vec<u8> {
+    frames
+        .iter()
+        .filter(|f| f.stream == "stdout")
+        .flat_map(|f| f.data.clone())
+        .collect()
+}
