@@ -337,43 +337,61 @@ fn encode_record(frame: &Frame, out: &mut Vec<u8>) {
 /// about `budget` payload bytes were taken (at least one frame). Returns
 /// the frames from `from` on and the hint for the next one.
 pub fn read_segment(view: &SegmentView, from: u64, upto: u64, budget: usize) -> io::Result<(Vec<Frame>, ReadHint)> {
-    let file = File::open(&view.path)?;
-    let mut reader = io::BufReader::with_capacity(256 * 1024, file);
-    reader.seek(SeekFrom::Start(view.start_offset))?;
+    let mut file = File::open(&view.path)?;
     let mut seq = view.start_seq;
     let mut offset = view.start_offset;
-    let mut frames = Vec::new();
-    let mut taken = 0usize;
+    let end = view.meta.bytes;
     let end_seq = view.meta.last_seq().min(upto);
-    while seq <= end_seq && offset < view.meta.bytes && (frames.is_empty() || taken < budget) {
-        let mut header = [0u8; HEADER as usize];
-        reader.read_exact(&mut header)?;
-        let len = u32::from_le_bytes([header[1], header[2], header[3], header[4]]) as u64;
-        if offset + HEADER + len > view.meta.bytes {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "segment record past its end",
-            ));
-        }
-        if seq < from {
-            reader.seek_relative(len as i64)?;
-        } else {
-            let mut payload = vec![0u8; len as usize];
-            reader.read_exact(&mut payload)?;
-            let frame = match header[0] {
-                TAG_STDOUT => Frame::Data(Stream::Stdout, Arc::from(payload)),
-                TAG_STDERR => Frame::Data(Stream::Stderr, Arc::from(payload)),
-                TAG_EXIT => Frame::Exit(
-                    decode_exit(&payload)
-                        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "bad exit record"))?,
-                ),
-                _ => return Err(io::Error::new(io::ErrorKind::InvalidData, "unknown record tag")),
+    // Frames before `from`: header by header, their bytes never read.
+    while seq < from && seq <= end_seq && offset < end {
+        let (_, len) = read_record_header(&mut file, offset, end)?;
+        seq += 1;
+        offset += HEADER + len;
+    }
+    let mut frames = Vec::new();
+    if seq <= end_seq && offset < end {
+        // One read for the whole batch (plus a little, so the record that
+        // crosses the budget usually comes along); every payload is then
+        // copied once, into its frame.
+        let want = (budget as u64).saturating_add(READ_SLACK).min(end - offset);
+        let mut window = Vec::with_capacity(want as usize);
+        file.seek(SeekFrom::Start(offset))?;
+        (&mut file).take(want).read_to_end(&mut window)?;
+        let mut at = 0usize;
+        let mut taken = 0usize;
+        while seq <= end_seq && offset < end && (frames.is_empty() || taken < budget) {
+            let Some(header) = window.get(at..at + HEADER as usize) else {
+                if frames.is_empty() {
+                    return Err(truncated());
+                }
+                break;
+            };
+            let tag = header[0];
+            let len = u32::from_le_bytes([header[1], header[2], header[3], header[4]]) as u64;
+            if offset + HEADER + len > end {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "segment record past its end",
+                ));
+            }
+            let body = at + HEADER as usize..at + (HEADER + len) as usize;
+            let frame = match window.get(body) {
+                Some(payload) => decode_record(tag, payload)?,
+                // Larger than the window: only ever the first record.
+                None if frames.is_empty() => {
+                    let mut payload = vec![0u8; len as usize];
+                    file.seek(SeekFrom::Start(offset + HEADER))?;
+                    file.read_exact(&mut payload)?;
+                    decode_record(tag, &payload)?
+                }
+                None => break,
             };
             taken += len as usize;
             frames.push(frame);
+            seq += 1;
+            offset += HEADER + len;
+            at += (HEADER + len) as usize;
         }
-        seq += 1;
-        offset += HEADER + len;
     }
     Ok((
         frames,
@@ -383,6 +401,39 @@ pub fn read_segment(view: &SegmentView, from: u64, upto: u64, budget: usize) -> 
             offset,
         },
     ))
+}
+
+/// Bytes a batch read takes past its budget.
+const READ_SLACK: u64 = 64 << 10;
+
+fn truncated() -> io::Error {
+    io::Error::new(io::ErrorKind::UnexpectedEof, "segment shorter than its index")
+}
+
+/// The tag and payload length of the record at `offset`.
+fn read_record_header(file: &mut File, offset: u64, end: u64) -> io::Result<(u8, u64)> {
+    let mut header = [0u8; HEADER as usize];
+    file.seek(SeekFrom::Start(offset))?;
+    file.read_exact(&mut header)?;
+    let len = u32::from_le_bytes([header[1], header[2], header[3], header[4]]) as u64;
+    if offset + HEADER + len > end {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "segment record past its end",
+        ));
+    }
+    Ok((header[0], len))
+}
+
+fn decode_record(tag: u8, payload: &[u8]) -> io::Result<Frame> {
+    Ok(match tag {
+        TAG_STDOUT => Frame::Data(Stream::Stdout, Arc::from(payload)),
+        TAG_STDERR => Frame::Data(Stream::Stderr, Arc::from(payload)),
+        TAG_EXIT => Frame::Exit(
+            decode_exit(payload).ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "bad exit record"))?,
+        ),
+        _ => return Err(io::Error::new(io::ErrorKind::InvalidData, "unknown record tag")),
+    })
 }
 
 #[cfg(test)]
@@ -471,6 +522,31 @@ mod tests {
         // The file was unlinked with its directory, so open fails.
         assert!(segs.append(2, &[data(Stream::Stdout, b"lost")]).is_err());
         assert_eq!(segs.last_seq(), Some(1));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        /// Frames around and past the size of one batch read (budget +
+        /// READ_SLACK) come back whole, whichever record the window cuts.
+        #[test]
+        fn frames_larger_than_a_batch_window_read_back_whole(
+            lens in proptest::collection::vec(0usize..200_000, 1..8),
+            budget in prop_oneof![Just(0usize), 1usize..100_000, Just(1usize << 20)],
+            from_pick in any::<u16>(),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let mut segs = Segments::new(dir.path(), 1, 8 << 20);
+            let model: Vec<Frame> = lens
+                .iter()
+                .enumerate()
+                .map(|(i, &len)| data(Stream::Stdout, &vec![i as u8 ^ 0x5a; len]))
+                .collect();
+            segs.append(1, &model).unwrap();
+            let from = 1 + from_pick as u64 % model.len() as u64;
+            let back = read_all(&segs, from, budget);
+            prop_assert_eq!(back.len() as u64, model.len() as u64 - from + 1);
+            prop_assert!(back.iter().zip(&model[from as usize - 1..]).all(|(a, b)| same(a, b)));
+        }
     }
 
     proptest! {

@@ -21,8 +21,12 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 pub const DEFAULT_BUDGET_MIB: u64 = 2048;
 /// Segment file size.
 const SEGMENT_BYTES: u64 = 8 << 20;
-/// Written frames a running process keeps in RAM for live followers.
-pub const HOT_TAIL: u64 = 256 << 10;
+/// Written frames a running process keeps in RAM for live followers. A
+/// follower reading a fast child lags by about its socket buffer plus one
+/// batch; at 256 KiB it fell behind the tail and read its own live stream
+/// back from disk (1 GiB stream: 0.70x the all-RAM build's rate, against
+/// 0.90x at 1 MiB and 0.89x at 4 MiB, `harness bench`, both orders).
+pub const HOT_TAIL: u64 = 1 << 20;
 /// Frames a process may have in RAM that are not on disk yet; past this
 /// its pipe reader waits for the disk writer.
 pub const WRITE_BEHIND: u64 = 1 << 20;
