@@ -162,6 +162,17 @@ struct Cursor {
     prefetched: std::collections::VecDeque<Frame>,
     /// Where the last disk read stopped.
     hint: Option<ReadHint>,
+    /// The next disk batch, read while this one is written: frames from
+    /// `after + prefetched.len() + 1` on.
+    read_ahead: Option<DiskRead>,
+}
+
+type DiskRead = tokio::task::JoinHandle<(Vec<Frame>, Option<ReadHint>)>;
+
+/// Reads one batch of `log` from disk on a blocking thread.
+fn read_disk(log: &Arc<ReplayLog>, after: u64, upto: u64, hint: Option<ReadHint>) -> DiskRead {
+    let log = log.clone();
+    tokio::task::spawn_blocking(move || log.read_disk(after, upto, DISK_BATCH, hint))
 }
 
 impl Cursor {
@@ -172,6 +183,7 @@ impl Cursor {
             reply,
             prefetched: std::collections::VecDeque::new(),
             hint: None,
+            read_ahead: None,
         }
     }
 }
@@ -254,6 +266,9 @@ fn accept(item: Outgoing, cursors: &mut Vec<Cursor>, out: &mut Vec<u8>, conn_id:
                     cursor.reply = reply;
                     cursor.prefetched.clear();
                     cursor.hint = None;
+                    // Its frames would start at the old position; the
+                    // blocking read finishes and is dropped.
+                    cursor.read_ahead = None;
                 }
                 None => cursors.push(Cursor::new(log, after, reply)),
             }
@@ -277,19 +292,35 @@ async fn pull_frames(cursors: &mut Vec<Cursor>, out: &mut Vec<u8>, conn_id: u64)
         let before = out.len();
         if !cursor.log.is_detached() {
             if cursor.prefetched.is_empty() {
-                match cursor.log.pull_ram(cursor.after, upto, out, budget) {
-                    Pull::Ram(after) => cursor.after = after,
-                    Pull::Disk(after) => {
-                        cursor.after = after;
-                        let (log, hint) = (cursor.log.clone(), cursor.hint);
-                        let read =
-                            tokio::task::spawn_blocking(move || log.read_disk(after, upto, DISK_BATCH, hint)).await;
-                        let (frames, hint) = read.unwrap_or_default();
-                        if frames.is_empty() {
-                            behind = true;
+                let from_disk = match cursor.read_ahead.take() {
+                    Some(read) => Some(read.await.unwrap_or_default()),
+                    None => match cursor.log.pull_ram(cursor.after, upto, out, budget) {
+                        Pull::Ram(after) => {
+                            cursor.after = after;
+                            None
                         }
-                        cursor.hint = hint;
-                        cursor.prefetched.extend(frames);
+                        Pull::Disk(after) => {
+                            cursor.after = after;
+                            Some(
+                                read_disk(&cursor.log, after, upto, cursor.hint)
+                                    .await
+                                    .unwrap_or_default(),
+                            )
+                        }
+                    },
+                };
+                if let Some((frames, hint)) = from_disk {
+                    if frames.is_empty() {
+                        behind = true;
+                    }
+                    cursor.hint = hint;
+                    cursor.prefetched.extend(frames);
+                    // Read the next batch while this one is encoded and
+                    // written: a replay from disk then waits on the disk or
+                    // the socket, not on both in turn.
+                    let next = cursor.after + cursor.prefetched.len() as u64;
+                    if !cursor.prefetched.is_empty() && next < upto && next < cursor.log.last_seq() {
+                        cursor.read_ahead = Some(read_disk(&cursor.log, next, upto, cursor.hint));
                     }
                 }
             }

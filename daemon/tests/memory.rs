@@ -289,6 +289,72 @@ fn reattach_from_evicted_disk_and_hot_regions_under_a_small_budget() {
     a.call(3, "process.kill", r#"{"id":"big","signal":"KILL"}"#);
 }
 
+/// A second reattach on one connection while the first replays a log that
+/// lives on disk: the first reply is written when the second arrives, and the
+/// second replay starts exactly at its own fromSeq, with no frame of the
+/// first replay's read-ahead leaking into it.
+#[test]
+fn a_second_reattach_mid_replay_restarts_from_its_own_seq() {
+    let replay = tempfile::tempdir().unwrap();
+    let d = spilling_daemon(
+        replay.path(),
+        "64",
+        &[
+            ("REMORA_TEST_SEGMENT_BYTES", "65536"),
+            ("REMORA_TEST_HOT_TAIL_BYTES", "0"),
+        ],
+    );
+    let mut a = d.connect();
+    spawn(&mut a, 1, "w", "seq 1 400000");
+    let live = frames_until_exit(&mut a, "w");
+    let last = live.last().unwrap().seq;
+    assert!(last > 20, "{last}");
+    let (_, full) = reattach(&d, "w", 0);
+    assert_seq_contiguous(&full, 1);
+    assert_eq!(full.len() as u64, last);
+
+    for restart_at in [3, last / 2, last - 2] {
+        let mut c = d.connect();
+        c.send(1, "process.reattach", r#"{"id":"w","fromSeq":0}"#);
+        // Requests run concurrently: the second goes out once the first
+        // replay is under way (its first frame arrived).
+        let mut lines = vec![next_line(&mut c)];
+        assert!(parse_frame(&lines[0]).is_some(), "{}", lines[0]);
+        c.send(
+            2,
+            "process.reattach",
+            &format!(r#"{{"id":"w","fromSeq":{restart_at}}}"#),
+        );
+        loop {
+            let line = next_line(&mut c);
+            let done = line.starts_with(r#"{"jsonrpc":"2.0","id":2,"#);
+            lines.push(line);
+            if done {
+                break;
+            }
+        }
+        let first_reply = lines
+            .iter()
+            .position(|l| l.starts_with(r#"{"jsonrpc":"2.0","id":1,"#))
+            .expect("first reply");
+        let second: Vec<Frame> = lines[first_reply + 1..]
+            .iter()
+            .filter_map(|l| parse_frame(l))
+            .map(|(_, f)| f)
+            .collect();
+        assert_seq_contiguous(&second, restart_at + 1);
+        assert_eq!(second.last().unwrap().seq, last, "restart at {restart_at}");
+        for f in &second {
+            let want = &full[f.seq as usize - 1];
+            assert!(
+                f.stream == want.stream && f.data == want.data,
+                "frame {} differs",
+                f.seq
+            );
+        }
+    }
+}
+
 /// A daemon killed with SIGKILL leaves its directory; the next daemon on
 /// the same replay dir removes it, and leaves a live daemon's alone.
 #[test]
