@@ -1,0 +1,225 @@
+//! Unit tests of the replay log: encoding, cursors, the disk writer,
+//! budget eviction and the RAM-ring fallback.
+
+use super::*;
+
+fn encode_all(log: &ReplayLog, after: u64) -> String {
+    let mut out = Vec::new();
+    log.encode_after(after, u64::MAX, &mut out, usize::MAX);
+    String::from_utf8(out).unwrap()
+}
+
+#[test]
+fn frames_are_encoded_byte_exact() {
+    let log = ReplayLog::new("p<1>", &ReplayStore::in_memory());
+    assert_eq!(log.push_output(Stream::Stdout, b"hi\n"), 1);
+    assert_eq!(log.push_output(Stream::Stderr, b"\xff"), 2);
+    let killed = ExitFrame {
+        code: -1,
+        signal: Some("SIGTERM"),
+        killed_by: Some("client"),
+    };
+    assert_eq!(log.push_exit(killed), 3);
+    assert_eq!(
+        encode_all(&log, 0),
+        concat!(
+            "{\"type\":\"stream\",\"processId\":\"p\\u003c1\\u003e\",\"stream\":\"stdout\",\"seq\":1,\"data\":\"aGkK\"}\n",
+            "{\"type\":\"stream\",\"processId\":\"p\\u003c1\\u003e\",\"stream\":\"stderr\",\"seq\":2,\"data\":\"/w==\"}\n",
+            "{\"type\":\"stream\",\"processId\":\"p\\u003c1\\u003e\",\"stream\":\"exit\",\"seq\":3,\"exitCode\":-1,\"signal\":\"SIGTERM\",\"killedBy\":\"client\"}\n",
+        )
+    );
+    assert_eq!(encode_all(&log, 2).lines().count(), 1);
+    assert_eq!(encode_all(&log, 3), "");
+    assert_eq!((log.first_seq(), log.last_seq(), log.raw_bytes()), (1, 3, 4));
+    assert!(log.has_exited());
+}
+
+#[test]
+fn exit_frame_fields_are_each_omitted_when_absent() {
+    let exit_line = |exit| {
+        let log = ReplayLog::new("p", &ReplayStore::in_memory());
+        log.push_exit(exit);
+        encode_all(&log, 0)
+    };
+    let prefix = "{\"type\":\"stream\",\"processId\":\"p\",\"stream\":\"exit\",\"seq\":1,";
+    assert_eq!(exit_line(ExitFrame::code(3)), format!("{prefix}\"exitCode\":3}}\n"));
+    let signal_only = ExitFrame {
+        code: -1,
+        signal: Some("SIGKILL"),
+        killed_by: None,
+    };
+    assert_eq!(
+        exit_line(signal_only),
+        format!("{prefix}\"exitCode\":-1,\"signal\":\"SIGKILL\"}}\n")
+    );
+    let by_only = ExitFrame {
+        code: 0,
+        signal: None,
+        killed_by: Some("shutdown"),
+    };
+    assert_eq!(
+        exit_line(by_only),
+        format!("{prefix}\"exitCode\":0,\"killedBy\":\"shutdown\"}}\n")
+    );
+}
+
+#[test]
+fn cursor_respects_upto_and_budget() {
+    let log = ReplayLog::new("p", &ReplayStore::in_memory());
+    for _ in 0..10 {
+        log.push_output(Stream::Stdout, &[b'x'; 100]);
+    }
+    let mut out = Vec::new();
+    assert_eq!(log.encode_after(0, 4, &mut out, usize::MAX), 4);
+    assert_eq!(log.encode_after(4, u64::MAX, &mut out, 250), 7);
+    // A budget of zero still makes progress by one frame.
+    assert_eq!(log.encode_after(7, u64::MAX, &mut out, 0), 8);
+    assert_eq!(log.encode_after(8, u64::MAX, &mut out, usize::MAX), 10);
+    assert_eq!(out.iter().filter(|&&b| b == b'\n').count(), 10);
+}
+
+#[test]
+fn detach_stops_subscriptions() {
+    let log = ReplayLog::new("p", &ReplayStore::in_memory());
+    let wake = Arc::new(Notify::new());
+    assert!(log.subscribe(7, wake.clone()));
+    assert!(log.subscribe(7, wake.clone()));
+    assert_eq!(log.subscriber_count(), 1);
+    log.detach_all();
+    assert_eq!(log.subscriber_count(), 0);
+    assert!(!log.subscribe(8, wake));
+    assert!(log.is_detached());
+}
+
+fn spilling_store(dir: &std::path::Path, segment_bytes: u64, budget_bytes: u64) -> Arc<ReplayStore> {
+    ReplayStore::open(
+        crate::process::store::StoreConfig {
+            dir: Some(dir.to_path_buf()),
+            budget_bytes,
+            segment_bytes,
+            hot_tail_bytes: 0,
+        },
+        Arc::default(),
+    )
+}
+
+/// Waits until the disk writer has caught up.
+async fn settle(log: &ReplayLog) {
+    for _ in 0..500 {
+        let settled = {
+            let state = log.lock();
+            !state.writer_busy && state.written == state.last_seq
+        };
+        if settled {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+    panic!("disk writer did not settle");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spilled_frames_read_back_from_every_region() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = spilling_store(dir.path(), 4096, u64::MAX);
+    let log = ReplayLog::new("s", &store);
+    assert!(log.spills());
+    let mut want = Vec::new();
+    for i in 0..400u32 {
+        let bytes: Vec<u8> = (0..(i % 97 + 1)).map(|j| (i * 7 + j) as u8).collect();
+        log.push_output(if i % 3 == 0 { Stream::Stderr } else { Stream::Stdout }, &bytes);
+        want.push(bytes);
+        log.wait_writable().await;
+    }
+    log.push_exit(ExitFrame::code(0));
+    settle(&log).await;
+    // Exited: only the exit frame stays in RAM.
+    assert_eq!(log.lock().hot.len(), 1);
+    assert!(log.footprint().1 > 0);
+    let mut reference = Vec::new();
+    {
+        let mem = ReplayLog::new("s", &ReplayStore::in_memory());
+        for (i, bytes) in want.iter().enumerate() {
+            mem.push_output(if i % 3 == 0 { Stream::Stderr } else { Stream::Stdout }, bytes);
+        }
+        mem.push_exit(ExitFrame::code(0));
+        mem.encode_after(0, u64::MAX, &mut reference, usize::MAX);
+    }
+    for budget in [0, 1, 100, 5000, usize::MAX] {
+        let mut out = Vec::new();
+        let mut after = 0;
+        while after < log.last_seq() {
+            after = log.encode_after(after, u64::MAX, &mut out, budget);
+        }
+        assert!(out == reference, "budget {budget}");
+    }
+    // From the middle, and capped by upto.
+    let mut out = Vec::new();
+    assert_eq!(log.encode_after(150, 160, &mut out, usize::MAX), 160);
+    assert_eq!(out.iter().filter(|&&b| b == b'\n').count(), 10);
+    drop(log);
+    let own = std::fs::read_dir(dir.path()).unwrap().next().unwrap().unwrap().path();
+    let left: Vec<_> = std::fs::read_dir(own).unwrap().collect();
+    assert!(left.is_empty(), "a released log deletes its segments");
+    assert_eq!(store.metrics.disk_bytes.load(Ordering::Relaxed), 0);
+    assert_eq!(store.metrics.ram_bytes.load(Ordering::Relaxed), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn budget_evicts_idle_exited_logs_first_then_oldest_live_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = spilling_store(dir.path(), 1000, 6000);
+    let chunk = [b'x'; 495];
+    let old = ReplayLog::new("old", &store);
+    let followed = ReplayLog::new("followed", &store);
+    followed.subscribe(1, Arc::new(Notify::new()));
+    let live = ReplayLog::new("live", &store);
+    for log in [&old, &followed] {
+        for _ in 0..4 {
+            log.push_output(Stream::Stdout, &chunk);
+        }
+        log.push_exit(ExitFrame::code(0));
+        settle(log).await;
+    }
+    assert_eq!(store.metrics.evictions.load(Ordering::Relaxed), 0);
+    // The live log pushes the total over 6000 bytes.
+    for _ in 0..6 {
+        live.push_output(Stream::Stdout, &chunk);
+        settle(&live).await;
+    }
+    assert_eq!(old.footprint().1, 0, "the idle exited log goes first");
+    assert_eq!(old.first_seq(), 5, "only its exit frame is left");
+    for _ in 0..10 {
+        live.push_output(Stream::Stdout, &chunk);
+        settle(&live).await;
+    }
+    assert!(store.metrics.disk_bytes.load(Ordering::Relaxed) <= 6000);
+    assert!(live.first_seq() > 1, "then the oldest live segments");
+    assert_eq!(followed.first_seq(), 1, "a followed exited log goes last");
+    // A cursor from seq 0 resumes at the oldest kept frame.
+    let mut out = Vec::new();
+    let first = live.first_seq();
+    let last = live.encode_after(0, u64::MAX, &mut out, usize::MAX);
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains(&format!("\"seq\":{first},")), "{text}");
+    assert!(last >= first);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unwritable_directory_falls_back_to_a_ram_ring() {
+    let dir = tempfile::tempdir().unwrap();
+    let blocker = dir.path().join("file");
+    std::fs::write(&blocker, b"").unwrap();
+    let store = spilling_store(&blocker.join("sub"), 4096, u64::MAX);
+    assert_eq!(store.metrics.fallbacks.load(Ordering::Relaxed), 1);
+    let log = ReplayLog::new("r", &store);
+    assert!(!log.spills());
+    for _ in 0..600 {
+        log.push_output(Stream::Stdout, &[b'y'; 32 * 1024]);
+        log.wait_writable().await;
+    }
+    let (ram, disk) = log.footprint();
+    assert!(ram <= super::RING_BYTES + 64 * 1024, "{ram}");
+    assert_eq!(disk, 0);
+    assert!(log.first_seq() > 1, "the ring dropped the oldest frames");
+}
