@@ -3,11 +3,14 @@
 //! files and mtimes, and a real process killed mid-download. The same
 //! behaviour through the `remora -install` flags is in `install_cli.rs`.
 
+mod common;
+
+use common::http::read_request_head;
 use remora::install::{install_with, InstallOptions, InstallResult, Limits};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::fs;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -129,14 +132,9 @@ fn serve(routes: Vec<(&str, Route)>) -> String {
 }
 
 fn handle(mut stream: TcpStream, routes: &HashMap<String, Route>) {
-    let mut req = Vec::new();
-    let mut buf = [0u8; 1024];
-    while !req.windows(4).any(|w| w == b"\r\n\r\n") && req.len() < 65536 {
-        match stream.read(&mut buf) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => req.extend_from_slice(&buf[..n]),
-        }
-    }
+    let Some(req) = read_request_head(&mut stream) else {
+        return;
+    };
     let text = String::from_utf8_lossy(&req);
     let path = text.split_whitespace().nth(1).unwrap_or("/").to_string();
     let route = routes.get(&path).cloned().unwrap_or(Route::Status(404, "Not Found"));

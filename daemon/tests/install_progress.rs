@@ -4,8 +4,11 @@
 //! in the facts line, and the read-idle stall abort (shortened through
 //! the test-only `REMORA_TEST_INSTALL_STALL_MS`).
 
+mod common;
+
+use common::http::read_request_head;
 use sha2::{Digest, Sha256};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::process::Command;
 use std::time::Duration;
@@ -45,13 +48,8 @@ fn serve(plan: Plan) -> String {
 }
 
 fn answer(mut stream: TcpStream, plan: &Plan) {
-    let mut req = Vec::new();
-    let mut buf = [0u8; 1024];
-    while !req.windows(4).any(|w| w == b"\r\n\r\n") {
-        match stream.read(&mut buf) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => req.extend_from_slice(&buf[..n]),
-        }
+    if read_request_head(&mut stream).is_none() {
+        return;
     }
     let length = if plan.length {
         format!("Content-Length: {}\r\n", plan.body.len())

@@ -16,6 +16,13 @@ fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
+/// Sends `stream[from..to]` to process `cat` at offset `from`; returns the
+/// reply.
+fn write_stdin(c: &mut Client, rid: u64, stream: &[u8], from: usize, to: usize) -> String {
+    let params = format!(r#"{{"id":"cat","data":"{}","offset":{from}}}"#, b64(&stream[from..to]));
+    c.call(rid, "process.stdin", &params)
+}
+
 fn assert_seq_contiguous(frames: &[Frame], first: u64) {
     for (i, f) in frames.iter().enumerate() {
         assert_eq!(f.seq, first + i as u64, "seq gap or duplicate at index {i}");
@@ -60,11 +67,7 @@ fn stdin_backpressure_then_resend_from_applied() {
     while applied < stream.len() {
         let end = (applied + CHUNK).min(stream.len());
         rid += 1;
-        let params = format!(
-            r#"{{"id":"cat","data":"{}","offset":{applied}}}"#,
-            b64(&stream[applied..end])
-        );
-        let reply = c.call(rid, "process.stdin", &params);
+        let reply = write_stdin(&mut c, rid, &stream, applied, end);
         if reply.contains("\"error\"") {
             assert_eq!(
                 reply,
@@ -96,11 +99,7 @@ fn stdin_backpressure_then_resend_from_applied() {
     while applied < stream.len() {
         let end = (applied + CHUNK).min(stream.len());
         rid += 1;
-        let params = format!(
-            r#"{{"id":"cat","data":"{}","offset":{applied}}}"#,
-            b64(&stream[applied..end])
-        );
-        let reply = c.call(rid, "process.stdin", &params);
+        let reply = write_stdin(&mut c, rid, &stream, applied, end);
         if reply.contains("-32002") {
             // The child is still draining: retry the same bytes.
             std::thread::sleep(Duration::from_millis(5));
@@ -109,11 +108,7 @@ fn stdin_backpressure_then_resend_from_applied() {
         applied = result_of(&reply)["applied"].as_u64().unwrap() as usize;
     }
     // Resending an already-applied chunk is a duplicate, not a second copy.
-    let reply = c.call(
-        3,
-        "process.stdin",
-        &format!(r#"{{"id":"cat","data":"{}","offset":0}}"#, b64(&stream[..CHUNK])),
-    );
+    let reply = write_stdin(&mut c, 3, &stream, 0, CHUNK);
     assert!(reply.contains(r#""duplicate":true"#), "{reply}");
     let mut echoed = Vec::new();
     while echoed.len() < stream.len() {

@@ -10,8 +10,11 @@
 //! it must fail, with it the CLI must install — so the hosts entry, not
 //! some other resolver, is what made the download work.
 
+mod common;
+
+use common::http::read_request_head;
 use sha2::{Digest, Sha256};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -55,13 +58,8 @@ fn serve(body: Vec<u8>) -> u16 {
 }
 
 fn respond(mut stream: TcpStream, body: &[u8]) {
-    let mut req = Vec::new();
-    let mut buf = [0u8; 1024];
-    while !req.windows(4).any(|w| w == b"\r\n\r\n") {
-        match stream.read(&mut buf) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => req.extend_from_slice(&buf[..n]),
-        }
+    if read_request_head(&mut stream).is_none() {
+        return;
     }
     let head = format!(
         "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",

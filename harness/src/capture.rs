@@ -127,39 +127,33 @@ fn relay(
 ) -> Vec<std::thread::JoinHandle<()>> {
     let l1 = log.clone();
     let up = std::thread::spawn(move || {
-        let mut r = BufReader::new(client_r);
-        loop {
-            let mut line = Vec::new();
-            match r.read_until(b'\n', &mut line) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
-            let body = line.strip_suffix(b"\n").unwrap_or(&line).to_vec();
-            l1.lock().unwrap().push(Event::Client(n, body));
-            if daemon_w.write_all(&line).is_err() {
-                break;
-            }
-        }
+        copy_lines(client_r, &mut daemon_w, &l1, |line| Event::Client(n, line));
         l1.lock().unwrap().push(Event::ClientClosed(n));
         let _ = daemon_w.shutdown(std::net::Shutdown::Write);
     });
     let down = std::thread::spawn(move || {
-        let mut r = BufReader::new(daemon_r);
-        loop {
-            let mut line = Vec::new();
-            match r.read_until(b'\n', &mut line) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
-            let body = line.strip_suffix(b"\n").unwrap_or(&line).to_vec();
-            log.lock().unwrap().push(Event::Daemon(n, body));
-            if client_w.write_all(&line).and_then(|_| client_w.flush()).is_err() {
-                break;
-            }
-        }
+        copy_lines(daemon_r, &mut client_w, &log, |line| Event::Daemon(n, line));
         log.lock().unwrap().push(Event::DaemonClosed(n));
     });
     vec![up, down]
+}
+
+/// Copies `from` to `to` line by line, logging each line (without its
+/// newline) until end of input or a failed write.
+fn copy_lines(from: impl Read, to: &mut dyn Write, log: &Log, event: impl Fn(Vec<u8>) -> Event) {
+    let mut r = BufReader::new(from);
+    loop {
+        let mut line = Vec::new();
+        match r.read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let body = line.strip_suffix(b"\n").unwrap_or(&line).to_vec();
+        log.lock().unwrap().push(event(body));
+        if to.write_all(&line).and_then(|_| to.flush()).is_err() {
+            return;
+        }
+    }
 }
 
 /// Rewrites one line's text into probe payload syntax.

@@ -7,6 +7,7 @@
 
 pub mod frames;
 pub mod git;
+pub mod http;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
