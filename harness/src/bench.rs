@@ -84,10 +84,19 @@ impl Live {
         Ok(s)
     }
 
+    /// The daemon's pid: the process serving the socket that is not the
+    /// launcher we started (a self-daemonizing launcher may still be
+    /// exiting, and may briefly use more memory than the fresh daemon), or
+    /// the launcher itself for a daemon that stays in the foreground.
     pub(crate) fn pid(&self) -> Option<i32> {
-        pids_mentioning(self.socket.as_os_str().as_encoded_bytes())
-            .into_iter()
-            .max_by_key(|p| rss_kib(*p).unwrap_or(0))
+        let launcher = self.launcher.id() as i32;
+        let serving = pids_mentioning(self.socket.as_os_str().as_encoded_bytes());
+        serving
+            .iter()
+            .copied()
+            .filter(|&p| p != launcher && rss_kib(p).is_some())
+            .max_by_key(|&p| rss_kib(p).unwrap_or(0))
+            .or_else(|| serving.contains(&launcher).then_some(launcher))
     }
 }
 
