@@ -84,19 +84,22 @@ impl Live {
         Ok(s)
     }
 
-    /// The daemon's pid: the process serving the socket that is not the
-    /// launcher we started (a self-daemonizing launcher may still be
-    /// exiting, and may briefly use more memory than the fresh daemon), or
-    /// the launcher itself for a daemon that stays in the foreground.
+    /// The daemon's pid: the listening process, as the kernel reports it for
+    /// a connection to the socket (`SO_PEERCRED`), so neither a launcher
+    /// that is still exiting nor another process naming the socket in its
+    /// command line can be taken for it. Falls back to the command-line
+    /// search where peer credentials are not available.
     pub(crate) fn pid(&self) -> Option<i32> {
-        let launcher = self.launcher.id() as i32;
-        let serving = pids_mentioning(self.socket.as_os_str().as_encoded_bytes());
-        serving
-            .iter()
-            .copied()
-            .filter(|&p| p != launcher && rss_kib(p).is_some())
-            .max_by_key(|&p| rss_kib(p).unwrap_or(0))
-            .or_else(|| serving.contains(&launcher).then_some(launcher))
+        self.conn().ok().and_then(|s| peer_pid(&s)).or_else(|| {
+            let launcher = self.launcher.id() as i32;
+            let serving = pids_mentioning(self.socket.as_os_str().as_encoded_bytes());
+            serving
+                .iter()
+                .copied()
+                .filter(|&p| p != launcher && rss_kib(p).is_some())
+                .max_by_key(|&p| rss_kib(p).unwrap_or(0))
+                .or_else(|| serving.contains(&launcher).then_some(launcher))
+        })
     }
 }
 
@@ -117,6 +120,33 @@ impl Drop for Live {
         let _ = self.launcher.kill();
         let _ = self.launcher.wait();
         crate::runner::kill_mentioning(self._dir.path());
+    }
+}
+
+/// The pid of the process at the other end of a Unix socket (Linux).
+fn peer_pid(s: &UnixStream) -> Option<i32> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let mut cred = libc::ucred { pid: 0, uid: 0, gid: 0 };
+        let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+        // SAFETY: getsockopt writes at most `len` bytes into `cred`, which
+        // is a live, properly sized ucred.
+        let rc = unsafe {
+            libc::getsockopt(
+                s.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_PEERCRED,
+                (&mut cred as *mut libc::ucred).cast(),
+                &mut len,
+            )
+        };
+        (rc == 0 && cred.pid > 0).then_some(cred.pid)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = s;
+        None
     }
 }
 
