@@ -19,6 +19,31 @@ pub const TAG_VAR: &str = "HARNESS_STRESS_TAG";
 /// A second variable naming one child's tree inside a scenario.
 pub const SUB_VAR: &str = "HARNESS_STRESS_SUB";
 
+/// Descriptors by kind per daemon process, for naming what leaked.
+pub struct FdCensus(Vec<(i32, std::collections::BTreeMap<String, u64>)>);
+
+impl FdCensus {
+    /// What `later` holds beyond `self`, e.g. `pid 12: socket +4, pipe +2`;
+    /// empty when nothing grew.
+    pub fn growth_to(&self, later: &FdCensus) -> String {
+        let mut parts = Vec::new();
+        for (pid, after) in &later.0 {
+            let before = self.0.iter().find(|(p, _)| p == pid).map(|(_, k)| k);
+            let grown: Vec<String> = after
+                .iter()
+                .filter_map(|(kind, n)| {
+                    let was = before.and_then(|b| b.get(kind)).copied().unwrap_or(0);
+                    (*n > was).then(|| format!("{kind} +{}", n - was))
+                })
+                .collect();
+            if !grown.is_empty() {
+                parts.push(format!("pid {pid}: {}", grown.join(", ")));
+            }
+        }
+        parts.join("; ")
+    }
+}
+
 /// A started daemon.
 pub struct Daemon {
     dir: tempfile::TempDir,
@@ -57,6 +82,28 @@ pub fn alive(pid: i32) -> bool {
 
 fn fd_count(pid: i32) -> Option<u64> {
     Some(std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count() as u64)
+}
+
+/// What `pid`'s descriptors point at, by kind (`socket`, `pipe`,
+/// `anon_inode:[eventpoll]`, a path): the detail a leak report needs.
+fn fd_kinds(pid: i32) -> std::collections::BTreeMap<String, u64> {
+    let mut kinds = std::collections::BTreeMap::new();
+    let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return kinds;
+    };
+    for e in rd.flatten() {
+        let Ok(target) = std::fs::read_link(e.path()) else {
+            continue;
+        };
+        let t = target.to_string_lossy();
+        // `socket:[12345]` and `pipe:[678]` differ per object; the kind is what matters.
+        let kind = match t.split_once(":[") {
+            Some((k, _)) if k == "socket" || k == "pipe" => k.to_string(),
+            _ => t.into_owned(),
+        };
+        *kinds.entry(kind).or_default() += 1;
+    }
+    kinds
 }
 
 fn kill(pid: i32, sig: i32) {
@@ -210,6 +257,11 @@ impl Daemon {
 
     pub fn fds(&self) -> u64 {
         self.sum(fd_count)
+    }
+
+    /// Every daemon process's descriptors by kind, keyed by pid.
+    pub fn fd_census(&self) -> FdCensus {
+        FdCensus(self.pids().into_iter().map(|p| (p, fd_kinds(p))).collect())
     }
 
     /// The tag children carry: `HARNESS_STRESS_TAG=<dir>`.
