@@ -107,6 +107,7 @@ fn home_dir() -> PathBuf {
 /// Launcher side of `-serve`: the token first (so a missing token is
 /// reported before anything touches the socket), then the detached child.
 fn serve_launcher(flags: &Flags) -> i32 {
+    crate::signals::restore_sigchld();
     let token = match launcher_token(flags) {
         Ok(t) => t,
         Err(message) => {
@@ -209,6 +210,8 @@ pub fn strip_line_end(mut token: Vec<u8>) -> Vec<u8> {
 
 /// Daemon side of `-serve` (after the re-exec, in its own session).
 fn serve_child(flags: &Flags) -> i32 {
+    // First, while this is the only thread: dispositions are process-wide.
+    crate::signals::reset_inherited();
     // Children spawned by the daemon inherit this, as with the reference.
     std::env::set_var(daemonize::CHILD_MARKER, "1");
     let (token, readiness) = match daemonize::adopt_pipes() {

@@ -32,6 +32,7 @@
 //! | [`install`] | `-install`: the agent-CLI version manager |
 //! | [`process`] | supervisor, replay log, stdin offsets |
 //! | [`shutdown`] | the daemon-wide stop signal |
+//! | [`signals`] | inherited signal dispositions, reset for children |
 //! | [`metrics`] | counters for `-metrics-addr` |
 //! | [`logging`] | leveled Go-format log lines on stderr |
 //! | [`version`] | build id, GOOS/GOARCH names |
@@ -65,6 +66,7 @@ pub mod runlock;
 pub mod server;
 pub mod shellenv;
 pub mod shutdown;
+pub mod signals;
 pub mod tarx;
 pub mod tokenfile;
 pub mod version;

@@ -36,6 +36,14 @@ impl TestDaemon {
 
     /// Starts `remora -serve` with extra flags and environment.
     pub fn start_with(extra_args: &[&str], env: &[(&str, &str)]) -> TestDaemon {
+        TestDaemon::start_ignoring(extra_args, env, &[])
+    }
+
+    /// Starts `remora -serve` from a parent that ignores `ignored`.
+    /// Otherwise SIGHUP is at its default whatever ran `cargo test`: under
+    /// `nohup` it would reach the daemon ignored and stay so in children
+    /// (as with Go), where a shell cannot trap it.
+    pub fn start_ignoring(extra_args: &[&str], env: &[(&str, &str)], ignored: &[libc::c_int]) -> TestDaemon {
         let dir = tempfile::tempdir().expect("tempdir");
         let socket = dir.path().join("rpc.sock");
         let token_file = dir.path().join("token");
@@ -55,6 +63,18 @@ impl TestDaemon {
             .stderr(stderr);
         for (k, v) in env {
             cmd.env(k, v);
+        }
+        let ignored = ignored.to_vec();
+        // SAFETY: signal(2) is async-signal-safe; nothing else runs between
+        // fork and exec.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+                libc::signal(libc::SIGHUP, libc::SIG_DFL);
+                for s in &ignored {
+                    libc::signal(*s, libc::SIG_IGN);
+                }
+                Ok(())
+            });
         }
         let mut launcher = cmd.spawn().expect("spawn remora");
         let mut stdout = BufReader::new(launcher.stdout.take().unwrap());
