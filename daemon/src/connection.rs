@@ -105,6 +105,13 @@ pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>) {
                 if crate::gojson::trim_go_space(&line).is_empty() {
                     continue;
                 }
+                let Some(checked) = dispatch::check_line(&line, &daemon) else {
+                    continue;
+                };
+                if dispatch::is_instant(&checked) {
+                    dispatch::handle_checked(checked, &conn, &daemon).await;
+                    continue;
+                }
                 let Ok(permit) = in_flight.clone().acquire_owned().await else {
                     break;
                 };
@@ -116,7 +123,7 @@ pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>) {
                 let conn = conn.clone();
                 let daemon = daemon.clone();
                 tokio::spawn(async move {
-                    dispatch::handle_line(line, &conn, &daemon).await;
+                    dispatch::handle_checked(checked, &conn, &daemon).await;
                     drop(bytes_permit);
                     drop(permit);
                 });

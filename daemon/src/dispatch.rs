@@ -34,9 +34,38 @@ impl Call<'_> {
     }
 }
 
-/// Handles one non-blank request line and queues its reply, if any.
-pub async fn handle_line(line: Vec<u8>, conn: &ConnHandle, daemon: &Arc<Daemon>) {
-    let request = match rpc::check(&line, &daemon.token) {
+/// Validates one non-blank request line ([`rpc::check`]). It runs on the
+/// connection's reader, so a panic is caught here and the line dropped
+/// unanswered, as a panicking request task dropped it before.
+pub fn check_line(line: &[u8], daemon: &Daemon) -> Option<Checked> {
+    match std::panic::catch_unwind(AssertUnwindSafe(|| rpc::check(line, &daemon.token))) {
+        Ok(checked) => Some(checked),
+        Err(_) => {
+            crate::log_error!("[Server] request validation panicked");
+            None
+        }
+    }
+}
+
+/// Whether a checked request is answered without waiting on anything but
+/// the connection's reply queue: every envelope rejection, and the
+/// `server.*` methods that only read state. The connection's reader runs
+/// these itself instead of spawning a task, so a client pipelining
+/// thousands of pings cannot queue thousands of tasks ahead of another
+/// client's request, and a ping costs no task.
+pub fn is_instant(checked: &Checked) -> bool {
+    match checked {
+        Checked::Rejected { .. } => true,
+        Checked::Valid(request) => {
+            matches!(request.method, "server.ping" | "server.version" | "server.capabilities")
+        }
+    }
+}
+
+/// Runs a request [`rpc::check`] has validated (or answers its rejection)
+/// and queues its reply, if any.
+pub async fn handle_checked(checked: Checked, conn: &ConnHandle, daemon: &Arc<Daemon>) {
+    let request = match checked {
         Checked::Valid(request) => request,
         Checked::Rejected {
             id,
@@ -135,6 +164,29 @@ impl<F: Future> Future for CatchUnwind<F> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_state_reads_and_rejections_run_on_the_reader() {
+        let checked = |method: &str, auth: &str| {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{{}},"auth":"{auth}"}}"#);
+            rpc::check(line.as_bytes(), b"t")
+        };
+        for method in ["server.ping", "server.version", "server.capabilities"] {
+            assert!(is_instant(&checked(method, "t")), "{method}");
+        }
+        for method in [
+            "server.shutdown",
+            "process.spawn",
+            "process.killAndWait",
+            "files.read",
+            "git.status",
+        ] {
+            assert!(!is_instant(&checked(method, "t")), "{method}");
+        }
+        assert!(is_instant(&checked("process.spawn", "wrong")), "unauthorized");
+        assert!(is_instant(&checked("nope.nothing", "t")), "unknown method");
+        assert!(is_instant(&rpc::check(b"{not json", b"t")), "parse error");
+    }
 
     #[tokio::test]
     async fn a_panicking_handler_is_caught() {
