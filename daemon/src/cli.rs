@@ -28,6 +28,7 @@ pub fn main() -> i32 {
     // Before anything else, and before any thread exists: environment
     // writes are not thread-safe, and the sentinel must never reach a child.
     let daemon_child = daemonize::take_sentinel();
+    crate::signals::restore_sigchld();
     crate::logging::init_from_env();
     let args: Vec<OsString> = std::env::args_os().collect();
     let argv0 = args
@@ -107,7 +108,6 @@ fn home_dir() -> PathBuf {
 /// Launcher side of `-serve`: the token first (so a missing token is
 /// reported before anything touches the socket), then the detached child.
 fn serve_launcher(flags: &Flags) -> i32 {
-    crate::signals::restore_sigchld();
     let token = match launcher_token(flags) {
         Ok(t) => t,
         Err(message) => {

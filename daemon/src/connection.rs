@@ -7,8 +7,10 @@
 //! logs it follows (see [`crate::process::log`]), so a slow client only ever
 //! slows its own writer.
 //!
-//! Each request runs on its own task: a slow request never delays a fast
-//! one. When the client half-closes, in-flight requests still get their
+//! Each request runs on its own task, so a slow request never delays a
+//! fast one, except instant ones (rejections, `server.ping`, `version`,
+//! `capabilities`), which the reader answers itself (see
+//! [`dispatch::is_instant`]). When the client half-closes, in-flight requests still get their
 //! replies; then the connection closes and its subscriptions end (the
 //! processes keep running and can be reattached).
 
@@ -105,13 +107,18 @@ pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>) {
                 if crate::gojson::trim_go_space(&line).is_empty() {
                     continue;
                 }
-                let Some(checked) = dispatch::check_line(&line, &daemon) else {
-                    continue;
+                let pending = if line.len() <= dispatch::INSTANT_LINE_MAX {
+                    let Some(checked) = dispatch::check_line(&line, &daemon) else {
+                        continue;
+                    };
+                    if dispatch::is_instant(&checked) {
+                        dispatch::handle_instant(checked, &conn, &daemon).await;
+                        continue;
+                    }
+                    Pending::Checked(checked)
+                } else {
+                    Pending::Line
                 };
-                if dispatch::is_instant(&checked) {
-                    dispatch::handle_checked(checked, &conn, &daemon).await;
-                    continue;
-                }
                 let Ok(permit) = in_flight.clone().acquire_owned().await else {
                     break;
                 };
@@ -123,7 +130,10 @@ pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>) {
                 let conn = conn.clone();
                 let daemon = daemon.clone();
                 tokio::spawn(async move {
-                    dispatch::handle_checked(checked, &conn, &daemon).await;
+                    match pending {
+                        Pending::Checked(checked) => dispatch::handle_checked(checked, &conn, &daemon).await,
+                        Pending::Line => dispatch::handle_line(line, &conn, &daemon).await,
+                    }
                     drop(bytes_permit);
                     drop(permit);
                 });
@@ -142,6 +152,14 @@ pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>) {
     }
     let _ = writer.await;
     crate::log_info!("[Server] Connection closed");
+}
+
+/// A request line on its way to its task: short lines were already
+/// validated on the reader (to find instant ones), long ones are parsed in
+/// the task.
+enum Pending {
+    Checked(crate::rpc::Checked),
+    Line,
 }
 
 /// Keeps [`Daemon::clients`] equal to the number of open connections.

@@ -34,9 +34,32 @@ impl Call<'_> {
     }
 }
 
-/// Validates one non-blank request line ([`rpc::check`]). It runs on the
-/// connection's reader, so a panic is caught here and the line dropped
-/// unanswered, as a panicking request task dropped it before.
+/// Lines longer than this are never classified on the connection's
+/// reader: they take their in-flight permits first and are parsed in their
+/// own task, so the reader never holds a big parsed tree beside the line
+/// waiting for a permit. Instant requests are about 100 bytes.
+pub const INSTANT_LINE_MAX: usize = 4096;
+
+/// Handles one non-blank request line in its own task and queues its
+/// reply, if any.
+pub async fn handle_line(line: Vec<u8>, conn: &ConnHandle, daemon: &Arc<Daemon>) {
+    if let Some(checked) = check_line(&line, daemon) {
+        drop(line);
+        handle_checked(checked, conn, daemon).await;
+    }
+}
+
+/// Answers an instant request on the connection's reader. A panic loses
+/// this reply, never the connection.
+pub async fn handle_instant(checked: Checked, conn: &ConnHandle, daemon: &Arc<Daemon>) {
+    if CatchUnwind(handle_checked(checked, conn, daemon)).await.is_err() {
+        crate::log_error!("[Server] instant request panicked");
+    }
+}
+
+/// Validates one non-blank request line ([`rpc::check`]). A panic is
+/// caught here and the line dropped unanswered, on the reader as in a
+/// request task.
 pub fn check_line(line: &[u8], daemon: &Daemon) -> Option<Checked> {
     match std::panic::catch_unwind(AssertUnwindSafe(|| rpc::check(line, &daemon.token))) {
         Ok(checked) => Some(checked),

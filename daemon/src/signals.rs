@@ -9,15 +9,24 @@
 //! gives the same result, once, before the first thread exists:
 //!
 //! - Left ignored, as Go leaves them: SIGHUP (the point of `nohup`),
-//!   SIGTSTP, SIGTTIN, SIGTTOU and SIGPROF. SIGPIPE is std's job: the
-//!   daemon ignores it and `Command` restores it in every child.
+//!   SIGTSTP, SIGTTIN, SIGTTOU, SIGCONT and the real-time signals glibc
+//!   keeps for itself (up to 34). SIGPIPE is std's job: the daemon ignores
+//!   it and `Command` restores it in every child.
 //! - An ignored SIGCHLD would make the kernel reap children on its own, so
-//!   every exit code would be lost: it goes back to its default.
-//! - Faults (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT) and
-//!   the signals whose default is to do nothing (SIGURG, SIGWINCH,
-//!   SIGCONT) go back to their default.
-//! - Every other ignored signal gets a handler that does nothing: the
-//!   daemon goes on ignoring it, and its children start with the default.
+//!   every exit code would be lost: it goes back to its default, in every
+//!   mode ([`restore_sigchld`]).
+//! - SIGQUIT, the faults (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS,
+//!   SIGABRT) and the signals whose default is to do nothing (SIGURG,
+//!   SIGWINCH) go back to their default when inherited ignored: Go dies on
+//!   SIGQUIT too.
+//! - The signals Go's runtime catches and drops unless asked for them
+//!   (SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU, SIGXFSZ,
+//!   SIGIO, SIGPWR, real-time 35 and up) get a handler that does nothing,
+//!   whether inherited ignored or not: `kill -USR1` does not kill the
+//!   daemon, a replay write past `RLIMIT_FSIZE` gets EFBIG instead of a
+//!   SIGXFSZ death, and children start with the default.
+//! - Any other inherited ignore (SIGINT, SIGTERM, which the daemon then
+//!   handles itself) gets the same no-op handler.
 
 use libc::c_int;
 
@@ -27,7 +36,7 @@ const KEPT: [c_int; 8] = [
     libc::SIGTSTP,
     libc::SIGTTIN,
     libc::SIGTTOU,
-    libc::SIGPROF,
+    libc::SIGCONT,
     libc::SIGPIPE,
     libc::SIGKILL,
     libc::SIGSTOP,
@@ -36,6 +45,7 @@ const KEPT: [c_int; 8] = [
 /// Signals restored to their default action when inherited ignored.
 const TO_DEFAULT: [c_int; 11] = [
     libc::SIGCHLD,
+    libc::SIGQUIT,
     libc::SIGSEGV,
     libc::SIGBUS,
     libc::SIGFPE,
@@ -45,23 +55,57 @@ const TO_DEFAULT: [c_int; 11] = [
     libc::SIGABRT,
     libc::SIGURG,
     libc::SIGWINCH,
-    libc::SIGCONT,
 ];
 
-/// What happens to one signal found ignored at start.
+/// Signals the daemon catches and drops whatever it inherited, as Go's
+/// runtime does for signals nobody asked to be notified of.
+#[cfg(target_os = "linux")]
+const DROPPED: [c_int; 9] = [
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGALRM,
+    libc::SIGVTALRM,
+    libc::SIGPROF,
+    libc::SIGXCPU,
+    libc::SIGXFSZ,
+    libc::SIGIO,
+    libc::SIGPWR,
+];
+#[cfg(not(target_os = "linux"))]
+const DROPPED: [c_int; 8] = [
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGALRM,
+    libc::SIGVTALRM,
+    libc::SIGPROF,
+    libc::SIGXCPU,
+    libc::SIGXFSZ,
+    libc::SIGIO,
+];
+
+/// The first real-time signal Go's runtime catches; glibc keeps the ones
+/// below for its own use.
+#[cfg(target_os = "linux")]
+const FIRST_CAUGHT_REALTIME: c_int = 35;
+
+/// What happens to one signal at start.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Reset {
-    /// Stays ignored, here and in children.
+    /// Left as inherited.
     Kept,
-    /// Back to the default action.
+    /// Back to the default action (only when inherited ignored).
     Default,
-    /// A handler that does nothing: ignored here, default in children.
+    /// A handler that does nothing: dropped here, default in children.
     NoOp,
 }
 
-/// The rule for `signal`, had it been ignored at start.
-pub fn rule(signal: c_int) -> Reset {
-    if KEPT.contains(&signal) {
+/// The rule for `signal`, given whether it was inherited ignored.
+pub fn rule(signal: c_int, ignored: bool) -> Reset {
+    if KEPT.contains(&signal) || is_glibc_realtime(signal) {
+        Reset::Kept
+    } else if is_dropped(signal) {
+        Reset::NoOp
+    } else if !ignored {
         Reset::Kept
     } else if TO_DEFAULT.contains(&signal) {
         Reset::Default
@@ -70,11 +114,29 @@ pub fn rule(signal: c_int) -> Reset {
     }
 }
 
+fn is_dropped(signal: c_int) -> bool {
+    #[cfg(target_os = "linux")]
+    if signal >= FIRST_CAUGHT_REALTIME {
+        return true;
+    }
+    DROPPED.contains(&signal)
+}
+
+#[cfg(target_os = "linux")]
+fn is_glibc_realtime(signal: c_int) -> bool {
+    (32..FIRST_CAUGHT_REALTIME).contains(&signal)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn is_glibc_realtime(_: c_int) -> bool {
+    false
+}
+
 /// Every signal number a process can hold a disposition for.
 fn all_signals() -> impl Iterator<Item = c_int> {
     // macOS has no real-time signals.
     #[cfg(target_os = "linux")]
-    let realtime = libc::SIGRTMIN()..libc::SIGRTMAX() + 1;
+    let realtime = FIRST_CAUGHT_REALTIME..libc::SIGRTMAX() + 1;
     #[cfg(not(target_os = "linux"))]
     let realtime = 0..0;
     (1..32).chain(realtime)
@@ -82,20 +144,26 @@ fn all_signals() -> impl Iterator<Item = c_int> {
 
 extern "C" fn ignore(_: c_int) {}
 
-/// The launcher's share: it waits for the daemon it starts, which an
-/// ignored SIGCHLD would make impossible (`wait` fails with ECHILD). The
-/// rest of what it inherited it hands on untouched, for the daemon's own
-/// [`reset_inherited`] to sort out.
+/// Restores SIGCHLD if it was inherited ignored, in every mode: `-install`
+/// waits for the CLI it probes and the launcher for the daemon it starts,
+/// and with SIGCHLD ignored `wait` fails with ECHILD. Anything else
+/// inherited is left for the daemon's own [`reset_inherited`].
 pub fn restore_sigchld() {
-    // SAFETY: sets SIGCHLD's disposition to its default; no handler runs.
+    // SAFETY: sigaction with a null new action only reads the current
+    // disposition; SIG_DFL is then set only over SIG_IGN, never over a
+    // handler.
     unsafe {
-        libc::signal(libc::SIGCHLD, libc::SIG_DFL);
+        let mut current: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(libc::SIGCHLD, std::ptr::null(), &mut current) == 0 && current.sa_sigaction == libc::SIG_IGN
+        {
+            libc::signal(libc::SIGCHLD, libc::SIG_DFL);
+        }
     }
 }
 
-/// Applies [`rule`] to every signal the process inherited ignored; returns
-/// those it changed. Must run before any thread starts: dispositions are
-/// process-wide, and a child forked meanwhile would see half of them.
+/// Applies [`rule`] to every signal; returns those it changed. Must run
+/// before any thread starts: dispositions are process-wide, and a child
+/// forked meanwhile would see half of them.
 pub fn reset_inherited() -> Vec<c_int> {
     let mut changed = Vec::new();
     for signal in all_signals() {
@@ -105,10 +173,12 @@ pub fn reset_inherited() -> Vec<c_int> {
         if unsafe { libc::sigaction(signal, std::ptr::null(), &mut current) } != 0 {
             continue;
         }
-        if current.sa_sigaction != libc::SIG_IGN {
+        let ignored = current.sa_sigaction == libc::SIG_IGN;
+        if !ignored && current.sa_sigaction != libc::SIG_DFL {
+            // Someone's handler (none exists this early, but never undo one).
             continue;
         }
-        let handler = match rule(signal) {
+        let handler = match rule(signal, ignored) {
             Reset::Kept => continue,
             Reset::Default => libc::SIG_DFL,
             Reset::NoOp => ignore as extern "C" fn(c_int) as libc::sighandler_t,
@@ -135,18 +205,38 @@ mod tests {
 
     #[test]
     fn the_rules_follow_what_go_leaves_to_children() {
-        for s in [libc::SIGHUP, libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU, libc::SIGPROF] {
-            assert_eq!(rule(s), Reset::Kept, "signal {s}");
+        for s in [libc::SIGHUP, libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU, libc::SIGCONT] {
+            assert_eq!(rule(s, true), Reset::Kept, "signal {s}");
         }
-        assert_eq!(rule(libc::SIGCHLD), Reset::Default);
-        assert_eq!(rule(libc::SIGSEGV), Reset::Default);
-        for s in [libc::SIGINT, libc::SIGQUIT, libc::SIGUSR1, libc::SIGTERM, libc::SIGXFSZ] {
-            assert_eq!(rule(s), Reset::NoOp, "signal {s}");
+        for s in [libc::SIGCHLD, libc::SIGQUIT, libc::SIGSEGV] {
+            assert_eq!(rule(s, true), Reset::Default, "signal {s}");
+            assert_eq!(rule(s, false), Reset::Kept, "signal {s} at its default");
+        }
+        for s in [libc::SIGINT, libc::SIGTERM] {
+            assert_eq!(rule(s, true), Reset::NoOp, "signal {s}");
+            assert_eq!(rule(s, false), Reset::Kept, "signal {s} at its default");
+        }
+        for s in [libc::SIGUSR1, libc::SIGXFSZ, libc::SIGPROF, libc::SIGALRM] {
+            assert_eq!(rule(s, true), Reset::NoOp, "signal {s}");
+            assert_eq!(rule(s, false), Reset::NoOp, "signal {s} at its default");
         }
     }
 
+    #[cfg(target_os = "linux")]
     #[test]
-    fn every_rule_lists_a_signal_once() {
+    fn glibcs_realtime_signals_are_left_alone_and_the_rest_dropped() {
+        for s in 32..35 {
+            assert_eq!(rule(s, true), Reset::Kept, "signal {s}");
+        }
+        assert_eq!(rule(35, false), Reset::NoOp);
+        assert_eq!(rule(libc::SIGRTMAX(), true), Reset::NoOp);
+    }
+
+    #[test]
+    fn every_signal_is_in_one_list_at_most() {
+        for s in KEPT.iter().chain(TO_DEFAULT.iter()) {
+            assert!(!DROPPED.contains(s), "signal {s} also dropped");
+        }
         for s in KEPT {
             assert!(!TO_DEFAULT.contains(&s), "signal {s} in both lists");
         }

@@ -312,6 +312,41 @@ fn pipelined_requests_all_answered() {
     assert!(seen.iter().all(|s| *s));
 }
 
+/// The reader answers short instant requests itself and hands longer
+/// lines to a task (`dispatch::INSTANT_LINE_MAX`, 4096 bytes); the bytes
+/// on the wire must not depend on which side of that limit a line falls.
+#[test]
+fn replies_do_not_depend_on_the_instant_line_limit() {
+    let d = TestDaemon::start();
+    let mut c = d.connect();
+    let line_of = |len: usize, auth: &str| {
+        let head = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"server.ping\",\"auth\":\"{auth}\",\"params\":{{\"pad\":\""
+        );
+        let tail = "\"}}";
+        format!("{head}{}{tail}\n", "x".repeat(len - head.len() - tail.len()))
+    };
+    for len in [4000, 4096, 4097, 9000] {
+        let ping = line_of(len, TOKEN);
+        assert_eq!(ping.len() - 1, len);
+        c.send_raw(ping.as_bytes());
+        assert_eq!(
+            c.recv_line(),
+            "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"pong\":true}}",
+            "{len}"
+        );
+        c.send_raw(line_of(len, "wrong").as_bytes());
+        assert_eq!(
+            c.recv_line(),
+            err("7", -32001, "Unauthorized: invalid or missing auth token"),
+            "{len}"
+        );
+        let garbage = format!("{{{}\n", "y".repeat(len - 1));
+        c.send_raw(garbage.as_bytes());
+        assert_eq!(c.recv_line(), err("null", -32700, "Parse error"), "{len}");
+    }
+}
+
 #[test]
 fn half_closed_client_still_gets_its_replies() {
     let d = TestDaemon::start();

@@ -1,7 +1,7 @@
 //! Signals the daemon's parent ignored (`nohup`, a shell's `cmd &`, a
 //! supervisor): exit codes survive an ignored SIGCHLD, children start with
-//! default dispositions except for SIGHUP, and the daemon itself goes on
-//! ignoring what it was started ignoring.
+//! default dispositions except for SIGHUP, and the daemon drops the
+//! signals a Go daemon drops (SIGUSR1, SIGALRM, …) however it started.
 
 mod common;
 
@@ -86,12 +86,14 @@ fn pending(pid: u32) -> u64 {
 
 #[cfg(target_os = "linux")]
 #[test]
-fn the_daemon_still_ignores_what_it_was_started_ignoring() {
-    let d = TestDaemon::start_ignoring(&[], &[], &[libc::SIGQUIT, libc::SIGUSR1]);
+fn the_daemon_drops_the_signals_go_drops() {
+    // SIGUSR1 and SIGALRM inherited ignored, SIGUSR2 at its default: a Go
+    // daemon catches all three and does nothing.
+    let d = TestDaemon::start_ignoring(&[], &[], &[libc::SIGUSR1, libc::SIGALRM]);
     let mut c = d.connect();
     let (out, _) = run(&mut c, "parent", "sh", &["-c", "echo $PPID"]);
     let daemon: u32 = out.trim().parse().expect(&out);
-    for s in [libc::SIGQUIT, libc::SIGUSR1] {
+    for s in [libc::SIGUSR1, libc::SIGALRM, libc::SIGUSR2] {
         // SAFETY: kill(2) on the daemon this test started.
         assert_eq!(unsafe { libc::kill(daemon as i32, s) }, 0);
     }
@@ -101,4 +103,9 @@ fn the_daemon_still_ignores_what_it_was_started_ignoring() {
     ) == 0));
     let reply = d.call("server.ping", "{}");
     assert!(reply.contains(r#""result""#), "{reply}");
+    // And its children start with all three at their default.
+    assert_eq!(
+        ignored_in_child(&mut c, "mask") & (bit(libc::SIGUSR1) | bit(libc::SIGALRM) | bit(libc::SIGUSR2)),
+        0
+    );
 }
