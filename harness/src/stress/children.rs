@@ -100,6 +100,9 @@ pub fn misbehaving(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
     let script = format!("i=0; while [ $i -lt {n} ]; do sleep 1000 & i=$((i+1)); done; echo started; wait");
     c.call("5", "process.spawn", &sh("tree", &script, &d.child_env("tree")))?;
     c.wait_output("tree", b"started")?;
+    // A grandchild caught inside execve has no readable environment for a
+    // moment, so one sample can miss it: count again until all are seen.
+    Daemon::wait_for(Duration::from_secs(5), || d.tagged_sub("tree").len() as u64 > n);
     let live = d.tagged_sub("tree").len() as u64;
     o.check(
         "all grandchildren started",
