@@ -58,20 +58,8 @@ const TO_DEFAULT: [c_int; 11] = [
 ];
 
 /// Signals the daemon catches and drops whatever it inherited, as Go's
-/// runtime does for signals nobody asked to be notified of.
-#[cfg(target_os = "linux")]
-const DROPPED: [c_int; 9] = [
-    libc::SIGUSR1,
-    libc::SIGUSR2,
-    libc::SIGALRM,
-    libc::SIGVTALRM,
-    libc::SIGPROF,
-    libc::SIGXCPU,
-    libc::SIGXFSZ,
-    libc::SIGIO,
-    libc::SIGPWR,
-];
-#[cfg(not(target_os = "linux"))]
+/// runtime does for signals nobody asked to be notified of (Linux adds
+/// SIGPWR and the real-time signals, see [`is_dropped`]).
 const DROPPED: [c_int; 8] = [
     libc::SIGUSR1,
     libc::SIGUSR2,
@@ -116,7 +104,7 @@ pub fn rule(signal: c_int, ignored: bool) -> Reset {
 
 fn is_dropped(signal: c_int) -> bool {
     #[cfg(target_os = "linux")]
-    if signal >= FIRST_CAUGHT_REALTIME {
+    if signal >= FIRST_CAUGHT_REALTIME || signal == libc::SIGPWR {
         return true;
     }
     DROPPED.contains(&signal)
@@ -229,6 +217,7 @@ mod tests {
             assert_eq!(rule(s, true), Reset::Kept, "signal {s}");
         }
         assert_eq!(rule(35, false), Reset::NoOp);
+        assert_eq!(rule(libc::SIGPWR, false), Reset::NoOp);
         assert_eq!(rule(libc::SIGRTMAX(), true), Reset::NoOp);
     }
 
