@@ -137,15 +137,31 @@ extern "C" fn ignore(_: c_int) {}
 /// and with SIGCHLD ignored `wait` fails with ECHILD. Anything else
 /// inherited is left for the daemon's own [`reset_inherited`].
 pub fn restore_sigchld() {
+    if disposition(libc::SIGCHLD) == Some(libc::SIG_IGN) {
+        set_disposition(libc::SIGCHLD, libc::SIG_DFL);
+    }
+}
+
+/// `signal`'s current handler (`SIG_IGN`, `SIG_DFL` or a function).
+fn disposition(signal: c_int) -> Option<libc::sighandler_t> {
     // SAFETY: sigaction with a null new action only reads the current
-    // disposition; SIG_DFL is then set only over SIG_IGN, never over a
-    // handler.
+    // disposition into a zeroed struct this frame owns.
     unsafe {
         let mut current: libc::sigaction = std::mem::zeroed();
-        if libc::sigaction(libc::SIGCHLD, std::ptr::null(), &mut current) == 0 && current.sa_sigaction == libc::SIG_IGN
-        {
-            libc::signal(libc::SIGCHLD, libc::SIG_DFL);
-        }
+        (libc::sigaction(signal, std::ptr::null(), &mut current) == 0).then_some(current.sa_sigaction)
+    }
+}
+
+/// Installs `handler` (`SIG_DFL` or a function that touches nothing) with
+/// an empty mask; SA_RESTART keeps system calls from seeing EINTR.
+fn set_disposition(signal: c_int, handler: libc::sighandler_t) -> bool {
+    // SAFETY: see above; the action is fully initialised before use.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = handler;
+        action.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(signal, &action, std::ptr::null_mut()) == 0
     }
 }
 
@@ -155,14 +171,11 @@ pub fn restore_sigchld() {
 pub fn reset_inherited() -> Vec<c_int> {
     let mut changed = Vec::new();
     for signal in all_signals() {
-        // SAFETY: sigaction with a null new action only reads the current
-        // disposition into a zeroed struct this frame owns.
-        let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
-        if unsafe { libc::sigaction(signal, std::ptr::null(), &mut current) } != 0 {
+        let Some(current) = disposition(signal) else {
             continue;
-        }
-        let ignored = current.sa_sigaction == libc::SIG_IGN;
-        if !ignored && current.sa_sigaction != libc::SIG_DFL {
+        };
+        let ignored = current == libc::SIG_IGN;
+        if !ignored && current != libc::SIG_DFL {
             // Someone's handler (none exists this early, but never undo one).
             continue;
         }
@@ -171,16 +184,7 @@ pub fn reset_inherited() -> Vec<c_int> {
             Reset::Default => libc::SIG_DFL,
             Reset::NoOp => ignore as extern "C" fn(c_int) as libc::sighandler_t,
         };
-        // SAFETY: installs SIG_DFL or a handler that touches nothing, with
-        // an empty mask; SA_RESTART keeps system calls from seeing EINTR.
-        let ok = unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = handler;
-            action.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(signal, &action, std::ptr::null_mut()) == 0
-        };
-        if ok {
+        if set_disposition(signal, handler) {
             changed.push(signal);
         }
     }
