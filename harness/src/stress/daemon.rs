@@ -69,15 +69,26 @@ pub fn status_kib(pid: i32, key: &str) -> Option<u64> {
         .ok()
 }
 
+/// The state letter of `/proc/<path>/stat` (`R`, `S`, `T`, `Z`, ...).
+fn state(stat_path: &str) -> Option<char> {
+    let s = std::fs::read_to_string(stat_path).ok()?;
+    s.rsplit_once(')').and_then(|(_, r)| r.trim_start().chars().next())
+}
+
 /// Whether `pid` exists and is not a zombie.
 pub fn alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => {
-            let state = s.rsplit_once(')').and_then(|(_, r)| r.trim_start().chars().next());
-            !matches!(state, Some('Z') | Some('X') | None)
-        }
-        Err(_) => false,
-    }
+    !matches!(state(&format!("/proc/{pid}/stat")), Some('Z') | Some('X') | None)
+}
+
+/// Whether every thread of `pid` has stopped (state `T`): a SIGSTOP is
+/// delivered asynchronously, and a thread still running on another core
+/// can write one more reply.
+fn all_threads_stopped(pid: i32) -> bool {
+    let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    rd.flatten()
+        .all(|t| state(&format!("{}/stat", t.path().display())) == Some('T'))
 }
 
 fn fd_count(pid: i32) -> Option<u64> {
@@ -315,6 +326,15 @@ impl Daemon {
         for p in self.pids() {
             kill(p, sig);
         }
+    }
+
+    /// SIGSTOPs every daemon process and waits until all their threads
+    /// have stopped; false if they did not within 5 s.
+    pub fn stop(&self) -> bool {
+        self.signal(libc::SIGSTOP);
+        Self::wait_for(Duration::from_secs(5), || {
+            self.pids().into_iter().filter(|p| alive(*p)).all(all_threads_stopped)
+        })
     }
 
     /// SIGKILLs the daemon's processes and waits until they are gone.

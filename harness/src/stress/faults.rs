@@ -109,7 +109,7 @@ pub fn daemon_faults(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
     for _ in 0..n {
         clients.push(Client::connect(&d.socket)?);
     }
-    d.signal(libc::SIGSTOP);
+    o.check("SIGSTOP stops every daemon thread", d.stop(), "");
     let mut early = 0;
     for (i, c) in clients.iter_mut().enumerate() {
         let id = format!("st{i}");
