@@ -26,7 +26,11 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// How long a stopped `--listen` capture waits for connections still open
+/// to finish before writing what it has.
+const RELAY_GRACE: Duration = Duration::from_secs(10);
 
 /// Options of a capture.
 #[derive(Debug, Clone)]
@@ -93,8 +97,17 @@ pub fn run(o: &CaptureOptions) -> Result<PathBuf, String> {
                 }
             }
             let _ = std::fs::remove_file(path);
-            // Give in-flight lines a moment, then stop waiting.
-            std::thread::sleep(Duration::from_millis(100));
+            // Every connection that closed before the stop is recorded
+            // whole, its closes included: wait for its relay threads
+            // rather than for a moment. One still open when stopped is
+            // waited for up to RELAY_GRACE, then recorded as far as it got.
+            let deadline = Instant::now() + RELAY_GRACE;
+            while handles.iter().any(|h| !h.is_finished()) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            for h in handles.drain(..).filter(|h| h.is_finished()) {
+                let _ = h.join();
+            }
         }
         None => {
             let d = UnixStream::connect(&o.socket).map_err(|e| format!("{}: {e}", o.socket.display()))?;

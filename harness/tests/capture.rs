@@ -193,9 +193,10 @@ fn a_captured_session_replays_identically() {
     );
     c2.call(11, "process.kill", serde_json::json!({"id":sleeper,"signal":"KILL"}));
     c2.exit(sleeper);
+    // Capture waits for the relays of closed connections before writing
+    // the probe, so both closes are recorded without a pause here.
     drop(c1);
     drop(c2);
-    std::thread::sleep(Duration::from_millis(200));
     // SAFETY: SIGTERM to the capture child we started.
     unsafe {
         libc::kill(cap.id() as i32, libc::SIGTERM);
