@@ -80,6 +80,14 @@ pub fn alive(pid: i32) -> bool {
     !matches!(state(&format!("/proc/{pid}/stat")), Some('Z') | Some('X') | None)
 }
 
+/// The parent of `pid` when `pid` is a zombie (exited, not yet reaped).
+fn zombie_parent(pid: i32) -> Option<i32> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let mut f = s.rsplit_once(')')?.1.split_whitespace();
+    (f.next()? == "Z").then_some(())?;
+    f.next()?.parse().ok()
+}
+
 /// Whether every thread of `pid` has stopped (state `T`): a SIGSTOP is
 /// delivered asynchronously, and a thread still running on another core
 /// can write one more reply.
@@ -244,14 +252,24 @@ impl Daemon {
     /// Whether every daemon process is still alive. A launcher that
     /// daemonized something else may exit late (a loaded machine): only
     /// when it is the whole daemon (a wrapper) does it count.
+    ///
+    /// The same holds one level down: behind a wrapper that starts a
+    /// self-daemonizing binary (remora behind `mutant-proxy`), the inner
+    /// launcher can still be running when the pids are collected, then
+    /// exits and stays a zombie of the wrapper, which never reaps it. A
+    /// zombie whose parent is another live daemon process is such a
+    /// launcher, as long as some other daemon process still lives; a
+    /// daemon that really died is gone (reaped by init) or, when it was
+    /// the wrapper's only child, leaves nothing else alive.
     pub fn alive(&self) -> bool {
         let p = self.pids();
         let others: Vec<i32> = p.iter().copied().filter(|p| Some(*p) != self.launcher_pid).collect();
         if others.is_empty() {
-            !p.is_empty() && p.iter().all(|p| alive(*p))
-        } else {
-            others.iter().all(|p| alive(*p))
+            return !p.is_empty() && p.iter().all(|p| alive(*p));
         }
+        let live: Vec<i32> = others.iter().copied().filter(|p| alive(*p)).collect();
+        let exited_launcher = |pid: i32| zombie_parent(pid).is_some_and(|parent| p.contains(&parent) && alive(parent));
+        !live.is_empty() && others.iter().all(|p| live.contains(p) || exited_launcher(*p))
     }
 
     fn sum(&self, f: impl Fn(i32) -> Option<u64>) -> u64 {
@@ -329,10 +347,10 @@ impl Daemon {
     }
 
     /// SIGSTOPs every daemon process and waits until all their threads
-    /// have stopped; false if they did not within 5 s.
+    /// have stopped; false if they did not within 30 s.
     pub fn stop(&self) -> bool {
         self.signal(libc::SIGSTOP);
-        Self::wait_for(Duration::from_secs(5), || {
+        Self::wait_for(Duration::from_secs(30), || {
             self.pids().into_iter().filter(|p| alive(*p)).all(all_threads_stopped)
         })
     }
