@@ -44,19 +44,27 @@ pub fn daemon_faults(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
     }
     let killed = d.kill_daemon();
     o.check("SIGKILL stops the daemon", killed, "");
-    std::thread::sleep(Duration::from_millis(300));
-    let orphans = d.tagged();
-    o.figure(
-        "orphans left by a SIGKILLed daemon",
-        "processes",
-        false,
-        orphans.len() as f64,
-    );
-    kill_pids(&orphans);
+    // Orphans are cleared until none is seen, not found once: one missed
+    // (mid-exit, its environment unreadable for a moment) would otherwise
+    // be blamed on the SIGTERM phase below. The figure is the most seen.
+    let mut orphans = 0usize;
+    let cleared = Daemon::wait_for(Duration::from_secs(10), || {
+        let left = d.tagged();
+        orphans = orphans.max(left.len());
+        kill_pids(&left);
+        left.is_empty()
+    });
+    o.figure("orphans left by a SIGKILLed daemon", "processes", false, orphans as f64);
+    if !cleared {
+        return Err(format!(
+            "orphans of the SIGKILLed daemon survive SIGKILL: {:?}",
+            d.tagged()
+        ));
+    }
 
     // Restart on the stale socket.
     let stale = d.socket.exists();
-    let restarted = d.launch().and_then(|_| fresh_ping(&d.socket, Duration::from_secs(5)));
+    let restarted = d.launch().and_then(|_| fresh_ping(&d.socket, Duration::from_secs(30)));
     o.check_ok(
         "restart on the stale socket",
         restarted.map(|m| {
@@ -80,15 +88,18 @@ pub fn daemon_faults(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
     }
     let t = Instant::now();
     d.signal(libc::SIGTERM);
-    let exited = d.wait_exit(Duration::from_secs(10));
+    // The shutdown grace is 5 s; the rest only costs time when it fails.
+    let exited = d.wait_exit(Duration::from_secs(30));
     o.check(
         "SIGTERM stops the daemon",
         exited,
         format!("{:.0} ms", t.elapsed().as_secs_f64() * 1e3),
     );
-    // The documented grace: shutdown waits up to 5 s for the exits.
-    let clean = Daemon::wait_for(Duration::from_secs(6), || d.tagged().is_empty());
-    let left = d.tagged();
+    // Shutdown waits up to 5 s (the documented grace) for the exits before
+    // it exits itself, so the tree should be gone by now; the deadline
+    // only covers a loaded machine reaping it. Judged on this tree alone.
+    let clean = Daemon::wait_for(Duration::from_secs(15), || d.tagged_sub("tree").is_empty());
+    let left = d.tagged_sub("tree");
     o.check(
         "nothing left after SIGTERM and the grace",
         clean,
@@ -100,7 +111,7 @@ pub fn daemon_faults(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
         false,
         t.elapsed().as_secs_f64() * 1e3,
     );
-    kill_pids(&left);
+    kill_pids(&d.tagged());
 
     // SIGSTOP / SIGCONT while clients wait.
     d.launch()?;
@@ -131,7 +142,7 @@ pub fn daemon_faults(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
     d.signal(libc::SIGCONT);
     let mut missing = Vec::new();
     for (i, c) in clients.iter_mut().enumerate() {
-        c.set_timeout(Duration::from_secs(10));
+        c.set_timeout(Duration::from_secs(30));
         if let Err(e) = c.wait_reply("1") {
             missing.push(format!("connection {i} ping: {e}"));
             continue;
@@ -170,7 +181,7 @@ pub fn daemon_faults(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
     o.figure("last reply after SIGCONT", "ms", false, after.as_secs_f64() * 1e3);
     o.check_ok(
         "daemon still answers",
-        fresh_ping(&d.socket, Duration::from_secs(5)).map(|m| format!("{m:.1} ms")),
+        fresh_ping(&d.socket, Duration::from_secs(30)).map(|m| format!("{m:.1} ms")),
     );
     Ok(())
 }
@@ -278,12 +289,12 @@ pub fn garbage(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
         hs.into_iter().map(|h| h.join().unwrap_or(("panicked", 0))).collect()
     });
     let took = t.elapsed();
-    let ping = fresh_ping(&d.socket, Duration::from_secs(5));
+    let ping = fresh_ping(&d.socket, Duration::from_secs(30));
     if ping.is_err() {
         // A daemon that was just killed can still be tearing down; an
         // unanswered ping gives it a moment to be seen dead, so the
         // report names the death and not only its symptom.
-        Daemon::wait_for(Duration::from_secs(2), || !d.alive());
+        Daemon::wait_for(Duration::from_secs(10), || !d.alive());
     }
     let alive = d.alive();
     o.check(
