@@ -160,7 +160,7 @@ pub fn soak(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
             let t = t0.elapsed().as_secs_f64();
             rss.push((t, d.rss_kib() as f64 / 1024.0));
             fds.push((t, d.fds() as f64));
-            match wire::fresh_ping(&d.socket, Duration::from_secs(5)) {
+            match wire::fresh_ping(&d.socket, Duration::from_secs(30)) {
                 Ok(m) => lat.push((t, m)),
                 Err(_) => ping_failures += 1,
             }

@@ -291,7 +291,7 @@ pub fn stalled_reader(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> 
     b.set_timeout(Duration::from_secs(300));
     b.hash = false;
     b.call("1", "process.reattach", "{\"id\":\"big\",\"fromSeq\":0}")?;
-    let ping_during = fresh_ping(&d.socket, Duration::from_secs(5));
+    let ping_during = fresh_ping(&d.socket, Duration::from_secs(30));
     let p = b.wait_exit("big")?;
     let followed = t.elapsed();
     o.check(
@@ -307,7 +307,7 @@ pub fn stalled_reader(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> 
         "a fresh connection is answered during the stall",
         ping_during.map(|m| format!("{m:.1} ms")),
     );
-    let ping_after = fresh_ping(&d.socket, Duration::from_secs(5));
+    let ping_after = fresh_ping(&d.socket, Duration::from_secs(30));
     o.check_ok("daemon still answers", ping_after.map(|m| format!("{m:.1} ms")));
     drop(a);
     o.figure("solo reader throughput", "MiB/s", true, mib(bytes, solo));
@@ -403,7 +403,7 @@ pub fn killed_clients(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> 
         let _ = c.wait();
     }
     d.clients.clear();
-    let ping = fresh_ping(&d.socket, Duration::from_secs(2));
+    let ping = fresh_ping(&d.socket, Duration::from_secs(30));
     o.check_ok(
         "a fresh connection is answered right after the kills",
         ping.as_ref().map(|m| format!("{m:.1} ms")).map_err(|e| e.clone()),
@@ -468,7 +468,7 @@ pub fn killed_clients(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> 
     );
     o.check_ok(
         "daemon still answers",
-        fresh_ping(&d.socket, Duration::from_secs(5)).map(|m| format!("{m:.1} ms")),
+        fresh_ping(&d.socket, Duration::from_secs(30)).map(|m| format!("{m:.1} ms")),
     );
     o.figure("fresh ping right after the kills", "ms", false, ping.unwrap_or(0.0));
     o.figure(
