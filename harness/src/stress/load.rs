@@ -157,9 +157,14 @@ pub fn many_connections(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String
     Ok(())
 }
 
-/// Waits until the daemon's descriptors stay within `tol` of `base` for
-/// a whole `STEADY` window, and returns the highest count seen in that
-/// window (so the verdict and the figure come from the same samples).
+/// How long a count must hold before it is believed.
+const STEADY: Duration = Duration::from_millis(500);
+
+/// Samples `count` every 10 ms until every sample of a whole `STEADY`
+/// window `fits(first sample of the window, sample)`; returns the highest
+/// count of that window (so a verdict and its figure come from the same
+/// samples). After 20 s it gives up on the first sample that breaks a
+/// window or fits none, and returns that sample.
 ///
 /// Closes are asynchronous, and a count can rise again after falling: a
 /// client's `connect` completes in the listen backlog, before the daemon
@@ -168,27 +173,43 @@ pub fn many_connections(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String
 /// dip under the tolerance and come back six over one sample later; a
 /// single good sample proves nothing, a quiet window does. A real leak
 /// never settles, so the long deadline only costs time when it fails.
-fn settle_fds(d: &Daemon, base: u64, tol: u64) -> u64 {
-    const STEADY: Duration = Duration::from_millis(500);
+fn steady(mut count: impl FnMut() -> u64, fits: impl Fn(u64, u64) -> bool) -> u64 {
     let deadline = Instant::now() + Duration::from_secs(20);
-    let mut steady_since: Option<(Instant, u64)> = None;
+    // (window start, its first sample, its highest sample)
+    let mut window: Option<(Instant, u64, u64)> = None;
     loop {
         let now = Instant::now();
-        let fds = d.fds();
-        if fds > base + tol {
-            steady_since = None;
-            if now >= deadline {
-                return fds;
+        let n = count();
+        match window.as_mut() {
+            Some((since, first, high)) if fits(*first, n) => {
+                *high = (*high).max(n);
+                if now.duration_since(*since) >= STEADY {
+                    return *high;
+                }
             }
-        } else {
-            let (since, high) = steady_since.get_or_insert((now, fds));
-            *high = (*high).max(fds);
-            if now.duration_since(*since) >= STEADY {
-                return *high;
+            _ => {
+                if now >= deadline && (window.is_some() || !fits(n, n)) {
+                    return n;
+                }
+                window = fits(n, n).then_some((now, n, n));
             }
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// Waits until the daemon's descriptors stay within `tol` of `base` for a
+/// whole `STEADY` window; returns the highest count seen in it.
+fn settle_fds(d: &Daemon, base: u64, tol: u64) -> u64 {
+    steady(|| d.fds(), |_, n| n <= base + tol)
+}
+
+/// The daemon's descriptor count once it has stayed unchanged for a whole
+/// `STEADY` window: a baseline taken while warm-up connections are still
+/// closing would make a later, settled count look like a leak (or hide
+/// one).
+fn baseline_fds(d: &Daemon) -> u64 {
+    steady(|| d.fds(), |first, n| n == first)
 }
 
 /// 2. Connection churn.
@@ -215,8 +236,8 @@ pub fn churn(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
     for i in 0..(cycles / 10).max(30) {
         cycle(i)?;
     }
-    std::thread::sleep(Duration::from_millis(200));
-    let (base_fd, base_rss) = (d.fds(), d.rss_kib());
+    let base_fd = baseline_fds(&d);
+    let base_rss = d.rss_kib();
     let base_census = d.fd_census();
     let t = Instant::now();
     let mut failures = 0u64;
@@ -464,9 +485,12 @@ pub fn floods(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
     );
     let lat: Vec<f64> = pts.iter().map(|p| p.1).collect();
     let worst = lat.iter().cloned().fold(0.0, f64::max);
+    // A verdict on "answered", not on how fast: a loaded CI machine can
+    // stall any one ping for seconds. Latency is the figures' business;
+    // the bound only catches a daemon that starves other connections.
     o.check(
-        "other connections answered within 2 s throughout",
-        ping_err.is_none() && worst < 2000.0,
+        "other connections' pings all answered throughout (none slower than 10 s)",
+        ping_err.is_none() && worst < 10_000.0,
         match ping_err {
             Some(e) => e,
             None => format!("{} pings, slowest {worst:.1} ms", lat.len()),
@@ -481,6 +505,7 @@ pub fn floods(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
     o.figure("ping latency idle (median)", "ms", false, percentile(&idle_lat, 0.5));
     o.figure("ping latency under floods (median)", "ms", false, percentile(&lat, 0.5));
     o.figure("ping latency under floods (p99)", "ms", false, percentile(&lat, 0.99));
+    o.figure("ping latency under floods (slowest)", "ms", false, worst);
     o.figure(
         "flood pings per second",
         "req/s",
@@ -531,8 +556,8 @@ pub fn process_churn(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
         Ok(failed)
     };
     run(&mut c, "w", 20)?;
-    std::thread::sleep(Duration::from_millis(100));
-    let (base_fd, base_rss) = (d.fds(), d.rss_kib());
+    let base_fd = baseline_fds(&d);
+    let base_rss = d.rss_kib();
     let t = Instant::now();
     let failed = run(&mut c, "p", n)?;
     let took = t.elapsed();
