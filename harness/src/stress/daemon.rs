@@ -224,19 +224,55 @@ impl Daemon {
                 self.log_tail()
             ));
         }
-        let pids: Vec<i32> = crate::runner::pids_mentioning(self.socket.as_os_str().as_encoded_bytes())
-            .into_iter()
-            .filter(|p| {
-                std::fs::read(format!("/proc/{p}/cmdline"))
-                    .map(|c| c.split(|b| *b == 0).any(|a| a == b"-serve" || a == b"--serve"))
-                    .unwrap_or(false)
-            })
-            .collect();
+        let pids = self.steady_pids();
         if pids.is_empty() {
             return Err("daemon process not found".into());
         }
         *self.pids.lock().unwrap() = pids;
         Ok(())
+    }
+
+    /// The live processes whose command line names the socket and
+    /// `-serve`.
+    fn serving_pids(&self) -> Vec<i32> {
+        let mut v: Vec<i32> = crate::runner::pids_mentioning(self.socket.as_os_str().as_encoded_bytes())
+            .into_iter()
+            .filter(|p| {
+                alive(*p)
+                    && std::fs::read(format!("/proc/{p}/cmdline"))
+                        .map(|c| c.split(|b| *b == 0).any(|a| a == b"-serve" || a == b"--serve"))
+                        .unwrap_or(false)
+            })
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// The daemon's processes once the set has stayed the same for 500 ms
+    /// (up to 20 s). One scan right after the banner can catch a process
+    /// on its way out or in: a launcher still exiting, or a child the
+    /// daemon forked at start-up (remora's login-shell probe) before its
+    /// `exec`, which still shows the daemon's command line and would later
+    /// read as a daemon death.
+    fn steady_pids(&self) -> Vec<i32> {
+        const STEADY: Duration = Duration::from_millis(500);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut since = Instant::now();
+        let mut set = self.serving_pids();
+        loop {
+            std::thread::sleep(Duration::from_millis(10));
+            let now = Instant::now();
+            let next = self.serving_pids();
+            if now >= deadline {
+                return next;
+            }
+            if next != set {
+                set = next;
+                since = now;
+            } else if now.duration_since(since) >= STEADY {
+                return set;
+            }
+        }
     }
 
     pub fn log_tail(&self) -> String {
@@ -270,6 +306,24 @@ impl Daemon {
         let live: Vec<i32> = others.iter().copied().filter(|p| alive(*p)).collect();
         let exited_launcher = |pid: i32| zombie_parent(pid).is_some_and(|parent| p.contains(&parent) && alive(parent));
         !live.is_empty() && others.iter().all(|p| live.contains(p) || exited_launcher(*p))
+    }
+
+    /// Each daemon process with its state letter (`?` when gone), the
+    /// launcher marked: what a "daemon died" verdict saw.
+    pub fn describe(&self) -> String {
+        self.pids()
+            .into_iter()
+            .map(|p| {
+                let st = state(&format!("/proc/{p}/stat")).unwrap_or('?');
+                let who = if Some(p) == self.launcher_pid {
+                    " (launcher)"
+                } else {
+                    ""
+                };
+                format!("pid {p}{who} {st}")
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     fn sum(&self, f: impl Fn(i32) -> Option<u64>) -> u64 {

@@ -300,7 +300,11 @@ pub fn garbage(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
     o.check(
         "the daemon never dies",
         alive,
-        if alive { "".into() } else { d.log_tail() },
+        if alive {
+            "".into()
+        } else {
+            format!("{}; log: {}", d.describe(), d.log_tail())
+        },
     );
     o.check_ok(
         "a fresh connection's ping is answered",
