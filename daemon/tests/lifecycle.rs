@@ -596,13 +596,14 @@ fn bridge_injects_no_auth() {
     assert_eq!(out, format!("{UNAUTHORIZED}\n"));
 }
 
-/// A loopback port that was free a moment ago.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// The address the daemon's metrics listener bound, from its log line
+/// (the listener is bound, and the line written, before readiness).
+fn metrics_addr(d: &TestDaemon) -> String {
+    let log = d.log();
+    let (_, rest) = log
+        .split_once("[Server] metrics: serving http://")
+        .unwrap_or_else(|| panic!("no metrics line: {log}"));
+    rest.split_once("/metrics").expect("metrics path").0.to_string()
 }
 
 fn http_get(addr: &str, path: &str) -> String {
@@ -640,8 +641,9 @@ fn tcp_listeners(pid: u32) -> usize {
 
 #[test]
 fn metrics_endpoint_serves_counters() {
-    let addr = format!("127.0.0.1:{}", free_port());
-    let d = TestDaemon::start_with(&["-metrics-addr", &addr], &[]);
+    // Port 0: the kernel picks a free port, no window for another test.
+    let d = TestDaemon::start_with(&["-metrics-addr", "127.0.0.1:0"], &[]);
+    let addr = metrics_addr(&d);
     let pid = daemon_pid(&d.socket, d.launcher.as_ref().map(Child::id));
     assert_eq!(tcp_listeners(pid), 1);
     let mut c = d.connect();
