@@ -38,12 +38,44 @@ fn hook(repo: &Path, name: &str, body: &str) {
     fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
 }
 
+/// A FIFO a hook or filter blocks on (`read x < FIFO`) until the test
+/// releases it: git stays in the phase under test however slow the
+/// machine, and the blocked script (git's grandchild, which killing git
+/// does not reach) exits once released instead of lingering.
+struct Gate(std::path::PathBuf);
+
+impl Gate {
+    fn new(dir: &Path) -> Gate {
+        let path = dir.join("gate");
+        let made = Command::new("mkfifo").arg(&path).status().unwrap();
+        assert!(made.success());
+        Gate(path)
+    }
+
+    fn wait_cmd(&self) -> String {
+        format!("read x < '{}'", self.0.display())
+    }
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        use std::os::unix::fs::OpenOptionsExt;
+        // Non-blocking: with no reader left, the open fails instead of hanging.
+        let _ = fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&self.0)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, b"go\n"));
+    }
+}
+
 #[test]
 fn worktree_create_timeout_before_the_checkout() {
     let d = daemon();
     let r = repo(&d.root().join("r"), false);
-    // The branch creation runs the reference-transaction hook: slow add.
-    hook(&r, "reference-transaction", "sleep 5");
+    let gate = Gate::new(d.root());
+    // The branch creation runs the reference-transaction hook: a held add.
+    hook(&r, "reference-transaction", &gate.wait_cmd());
     let wt = p(&d.root().join("wt"));
     let t = Instant::now();
     assert_eq!(
@@ -52,7 +84,7 @@ fn worktree_create_timeout_before_the_checkout() {
             r#"{"success":false,"error":"git worktree add timed out after 300ms (deadline expired before the checkout started)","errorCode":"timeout"}"#
         )
     );
-    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    assert!(t.elapsed() < Duration::from_secs(30), "{:?}", t.elapsed());
 }
 
 #[test]
@@ -62,17 +94,22 @@ fn worktree_create_timeout_during_the_checkout() {
     fs::write(r.join(".gitattributes"), "a.txt filter=slow\n").unwrap();
     git(&r, &["add", ".gitattributes"]);
     git(&r, &["commit", "-q", "-m", "attrs"]);
-    // Checking a.txt out runs its smudge filter.
-    git(&r, &["config", "filter.slow.smudge", "sleep 5; cat"]);
+    // Checking a.txt out runs its smudge filter, held until the test ends;
+    // the add before it has the whole 5 s budget.
+    let gate = Gate::new(d.root());
+    git(
+        &r,
+        &["config", "filter.slow.smudge", &format!("{}; cat", gate.wait_cmd())],
+    );
     let wt = p(&d.root().join("wt"));
     let t = Instant::now();
     assert_eq!(
-        create(&d, &r, "b", &wt, r#","timeoutMs":700"#),
+        create(&d, &r, "b", &wt, r#","timeoutMs":5000"#),
         ok(
-            r#"{"success":false,"error":"git worktree add timed out after 700ms (deadline expired during the checkout): signal: killed","errorCode":"timeout"}"#
+            r#"{"success":false,"error":"git worktree add timed out after 5000ms (deadline expired during the checkout): signal: killed","errorCode":"timeout"}"#
         )
     );
-    assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());
+    assert!(t.elapsed() < Duration::from_secs(30), "{:?}", t.elapsed());
 }
 
 #[test]

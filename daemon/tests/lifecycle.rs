@@ -596,13 +596,14 @@ fn bridge_injects_no_auth() {
     assert_eq!(out, format!("{UNAUTHORIZED}\n"));
 }
 
-/// A loopback port that was free a moment ago.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// The address the daemon's metrics listener bound, from its log line
+/// (the listener is bound, and the line written, before readiness).
+fn metrics_addr(d: &TestDaemon) -> String {
+    let log = d.log();
+    let (_, rest) = log
+        .split_once("[Server] metrics: serving http://")
+        .unwrap_or_else(|| panic!("no metrics line: {log}"));
+    rest.split_once("/metrics").expect("metrics path").0.to_string()
 }
 
 fn http_get(addr: &str, path: &str) -> String {
@@ -640,8 +641,9 @@ fn tcp_listeners(pid: u32) -> usize {
 
 #[test]
 fn metrics_endpoint_serves_counters() {
-    let addr = format!("127.0.0.1:{}", free_port());
-    let d = TestDaemon::start_with(&["-metrics-addr", &addr], &[]);
+    // Port 0: the kernel picks a free port, no window for another test.
+    let d = TestDaemon::start_with(&["-metrics-addr", "127.0.0.1:0"], &[]);
+    let addr = metrics_addr(&d);
     let pid = daemon_pid(&d.socket, d.launcher.as_ref().map(Child::id));
     assert_eq!(tcp_listeners(pid), 1);
     let mut c = d.connect();
@@ -747,7 +749,6 @@ fn a_hung_login_shell_neither_delays_the_socket_nor_survives() {
     // start_with returns once the banner is out: the socket did not wait.
     let d = TestDaemon::start_with(&[], &[("SHELL", shell.to_str().unwrap())]);
     assert_eq!(d.call("server.ping", "{}"), PONG);
-    assert!(!d.log().contains("[shellenv]"));
     let want = format!(
         " WARN  [shellenv] Could not read PATH from login shell {}: timed out after 5s",
         shell.display()
@@ -757,6 +758,11 @@ fn a_hung_login_shell_neither_delays_the_socket_nor_survives() {
         "{}",
         d.log()
     );
+    // The probe's 5 s started before readiness, so the order of the two
+    // lines, not the time of the ping, shows the socket did not wait.
+    let log = d.log();
+    let listening = log.find("[Server] Listening on").expect("banner");
+    assert!(listening < log.find(&want).unwrap(), "{log}");
     // The shell's whole process group was killed.
     assert!(wait_until(Duration::from_secs(10), || pids_mentioning(&marker, &[])
         .into_iter()

@@ -227,7 +227,7 @@ fn a_foreign_lock_holder_is_never_signalled() {
     // it while its command runs) and is named in the record.
     let mut holder = Command::new("flock")
         .arg(&lock)
-        .args(["sleep", "30"])
+        .args(["sleep", "300"])
         .spawn()
         .expect("flock(1)");
     let holder_pid = holder.id();

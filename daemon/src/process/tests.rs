@@ -70,12 +70,19 @@ async fn shutdown_does_not_claim_a_process_that_already_exited() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exit_frame_waits_for_a_grandchild_holding_the_pipe() {
     let daemon = Daemon::new(b"t".to_vec(), Options::default());
-    let args = ["-c".to_string(), "(sleep 0.3; echo late) &".to_string()];
+    // The grandchild holds the pipe until the test opens the FIFO.
+    let dir = tempfile::tempdir().unwrap();
+    let gate = dir.path().join("gate");
+    let made = std::process::Command::new("mkfifo").arg(&gate).status().unwrap();
+    assert!(made.success());
+    let script = format!("(read x < '{}'; echo late) &", gate.display());
+    let args = ["-c".to_string(), script];
     let p = daemon.processes.spawn(&daemon, &spec("g", "sh", &args)).await.unwrap();
     assert!(p.wait_exit(Duration::from_secs(5)).await);
     // The leader is gone (a zombie pinning the pgid) but the pipe is
     // still open: no exit frame yet.
     assert_eq!(p.log.last_seq(), 0);
+    std::fs::write(&gate, b"go\n").unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     while !p.log.has_exited() && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -91,6 +98,9 @@ async fn exit_frame_waits_for_a_grandchild_holding_the_pipe() {
         )
     );
     // Reaped after the exit frame.
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !*lock(&p.reaped) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     assert!(*lock(&p.reaped));
 }

@@ -103,9 +103,11 @@ fn spilling_store(dir: &std::path::Path, segment_bytes: u64, budget_bytes: u64) 
     )
 }
 
-/// Waits until the disk writer has caught up.
+/// Waits until the disk writer has caught up (a loaded blocking pool can
+/// take a while; the deadline only costs time when the writer is stuck).
 async fn settle(log: &ReplayLog) {
-    for _ in 0..500 {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::time::Instant::now() < deadline {
         let settled = {
             let state = log.lock();
             !state.writer_busy && state.written == state.last_seq
