@@ -47,12 +47,21 @@ pub enum Kind {
     /// Die (with the real daemon) when a client line passes 1 MiB, as a
     /// 2 MiB line does (checked before the bytes are relayed).
     DieOnLongLine,
+    /// Like `error-byte`, but only on connections accepted after the first
+    /// `LATE_AFTER`: a difference no single fuzz case shows on fresh
+    /// daemons, only after earlier cases ran on the same ones.
+    LateErrorByte,
 }
+
+/// Connections `late-error-byte` relays unchanged before it starts altering.
+pub const LATE_AFTER: usize = 12;
 
 /// Per-connection state of a line mutator.
 #[derive(Debug, Default)]
 pub struct MutState {
     stdout_frames: usize,
+    /// The connection came after the first `LATE_AFTER` (late-error-byte).
+    pub late: bool,
 }
 
 /// Bytes of one client line past which `die-on-long-line` dies (the real
@@ -65,7 +74,8 @@ pub fn mutate_line(kind: Kind, line: &[u8], st: &mut MutState) -> Vec<Vec<u8>> {
     let is_stdout = contains(line, b"\"stream\":\"stdout\"") && contains(line, b"\"data\":\"");
     match kind {
         Kind::InvalidParams if !contains(line, b"\"code\":-32602,") => vec![line.to_vec()],
-        Kind::ErrorByte | Kind::InvalidParams => {
+        Kind::LateErrorByte if !st.late => vec![line.to_vec()],
+        Kind::ErrorByte | Kind::InvalidParams | Kind::LateErrorByte => {
             let key = b"\"message\":\"";
             if let Some(i) = find(line, key) {
                 let at = i + key.len();
@@ -222,10 +232,10 @@ pub fn main(kind: Kind, cmd: &[String]) -> i32 {
             }
         });
     }
-    for client in listener.incoming() {
+    for (n, client) in listener.incoming().enumerate() {
         let Ok(client) = client else { continue };
         let real = real.clone();
-        std::thread::spawn(move || relay(kind, client, &real));
+        std::thread::spawn(move || relay(kind, client, &real, n >= LATE_AFTER));
     }
     0
 }
@@ -304,7 +314,7 @@ fn upstream(kind: Kind, c_r: UnixStream, s_w: &mut UnixStream, real: &std::path:
     }
 }
 
-fn relay(kind: Kind, client: UnixStream, real: &std::path::Path) {
+fn relay(kind: Kind, client: UnixStream, real: &std::path::Path, late: bool) {
     let Ok(server) = UnixStream::connect(real) else {
         return;
     };
@@ -319,7 +329,10 @@ fn relay(kind: Kind, client: UnixStream, real: &std::path::Path) {
     });
     let mut reader = BufReader::new(server);
     let mut w = client;
-    let mut st = MutState::default();
+    let mut st = MutState {
+        late,
+        ..MutState::default()
+    };
     loop {
         let mut line = Vec::new();
         match reader.read_until(b'\n', &mut line) {
@@ -356,6 +369,15 @@ mod tests {
         assert_eq!(m[0].len(), e.len());
         assert!(contains(&m[0], b"\"message\":\"unknown"));
         assert_eq!(mutate_line(Kind::InvalidParams, e, &mut st)[0], e.to_vec());
+        assert_eq!(mutate_line(Kind::LateErrorByte, e, &mut st)[0], e.to_vec());
+        let mut late = MutState {
+            late: true,
+            ..MutState::default()
+        };
+        assert!(contains(
+            &mutate_line(Kind::LateErrorByte, e, &mut late)[0],
+            b"\"message\":\"unknown"
+        ));
         let p = br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Invalid params"}}"#;
         assert!(contains(
             &mutate_line(Kind::InvalidParams, p, &mut st)[0],

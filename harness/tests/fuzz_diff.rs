@@ -131,6 +131,62 @@ fn a_planted_difference_is_found_shrunk_and_reproduced() {
     assert_eq!(before, after);
 }
 
+/// A difference that needs earlier cases on the same daemons (the mutant
+/// alters error messages only from its 13th connection on) is reported as
+/// state-dependent, with a `--cases` replay that reproduces it, while the
+/// case alone, on fresh daemons, is identical.
+#[test]
+fn a_state_dependent_difference_is_reported_with_a_replay_that_reproduces_it() {
+    let remora = common::remora();
+    let bin = remora.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mutant = common::mutant(dir.path(), "late-error-byte");
+    let fuzz = |out: &str, extra: &[&str]| {
+        let out_dir = dir.path().join(out);
+        let mut args = vec![
+            "fuzz-diff",
+            "--reference",
+            bin,
+            "--candidate",
+            mutant.to_str().unwrap(),
+            "--seed",
+            "5",
+            "--jobs",
+            "1",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let o = common::run(&args);
+        (o.status.code(), text(&o), probe_files(&out_dir))
+    };
+    let (code, t, files) = fuzz("found", &["--iterations", "24"]);
+    assert_eq!(code, Some(1), "{t}");
+    assert!(t.contains("(0 flaky, ") && !t.contains(", 0 state-dependent)"), "{t}");
+    assert!(!t.contains("reproduced on fresh daemons"), "{t}");
+    let body = std::fs::read_to_string(files.first().expect("a probe written")).unwrap();
+    assert!(body.contains("# STATE-DEPENDENT: identical on fresh daemons"), "{body}");
+    assert!(
+        body.contains("# preceding case "),
+        "the preceding cases are attached:\n{body}"
+    );
+    let replay = body
+        .lines()
+        .find_map(|l| l.strip_prefix("# replay: harness fuzz-diff --reference R --candidate C --seed 5 --cases "))
+        .unwrap_or_else(|| panic!("no replay line:\n{body}"))
+        .to_string();
+    let last = replay.rsplit(',').next().unwrap().to_string();
+    assert!(replay.contains(','), "no preceding case kept: {replay}");
+
+    // The replay reproduces it; the case alone does not.
+    let (code, t, _) = fuzz("replayed", &["--cases", &replay]);
+    assert_eq!(code, Some(1), "{t}");
+    assert!(t.contains("1 state-dependent"), "{t}");
+    let (code, t, _) = fuzz("alone", &["--cases", &last]);
+    assert_eq!(code, Some(0), "{t}");
+    assert!(t.contains(": 0 difference(s)"), "{t}");
+}
+
 #[test]
 fn generated_cases_are_deterministic() {
     let gen = |seed: &str| {
