@@ -2,22 +2,28 @@
 //! stdin with offsets and a large write, reattach, kill, a files and a git
 //! call) recorded through the relay into a probe, which then replays under
 //! `harness diff` with no difference, uses `$TOKEN`, and keeps the large
-//! line as a fixture.
+//! line as a fixture; and a session spoken over the capture's own
+//! stdin/stdout (its `-bridge`-like mode), replayed through `-bridge`.
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 const TOKEN: &str = "s3cret-capture-token";
 
-/// One client connection that reads until what it waits for arrived.
+/// One client connection that reads until what it waits for arrived. A
+/// thread reads its lines, so a silent peer fails the test after 20 s
+/// instead of hanging it, whether the connection is a socket or a pipe.
 struct Client {
-    w: UnixStream,
-    r: BufReader<UnixStream>,
+    w: Box<dyn Write + Send>,
+    /// The socket, shut down on drop so the reader thread's clone closes too.
+    sock: Option<UnixStream>,
+    lines: mpsc::Receiver<String>,
     seen: Vec<serde_json::Value>,
 }
 
@@ -35,10 +41,26 @@ impl Client {
                 Err(e) => panic!("{}: {e}", p.display()),
             }
         };
-        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut c = Client::over(s.try_clone().unwrap(), s.try_clone().unwrap());
+        c.sock = Some(s);
+        c
+    }
+
+    /// A client speaking over any reader/writer pair (e.g. a child's pipes).
+    fn over(r: impl Read + Send + 'static, w: impl Write + Send + 'static) -> Client {
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(r).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
         Client {
-            r: BufReader::new(s.try_clone().unwrap()),
-            w: s,
+            w: Box::new(w),
+            sock: None,
+            lines,
             seen: Vec::new(),
         }
     }
@@ -48,8 +70,10 @@ impl Client {
             return self.seen.remove(i);
         }
         loop {
-            let mut l = String::new();
-            assert!(self.r.read_line(&mut l).unwrap() > 0, "closed while waiting for {what}");
+            let l = match self.lines.recv_timeout(Duration::from_secs(20)) {
+                Ok(l) => l,
+                Err(e) => panic!("no {what} ({e:?})"),
+            };
             let v: serde_json::Value = serde_json::from_str(&l).unwrap();
             if pred(&v) {
                 return v;
@@ -69,6 +93,14 @@ impl Client {
             v.get("processId").and_then(|p| p.as_str()) == Some(pid)
                 && v.get("stream").and_then(|s| s.as_str()) == Some("exit")
         })
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        if let Some(s) = &self.sock {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
     }
 }
 
@@ -100,47 +132,123 @@ impl Drop for Reaper {
     }
 }
 
+/// A real daemon in a fresh directory, and where a capture writes.
+struct Fixture {
+    remora: PathBuf,
+    root: PathBuf,
+    daemon_sock: PathBuf,
+    tok_capture: PathBuf,
+    out_dir: PathBuf,
+    probe: PathBuf,
+    daemon: Child,
+    _reaper: Reaper,
+    dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn start() -> Fixture {
+        let remora = common::remora();
+        let dir = tempfile::tempdir().unwrap();
+        let _reaper = Reaper(dir.path().to_path_buf());
+        let root = dir.path().join("root");
+        std::fs::create_dir(&root).unwrap();
+        let daemon_sock = dir.path().join("d.sock");
+        let (tok_daemon, tok_capture) = (dir.path().join("t1"), dir.path().join("t2"));
+        std::fs::write(&tok_daemon, format!("{TOKEN}\n")).unwrap();
+        std::fs::write(&tok_capture, format!("{TOKEN}\n")).unwrap();
+        let out_dir = dir.path().join("captured");
+        std::fs::create_dir(&out_dir).unwrap();
+        let probe = out_dir.join("session.probe");
+        let mut daemon = Command::new(&remora)
+            .args(["-serve", "-socket"])
+            .arg(&daemon_sock)
+            .arg("-token-file")
+            .arg(&tok_daemon)
+            .current_dir(&root)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut banner = String::new();
+        BufReader::new(daemon.stdout.take().unwrap())
+            .read_line(&mut banner)
+            .unwrap();
+        assert!(banner.contains("listening"), "{banner}");
+        Fixture {
+            remora,
+            root,
+            daemon_sock,
+            tok_capture,
+            out_dir,
+            probe,
+            daemon,
+            _reaper,
+            dir,
+        }
+    }
+
+    /// `harness capture` relaying to the daemon, writing `self.probe`.
+    fn capture(&self) -> Command {
+        let mut c = Command::new(common::harness());
+        c.args(["capture", "--socket"])
+            .arg(&self.daemon_sock)
+            .arg("--out")
+            .arg(&self.probe)
+            .arg("--token-file")
+            .arg(&self.tok_capture)
+            .arg("--root")
+            .arg(&self.root);
+        c
+    }
+
+    fn stop_daemon(&mut self) {
+        if let Ok(mut s) = UnixStream::connect(&self.daemon_sock) {
+            let _ = writeln!(
+                s,
+                "{{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"server.shutdown\",\"auth\":\"{TOKEN}\"}}"
+            );
+            let mut sink = String::new();
+            let _ = BufReader::new(s).read_line(&mut sink);
+        }
+        let _ = self.daemon.wait();
+    }
+
+    /// Replays the captured probe on both sides (it must be identical) and
+    /// returns its recorded transcript, to check what the replay saw.
+    fn replay(&self, probe_text: &str) -> String {
+        let remora = self.remora.to_str().unwrap();
+        let diff = common::run(&[
+            "diff",
+            "--probes",
+            self.out_dir.to_str().unwrap(),
+            "--reference",
+            remora,
+            "--candidate",
+            remora,
+        ]);
+        let dt = String::from_utf8_lossy(&diff.stdout).into_owned() + &String::from_utf8_lossy(&diff.stderr);
+        assert!(diff.status.success(), "{dt}\n{probe_text}");
+        assert!(dt.contains("1 probes: 1 identical"), "{dt}");
+        let rec = self.dir.path().join("transcripts");
+        let record = common::run(&[
+            "record",
+            "--probes",
+            self.out_dir.to_str().unwrap(),
+            "--binary",
+            remora,
+            "--out",
+            rec.to_str().unwrap(),
+        ]);
+        assert!(record.status.success(), "{}", String::from_utf8_lossy(&record.stderr));
+        std::fs::read_to_string(rec.join("session.txt")).unwrap()
+    }
+}
+
 #[test]
 fn a_captured_session_replays_identically() {
-    let remora = common::remora();
-    let dir = tempfile::tempdir().unwrap();
-    let _reaper = Reaper(dir.path().to_path_buf());
-    let root = dir.path().join("root");
-    std::fs::create_dir(&root).unwrap();
-    let daemon_sock = dir.path().join("d.sock");
-    let relay_sock = dir.path().join("relay.sock");
-    let (tok_daemon, tok_capture) = (dir.path().join("t1"), dir.path().join("t2"));
-    std::fs::write(&tok_daemon, format!("{TOKEN}\n")).unwrap();
-    std::fs::write(&tok_capture, format!("{TOKEN}\n")).unwrap();
-    let out_dir = dir.path().join("captured");
-    std::fs::create_dir(&out_dir).unwrap();
-    let probe = out_dir.join("session.probe");
-
-    let mut d = Command::new(&remora)
-        .args(["-serve", "-socket"])
-        .arg(&daemon_sock)
-        .arg("-token-file")
-        .arg(&tok_daemon)
-        .current_dir(&root)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut banner = String::new();
-    BufReader::new(d.stdout.take().unwrap()).read_line(&mut banner).unwrap();
-    assert!(banner.contains("listening"), "{banner}");
-    let mut cap = Command::new(common::harness())
-        .args(["capture", "--socket"])
-        .arg(&daemon_sock)
-        .arg("--listen")
-        .arg(&relay_sock)
-        .arg("--out")
-        .arg(&probe)
-        .arg("--token-file")
-        .arg(&tok_capture)
-        .arg("--root")
-        .arg(&root)
-        .spawn()
-        .unwrap();
+    let mut fx = Fixture::start();
+    let root = fx.root.clone();
+    let relay_sock = fx.dir.path().join("relay.sock");
+    let mut cap = fx.capture().arg("--listen").arg(&relay_sock).spawn().unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
     while !relay_sock.exists() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
@@ -202,19 +310,10 @@ fn a_captured_session_replays_identically() {
         libc::kill(cap.id() as i32, libc::SIGTERM);
     }
     let st = cap.wait().unwrap();
-    // Stop the daemon.
-    if let Ok(mut s) = UnixStream::connect(&daemon_sock) {
-        let _ = writeln!(
-            s,
-            "{{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"server.shutdown\",\"auth\":\"{TOKEN}\"}}"
-        );
-        let mut sink = String::new();
-        let _ = BufReader::new(s).read_line(&mut sink);
-    }
-    let _ = d.wait();
+    fx.stop_daemon();
     assert!(st.success(), "capture exited {st:?}");
 
-    let text = std::fs::read_to_string(&probe).unwrap();
+    let text = std::fs::read_to_string(&fx.probe).unwrap();
     assert!(!text.contains(TOKEN), "the token leaked:\n{text}");
     assert!(!text.contains("agent-"), "process ids not rewritten:\n{text}");
     assert!(!text.contains(root.to_str().unwrap()), "paths not rewritten:\n{text}");
@@ -233,39 +332,71 @@ fn a_captured_session_replays_identically() {
     ] {
         assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
     }
-    let fixture = std::fs::read_to_string(out_dir.join("session.fixtures/1.line")).unwrap();
+    let fixture = std::fs::read_to_string(fx.out_dir.join("session.fixtures/1.line")).unwrap();
     assert!(
         fixture.contains("$TOKEN") && fixture.len() > 4096,
         "{}",
         &fixture[..200]
     );
 
-    // Replayed on both sides: identical.
-    let diff = common::run(&[
-        "diff",
-        "--probes",
-        out_dir.to_str().unwrap(),
-        "--reference",
-        remora.to_str().unwrap(),
-        "--candidate",
-        remora.to_str().unwrap(),
-    ]);
-    let dt = String::from_utf8_lossy(&diff.stdout).into_owned() + &String::from_utf8_lossy(&diff.stderr);
-    assert!(diff.status.success(), "{dt}\n{text}");
-    assert!(dt.contains("1 probes: 1 identical"), "{dt}");
-    // And the replay saw what the session saw: the reader's output and the
-    // counter's byte count.
-    let rec = dir.path().join("transcripts");
-    let record = common::run(&[
-        "record",
-        "--probes",
-        out_dir.to_str().unwrap(),
-        "--binary",
-        remora.to_str().unwrap(),
-        "--out",
-        rec.to_str().unwrap(),
-    ]);
-    assert!(record.status.success(), "{}", String::from_utf8_lossy(&record.stderr));
-    let t = std::fs::read_to_string(rec.join("session.txt")).unwrap();
+    // Replayed on both sides: identical; and the replay saw what the
+    // session saw: the reader's output and the counter's byte count.
+    let t = fx.replay(&text);
     assert!(t.contains("abcd") && t.contains("5000"), "{t}");
+}
+
+/// The capture's stdio mode: a client speaks to it over its stdin/stdout
+/// as it would to `-bridge`; the end of stdin ends the session. The probe
+/// starts with `connect c1 bridge`, so `harness diff` replays it through
+/// each daemon's own `-bridge` mode.
+#[test]
+fn a_session_captured_over_stdio_replays_through_bridge() {
+    let mut fx = Fixture::start();
+    let mut cap = fx
+        .capture()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut c = Client::over(cap.stdout.take().unwrap(), cap.stdin.take().unwrap());
+    assert_eq!(c.call(1, "server.ping", serde_json::json!({}))["result"]["pong"], true);
+    let pid = "agent-bridge-echo";
+    let r = c.call(
+        2,
+        "process.spawn",
+        serde_json::json!({"id":pid,"command":"sh","args":["-c","read -r x; echo \"got $x\""]}),
+    );
+    assert_eq!(r["result"]["success"], true, "{r}");
+    let r = c.call(3, "process.stdin", serde_json::json!({"id":pid,"data":b64(b"hi\n")}));
+    assert_eq!(r["result"]["applied"], 3, "{r}");
+    c.exit(pid);
+    // Closing its stdin ends the capture, which then writes the probe.
+    drop(c);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let st = loop {
+        if let Some(st) = cap.try_wait().unwrap() {
+            break st;
+        }
+        assert!(Instant::now() < deadline, "capture did not end with its stdin");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    fx.stop_daemon();
+    assert!(st.success(), "capture exited {st:?}");
+
+    let text = std::fs::read_to_string(&fx.probe).unwrap();
+    assert!(!text.contains(TOKEN), "the token leaked:\n{text}");
+    assert!(!text.contains("agent-"), "process ids not rewritten:\n{text}");
+    for needle in [
+        "connect c1 bridge\n",
+        "call c1 1 server.ping {}",
+        "call c1 2 process.spawn {\"id\":\"p1\"",
+        "call c1 3 process.stdin",
+        "await-exit c1 p1",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
+    }
+    let t = fx.replay(&text);
+    // The replay went through `-bridge` and saw the child's answer.
+    assert!(t.contains("c1 p1 stdout\tgot hi\\n"), "{t}");
+    assert!(t.contains("end c1 bridge\texit=0"), "{t}");
 }
