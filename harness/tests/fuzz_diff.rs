@@ -20,26 +20,34 @@ fn probe_files(dir: &Path) -> Vec<std::path::PathBuf> {
     v
 }
 
-#[test]
-fn remora_against_itself_finds_no_difference() {
+/// `harness fuzz-diff` with remora as the reference; `extra` adds flags
+/// (`--iterations`, `--jobs`, `--cases`).
+fn fuzz_diff(candidate: &Path, seed: &str, out_dir: &Path, extra: &[&str]) -> std::process::Output {
     let remora = common::remora();
-    let bin = remora.to_str().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let out = common::run(&[
+    let mut args = vec![
         "fuzz-diff",
         "--reference",
-        bin,
+        remora.to_str().unwrap(),
         "--candidate",
-        bin,
+        candidate.to_str().unwrap(),
         "--seed",
-        "11",
-        "--iterations",
-        "40",
-        "--jobs",
-        "2",
+        seed,
         "--out",
-        dir.path().to_str().unwrap(),
-    ]);
+        out_dir.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    common::run(&args)
+}
+
+#[test]
+fn remora_against_itself_finds_no_difference() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = fuzz_diff(
+        &common::remora(),
+        "11",
+        dir.path(),
+        &["--iterations", "40", "--jobs", "2"],
+    );
     let t = text(&out);
     assert!(out.status.success(), "{t}");
     assert!(
@@ -57,23 +65,7 @@ fn a_planted_difference_is_found_shrunk_and_reproduced() {
     let dir = tempfile::tempdir().unwrap();
     let mutant = common::mutant(dir.path(), "invalid-params");
     let out_dir = dir.path().join("found");
-    let run = |seed: &str| {
-        common::run(&[
-            "fuzz-diff",
-            "--reference",
-            bin,
-            "--candidate",
-            mutant.to_str().unwrap(),
-            "--seed",
-            seed,
-            "--iterations",
-            "2",
-            "--jobs",
-            "2",
-            "--out",
-            out_dir.to_str().unwrap(),
-        ])
-    };
+    let run = |seed: &str| fuzz_diff(&mutant, seed, &out_dir, &["--iterations", "2", "--jobs", "2"]);
     let out = run("1");
     let t = text(&out);
     assert_eq!(out.status.code(), Some(1), "{t}");
@@ -137,27 +129,13 @@ fn a_planted_difference_is_found_shrunk_and_reproduced() {
 /// case alone, on fresh daemons, is identical.
 #[test]
 fn a_state_dependent_difference_is_reported_with_a_replay_that_reproduces_it() {
-    let remora = common::remora();
-    let bin = remora.to_str().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mutant = common::mutant(dir.path(), "late-error-byte");
     let fuzz = |out: &str, extra: &[&str]| {
         let out_dir = dir.path().join(out);
-        let mut args = vec![
-            "fuzz-diff",
-            "--reference",
-            bin,
-            "--candidate",
-            mutant.to_str().unwrap(),
-            "--seed",
-            "5",
-            "--jobs",
-            "1",
-            "--out",
-            out_dir.to_str().unwrap(),
-        ];
+        let mut args = vec!["--jobs", "1"];
         args.extend_from_slice(extra);
-        let o = common::run(&args);
+        let o = fuzz_diff(&mutant, "5", &out_dir, &args);
         (o.status.code(), text(&o), probe_files(&out_dir))
     };
     let (code, t, files) = fuzz("found", &["--iterations", "24"]);
