@@ -369,6 +369,42 @@ fn a_second_reattach_mid_replay_restarts_from_its_own_seq() {
     }
 }
 
+/// The sweep trusts a dead pid only in a directory this node wrote: on a
+/// replay dir shared with other hosts or pid namespaces (a home over NFS,
+/// containers), the same pid number names some other daemon.
+#[test]
+fn the_sweep_leaves_directories_of_other_nodes_alone() {
+    let replay = tempfile::tempdir().unwrap();
+    let mut first = spilling_daemon(replay.path(), "64", &[]);
+    let (first_dir, _) = daemon_dirs(replay.path()).remove(0);
+    let here = std::fs::read_to_string(first_dir.join("node")).unwrap();
+    assert!(!here.is_empty(), "a daemon directory records its node");
+    first.stop();
+    drop(first);
+
+    let mut exited = std::process::Command::new("true").spawn().unwrap();
+    let dead = exited.id();
+    exited.wait().unwrap();
+    let make = |n: u32, node: Option<&str>| {
+        let dir = replay.path().join(format!("daemon-{dead}-{n}"));
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join("1-0.seg"), b"x").unwrap();
+        if let Some(node) = node {
+            std::fs::write(dir.join("node"), node).unwrap();
+        }
+        dir
+    };
+    let same_node = make(1, Some(&here));
+    let other_node = make(2, Some("0f1e2d3c-another-boot/pid:[4026531836]"));
+    let unrecorded = make(3, None);
+
+    let second = spilling_daemon(replay.path(), "64", &[]);
+    assert!(!same_node.exists(), "a dead pid of this node is swept");
+    assert!(other_node.exists(), "another node's directory is left alone");
+    assert!(unrecorded.exists(), "a directory without a node record is left alone");
+    drop(second);
+}
+
 /// A daemon killed with SIGKILL leaves its directory; the next daemon on
 /// the same replay dir removes it, and leaves a live daemon's alone.
 #[test]

@@ -361,6 +361,7 @@ impl ReplayLog {
                     state.written += batch.len() as u64;
                     state.unwritten_bytes -= done;
                     self.store.unwritten.fetch_sub(done, Ordering::Relaxed);
+                    self.store.tails.fetch_add(done, Ordering::Relaxed);
                     state.disk_first = disk_first;
                     state.disk_last = disk_last;
                     state.disk_bytes = disk_bytes;
@@ -372,6 +373,7 @@ impl ReplayLog {
                 }
             }
             self.flushed.notify_waiters();
+            self.store.enforce_tails();
             self.store.enforce_budget();
         }
     }
@@ -395,6 +397,10 @@ impl ReplayLog {
             );
             self.store.metrics.fallbacks.fetch_add(1, Ordering::Relaxed);
         }
+        if state.spill {
+            let tail = state.hot_bytes - state.unwritten_bytes;
+            self.store.tails.fetch_sub(tail, Ordering::Relaxed);
+        }
         state.spill = false;
         state.writer_busy = false;
         self.store.unwritten.fetch_sub(state.unwritten_bytes, Ordering::Relaxed);
@@ -405,9 +411,10 @@ impl ReplayLog {
     }
 
     /// Drops written frames from RAM past the hot-tail bound (all but the
-    /// last frame once the process exited).
+    /// last frame once the process exited, or while the tails of all logs
+    /// together are over their global bound).
     fn trim_hot(&self, state: &mut LogState) {
-        let keep = if state.exit_stamp.is_some() {
+        let keep = if state.exit_stamp.is_some() || self.store.tails_over() {
             0
         } else {
             self.store.hot_tail_bytes
@@ -423,6 +430,16 @@ impl ReplayLog {
             freed += c;
         }
         self.store.metrics.ram_bytes.fetch_sub(freed, Ordering::Relaxed);
+        self.store.tails.fetch_sub(freed, Ordering::Relaxed);
+    }
+
+    /// Trims this log's hot tail now (the global bound was crossed by
+    /// another log's writes).
+    pub(crate) fn trim_tail(&self) {
+        let mut state = self.lock();
+        if state.spill {
+            self.trim_hot(&mut state);
+        }
     }
 
     /// RAM-ring bound: the oldest frames go once the ring is full.
@@ -767,6 +784,10 @@ impl Drop for ReplayLog {
             .ram_bytes
             .fetch_sub(state.hot_bytes, Ordering::Relaxed);
         self.store.unwritten.fetch_sub(state.unwritten_bytes, Ordering::Relaxed);
+        if state.spill {
+            let tail = state.hot_bytes - state.unwritten_bytes;
+            self.store.tails.fetch_sub(tail, Ordering::Relaxed);
+        }
         drop(state);
         if let Some(mut segs) = lock(&self.disk).take() {
             let freed = segs.remove_all();

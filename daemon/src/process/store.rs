@@ -6,8 +6,9 @@
 //! and each daemon directory are 0700, segment files 0600, all owned by
 //! the daemon's user. A daemon removes its own directory when it stops; a
 //! directory whose owner pid is gone (a SIGKILLed daemon) is removed by
-//! the next daemon that starts on the same replay dir. A directory whose
-//! pid is alive is never touched.
+//! the next daemon that starts on the same replay dir and node (its
+//! `node` file: boot id and pid namespace). A directory whose pid is
+//! alive, or that another node wrote, is never touched.
 
 use super::log::ReplayLog;
 use crate::metrics::ReplayMetrics;
@@ -27,6 +28,10 @@ const SEGMENT_BYTES: u64 = 8 << 20;
 /// back from disk (1 GiB stream: 0.70x the all-RAM build's rate, against
 /// 0.90x at 1 MiB and 0.89x at 4 MiB, `harness bench`, both orders).
 pub const HOT_TAIL: u64 = 1 << 20;
+/// Written frames all running processes together keep in RAM. Past it,
+/// every hot tail is trimmed to its unwritten frames (followers then read
+/// from disk), so many chatty processes cannot add up to N x HOT_TAIL.
+pub const GLOBAL_HOT_TAIL: u64 = 32 << 20;
 /// Frames a process may have in RAM that are not on disk yet; past this
 /// its pipe reader waits for the disk writer.
 pub const WRITE_BEHIND: u64 = 1 << 20;
@@ -52,6 +57,8 @@ pub struct StoreConfig {
     pub segment_bytes: u64,
     /// Written bytes a running process keeps in RAM.
     pub hot_tail_bytes: u64,
+    /// Written bytes all logs together keep in RAM.
+    pub global_hot_bytes: u64,
 }
 
 impl Default for StoreConfig {
@@ -61,6 +68,7 @@ impl Default for StoreConfig {
             budget_bytes: DEFAULT_BUDGET_MIB << 20,
             segment_bytes: test_env("REMORA_TEST_SEGMENT_BYTES").unwrap_or(SEGMENT_BYTES),
             hot_tail_bytes: test_env("REMORA_TEST_HOT_TAIL_BYTES").unwrap_or(HOT_TAIL),
+            global_hot_bytes: test_env("REMORA_TEST_GLOBAL_HOT_BYTES").unwrap_or(GLOBAL_HOT_TAIL),
         }
     }
 }
@@ -93,11 +101,15 @@ pub struct ReplayStore {
     pub budget_bytes: u64,
     pub segment_bytes: u64,
     pub hot_tail_bytes: u64,
+    pub global_hot_bytes: u64,
     pub metrics: Arc<ReplayMetrics>,
     /// Bytes in RAM not yet on disk, across logs.
     pub unwritten: AtomicU64,
+    /// Bytes in RAM already on disk (the hot tails), across spilling logs.
+    pub tails: AtomicU64,
     logs: Mutex<HashMap<u64, Weak<ReplayLog>>>,
     evicting: Mutex<()>,
+    trimming: Mutex<()>,
     removed: AtomicBool,
 }
 
@@ -124,10 +136,13 @@ impl ReplayStore {
             budget_bytes: config.budget_bytes,
             segment_bytes: config.segment_bytes.max(1),
             hot_tail_bytes: config.hot_tail_bytes,
+            global_hot_bytes: config.global_hot_bytes,
             metrics,
             unwritten: AtomicU64::new(0),
+            tails: AtomicU64::new(0),
             logs: Mutex::new(HashMap::new()),
             evicting: Mutex::new(()),
+            trimming: Mutex::new(()),
             removed: AtomicBool::new(false),
         })
     }
@@ -139,10 +154,13 @@ impl ReplayStore {
             budget_bytes: 0,
             segment_bytes: SEGMENT_BYTES,
             hot_tail_bytes: HOT_TAIL,
+            global_hot_bytes: GLOBAL_HOT_TAIL,
             metrics: Arc::default(),
             unwritten: AtomicU64::new(0),
+            tails: AtomicU64::new(0),
             logs: Mutex::new(HashMap::new()),
             evicting: Mutex::new(()),
+            trimming: Mutex::new(()),
             removed: AtomicBool::new(false),
         })
     }
@@ -165,6 +183,27 @@ impl ReplayStore {
         // A burst of processes must not leave a table sized for the burst.
         if logs.capacity() > 2 * logs.len() + 64 {
             logs.shrink_to_fit();
+        }
+    }
+
+    /// Whether the hot tails together are over their global bound.
+    pub(crate) fn tails_over(&self) -> bool {
+        self.tails.load(Ordering::Acquire) > self.global_hot_bytes
+    }
+
+    /// Enforces the global hot-tail bound (called by disk writers after
+    /// they trimmed their own tail): every log's tail goes, quiet ones
+    /// included, so the next trim is a whole bound of writes away.
+    pub(crate) fn enforce_tails(&self) {
+        if !self.tails_over() {
+            return;
+        }
+        let Ok(_one) = self.trimming.try_lock() else {
+            return; // Another writer is trimming.
+        };
+        let logs: Vec<Arc<ReplayLog>> = lock(&self.logs).values().filter_map(Weak::upgrade).collect();
+        for log in logs {
+            log.trim_tail();
         }
     }
 
@@ -250,6 +289,10 @@ fn prepare(base: &Path) -> std::io::Result<PathBuf> {
     // Only a dead daemon that had our pid can have left this name.
     let _ = std::fs::remove_dir_all(&own);
     std::fs::DirBuilder::new().mode(0o700).create(&own)?;
+    // The sweep of a later daemon trusts a pid only on the node that
+    // wrote this (a replay dir on a shared home is seen by other hosts
+    // and pid namespaces, where our pid means nothing).
+    std::fs::write(own.join(NODE_FILE), node())?;
     // Probe that files can be created there at all.
     let probe = own.join("probe");
     std::fs::write(&probe, b"")?;
@@ -257,11 +300,39 @@ fn prepare(base: &Path) -> std::io::Result<PathBuf> {
     Ok(own)
 }
 
-/// Removes `daemon-<pid>-<n>` directories whose pid no longer exists.
+/// The file in a daemon directory naming the node its pid belongs to.
+const NODE_FILE: &str = "node";
+
+/// This machine and pid namespace (boot id and pid-namespace link, as the
+/// run lock records it), or the host name where those are not readable.
+fn node() -> String {
+    let id = crate::runlock::node_id();
+    if !id.is_empty() {
+        return id;
+    }
+    let mut name = [0u8; 256];
+    // SAFETY: the buffer is writable for its whole length.
+    let rc = unsafe { libc::gethostname(name.as_mut_ptr().cast(), name.len()) };
+    let len = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+    if rc == 0 && len > 0 {
+        format!("host:{}", String::from_utf8_lossy(&name[..len]))
+    } else {
+        String::new()
+    }
+}
+
+/// Removes `daemon-<pid>-<n>` directories whose pid provably no longer
+/// runs: written on this node (same boot and pid namespace) and the pid
+/// gone. A directory of another node, or one without a node record, is
+/// never touched.
 fn sweep_stale(base: &Path) {
     let Ok(entries) = std::fs::read_dir(base) else {
         return;
     };
+    let here = node();
+    if here.is_empty() {
+        return;
+    }
     let me = std::process::id();
     for entry in entries.flatten() {
         let name = entry.file_name();
@@ -273,10 +344,11 @@ fn sweep_stale(base: &Path) {
         else {
             continue;
         };
-        if pid <= 0 || pid as u32 == me || !pid_is_gone(pid) {
+        let path = entry.path();
+        let ours = std::fs::read_to_string(path.join(NODE_FILE)).is_ok_and(|n| n == here);
+        if pid <= 0 || pid as u32 == me || !ours || !pid_is_gone(pid) {
             continue;
         }
-        let path = entry.path();
         match std::fs::remove_dir_all(&path) {
             Ok(()) => crate::log_info!("[replay] removed stale replay directory {}", path.display()),
             Err(e) => crate::log_warn!("[replay] cannot remove stale {}: {}", path.display(), e),
@@ -294,9 +366,5 @@ fn pid_is_gone(pid: i32) -> bool {
     if rc != 0 {
         return std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
     }
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rsplit(')')
-            .next()
-            .is_some_and(|rest| matches!(rest.trim_start().chars().next(), Some('Z' | 'X')))
-    })
+    !crate::os::process_alive(pid)
 }

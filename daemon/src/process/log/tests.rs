@@ -98,6 +98,7 @@ fn spilling_store(dir: &std::path::Path, segment_bytes: u64, budget_bytes: u64) 
             budget_bytes,
             segment_bytes,
             hot_tail_bytes: 0,
+            global_hot_bytes: u64::MAX,
         },
         Arc::default(),
     )
@@ -224,4 +225,48 @@ async fn unwritable_directory_falls_back_to_a_ram_ring() {
     assert!(ram <= super::RING_BYTES + 64 * 1024, "{ram}");
     assert_eq!(disk, 0);
     assert!(log.first_seq() > 1, "the ring dropped the oldest frames");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hot_tails_together_stay_under_the_global_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let global = 64 * 1024;
+    let store = ReplayStore::open(
+        crate::process::store::StoreConfig {
+            dir: Some(dir.path().to_path_buf()),
+            budget_bytes: u64::MAX,
+            segment_bytes: 1 << 20,
+            hot_tail_bytes: 32 * 1024,
+            global_hot_bytes: global,
+        },
+        Arc::default(),
+    );
+    // Eight running logs, each alone within its own tail bound, together
+    // four times over the global one.
+    let logs: Vec<_> = (0..8).map(|i| ReplayLog::new(&format!("p{i}"), &store)).collect();
+    let chunk: Vec<u8> = (0..1000u32).map(|j| j as u8).collect();
+    for round in 0..30 {
+        for log in &logs {
+            log.push_output(Stream::Stdout, &chunk);
+            settle(log).await;
+        }
+        let tails = store.tails.load(Ordering::Relaxed);
+        let hot: u64 = logs.iter().map(|l| l.footprint().0).sum();
+        assert!(
+            tails <= global + 2 * 1048,
+            "round {round}: tails {tails} over the global bound {global}"
+        );
+        assert_eq!(tails, hot, "round {round}: the counter matches the logs");
+    }
+    // Trimmed tails lose nothing: every log replays whole from disk.
+    for log in &logs {
+        let mut out = Vec::new();
+        let mut after = 0;
+        while after < log.last_seq() {
+            after = log.encode_after(after, u64::MAX, &mut out, usize::MAX);
+        }
+        assert_eq!(out.iter().filter(|&&b| b == b'\n').count(), 30);
+    }
+    drop(logs);
+    assert_eq!(store.tails.load(Ordering::Relaxed), 0);
 }
