@@ -789,9 +789,19 @@ impl Drop for ReplayLog {
             self.store.tails.fetch_sub(tail, Ordering::Relaxed);
         }
         drop(state);
-        if let Some(mut segs) = lock(&self.disk).take() {
-            let freed = segs.remove_all();
-            self.store.metrics.disk_bytes.fetch_sub(freed, Ordering::Relaxed);
+        if let Some(segs) = lock(&self.disk).take() {
+            let store = self.store.clone();
+            let remove = move || {
+                let mut segs = segs;
+                let freed = segs.remove_all();
+                store.metrics.disk_bytes.fetch_sub(freed, Ordering::Relaxed);
+            };
+            // Logs are released inside handlers and under the process
+            // table's lock: the unlinks go to a blocking thread there.
+            match tokio::runtime::Handle::try_current() {
+                Ok(rt) => drop(rt.spawn_blocking(remove)),
+                Err(_) => remove(),
+            }
         }
     }
 }
