@@ -201,7 +201,7 @@ fn list_sorts_skips_hidden_joins_and_follows_links() {
     );
     assert_eq!(
         c.call(5, "files.list", &format!(r#"{{"path":"{r}/a"}}"#)),
-        err(5, -32603, &format!("readdirent {r}/a: not a directory"))
+        err(5, -32603, &format!("open {r}/a: not a directory"))
     );
     assert_eq!(
         c.call(6, "files.list", "{}"),
@@ -209,7 +209,7 @@ fn list_sorts_skips_hidden_joins_and_follows_links() {
     );
     assert_eq!(
         c.call(7, "files.list", &format!(r#"{{"path":"{r}/fifo"}}"#)),
-        err(7, -32603, &format!("readdirent {r}/fifo: not a directory"))
+        err(7, -32603, &format!("open {r}/fifo: not a directory"))
     );
     if !is_root() {
         let locked = root.join("dir");

@@ -790,3 +790,38 @@ fn shutdown_kills_every_child_tree() {
     assert!(wait_until(Duration::from_secs(5), || pid_dead(grandchild) && pid_dead(child)));
     assert!(d.log().contains("[process.Manager] Spawned process a"), "{}", d.log());
 }
+
+/// Reference build 90fca6e6: a process whose child has exited is not
+/// running while its exit frame still waits for the pipes to drain (a
+/// grandchild holds stdout): reattach answers `running:false` and fresh
+/// stdin bytes are refused, before any exit frame exists.
+#[test]
+fn an_exited_child_is_not_running_while_its_output_drains() {
+    let d = TestDaemon::start();
+    let mut c = d.connect();
+    spawn(&mut c, 1, "drain", "sh", &["-c", "sleep 1000 & echo $!"]);
+    let first = next_frame(&mut c, "drain");
+    let grandchild: i32 = String::from_utf8_lossy(&first.data)
+        .trim()
+        .parse()
+        .expect("grandchild pid");
+    let mut rid = 10;
+    let not_running = wait_until(Duration::from_secs(10), || {
+        rid += 1;
+        c.call(rid, "process.reattach", r#"{"id":"drain","fromSeq":1}"#)
+            == ok(
+                rid,
+                r#"{"found":true,"running":false,"firstSeq":1,"lastSeq":1,"stdinApplied":0}"#,
+            )
+    });
+    assert!(not_running, "reattach inside the drain reports running:false");
+    assert_eq!(
+        c.call(2, "process.stdin", r#"{"id":"drain","data":"eA==","offset":0}"#),
+        err(2, -32602, "Process not running")
+    );
+    // SAFETY: the test's own grandchild, still alive (it holds the pipe).
+    unsafe { libc::kill(grandchild, libc::SIGKILL) };
+    let frames = frames_until_exit(&mut c, "drain");
+    assert_eq!(frames.last().unwrap().seq, 2, "the exit frame follows the drain");
+    assert_eq!(exit_code(&frames), 0);
+}

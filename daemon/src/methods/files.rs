@@ -12,9 +12,9 @@
 //! - "Missing" is `ENOENT` (Go's `os.IsNotExist`) plus `ENAMETOOLONG` (the
 //!   contract says an over-long path gives the empty `exists:false` body);
 //!   any other stat failure is -32603 with the Go error text.
-//! - `files.list` on a non-directory reports what Go's `os.ReadDir` does on
-//!   Linux: the open succeeds and `getdents` fails, so
-//!   `readdirent <path>: not a directory`.
+//! - `files.list` on a non-directory: `open <path>: not a directory`, for
+//!   any file, readable or not (reference build 7d193f89; the seed-000
+//!   build's `os.ReadDir` said `readdirent <path>: not a directory`).
 
 use super::Outcome;
 use crate::dispatch::Call;
@@ -109,20 +109,17 @@ fn stat(path: &str) -> Outcome {
 }
 
 fn list(path: &str) -> Outcome {
-    // Go's os.ReadDir: a plain open (no O_DIRECTORY), then getdents. The
-    // open is non-blocking so a FIFO cannot wedge a blocking thread.
-    let dir = match OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path) {
+    // O_DIRECTORY (reference 7d193f89): a file of any other kind fails the
+    // open with ENOTDIR before its permissions are looked at, and a FIFO
+    // is refused without waiting for a writer.
+    let dir = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NONBLOCK)
+        .open(path)
+    {
         Ok(f) => f,
         Err(e) => return Outcome::internal(path_error("open", path, &e)),
     };
-    match dir.metadata() {
-        Ok(meta) if meta.is_dir() => {}
-        Ok(_) => {
-            let enotdir = io::Error::from_raw_os_error(libc::ENOTDIR);
-            return Outcome::internal(path_error("readdirent", path, &enotdir));
-        }
-        Err(e) => return Outcome::internal(path_error("readdirent", path, &e)),
-    }
     let reader = match fs::read_dir(path) {
         Ok(r) => r,
         Err(e) => return Outcome::internal(path_error("open", path, &e)),
