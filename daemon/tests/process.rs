@@ -825,3 +825,54 @@ fn an_exited_child_is_not_running_while_its_output_drains() {
     assert_eq!(frames.last().unwrap().seq, 2, "the exit frame follows the drain");
     assert_eq!(exit_code(&frames), 0);
 }
+
+/// Found by `harness stress` (floods): a ping used to need one of the
+/// connection's 1024 request slots like any other request, so behind a
+/// pipeline of slow requests it waited for one of them to finish. Pings
+/// are answered by the connection's reader itself: with every slot held
+/// by a `killAndWait` that cannot finish yet, a ping is still answered.
+#[test]
+fn a_ping_is_answered_while_every_request_slot_is_held() {
+    let d = TestDaemon::start();
+    let mut c = d.connect();
+    spawn(
+        &mut c,
+        1,
+        "held",
+        "sh",
+        &["-c", "trap '' TERM; echo $$; while :; do sleep 0.05; done"],
+    );
+    let pid: i32 = String::from_utf8_lossy(&next_frame(&mut c, "held").data)
+        .trim()
+        .parse()
+        .expect("pid");
+    let slots = 1024;
+    let mut batch = String::new();
+    for rid in 0..slots {
+        batch.push_str(&common::request_line(
+            &(1000 + rid).to_string(),
+            "process.killAndWait",
+            Some(r#"{"id":"held","timeoutMs":60000}"#),
+            &d.token,
+        ));
+    }
+    batch.push_str(&common::request_line("2", "server.ping", Some("{}"), &d.token));
+    c.send_raw(batch.as_bytes());
+    let first_reply = loop {
+        let line = next_line(&mut c);
+        if line.starts_with("{\"jsonrpc\"") {
+            break line;
+        }
+    };
+    assert_eq!(
+        first_reply,
+        ok(2, r#"{"pong":true}"#),
+        "the ping comes before any killAndWait"
+    );
+    // SAFETY: the test's own child, which ignores SIGTERM.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    for rid in 0..slots {
+        let reply = c.reply_for(1000 + rid);
+        assert!(reply.contains(r#""found":true"#), "{reply}");
+    }
+}
