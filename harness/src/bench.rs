@@ -264,7 +264,66 @@ fn spawn_exit(d: &Live, n: usize) -> Result<f64, String> {
     Ok(median_f(v))
 }
 
+/// Checks a stream of `head -c N /dev/zero` frame by frame, cheaply enough
+/// not to be the bottleneck: seqs strictly +1 from the first, every data
+/// byte zero (base64 `A`, then padding), the decoded total, the exit last.
+#[derive(Default)]
+struct ZeroStream {
+    next_seq: Option<u64>,
+    bytes: u64,
+    exited: bool,
+}
+
+impl ZeroStream {
+    fn field<'a>(l: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
+        let at = l.windows(key.len()).position(|w| w == key)? + key.len();
+        let rest = &l[at..];
+        let end = rest.iter().position(|&b| b == b'"' || b == b',' || b == b'}')?;
+        Some(&rest[..end])
+    }
+
+    /// Takes one line; `Ok(false)` when it is not a stream frame.
+    fn take(&mut self, l: &[u8]) -> Result<bool, String> {
+        if !l.starts_with(b"{\"type\":\"stream\"") {
+            return Ok(false);
+        }
+        if self.exited {
+            return Err("a frame after the exit frame".into());
+        }
+        let seq: u64 = Self::field(l, b"\"seq\":")
+            .and_then(|v| std::str::from_utf8(v).ok()?.parse().ok())
+            .ok_or("a frame without seq")?;
+        if let Some(want) = self.next_seq {
+            if seq != want {
+                return Err(format!("seq {seq} where {want} was due"));
+            }
+        }
+        self.next_seq = Some(seq + 1);
+        if l.windows(15).any(|w| w == b"\"stream\":\"exit\"") {
+            self.exited = true;
+            return Ok(true);
+        }
+        let data = Self::field(l, b"\"data\":\"").ok_or("a frame without data")?;
+        let pad = data.iter().rev().take_while(|&&b| b == b'=').count();
+        if data[..data.len() - pad].iter().any(|&b| b != b'A') || data.len() % 4 != 0 {
+            return Err(format!("frame {seq} carries bytes that are not zero"));
+        }
+        self.bytes += (data.len() / 4 * 3 - pad) as u64;
+        Ok(true)
+    }
+
+    fn finish(&self, want: u64) -> Result<(), String> {
+        match (self.exited, self.bytes == want) {
+            (true, true) => Ok(()),
+            (false, _) => Err("no exit frame".into()),
+            (true, false) => Err(format!("{} bytes where {want} were written", self.bytes)),
+        }
+    }
+}
+
 /// Returns (MiB/s streamed, MiB/s replayed, peak RSS KiB during the stream).
+/// Both the live stream and the replay from seq 0 must reassemble to
+/// exactly the bytes the child wrote.
 fn stream(d: &Live, bytes: u64) -> (Result<f64, String>, Result<f64, String>, Result<f64, String>) {
     let run = || -> Result<(f64, f64, f64), String> {
         let pid = d.pid();
@@ -287,14 +346,16 @@ fn stream(d: &Live, bytes: u64) -> (Result<f64, String>, Result<f64, String>, Re
         let t = Instant::now();
         s.write_all(req(1, "process.spawn", &p).as_bytes())
             .map_err(|e| e.to_string())?;
+        let mut live = ZeroStream::default();
         loop {
             let l = read_line(&mut r)?;
             if is_reply(&l, 1) {
                 check_ok(&l)?;
-            } else if l.len() < 200 && l.windows(15).any(|w| w == b"\"stream\":\"exit\"") {
+            } else if live.take(&l)? && live.exited {
                 break;
             }
         }
+        live.finish(bytes).map_err(|e| format!("live stream: {e}"))?;
         let streamed = bytes as f64 / (1 << 20) as f64 / t.elapsed().as_secs_f64();
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         let _ = sampler.join();
@@ -303,13 +364,19 @@ fn stream(d: &Live, bytes: u64) -> (Result<f64, String>, Result<f64, String>, Re
         let t = Instant::now();
         s2.write_all(req(2, "process.reattach", "{\"id\":\"big\",\"fromSeq\":0}").as_bytes())
             .map_err(|e| e.to_string())?;
+        let mut replay = ZeroStream {
+            next_seq: Some(1),
+            ..ZeroStream::default()
+        };
         loop {
             let l = read_line(&mut r2)?;
             if is_reply(&l, 2) {
                 check_ok(&l)?;
                 break;
             }
+            replay.take(&l)?;
         }
+        replay.finish(bytes).map_err(|e| format!("replay from seq 0: {e}"))?;
         let replayed = bytes as f64 / (1 << 20) as f64 / t.elapsed().as_secs_f64();
         Ok((
             streamed,
@@ -366,6 +433,13 @@ fn measure(bin: &Path, o: &BenchOptions) -> Vec<(String, String, bool, Result<f6
         .map(|k| k as f64)
         .ok_or_else(|| "n/a: daemon pid not found".to_string());
     let (stream_r, replay_r, rss_load) = stream(&d, o.stream_bytes);
+    // Read before the other items run, so it is the stream's and the
+    // replay's high-water mark alone.
+    let hwm = d
+        .pid()
+        .and_then(crate::bench_mem::hwm_kib)
+        .map(|k| k as f64)
+        .ok_or_else(|| "n/a: daemon pid not found".to_string());
     let results = [
         ping_rtt(&d, o.pings),
         pipelined(&d, 1, o.pipelined),
@@ -376,11 +450,6 @@ fn measure(bin: &Path, o: &BenchOptions) -> Vec<(String, String, bool, Result<f6
         idle,
         rss_load,
     ];
-    let hwm = d
-        .pid()
-        .and_then(crate::bench_mem::hwm_kib)
-        .map(|k| k as f64)
-        .ok_or_else(|| "n/a: daemon pid not found".to_string());
     for ((n, u, h), r) in names().into_iter().zip(results) {
         out.push((n.into(), u.into(), h, r));
     }
@@ -397,7 +466,7 @@ fn names() -> Vec<(&'static str, &'static str, bool)> {
         ("pipelined pings, 64 connections", "req/s", true),
         ("spawn `true` to exit frame (median)", "ms", false),
         ("stream throughput (head -c N /dev/zero)", "MiB/s", true),
-        ("reattach replay of that stream", "MiB/s", true),
+        ("reattach replay of that stream (byte-exact)", "MiB/s", true),
         ("daemon RSS idle", "KiB", false),
         ("daemon RSS peak while streaming", "KiB", false),
     ]
@@ -448,4 +517,42 @@ pub fn table(items: &[Item]) -> String {
         "ratio = candidate / reference (for req/s and MiB/s higher is better; for µs, ms, KiB lower is better)\n",
     );
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ZeroStream;
+
+    fn frame(seq: u64, data: &str) -> Vec<u8> {
+        format!(r#"{{"type":"stream","processId":"big","stream":"stdout","seq":{seq},"data":"{data}"}}"#).into_bytes()
+    }
+
+    fn exit(seq: u64) -> Vec<u8> {
+        format!(r#"{{"type":"stream","processId":"big","stream":"exit","seq":{seq},"exitCode":0}}"#).into_bytes()
+    }
+
+    #[test]
+    fn zero_stream_accepts_exactly_the_written_zeros() {
+        let mut z = ZeroStream::default();
+        assert!(z.take(&frame(3, "AAAA")).unwrap());
+        assert!(z.take(&frame(4, "AA==")).unwrap());
+        assert!(!z.take(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#).unwrap());
+        assert!(z.take(&exit(5)).unwrap());
+        assert_eq!(z.finish(4), Ok(()));
+        assert!(z.finish(5).is_err(), "a byte short");
+    }
+
+    #[test]
+    fn zero_stream_refuses_gaps_nonzero_bytes_and_late_frames() {
+        let mut z = ZeroStream::default();
+        z.take(&frame(1, "AAAA")).unwrap();
+        assert!(z.take(&frame(3, "AAAA")).is_err(), "seq gap");
+        let mut z = ZeroStream::default();
+        assert!(z.take(&frame(1, "AAAB")).is_err(), "a non-zero byte");
+        let mut z = ZeroStream::default();
+        z.take(&exit(1)).unwrap();
+        assert!(z.take(&frame(2, "AAAA")).is_err(), "after the exit");
+        let z = ZeroStream::default();
+        assert!(z.finish(0).is_err(), "no exit frame");
+    }
 }
