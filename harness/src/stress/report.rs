@@ -428,3 +428,57 @@ mod tests {
         .contains("<h2 id=\"n\">"));
     }
 }
+
+#[cfg(test)]
+mod plot_tests {
+    use super::*;
+
+    fn series(name: &str, points: &[(f64, f64)]) -> Series {
+        Series {
+            name: name.into(),
+            unit: "KiB".into(),
+            points: points.to_vec(),
+        }
+    }
+
+    /// The points of each `<polyline>`, in page coordinates.
+    fn polylines(svg: &str) -> Vec<Vec<(f64, f64)>> {
+        svg.split("points=\"")
+            .skip(1)
+            .map(|rest| {
+                rest[..rest.find('"').unwrap()]
+                    .split(' ')
+                    .map(|p| {
+                        let (x, y) = p.split_once(',').unwrap();
+                        (x.parse().unwrap(), y.parse().unwrap())
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_plot_draws_one_line_per_side_scaled_into_the_frame() {
+        let r = series("rss", &[(0.0, 1000.0), (5.0, 2000.0), (10.0, 1500.0)]);
+        let c = series("rss", &[(0.0, 1000.0), (10.0, 4000.0)]);
+        let svg = plot("rss", "KiB", Some(&r), Some(&c));
+        assert!(svg.starts_with("<figure><figcaption>rss (KiB)</figcaption><svg"));
+        let lines = polylines(&svg);
+        assert_eq!(lines.len(), 2, "reference and candidate");
+        assert_eq!((lines[0].len(), lines[1].len()), (3, 2));
+        let (w, ht, pad) = (560.0, 180.0, 36.0);
+        for &(x, y) in lines.iter().flatten() {
+            assert!((pad..=w - 4.0).contains(&x), "x {x} inside the frame");
+            assert!((4.0..=4.0 + ht - pad).contains(&y), "y {y} inside the frame");
+        }
+        // The largest value is drawn at the top, time runs left to right.
+        assert_eq!(lines[1][1], (w - 4.0, 4.0));
+        assert!(lines[0][0].0 < lines[0][1].0 && lines[0][1].0 < lines[0][2].0);
+        assert!(svg.contains(">4000.0<"), "the axis names the maximum");
+    }
+
+    #[test]
+    fn a_plot_without_points_is_left_out() {
+        assert_eq!(plot("rss", "KiB", None, Some(&series("rss", &[]))), "");
+    }
+}
