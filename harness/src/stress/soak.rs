@@ -40,10 +40,13 @@ fn median(v: &[f64]) -> f64 {
     v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
 
+/// Kinds of action in the mix.
+const KINDS: u64 = 10;
+
 /// One action of the mix; `k` picks which.
 fn action(d: &Daemon, ctx: &Ctx, k: u64) -> Result<(), String> {
     let pool = k % 8;
-    match k % 6 {
+    match k % KINDS {
         0 => {
             let mut c = Client::connect(&d.socket)?;
             let mut buf = String::new();
@@ -114,6 +117,123 @@ fn action(d: &Daemon, ctx: &Ctx, k: u64) -> Result<(), String> {
             )?;
             c.wait_exit(&id).map(|_| ())
         }
+        6 => {
+            // A client process SIGKILLed mid-stream (scenario 6); the id's
+            // reuse by a later round tears its writer down.
+            let id = format!("kc{pool}");
+            let (seed, env) = ((k % 1000).to_string(), d.child_env("soak"));
+            let args = [
+                "--mode",
+                "stream",
+                "--id",
+                &id,
+                "--seed",
+                &seed,
+                "--bytes",
+                "1048576",
+                "--linger-ms",
+                "60000",
+                "--env",
+                &env,
+            ];
+            let mut client = None;
+            let ready = super::streams::spawn_client(ctx, &d.socket, &args, |c| client = Some(c));
+            if let Some(mut c) = client {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+            ready.map(|_| ())
+        }
+        7 => {
+            // A tree of background grandchildren, taken down whole (9).
+            let id = format!("tree{pool}");
+            let mut c = Client::connect(&d.socket)?;
+            let script = "for i in 1 2 3 4 5; do sleep 60 & done; echo up; wait";
+            c.call(
+                "1",
+                "process.spawn",
+                &wire::spawn_params(&id, "sh", &["-c", script], &d.child_env("soak")),
+            )?;
+            c.wait_output(&id, b"up\n")?;
+            c.call(
+                "2",
+                "process.killAndWait",
+                &format!("{{\"id\":\"{id}\",\"timeoutMs\":2000}}"),
+            )?;
+            c.wait_exit(&id).map(|_| ())
+        }
+        8 => {
+            // A stalled reader beside a follower that replays from 0 (5, 4).
+            let id = format!("stall{pool}");
+            let bytes = 1 << 20;
+            let seed = 5000 + k % 1000;
+            let mut stalled = Client::connect(&d.socket)?;
+            let h = ctx.harness.to_string_lossy();
+            let (s, b) = (seed.to_string(), bytes.to_string());
+            let args = ["stress-client", "--mode", "pattern", "--seed", &s, "--bytes", &b];
+            stalled.call(
+                "1",
+                "process.spawn",
+                &wire::spawn_params(&id, &h, &args, &d.child_env("soak")),
+            )?;
+            let mut r = Client::connect(&d.socket)?;
+            // The spawn's reply is the last thing the stalled connection
+            // reads, so the reattach finds this round's process, not the
+            // exited one of an earlier round with the same id.
+            let mut reattached = false;
+            for n in 0..500 {
+                let reply = r.call(
+                    &(100 + n).to_string(),
+                    "process.reattach",
+                    &format!("{{\"id\":\"{id}\",\"fromSeq\":0}}"),
+                )?;
+                if reply.get("found") == Some(&serde_json::Value::Bool(true)) {
+                    reattached = true;
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let p = r.wait_exit(&id)?;
+            p.whole()?;
+            drop(stalled);
+            (reattached && p.sha() == wire::pattern_sha(seed, bytes))
+                .then_some(())
+                .ok_or("the follower's stream differs".into())
+        }
+        9 => {
+            // A bounded stdin flood into a child that never reads (7): the
+            // daemon may refuse once its queue is full, never block.
+            let id = format!("flood{pool}");
+            let mut c = Client::connect(&d.socket)?;
+            c.call(
+                "1",
+                "process.spawn",
+                &wire::spawn_params(&id, "sleep", &["60"], &d.child_env("soak")),
+            )?;
+            let chunk = "A".repeat(256 * 1024 / 3 * 4);
+            let mut offset = 0u64;
+            for n in 0..16 {
+                let rid = (200 + n).to_string();
+                let params = format!("{{\"id\":\"{id}\",\"data\":\"{chunk}\",\"offset\":{offset}}}");
+                c.send(&rid, "process.stdin", &params)?;
+                let reply = c.wait_reply(&rid)?;
+                if let Some(e) = reply.get("error") {
+                    // A queue-full refusal ends the flood; any other error
+                    // is a fault.
+                    if e.get("code") != Some(&serde_json::Value::from(-32002)) {
+                        return Err(format!("stdin: {e}"));
+                    }
+                    break;
+                }
+                offset += (chunk.len() / 4 * 3) as u64;
+            }
+            c.call(
+                "300",
+                "process.kill",
+                &format!("{{\"id\":\"{id}\",\"signal\":\"KILL\"}}"),
+            )?;
+            c.wait_exit(&id).map(|_| ())
+        }
         _ => {
             let mut s = UnixStream::connect(&d.socket).map_err(|e| e.to_string())?;
             let _ = s.write_all(b"\xff\xfe{\"jsonrpc\":[[[[\n\0\0\n{\"id\":1e999}\n");
@@ -144,7 +264,7 @@ pub fn soak(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
                     let t = Instant::now();
                     if let Err(e) = action(d, ctx, k) {
                         f += 1;
-                        first.get_or_insert(format!("action {}: {e}", k % 6));
+                        first.get_or_insert(format!("action {}: {e}", k % KINDS));
                     }
                     n += 1;
                     k += 1;

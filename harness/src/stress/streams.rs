@@ -328,21 +328,36 @@ pub fn stalled_reader(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> 
     Ok(())
 }
 
-/// Starts `harness stress-client` and waits for its `ready` line.
+/// Starts `harness stress-client` and waits for its `ready` line; the
+/// daemon's cleanup owns the client from the start.
 fn start_client(d: &mut Daemon, ctx: &Ctx, args: &[&str]) -> Result<(), String> {
+    let socket = d.socket.clone();
+    spawn_client(ctx, &socket, args, |c| d.clients.push(c)).map(|_| ())
+}
+
+/// Starts `harness stress-client` on `socket`, hands the child to `keep`
+/// before waiting (so it is cleaned up whatever happens), and waits up to
+/// a minute for its `ready` line. Returns the client's pid.
+pub fn spawn_client(
+    ctx: &Ctx,
+    socket: &Path,
+    args: &[&str],
+    keep: impl FnOnce(std::process::Child),
+) -> Result<u32, String> {
     let mut c = Command::new(&ctx.harness)
         .arg("stress-client")
         .arg("--socket")
-        .arg(&d.socket)
+        .arg(socket)
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("client: {e}"))?;
+    let pid = c.id();
     let out = c.stdout.take().expect("piped");
     let err = c.stderr.take().expect("piped");
-    d.clients.push(c);
+    keep(c);
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut l = String::new();
@@ -350,7 +365,7 @@ fn start_client(d: &mut Daemon, ctx: &Ctx, args: &[&str]) -> Result<(), String> 
         let _ = tx.send(l);
     });
     match rx.recv_timeout(Duration::from_secs(60)) {
-        Ok(l) if l == "ready\n" => Ok(()),
+        Ok(l) if l == "ready\n" => Ok(pid),
         _ => {
             let mut e = String::new();
             let _ = std::io::Read::read_to_string(&mut BufReader::new(err), &mut e);
