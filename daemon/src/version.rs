@@ -38,7 +38,9 @@ pub fn goarch() -> &'static str {
 mod tests {
     #[test]
     fn go_names() {
-        assert_eq!(super::goos(), "linux");
+        // Go spells macOS "darwin"; every other supported OS keeps Rust's name.
+        let want = if cfg!(target_os = "macos") { "darwin" } else { "linux" };
+        assert_eq!(super::goos(), want);
         assert!(["amd64", "arm64", "386", "riscv64", "ppc64le", "s390x"].contains(&super::goarch()));
         assert!(super::banner().starts_with("remora "));
     }

@@ -186,9 +186,10 @@ fn zst_without_checksum_installs_and_is_consumed() {
     assert_eq!(
         r.line(),
         format!(
-            "__INSTALL_RESULT__{{\"serverVersion\":\"{}\",\"os\":\"linux\",\"arch\":\"{}\",\"libc\":\"{}\",\
+            "__INSTALL_RESULT__{{\"serverVersion\":\"{}\",\"os\":\"{}\",\"arch\":\"{}\",\"libc\":\"{}\",\
              \"cliPath\":\"{}/2.0.1\",\"cliWasPresent\":false}}",
             remora::version::ID,
+            remora::version::goos(),
             remora::version::goarch(),
             r.libc,
             dir.display()

@@ -24,7 +24,8 @@ fn server_methods_reply_byte_exact() {
         "aarch64" => "arm64",
         other => other,
     };
-    let want_tail = format!(r#"","platform":"linux","arch":"{arch}"}}}}"#);
+    let platform = if cfg!(target_os = "macos") { "darwin" } else { "linux" };
+    let want_tail = format!(r#"","platform":"{platform}","arch":"{arch}"}}}}"#);
     assert!(
         version.starts_with(r#"{"jsonrpc":"2.0","id":2,"result":{"version":""#),
         "{version}"

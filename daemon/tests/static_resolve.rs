@@ -9,6 +9,12 @@
 //! touched. The same URL is tried twice: without the name in the hosts file
 //! it must fail, with it the CLI must install — so the hosts entry, not
 //! some other resolver, is what made the download work.
+//!
+//! Where no private mount namespace can be had the test skips, so that a
+//! plain `cargo test` passes on such machines. With
+//! `REMORA_REQUIRE_STATIC_RESOLVE=1` (`ci/release` sets it for every Linux
+//! target) the same situation is a failure: a release must not ship with
+//! this check quietly skipped.
 
 mod common;
 
@@ -28,21 +34,31 @@ fn binary() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_remora")))
 }
 
-/// `unshare` arguments that give a private mount namespace, or `None` when
-/// this machine allows neither the root nor the user-namespace form.
-fn unshare_prefix() -> Option<Vec<&'static str>> {
-    [
+/// `unshare` arguments that give a private mount namespace, or why this
+/// machine allows neither the root nor the user-namespace form.
+fn unshare_prefix() -> Result<Vec<&'static str>, String> {
+    let mut failures = Vec::new();
+    for prefix in [
         vec!["unshare", "--mount"],
         vec!["unshare", "--mount", "--map-root-user"],
-    ]
-    .into_iter()
-    .find(|prefix| {
-        Command::new(prefix[0])
-            .args(&prefix[1..])
-            .arg("true")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    })
+    ] {
+        match Command::new(prefix[0]).args(&prefix[1..]).arg("true").output() {
+            Ok(o) if o.status.success() => return Ok(prefix),
+            Ok(o) => failures.push(format!(
+                "`{} true`: {}",
+                prefix.join(" "),
+                String::from_utf8_lossy(&o.stderr).trim()
+            )),
+            // Both forms run the same program: no point trying the second.
+            Err(e) => return Err(format!("cannot run `{}`: {e}", prefix[0])),
+        }
+    }
+    Err(failures.join("; "))
+}
+
+/// Whether the environment asks for this test to run, never to skip.
+fn required() -> bool {
+    std::env::var("REMORA_REQUIRE_STATIC_RESOLVE").is_ok_and(|v| !v.is_empty() && v != "0")
 }
 
 /// Serves `body` for every GET on 127.0.0.1 until the test process ends.
@@ -99,11 +115,19 @@ fn install_with_hosts(prefix: &[&str], dir: &Path, hosts: &str, url: &str, sum: 
 
 #[test]
 fn cli_url_host_name_resolves_from_etc_hosts() {
-    let Some(prefix) = unshare_prefix() else {
-        eprintln!(
-            "skipping: no private mount namespace here (`unshare --mount` needs root or unprivileged user namespaces)"
-        );
-        return;
+    let prefix = match unshare_prefix() {
+        Ok(prefix) => prefix,
+        Err(why) => {
+            let why = format!(
+                "no private mount namespace here (`unshare --mount` needs root or unprivileged user namespaces): {why}"
+            );
+            assert!(
+                !required(),
+                "REMORA_REQUIRE_STATIC_RESOLVE is set, so this cannot skip: {why}"
+            );
+            eprintln!("skipping: {why}");
+            return;
+        }
     };
     let tmp = tempfile::tempdir().unwrap();
     let cli = b"#!/bin/sh\necho \"fake-cli 3.1\"\n";

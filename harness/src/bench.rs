@@ -150,6 +150,8 @@ fn peer_pid(s: &UnixStream) -> Option<i32> {
     }
 }
 
+/// `VmRSS` from `/proc`: `None` where there is no `/proc` (macOS), so the
+/// bench reports no RSS figure there rather than a wrong one.
 pub(crate) fn rss_kib(pid: i32) -> Option<u64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     s.lines()

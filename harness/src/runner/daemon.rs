@@ -124,11 +124,15 @@ impl Runner<'_> {
     }
 }
 
-/// Pids of processes whose command line contains `needle`.
+/// Pids of processes whose command line contains `needle`: from
+/// `/proc/<pid>/cmdline` where there is a `/proc`, else (macOS) from `ps`,
+/// so the clean-up after each probe still finds what a run left behind.
 pub fn pids_mentioning(needle: &[u8]) -> Vec<i32> {
     let me = std::process::id() as i32;
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return ps_pids_mentioning(needle).into_iter().filter(|p| *p != me).collect();
+    };
     let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir("/proc") else { return out };
     for e in rd.flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
             continue;
@@ -143,6 +147,24 @@ pub fn pids_mentioning(needle: &[u8]) -> Vec<i32> {
         }
     }
     out
+}
+
+/// `ps` lists every process with its arguments joined by spaces (`ww`: not
+/// cut to a terminal's width), which still contains a path that one
+/// argument held. Empty when `ps` cannot run.
+fn ps_pids_mentioning(needle: &[u8]) -> Vec<i32> {
+    let Ok(out) = Command::new("ps").args(["-axww", "-o", "pid=,command="]).output() else {
+        return Vec::new();
+    };
+    out.stdout
+        .split(|b| *b == b'\n')
+        .filter_map(|line| {
+            let line = line.trim_ascii_start();
+            let end = line.iter().position(|b| !b.is_ascii_digit())?;
+            let pid = std::str::from_utf8(&line[..end]).ok()?.parse().ok()?;
+            contains(&line[end..], needle).then_some(pid)
+        })
+        .collect()
 }
 
 /// SIGKILLs every process whose command line mentions `dir`.
@@ -168,5 +190,32 @@ pub(super) fn wait_or_kill(child: &mut std::process::Child, deadline: Instant) -
             }
             _ => std::thread::sleep(Duration::from_millis(2)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `ps` fallback that macOS relies on, run where it can be: on a
+    /// machine without `ps` there is nothing to compare with.
+    #[test]
+    fn ps_finds_a_process_by_an_argument() {
+        if Command::new("ps").arg("-o").arg("pid=").output().is_err() {
+            eprintln!("skipping: no ps here");
+            return;
+        }
+        let needle = format!("remora-ps-needle-{}", std::process::id());
+        // `read` keeps the shell itself waiting, with no child of its own
+        // left behind once it is killed.
+        let mut child = Command::new("sh")
+            .args(["-c", "read line", &needle])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let found = ps_pids_mentioning(needle.as_bytes());
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(found, [child.id() as i32]);
     }
 }

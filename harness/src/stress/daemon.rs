@@ -3,6 +3,10 @@
 //! a wrapper counts as one daemon), their memory and descriptors, the
 //! children it spawned for us (tagged through their environment) and the
 //! cleanup that kills all of them by pid.
+//!
+//! The figures and the environment tags are read from `/proc`, so `harness
+//! stress` is Linux-only. Elsewhere (macOS) this compiles and answers
+//! "none"/"unknown"; nothing runs it there (`ci/release` runs `check`).
 
 use super::wire::TOKEN;
 use std::io::{BufRead, BufReader, Read, Write};

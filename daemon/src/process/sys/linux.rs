@@ -17,8 +17,12 @@ pub fn exit_notifier(pid: i32) -> Option<OwnedFd> {
     Some(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// A pidfd's readiness is a state, not a queued event: nothing to drain.
-pub fn drain_exit_notifier(_fd: &OwnedFd) {}
+/// A pidfd's readiness is a state, not a queued event, and it only turns
+/// readable once the process has exited: any readiness is the exit, and no
+/// further edge will follow it.
+pub fn take_exit_event(_fd: &OwnedFd) -> bool {
+    true
+}
 
 /// Sets the pipe's capacity to `size` bytes; false when the kernel refused
 /// (over `pipe-max-size` or the user's pipe budget).

@@ -6,6 +6,12 @@
 //!
 //! The kqueue only *observes* the exit: the child stays a zombie until
 //! [`super::reap`], so its pgid stays pinned exactly as on Linux.
+//!
+//! XNU posts `NOTE_EXIT` from `proc_exit` before the process has become a
+//! zombie, so a `waitid(WNOHANG)` right after the event can still find
+//! nothing (libuv met the same race: "fix hang after NOTE_EXIT"). The
+//! filter is one-shot, so [`take_exit_event`] tells the caller when the
+//! kqueue has nothing more to say and it must wait by other means.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
@@ -36,14 +42,17 @@ pub fn exit_notifier(pid: i32) -> Option<OwnedFd> {
     (rc >= 0).then_some(kq)
 }
 
-/// Dequeues the pending exit event, so a readiness that did not (yet)
-/// come with an exit cannot make the caller spin.
-pub fn drain_exit_notifier(fd: &OwnedFd) {
+/// Dequeues the pending exit event. True when one was dequeued: the
+/// `EV_ONESHOT` filter is gone with it and the kqueue will never turn
+/// readable again, even if the child is not waitable yet. False for a
+/// readiness that brought no event; the filter is still armed then.
+pub fn take_exit_event(fd: &OwnedFd) -> bool {
     // SAFETY: a zeroed kevent is a valid out-parameter.
     let mut event: libc::kevent = unsafe { std::mem::zeroed() };
     let zero = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: room for one event, zero timeout: never blocks.
-    unsafe { libc::kevent(fd.as_raw_fd(), std::ptr::null(), 0, &mut event, 1, &zero) };
+    let n = unsafe { libc::kevent(fd.as_raw_fd(), std::ptr::null(), 0, &mut event, 1, &zero) };
+    n > 0
 }
 
 /// Darwin has no way to set a pipe's capacity: always false, so the
@@ -129,6 +138,8 @@ mod tests {
         // SAFETY: one valid pollfd.
         let n = unsafe { libc::poll(&mut pfd, 1, 10_000) };
         assert_eq!(n, 1, "the kqueue became readable");
+        assert!(take_exit_event(&kq), "the readiness carried the exit event");
+        assert!(!take_exit_event(&kq), "one-shot: nothing further queued");
         assert!(pid_exists(child.id() as i32), "observed, not reaped");
         assert_eq!(child.wait().unwrap().code(), Some(3));
     }

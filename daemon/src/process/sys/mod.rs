@@ -131,20 +131,38 @@ fn peek_exit(pid: i32, extra: i32) -> io::Result<Option<ExitStatus>> {
 /// no notifier can be had, a blocking `waitid` on the blocking pool waits
 /// instead.
 pub async fn wait_exit(pid: i32) -> io::Result<ExitStatus> {
-    if let Some(fd) = platform::exit_notifier(pid) {
-        // SAFETY: `fd` is an OwnedFd moved into the AsyncFd, so it stays
-        // open (and is not replaced) for as long as it is registered.
-        let registered = unsafe { tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) };
-        if let Ok(notifier) = registered {
-            loop {
-                // Peek first: the child may have exited before the
-                // notifier was armed.
+    wait_exit_on(pid, platform::exit_notifier(pid)).await
+}
+
+/// [`wait_exit`] with the notifier given, so a test can hand in one that
+/// fires before the child is waitable.
+async fn wait_exit_on(pid: i32, notifier: Option<std::os::fd::OwnedFd>) -> io::Result<ExitStatus> {
+    // SAFETY: `fd` is an OwnedFd moved into the AsyncFd, so it stays open
+    // (and is not replaced) for as long as it is registered.
+    let registered = notifier.and_then(|fd| {
+        unsafe { tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }.ok()
+    });
+    if let Some(notifier) = registered {
+        loop {
+            // Peek first: the child may have exited before the notifier
+            // was armed.
+            if let Some(status) = peek_exit(pid, libc::WNOHANG)? {
+                return Ok(status);
+            }
+            let mut guard = notifier.readable().await?;
+            let spent = platform::take_exit_event(guard.get_inner());
+            guard.clear_ready();
+            if spent {
+                // The notifier has reported the exit and will not fire
+                // again, yet waitid may not see the exit yet (macOS posts
+                // NOTE_EXIT before the child is a zombie). Waiting on the
+                // notifier now would hang; the blocking waitid below
+                // returns as soon as the child is waitable, which here is
+                // a moment away.
                 if let Some(status) = peek_exit(pid, libc::WNOHANG)? {
                     return Ok(status);
                 }
-                let mut guard = notifier.readable().await?;
-                platform::drain_exit_notifier(guard.get_inner());
-                guard.clear_ready();
+                break;
             }
         }
     }
@@ -179,6 +197,39 @@ pub fn reap(pid: i32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A notifier that fires while the child still runs, as a NOTE_EXIT
+    /// posted before the child is waitable does: the wait must still end
+    /// with the child's status, and leave the child unreaped. A pipe with
+    /// a byte in it stands in for the notifier; only on Linux does any
+    /// readiness count as the exit event, so only there can it stand in.
+    #[cfg(target_os = "linux")]
+    #[tokio::test(flavor = "current_thread")]
+    async fn an_early_notification_falls_back_to_a_blocking_wait() {
+        use std::os::fd::{FromRawFd, OwnedFd};
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "sleep 0.3; exit 7"])
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        // Close-on-exec, and the write end held open: no child may keep a
+        // copy whose closing would wake the wait at the child's exit.
+        let mut fds = [0; 2];
+        // SAFETY: pipe2(2) fills both slots with fresh descriptors we own.
+        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+        // SAFETY: both descriptors are fresh and owned by nobody else.
+        let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let mut write = std::fs::File::from(write);
+        std::io::Write::write_all(&mut write, b"x").unwrap();
+        let status = tokio::time::timeout(std::time::Duration::from_secs(10), wait_exit_on(pid, Some(read)))
+            .await
+            .expect("the wait ended")
+            .unwrap();
+        assert_eq!(status, ExitStatus { code: 7, signal: None });
+        assert!(platform::pid_exists(pid), "observed, not reaped");
+        assert_eq!(child.wait().unwrap().code(), Some(7), "still ours to reap");
+        drop(write);
+    }
 
     #[test]
     fn signal_names_are_case_insensitive_with_optional_prefix() {
