@@ -2,11 +2,11 @@
 
 use crate::compare::{line_diffs, EntryDiff, Status};
 use crate::transcript::Entry;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
 /// Timings of one side of one probe.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SideTiming {
     /// Median over repeats of the probe's summed request latencies (µs).
     pub median_us: u64,
@@ -15,7 +15,7 @@ pub struct SideTiming {
 }
 
 /// The result of one probe.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ProbeResult {
     pub probe: String,
     pub desc: String,
@@ -35,7 +35,7 @@ pub struct ProbeResult {
 }
 
 /// A whole run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     pub mode: String,
     pub reference: String,
