@@ -662,6 +662,27 @@ mod tests {
     }
 
     #[test]
+    fn a_json_report_reads_back_to_the_same_page() {
+        let mut d = result("d", Status::Differs);
+        d.diffs.push(EntryDiff {
+            key: "L1 c1 reply 1".into(),
+            reference: Some("ref".into()),
+            candidate: Some("cand".into()),
+            first_diff: Some(0),
+            accepted: None,
+        });
+        d.reference_timing = Some(SideTiming {
+            median_us: 7,
+            requests: vec![("L1".into(), 7)],
+        });
+        let rep = report(vec![d, result("a", Status::Accepted)]);
+        let json = serde_json::to_string(&rep).unwrap();
+        let back: Report = serde_json::from_str(&json).unwrap();
+        assert_eq!(html(&back), html(&rep));
+        assert_eq!(terminal(&back, true), terminal(&rep, true));
+    }
+
+    #[test]
     fn a_few_failing_probes_are_all_expanded_without_a_note() {
         let page = html(&report(vec![
             result("a", Status::Differs),
