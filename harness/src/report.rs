@@ -249,6 +249,11 @@ const SCRIPT: &str = r#"
   // toggle does not bubble; capturing sees it for every section.
   document.addEventListener('toggle',function(e){var d=e.target;if(d.open&&d.classList&&d.classList.contains('probe'))reveal(d);},true);
   window.addEventListener('hashchange',fragment);
+  // A link to the section the fragment already names fires no hashchange.
+  document.getElementById('probes').addEventListener('click',function(e){
+    var a=e.target.closest('a'), d=a&&document.getElementById(decodeURIComponent(a.hash.slice(1)));
+    if(d&&d.tagName==='DETAILS')d.open=true;
+  });
   apply();
   fragment();
   document.querySelectorAll('details.probe[open]').forEach(reveal);

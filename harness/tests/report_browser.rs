@@ -530,17 +530,31 @@ fn a_report_of_thousands_of_probes_stays_usable_in_headless_chromium() {
             );
         }
     }
+    // Collapse all closes everything; a probe's link in the table then
+    // opens its section alone.
+    let link = format!("p-{:05}", N - 12);
     match dump(&driven(
         "collapse",
-        "document.getElementById('expand').click();document.getElementById('collapse').click();",
+        &format!(
+            "document.getElementById('expand').click();document.getElementById('collapse').click();\
+             document.body.dataset.afterCollapse=document.querySelectorAll('details.probe[open]').length;\
+             document.querySelector('#probes a[href=\"#{link}\"]').click();"
+        ),
     )) {
         Err(e) => check(false, e),
         Ok(dom) => {
-            let open = tags(&dom, "<details class=\"probe\"")
-                .iter()
+            check(
+                dom.contains("data-after-collapse=\"0\""),
+                "collapse all left sections open".into(),
+            );
+            let open: Vec<_> = tags(&dom, "<details class=\"probe\"")
+                .into_iter()
                 .filter(|t| is_open(t))
-                .count();
-            check(open == 0, format!("collapse all left {open} sections open"));
+                .collect();
+            check(
+                open.len() == 1 && open[0].contains(&format!("id=\"{link}\"")),
+                format!("the link to {link} opened {open:?}"),
+            );
         }
     }
     fail_with_artifacts(&bin, &page, "big-report", &failures);
