@@ -1,11 +1,13 @@
 //! `harness capture`: a recording relay between a real client and a real
 //! daemon that writes the session as a probe.
 //!
-//! It listens on a socket (`--listen`) or serves one connection on its own
-//! stdin/stdout like `-bridge` does (`--bridge`), forwards every byte to the
-//! daemon's socket, and logs, in the order they crossed the relay, each
-//! client line, each daemon line and each close. When it is stopped
-//! (SIGINT/SIGTERM, or the bridge's stdin ends) it writes the probe:
+//! With `--listen PATH` it accepts connections on that socket; without it,
+//! it serves one connection on its own stdin/stdout, the way the daemon's
+//! `-bridge` mode does (there is no separate flag for that mode). Either
+//! way it forwards every byte to the daemon's socket (`--socket`) and logs,
+//! in the order they crossed the relay, each client line, each daemon line
+//! and each close. When it is stopped (SIGINT/SIGTERM, or the end of stdin
+//! in the stdio mode) it writes the probe to `--out`:
 //!
 //! - a client line is a `call` when it is in the canonical request form
 //!   and its reply is the next thing that happened; otherwise a `send`,
@@ -13,7 +15,8 @@
 //! - an exit frame becomes `await-exit` on its connection (which records
 //!   the reassembled stream); a client close is `close`, a daemon close
 //!   `await-close`;
-//! - the token becomes `$TOKEN`, `--root`/the socket/`$HOME` paths become
+//! - the token (read from `--token-file`, else `$CLAUDE_RPC_TOKEN`) becomes
+//!   `$TOKEN`, `--root`/the socket/`$HOME` paths become
 //!   `$ROOT`/`$SOCKET`/`$HOME`, process ids become `p1`, `p2`, … in order
 //!   of appearance, a literal `$` becomes `$$`;
 //! - a line longer than `--large` bytes goes to `<stem>.fixtures/<n>.line`

@@ -8,7 +8,7 @@
 
 use crate::probe::{glob_match, Accept, Probe};
 use crate::transcript::{Entry, Transcript};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// One line of `probes/ACCEPTED`: `<probe glob> | <key glob> | <reason>`.
@@ -66,7 +66,7 @@ pub fn accepts_for(probe: &Probe, central: &[CentralAccept]) -> Vec<Accept> {
 }
 
 /// The verdict for one probe.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Identical,
@@ -96,7 +96,7 @@ impl Status {
 }
 
 /// One differing entry.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EntryDiff {
     pub key: String,
     pub reference: Option<String>,

@@ -124,6 +124,19 @@ enum Cmd {
         #[command(flatten)]
         report: ReportArgs,
     },
+    /// Render a report saved with `diff`/`check --json` again: the
+    /// terminal summary, and the HTML page with --html. Exits 0 once it is
+    /// written, whatever the report says.
+    Report {
+        /// The JSON report.
+        json: PathBuf,
+        /// Write the self-contained HTML page here.
+        #[arg(long)]
+        html: Option<PathBuf>,
+        /// List identical probes in the terminal summary too.
+        #[arg(long, short)]
+        verbose: bool,
+    },
     /// Write normalised transcripts of a binary, one file per probe.
     Record {
         #[arg(long)]
@@ -654,6 +667,20 @@ fn real_main() -> Result<ExitCode, String> {
             } else {
                 ExitCode::SUCCESS
             })
+        }
+        Cmd::Report { json, html, verbose } => {
+            let text = std::fs::read_to_string(&json).map_err(|e| format!("{}: {e}", json.display()))?;
+            let rep: report::Report =
+                serde_json::from_str(&text).map_err(|e| format!("{}: not a JSON report: {e}", json.display()))?;
+            write_reports(
+                &rep,
+                &ReportArgs {
+                    json: None,
+                    html,
+                    verbose,
+                },
+            )?;
+            Ok(ExitCode::SUCCESS)
         }
         Cmd::Record {
             binary,

@@ -2,11 +2,11 @@
 
 use crate::compare::{line_diffs, EntryDiff, Status};
 use crate::transcript::Entry;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
 /// Timings of one side of one probe.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SideTiming {
     /// Median over repeats of the probe's summed request latencies (µs).
     pub median_us: u64,
@@ -15,7 +15,7 @@ pub struct SideTiming {
 }
 
 /// The result of one probe.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ProbeResult {
     pub probe: String,
     pub desc: String,
@@ -35,7 +35,7 @@ pub struct ProbeResult {
 }
 
 /// A whole run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     pub mode: String,
     pub reference: String,
@@ -191,9 +191,18 @@ fn h(s: &str) -> String {
 /// around their first difference.
 const SHOWN_CHARS: usize = 6000;
 
+/// Failing probes beyond this many start collapsed: a run with thousands
+/// of differences would otherwise lay out thousands of side-by-side tables
+/// before anyone can scroll, and the first few are the ones read anyway.
+const OPEN_FAILING: usize = 10;
+
 /// The page's script: filtering by text and status, expand/collapse all,
-/// and a self-check the browser test reads (`data-resources`: resources
-/// the page loaded besides itself; it must be 0, the page is offline).
+/// the URL fragment (`#q=TEXT&st=DIFFERS,ERROR` sets the filter, `st` being
+/// the statuses shown; `#PROBE` opens that probe's section), scrolling each
+/// first-difference mark into view inside its block when a section opens,
+/// and self-checks the browser test reads: `data-resources` on the body
+/// (resources the page loaded besides itself; it must be 0, the page is
+/// offline) and `data-seen` on each mark that was scrolled into view.
 const SCRIPT: &str = r#"
 (function(){
   var q=document.getElementById('filter'), boxes=document.querySelectorAll('.st');
@@ -207,11 +216,47 @@ const SCRIPT: &str = r#"
     });
     document.getElementById('shown').textContent=shown;
   }
-  if(location.hash.indexOf('#q=')===0)q.value=decodeURIComponent(location.hash.slice(3));
+  function reveal(d){
+    d.querySelectorAll('pre mark.fd').forEach(function(m){
+      var p=m.closest('pre'), pr=p.getBoundingClientRect(), mr=m.getBoundingClientRect();
+      p.scrollTop+=mr.top-pr.top-p.clientHeight/3;
+      p.scrollLeft+=mr.left-pr.left-p.clientWidth/3;
+      pr=p.getBoundingClientRect(); mr=m.getBoundingClientRect();
+      var inside=mr.top>=pr.top&&mr.bottom<=pr.bottom&&mr.left>=pr.left&&mr.right<=pr.right;
+      m.dataset.seen=inside?'1':'0';
+    });
+  }
+  function fragment(){
+    var f=location.hash.slice(1);
+    if(!f)return;
+    if(f.indexOf('=')<0){
+      var d=document.getElementById(decodeURIComponent(f));
+      if(d&&d.tagName==='DETAILS'){d.open=true;reveal(d);d.scrollIntoView();}
+      return;
+    }
+    f.split('&').forEach(function(kv){
+      var i=kv.indexOf('='), k=kv.slice(0,i), v=decodeURIComponent(kv.slice(i+1));
+      if(k==='q')q.value=v;
+      if(k==='st'){var want=v.split(',');boxes.forEach(function(b){b.checked=want.indexOf(b.value)>=0;});}
+    });
+    apply();
+  }
   q.addEventListener('input',apply); boxes.forEach(function(b){b.addEventListener('change',apply);});
-  document.getElementById('expand').onclick=function(){document.querySelectorAll('details.probe').forEach(function(d){d.open=true;});};
+  // Only sections the filter shows: expanding thousands of hidden ones
+  // costs layout for nothing.
+  document.getElementById('expand').onclick=function(){document.querySelectorAll('details.probe:not([hidden])').forEach(function(d){d.open=true;});};
   document.getElementById('collapse').onclick=function(){document.querySelectorAll('details.probe').forEach(function(d){d.open=false;});};
+  // toggle does not bubble; capturing sees it for every section.
+  document.addEventListener('toggle',function(e){var d=e.target;if(d.open&&d.classList&&d.classList.contains('probe'))reveal(d);},true);
+  window.addEventListener('hashchange',fragment);
+  // A link to the section the fragment already names fires no hashchange.
+  document.getElementById('probes').addEventListener('click',function(e){
+    var a=e.target.closest('a'), d=a&&document.getElementById(decodeURIComponent(a.hash.slice(1)));
+    if(d&&d.tagName==='DETAILS')d.open=true;
+  });
   apply();
+  fragment();
+  document.querySelectorAll('details.probe[open]').forEach(reveal);
   var res=(performance.getEntriesByType?performance.getEntriesByType('resource').length:0);
   document.body.dataset.resources=String(res);
   document.body.dataset.ready='1';
@@ -269,9 +314,9 @@ fn window(cs: &[char], from: usize) -> String {
 
 /// A self-contained HTML page (no external resources): summary, a probe
 /// table with timing bars that filters by name and status, and the
-/// side-by-side transcripts of every probe that is not identical
-/// (collapsed unless it fails), each differing value's first differing
-/// character marked.
+/// side-by-side transcripts of every probe that is not identical, each
+/// differing value's first differing character marked. Only the first
+/// [`OPEN_FAILING`] failing probes start expanded.
 pub fn html(rep: &Report) -> String {
     let mut o = String::new();
     o.push_str("<!doctype html><html><head><meta charset=\"utf-8\"><title>harness report</title><style>");
@@ -371,10 +416,25 @@ pub fn html(rep: &Report) -> String {
     let identical = rep.count(Status::Identical);
     let _ = write!(
         o,
-        "</table><h2>Transcripts</h2><p>{identical} identical probe(s) are listed above only.</p>"
+        "</table><h2>Transcripts</h2><p>{identical} identical probe(s) are listed above only."
     );
+    let failing = rep.probes.iter().filter(|p| p.status.fails()).count();
+    if failing > OPEN_FAILING {
+        let _ = write!(
+            o,
+            " <span id=\"collapsed\">The first {OPEN_FAILING} of {failing} failing probes are expanded, the rest collapsed: \
+             open one from the table, or filter and expand all.</span>"
+        );
+    }
+    o.push_str("</p>");
+    let mut opened = 0;
     for p in rep.probes.iter().filter(|p| p.status != Status::Identical) {
-        let open = if p.status.fails() { " open" } else { "" };
+        let open = if p.status.fails() && opened < OPEN_FAILING {
+            opened += 1;
+            " open"
+        } else {
+            ""
+        };
         let _ = write!(
             o,
             "<details class=\"probe\" id=\"{0}\" data-status=\"{1}\" data-probe=\"{0}\"{open}><summary><b>{0}</b> — <span class=\"{1}\">{1}</span> {2}</summary>",
@@ -432,4 +492,211 @@ pub fn html(rep: &Report) -> String {
     }
     let _ = writeln!(o, "<script>{SCRIPT}</script></body></html>");
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MARK: &str = "<mark class=\"fd\"";
+
+    #[test]
+    fn the_first_differing_character_is_marked_on_both_sides() {
+        let (a, b) = marked_pair("abcd", "abXd");
+        assert_eq!(
+            a,
+            "ab<mark class=\"fd\" title=\"first difference: character 2\">c</mark>d"
+        );
+        assert_eq!(
+            b,
+            "ab<mark class=\"fd\" title=\"first difference: character 2\">X</mark>d"
+        );
+    }
+
+    #[test]
+    fn a_value_that_is_a_prefix_of_the_other_gets_an_end_marker() {
+        let (a, b) = marked_pair("ab", "abc");
+        assert_eq!(a, "ab<mark class=\"fd end\" title=\"ends here (character 2)\"></mark>");
+        assert!(b.starts_with("ab<mark class=\"fd\""), "{b}");
+        assert!(b.ends_with(">c</mark>"), "{b}");
+    }
+
+    #[test]
+    fn equal_values_are_escaped_and_unmarked() {
+        let (a, b) = marked_pair("<a & \"b\">", "<a & \"b\">");
+        assert_eq!(a, "&lt;a &amp; &quot;b&quot;&gt;");
+        assert_eq!(a, b);
+        assert!(!a.contains("<mark"));
+    }
+
+    #[test]
+    fn positions_count_characters_and_the_marked_one_is_escaped() {
+        // Two multi-byte characters before the difference: the title gives
+        // the character index, not the byte offset.
+        let (a, b) = marked_pair("é€<x", "é€&x");
+        assert_eq!(
+            a,
+            "é€<mark class=\"fd\" title=\"first difference: character 2\">&lt;</mark>x"
+        );
+        assert!(b.contains(">&amp;</mark>x"), "{b}");
+    }
+
+    /// The value's characters a page shows: without tags and cut notes.
+    fn shown_text(s: &str) -> String {
+        let mut out = String::new();
+        let mut rest = s;
+        while let Some(i) = rest.find('<') {
+            out.push_str(&rest[..i]);
+            rest = &rest[i..];
+            let skip = if rest.starts_with("<i class=\"cut\">") {
+                rest.find("</i>").unwrap() + 4
+            } else {
+                rest.find('>').unwrap() + 1
+            };
+            rest = &rest[skip..];
+        }
+        out + rest
+    }
+
+    #[test]
+    fn a_wide_line_is_cut_to_a_window_around_its_first_difference() {
+        let at = 15_000;
+        let base = "a".repeat(20_000);
+        let (mut x, mut y) = (base.clone(), base);
+        x.replace_range(at..at + 1, "X");
+        y.replace_range(at..at + 1, "Y");
+        let (a, b) = marked_pair(&x, &y);
+        for (s, c) in [(&a, 'X'), (&b, 'Y')] {
+            let from = at - SHOWN_CHARS / 3;
+            assert!(
+                s.starts_with(&format!("<i class=\"cut\">… {from} characters …</i>")),
+                "{}",
+                &s[..80]
+            );
+            let left = 20_000 - (from + SHOWN_CHARS);
+            assert!(
+                s.ends_with(&format!("<i class=\"cut\">… {left} more characters</i>")),
+                "{}",
+                &s[s.len() - 80..]
+            );
+            assert_eq!(s.matches(MARK).count(), 1);
+            assert!(s.contains(&format!("title=\"first difference: character {at}\">{c}</mark>")));
+            // The window holds SHOWN_CHARS characters of the value.
+            assert_eq!(shown_text(s).chars().count(), SHOWN_CHARS);
+        }
+    }
+
+    #[test]
+    fn a_difference_near_the_start_shows_the_start() {
+        let (x, y) = (format!("X{}", "a".repeat(9_000)), format!("Y{}", "a".repeat(9_000)));
+        let (a, _) = marked_pair(&x, &y);
+        assert!(a.starts_with(MARK), "{}", &a[..80]);
+        assert!(a.ends_with("… 3001 more characters</i>"), "{}", &a[a.len() - 80..]);
+    }
+
+    #[test]
+    fn window_keeps_short_values_and_cuts_long_ones() {
+        let short: Vec<char> = "héllo".chars().collect();
+        assert_eq!(window(&short, 0), "héllo");
+        assert_eq!(window(&short, 1), "éllo");
+        let long: Vec<char> = "é".repeat(SHOWN_CHARS + 5).chars().collect();
+        let w = window(&long, 0);
+        assert!(w.ends_with("… (5 more characters)"), "{}", &w[w.len() - 40..]);
+        assert_eq!(w.chars().filter(|c| *c == 'é').count(), SHOWN_CHARS);
+    }
+
+    fn result(name: &str, status: Status) -> ProbeResult {
+        let e = |v: &str| crate::transcript::Entry {
+            key: "L1 c1 reply 1".into(),
+            value: v.as_bytes().to_vec(),
+        };
+        ProbeResult {
+            probe: name.into(),
+            desc: String::new(),
+            status,
+            diffs: Vec::new(),
+            error: None,
+            reference_timing: None,
+            candidate_timing: None,
+            ratio: None,
+            slow: false,
+            unstable: Vec::new(),
+            reference: vec![e("ref")],
+            candidate: vec![e("cand")],
+        }
+    }
+
+    fn report(probes: Vec<ProbeResult>) -> Report {
+        Report {
+            mode: "diff".into(),
+            reference: "r".into(),
+            candidate: "c".into(),
+            normalisation: Vec::new(),
+            slower_than: 1.5,
+            repeat: 1,
+            overall_ratio: None,
+            probes,
+        }
+    }
+
+    /// The start tag of the section with this id.
+    fn section_tag<'a>(page: &'a str, id: &str) -> &'a str {
+        let at = page.find(&format!("<details class=\"probe\" id=\"{id}\"")).unwrap();
+        &page[at..at + page[at..].find('>').unwrap()]
+    }
+
+    #[test]
+    fn only_the_first_failing_probes_start_expanded() {
+        let mut probes = vec![result("acc", Status::Accepted)];
+        for i in 0..25 {
+            let s = if i % 5 == 4 { Status::Error } else { Status::Differs };
+            probes.push(result(&format!("p{i}"), s));
+        }
+        let page = html(&report(probes));
+        assert_eq!(page.matches("<details class=\"probe\"").count(), 26);
+        let open: Vec<usize> = (0..25)
+            .filter(|i| section_tag(&page, &format!("p{i}")).ends_with(" open"))
+            .collect();
+        assert_eq!(open, (0..OPEN_FAILING).collect::<Vec<_>>());
+        assert!(!section_tag(&page, "acc").ends_with(" open"));
+        assert!(
+            page.contains("The first 10 of 25 failing probes are expanded"),
+            "the page says why the rest are collapsed"
+        );
+        assert!(page.contains("<button id=\"expand\">") && page.contains("<button id=\"collapse\">"));
+    }
+
+    #[test]
+    fn a_json_report_reads_back_to_the_same_page() {
+        let mut d = result("d", Status::Differs);
+        d.diffs.push(EntryDiff {
+            key: "L1 c1 reply 1".into(),
+            reference: Some("ref".into()),
+            candidate: Some("cand".into()),
+            first_diff: Some(0),
+            accepted: None,
+        });
+        d.reference_timing = Some(SideTiming {
+            median_us: 7,
+            requests: vec![("L1".into(), 7)],
+        });
+        let rep = report(vec![d, result("a", Status::Accepted)]);
+        let json = serde_json::to_string(&rep).unwrap();
+        let back: Report = serde_json::from_str(&json).unwrap();
+        assert_eq!(html(&back), html(&rep));
+        assert_eq!(terminal(&back, true), terminal(&rep, true));
+    }
+
+    #[test]
+    fn a_few_failing_probes_are_all_expanded_without_a_note() {
+        let page = html(&report(vec![
+            result("a", Status::Differs),
+            result("b", Status::Error),
+            result("c", Status::Unrecorded),
+        ]));
+        assert!(section_tag(&page, "a").ends_with(" open"));
+        assert!(section_tag(&page, "b").ends_with(" open"));
+        assert!(!section_tag(&page, "c").ends_with(" open"));
+        assert!(!page.contains("id=\"collapsed\""));
+    }
 }

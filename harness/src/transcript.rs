@@ -11,19 +11,25 @@
 //! control bytes and invalid UTF-8 as `\xNN`. Lines starting with `#` are
 //! comments.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// One transcript entry.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Entry {
     pub key: String,
-    #[serde(serialize_with = "ser_bytes")]
+    #[serde(serialize_with = "ser_bytes", deserialize_with = "de_bytes")]
     pub value: Vec<u8>,
 }
 
 fn ser_bytes<S: serde::Serializer>(v: &[u8], s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&String::from_utf8_lossy(v))
+}
+
+/// The inverse of `ser_bytes` as far as it goes: a JSON report keeps values
+/// as text, so bytes that were not UTF-8 come back as U+FFFD.
+fn de_bytes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+    String::deserialize(d).map(String::into_bytes)
 }
 
 /// The latency of one request (or command-line run) of a probe.

@@ -188,3 +188,40 @@ fn generated_cases_are_deterministic() {
     let t = String::from_utf8_lossy(&a.stdout);
     assert_eq!(t.matches("### 5-").count(), 50);
 }
+
+/// `--fresh` (two new daemons per case) counts coverage as the live mode
+/// does: the same seed's cases reach the same methods and outcomes.
+#[test]
+fn fresh_mode_records_the_same_coverage_as_live_pairs() {
+    let dir = tempfile::tempdir().unwrap();
+    let remora = common::remora();
+    let coverage = |mode: &str, extra: &[&str]| {
+        let file = dir.path().join(format!("{mode}.tsv"));
+        let mut args = vec![
+            "--iterations",
+            "12",
+            "--jobs",
+            "2",
+            "--coverage",
+            file.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let out = fuzz_diff(&remora, "11", &dir.path().join(mode), &args);
+        let t = text(&out);
+        assert!(out.status.success(), "{mode}: {t}");
+        let line = t
+            .lines()
+            .find(|l| l.starts_with("coverage: "))
+            .unwrap_or("")
+            .to_string();
+        (line, std::fs::read_to_string(&file).unwrap())
+    };
+    let (live_line, live) = coverage("live", &[]);
+    let (fresh_line, fresh) = coverage("fresh", &["--fresh"]);
+    assert!(
+        !fresh.is_empty() && !fresh_line.starts_with("coverage: 0/"),
+        "--fresh recorded no coverage: {fresh_line}"
+    );
+    assert_eq!(fresh_line, live_line);
+    assert_eq!(fresh, live, "the same cases, different outcomes per mode");
+}

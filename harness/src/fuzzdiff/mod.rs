@@ -98,12 +98,27 @@ struct Checker<'a> {
 
 impl Checker<'_> {
     fn check_text(&self, name: &str, text: &str) -> Outcome {
+        self.run_text(name, text, None)
+    }
+
+    /// One fresh run; with `cov`, the reference side's replies are counted
+    /// in it.
+    fn run_text(&self, name: &str, text: &str, cov: Option<&mut Coverage>) -> Outcome {
         self.runs.fetch_add(1, Ordering::Relaxed);
         let probe = match parse(name, text) {
             Ok(p) => p,
             Err(e) => return Outcome::Error(e),
         };
-        let r = diff_probe(&probe, &self.diff);
+        let mut r = diff_probe(&probe, &self.diff);
+        if let Some(cov) = cov {
+            if !r.reference.is_empty() {
+                let t = Transcript {
+                    entries: std::mem::take(&mut r.reference),
+                    ..Default::default()
+                };
+                cov.record(&probe, &t);
+            }
+        }
         match r.status {
             Status::Identical => Outcome::Identical,
             Status::Accepted => Outcome::Accepted,
@@ -280,7 +295,7 @@ pub fn run(o: &FuzzOptions) -> Summary {
                     let case = fuzzgen::generate(o.seed, n);
                     let (outcome, file, kind) = match pair.as_mut() {
                         Some(p) => live_case(&ck, p, &case, &mut cov),
-                        None => fresh_case(&ck, &case),
+                        None => fresh_case(&ck, &case, &mut cov),
                     };
                     let mut sm = summary.lock().unwrap();
                     sm.cases += 1;
@@ -387,9 +402,11 @@ fn written(ck: &Checker, n: u64, r: Result<PathBuf, String>) -> Option<PathBuf> 
 }
 
 /// The old mode: one case on fresh daemons, confirmed by a second run.
-fn fresh_case(ck: &Checker, case: &Case) -> CaseResult {
+/// Coverage counts the first run only, as the live mode counts its one
+/// live run, so the two modes' figures compare.
+fn fresh_case(ck: &Checker, case: &Case, cov: &mut Coverage) -> CaseResult {
     let n = case.n;
-    let outcome = ck.check(case);
+    let outcome = ck.run_text(&case.name(), &case.render(&[]), Some(cov));
     match &outcome {
         Outcome::Differs(d) => {
             say(
