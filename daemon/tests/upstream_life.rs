@@ -9,6 +9,7 @@ use common::{remora_bin, request_line, wait_until, TestDaemon, TOKEN};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -225,12 +226,28 @@ fn a_foreign_lock_holder_is_never_signalled() {
     let lock = forge_record(dir.path(), 0);
     // A process that is not a remora daemon holds the lock (flock(1) keeps
     // it while its command runs) and is named in the record.
+    // flock(1) runs `sleep` as its child: in a group of its own, killed
+    // whole when the test ends (pass or fail), and away from the test's
+    // stdout (an orphaned sleep holding cargo's pipe stalls `cargo test |
+    // tee` for its whole 300 s).
     let mut holder = Command::new("flock")
         .arg(&lock)
         .args(["sleep", "300"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
         .spawn()
         .expect("flock(1)");
     let holder_pid = holder.id();
+    struct KillGroup(i32);
+    impl Drop for KillGroup {
+        fn drop(&mut self) {
+            // SAFETY: signals the group this test created.
+            unsafe { libc::kill(-self.0, libc::SIGKILL) };
+        }
+    }
+    let _group = KillGroup(holder_pid as i32);
     assert!(wait_until(Duration::from_secs(5), || {
         std::fs::read_to_string("/proc/locks")
             .unwrap_or_default()
