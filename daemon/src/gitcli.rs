@@ -1,7 +1,8 @@
 //! Running the `git` CLI for the `git.*` methods, and parsing what it says.
 //!
-//! Every invocation is `git --no-pager …` with stdin closed, a timeout (the
-//! child is killed when it expires), `LC_ALL=C` so messages are not
+//! Every invocation is `git --no-pager …` with stdin closed, in a process
+//! group of its own, with a timeout (the whole group — git's helpers and
+//! hooks too — is killed when it expires), `LC_ALL=C` so messages are not
 //! translated, `GIT_TERMINAL_PROMPT=0` so a credential prompt can never hang
 //! the daemon, and, for read-only queries, `GIT_OPTIONAL_LOCKS=0` so a status
 //! never takes the index lock a user's own git might need. Repository
@@ -70,6 +71,10 @@ pub async fn run(dir: &str, args: &[&str], read_only: bool, timeout: Duration) -
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
+        // Its own group: git runs helpers and hooks as children (`worktree
+        // add -b` runs `git branch`, which runs the reference-transaction
+        // hook), and a timeout must take them all down, not orphan them.
+        .process_group(0)
         .env("LC_ALL", "C")
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_PAGER", "cat");
@@ -91,7 +96,23 @@ pub async fn run(dir: &str, args: &[&str], read_only: bool, timeout: Duration) -
             }
         }
     };
-    match tokio::time::timeout(timeout, child.wait_with_output()).await {
+    let group = child.id().and_then(|pid| i32::try_from(pid).ok());
+    let output = child.wait_with_output();
+    tokio::pin!(output);
+    let finished = tokio::select! {
+        out = &mut output => Ok(out),
+        _ = tokio::time::sleep(timeout) => Err(()),
+    };
+    if finished.is_err() {
+        // Before the child is dropped (and reaped): while the output is
+        // pending, the leader is unreaped or a member holds its pipes, so
+        // the group id still names this group.
+        if let Some(pgid) = group {
+            // SAFETY: signals the process group this call created.
+            unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        }
+    }
+    match finished {
         Ok(Ok(out)) => GitOutput {
             success: out.status.success(),
             status_text: match out.status.code() {

@@ -40,8 +40,8 @@ fn hook(repo: &Path, name: &str, body: &str) {
 
 /// A FIFO a hook or filter blocks on (`read x < FIFO`) until the test
 /// releases it: git stays in the phase under test however slow the
-/// machine, and the blocked script (git's grandchild, which killing git
-/// does not reach) exits once released instead of lingering.
+/// machine, and a blocked script the daemon did not kill exits once
+/// released instead of lingering.
 struct Gate(std::path::PathBuf);
 
 impl Gate {
@@ -75,7 +75,10 @@ fn worktree_create_timeout_before_the_checkout() {
     let r = repo(&d.root().join("r"), false);
     let gate = Gate::new(d.root());
     // The branch creation runs the reference-transaction hook: a held add.
-    hook(&r, "reference-transaction", &gate.wait_cmd());
+    // The hook is git's grandchild (`worktree add` runs `git branch`).
+    let pids = d.root().join("hook-pids");
+    let record = format!("echo $$ >> '{}'; ", pids.display());
+    hook(&r, "reference-transaction", &(record + &gate.wait_cmd()));
     let wt = p(&d.root().join("wt"));
     let t = Instant::now();
     assert_eq!(
@@ -85,6 +88,24 @@ fn worktree_create_timeout_before_the_checkout() {
         )
     );
     assert!(t.elapsed() < Duration::from_secs(30), "{:?}", t.elapsed());
+    // The timeout took git's whole group down, the held hook included,
+    // while the gate is still closed.
+    let hooks: Vec<i32> = fs::read_to_string(&pids)
+        .unwrap()
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect();
+    assert!(!hooks.is_empty());
+    let gone = |pid: &i32| {
+        fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| {
+            s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z'))
+        })
+    };
+    assert!(
+        common::wait_until(Duration::from_secs(10), || hooks.iter().all(gone)),
+        "a hook of the timed-out git outlived it: {hooks:?}"
+    );
+    drop(gate);
 }
 
 #[test]
