@@ -282,3 +282,76 @@ async fn hot_tails_together_stay_under_the_global_bound() {
     drop(logs);
     assert_eq!(store.tails.load(Ordering::Relaxed), 0);
 }
+
+mod interleavings {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn stream_of(i: usize) -> Stream {
+        if i % 5 == 0 {
+            Stream::Stderr
+        } else {
+            Stream::Stdout
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        /// The whole log, end to end (disk writer, hot-tail and global
+        /// trims, RAM and disk reads): whatever the segment size, tail
+        /// bounds and the points where a follower reads, the follower's
+        /// frames and a replay from seq 0 are byte for byte the frames of
+        /// an all-RAM log fed the same writes.
+        #[test]
+        fn a_follower_and_a_replay_match_an_all_ram_log(
+            writes in proptest::collection::vec((0usize..3000, any::<bool>(), 0usize..5000), 1..60),
+            segment_bytes in 64u64..20_000,
+            hot_tail_bytes in 0u64..8000,
+            global_hot_bytes in 0u64..16_000,
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let store = ReplayStore::open(
+                crate::process::store::StoreConfig {
+                    dir: Some(dir.path().to_path_buf()),
+                    budget_bytes: u64::MAX,
+                    segment_bytes,
+                    hot_tail_bytes,
+                    global_hot_bytes,
+                },
+                Arc::default(),
+            );
+            // Without a runtime the disk writer runs inline: deterministic.
+            let log = ReplayLog::new("p", &store);
+            let other = ReplayLog::new("q", &store);
+            let mem = ReplayLog::new("p", &ReplayStore::in_memory());
+            let (mut followed, mut after) = (Vec::new(), 0u64);
+            for (i, (len, read_now, budget)) in writes.iter().enumerate() {
+                let bytes: Vec<u8> = (0..*len).map(|j| (i * 31 + j) as u8).collect();
+                log.push_output(stream_of(i), &bytes);
+                mem.push_output(stream_of(i), &bytes);
+                // Another log's writes move the global tail bound.
+                other.push_output(Stream::Stdout, &bytes);
+                // Past the global bound every tail is trimmed but for its
+                // last frame.
+                prop_assert!(store.tails.load(Ordering::Relaxed) <= global_hot_bytes.max(2 * hot_tail_bytes) + 2 * 3048);
+                if *read_now {
+                    after = log.encode_after(after, u64::MAX, &mut followed, *budget);
+                }
+            }
+            log.push_exit(ExitFrame::code(7));
+            mem.push_exit(ExitFrame::code(7));
+            while after < log.last_seq() {
+                after = log.encode_after(after, u64::MAX, &mut followed, 1000);
+            }
+            let mut reference = Vec::new();
+            mem.encode_after(0, u64::MAX, &mut reference, usize::MAX);
+            prop_assert!(followed == reference, "the follower's frames differ");
+            let mut replay = Vec::new();
+            let mut from = 0;
+            while from < log.last_seq() {
+                from = log.encode_after(from, u64::MAX, &mut replay, 777);
+            }
+            prop_assert!(replay == reference, "the replay from seq 0 differs");
+        }
+    }
+}
