@@ -288,7 +288,7 @@ mod interleavings {
     use proptest::prelude::*;
 
     fn stream_of(i: usize) -> Stream {
-        if i % 5 == 0 {
+        if i.is_multiple_of(5) {
             Stream::Stderr
         } else {
             Stream::Stdout
