@@ -223,8 +223,26 @@ pub struct Options {
     pub quiet: bool,
 }
 
+/// Raises this process's soft descriptor limit to its hard limit: at scale
+/// 1 `many-connections` holds two descriptors per connection (a stream
+/// and its clone for reading), over a common soft limit of 1024.
+fn raise_fd_limit() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: get/setrlimit with a valid, initialised struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
+}
+
 /// Runs the selected scenarios, reference first, then candidate.
 pub fn run(o: &Options) -> Result<report::StressReport, String> {
+    raise_fd_limit();
     let all = scenarios();
     for w in &o.only {
         if !all.iter().any(|s| s.name == w) {
