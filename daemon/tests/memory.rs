@@ -369,9 +369,11 @@ fn a_second_reattach_mid_replay_restarts_from_its_own_seq() {
     }
 }
 
-/// The sweep trusts a dead pid only in a directory this node wrote: on a
-/// replay dir shared with other hosts or pid namespaces (a home over NFS,
-/// containers), the same pid number names some other daemon.
+/// The sweep removes a directory only when its owner record names this
+/// host and nobody holds the record's lock: a daemon that died any way
+/// (or before a reboot) has let go of it, a live one never has, and on a
+/// replay dir shared with other hosts (a home over NFS) their records are
+/// not ours to judge.
 #[test]
 fn the_sweep_leaves_directories_of_other_nodes_alone() {
     let replay = tempfile::tempdir().unwrap();
@@ -395,14 +397,25 @@ fn the_sweep_leaves_directories_of_other_nodes_alone() {
         dir
     };
     let same_node = make(1, Some(&here));
-    let other_node = make(2, Some("0f1e2d3c-another-boot/pid:[4026531836]"));
+    let other_node = make(2, Some("another-host.example"));
     let unrecorded = make(3, None);
+    // A live owner elsewhere (another pid namespace on this host, say):
+    // its pid means nothing here, its lock does.
+    let held = make(4, Some(&here));
+    let lock = std::fs::File::open(held.join("node")).unwrap();
+    // SAFETY: flock on a descriptor this test owns.
+    assert_eq!(
+        unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX | libc::LOCK_NB) },
+        0
+    );
 
     let second = spilling_daemon(replay.path(), "64", &[]);
-    assert!(!same_node.exists(), "a dead pid of this node is swept");
-    assert!(other_node.exists(), "another node's directory is left alone");
-    assert!(unrecorded.exists(), "a directory without a node record is left alone");
+    assert!(!same_node.exists(), "an unlocked record of this host is swept");
+    assert!(other_node.exists(), "another host's directory is left alone");
+    assert!(unrecorded.exists(), "a directory without an owner record is left alone");
+    assert!(held.exists(), "a directory whose owner holds its lock is left alone");
     drop(second);
+    drop(lock);
 }
 
 /// A daemon killed with SIGKILL leaves its directory; the next daemon on

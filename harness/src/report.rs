@@ -226,16 +226,18 @@ const SCRIPT: &str = r#"
       m.dataset.seen=inside?'1':'0';
     });
   }
+  // A malformed escape (`#q=100%`) must not stop the rest of the script.
+  function dec(s){try{return decodeURIComponent(s);}catch(e){return s;}}
   function fragment(){
     var f=location.hash.slice(1);
     if(!f)return;
     if(f.indexOf('=')<0){
-      var d=document.getElementById(decodeURIComponent(f));
+      var d=document.getElementById(dec(f));
       if(d&&d.tagName==='DETAILS'){d.open=true;reveal(d);d.scrollIntoView();}
       return;
     }
     f.split('&').forEach(function(kv){
-      var i=kv.indexOf('='), k=kv.slice(0,i), v=decodeURIComponent(kv.slice(i+1));
+      var i=kv.indexOf('='), k=kv.slice(0,i), v=dec(kv.slice(i+1));
       if(k==='q')q.value=v;
       if(k==='st'){var want=v.split(',');boxes.forEach(function(b){b.checked=want.indexOf(b.value)>=0;});}
     });
@@ -251,7 +253,7 @@ const SCRIPT: &str = r#"
   window.addEventListener('hashchange',fragment);
   // A link to the section the fragment already names fires no hashchange.
   document.getElementById('probes').addEventListener('click',function(e){
-    var a=e.target.closest('a'), d=a&&document.getElementById(decodeURIComponent(a.hash.slice(1)));
+    var a=e.target.closest('a'), d=a&&document.getElementById(dec(a.hash.slice(1)));
     if(d&&d.tagName==='DETAILS')d.open=true;
   });
   apply();

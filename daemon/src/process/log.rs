@@ -365,7 +365,7 @@ impl ReplayLog {
                     state.disk_first = disk_first;
                     state.disk_last = disk_last;
                     state.disk_bytes = disk_bytes;
-                    self.trim_hot(&mut state);
+                    self.trim_hot(&mut state, false);
                 }
                 Err(failure) => {
                     self.fall_back(failure);
@@ -413,8 +413,8 @@ impl ReplayLog {
     /// Drops written frames from RAM past the hot-tail bound (all but the
     /// last frame once the process exited, or while the tails of all logs
     /// together are over their global bound).
-    fn trim_hot(&self, state: &mut LogState) {
-        let keep = if state.exit_stamp.is_some() || self.store.tails_over() {
+    fn trim_hot(&self, state: &mut LogState, force: bool) {
+        let keep = if force || state.exit_stamp.is_some() || self.store.tails_over() {
             0
         } else {
             self.store.hot_tail_bytes
@@ -433,12 +433,12 @@ impl ReplayLog {
         self.store.tails.fetch_sub(freed, Ordering::Relaxed);
     }
 
-    /// Trims this log's hot tail now (the global bound was crossed by
-    /// another log's writes).
+    /// Trims this log's hot tail to its unwritten frames now (the global
+    /// bound was crossed, possibly by another log's writes).
     pub(crate) fn trim_tail(&self) {
         let mut state = self.lock();
         if state.spill {
-            self.trim_hot(&mut state);
+            self.trim_hot(&mut state, true);
         }
     }
 
@@ -790,11 +790,13 @@ impl Drop for ReplayLog {
         }
         drop(state);
         if let Some(segs) = lock(&self.disk).take() {
-            let store = self.store.clone();
+            // Counted off the budget now, so eviction does not act on bytes
+            // that are already on their way out.
+            let bytes = segs.bytes();
+            self.store.metrics.disk_bytes.fetch_sub(bytes, Ordering::Relaxed);
             let remove = move || {
                 let mut segs = segs;
-                let freed = segs.remove_all();
-                store.metrics.disk_bytes.fetch_sub(freed, Ordering::Relaxed);
+                segs.remove_all();
             };
             // Logs are released inside handlers and under the process
             // table's lock: the unlinks go to a blocking thread there.

@@ -5,15 +5,17 @@
 //! Layout: `<replay-dir>/daemon-<pid>-<n>/<log key>-<n>.seg`. The replay dir
 //! and each daemon directory are 0700, segment files 0600, all owned by
 //! the daemon's user. A daemon removes its own directory when it stops; a
-//! directory whose owner pid is gone (a SIGKILLed daemon) is removed by
-//! the next daemon that starts on the same replay dir and node (its
-//! `node` file: boot id and pid namespace). A directory whose pid is
-//! alive, or that another node wrote, is never touched.
+//! directory whose owner is gone (a SIGKILLed daemon, a crash before a
+//! reboot) is removed by the next daemon that starts on the same replay
+//! dir and host: each daemon holds a lock on its directory's `node`
+//! record (its host name) for its lifetime. A directory whose lock is
+//! held, or that another host wrote, is never touched.
 
 use super::log::ReplayLog;
 use crate::metrics::ReplayMetrics;
 use std::collections::HashMap;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -98,6 +100,9 @@ pub struct ReplayStore {
     /// This daemon's directory; `None` when the disk cannot be used (every
     /// log is then a RAM ring).
     dir: Option<PathBuf>,
+    /// The directory's owner record, flock-ed for the daemon's lifetime:
+    /// the lock is what tells a later daemon this directory is live.
+    _owner: Option<std::fs::File>,
     pub budget_bytes: u64,
     pub segment_bytes: u64,
     pub hot_tail_bytes: u64,
@@ -118,8 +123,8 @@ impl ReplayStore {
     /// leaves the store RAM-only, with one WARN and a fallback counted.
     pub fn open(config: StoreConfig, metrics: Arc<ReplayMetrics>) -> Arc<ReplayStore> {
         let base = config.dir.clone().unwrap_or_else(default_dir);
-        let dir = match prepare(&base) {
-            Ok(dir) => Some(dir),
+        let (dir, owner) = match prepare(&base) {
+            Ok((dir, owner)) => (Some(dir), Some(owner)),
             Err(e) => {
                 crate::log_warn!(
                     "[replay] cannot use {} ({}): replay logs stay in memory, {} MiB per process",
@@ -128,11 +133,12 @@ impl ReplayStore {
                     RING_BYTES >> 20
                 );
                 metrics.fallbacks.fetch_add(1, Ordering::Relaxed);
-                None
+                (None, None)
             }
         };
         Arc::new(ReplayStore {
             dir,
+            _owner: owner,
             budget_bytes: config.budget_bytes,
             segment_bytes: config.segment_bytes.max(1),
             hot_tail_bytes: config.hot_tail_bytes,
@@ -151,6 +157,7 @@ impl ReplayStore {
     pub fn in_memory() -> Arc<ReplayStore> {
         Arc::new(ReplayStore {
             dir: None,
+            _owner: None,
             budget_bytes: 0,
             segment_bytes: SEGMENT_BYTES,
             hot_tail_bytes: HOT_TAIL,
@@ -270,7 +277,7 @@ impl Drop for ReplayStore {
 
 /// Creates (or checks) the private base directory, sweeps stale daemon
 /// directories and creates this daemon's own.
-fn prepare(base: &Path) -> std::io::Result<PathBuf> {
+fn prepare(base: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
     std::fs::DirBuilder::new().recursive(true).mode(0o700).create(base)?;
     let meta = std::fs::symlink_metadata(base)?;
     // SAFETY: geteuid cannot fail.
@@ -289,82 +296,71 @@ fn prepare(base: &Path) -> std::io::Result<PathBuf> {
     // Only a dead daemon that had our pid can have left this name.
     let _ = std::fs::remove_dir_all(&own);
     std::fs::DirBuilder::new().mode(0o700).create(&own)?;
-    // The sweep of a later daemon trusts a pid only on the node that
-    // wrote this (a replay dir on a shared home is seen by other hosts
-    // and pid namespaces, where our pid means nothing).
-    std::fs::write(own.join(NODE_FILE), node())?;
-    // Probe that files can be created there at all.
-    let probe = own.join("probe");
-    std::fs::write(&probe, b"")?;
-    std::fs::remove_file(&probe)?;
-    Ok(own)
+    // The owner record: locked first, then named, so a sweeping daemon
+    // never finds this host's name in an unlocked record of a live one.
+    let mut owner = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(own.join(OWNER_FILE))?;
+    // SAFETY: flock on a descriptor this function owns.
+    if unsafe { libc::flock(owner.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    std::io::Write::write_all(&mut owner, host_name().as_bytes())?;
+    Ok((own, owner))
 }
 
-/// The file in a daemon directory naming the node its pid belongs to.
-const NODE_FILE: &str = "node";
+/// A daemon directory's owner record: the host name of the daemon that
+/// made it, flock-ed by that daemon for as long as it runs.
+const OWNER_FILE: &str = "node";
 
-/// This machine and pid namespace (boot id and pid-namespace link, as the
-/// run lock records it), or the host name where those are not readable.
-fn node() -> String {
-    let id = crate::runlock::node_id();
-    if !id.is_empty() {
-        return id;
-    }
+fn host_name() -> String {
     let mut name = [0u8; 256];
     // SAFETY: the buffer is writable for its whole length.
     let rc = unsafe { libc::gethostname(name.as_mut_ptr().cast(), name.len()) };
     let len = name.iter().position(|&b| b == 0).unwrap_or(name.len());
-    if rc == 0 && len > 0 {
-        format!("host:{}", String::from_utf8_lossy(&name[..len]))
+    if rc == 0 {
+        String::from_utf8_lossy(&name[..len]).into_owned()
     } else {
         String::new()
     }
 }
 
-/// Removes `daemon-<pid>-<n>` directories whose pid provably no longer
-/// runs: written on this node (same boot and pid namespace) and the pid
-/// gone. A directory of another node, or one without a node record, is
-/// never touched.
+/// Removes `daemon-*` directories that are provably stale: their owner
+/// record names this host and nobody holds its lock (locks die with their
+/// process, whatever killed it, and across a reboot). A directory of
+/// another host (a replay dir on a shared home, where a live daemon's lock
+/// may not be visible from here), one whose record is held, and one
+/// without a record are never touched.
 fn sweep_stale(base: &Path) {
     let Ok(entries) = std::fs::read_dir(base) else {
         return;
     };
-    let here = node();
+    let here = host_name();
     if here.is_empty() {
         return;
     }
-    let me = std::process::id();
     for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix("daemon-"))
-            .and_then(|rest| rest.split('-').next())
-            .and_then(|p| p.parse::<i32>().ok())
-        else {
+        if !entry.file_name().to_str().is_some_and(|n| n.starts_with("daemon-")) {
+            continue;
+        }
+        let path = entry.path();
+        let record = path.join(OWNER_FILE);
+        if std::fs::read_to_string(&record).ok().as_deref() != Some(here.as_str()) {
+            continue;
+        }
+        let Ok(file) = std::fs::File::open(&record) else {
             continue;
         };
-        let path = entry.path();
-        let ours = std::fs::read_to_string(path.join(NODE_FILE)).is_ok_and(|n| n == here);
-        if pid <= 0 || pid as u32 == me || !ours || !pid_is_gone(pid) {
-            continue;
+        // SAFETY: flock on a descriptor this loop owns; closing it drops
+        // the lock again.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            continue; // Its daemon is alive.
         }
         match std::fs::remove_dir_all(&path) {
             Ok(()) => crate::log_info!("[replay] removed stale replay directory {}", path.display()),
             Err(e) => crate::log_warn!("[replay] cannot remove stale {}: {}", path.display(), e),
         }
     }
-}
-
-/// True only when the pid provably does not run: `kill(pid, 0)` says no
-/// such process, or it is a zombie nobody reaped yet (a SIGKILLed daemon
-/// whose parent does not reap). EPERM means it exists under another user:
-/// not provably stale.
-fn pid_is_gone(pid: i32) -> bool {
-    // SAFETY: signal 0 only checks for existence.
-    let rc = unsafe { libc::kill(pid, 0) };
-    if rc != 0 {
-        return std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
-    }
-    !crate::os::process_alive(pid)
 }

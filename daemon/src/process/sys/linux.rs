@@ -2,7 +2,7 @@
 //! grows a pipe, `/proc/<pid>` answers liveness, and Linux's signal table
 //! names the exit frame's signal.
 
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 /// A pidfd for `pid`: readable once the process has exited (and for good
 /// after that). `None` on kernels before 5.3 or when the pid is gone.
@@ -17,11 +17,21 @@ pub fn exit_notifier(pid: i32) -> Option<OwnedFd> {
     Some(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// A pidfd's readiness is a state, not a queued event, and it only turns
-/// readable once the process has exited: any readiness is the exit, and no
-/// further edge will follow it.
-pub fn take_exit_event(_fd: &OwnedFd) -> bool {
-    true
+/// Whether the pidfd reports the exit now. Its readiness is a state, not
+/// a queued event: readable once the process has exited, and no further
+/// edge follows.
+pub fn take_exit_event(fd: &OwnedFd) -> bool {
+    // A pidfd is readable exactly when the process has exited; a readiness
+    // without that (a spurious wake) must not send the caller to a
+    // blocking wait that would hold a pool thread for the child's life.
+    let mut pfd = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, zero timeout: never blocks.
+    let n = unsafe { libc::poll(&mut pfd, 1, 0) };
+    n == 1 && pfd.revents & libc::POLLIN != 0
 }
 
 /// Sets the pipe's capacity to `size` bytes; false when the kernel refused
