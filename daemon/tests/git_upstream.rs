@@ -96,13 +96,10 @@ fn worktree_create_timeout_before_the_checkout() {
         .map(|l| l.trim().parse().unwrap())
         .collect();
     assert!(!hooks.is_empty());
-    let gone = |pid: &i32| {
-        fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| {
-            s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z'))
-        })
-    };
     assert!(
-        common::wait_until(Duration::from_secs(10), || hooks.iter().all(gone)),
+        common::wait_until(Duration::from_secs(10), || hooks
+            .iter()
+            .all(|&pid| common::pid_gone(pid))),
         "a hook of the timed-out git outlived it: {hooks:?}"
     );
     drop(gate);

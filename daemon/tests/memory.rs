@@ -434,11 +434,7 @@ fn stale_directory_of_a_killed_daemon_is_swept_and_a_live_one_kept() {
         libc::kill(x_pid, libc::SIGKILL);
         libc::kill(-child, libc::SIGKILL);
     }
-    assert!(wait_until(Duration::from_secs(5), || {
-        std::fs::read_to_string(format!("/proc/{x_pid}/stat")).map_or(true, |s| {
-            s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z'))
-        })
-    }));
+    assert!(wait_until(Duration::from_secs(5), || common::pid_gone(x_pid)));
     let _ = std::fs::remove_file(&x.socket);
     x.stop();
     assert!(x_dir.exists(), "nobody swept it yet");

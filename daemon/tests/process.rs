@@ -55,17 +55,6 @@ fn spawn(c: &mut Client, rid: u64, id: &str, command: &str, args: &[&str]) -> St
     )
 }
 
-/// A process is gone when /proc/<pid> vanished or only a zombie is left.
-fn pid_dead(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
-    }
-}
-
 fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
@@ -185,12 +174,12 @@ fn kill_tears_down_the_whole_tree() {
         .trim()
         .parse()
         .expect("grandchild pid");
-    assert!(!pid_dead(grandchild));
+    assert!(!common::pid_gone(grandchild));
     assert_eq!(c.call(2, "process.kill", r#"{"id":"t"}"#), ok(2, r#"{"success":true}"#));
     let frames = frames_until_exit(&mut c, "t");
     assert_eq!(exit_code(&frames), -1);
     assert!(
-        wait_until(Duration::from_secs(5), || pid_dead(grandchild)),
+        wait_until(Duration::from_secs(5), || common::pid_gone(grandchild)),
         "grandchild {grandchild} survived"
     );
     // Killing an exited process is still a success (and sends nothing).
@@ -720,7 +709,7 @@ fn reusing_a_live_id_kills_the_old_tree_and_hides_its_frames() {
         r#"{"type":"stream","processId":"r","stream":"exit","seq":2,"exitCode":0}"#
     );
     assert!(
-        wait_until(Duration::from_secs(5), || pid_dead(grandchild)),
+        wait_until(Duration::from_secs(5), || common::pid_gone(grandchild)),
         "old grandchild survived"
     );
 }
@@ -787,7 +776,8 @@ fn shutdown_kills_every_child_tree() {
     let v: Value = serde_json::from_str(&reply).unwrap();
     let child = v["result"]["pid"].as_i64().unwrap() as i32;
     d.stop();
-    assert!(wait_until(Duration::from_secs(5), || pid_dead(grandchild) && pid_dead(child)));
+    assert!(wait_until(Duration::from_secs(5), || common::pid_gone(grandchild)
+        && common::pid_gone(child)));
     assert!(d.log().contains("[process.Manager] Spawned process a"), "{}", d.log());
 }
 

@@ -37,13 +37,7 @@ fn mode(p: &Path) -> u32 {
 
 /// Gone, or a zombie nobody reaped yet.
 fn is_dead(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => {
-            let state = stat[stat.rfind(')').unwrap() + 2..].chars().next().unwrap();
-            state == 'Z' || state == 'X'
-        }
-    }
+    common::pid_gone(pid as i32)
 }
 
 /// The pid in the run-dir lock's owner record.

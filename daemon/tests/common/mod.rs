@@ -243,3 +243,14 @@ impl Client {
         self.reply_for(id)
     }
 }
+
+/// Gone, or a zombie nobody reaped yet (`/proc/<pid>/stat` state Z or X).
+pub fn pid_gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| matches!(rest.trim_start().chars().next(), Some('Z' | 'X'))),
+    }
+}
