@@ -303,10 +303,11 @@ fn prepare(base: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
         .create_new(true)
         .mode(0o600)
         .open(own.join(OWNER_FILE))?;
+    // A file system without locks (NFS mounted `nolock`: ENOLCK) fails
+    // this; the directory is still usable, and a sweeper, which cannot
+    // take the lock either, leaves it alone.
     // SAFETY: flock on a descriptor this function owns.
-    if unsafe { libc::flock(owner.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    unsafe { libc::flock(owner.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
     std::io::Write::write_all(&mut owner, host_name().as_bytes())?;
     Ok((own, owner))
 }
