@@ -99,20 +99,7 @@ pub fn parallel<T: Send>(
 
 /// Runs one probe on both sides and compares.
 pub fn diff_probe(p: &Probe, o: &DiffOptions) -> ProbeResult {
-    let mut res = ProbeResult {
-        probe: p.name.clone(),
-        desc: p.desc.clone(),
-        status: Status::Identical,
-        diffs: Vec::new(),
-        error: None,
-        reference_timing: None,
-        candidate_timing: None,
-        ratio: None,
-        slow: false,
-        unstable: Vec::new(),
-        reference: Vec::new(),
-        candidate: Vec::new(),
-    };
+    let mut res = ProbeResult::new(p.name.clone(), p.desc.clone());
     let mut refs: Vec<Transcript> = Vec::new();
     let mut cands: Vec<Transcript> = Vec::new();
     for _ in 0..o.repeat.max(1) {

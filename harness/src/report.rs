@@ -34,6 +34,26 @@ pub struct ProbeResult {
     pub candidate: Vec<Entry>,
 }
 
+impl ProbeResult {
+    /// A probe not yet run: identical so far, nothing recorded.
+    pub fn new(probe: String, desc: String) -> ProbeResult {
+        ProbeResult {
+            probe,
+            desc,
+            status: Status::Identical,
+            diffs: Vec::new(),
+            error: None,
+            reference_timing: None,
+            candidate_timing: None,
+            ratio: None,
+            slow: false,
+            unstable: Vec::new(),
+            reference: Vec::new(),
+            candidate: Vec::new(),
+        }
+    }
+}
+
 /// A whole run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
@@ -613,18 +633,10 @@ mod tests {
             value: v.as_bytes().to_vec(),
         };
         ProbeResult {
-            probe: name.into(),
-            desc: String::new(),
             status,
-            diffs: Vec::new(),
-            error: None,
-            reference_timing: None,
-            candidate_timing: None,
-            ratio: None,
-            slow: false,
-            unstable: Vec::new(),
             reference: vec![e("ref")],
             candidate: vec![e("cand")],
+            ..ProbeResult::new(name.into(), String::new())
         }
     }
 
