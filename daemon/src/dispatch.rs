@@ -98,7 +98,7 @@ pub async fn handle_checked(checked: Checked, conn: &ConnHandle, daemon: &Arc<Da
             if let Some(method) = unauthorized {
                 crate::log_warn!(
                     "[Server] Unauthorized request: method={}, id={}",
-                    method,
+                    crate::logging::Untrusted(&method),
                     rpc::id_for_log(&id)
                 );
             }
