@@ -63,6 +63,7 @@ pub mod params;
 pub mod process;
 pub mod rpc;
 pub mod runlock;
+pub mod safedir;
 pub mod server;
 pub mod shellenv;
 pub mod shutdown;
