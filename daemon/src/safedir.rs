@@ -122,6 +122,8 @@ fn check_level(st: &libc::stat, path: &Path, me: Identity) -> Result<(), UnsafeD
             uid: st.st_uid,
         });
     }
+    // `st_mode` is a u16 on macOS and a u32 on Linux.
+    #[allow(clippy::unnecessary_cast)]
     let mode = (st.st_mode & 0o7777) as u32;
     let sticky = mode & 0o1000 != 0;
     let others_write = mode & 0o002 != 0;
