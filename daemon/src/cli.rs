@@ -12,7 +12,8 @@
 
 use crate::daemonize::{self, Readiness};
 use crate::flags::{self, Flags, ParseError};
-use crate::server::{self, Daemon, Options};
+use crate::server;
+use crate::state::{Daemon, Options};
 use std::ffi::OsString;
 use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;

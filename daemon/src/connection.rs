@@ -18,7 +18,7 @@ use crate::dispatch;
 use crate::frame::{LineReader, ReadEvent};
 use crate::process::log::{Frame, Pull, ReplayLog, DISK_BATCH};
 use crate::process::segments::ReadHint;
-use crate::server::Daemon;
+use crate::state::Daemon;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;

@@ -11,7 +11,7 @@ use crate::methods::{self, Outcome};
 use crate::metrics;
 use crate::params::{GitParams, PathParams, ProcessParams};
 use crate::rpc::{self, Checked, Namespace, Request, RpcError};
-use crate::server::Daemon;
+use crate::state::Daemon;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;

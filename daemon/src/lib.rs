@@ -12,7 +12,8 @@
 //! | [`bridge`] | the `-bridge` relay and `-stop` client |
 //! | [`shellenv`] | login-shell PATH extraction |
 //! | [`metrics_http`] | the `-metrics-addr` HTTP endpoint |
-//! | [`server`] | daemon state, the owner-only socket, the accept loop |
+//! | [`state`] | daemon-wide state shared by connections and handlers |
+//! | [`server`] | the owner-only socket, the accept loop |
 //! | [`instance`] | per-boot `instanceId` / `startedAt` |
 //! | [`tokenfile`] | the persisted `daemon.token` beside the socket |
 //! | [`runlock`] | the run-dir lock `daemon.lock` and predecessor eviction |
@@ -67,6 +68,7 @@ pub mod server;
 pub mod shellenv;
 pub mod shutdown;
 pub mod signals;
+pub mod state;
 pub mod tarx;
 pub mod tokenfile;
 pub mod version;

@@ -98,7 +98,7 @@ async fn spawn(p: ProcessParams, call: &Call<'_>) -> Outcome {
     if p.command.is_empty() {
         return Outcome::invalid_params(MSG_COMMAND_REQUIRED);
     }
-    if call.daemon.shutdown.is_triggered() {
+    if call.daemon.processes.is_shutting_down() {
         // Teardown may already have run: a child started now would leak.
         return Outcome::NoReply;
     }
@@ -109,7 +109,7 @@ async fn spawn(p: ProcessParams, call: &Call<'_>) -> Outcome {
         cwd: &p.cwd,
         env: &p.env.0,
     };
-    let process = match call.daemon.processes.spawn(call.daemon, &spec).await {
+    let process = match call.daemon.processes.spawn(&spec).await {
         Ok(process) => process,
         Err(SpawnError::Failed(message)) => return Outcome::internal(message),
         Err(SpawnError::ShuttingDown) => return Outcome::NoReply,
