@@ -14,7 +14,7 @@
 //! replies; then the connection closes and its subscriptions end (the
 //! processes keep running and can be reattached).
 
-use crate::dispatch;
+use crate::dispatch::{self, Reply};
 use crate::frame::{LineReader, ReadEvent};
 use crate::process::log::{Frame, Pull, ReplayLog, DISK_BATCH};
 use crate::process::segments::ReadHint;
@@ -40,45 +40,6 @@ const FRAME_BUDGET: usize = 256 * 1024;
 
 static NEXT_CONN_ID: AtomicU64 = AtomicU64::new(1);
 
-/// What handlers hand to the writer.
-pub enum Outgoing {
-    /// One complete NDJSON line, newline included.
-    Line(Vec<u8>),
-    /// Follow `log` from seq `after + 1`. If `reply` is set, it is written
-    /// right after the frame with seq `reply.0` (used by reattach, whose
-    /// reply follows the replayed frames).
-    Follow {
-        log: Arc<ReplayLog>,
-        after: u64,
-        reply: Option<(u64, Vec<u8>)>,
-    },
-}
-
-/// A handler's way to talk to its connection.
-#[derive(Clone)]
-pub struct ConnHandle {
-    id: u64,
-    tx: mpsc::Sender<Outgoing>,
-}
-
-impl ConnHandle {
-    pub fn id(&self) -> u64 {
-        self.id
-    }
-
-    /// Queues one line for the writer. Silently dropped if the connection
-    /// is gone: there is nobody left to tell.
-    pub async fn send_line(&self, line: Vec<u8>) {
-        let _ = self.tx.send(Outgoing::Line(line)).await;
-    }
-
-    /// Starts (or restarts) following `log` after seq `after`, optionally
-    /// writing `reply` once frames up to `reply.0` are out.
-    pub async fn follow(&self, log: Arc<ReplayLog>, after: u64, reply: Option<(u64, Vec<u8>)>) {
-        let _ = self.tx.send(Outgoing::Follow { log, after, reply }).await;
-    }
-}
-
 /// Serves one accepted connection until it closes or the daemon stops.
 pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>) {
     let conn_id = NEXT_CONN_ID.fetch_add(1, Ordering::Relaxed);
@@ -89,7 +50,6 @@ pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>) {
     let (tx, rx) = mpsc::channel(REPLY_QUEUE);
     let mut shutdown = daemon.shutdown.subscribe();
     let writer = tokio::spawn(write_loop(write_half, rx, conn_id, daemon.shutdown.subscribe()));
-    let conn = ConnHandle { id: conn_id, tx };
     let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let in_flight_bytes = Arc::new(Semaphore::new(MAX_IN_FLIGHT_BYTES));
     let mut reader = LineReader::new(read_half);
@@ -112,7 +72,9 @@ pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>) {
                         continue;
                     };
                     if dispatch::is_instant(&checked) {
-                        dispatch::handle_instant(checked, &conn, &daemon).await;
+                        if let Some(reply) = dispatch::handle_instant(checked, &daemon).await {
+                            send(&tx, reply).await;
+                        }
                         continue;
                     }
                     Pending::Checked(checked)
@@ -127,12 +89,15 @@ pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>) {
                 let Ok(bytes_permit) = in_flight_bytes.clone().acquire_many_owned(cost).await else {
                     break;
                 };
-                let conn = conn.clone();
+                let tx = tx.clone();
                 let daemon = daemon.clone();
                 tokio::spawn(async move {
-                    match pending {
-                        Pending::Checked(checked) => dispatch::handle_checked(checked, &conn, &daemon).await,
-                        Pending::Line => dispatch::handle_line(line, &conn, &daemon).await,
+                    let reply = match pending {
+                        Pending::Checked(checked) => dispatch::handle_checked(checked, &daemon).await,
+                        Pending::Line => dispatch::handle_line(line, &daemon).await,
+                    };
+                    if let Some(reply) = reply {
+                        send(&tx, reply).await;
                     }
                     drop(bytes_permit);
                     drop(permit);
@@ -146,12 +111,18 @@ pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>) {
             ReadEvent::Eof => break,
         }
     }
-    drop(conn);
+    drop(tx);
     if abort_writer {
         writer.abort();
     }
     let _ = writer.await;
     crate::log_info!("[Server] Connection closed");
+}
+
+/// Queues `reply` for the writer. Silently dropped if the writer is gone
+/// (write error, shutdown): there is nobody left to tell.
+async fn send(tx: &mpsc::Sender<Reply>, reply: Reply) {
+    let _ = tx.send(reply).await;
 }
 
 /// A request line on its way to its task: short lines were already
@@ -217,7 +188,7 @@ impl Cursor {
 /// finished and all handlers replied), on a write error, or on shutdown.
 async fn write_loop(
     mut sink: OwnedWriteHalf,
-    mut rx: mpsc::Receiver<Outgoing>,
+    mut rx: mpsc::Receiver<Reply>,
     conn_id: u64,
     mut shutdown: crate::shutdown::ShutdownWatch,
 ) {
@@ -269,10 +240,16 @@ async fn write_loop(
     let _ = sink.shutdown().await;
 }
 
-fn accept(item: Outgoing, cursors: &mut Vec<Cursor>, out: &mut Vec<u8>, conn_id: u64, wake: &Arc<Notify>) {
+fn accept(item: Reply, cursors: &mut Vec<Cursor>, out: &mut Vec<u8>, conn_id: u64, wake: &Arc<Notify>) {
     match item {
-        Outgoing::Line(line) => out.extend_from_slice(&line),
-        Outgoing::Follow { log, after, reply } => {
+        Reply::Line(line) => out.extend_from_slice(&line),
+        Reply::Follow {
+            log,
+            after,
+            line_after,
+            line,
+        } => {
+            let reply = Some((line_after, line));
             if !log.subscribe(conn_id, wake.clone()) {
                 // Process id reused meanwhile: nothing more to deliver.
                 if let Some((_, line)) = reply {
