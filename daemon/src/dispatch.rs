@@ -11,7 +11,7 @@ use crate::gojson::Value;
 use crate::methods::{self, Outcome};
 use crate::metrics;
 use crate::params::{GitParams, PathParams, ProcessParams};
-use crate::process::log::ReplayLog;
+use crate::replay::log::ReplayLog;
 use crate::rpc::{self, Checked, Namespace, Request, RpcError};
 use crate::state::Daemon;
 use std::future::Future;

@@ -31,7 +31,8 @@
 //! | [`gitcli`] | running the `git` CLI for `git.*` |
 //! | [`methods`] | the 19 handlers |
 //! | [`install`] | `-install`: the agent-CLI version manager |
-//! | [`process`] | supervisor, replay log, stdin offsets |
+//! | [`process`] | supervisor, stdin offsets, signals |
+//! | [`replay`] | the replay engine: frames, segments, store, cursors |
 //! | [`shutdown`] | the daemon-wide stop signal |
 //! | [`signals`] | inherited signal dispositions, reset for children |
 //! | [`metrics`] | counters for `-metrics-addr` |
@@ -62,6 +63,7 @@ pub mod orphan;
 pub mod os;
 pub mod params;
 pub mod process;
+pub mod replay;
 pub mod rpc;
 pub mod runlock;
 pub mod server;

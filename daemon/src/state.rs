@@ -7,8 +7,8 @@
 
 use crate::instance::Instance;
 use crate::metrics::Metrics;
-use crate::process::store::{ReplayStore, StoreConfig};
 use crate::process::{ProcessManager, Supervision};
+use crate::replay::store::{ReplayStore, StoreConfig};
 use crate::shutdown::Shutdown;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicUsize;

@@ -9,7 +9,7 @@ pub mod process;
 pub mod server;
 
 use crate::gojson::to_go_json;
-use crate::process::log::ReplayLog;
+use crate::replay::log::ReplayLog;
 use crate::rpc::RpcError;
 use serde::Serialize;
 use std::sync::Arc;

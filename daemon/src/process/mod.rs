@@ -5,7 +5,7 @@
 //!
 //! 1. spawned in its own process group (`setpgid(0,0)`), with three pipes;
 //! 2. one reader task per output pipe appends each read (≤ 32 KiB) to the
-//!    [`log::ReplayLog`] as one frame;
+//!    [`ReplayLog`] as one frame;
 //! 3. a per-process stdin writer task drains a queue into the stdin pipe,
 //!    so `process.stdin` never waits on the child;
 //! 4. the supervisor task observes the exit with `waitid(WNOWAIT)` (the
@@ -23,16 +23,15 @@
 //! daemon stops, whichever comes first; then their log is released.
 
 pub mod command;
-pub mod log;
-pub mod segments;
 pub mod session;
 pub mod stdin;
-pub mod store;
 pub mod sys;
 
 use crate::metrics::Metrics;
+use crate::replay::frame::{ExitFrame, Stream};
+use crate::replay::log::ReplayLog;
+use crate::replay::store;
 use crate::shutdown::ShutdownWatch;
-use log::{ExitFrame, ReplayLog, Stream};
 use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt;
 use std::process::Stdio;
