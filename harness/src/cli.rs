@@ -70,6 +70,10 @@ pub(crate) enum Cmd {
     Report(RenderArgs),
     /// Write normalised transcripts of a binary, one file per probe.
     Record(RecordArgs),
+    /// Derive reference-derived transcripts: run each probe that has a
+    /// recipe (<sources>/<probe>.derive) to learn its shape, then replace
+    /// every reply with the recorded frame of the recipe's source.
+    Derive(DeriveArgs),
     /// Performance comparison (each item fails soft).
     Bench(BenchArgs),
     /// Record a real client's session through a relay and write it as a
@@ -161,6 +165,22 @@ pub(crate) struct RecordArgs {
     /// Do not write transcripts containing this text (e.g. "is not implemented yet").
     #[arg(long)]
     pub(crate) skip_if: Vec<String>,
+    #[command(flatten)]
+    pub(crate) common: Common,
+}
+
+// The arguments of `harness derive`.
+#[derive(Args)]
+pub(crate) struct DeriveArgs {
+    /// The binary whose run gives the transcript's shape (remora).
+    #[arg(long)]
+    pub(crate) binary: PathBuf,
+    /// Recipes and stored source bytes (default: <workspace>/corpora/sources).
+    #[arg(long)]
+    pub(crate) sources: Option<PathBuf>,
+    /// Output directory (default: <workspace>/corpora/transcripts).
+    #[arg(long)]
+    pub(crate) out: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) common: Common,
 }

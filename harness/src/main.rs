@@ -15,6 +15,7 @@ mod capture;
 mod cli;
 mod commands;
 mod compare;
+mod derive;
 mod diff;
 mod fixture;
 mod fuzzdiff;
@@ -40,6 +41,7 @@ fn real_main() -> Result<ExitCode, String> {
         Cmd::Check(a) => corpus::check(a),
         Cmd::Report(a) => corpus::render(a),
         Cmd::Record(a) => corpus::record(a),
+        Cmd::Derive(a) => corpus::derive(a),
         Cmd::Bench(a) => tools::bench(a),
         Cmd::Capture(a) => tools::capture(a),
         Cmd::FuzzDiff(a) => tools::fuzz_diff(a),

@@ -1,10 +1,12 @@
 //! The subcommands that work on the probe corpus and its transcripts:
-//! `list`, `diff`, `check`, `record` and `report` (a saved report rendered
-//! again).
+//! `list`, `diff`, `check`, `record`, `derive` and `report` (a saved
+//! report rendered again).
 
 use crate::cli::{
-    load_probes, run_cfg, workspace, write_reports, CheckArgs, DiffArgs, ListArgs, RecordArgs, RenderArgs, ReportArgs,
+    load_probes, run_cfg, workspace, write_reports, CheckArgs, DeriveArgs, DiffArgs, ListArgs, RecordArgs, RenderArgs,
+    ReportArgs,
 };
+use crate::derive::{changed_keys, Recipe};
 use crate::diff::{DiffOptions, Reference};
 use crate::{compare, diff, normalize, report, runner, transcript};
 use std::process::ExitCode;
@@ -71,6 +73,7 @@ pub(crate) fn diff(a: DiffArgs) -> Result<ExitCode, String> {
         slower_than: o.slower_than,
         repeat: o.repeat,
         overall_ratio: report::overall_ratio(&results),
+        derived: report::DerivedSummary::of(&results),
         probes: results,
     };
     write_reports(&rep, &ra)?;
@@ -112,6 +115,7 @@ pub(crate) fn check(a: CheckArgs) -> Result<ExitCode, String> {
         slower_than: 1.5,
         repeat: 1,
         overall_ratio: None,
+        derived: report::DerivedSummary::of(&results),
         probes: results,
     };
     write_reports(&rep, &ra)?;
@@ -198,6 +202,89 @@ pub(crate) fn record(a: RecordArgs) -> Result<ExitCode, String> {
         out.display()
     );
     Ok(if failed > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `harness derive`: every selected probe with a recipe gets its
+/// reference-derived transcript written; a refusal (counts or ids out of
+/// step, an unmapped placeholder) fails the run and writes nothing for
+/// that probe.
+pub(crate) fn derive(a: DeriveArgs) -> Result<ExitCode, String> {
+    let DeriveArgs {
+        binary,
+        sources,
+        out,
+        common,
+    } = a;
+    let sources = sources.unwrap_or_else(|| workspace().join("corpora/sources"));
+    let out = out.unwrap_or_else(|| workspace().join("corpora/transcripts"));
+    let (probes, _) = load_probes(&common)?;
+    let (probes, without): (Vec<_>, Vec<_>) = probes
+        .into_iter()
+        .partition(|p| sources.join(format!("{}.derive", p.name)).is_file());
+    if probes.is_empty() {
+        return Err(format!("no selected probe has a recipe in {}", sources.display()));
+    }
+    if !common.filter.is_empty() {
+        for p in &without {
+            eprintln!("{}: no recipe {}.derive (skipped)", p.name, p.name);
+        }
+    }
+    let recipes = probes
+        .iter()
+        .map(|p| Recipe::load(&sources.join(format!("{}.derive", p.name))))
+        .collect::<Result<Vec<_>, _>>()?;
+    let cfg = run_cfg(&binary, &common)?;
+    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let runs = diff::parallel(
+        &probes,
+        common.jobs,
+        !common.quiet,
+        |p| runner::run_probe(p, &cfg),
+        |r| match r {
+            Ok(_) => "ran".into(),
+            Err(e) => format!("ERROR {e}"),
+        },
+    );
+    let (mut written, mut unchanged, mut refused) = (0, 0, 0);
+    for ((p, recipe), run) in probes.iter().zip(&recipes).zip(runs) {
+        let text = match run.and_then(|t| crate::derive::derive(recipe, &t)) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("{}: {e}", p.name);
+                refused += 1;
+                continue;
+            }
+        };
+        let path = out.join(format!("{}.txt", p.name));
+        let old = std::fs::read_to_string(&path).ok();
+        if old.as_deref() == Some(text.as_str()) {
+            unchanged += 1;
+            continue;
+        }
+        if let Some(old) = &old {
+            let keys = changed_keys(old, &text);
+            println!(
+                "{}: changed {}",
+                p.name,
+                if keys.is_empty() {
+                    "header only".into()
+                } else {
+                    keys.join(", ")
+                }
+            );
+        }
+        std::fs::write(&path, &text).map_err(|e| format!("{}: {e}", path.display()))?;
+        written += 1;
+    }
+    println!(
+        "derived {written} transcript(s) in {} ({unchanged} unchanged, {refused} refused)",
+        out.display()
+    );
+    Ok(if refused > 0 {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
