@@ -21,7 +21,7 @@
 //! | `golden <path>` / `typed <path>` | the stored source bytes, relative to the recipe |
 //! | `map <FROM> <TO>` | a placeholder of the source and its harness value |
 //! | `wrap result` | the source records bare `result` objects |
-//! | `frame <key> \| <frame> \| <citation>` | one reply typed from another reference document |
+//! | `frame <key> \| <frame> \| <citation>` | one entry (a reply, or e.g. an exit frame) typed from another reference document |
 //! | `pending <key glob> \| <issue> \| <build> \| <behaviour>` | a known difference an issue adopts |
 
 mod frames;
@@ -114,7 +114,7 @@ impl Recipe {
                     let parts: Vec<&str> = rest.splitn(3, " | ").map(str::trim).collect();
                     match parts.as_slice() {
                         [k, f, c] if !k.is_empty() && !f.is_empty() && !c.is_empty() => {
-                            serde_json::from_str::<serde_json::Value>(f)
+                            serde_json::from_str::<serde_json::Value>(&bare_tokens_as_zero(f))
                                 .map_err(|e| format!("{}: the frame is not JSON: {e}", at()))?;
                             typed.push(TypedFrame {
                                 key: k.to_string(),
@@ -160,6 +160,38 @@ impl Recipe {
     }
 }
 
+/// The frame with every bare harness token (`<startedAt:1>`, outside
+/// strings) read as `0`, so it parses as JSON for the id check.
+fn bare_tokens_as_zero(f: &str) -> String {
+    let mut out = String::with_capacity(f.len());
+    let (mut in_str, mut escaped, mut in_token) = (false, false, false);
+    for c in f.chars() {
+        if in_token {
+            if c == '>' {
+                in_token = false;
+                out.push('0');
+            }
+            continue;
+        }
+        if in_str {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_str = false;
+            }
+        } else if c == '"' {
+            in_str = true;
+        } else if c == '<' {
+            in_token = true;
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// The id token of a reply key (`L5 c1 reply 3 #2` → `3`).
 fn key_id(key: &str) -> &str {
     let rest = key.splitn(4, ' ').nth(3).unwrap_or("");
@@ -170,8 +202,8 @@ fn key_id(key: &str) -> &str {
 pub fn derive(recipe: &Recipe, run: &Transcript) -> Result<String, String> {
     let frames = recipe.frames()?;
     for t in &recipe.typed {
-        if !run.entries.iter().any(|e| e.key == t.key && is_reply_key(&e.key)) {
-            return Err(format!("`frame {}`: the probe's run has no such reply", t.key));
+        if !run.entries.iter().any(|e| e.key == t.key) {
+            return Err(format!("`frame {}`: the probe's run has no such entry", t.key));
         }
     }
     let fill: Vec<&str> = run
@@ -201,7 +233,8 @@ pub fn derive(recipe: &Recipe, run: &Transcript) -> Result<String, String> {
         if recipe.wrap_result {
             f = frames::wrap_result(&f, &remora).map_err(|e| format!("{key}: {e}"))?;
         }
-        let v: serde_json::Value = serde_json::from_str(&f).map_err(|e| format!("{key}: {e}"))?;
+        let v: serde_json::Value =
+            serde_json::from_str(&bare_tokens_as_zero(&f)).map_err(|e| format!("{key}: not JSON: {e}"))?;
         let id = v.get("id").map(|i| i.to_string()).unwrap_or_default();
         if id != key_id(key) {
             return Err(format!(
@@ -235,7 +268,7 @@ pub fn derive(recipe: &Recipe, run: &Transcript) -> Result<String, String> {
     out.push_str("# replies derived by `harness derive` (other entries recorded from remora); `harness record` keeps this file\n");
     for e in &run.entries {
         let value = match values.iter().find(|(k, _)| *k == e.key) {
-            Some((_, f)) => f.clone(),
+            Some((_, f)) => escape(f.as_bytes()),
             None => escape(&e.value),
         };
         out.push_str(&e.key);
@@ -330,6 +363,14 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("out of step"), "{e}");
+    }
+
+    #[test]
+    fn bare_tokens_read_as_zero_outside_strings() {
+        assert_eq!(
+            bare_tokens_as_zero(r#"{"a":<startedAt:1>,"b":"<x> \" <y>"}"#),
+            r#"{"a":0,"b":"<x> \" <y>"}"#
+        );
     }
 
     #[test]
