@@ -291,6 +291,56 @@ pub fn line_diffs(reference: &str, candidate: &str) -> Vec<(usize, String, Strin
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn derived_frames_are_counted_by_verdict() {
+        use crate::transcript::Pending;
+        let entry = |k: &str| Entry {
+            key: k.into(),
+            value: b"v".to_vec(),
+        };
+        let reference = vec![
+            entry("L1 banner"),
+            entry("L2 c1 reply 1"),
+            entry("L3 c1 reply 2"),
+            entry("L4 c1 reply 3"),
+            entry("L5 c1 reply 4"),
+        ];
+        let pending = Pending {
+            key: "L3 c1 reply 2".into(),
+            issue: "issue 25".into(),
+            build: "5db5e4a".into(),
+            behaviour: "b".into(),
+        };
+        let stale = Pending {
+            key: "L2 c1 reply 1".into(),
+            ..pending.clone()
+        };
+        let header = DerivedHeader {
+            source: "s".into(),
+            pending: vec![pending.clone(), stale],
+        };
+        let diff = |k: &str, accepted: Option<String>| EntryDiff {
+            key: k.into(),
+            reference: Some("a".into()),
+            candidate: Some("b".into()),
+            first_diff: Some(0),
+            accepted,
+        };
+        let diffs = vec![
+            diff("L1 banner", None),
+            diff("L3 c1 reply 2", Some(pending.reason())),
+            diff("L4 c1 reply 3", Some("ACCEPTED reason".into())),
+            diff("L5 c1 reply 4", None),
+        ];
+        let c = derived_counts(&reference, &diffs, &header);
+        assert_eq!(
+            (c.frames, c.identical, c.pending, c.accepted, c.unexplained),
+            (4, 1, 1, 1, 1)
+        );
+        assert_eq!(c.differ(), 2);
+        assert_eq!(c.resolved_pending, vec!["L2 c1 reply 1".to_string()]);
+    }
     use super::*;
 
     fn t(entries: &[(&str, &str)]) -> Transcript {
