@@ -794,6 +794,32 @@ mod tests {
     }
 
     #[test]
+    fn the_derived_corpus_has_its_own_line_section_and_json_counts() {
+        let mut d = result("ref-x", Status::Accepted);
+        d.derived = Some(DerivedCounts {
+            source: "o/r testdata/x.golden.json @ abc".into(),
+            frames: 5,
+            identical: 2,
+            pending: 2,
+            unexplained: 0,
+            accepted: 1,
+            resolved_pending: vec!["L9 c1 reply 9".into()],
+        });
+        let rep = report(vec![d, result("plain", Status::Identical)]);
+        let line = "reference-derived: 1 transcripts, 5 frames — 2 identical / 2 differ (2 pending an issue, 0 unexplained) / 1 accepted";
+        assert_eq!(rep.derived.line(), line);
+        assert!(terminal(&rep, false).contains(line));
+        assert!(terminal(&rep, false).contains("(remove it): ref-x: L9 c1 reply 9"));
+        let page = html(&rep);
+        assert!(page.contains("<h2>Reference-derived</h2>"));
+        assert!(page.contains("o/r testdata/x.golden.json @ abc"));
+        let json: serde_json::Value = serde_json::to_value(&rep).unwrap();
+        assert_eq!(json["derived"]["frames"], 5);
+        assert_eq!(json["derived"]["pending"], 2);
+        assert!(!terminal(&report(vec![result("plain", Status::Identical)]), false).contains("reference-derived"));
+    }
+
+    #[test]
     fn a_few_failing_probes_are_all_expanded_without_a_note() {
         let page = html(&report(vec![
             result("a", Status::Differs),

@@ -204,7 +204,11 @@ mod tests {
     #[test]
     fn a_bare_result_takes_remoras_id() {
         assert_eq!(
-            wrap_result(r#"{"success":true}"#, r#"{"jsonrpc":"2.0","id":7,"result":{"pid":<pid:1>}}"#).unwrap(),
+            wrap_result(
+                r#"{"success":true}"#,
+                r#"{"jsonrpc":"2.0","id":7,"result":{"pid":<pid:1>}}"#
+            )
+            .unwrap(),
             r#"{"jsonrpc":"2.0","id":7,"result":{"success":true}}"#
         );
     }
