@@ -638,12 +638,12 @@ impl StoredLog for ReplayLog {
         }
     }
 
-    /// For eviction: the age of the oldest segment, if one may go (never
-    /// the segment being written).
-    fn evictable_stamp(&self) -> Option<u64> {
+    /// For eviction: the age of the oldest segment, if one may go (with
+    /// `sealed_only`, never the segment being written).
+    fn evictable_stamp(&self, sealed_only: bool) -> Option<u64> {
         let disk = lock(&self.disk);
         disk.as_ref()
-            .filter(|s| s.count() >= 2)
+            .filter(|s| s.count() >= if sealed_only { 2 } else { 1 })
             .and_then(Segments::oldest_stamp)
     }
 
@@ -657,10 +657,8 @@ impl StoredLog for ReplayLog {
             };
             let freed = if whole {
                 segs.remove_all()
-            } else if segs.count() >= 2 {
-                segs.evict_oldest().map_or(0, |s| s.bytes)
             } else {
-                0
+                segs.evict_oldest().map_or(0, |s| s.bytes)
             };
             (freed, (segs.first_seq(), segs.last_seq(), segs.bytes()))
         };
