@@ -265,10 +265,11 @@ impl ReplayStore {
                 self.metrics.evictions.fetch_add(1, Ordering::Relaxed);
             }
         }
-        // Sealed segments of exited logs, then of running ones; then, as
-        // the last resort, the segments being written, so the budget holds
-        // whatever the number of running processes.
-        for (exited, sealed_only) in [(true, true), (false, true), (true, false), (false, false)] {
+        // Sealed segments of running logs, then of followed exited ones;
+        // then, as the last resort, the segments being written, in the
+        // same order, so the budget holds whatever the number of running
+        // processes.
+        for (exited, sealed_only) in [(false, true), (true, true), (false, false), (true, false)] {
             while over() {
                 let oldest = logs
                     .iter()
