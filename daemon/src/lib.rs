@@ -21,7 +21,8 @@
 //! | [`connection`] | one client: line reader, request tasks, ordered writer |
 //! | [`frame`] | NDJSON framing and the 1 MiB line cap |
 //! | [`rpc`] | envelope validation order, error codes and messages |
-//! | [`dispatch`] | params gate, method table, panic isolation |
+//! | [`method`] | the typed method table: names, capabilities order, -32601 texts |
+//! | [`dispatch`] | params gate, dispatch by method, panic isolation |
 //! | [`params`] | per-namespace params structs |
 //! | [`gojson`] | Go-compatible JSON decoding and encoding |
 //! | [`goerr`] | Go-style OS error text |
@@ -56,6 +57,7 @@ pub mod gopath;
 pub mod install;
 pub mod instance;
 pub mod logging;
+pub mod method;
 pub mod methods;
 pub mod metrics;
 pub mod metrics_http;
