@@ -112,6 +112,7 @@ impl LineBuffer {
 
     /// Copies `input` in (a test and fuzzing convenience; the async reader
     /// reads straight into `spare`). Returns how many bytes were taken.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub fn feed(&mut self, input: &[u8]) -> usize {
         let spare = self.spare();
         let n = spare.len().min(input.len());
@@ -121,6 +122,7 @@ impl LineBuffer {
     }
 
     /// Bytes currently allocated, for memory-bound checks.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub fn capacity(&self) -> usize {
         self.buf.len()
     }

@@ -548,15 +548,6 @@ impl ProcessManager {
         Ok(process)
     }
 
-    /// Registered processes (running and retained exited ones).
-    pub fn len(&self) -> usize {
-        lock(&self.table).len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Graceful-shutdown teardown: kill every child tree, or leave them
     /// running when `keep_children` is set.
     pub async fn shutdown(&self, keep_children: bool) {

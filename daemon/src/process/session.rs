@@ -94,10 +94,12 @@ impl SessionLocks {
     }
 
     /// Number of keys with a holder or waiter (for tests).
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.locks.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -40,6 +40,7 @@ pub struct ExitFrame {
 
 impl ExitFrame {
     /// A normal exit: only `exitCode`.
+    #[cfg(test)]
     pub fn code(code: i64) -> Self {
         ExitFrame {
             code,

@@ -412,17 +412,20 @@ impl ReplayLog {
         state.disk_first.map_or(hot_first, |d| d.min(hot_first))
     }
 
+    #[cfg(test)]
     /// Total stdout+stderr bytes ever appended.
     pub fn raw_bytes(&self) -> u64 {
         self.lock().raw_bytes
     }
 
+    #[cfg(test)]
     /// Bytes of this log in RAM and on disk.
     pub fn footprint(&self) -> (u64, u64) {
         let state = self.lock();
         (state.hot_bytes, state.disk_bytes)
     }
 
+    #[cfg(test)]
     /// Whether the log spills to disk (false: a RAM ring).
     pub fn spills(&self) -> bool {
         self.lock().spill
@@ -455,6 +458,7 @@ impl ReplayLog {
         self.lock().subscribers.retain(|s| s.follower != follower);
     }
 
+    #[cfg(test)]
     /// Number of subscribed followers.
     pub fn subscriber_count(&self) -> usize {
         self.lock().subscribers.len()
@@ -594,6 +598,7 @@ impl ReplayLog {
         }
     }
 
+    #[cfg(test)]
     /// Blocking convenience for tests and tools: encodes frames
     /// `after+1 ..= upto` from RAM and disk, about `budget` raw bytes.
     /// Returns the seq of the last frame written.

@@ -175,7 +175,8 @@ impl ReplayStore {
         })
     }
 
-    /// A store that never touches the disk (unit tests, fuzzing).
+    /// A store that never touches the disk (unit tests).
+    #[cfg(test)]
     pub fn in_memory() -> Arc<ReplayStore> {
         Arc::new(ReplayStore {
             dir: None,

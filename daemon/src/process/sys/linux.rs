@@ -42,6 +42,7 @@ pub fn resize_pipe(fd: RawFd, size: i32) -> bool {
 }
 
 /// Whether `/proc/<pid>` exists (tests and diagnostics; a zombie counts).
+#[cfg(test)]
 pub fn pid_exists(pid: i32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
 }

@@ -63,6 +63,7 @@ pub fn resize_pipe(_fd: RawFd, _size: i32) -> bool {
 
 /// Whether `pid` exists (a zombie counts): `kill(pid, 0)` succeeds, or
 /// fails only for lack of permission.
+#[cfg(test)]
 pub fn pid_exists(pid: i32) -> bool {
     // SAFETY: signal 0 checks existence and sends nothing.
     let rc = unsafe { libc::kill(pid, 0) };

@@ -27,7 +27,9 @@ mod platform;
 #[path = "macos.rs"]
 mod platform;
 
-pub use platform::{pid_exists, resize_pipe, signal_name};
+#[cfg(test)]
+pub use platform::pid_exists;
+pub use platform::{resize_pipe, signal_name};
 
 /// Parses a `signal` param: a name with or without the `SIG` prefix, any
 /// case. Empty means SIGTERM, and so does an unknown name (the request is
