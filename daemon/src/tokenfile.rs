@@ -32,7 +32,7 @@ pub struct Persisted {
 }
 
 /// `<dir of socket>/daemon.token`.
-#[cfg(test)]
+#[cfg_attr(not(test), allow(dead_code))]
 pub fn path_for(socket: &Path) -> PathBuf {
     socket_dir(socket).join(NAME)
 }
@@ -127,7 +127,7 @@ fn temp_suffix(attempt: u32) -> u32 {
 }
 
 impl Persisted {
-    #[cfg(test)]
+    #[cfg_attr(not(test), allow(dead_code))]
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -175,26 +175,6 @@ impl ReplayStore {
         })
     }
 
-    /// A store that never touches the disk (unit tests).
-    #[cfg(test)]
-    pub fn in_memory() -> Arc<ReplayStore> {
-        Arc::new(ReplayStore {
-            dir: None,
-            _owner: None,
-            budget_bytes: 0,
-            segment_bytes: SEGMENT_BYTES,
-            hot_tail_bytes: HOT_TAIL,
-            global_hot_bytes: GLOBAL_HOT_TAIL,
-            metrics: Arc::default(),
-            unwritten: AtomicU64::new(0),
-            tails: AtomicU64::new(0),
-            logs: Mutex::new(HashMap::new()),
-            evicting: Mutex::new(()),
-            trimming: Mutex::new(()),
-            removed: AtomicBool::new(false),
-        })
-    }
-
     /// This daemon's segment directory, if spilling is possible.
     pub fn dir(&self) -> Option<&Path> {
         if self.removed.load(Ordering::Acquire) {
@@ -387,5 +367,27 @@ fn sweep_stale(base: &Path) {
             Ok(()) => crate::log_info!("[replay] removed stale replay directory {}", path.display()),
             Err(e) => crate::log_warn!("[replay] cannot remove stale {}: {}", path.display(), e),
         }
+    }
+}
+
+#[cfg(test)]
+impl ReplayStore {
+    /// A store that never touches the disk (unit tests).
+    pub fn in_memory() -> Arc<ReplayStore> {
+        Arc::new(ReplayStore {
+            dir: None,
+            _owner: None,
+            budget_bytes: 0,
+            segment_bytes: SEGMENT_BYTES,
+            hot_tail_bytes: HOT_TAIL,
+            global_hot_bytes: GLOBAL_HOT_TAIL,
+            metrics: Arc::default(),
+            unwritten: AtomicU64::new(0),
+            tails: AtomicU64::new(0),
+            logs: Mutex::new(HashMap::new()),
+            evicting: Mutex::new(()),
+            trimming: Mutex::new(()),
+            removed: AtomicBool::new(false),
+        })
     }
 }

@@ -27,8 +27,6 @@ mod platform;
 #[path = "macos.rs"]
 mod platform;
 
-#[cfg(test)]
-pub use platform::pid_exists;
 pub use platform::{resize_pipe, signal_name};
 
 /// Parses a `signal` param: a name with or without the `SIG` prefix, any
@@ -195,6 +193,9 @@ pub fn reap(pid: i32) -> bool {
         }
     }
 }
+
+#[cfg(test)]
+pub use platform::pid_exists;
 
 #[cfg(test)]
 mod tests {
