@@ -2,6 +2,8 @@
 //! connecting: descriptors, time, memory and log lines are all bounded
 //! (`admission.rs`), and the owner keeps being served.
 
+#![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
+
 mod common;
 
 use common::{wait_until, Client, TestDaemon};
