@@ -89,7 +89,7 @@ pub fn is_instant(checked: &Checked) -> bool {
         Checked::Valid(request) => {
             matches!(
                 request.method,
-                Method::Server(ServerMethod::Ping | ServerMethod::Version | ServerMethod::Capabilities)
+                Method::Server(ServerMethod::Ping | ServerMethod::Capabilities)
             )
         }
     }
@@ -225,6 +225,7 @@ mod tests {
             let line = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{{}},"auth":"{auth}"}}"#);
             rpc::check(line.as_bytes(), b"t")
         };
+        // server.version is an unknown method (a rejection) since 7d193f89.
         for method in ["server.ping", "server.version", "server.capabilities"] {
             assert!(is_instant(&checked(method, "t")), "{method}");
         }

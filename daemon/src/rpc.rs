@@ -30,11 +30,13 @@ pub const MSG_STDIN_BACKPRESSURE: &str = "stdin backpressure: queue full";
 pub use crate::method::METHODS;
 
 /// Optional protocol extensions advertised by `server.capabilities`, in
-/// the reference's order. The reference (`4534d86`) lists
+/// the order of the newest pinned build, `f6010b97`:
 /// `process.stdin.offset`, `git.status.baseRepo`,
-/// `git.worktree_create.timeoutMs`, `git.worktree.external_root`,
-/// `server.instance_id`; a feature is listed here only once remora
-/// implements it, at its place in that order (`server.instance_id` last).
+/// `git.worktree_create.timeoutMs`, `git.worktree_create.existingBranch`,
+/// `process.spawn.shellAgentSocket`, `git.worktree.external_root`,
+/// `server.instance_id` (`19f30c46`/`90fca6e6` list the same without
+/// `process.spawn.shellAgentSocket`). A feature is listed here only once
+/// remora implements it, at its place in that order.
 pub const FEATURES: [&str; 3] = [
     "process.stdin.offset",
     "git.worktree_create.timeoutMs",

@@ -569,7 +569,7 @@ fn bridge_relays_requests_and_replies_across_half_close() {
     let input = format!(
         "{}{}",
         request_line("1", "server.ping", None, TOKEN),
-        request_line("2", "server.version", Some("{}"), TOKEN)
+        request_line("2", "server.capabilities", Some("{}"), TOKEN)
     );
     let (code, out, err) = bridge(&d.socket, input.as_bytes());
     assert_eq!((code, err.as_str()), (0, ""));

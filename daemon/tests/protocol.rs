@@ -20,21 +20,16 @@ fn server_methods_reply_byte_exact() {
         c.call(1, "server.ping", "{}"),
         r#"{"jsonrpc":"2.0","id":1,"result":{"pong":true}}"#
     );
-    let version = c.call(2, "server.version", "{}");
-    let arch = match std::env::consts::ARCH {
-        "x86_64" => "amd64",
-        "aarch64" => "arm64",
-        other => other,
-    };
-    let platform = if cfg!(target_os = "macos") { "darwin" } else { "linux" };
-    let want_tail = format!(r#"","platform":"{platform}","arch":"{arch}"}}}}"#);
-    assert!(
-        version.starts_with(r#"{"jsonrpc":"2.0","id":2,"result":{"version":""#),
-        "{version}"
+    // Seed 000 answered server.version with {version, platform, arch}; the
+    // reference removed the method at 7d193f89, and every build a client
+    // pins (90fca6e6, f6010b97) answers it as an unknown method, so remora
+    // follows them (docs/PROTOCOL.md, "server.version").
+    assert_eq!(
+        c.call(2, "server.version", "{}"),
+        err("2", -32601, "Unknown method: server.version")
     );
-    assert!(version.ends_with(&want_tail), "{version}");
     let caps = c.call(3, "server.capabilities", "{}");
-    let methods = r#""methods":["server.ping","server.version","server.capabilities","server.shutdown","files.list","files.validate","files.stat","files.read","files.extract_tar","git.info","git.status","git.list_branches","git.worktree_create","git.worktree_remove","process.spawn","process.stdin","process.kill","process.killAndWait","process.reattach"],"instanceId":""#;
+    let methods = r#""methods":["server.ping","server.capabilities","server.shutdown","files.list","files.validate","files.stat","files.read","files.extract_tar","git.info","git.status","git.list_branches","git.worktree_create","git.worktree_remove","process.spawn","process.stdin","process.kill","process.killAndWait","process.reattach"],"instanceId":""#;
     let features = r#","features":["process.stdin.offset","git.worktree_create.timeoutMs","server.instance_id"]}}"#;
     assert!(
         caps.starts_with(r#"{"jsonrpc":"2.0","id":3,"result":{"version":""#),

@@ -1,4 +1,4 @@
-//! `server.*`: ping, version, capabilities, shutdown. These take no params.
+//! `server.*`: ping, capabilities, shutdown. These take no params.
 
 use super::Outcome;
 use crate::instance::Instance;
@@ -11,13 +11,6 @@ use serde::Serialize;
 #[derive(Serialize)]
 struct Pong {
     pong: bool,
-}
-
-#[derive(Serialize)]
-struct VersionInfo {
-    version: &'static str,
-    platform: &'static str,
-    arch: &'static str,
 }
 
 #[derive(Serialize)]
@@ -35,11 +28,6 @@ struct Capabilities<'a> {
 pub async fn handle(method: ServerMethod, instance: &Instance, shutdown: &Shutdown) -> Outcome {
     match method {
         ServerMethod::Ping => Outcome::ok(&Pong { pong: true }),
-        ServerMethod::Version => Outcome::ok(&VersionInfo {
-            version: version::ID,
-            platform: version::goos(),
-            arch: version::goarch(),
-        }),
         ServerMethod::Capabilities => Outcome::ok(&Capabilities {
             version: version::ID,
             methods: &METHODS,
