@@ -5,7 +5,8 @@
 //!
 //! The params gate is the one place that decides `-32602 Invalid params`
 //! for absent or mistyped params: it runs after method resolution, only for
-//! the files/git/process namespaces; `server.*` ignores params entirely.
+//! the files/git/process namespaces; `server.*` ignores params entirely, and
+//! `plugins.*` binds its own (its -32602 carries the decoder's detail).
 
 use crate::gojson::Value;
 use crate::logging::Quota;
@@ -183,6 +184,15 @@ async fn dispatch(request: &Request, daemon: &Daemon) -> Outcome {
             }
             Err(outcome) => outcome,
         },
+        Method::Plugins(method) => {
+            Box::pin(methods::plugins::handle(
+                method,
+                request.params.as_ref(),
+                &daemon.options.socket_path,
+                &daemon.processes,
+            ))
+            .await
+        }
     }
 }
 

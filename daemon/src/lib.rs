@@ -70,6 +70,7 @@ pub(crate) mod metrics_http;
 pub(crate) mod orphan;
 pub(crate) mod os;
 pub(crate) mod params;
+pub(crate) mod plugindirs;
 pub(crate) mod process;
 pub(crate) mod replay;
 pub(crate) mod rpc;

@@ -83,6 +83,14 @@ namespace_methods! {
     }
 }
 
+namespace_methods! {
+    /// `plugins.*` (reference `19f30c46`): params bound by the handler,
+    /// whose `-32602` carries the decoder's detail.
+    PluginsMethod {
+        Prune => "plugins.prune",
+    }
+}
+
 /// A method of the protocol, by namespace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Method {
@@ -90,11 +98,15 @@ pub enum Method {
     Files(FilesMethod),
     Git(GitMethod),
     Process(ProcessMethod),
+    Plugins(PluginsMethod),
 }
 
 /// How many methods there are.
-pub const COUNT: usize =
-    ServerMethod::ALL.len() + FilesMethod::ALL.len() + GitMethod::ALL.len() + ProcessMethod::ALL.len();
+pub const COUNT: usize = ServerMethod::ALL.len()
+    + FilesMethod::ALL.len()
+    + GitMethod::ALL.len()
+    + ProcessMethod::ALL.len()
+    + PluginsMethod::ALL.len();
 
 /// Every method in `server.capabilities` order: namespaces in the order of
 /// [`Method`]'s variants, each in its table's order.
@@ -125,6 +137,12 @@ pub const ALL: [Method; COUNT] = {
         i += 1;
         j += 1;
     }
+    j = 0;
+    while j < PluginsMethod::ALL.len() {
+        all[i] = Method::Plugins(PluginsMethod::ALL[j]);
+        i += 1;
+        j += 1;
+    }
     all
 };
 
@@ -147,6 +165,7 @@ impl Method {
             Method::Files(m) => m.name(),
             Method::Git(m) => m.name(),
             Method::Process(m) => m.name(),
+            Method::Plugins(m) => m.name(),
         }
     }
 
@@ -155,11 +174,13 @@ impl Method {
         const FILES: usize = ServerMethod::ALL.len();
         const GIT: usize = FILES + FilesMethod::ALL.len();
         const PROCESS: usize = GIT + GitMethod::ALL.len();
+        const PLUGINS: usize = PROCESS + ProcessMethod::ALL.len();
         match self {
             Method::Server(m) => m as usize,
             Method::Files(m) => FILES + m as usize,
             Method::Git(m) => GIT + m as usize,
             Method::Process(m) => PROCESS + m as usize,
+            Method::Plugins(m) => PLUGINS + m as usize,
         }
     }
 
@@ -217,6 +238,7 @@ mod tests {
                 "process.kill",
                 "process.killAndWait",
                 "process.reattach",
+                "plugins.prune",
             ]
         );
     }
@@ -232,6 +254,7 @@ mod tests {
                 Method::Files(_) => "files.",
                 Method::Git(_) => "git.",
                 Method::Process(_) => "process.",
+                Method::Plugins(_) => "plugins.",
             };
             assert!(method.name().starts_with(prefix), "{method}");
         }
@@ -257,6 +280,11 @@ mod tests {
         assert_eq!(
             Method::from_name("files.nope"),
             Err("Unknown method: files.nope".to_string())
+        );
+        // 19f30c46: the plugins namespace exists.
+        assert_eq!(
+            Method::from_name("plugins.bogus"),
+            Err("Unknown method: plugins.bogus".to_string())
         );
     }
 }

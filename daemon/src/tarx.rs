@@ -363,6 +363,19 @@ fn remove_all(path: &[u8]) -> Result<(), String> {
     })
 }
 
+/// Removes the entry `name` of the open directory `parent` and everything
+/// below it, as Go's `removeAllFrom` does, never following a link (a link
+/// is removed, not its target). `parent_path` is only for the error text
+/// (`unlinkat <parent_path>/<rel>: …`). Used by `plugins.prune` too.
+pub fn remove_tree_in(parent: &OwnedFd, name: &[u8], parent_path: &[u8]) -> Result<(), String> {
+    remove_all_from(parent, name).map_err(|(op, rel, e)| {
+        let mut full = parent_path.to_vec();
+        full.push(b'/');
+        full.extend_from_slice(&rel);
+        path_error(op, &go_lossy(&full), &e)
+    })
+}
+
 /// Go's `os.Open` of the parent directory (it may be a symlink: Go follows).
 fn open_parent(dir: &[u8]) -> io::Result<OwnedFd> {
     let c = cstr(dir)?;

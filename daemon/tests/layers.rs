@@ -24,7 +24,15 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("protocol", &["method", "rpc", "params", "metrics", "admission"]),
     (
         "engines",
-        &["replay", "tarx", "gitcli", "install", "tokenfile", "runlock"],
+        &[
+            "replay",
+            "tarx",
+            "gitcli",
+            "install",
+            "tokenfile",
+            "runlock",
+            "plugindirs",
+        ],
     ),
     ("supervisor", &["process"]),
     ("handlers", &["methods"]),

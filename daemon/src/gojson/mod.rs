@@ -10,6 +10,7 @@
 pub mod bind;
 pub mod encode;
 pub mod text;
+pub mod typeerror;
 pub mod value;
 pub mod walk;
 

@@ -5,6 +5,7 @@
 
 pub mod files;
 pub mod git;
+pub mod plugins;
 pub mod process;
 pub mod server;
 

@@ -154,6 +154,9 @@ pub struct ManagedProcess {
     reaped: Mutex<bool>,
     /// The agent CLI session its arguments name ([`session::key_of`]).
     pub session: Option<String>,
+    /// The plugin hashes its argv names (`plugins.prune` keeps those
+    /// directories while it runs), from [`crate::plugindirs::hashes_in`].
+    plugin_hashes: Vec<String>,
     /// The last kill request that signalled the running child; stamped on
     /// the exit frame whatever the child then did with the signal.
     killed_by: Mutex<Option<KilledBy>>,
@@ -362,6 +365,16 @@ impl ProcessManager {
         self.deps.shutdown.is_triggered()
     }
 
+    /// Every plugin hash named in the argv of a child whose exit has not
+    /// been observed.
+    pub fn live_plugin_hashes(&self) -> std::collections::HashSet<String> {
+        lock(&self.table)
+            .values()
+            .filter(|p| !p.exited())
+            .flat_map(|p| p.plugin_hashes.iter().cloned())
+            .collect()
+    }
+
     pub fn get(&self, id: &str) -> Option<Arc<ManagedProcess>> {
         lock(&self.table).get(id).cloned()
     }
@@ -464,6 +477,9 @@ impl ProcessManager {
             exit: exit_tx,
             reaped: Mutex::new(false),
             session,
+            plugin_hashes: crate::plugindirs::hashes_in(
+                std::iter::once(spec.command).chain(spec.args.iter().map(String::as_str)),
+            ),
             killed_by: Mutex::new(None),
             stdin: Mutex::new(StdinState {
                 applied: 0,
