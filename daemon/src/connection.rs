@@ -8,17 +8,22 @@
 //! [`crate::replay`]), so a slow client only ever slows its own writer.
 //!
 //! Each request runs on its own task, so a slow request never delays a
-//! fast one, except instant ones (rejections, `server.ping`, `version`,
+//! fast one, except instant ones (rejections, `server.ping`,
 //! `capabilities`), which the reader answers itself (see
 //! [`dispatch::is_instant`]). When the client half-closes, in-flight requests still get their
 //! replies; then the connection closes and its subscriptions end (the
 //! processes keep running and can be reattached).
+//!
+//! A process streams to one connection at a time: a reattach from another
+//! connection cuts this one at the reply's `lastSeq` and closes it (the
+//! [`Handoff`] carries the process id for the log line).
 
 use crate::admission::Ticket;
 use crate::dispatch::{self, Reply};
 use crate::frame::{LineReader, ReadEvent};
 use crate::logging::Quota;
 use crate::replay::cursor::Cursor;
+use crate::replay::log::Handoff;
 use crate::state::Daemon;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -56,7 +61,15 @@ pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>, mut ticket: Ticket) 
     let (read_half, write_half) = stream.into_split();
     let (tx, rx) = mpsc::channel(REPLY_QUEUE);
     let mut shutdown = daemon.shutdown.subscribe();
-    let writer = tokio::spawn(write_loop(write_half, rx, conn_id, daemon.shutdown.subscribe()));
+    let handoff: Handoff = Arc::new(tokio::sync::watch::channel(None).0);
+    let mut replaced = handoff.subscribe();
+    let writer = tokio::spawn(write_loop(
+        write_half,
+        rx,
+        conn_id,
+        daemon.shutdown.subscribe(),
+        handoff.clone(),
+    ));
     let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let in_flight_bytes = Arc::new(Semaphore::new(MAX_IN_FLIGHT_BYTES));
     let mut reader = LineReader::new(read_half);
@@ -76,6 +89,17 @@ pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>, mut ticket: Ticket) 
             _ = &mut grace, if unauthenticated => {
                 crate::log_warn!("[Server] closing connection: no authenticated request within {:?}", daemon.admission.grace());
                 abort_writer = true;
+                break;
+            }
+            process = replaced.wait_for(Option::is_some) => {
+                // Another connection reattached a process this one
+                // followed (90fca6e6): the writer stops by itself.
+                if let Ok(process) = process {
+                    crate::log_info!(
+                        "[Server] closing connection @: process {} reattached from another connection",
+                        crate::logging::Untrusted(process.as_deref().unwrap_or_default())
+                    );
+                }
                 break;
             }
             _ = ticket.evicted() => {
@@ -207,7 +231,9 @@ async fn write_loop(
     mut rx: mpsc::Receiver<Reply>,
     conn_id: u64,
     mut shutdown: crate::shutdown::ShutdownWatch,
+    handoff: Handoff,
 ) {
+    let mut replaced = handoff.subscribe();
     let wake = Arc::new(Notify::new());
     let mut cursors: Vec<Followed> = Vec::new();
     let mut out: Vec<u8> = Vec::with_capacity(16 * 1024);
@@ -215,13 +241,17 @@ async fn write_loop(
     loop {
         // Take everything queued so far.
         while let Ok(item) = rx.try_recv() {
-            accept(item, &mut cursors, &mut out, conn_id, &wake);
+            accept(item, &mut cursors, &mut out, conn_id, &wake, &handoff);
+        }
+        if replaced.borrow().is_some() {
+            break;
         }
         let behind = pull_frames(&mut cursors, &mut out, conn_id).await;
         if !out.is_empty() {
             let written = tokio::select! {
                 r = sink.write_all(&out) => r,
                 _ = shutdown.wait() => break,
+                _ = replaced.wait_for(Option::is_some) => break,
             };
             if written.is_err() {
                 crate::log_warn!("[frameSink] replay write failed, detaching");
@@ -243,10 +273,11 @@ async fn write_loop(
         }
         tokio::select! {
             item = rx.recv() => match item {
-                Some(item) => accept(item, &mut cursors, &mut out, conn_id, &wake),
+                Some(item) => accept(item, &mut cursors, &mut out, conn_id, &wake, &handoff),
                 None => senders_gone = true,
             },
             _ = wake.notified() => {}
+            _ = replaced.wait_for(Option::is_some) => break,
             _ = shutdown.wait() => break,
         }
     }
@@ -256,7 +287,14 @@ async fn write_loop(
     let _ = sink.shutdown().await;
 }
 
-fn accept(item: Reply, cursors: &mut Vec<Followed>, out: &mut Vec<u8>, conn_id: u64, wake: &Arc<Notify>) {
+fn accept(
+    item: Reply,
+    cursors: &mut Vec<Followed>,
+    out: &mut Vec<u8>,
+    conn_id: u64,
+    wake: &Arc<Notify>,
+    handoff: &Handoff,
+) {
     match item {
         Reply::Line(line) => out.extend_from_slice(&line),
         Reply::Follow {
@@ -266,7 +304,9 @@ fn accept(item: Reply, cursors: &mut Vec<Followed>, out: &mut Vec<u8>, conn_id: 
             line,
         } => {
             let reply = Some((line_after, line));
-            if !log.subscribe(conn_id, wake.clone()) {
+            // The process streams to this connection only from now on;
+            // any other that followed it is closed (reattach transfers).
+            if !log.follow_exclusively(conn_id, wake.clone(), handoff.clone()) {
                 // Process id reused meanwhile: nothing more to deliver.
                 if let Some((_, line)) = reply {
                     out.extend_from_slice(&line);
@@ -303,7 +343,10 @@ async fn pull_frames(cursors: &mut Vec<Followed>, out: &mut Vec<u8>, conn_id: u6
         if budget == 0 {
             break;
         }
-        let upto = followed.reply.as_ref().map_or(u64::MAX, |(upto, _)| *upto);
+        // A cut (another connection reattached the process) caps what
+        // this connection may still deliver.
+        let cut = followed.cursor.log().limit_for(conn_id);
+        let upto = followed.reply.as_ref().map_or(u64::MAX, |(upto, _)| *upto).min(cut);
         let before = out.len();
         behind |= followed.cursor.fill(upto, out, budget).await;
         budget = budget.saturating_sub(out.len() - before);

@@ -302,7 +302,8 @@ fn reattach_from_evicted_disk_and_hot_regions_under_a_small_budget() {
     );
     assert!(log.contains("WARN  [replay] disk budget exceeded: dropped"), "{log}");
     assert!(log.contains("replay log of live process big"), "{log}");
-    a.call(3, "process.kill", r#"{"id":"big","signal":"KILL"}"#);
+    // `a` was closed by the first reattach from another connection (90fca6e6).
+    d.call("process.kill", r#"{"id":"big","signal":"KILL"}"#);
 }
 
 /// A second reattach on one connection while the first replays a log that
@@ -555,7 +556,8 @@ fn exited_processes_are_dropped_after_retention() {
         "{}",
         d.log()
     );
-    c.call(3, "process.kill", r#"{"id":"stays","signal":"KILL"}"#);
+    // `c` was closed by the reattach of "stays" from another connection.
+    d.call("process.kill", r#"{"id":"stays","signal":"KILL"}"#);
 }
 
 fn vm_hwm_kib(pid: i32) -> u64 {

@@ -242,7 +242,9 @@ fn reattach(p: ProcessParams, processes: &ProcessManager, metrics: &Metrics) -> 
     // exit is recorded, so a lastSeq that covers the exit frame always
     // pairs with running:false. (running:false with the exit frame not yet
     // covered is possible while the pipes drain; it is delivered live.)
-    let last_seq = process.log.last_seq();
+    // Every connection that followed the process is cut at this lastSeq
+    // (and closed once this connection follows): a reattach transfers.
+    let last_seq = process.log.cut_followers();
     let running = !process.exited();
     let result = ReattachReply {
         found: true,

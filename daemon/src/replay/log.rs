@@ -43,7 +43,18 @@ const WRITE_BATCH: u64 = 1 << 20;
 struct Subscriber {
     follower: u64,
     wake: Arc<Notify>,
+    /// The newest seq this follower may still deliver: `u64::MAX` while
+    /// it owns the stream, the reattach's `lastSeq` once another
+    /// connection took the process over ([`ReplayLog::cut_followers`]).
+    limit: u64,
+    /// How to tell the follower's connection it was replaced.
+    handoff: Option<Handoff>,
 }
+
+/// Tells a connection that another connection reattached a process it
+/// followed (reference `90fca6e6`: the replaced connection is closed).
+/// Holds the process id once that happened.
+pub type Handoff = Arc<tokio::sync::watch::Sender<Option<String>>>;
 
 struct LogState {
     /// Frames `hot_first() ..= last_seq`, never empty once a frame exists.
@@ -424,13 +435,80 @@ impl ReplayLog {
     /// Registers follower `follower` (an id its owner picks) to be woken
     /// on new frames. Returns false if
     /// the log was detached (its process id has been reused).
+    /// (Connections use [`ReplayLog::follow_exclusively`]; this plain
+    /// registration is for the log's own tests.)
+    #[cfg(test)]
     pub fn subscribe(&self, follower: u64, wake: Arc<Notify>) -> bool {
         let mut state = self.lock();
         if state.detached {
             return false;
         }
         if !state.subscribers.iter().any(|s| s.follower == follower) {
-            state.subscribers.push(Subscriber { follower, wake });
+            state.subscribers.push(Subscriber {
+                follower,
+                wake,
+                limit: u64::MAX,
+                handoff: None,
+            });
+        }
+        true
+    }
+
+    /// Cuts every current follower at the newest frame and returns its
+    /// seq: the `lastSeq` of a reattach. Frames after it go only to the
+    /// connection that reattached (it lifts its own cut when it follows,
+    /// [`ReplayLog::follow_exclusively`]), so a replaced connection never
+    /// gets a frame past the reply's `lastSeq`.
+    pub fn cut_followers(&self) -> u64 {
+        let mut state = self.lock();
+        let last = state.last_seq;
+        for s in &mut state.subscribers {
+            s.limit = s.limit.min(last);
+        }
+        last
+    }
+
+    /// The newest seq `follower` may deliver (`u64::MAX`: no cut).
+    pub fn limit_for(&self, follower: u64) -> u64 {
+        self.lock()
+            .subscribers
+            .iter()
+            .find(|s| s.follower == follower)
+            .map_or(u64::MAX, |s| s.limit)
+    }
+
+    /// Makes `follower` the one connection this process streams to: it is
+    /// registered (or its cut lifted), and every other follower is told
+    /// through its [`Handoff`] that it was replaced. Returns false if the
+    /// log was detached (its process id has been reused).
+    pub fn follow_exclusively(&self, follower: u64, wake: Arc<Notify>, handoff: Handoff) -> bool {
+        let mut state = self.lock();
+        if state.detached {
+            return false;
+        }
+        match state.subscribers.iter_mut().find(|s| s.follower == follower) {
+            Some(s) => {
+                s.limit = u64::MAX;
+                s.handoff = Some(handoff);
+            }
+            None => state.subscribers.push(Subscriber {
+                follower,
+                wake,
+                limit: u64::MAX,
+                handoff: Some(handoff),
+            }),
+        }
+        for s in state.subscribers.iter().filter(|s| s.follower != follower) {
+            if let Some(h) = &s.handoff {
+                h.send_if_modified(|replaced| {
+                    if replaced.is_none() {
+                        *replaced = Some(self.process_id.clone());
+                        true
+                    } else {
+                        false
+                    }
+                });
+            }
         }
         true
     }
