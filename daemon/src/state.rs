@@ -68,6 +68,7 @@ impl Daemon {
             metrics: metrics.clone(),
             shutdown: shutdown.subscribe(),
             retention: crate::process::retention(),
+            kill_grace_cap: crate::process::kill_grace_cap_from_env(),
         });
         Arc::new(Daemon {
             token,

@@ -25,9 +25,6 @@ const MSG_OFFSET_GAP: &str = crate::rpc::MSG_STDIN_OFFSET_GAP;
 
 /// killAndWait grace when `timeoutMs` is absent or not positive.
 const DEFAULT_GRACE_MS: i64 = 3000;
-/// Upper bound on `timeoutMs`, so a signal-ignoring child cannot wedge a
-/// request forever.
-const MAX_GRACE_MS: i64 = 600_000;
 
 fn is_false(b: &bool) -> bool {
     !*b
@@ -182,13 +179,14 @@ fn kill(p: ProcessParams, processes: &ProcessManager) -> Outcome {
     Outcome::ok(&KillReply { success: true })
 }
 
-/// The grace of a killAndWait: non-positive means the default, and an
-/// absurd value is capped.
-pub fn grace_ms(timeout_ms: i64) -> i64 {
+/// The grace of a killAndWait: non-positive means the default, and
+/// anything above `cap_ms` (30000 ms, as the reference clamps it) is
+/// `cap_ms`.
+pub fn grace_ms(timeout_ms: i64, cap_ms: i64) -> i64 {
     if timeout_ms <= 0 {
-        DEFAULT_GRACE_MS
+        DEFAULT_GRACE_MS.min(cap_ms)
     } else {
-        timeout_ms.min(MAX_GRACE_MS)
+        timeout_ms.min(cap_ms)
     }
 }
 
@@ -207,7 +205,8 @@ async fn kill_and_wait(p: ProcessParams, processes: &ProcessManager) -> Outcome 
     let Some(process) = processes.get(&p.id) else {
         return reply(false, false, false, false);
     };
-    let grace = Duration::from_millis(grace_ms(p.timeout_ms).unsigned_abs());
+    let cap_ms = i64::try_from(processes.kill_grace_cap().as_millis()).unwrap_or(i64::MAX);
+    let grace = Duration::from_millis(grace_ms(p.timeout_ms, cap_ms).unsigned_abs());
     let signal = sys::parse_signal(&p.signal);
     match process
         .terminate(signal, grace, p.escalate.unwrap_or(true), KilledBy::Client)
@@ -290,10 +289,12 @@ mod tests {
 
     #[test]
     fn grace_defaults_and_caps() {
-        assert_eq!(grace_ms(0), 3000);
-        assert_eq!(grace_ms(-100), 3000);
-        assert_eq!(grace_ms(50), 50);
-        assert_eq!(grace_ms(8000), 8000);
-        assert_eq!(grace_ms(i64::MAX), 600_000);
+        assert_eq!(grace_ms(0, 30_000), 3000);
+        assert_eq!(grace_ms(-100, 30_000), 3000);
+        assert_eq!(grace_ms(50, 30_000), 50);
+        assert_eq!(grace_ms(8000, 30_000), 8000);
+        assert_eq!(grace_ms(30_000, 30_000), 30_000);
+        assert_eq!(grace_ms(30_001, 30_000), 30_000);
+        assert_eq!(grace_ms(i64::MAX, 30_000), 30_000);
     }
 }

@@ -11,6 +11,7 @@ fn manager(shutdown: &Shutdown) -> ProcessManager {
         metrics: Arc::default(),
         shutdown: shutdown.subscribe(),
         retention: store::RETENTION,
+        kill_grace_cap: super::MAX_KILL_GRACE,
     })
 }
 

@@ -29,31 +29,27 @@ mod platform;
 
 pub use platform::{resize_pipe, signal_name};
 
-/// Parses a `signal` param: a name with or without the `SIG` prefix, any
-/// case. Empty means SIGTERM, and so does an unknown name (the request is
-/// fire-and-forget; a typo should still stop the process politely rather
-/// than be silently ignored or rejected with a code the contract lacks).
+/// Parses a `signal` param as the reference does: exactly `TERM`, `KILL`,
+/// `INT`, `HUP`, with or without the `SIG` prefix, case-sensitive. Anything
+/// else (empty, `term`, `QUIT`, a number) means SIGTERM: the request is
+/// fire-and-forget, and a stray value still stops the process politely.
 pub fn parse_signal(name: &str) -> i32 {
-    let upper = name.trim().to_ascii_uppercase();
-    let bare = upper.strip_prefix("SIG").unwrap_or(&upper);
-    match bare {
-        "TERM" => libc::SIGTERM,
-        "KILL" => libc::SIGKILL,
-        "INT" => libc::SIGINT,
-        "HUP" => libc::SIGHUP,
-        "QUIT" => libc::SIGQUIT,
-        "USR1" => libc::SIGUSR1,
-        "USR2" => libc::SIGUSR2,
-        "ABRT" => libc::SIGABRT,
-        "ALRM" => libc::SIGALRM,
-        "PIPE" => libc::SIGPIPE,
-        "STOP" => libc::SIGSTOP,
-        "CONT" => libc::SIGCONT,
-        "TSTP" => libc::SIGTSTP,
-        "TTIN" => libc::SIGTTIN,
-        "TTOU" => libc::SIGTTOU,
-        "WINCH" => libc::SIGWINCH,
+    match name {
+        "KILL" | "SIGKILL" => libc::SIGKILL,
+        "INT" | "SIGINT" => libc::SIGINT,
+        "HUP" | "SIGHUP" => libc::SIGHUP,
         _ => libc::SIGTERM,
+    }
+}
+
+/// Sends `signal` to the process `pid` only (not its group). Errors are
+/// ignored: every caller is best-effort.
+pub fn signal_child(pid: i32, signal: i32) {
+    if pid > 1 {
+        // SAFETY: plain syscall on a positive pid.
+        unsafe {
+            libc::kill(pid, signal);
+        }
     }
 }
 
@@ -235,15 +231,26 @@ mod tests {
     }
 
     #[test]
-    fn signal_names_are_case_insensitive_with_optional_prefix() {
+    fn signal_names_are_the_reference_eight_case_sensitive() {
         assert_eq!(parse_signal(""), libc::SIGTERM);
-        assert_eq!(parse_signal("TERM"), libc::SIGTERM);
-        assert_eq!(parse_signal("sigkill"), libc::SIGKILL);
-        assert_eq!(parse_signal("Kill"), libc::SIGKILL);
-        assert_eq!(parse_signal("SIGINT"), libc::SIGINT);
-        assert_eq!(parse_signal("hup"), libc::SIGHUP);
-        assert_eq!(parse_signal("USR2"), libc::SIGUSR2);
-        assert_eq!(parse_signal("bogus"), libc::SIGTERM);
+        for (name, want) in [
+            ("TERM", libc::SIGTERM),
+            ("SIGTERM", libc::SIGTERM),
+            ("KILL", libc::SIGKILL),
+            ("SIGKILL", libc::SIGKILL),
+            ("INT", libc::SIGINT),
+            ("SIGINT", libc::SIGINT),
+            ("HUP", libc::SIGHUP),
+            ("SIGHUP", libc::SIGHUP),
+        ] {
+            assert_eq!(parse_signal(name), want, "{name}");
+        }
+        // Case-sensitive, four names only: everything else is SIGTERM.
+        for other in [
+            "sigkill", "Kill", "kill", "hup", " KILL", "QUIT", "USR2", "STOP", "bogus",
+        ] {
+            assert_eq!(parse_signal(other), libc::SIGTERM, "{other}");
+        }
         assert_eq!(parse_signal("9"), libc::SIGTERM);
     }
 }
