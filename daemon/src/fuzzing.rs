@@ -115,7 +115,7 @@ const TOKEN: &[u8] = b"fuzz-token";
 pub fn request_envelope(data: &[u8]) {
     let line = data.split(|&b| b == b'\n').next().unwrap_or_default();
     let line = line.strip_suffix(b"\r").unwrap_or(line);
-    if gojson::trim_go_space(line).is_empty() {
+    if line.is_empty() {
         return;
     }
     let reply = match rpc::check(line, TOKEN) {

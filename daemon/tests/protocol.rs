@@ -190,15 +190,25 @@ fn unauthorized_log_prints_the_id_as_go_percent_v() {
 }
 
 #[test]
-fn blank_lines_get_no_reply_and_crlf_is_served() {
+fn empty_lines_get_no_reply_white_space_lines_a_parse_error() {
     let d = TestDaemon::start();
     let mut c = d.connect();
-    c.send_raw(b"\n   \n\t\r\n");
+    // Empty, and empty once the one `\r` is dropped: no reply.
+    c.send_raw(b"\n\r\n");
     let ping = request_line("1", "server.ping", Some("{}"), TOKEN);
     c.send_raw(ping.trim_end().as_bytes());
     c.send_raw(b"\r\n");
-    // The first line back is the ping reply: the blank lines produced nothing.
     assert_eq!(c.recv_line(), r#"{"jsonrpc":"2.0","id":1,"result":{"pong":true}}"#);
+    // Spaces only (90fca6e6, f6010b97), a tab, a doubled `\r`: each is a
+    // line that does not decode.
+    c.send_raw(b"   \n\t\n\r\r\n");
+    for _ in 0..3 {
+        assert_eq!(c.recv_line(), err("null", -32700, "Parse error"));
+    }
+    assert_eq!(
+        c.call(2, "server.ping", "{}"),
+        r#"{"jsonrpc":"2.0","id":2,"result":{"pong":true}}"#
+    );
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! Byte- and rune-level rules of Go's standard library that shape the wire:
-//! invalid UTF-8 replacement, `bytes.TrimSpace`, and the case folding
+//! invalid UTF-8 replacement and the case folding
 //! `encoding/json` uses to match object keys to struct fields.
 
 /// Appends `bytes` to `out`, replacing every byte that does not begin a
@@ -20,55 +20,6 @@ pub fn go_lossy(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len());
     push_go_lossy(&mut out, bytes);
     out
-}
-
-/// Go's `unicode.IsSpace` for the runes `bytes.TrimSpace` considers.
-fn is_go_space(c: char) -> bool {
-    matches!(
-        c,
-        '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{85}' | '\u{a0}' | '\u{1680}' | '\u{2000}'
-            ..='\u{200a}' | '\u{2028}' | '\u{2029}' | '\u{202f}' | '\u{205f}' | '\u{3000}'
-    )
-}
-
-/// Go's `bytes.TrimSpace`: strips leading and trailing Unicode white space.
-/// Invalid UTF-8 stops the trim, as it does in Go.
-pub fn trim_go_space(line: &[u8]) -> &[u8] {
-    let mut start = 0;
-    while start < line.len() {
-        match leading_char(&line[start..]) {
-            Some((c, n)) if is_go_space(c) => start += n,
-            _ => break,
-        }
-    }
-    let mut end = line.len();
-    while end > start {
-        match trailing_char(&line[start..end]) {
-            Some((c, n)) if is_go_space(c) => end -= n,
-            _ => break,
-        }
-    }
-    &line[start..end]
-}
-
-fn leading_char(bytes: &[u8]) -> Option<(char, usize)> {
-    let n = match bytes.first()? {
-        b if *b < 0x80 => 1,
-        b if *b >= 0xF0 => 4,
-        b if *b >= 0xE0 => 3,
-        _ => 2,
-    };
-    let c = std::str::from_utf8(bytes.get(..n)?).ok()?.chars().next()?;
-    Some((c, n))
-}
-
-fn trailing_char(bytes: &[u8]) -> Option<(char, usize)> {
-    for n in 1..=4.min(bytes.len()) {
-        if let Ok(s) = std::str::from_utf8(&bytes[bytes.len() - n..]) {
-            return s.chars().next().map(|c| (c, n));
-        }
-    }
-    None
 }
 
 /// Go's `foldName`: `unicode.ToUpper(unicode.ToLower(r))` per rune. Struct
@@ -99,15 +50,6 @@ mod tests {
         assert_eq!(go_lossy(b"\xf0\x9f\x98"), "\u{fffd}\u{fffd}\u{fffd}");
         assert_eq!(go_lossy("é€😀".as_bytes()), "é€😀");
         assert_eq!(go_lossy(b"\xc0\x80"), "\u{fffd}\u{fffd}");
-    }
-
-    #[test]
-    fn trim_space_is_go_trim_space() {
-        assert_eq!(trim_go_space(b"  \t{}\r\n"), b"{}");
-        assert_eq!(trim_go_space(b"   "), b"");
-        assert_eq!(trim_go_space("\u{a0}\u{2028}x\u{85}".as_bytes()), b"x");
-        assert_eq!(trim_go_space(b"\x0b\x0c"), b"");
-        assert_eq!(trim_go_space(b"\xff "), b"\xff");
     }
 
     #[test]
