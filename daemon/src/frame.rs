@@ -123,8 +123,7 @@ impl LineBuffer {
         n
     }
 
-    /// Bytes currently allocated, for memory-bound checks.
-    #[cfg(any(test, feature = "fuzzing"))]
+    /// Bytes currently allocated (memory-bound checks, admission's share).
     pub fn capacity(&self) -> usize {
         self.buf.len()
     }
