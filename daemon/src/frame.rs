@@ -124,7 +124,6 @@ impl LineBuffer {
     }
 
     /// Bytes currently allocated, for memory-bound checks.
-    #[cfg(any(test, feature = "fuzzing"))]
     pub fn capacity(&self) -> usize {
         self.buf.len()
     }
