@@ -460,14 +460,29 @@ fn spawn_validation_and_go_error_texts() {
         c.call(5, "process.spawn", &format!(r#"{{"id":"x","command":"{noexec}"}}"#)),
         err(5, -32603, &format!("fork/exec {noexec}: permission denied"))
     );
-    // A bad cwd fails in the child after fork (Setpgid is set), so Go
-    // reports it as a fork/exec error of the resolved command path.
+    // A bad cwd is caught by a stat before the fork (reference 5db5e4a):
+    // the stat error wrapped in chdir, and a non-directory named as such.
     let reply = c.call(
         6,
         "process.spawn",
         r#"{"id":"x","command":"/bin/sh","cwd":"/no/such/dir"}"#,
     );
-    assert_eq!(reply, err(6, -32603, "fork/exec /bin/sh: no such file or directory"));
+    assert_eq!(
+        reply,
+        err(
+            6,
+            -32603,
+            "chdir /no/such/dir: stat /no/such/dir: no such file or directory"
+        )
+    );
+    assert_eq!(
+        c.call(
+            61,
+            "process.spawn",
+            &format!(r#"{{"id":"x","command":"/bin/sh","cwd":"{noexec}"}}"#)
+        ),
+        err(61, -32603, &format!("chdir {noexec}: not a directory"))
+    );
     // The child's PATH (env override) is what bare names resolve against.
     assert_eq!(
         c.call(
