@@ -386,8 +386,13 @@ fn reattach_replays_then_follows_without_gap_or_duplicate() {
             &format!(r#"{{"found":true,"running":false,"firstSeq":1,"lastSeq":{total},"stdinApplied":3}}"#)
         )
     );
-    // Negative fromSeq replays everything; beyond lastSeq replays nothing.
-    c3.send(9, "process.reattach", r#"{"id":"w","fromSeq":-7}"#);
+    // A negative fromSeq is refused (uint64 since 5db5e4a); 0 replays
+    // everything; beyond lastSeq replays nothing.
+    assert_eq!(
+        c3.call(91, "process.reattach", r#"{"id":"w","fromSeq":-7}"#),
+        err(91, -32602, "Invalid params")
+    );
+    c3.send(9, "process.reattach", r#"{"id":"w","fromSeq":0}"#);
     for seq in 1..=total {
         assert_eq!(parse_frame(&c3.recv_line()).expect("frame").1.seq, seq);
     }
