@@ -245,7 +245,7 @@ impl ManagedProcess {
     /// Applies one decoded `process.stdin` payload (see [`stdin`]). Planning
     /// and enqueueing happen under one lock, so concurrent requests reach
     /// the child in the order their offsets were accepted.
-    pub fn write_stdin(&self, offset: Option<i64>, data: &[u8]) -> (StdinResult, usize) {
+    pub fn write_stdin(&self, offset: Option<u64>, data: &[u8]) -> (StdinResult, usize) {
         let mut st = lock(&self.stdin);
         let running = !self.exited();
         let (skip, new_applied) = match plan_stdin_write(st.applied, offset, data.len(), running) {
@@ -372,6 +372,7 @@ impl ProcessManager {
     /// session is terminated first ([`session`]), one spawn of a session at
     /// a time. Must run inside the tokio runtime.
     pub async fn spawn(&self, spec: &SpawnSpec<'_>) -> Result<Arc<ManagedProcess>, SpawnError> {
+        command::check_cwd(spec.cwd).map_err(SpawnError::Failed)?;
         let env = command::merged_env(self.login_path.get().map(String::as_str), spec.env);
         let program = command::resolve(spec.command, &command::path_of(&env)).map_err(SpawnError::Failed)?;
         if env
