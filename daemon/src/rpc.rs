@@ -52,8 +52,9 @@ pub const METHODS: [&str; 19] = [
 /// `git.worktree_create.timeoutMs`, `git.worktree.external_root`,
 /// `server.instance_id`; a feature is listed here only once remora
 /// implements it, at its place in that order (`server.instance_id` last).
-pub const FEATURES: [&str; 3] = [
+pub const FEATURES: [&str; 4] = [
     "process.stdin.offset",
+    "git.status.baseRepo",
     "git.worktree_create.timeoutMs",
     "server.instance_id",
 ];

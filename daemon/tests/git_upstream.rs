@@ -79,7 +79,7 @@ fn worktree_create_timeout_before_the_checkout() {
     let pids = d.root().join("hook-pids");
     let record = format!("echo $$ >> '{}'; ", pids.display());
     hook(&r, "reference-transaction", &(record + &gate.wait_cmd()));
-    let wt = p(&d.root().join("wt"));
+    let wt = p(&r.join(".claude/worktrees/wt"));
     let t = Instant::now();
     assert_eq!(
         create(&d, &r, "b", &wt, r#","timeoutMs":300"#),
@@ -119,7 +119,7 @@ fn worktree_create_timeout_during_the_checkout() {
         &r,
         &["config", "filter.slow.smudge", &format!("{}; cat", gate.wait_cmd())],
     );
-    let wt = p(&d.root().join("wt"));
+    let wt = p(&r.join(".claude/worktrees/wt"));
     let t = Instant::now();
     assert_eq!(
         create(&d, &r, "b", &wt, r#","timeoutMs":5000"#),
@@ -134,7 +134,7 @@ fn worktree_create_timeout_during_the_checkout() {
 fn worktree_create_within_the_deadline_is_unchanged() {
     let d = daemon();
     let r = repo(&d.root().join("r"), false);
-    let wt = p(&d.root().join("wt"));
+    let wt = p(&r.join(".claude/worktrees/wt"));
     assert_eq!(
         create(&d, &r, "b", &wt, r#","timeoutMs":20000"#),
         ok(&format!(r#"{{"success":true,"path":"{wt}","sourceBranch":"master"}}"#))
@@ -147,49 +147,68 @@ fn worktree_create_within_the_deadline_is_unchanged() {
         "index matches HEAD"
     );
     // Failures keep their text and code.
-    let reply = create(&d, &r, "b", &p(&d.root().join("wt2")), r#","timeoutMs":20000"#);
+    let reply = create(
+        &d,
+        &r,
+        "b",
+        &p(&r.join(".claude/worktrees/wt2")),
+        r#","timeoutMs":20000"#,
+    );
     assert!(
         reply.ends_with(r#"fatal: a branch named 'b' already exists","errorCode":"worktree_add_failed"}}"#),
         "{reply}"
     );
     // 0 and negative arm nothing.
-    let wt3 = p(&d.root().join("wt3"));
+    let wt3 = p(&r.join(".claude/worktrees/wt3"));
     assert_eq!(
         create(&d, &r, "c", &wt3, r#","timeoutMs":0"#),
         ok(&format!(r#"{{"success":true,"path":"{wt3}","sourceBranch":"master"}}"#))
     );
-    // A relative worktreePath is relative to the repo, in both phases.
+    // The location rules come before the deadline (7d193f89).
     assert_eq!(
         create(&d, &r, "rel", "rel-wt", r#","timeoutMs":20000"#),
-        ok(r#"{"success":true,"path":"rel-wt","sourceBranch":"master"}"#)
+        ok(
+            r#"{"success":false,"error":"refusing to create worktree: rel-wt is a relative path; choose the session folder by its absolute path, without \"..\"","errorCode":"unsafe_path"}"#
+        )
     );
-    assert_eq!(fs::read(r.join("rel-wt/a.txt")).unwrap(), b"a\n");
     // An unborn HEAD: nothing to check out, no sourceBranch.
     let u = repo(&d.root().join("u"), true);
-    let wt4 = p(&d.root().join("wt4"));
+    let wt4 = p(&u.join(".claude/worktrees/wt4"));
     assert_eq!(
         create(&d, &u, "fresh", &wt4, r#","timeoutMs":20000"#),
         ok(&format!(r#"{{"success":true,"path":"{wt4}"}}"#))
     );
 }
 
-fn status(d: &TestDaemon, path: &Path) -> String {
-    d.call("git.status", &format!(r#"{{"path":"{}"}}"#, p(path)))
+/// A status of the session worktree `s0` of `r` (made here), as a client
+/// of build 7d193f89 asks for one.
+fn session(r: &Path) -> std::path::PathBuf {
+    let s0 = r.join(".claude/worktrees/s0");
+    git(r, &["worktree", "add", "-q", "-b", "s0", &p(&s0)]);
+    s0
+}
+
+fn status(d: &TestDaemon, path: &Path, base: &Path) -> String {
+    d.call(
+        "git.status",
+        &format!(r#"{{"path":"{}","baseRepo":"{}"}}"#, p(path), p(base)),
+    )
 }
 
 #[test]
 fn status_keeps_the_first_lines_leading_space() {
     let d = daemon();
     let r = repo(&d.root().join("r"), false);
-    fs::write(r.join("a.txt"), b"changed\n").unwrap();
-    fs::write(r.join("new"), b"n").unwrap();
+    let s0 = session(&r);
+    fs::write(s0.join("a.txt"), b"changed\n").unwrap();
+    fs::write(s0.join("new"), b"n").unwrap();
     assert_eq!(
-        status(&d, &r),
+        status(&d, &s0, &r),
         ok(r#"{"isRepo":true,"clean":false,"changes":[" M a.txt","?? new"]}"#)
     );
-    git(&r, &["add", "a.txt"]);
+    git(&s0, &["add", "a.txt"]);
     assert_eq!(
-        status(&d, &r),
+        status(&d, &s0, &r),
         ok(r#"{"isRepo":true,"clean":false,"changes":["M  a.txt","?? new"]}"#)
     );
 }
@@ -201,6 +220,7 @@ fn status_ignores_in_repo_gitattributes_and_runs_no_filter() {
     fs::write(r.join(".gitattributes"), "a.txt filter=evil\n").unwrap();
     git(&r, &["add", ".gitattributes"]);
     git(&r, &["commit", "-q", "-m", "attrs"]);
+    let s0 = session(&r);
     let marker = d.root().join("filter-ran");
     // A clean filter that would make a.txt look modified, and say it ran.
     git(
@@ -211,16 +231,16 @@ fn status_ignores_in_repo_gitattributes_and_runs_no_filter() {
     let old = std::time::SystemTime::now() - Duration::from_secs(3600);
     fs::File::options()
         .write(true)
-        .open(r.join("a.txt"))
+        .open(s0.join("a.txt"))
         .unwrap()
         .set_modified(old)
         .unwrap();
-    assert_eq!(status(&d, &r), ok(r#"{"isRepo":true,"clean":true}"#));
+    assert_eq!(status(&d, &s0, &r), ok(r#"{"isRepo":true,"clean":true}"#));
     assert!(!marker.exists(), "the repo's filter ran during git.status");
     // Control: plain git, which reads .gitattributes, does run it.
     let _ = Command::new("git")
         .args(["status", "--porcelain"])
-        .current_dir(&r)
+        .current_dir(&s0)
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .output()
@@ -232,18 +252,16 @@ fn status_ignores_in_repo_gitattributes_and_runs_no_filter() {
 fn status_of_a_linked_worktree_is_its_own() {
     let d = daemon();
     let r = repo(&d.root().join("r"), false);
-    let wt = d.root().join("wt");
-    git(&r, &["worktree", "add", "-q", "-b", "side", &p(&wt)]);
+    let wt = session(&r);
     fs::write(wt.join("a.txt"), b"side\n").unwrap();
     fs::write(wt.join("only-here"), b"x").unwrap();
+    fs::write(r.join("a.txt"), b"main\n").unwrap();
     assert_eq!(
-        status(&d, &wt),
+        status(&d, &wt, &r),
         ok(r#"{"isRepo":true,"clean":false,"changes":[" M a.txt","?? only-here"]}"#)
     );
-    assert_eq!(status(&d, &r), ok(r#"{"isRepo":true,"clean":true}"#));
-    fs::create_dir(wt.join("sub")).unwrap();
-    assert_eq!(
-        status(&d, &wt.join("sub")),
-        ok(r#"{"isRepo":true,"clean":false,"changes":[" M a.txt","?? only-here"]}"#)
-    );
+    // A worktree created beside the repository counts too.
+    let beside = d.root().join("beside");
+    git(&r, &["worktree", "add", "-q", "-b", "beside", &p(&beside)]);
+    assert_eq!(status(&d, &beside, &r), ok(r#"{"isRepo":true,"clean":true}"#));
 }

@@ -27,6 +27,10 @@
 //!   whose directory is already gone), and always answers success. It never
 //!   deletes a directory itself.
 
+mod containment;
+mod paths;
+mod status_gate;
+mod trust;
 mod worktree_deadline;
 
 use super::Outcome;
@@ -34,7 +38,9 @@ use crate::dispatch::Call;
 use crate::gitcli::{self, porcelain_lines, repo_slug, MUTATE_TIMEOUT, QUERY_TIMEOUT};
 use crate::gojson::go_lossy;
 use crate::params::GitParams;
+use containment::{Refusal, Verb};
 use serde::Serialize;
+use trust::Verdict;
 
 #[derive(Serialize)]
 struct InfoRepo {
@@ -91,7 +97,7 @@ pub(super) struct WorktreeResult {
 pub async fn handle(method: &str, params: GitParams, _call: &Call<'_>) -> Outcome {
     match method {
         "git.info" => info(&params.path).await,
-        "git.status" => status(&params.path).await,
+        "git.status" => status(&params.path, &params.base_repo).await,
         "git.list_branches" => list_branches(&params.path).await,
         "git.worktree_create" => worktree_create(&params).await,
         "git.worktree_remove" => worktree_remove(&params).await,
@@ -104,7 +110,11 @@ async fn query(dir: &str, args: &[&str]) -> gitcli::GitOutput {
 }
 
 async fn info(path: &str) -> Outcome {
-    if !gitcli::is_work_tree(path).await {
+    let verdict = trust::judge(path).await;
+    if let Verdict::Refused(text) = verdict {
+        return Outcome::internal(text);
+    }
+    if verdict == Verdict::NoRepository || !gitcli::is_work_tree(path).await {
         return Outcome::ok(&InfoNotRepo {
             is_repo: false,
             repo_slug: "",
@@ -138,12 +148,25 @@ async fn info(path: &str) -> Outcome {
     })
 }
 
-async fn status(path: &str) -> Outcome {
+async fn status(path: &str, base_repo: &str) -> Outcome {
+    // Build 7d193f89: status is for a session worktree of `baseRepo` only,
+    // so a request without one (seed 000's `{path}`) is refused.
+    if base_repo.is_empty() {
+        return Outcome::invalid_params("baseRepo is required");
+    }
     let not_repo = StatusResult {
         is_repo: false,
         clean: false,
         changes: None,
     };
+    match trust::judge(base_repo).await {
+        Verdict::Refused(text) => return Outcome::internal(text),
+        Verdict::NoRepository => return Outcome::ok(&not_repo),
+        Verdict::Trusted => {}
+    }
+    if !status_gate::is_linked_worktree_of(path, base_repo).await {
+        return Outcome::ok(&not_repo);
+    }
     // One call answers both "is it a work tree" and the object format the
     // empty tree is spelled in.
     let probe = query(path, &["rev-parse", "--is-inside-work-tree", "--show-object-format"]).await;
@@ -155,7 +178,8 @@ async fn status(path: &str) -> Outcome {
     // Build 4534d86: attributes come from the empty tree, so a repo's own
     // .gitattributes can neither change the answer nor run its filters.
     let attr_source = format!("--attr-source={}", gitcli::empty_tree(lines.next().unwrap_or("sha1")));
-    let mut args = vec!["status", "--porcelain"];
+    // Every untracked file on its own line, not its directory (7d193f89).
+    let mut args = vec!["status", "--porcelain", "--untracked-files=all"];
     if gitcli::supports_attr_source().await {
         args.insert(0, &attr_source);
     }
@@ -176,7 +200,11 @@ async fn list_branches(path: &str) -> Outcome {
         is_repo: false,
         branches: Vec::new(),
     };
-    if !gitcli::is_work_tree(path).await {
+    let verdict = trust::judge(path).await;
+    if let Verdict::Refused(text) = verdict {
+        return Outcome::internal(text);
+    }
+    if verdict == Verdict::NoRepository || !gitcli::is_work_tree(path).await {
         return Outcome::ok(&not_repo);
     }
     let out = query(path, &["for-each-ref", "--format=%(refname)", "refs/heads/"]).await;
@@ -202,13 +230,37 @@ async fn worktree_create(params: &GitParams) -> Outcome {
         return Outcome::invalid_params("branchName is required");
     }
     let repo = params.base_repo.as_str();
+    if containment::under_managed_worktrees(repo) {
+        return Outcome::ok(&WorktreeResult::failed(
+            containment::NESTED_BASE_REPO.to_string(),
+            "nested_base_repo",
+        ));
+    }
+    let not_a_repo = || {
+        Outcome::ok(&WorktreeResult::failed(
+            "not a git repository".to_string(),
+            "not_a_repo",
+        ))
+    };
+    match trust::judge(repo).await {
+        Verdict::Refused(text) => return Outcome::ok(&WorktreeResult::failed(text, "worktree_add_failed")),
+        Verdict::NoRepository => return not_a_repo(),
+        Verdict::Trusted => {}
+    }
     if !gitcli::is_work_tree(repo).await {
-        return Outcome::ok(&WorktreeResult {
-            success: false,
-            error: "not a git repository".to_string(),
-            error_code: "not_a_repo".to_string(),
-            ..WorktreeResult::default()
-        });
+        return not_a_repo();
+    }
+    let worktree = params.worktree_path.as_str();
+    if worktree.is_empty() {
+        return Outcome::ok(&WorktreeResult::failed(
+            "failed to create parent directory: \"\" does not name a directory".to_string(),
+            "mkdir_failed",
+        ));
+    }
+    let refusal =
+        containment::location_refusal(Verb::Create, repo, worktree).or_else(|| containment::exists_refusal(worktree));
+    if let Some(Refusal { text, code }) = refusal {
+        return Outcome::ok(&WorktreeResult::failed(text, code));
     }
     let source = if params.source_branch.is_empty() {
         query(repo, &["rev-parse", "--abbrev-ref", "HEAD"])
@@ -218,21 +270,29 @@ async fn worktree_create(params: &GitParams) -> Outcome {
     } else {
         params.source_branch.clone()
     };
+    // The location rules passed, so the path lies strictly below the repo.
+    let names = paths::names_below(worktree, repo).unwrap_or_default();
+    let leaf = match containment::make_leaf(repo, &names) {
+        Ok(leaf) => leaf,
+        Err(e) => {
+            return Outcome::ok(&WorktreeResult::failed(
+                format!("failed to create parent directory: {e}"),
+                "mkdir_failed",
+            ))
+        }
+    };
     if params.timeout_ms > 0 {
-        return worktree_deadline::create(repo, params, source).await;
+        return worktree_deadline::create(repo, params, source, &leaf).await;
     }
-    let mut args = vec![
-        "worktree",
-        "add",
-        "-b",
-        params.branch_name.as_str(),
-        params.worktree_path.as_str(),
-    ];
+    let mut args = vec!["worktree", "add", "-b", params.branch_name.as_str(), worktree];
     if !source.is_empty() {
         args.push(source.as_str());
     }
     let out = gitcli::run(repo, &args, false, MUTATE_TIMEOUT).await;
     if !out.success {
+        // Git leaves the directory empty on the usual failures (a branch
+        // that exists, a bad source): then the create leaves no trace.
+        leaf.remove_if_empty();
         return Outcome::ok(&add_failed(&out));
     }
     Outcome::ok(&WorktreeResult::created(params, source))
@@ -273,15 +333,68 @@ fn add_failed(out: &gitcli::GitOutput) -> WorktreeResult {
 }
 
 async fn worktree_remove(params: &GitParams) -> Outcome {
+    let refused = |text: String| {
+        Outcome::ok(&WorktreeResult {
+            success: false,
+            error: text,
+            ..WorktreeResult::default()
+        })
+    };
     let repo = params.base_repo.as_str();
-    if !params.worktree_path.is_empty() {
-        let args = ["worktree", "remove", "--force", params.worktree_path.as_str()];
-        if !gitcli::run(repo, &args, false, MUTATE_TIMEOUT).await.success {
-            gitcli::run(repo, &["worktree", "prune"], false, MUTATE_TIMEOUT).await;
-        }
+    let worktree = params.worktree_path.as_str();
+    if worktree.is_empty() {
+        return refused("failed to remove worktree: \"\" does not name a directory".to_string());
+    }
+    if let Some(Refusal { text, .. }) = containment::location_refusal(Verb::Remove, repo, worktree) {
+        return refused(text);
+    }
+    if containment::under_managed_worktrees(repo) {
+        return refused(containment::NESTED_BASE_REPO.to_string());
+    }
+    let locks = match trust::judge(repo).await {
+        Verdict::Trusted => locked_worktrees(repo).await,
+        _ => None,
+    };
+    let Some(locks) = locks else {
+        return refused(format!(
+            "failed to remove worktree: could not check whether {worktree} is locked (its registrations could not be examined); retry"
+        ));
+    };
+    let spellings = [paths::clean(worktree), containment::resolved_leaf(worktree)];
+    if locks.iter().any(|locked| spellings.contains(locked)) {
+        return refused(format!(
+            "refusing to remove worktree: {worktree} is locked (git worktree lock); unlock it to remove it"
+        ));
+    }
+    let args = ["worktree", "remove", "--force", worktree];
+    if !gitcli::run(repo, &args, false, MUTATE_TIMEOUT).await.success {
+        gitcli::run(repo, &["worktree", "prune"], false, MUTATE_TIMEOUT).await;
     }
     Outcome::ok(&WorktreeResult {
         success: true,
         ..WorktreeResult::default()
     })
+}
+
+/// The paths of the locked worktrees registered in `repo`
+/// (`git worktree list --porcelain -z`); `None` when git cannot list them
+/// (no repository, an unreadable one).
+async fn locked_worktrees(repo: &str) -> Option<Vec<String>> {
+    if !gitcli::is_work_tree(repo).await {
+        return None;
+    }
+    let out = query(repo, &["worktree", "list", "--porcelain", "-z"]).await;
+    if !out.success {
+        return None;
+    }
+    let mut locked = Vec::new();
+    let mut current: Option<String> = None;
+    for field in out.stdout.split(|&b| b == 0) {
+        if let Some(path) = field.strip_prefix(b"worktree ") {
+            current = Some(String::from_utf8_lossy(path).into_owned());
+        } else if field == b"locked" || field.starts_with(b"locked ") {
+            locked.extend(current.clone());
+        }
+    }
+    Some(locked)
 }

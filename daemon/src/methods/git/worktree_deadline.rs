@@ -5,6 +5,7 @@
 //! Without `timeoutMs` (or with 0 or less) the caller never reaches this
 //! module, and the reply is the single-command one, byte for byte.
 
+use super::containment::Leaf;
 use super::{add_failed, WorktreeResult};
 use crate::gitcli;
 use crate::methods::Outcome;
@@ -37,7 +38,7 @@ fn timed_out(ms: i64, phase: Cut<'_>) -> WorktreeResult {
 /// HEAD` in the new worktree (one plain add on an unborn source),
 /// both within `timeoutMs` of the start. A fired deadline leaves what git
 /// had done in place, like the single-command path's failures.
-pub(super) async fn create(repo: &str, params: &GitParams, source: String) -> Outcome {
+pub(super) async fn create(repo: &str, params: &GitParams, source: String, leaf: &Leaf) -> Outcome {
     let ms = params.timeout_ms;
     let deadline = Instant::now() + Duration::from_millis(ms.unsigned_abs());
     let left = || deadline.saturating_duration_since(Instant::now());
@@ -56,6 +57,7 @@ pub(super) async fn create(repo: &str, params: &GitParams, source: String) -> Ou
         return Outcome::ok(&timed_out(ms, Cut::Before));
     }
     if !add.success {
+        leaf.remove_if_empty();
         return Outcome::ok(&add_failed(&add));
     }
     if !source.is_empty() {
