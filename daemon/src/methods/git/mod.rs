@@ -1,7 +1,9 @@
 //! `git.*`: info, status, list_branches, worktree_create, worktree_remove,
 //! all by running the real `git` CLI (see [`crate::gitcli`]).
 //!
-//! Choices where the contract is silent (also in `docs/PROTOCOL.md`):
+//! Before git runs, every method has the git directory judged by
+//! [`trust`] (build f6010b97). Choices where the contract is silent (also
+//! in `docs/PROTOCOL.md`):
 //! - "is a repo" means `git rev-parse --is-inside-work-tree` prints `true`
 //!   in the directory; anything else (missing dir, bare repo, inside
 //!   `.git`, git missing) is the method's non-repo body.
@@ -14,18 +16,23 @@
 //! - `git.list_branches` lists `refs/heads/*` full names minus the prefix,
 //!   sorted by bytes (so a branch that shares a name with a tag is never
 //!   shortened to `heads/x`).
-//! - `git.status` lines are verbatim (4534d86 keeps the first line's
-//!   leading space) and, with git ≥ 2.40, attributes come from the empty
-//!   tree, so a repo's `.gitattributes` runs no filter.
-//! - `git.worktree_create` `timeoutMs` > 0 takes [`worktree_deadline`].
+//! - `git.status` needs `baseRepo` and answers only for a linked worktree
+//!   of it ([`status_gate`], build 7d193f89); lines are verbatim (4534d86
+//!   keeps the first line's leading space), every untracked file listed,
+//!   and, with git ≥ 2.40, attributes come from the empty tree, so a
+//!   repo's `.gitattributes` runs no filter.
+//! - `git.worktree_create`/`_remove` paths pass [`containment`] first
+//!   (7d193f89); create makes the directories itself and takes an empty
+//!   leaf back after a failed add. `timeoutMs` > 0 takes
+//!   [`worktree_deadline`].
 //! - `git.worktree_create` defaults `sourceBranch` to
 //!   `git rev-parse --abbrev-ref HEAD`: empty on an unborn HEAD (git then
 //!   infers an orphan branch), `HEAD` when detached. The failure text is
 //!   git's stderr, trimmed (stdout if stderr is empty, else `exit status N`).
-//! - `git.worktree_remove` is lenient: it runs `git worktree remove
-//!   --force <path>`, and if that fails `git worktree prune` (for a worktree
-//!   whose directory is already gone), and always answers success. It never
-//!   deletes a directory itself.
+//! - `git.worktree_remove` refuses a locked worktree, then runs `git
+//!   worktree remove --force <path>`, and if that fails `git worktree
+//!   prune` (for a worktree whose directory is already gone), and answers
+//!   success. It never deletes a directory itself.
 
 mod containment;
 mod paths;
