@@ -29,6 +29,8 @@ go_struct! {
         pub source_branch: String = "sourceBranch",
         /// `git.worktree_create` deadline (build 4534d86); 0 or less: none.
         pub timeout_ms: i64 = "timeoutMs",
+        /// `git.worktree_create` attaches to this local branch (build 19f30c46).
+        pub existing_branch: String = "existingBranch",
     }
 }
 

@@ -257,7 +257,9 @@ fn worktree_create_and_remove() {
     };
     assert_eq!(
         create("nb", &wt, ""),
-        ok(&format!(r#"{{"success":true,"path":"{wt}","sourceBranch":"master"}}"#))
+        ok(&format!(
+            r#"{{"success":true,"path":"{wt}","sourceBranch":"master","branch":"nb"}}"#
+        ))
     );
     assert_eq!(fs::read(Path::new(&wt).join("a.txt")).unwrap(), b"a\n");
     assert_eq!(git(Path::new(&wt), &["symbolic-ref", "--short", "HEAD"]), "nb");
@@ -267,7 +269,9 @@ fn worktree_create_and_remove() {
     let wt2 = format!("{rs}/elsewhere/wt2");
     assert_eq!(
         create("nb2", &wt2, r#","sourceBranch":"dev""#),
-        ok(&format!(r#"{{"success":true,"path":"{wt2}","sourceBranch":"dev"}}"#))
+        ok(&format!(
+            r#"{{"success":true,"path":"{wt2}","sourceBranch":"dev","branch":"nb2"}}"#
+        ))
     );
 
     // Failure: the branch exists. git's stderr, trimmed; the directory the
@@ -283,17 +287,21 @@ fn worktree_create_and_remove() {
         "{reply}"
     );
     assert!(!Path::new(&wt3).exists(), "the empty leaf is removed");
-    let reply = create("nb9", &wt3, r#","sourceBranch":"no-such-branch""#);
-    assert!(reply.contains(r#""errorCode":"worktree_add_failed"}}"#), "{reply}");
-    assert!(reply.contains("no-such-branch"), "{reply}");
-    assert!(!Path::new(&wt3).exists(), "the empty leaf is removed");
+    // A sourceBranch that names nothing starts at HEAD, echoing the current
+    // branch (f6010b97).
+    assert_eq!(
+        create("nb9", &wt3, r#","sourceBranch":"no-such-branch""#),
+        ok(&format!(
+            r#"{{"success":true,"path":"{wt3}","sourceBranch":"master","branch":"nb9"}}"#
+        ))
+    );
 
-    // A detached HEAD resolves to "HEAD".
+    // A detached HEAD: no current branch to echo (f6010b97).
     git(&r, &["checkout", "-q", "--detach"]);
     let wt4 = format!("{rs}/.claude/worktrees/wt4");
     assert_eq!(
         create("nb4", &wt4, ""),
-        ok(&format!(r#"{{"success":true,"path":"{wt4}","sourceBranch":"HEAD"}}"#))
+        ok(&format!(r#"{{"success":true,"path":"{wt4}","branch":"nb4"}}"#))
     );
 
     // Remove: a real (dirty) worktree, an already-deleted one, an unknown
@@ -337,18 +345,22 @@ fn worktree_on_unborn_head_and_default_repo() {
     let d = daemon();
     let unborn = repo(&d.root().join("u"), true);
     let wt = format!("{}/.claude/worktrees/orphan-wt", p(&unborn));
-    assert_eq!(
-        call(
-            &d,
-            "git.worktree_create",
-            &format!(
-                r#"{{"baseRepo":"{}","branchName":"fresh","worktreePath":"{wt}"}}"#,
-                p(&unborn)
-            )
+    // Since 7d193f89 an unborn HEAD fails the add (seed 000: an orphan
+    // branch); the leaf the create made is taken back.
+    let reply = call(
+        &d,
+        "git.worktree_create",
+        &format!(
+            r#"{{"baseRepo":"{}","branchName":"fresh","worktreePath":"{wt}"}}"#,
+            p(&unborn)
         ),
-        ok(&format!(r#"{{"success":true,"path":"{wt}"}}"#))
     );
-    assert!(Path::new(&wt).join(".git").exists());
+    assert!(
+        reply.starts_with(r#"{"jsonrpc":"2.0","id":1,"result":{"success":false,"error":"git worktree add failed: "#),
+        "{reply}"
+    );
+    assert!(reply.ends_with(r#""errorCode":"worktree_add_failed"}}"#), "{reply}");
+    assert!(!Path::new(&wt).exists());
 
     // baseRepo absent: the daemon's cwd (the test daemon runs in its root).
     let root = d.root().to_path_buf();

@@ -199,7 +199,7 @@ fn create_refusals_in_order_leave_the_disk_untouched() {
     assert_eq!(
         create(&d, &rs, "w", &good),
         ok(&format!(
-            r#"{{"success":true,"path":"{good}","sourceBranch":"master"}}"#
+            r#"{{"success":true,"path":"{good}","sourceBranch":"master","branch":"w"}}"#
         ))
     );
     assert!(Path::new(&good).join("a.txt").exists());
@@ -475,5 +475,68 @@ fn a_git_pointer_that_is_not_as_git_writes_it_means_no_repository() {
     assert_eq!(
         d.call("git.list_branches", &format!(r#"{{"path":"{}/a"}}"#, p(&t))),
         ok(r#"{"isRepo":false,"branches":[]}"#)
+    );
+}
+
+#[test]
+fn existing_branch_attaches_or_falls_back() {
+    let d = daemon();
+    let root = d.root().to_path_buf();
+    let r = repo(&root.join("r"), false);
+    let rs = p(&r);
+    git(&r, &["branch", "existing"]);
+    let create_with = |branch: &str, path: &str, existing: &str| {
+        d.call(
+            "git.worktree_create",
+            &format!(
+                r#"{{"baseRepo":"{rs}","branchName":"{branch}","worktreePath":"{path}","existingBranch":"{existing}"}}"#
+            ),
+        )
+    };
+    // Attached: no new branch, `branch` is the existing one.
+    let wt0 = format!("{rs}/.claude/worktrees/wt0");
+    assert_eq!(
+        create_with("nb0", &wt0, "existing"),
+        ok(&format!(
+            r#"{{"success":true,"path":"{wt0}","sourceBranch":"master","branch":"existing"}}"#
+        ))
+    );
+    assert_eq!(git(Path::new(&wt0), &["symbolic-ref", "--short", "HEAD"]), "existing");
+    assert!(!branches(&r).contains("nb0"));
+    // Unknown or empty: a new branch, silently.
+    for (n, existing) in [("1", "no-such"), ("2", "")] {
+        let wt = format!("{rs}/.claude/worktrees/wt{n}");
+        assert_eq!(
+            create_with(&format!("nb{n}"), &wt, existing),
+            ok(&format!(
+                r#"{{"success":true,"path":"{wt}","sourceBranch":"master","branch":"nb{n}"}}"#
+            ))
+        );
+    }
+    // Checked out in baseRepo: git refuses the attach, a new branch is made.
+    let wt3 = format!("{rs}/.claude/worktrees/wt3");
+    assert_eq!(
+        create_with("nb3", &wt3, "master"),
+        ok(&format!(
+            r#"{{"success":true,"path":"{wt3}","sourceBranch":"master","branch":"nb3"}}"#
+        ))
+    );
+    // Both refused: both texts, and the leaf is taken back.
+    let wt4 = format!("{rs}/.claude/worktrees/wt4");
+    let reply = create_with("nb3", &wt4, "master");
+    assert!(
+        reply.starts_with(r#"{"jsonrpc":"2.0","id":1,"result":{"success":false,"error":"git worktree add failed: Preparing worktree (new branch 'nb3') fatal: a branch named 'nb3' already exists (attaching to the existing branch master was refused first: "#),
+        "{reply}"
+    );
+    assert!(reply.ends_with(r#")","errorCode":"worktree_add_failed"}}"#), "{reply}");
+    assert!(reply.contains("'master' is already"), "{reply}");
+    assert!(!Path::new(&wt4).exists());
+    // branchName stays required.
+    assert_eq!(
+        d.call(
+            "git.worktree_create",
+            &format!(r#"{{"baseRepo":"{rs}","worktreePath":"{wt4}","existingBranch":"existing"}}"#)
+        ),
+        r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"branchName is required"}}"#
     );
 }

@@ -1,4 +1,5 @@
-//! git.* changes of reference build 4534d86 against real repositories:
+//! git.* changes of reference builds 4534d86 and f6010b97 against real
+//! repositories: the start commit of a new worktree's branch (f6010b97);
 //! `git.worktree_create` `timeoutMs` (each phase a deadline can cut, with
 //! hooks and filters that make git slow on purpose), and `git.status`
 //! ignoring in-repo `.gitattributes`, keeping the first line's leading
@@ -137,7 +138,9 @@ fn worktree_create_within_the_deadline_is_unchanged() {
     let wt = p(&r.join(".claude/worktrees/wt"));
     assert_eq!(
         create(&d, &r, "b", &wt, r#","timeoutMs":20000"#),
-        ok(&format!(r#"{{"success":true,"path":"{wt}","sourceBranch":"master"}}"#))
+        ok(&format!(
+            r#"{{"success":true,"path":"{wt}","sourceBranch":"master","branch":"b"}}"#
+        ))
     );
     assert_eq!(fs::read(Path::new(&wt).join("a.txt")).unwrap(), b"a\n");
     assert_eq!(git(Path::new(&wt), &["symbolic-ref", "--short", "HEAD"]), "b");
@@ -162,7 +165,9 @@ fn worktree_create_within_the_deadline_is_unchanged() {
     let wt3 = p(&r.join(".claude/worktrees/wt3"));
     assert_eq!(
         create(&d, &r, "c", &wt3, r#","timeoutMs":0"#),
-        ok(&format!(r#"{{"success":true,"path":"{wt3}","sourceBranch":"master"}}"#))
+        ok(&format!(
+            r#"{{"success":true,"path":"{wt3}","sourceBranch":"master","branch":"c"}}"#
+        ))
     );
     // The location rules come before the deadline (7d193f89).
     assert_eq!(
@@ -171,13 +176,11 @@ fn worktree_create_within_the_deadline_is_unchanged() {
             r#"{"success":false,"error":"refusing to create worktree: rel-wt is a relative path; choose the session folder by its absolute path, without \"..\"","errorCode":"unsafe_path"}"#
         )
     );
-    // An unborn HEAD: nothing to check out, no sourceBranch.
+    // An unborn HEAD fails the add under a deadline too (7d193f89).
     let u = repo(&d.root().join("u"), true);
     let wt4 = p(&u.join(".claude/worktrees/wt4"));
-    assert_eq!(
-        create(&d, &u, "fresh", &wt4, r#","timeoutMs":20000"#),
-        ok(&format!(r#"{{"success":true,"path":"{wt4}"}}"#))
-    );
+    let reply = create(&d, &u, "fresh", &wt4, r#","timeoutMs":20000"#);
+    assert!(reply.ends_with(r#""errorCode":"worktree_add_failed"}}"#), "{reply}");
 }
 
 /// A status of the session worktree `s0` of `r` (made here), as a client
@@ -264,4 +267,51 @@ fn status_of_a_linked_worktree_is_its_own() {
     let beside = d.root().join("beside");
     git(&r, &["worktree", "add", "-q", "-b", "beside", &p(&beside)]);
     assert_eq!(status(&d, &beside, &r), ok(r#"{"isRepo":true,"clean":true}"#));
+}
+
+#[test]
+fn start_commit_prefers_origin_unless_the_local_branch_is_ahead_cleanly() {
+    let d = daemon();
+    let r = repo(&d.root().join("r"), false);
+    let first = git(&r, &["rev-parse", "HEAD"]);
+    let commit = |file: &str| {
+        fs::create_dir_all(r.join(file).parent().unwrap()).unwrap();
+        fs::write(r.join(file), file).unwrap();
+        git(&r, &["add", file]);
+        git(&r, &["commit", "-q", "-m", file]);
+        git(&r, &["rev-parse", "HEAD"])
+    };
+    let ahead = commit("remote.txt");
+    git(&r, &["update-ref", "refs/remotes/origin/feat", &ahead]);
+    git(&r, &["update-ref", "refs/remotes/origin/only-remote", &ahead]);
+    git(&r, &["reset", "-q", "--hard", &first]);
+    let head = |wt: &str| git(Path::new(wt), &["rev-parse", "HEAD"]);
+    let made = |branch: &str, source: &str| {
+        let wt = p(&r.join(".claude/worktrees").join(branch));
+        let reply = create(&d, &r, branch, &wt, &format!(r#","sourceBranch":"{source}""#));
+        assert_eq!(
+            reply,
+            ok(&format!(
+                r#"{{"success":true,"path":"{wt}","sourceBranch":"{source}","branch":"{branch}"}}"#
+            ))
+        );
+        wt
+    };
+    // Local behind origin: origin's commit, by its full id.
+    git(&r, &["branch", "feat", &first]);
+    let wt = made("a", "feat");
+    assert_eq!(head(&wt), ahead);
+    let reflog = git(&r, &["reflog", "show", "--format=%gs", "refs/heads/a"]);
+    assert_eq!(reflog, format!("branch: Created from {ahead}"));
+    let config = fs::read_to_string(r.join(".git/config")).unwrap();
+    assert!(!config.contains("[branch \"a\"]"), "no upstream: {config}");
+    // Only origin has it.
+    assert_eq!(head(&made("b", "only-remote")), ahead);
+    // Local ahead of the merge base without touching .claude: the local one.
+    git(&r, &["checkout", "-q", "feat"]);
+    let local = commit("src/x.txt");
+    assert_eq!(head(&made("c", "feat")), local);
+    // Local changed .claude (any case) since the merge base: origin's.
+    commit(".Claude/settings.json");
+    assert_eq!(head(&made("e", "feat")), ahead);
 }

@@ -143,9 +143,18 @@ pub fn resolved_leaf(worktree: &str) -> String {
 pub struct Leaf {
     parent: OwnedFd,
     name: CString,
+    /// Device and inode of the directory the create made.
+    identity: Option<(u64, u64)>,
 }
 
 impl Leaf {
+    /// Whether the directory the create made is still at its name (not
+    /// removed, not replaced by another one).
+    pub fn is_intact(&self) -> bool {
+        let now = stat_at(&self.parent, &self.name);
+        now.is_some() && now == self.identity
+    }
+
     /// Removes the leaf if it is an empty directory (`rmdir` refuses
     /// anything else), relative to the parent the create made it in.
     pub fn remove_if_empty(&self) {
@@ -176,7 +185,22 @@ pub fn make_leaf(repo: &str, names: &[String]) -> Result<Leaf, String> {
     }
     shown = clean(&format!("{shown}/{leaf}"));
     let name = make_dir(&dir, leaf, 0o777).map_err(|e| path_error("mkdir", &shown, &e))?;
-    Ok(Leaf { parent: dir, name })
+    let identity = stat_at(&dir, &name);
+    Ok(Leaf {
+        parent: dir,
+        name,
+        identity,
+    })
+}
+
+/// Device and inode of the directory `name` in `dir` (a link is not
+/// followed, and is not a directory).
+fn stat_at(dir: &OwnedFd, name: &CString) -> Option<(u64, u64)> {
+    // SAFETY: all-zero bytes are a valid `stat`.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid directory descriptor, a C string and a writable stat.
+    let rc = unsafe { libc::fstatat(dir.as_raw_fd(), name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
+    (rc == 0 && st.st_mode & libc::S_IFMT == libc::S_IFDIR).then_some((st.st_dev as u64, st.st_ino as u64))
 }
 
 fn cstring(name: &str) -> io::Result<CString> {

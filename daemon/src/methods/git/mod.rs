@@ -38,6 +38,7 @@ mod containment;
 mod paths;
 mod status_gate;
 mod trust;
+mod worktree_add;
 mod worktree_deadline;
 
 use super::Outcome;
@@ -95,6 +96,9 @@ pub(super) struct WorktreeResult {
     path: String,
     #[serde(rename = "sourceBranch", skip_serializing_if = "String::is_empty")]
     source_branch: String,
+    /// The branch the new worktree checks out (build 19f30c46).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    branch: String,
     #[serde(skip_serializing_if = "String::is_empty")]
     error: String,
     #[serde(rename = "errorCode", skip_serializing_if = "String::is_empty")]
@@ -269,14 +273,22 @@ async fn worktree_create(params: &GitParams) -> Outcome {
     if let Some(Refusal { text, code }) = refusal {
         return Outcome::ok(&WorktreeResult::failed(text, code));
     }
-    let source = if params.source_branch.is_empty() {
-        query(repo, &["rev-parse", "--abbrev-ref", "HEAD"])
+    // Build f6010b97: a sourceBranch that names a commit is echoed as sent
+    // and starts the branch; otherwise the branch starts at HEAD and the
+    // reply echoes the current branch (none when detached or unborn).
+    let start = match params.source_branch.as_str() {
+        "" => None,
+        source => worktree_add::start_commit(repo, source).await,
+    };
+    let source = match start {
+        Some(_) => params.source_branch.clone(),
+        None => query(repo, &["rev-parse", "--abbrev-ref", "HEAD"])
             .await
             .ok_text()
-            .unwrap_or_default()
-    } else {
-        params.source_branch.clone()
+            .filter(|branch| branch != "HEAD")
+            .unwrap_or_default(),
     };
+    let start = start.unwrap_or_default();
     // The location rules passed, so the path lies strictly below the repo.
     let names = paths::names_below(worktree, repo).unwrap_or_default();
     let leaf = match containment::make_leaf(repo, &names) {
@@ -288,29 +300,32 @@ async fn worktree_create(params: &GitParams) -> Outcome {
             ))
         }
     };
+    let plan = worktree_add::AddPlan {
+        branch_name: &params.branch_name,
+        worktree,
+        start: &start,
+        existing: worktree_add::existing_branch(repo, &params.existing_branch).await,
+    };
     if params.timeout_ms > 0 {
-        return worktree_deadline::create(repo, params, source, &leaf).await;
+        let born = query(repo, &["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])
+            .await
+            .success;
+        return worktree_deadline::create(repo, params, &plan, &source, born, &leaf).await;
     }
-    let mut args = vec!["worktree", "add", "-b", params.branch_name.as_str(), worktree];
-    if !source.is_empty() {
-        args.push(source.as_str());
+    match worktree_add::add(repo, &plan, false, MUTATE_TIMEOUT, &leaf).await {
+        worktree_add::Added::Done { branch } => Outcome::ok(&WorktreeResult::created(params, &source, branch)),
+        worktree_add::Added::Failed(result) => Outcome::ok(&result),
+        worktree_add::Added::TimedOut => Outcome::ok(&worktree_add::add_failed("signal: killed")),
     }
-    let out = gitcli::run(repo, &args, false, MUTATE_TIMEOUT).await;
-    if !out.success {
-        // Git leaves the directory empty on the usual failures (a branch
-        // that exists, a bad source): then the create leaves no trace.
-        leaf.remove_if_empty();
-        return Outcome::ok(&add_failed(&out));
-    }
-    Outcome::ok(&WorktreeResult::created(params, source))
 }
 
 impl WorktreeResult {
-    fn created(params: &GitParams, source: String) -> Self {
+    fn created(params: &GitParams, source: &str, branch: String) -> Self {
         WorktreeResult {
             success: true,
             path: params.worktree_path.clone(),
-            source_branch: source,
+            source_branch: source.to_string(),
+            branch,
             ..WorktreeResult::default()
         }
     }
@@ -323,20 +338,6 @@ impl WorktreeResult {
             ..WorktreeResult::default()
         }
     }
-}
-
-/// `git worktree add failed: <detail>`: git's stderr, trimmed (stdout if
-/// stderr is empty, else Go's `exit status N`).
-fn add_failed(out: &gitcli::GitOutput) -> WorktreeResult {
-    let stderr = out.stderr.trim_ascii();
-    let detail = if !stderr.is_empty() {
-        go_lossy(stderr)
-    } else if !out.stdout.trim_ascii().is_empty() {
-        out.text()
-    } else {
-        out.status_text.clone()
-    };
-    WorktreeResult::failed(format!("git worktree add failed: {detail}"), "worktree_add_failed")
 }
 
 async fn worktree_remove(params: &GitParams) -> Outcome {
