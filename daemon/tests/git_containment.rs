@@ -540,3 +540,45 @@ fn existing_branch_attaches_or_falls_back() {
         r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"branchName is required"}}"#
     );
 }
+
+#[test]
+fn ignored_claude_files_are_seeded_but_not_runtime_state() {
+    let d = daemon();
+    let root = d.root().to_path_buf();
+    let r = repo(&root.join("r"), false);
+    let rs = p(&r);
+    fs::write(
+        r.join(".gitignore"),
+        ".claude/settings.local.json\n.claude/mailbox/\n.claude/Checkpoints/\n.claude/mailboxes/\n.claude/nested/\n.claude/link\n.claude/worktrees/\n",
+    )
+    .unwrap();
+    git(&r, &["add", ".gitignore"]);
+    git(&r, &["commit", "-q", "-m", "ignore"]);
+    for (path, body) in [
+        (".claude/settings.local.json", "{}"),
+        (".claude/mailbox/m", "runtime"),
+        (".claude/Checkpoints/c", "runtime"),
+        (".claude/mailboxes/m", "kept"),
+        (".claude/nested/mailbox/m", "kept"),
+        (".claude/plain-untracked.txt", "not ignored"),
+    ] {
+        fs::create_dir_all(r.join(path).parent().unwrap()).unwrap();
+        fs::write(r.join(path), body).unwrap();
+    }
+    symlink("/etc/passwd", r.join(".claude/link")).unwrap();
+    let wt = format!("{rs}/.claude/worktrees/w");
+    assert!(create(&d, &rs, "w", &wt).contains(r#""success":true"#));
+    let w = Path::new(&wt);
+    assert_eq!(fs::read_to_string(w.join(".claude/settings.local.json")).unwrap(), "{}");
+    assert_eq!(fs::read_to_string(w.join(".claude/mailboxes/m")).unwrap(), "kept");
+    assert_eq!(fs::read_to_string(w.join(".claude/nested/mailbox/m")).unwrap(), "kept");
+    for absent in [
+        ".claude/mailbox",
+        ".claude/Checkpoints",
+        ".claude/plain-untracked.txt",
+        ".claude/link",
+        ".claude/worktrees",
+    ] {
+        assert!(fs::symlink_metadata(w.join(absent)).is_err(), "{absent} was seeded");
+    }
+}

@@ -155,6 +155,15 @@ impl Leaf {
         now.is_some() && now == self.identity
     }
 
+    /// The leaf, opened without following a link.
+    pub fn open(&self) -> io::Result<OwnedFd> {
+        let name = self
+            .name
+            .to_str()
+            .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+        open_dir(self.parent.as_raw_fd(), name, false)
+    }
+
     /// Removes the leaf if it is an empty directory (`rmdir` refuses
     /// anything else), relative to the parent the create made it in.
     pub fn remove_if_empty(&self) {
@@ -203,13 +212,13 @@ fn stat_at(dir: &OwnedFd, name: &CString) -> Option<(u64, u64)> {
     (rc == 0 && st.st_mode & libc::S_IFMT == libc::S_IFDIR).then_some((st.st_dev as u64, st.st_ino as u64))
 }
 
-fn cstring(name: &str) -> io::Result<CString> {
+pub(super) fn cstring(name: &str) -> io::Result<CString> {
     CString::new(name).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
 }
 
 /// `openat(dir, name, O_DIRECTORY)`, not following a last-component link
 /// unless `follow`.
-fn open_dir(dir: libc::c_int, name: &str, follow: bool) -> io::Result<OwnedFd> {
+pub(super) fn open_dir(dir: libc::c_int, name: &str, follow: bool) -> io::Result<OwnedFd> {
     let c = cstring(name)?;
     let mut flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC;
     if !follow {

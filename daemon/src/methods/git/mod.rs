@@ -36,6 +36,7 @@
 
 mod containment;
 mod paths;
+mod seed;
 mod status_gate;
 mod trust;
 mod worktree_add;
@@ -313,10 +314,25 @@ async fn worktree_create(params: &GitParams) -> Outcome {
         return worktree_deadline::create(repo, params, &plan, &source, born, &leaf).await;
     }
     match worktree_add::add(repo, &plan, false, MUTATE_TIMEOUT, &leaf).await {
-        worktree_add::Added::Done { branch } => Outcome::ok(&WorktreeResult::created(params, &source, branch)),
+        worktree_add::Added::Done { branch } => {
+            seed_worktree(repo, &leaf).await;
+            Outcome::ok(&WorktreeResult::created(params, &source, branch))
+        }
         worktree_add::Added::Failed(result) => Outcome::ok(&result),
         worktree_add::Added::TimedOut => Outcome::ok(&worktree_add::add_failed("signal: killed")),
     }
+}
+
+/// Copies the repository's ignored `.claude/` files into the new worktree
+/// ([`seed`]); best effort.
+async fn seed_worktree(repo: &str, leaf: &containment::Leaf) {
+    let (Some(top), Ok(dest)) = (
+        query(repo, &["rev-parse", "--show-toplevel"]).await.ok_text(),
+        leaf.open(),
+    ) else {
+        return;
+    };
+    seed::claude_pass(&top, &dest).await;
 }
 
 impl WorktreeResult {

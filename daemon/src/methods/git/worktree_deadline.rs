@@ -73,6 +73,8 @@ pub(super) async fn create(
         if !checkout.success {
             return Outcome::ok(&worktree_add::add_failed(&worktree_add::git_text(&checkout)));
         }
+        // The copy step is not cut short; the deadline is judged after it.
+        super::seed_worktree(repo, leaf).await;
         if left().is_zero() {
             return Outcome::ok(&timed_out(ms, Cut::After));
         }
