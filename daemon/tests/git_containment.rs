@@ -274,6 +274,25 @@ fn remove_refusals_and_the_locked_worktree() {
     // The same path can be created again.
     assert!(create(&d, &rs, "s0b", &s0).contains(r#""success":true"#));
 
+    // A leaf that is a link to a worktree elsewhere, or a file (f6010b97).
+    let beside = root.join("beside");
+    git(&r, &["worktree", "add", "-q", "-b", "beside", &p(&beside)]);
+    symlink(&beside, r.join(".claude/worktrees/lnk")).unwrap();
+    let lnk = format!("{rs}/.claude/worktrees/lnk");
+    untouched(
+        &lnk,
+        failed_remove(&format!(
+            "refusing to remove worktree: {lnk} is a symbolic link, not a worktree directory"
+        )),
+    );
+    assert!(beside.join(".git").exists());
+    fs::write(r.join(".claude/worktrees/f0"), b"x").unwrap();
+    let f0 = format!("{rs}/.claude/worktrees/f0");
+    untouched(
+        &f0,
+        failed_remove(&format!("refusing to remove worktree: {f0} is not a directory")),
+    );
+
     // A planted link: the remove never reaches through it.
     let escape = root.join("escape");
     fs::create_dir_all(escape.join("victim")).unwrap();

@@ -127,6 +127,23 @@ pub fn exists_refusal(worktree: &str) -> Option<Refusal> {
     })
 }
 
+/// Remove only: an existing leaf must be a directory, not a link to one.
+/// The text names the leaf with its parent's links resolved.
+pub fn leaf_kind_refusal(worktree: &str) -> Option<String> {
+    let meta = fs::symlink_metadata(worktree).ok()?;
+    let what = if meta.file_type().is_symlink() {
+        "is a symbolic link, not a worktree directory"
+    } else if !meta.is_dir() {
+        "is not a directory"
+    } else {
+        return None;
+    };
+    Some(format!(
+        "refusing to remove worktree: {} {what}",
+        resolved_leaf(worktree)
+    ))
+}
+
 /// `worktree` cleaned, with the links of its parent resolved and its last
 /// name kept (a leaf that is itself a link is named, not followed).
 pub fn resolved_leaf(worktree: &str) -> String {

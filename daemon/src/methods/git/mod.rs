@@ -371,6 +371,11 @@ async fn worktree_remove(params: &GitParams) -> Outcome {
     if let Some(Refusal { text, .. }) = containment::location_refusal(Verb::Remove, repo, worktree) {
         return refused(text);
     }
+    // Build f6010b97: git resolves a link to the worktree it names, so a
+    // planted leaf link could point the remove at any worktree.
+    if let Some(text) = containment::leaf_kind_refusal(worktree) {
+        return refused(text);
+    }
     if containment::under_managed_worktrees(repo) {
         return refused(containment::NESTED_BASE_REPO.to_string());
     }
