@@ -25,14 +25,16 @@
 //!   (7d193f89); create makes the directories itself and takes an empty
 //!   leaf back after a failed add. `timeoutMs` > 0 takes
 //!   [`worktree_deadline`].
-//! - `git.worktree_create` defaults `sourceBranch` to
-//!   `git rev-parse --abbrev-ref HEAD`: empty on an unborn HEAD (git then
-//!   infers an orphan branch), `HEAD` when detached. The failure text is
-//!   git's stderr, trimmed (stdout if stderr is empty, else `exit status N`).
-//! - `git.worktree_remove` refuses a locked worktree, then runs `git
-//!   worktree remove --force <path>`, and if that fails `git worktree
-//!   prune` (for a worktree whose directory is already gone), and answers
-//!   success. It never deletes a directory itself.
+//! - `git.worktree_create` starts the branch at the commit
+//!   [`worktree_add::start_commit`] picks for `sourceBranch` (f6010b97),
+//!   else at HEAD, echoing the current branch (none when detached); an
+//!   `existingBranch` is attached instead (19f30c46); the repository's
+//!   ignored `.claude/` files are then [`seed`]ed. A failure's text is
+//!   git's stderr by [`worktree_add::git_text`].
+//! - `git.worktree_remove` refuses a leaf link and a locked worktree,
+//!   then runs `git worktree remove --force <path>`, and if that fails
+//!   `git worktree prune` (for a worktree whose directory is already
+//!   gone), and answers success. It never deletes a directory itself.
 
 mod containment;
 mod paths;
