@@ -4,6 +4,8 @@
 //! the git-directory trust check (f6010b97). Every refusal is checked to
 //! leave the disk as it was: no directory, no branch, no registration.
 
+#![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
+
 mod common;
 
 use common::git::{git, git_daemon as daemon, repo};

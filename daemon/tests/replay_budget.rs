@@ -2,6 +2,8 @@
 //! running processes, each with one open segment, cannot push the replay
 //! directory past `-replay-budget-mb` (plus one write batch).
 
+#![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
+
 mod common;
 
 use common::{wait_until, TestDaemon};

@@ -5,6 +5,8 @@
 //! in RAM with a warning; a stale directory's planted `node` FIFO never
 //! stalls start-up.
 
+#![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
+
 mod common;
 
 use common::frames::{frames_until_exit, stdout_of};

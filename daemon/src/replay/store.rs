@@ -172,35 +172,12 @@ impl ReplayStore {
         })
     }
 
-    /// A store that never touches the disk (unit tests, fuzzing).
-    pub fn in_memory() -> Arc<ReplayStore> {
-        Arc::new(ReplayStore {
-            dir: None,
-            budget_bytes: 0,
-            segment_bytes: SEGMENT_BYTES,
-            hot_tail_bytes: HOT_TAIL,
-            global_hot_bytes: GLOBAL_HOT_TAIL,
-            metrics: Arc::default(),
-            unwritten: AtomicU64::new(0),
-            tails: AtomicU64::new(0),
-            logs: Mutex::new(HashMap::new()),
-            evicting: Mutex::new(()),
-            trimming: Mutex::new(()),
-            removed: AtomicBool::new(false),
-        })
-    }
-
     /// This daemon's segment directory, if spilling is possible.
     pub fn dir(&self) -> Option<Arc<OwnedFd>> {
         if self.removed.load(Ordering::Acquire) {
             return None;
         }
         self.dir.as_ref().map(|d| d.fd.clone())
-    }
-
-    /// Where that directory is, for messages and tests.
-    pub fn dir_path(&self) -> Option<&Path> {
-        self.dir.as_ref().map(|d| d.path.as_path())
     }
 
     /// Registers a log under its key, for the bounds the store enforces.
@@ -311,7 +288,6 @@ struct OwnDir {
     base: OwnedFd,
     name: String,
     fd: Arc<OwnedFd>,
-    path: PathBuf,
     /// The owner record, flock-ed for the daemon's lifetime: the lock is
     /// what tells a later daemon this directory is live.
     _owner: std::fs::File,
@@ -351,7 +327,6 @@ fn prepare(base: &Path) -> std::io::Result<OwnDir> {
     std::io::Write::write_all(&mut owner, host_name().as_bytes())?;
     Ok(OwnDir {
         base: base_fd,
-        path: base.join(&name),
         name,
         fd: Arc::new(fd),
         _owner: owner,
@@ -422,5 +397,26 @@ fn sweep_stale(base: &OwnedFd, base_path: &Path) {
             Ok(()) => crate::log_info!("[replay] removed stale replay directory {}", shown.display()),
             Err(e) => crate::log_warn!("[replay] cannot remove stale {}: {}", shown.display(), e),
         }
+    }
+}
+
+#[cfg(test)]
+impl ReplayStore {
+    /// A store that never touches the disk (unit tests).
+    pub fn in_memory() -> Arc<ReplayStore> {
+        Arc::new(ReplayStore {
+            dir: None,
+            budget_bytes: 0,
+            segment_bytes: SEGMENT_BYTES,
+            hot_tail_bytes: HOT_TAIL,
+            global_hot_bytes: GLOBAL_HOT_TAIL,
+            metrics: Arc::default(),
+            unwritten: AtomicU64::new(0),
+            tails: AtomicU64::new(0),
+            logs: Mutex::new(HashMap::new()),
+            evicting: Mutex::new(()),
+            trimming: Mutex::new(()),
+            removed: AtomicBool::new(false),
+        })
     }
 }
