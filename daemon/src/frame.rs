@@ -123,12 +123,8 @@ impl LineBuffer {
         n
     }
 
-<<<<<<< HEAD
     /// Bytes currently allocated: what a charged reader pays for, and what
     /// the memory-bound checks measure.
-=======
-    /// Bytes currently allocated (memory-bound checks, admission's share).
->>>>>>> wt/structure
     pub fn capacity(&self) -> usize {
         self.buf.len()
     }

@@ -43,6 +43,8 @@ go_struct! {
         pub source_branch: String = "sourceBranch",
         /// `git.worktree_create` deadline (build 4534d86); 0 or less: none.
         pub timeout_ms: i64 = "timeoutMs",
+        /// `git.worktree_create` attaches to this local branch (build 19f30c46).
+        pub existing_branch: String = "existingBranch",
     }
 }
 
@@ -122,6 +124,7 @@ mod tests {
             worktree_path: "~/w".into(),
             branch_name: "~/n".into(),
             source_branch: "~".into(),
+            existing_branch: "~/e".into(),
             timeout_ms: 0,
         }
         .expand_home_with(home);

@@ -197,11 +197,7 @@ pub fn write_value(out: &mut Vec<u8>, value: &Value) {
     });
 }
 
-<<<<<<< HEAD
 /// [`write_value`] into a new buffer.
-=======
-/// [`write_value`] into a new buffer (tests and the fuzz properties).
->>>>>>> wt/structure
 #[cfg(any(test, feature = "fuzzing"))]
 pub fn value_to_json(value: &Value) -> Vec<u8> {
     let mut out = Vec::with_capacity(16);
