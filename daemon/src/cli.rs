@@ -68,7 +68,7 @@ fn run(flags: &Flags, daemon_child: bool) -> i32 {
         return crate::bridge::bridge(&socket_path(flags));
     }
     if flags.stop {
-        return crate::bridge::stop(&socket_path(flags));
+        return crate::stop::stop(&socket_path(flags));
     }
     eprintln!("{NO_MODE}");
     2

@@ -127,7 +127,7 @@ const SPECS: &[Spec] = &[
         name: "stop",
         kind: Kind::Bool,
         default: "false",
-        usage: "ask the running daemon to shut down (auth from CLAUDE_RPC_TOKEN)",
+        usage: "stop the daemon on -socket and print what happened (auth from CLAUDE_RPC_TOKEN, else daemon.token)",
     },
     Spec {
         name: "token-fd",

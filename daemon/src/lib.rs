@@ -9,7 +9,8 @@
 //! | [`cli`] | mode selection, the `-serve` start-up sequence |
 //! | [`flags`] | Go `flag` parsing, messages and usage text |
 //! | [`daemonize`] | self-daemonize re-exec, token and readiness pipes |
-//! | [`bridge`] | the `-bridge` relay and `-stop` client |
+//! | [`bridge`] | the `-bridge` relay |
+//! | [`stop`] | `-stop`: authenticated shutdown, the lock path, its one-word outcome |
 //! | [`shellenv`] | login-shell PATH extraction |
 //! | [`metrics_http`] | the `-metrics-addr` HTTP endpoint |
 //! | [`server`] | daemon state, the owner-only socket, the accept loop |
@@ -67,6 +68,7 @@ pub mod server;
 pub mod shellenv;
 pub mod shutdown;
 pub mod signals;
+pub mod stop;
 pub mod tarx;
 pub mod tokenfile;
 pub mod version;

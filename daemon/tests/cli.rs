@@ -243,24 +243,29 @@ fn default_socket_is_under_home_and_its_directory_is_not_created() {
         run(&["-bridge", "-socket="], &[("HOME", h)]).2,
         format!("remora: dial server: dial unix {default}: connect: no such file or directory\n")
     );
-    assert_eq!(run(&["-stop"], &[("HOME", h)]), (0, String::new(), String::new()));
+    assert_eq!(
+        run(&["-stop"], &[("HOME", h)]),
+        (0, "none\n".to_string(), String::new())
+    );
 }
 
 #[test]
-fn stop_without_a_daemon_is_silent() {
+fn stop_without_a_daemon_says_none() {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("rpc.sock");
     let socket = socket.to_str().unwrap();
     assert_eq!(
         run(&["-stop", "-socket", socket], &[("CLAUDE_RPC_TOKEN", "tok")]),
-        (0, String::new(), String::new())
+        (0, "none\n".to_string(), String::new())
     );
-    // A socket file nobody listens on is "unreachable": still silent.
+    // A socket file nobody listens on is "unreachable": `none`, and the
+    // stale file is removed.
     drop(std::os::unix::net::UnixListener::bind(socket).unwrap());
     assert_eq!(
         run(&["--stop", "--socket", socket], &[]),
-        (0, String::new(), String::new())
+        (0, "none\n".to_string(), String::new())
     );
+    assert!(!std::path::Path::new(socket).exists());
 }
 
 #[test]
