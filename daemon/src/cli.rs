@@ -86,8 +86,8 @@ fn install_options(flags: &Flags) -> crate::install::InstallOptions {
     }
 }
 
-/// `-socket`, or `~/.claude/remote/rpc.sock` when it is empty. The parent
-/// directory is deliberately not created (the reference does not).
+/// `-socket`, or `~/.claude/remote/rpc.sock` when it is empty. Only the
+/// `-serve` launcher creates a missing parent ([`create_socket_dir`]).
 pub fn socket_path(flags: &Flags) -> PathBuf {
     if !flags.socket.is_empty() {
         return PathBuf::from(&flags.socket);
@@ -115,7 +115,19 @@ fn serve_launcher(flags: &Flags) -> i32 {
             return 1;
         }
     };
-    daemonize::launch(&socket_path(flags), &token)
+    let socket = socket_path(flags);
+    create_socket_dir(&socket);
+    daemonize::launch(&socket, &token)
+}
+
+/// Creates the socket's missing parent directories owner-only (0700), as
+/// the reference launcher does since `5db5e4a`; existing ones are left as
+/// they are. A failure is not reported here: the bind that follows fails
+/// on the same path and says why.
+fn create_socket_dir(socket: &std::path::Path) {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = crate::tokenfile::socket_dir(socket);
+    let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir);
 }
 
 /// Resolves the token from `-token-file` (read once, then unlinked) or
