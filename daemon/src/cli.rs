@@ -2,7 +2,8 @@
 //! start-up sequence on both sides of the self-daemonize re-exec.
 //!
 //! Modes, when several are given, are taken in this order: `-version`,
-//! `-install`, `-serve`, `-bridge`, `-stop` (the first one set wins).
+//! `-install`, `-probe-cli`, `-serve`, `-bridge`, `-stop` (the first one
+//! set wins).
 //!
 //! `-serve` runs twice: the launcher (no sentinel) resolves the token, then
 //! [`crate::daemonize::launch`]es the detached child and reports its
@@ -56,6 +57,9 @@ fn run(flags: &Flags, daemon_child: bool) -> i32 {
     }
     if flags.install {
         return crate::install::run(&install_options(flags));
+    }
+    if !flags.probe_cli.is_empty() {
+        return crate::probecli::run(&flags.probe_cli);
     }
     if flags.serve {
         return if daemon_child {
@@ -224,6 +228,7 @@ pub fn strip_line_end(mut token: Vec<u8>) -> Vec<u8> {
 fn serve_child(flags: &Flags) -> i32 {
     // First, while this is the only thread: dispositions are process-wide.
     crate::signals::reset_inherited();
+    raise_open_files_limit();
     // Children spawned by the daemon inherit this, as with the reference.
     std::env::set_var(daemonize::CHILD_MARKER, "1");
     let (token, readiness) = match daemonize::adopt_pipes() {
@@ -284,6 +289,45 @@ fn serve_child(flags: &Flags) -> i32 {
     // blocking task (a login shell being reaped) hold up the exit.
     runtime.shutdown_timeout(Duration::from_secs(1));
     code
+}
+
+/// The soft limit the daemon (and so every child) gets: the reference
+/// raises it to this, or to the hard limit when that is lower (`19f30c46`).
+const OPEN_FILES_TARGET: libc::rlim_t = 65536;
+
+/// Raises the soft `RLIMIT_NOFILE` to min(hard, [`OPEN_FILES_TARGET`]) and
+/// logs what children will start with. A soft limit already above the
+/// target is left alone (lowering it could break an operator's setup).
+fn raise_open_files_limit() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills the struct or fails.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return;
+    }
+    let target = lim.rlim_max.min(OPEN_FILES_TARGET);
+    if lim.rlim_cur < target {
+        let raised = libc::rlimit {
+            rlim_cur: target,
+            rlim_max: lim.rlim_max,
+        };
+        // SAFETY: setrlimit reads the struct; the soft value is within the hard one.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } != 0 {
+            crate::log_warn!(
+                "[daemon] cannot raise the open-files limit from {} to {target}: {}",
+                lim.rlim_cur,
+                crate::goerr::io_text(&io::Error::last_os_error())
+            );
+            return;
+        }
+        lim.rlim_cur = target;
+    }
+    crate::log_info!(
+        "[daemon] child processes will start with an open-files limit of {}",
+        lim.rlim_cur
+    );
 }
 
 /// The files beside the socket that only a graceful exit cleans up.

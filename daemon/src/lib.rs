@@ -31,6 +31,7 @@
 //! | [`gitcli`] | running the `git` CLI for `git.*` |
 //! | [`methods`] | the 19 handlers |
 //! | [`install`] | `-install`: the agent-CLI version manager |
+//! | [`probecli`] | `-probe-cli`: the bounded `--version` probe |
 //! | [`process`] | supervisor, replay log, stdin offsets |
 //! | [`shutdown`] | the daemon-wide stop signal |
 //! | [`signals`] | inherited signal dispositions, reset for children |
@@ -61,6 +62,7 @@ pub mod metrics_http;
 pub mod orphan;
 pub mod os;
 pub mod params;
+pub mod probecli;
 pub mod process;
 pub mod rpc;
 pub mod runlock;

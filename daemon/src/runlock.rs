@@ -446,7 +446,7 @@ pub fn is_serve_of(cmdline: &[u8], cwd: Option<&Path>, socket: &Path, program: &
             },
             // Flags that take a value: skip it so it is not read as a flag.
             b"token-file" | b"token-fd" | b"metrics-addr" | b"cli-dir" | b"cli-version" | b"cli-url"
-            | b"cli-checksum" | b"cli-zst" | b"cli-keep"
+            | b"cli-checksum" | b"cli-zst" | b"cli-keep" | b"replay-dir" | b"replay-budget-mb" | b"probe-cli"
                 if value.is_none() =>
             {
                 i += 1;
@@ -501,6 +501,7 @@ mod tests {
             b"/srv/remora\0-serve\0-socket\0/run/x/rpc.sock\0-token-file\0/t\0",
             b"remora\0--serve\0--socket=/run/x/./rpc.sock\0",
             b"remora\0-token-fd\x000\0-serve=true\0-socket\0/run/x//rpc.sock\0",
+            b"remora\0-replay-dir\0/r\0-replay-budget-mb\x009\0-serve\0-socket\0/run/x/rpc.sock\0",
         ];
         for c in yes {
             assert!(

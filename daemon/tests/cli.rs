@@ -81,6 +81,7 @@ fn usage_text_is_go_print_defaults() {
             "-install",
             "-keep-children",
             "-metrics-addr string",
+            "-probe-cli string",
             "-replay-budget-mb int",
             "-replay-dir string",
             "-serve",
