@@ -74,23 +74,13 @@ pub fn probe(path: &OsStr, limit: Duration) -> Verdict {
         return Verdict::Bad;
     };
     let pid = child.id() as i32;
-    // A thread watches for the exit without reaping it (`WNOWAIT`): while
-    // the leader is an unreaped zombie its pid, and so the group id, cannot
-    // be reused, which makes the deadline's group kill safe. The deadline
-    // itself is a channel timeout, not a polling loop.
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        exited(pid);
-        let _ = tx.send(());
-    });
-    let verdict = match rx.recv_timeout(limit) {
-        Ok(()) => None,
-        Err(_) => {
-            // SAFETY: kill(2) on the group this probe created, whose leader
-            // is not reaped yet (see above).
-            unsafe { libc::kill(-pid, libc::SIGKILL) };
-            Some(Verdict::Hung)
-        }
+    let verdict = if exited_within(pid, limit) {
+        None
+    } else {
+        // SAFETY: kill(2) on the group this probe created, whose leader is
+        // not reaped yet (see `exited_within`).
+        unsafe { libc::kill(-pid, libc::SIGKILL) };
+        Some(Verdict::Hung)
     };
     let status = child.wait();
     match (verdict, status) {
@@ -98,6 +88,21 @@ pub fn probe(path: &OsStr, limit: Duration) -> Verdict {
         (None, Ok(status)) if status.success() => Verdict::Runs,
         _ => Verdict::Bad,
     }
+}
+
+/// Whether child `pid` exits within `limit`, leaving it unreaped either
+/// way (`WNOWAIT`): while the leader is an unreaped zombie its pid, and so
+/// its group id, cannot be reused, which makes a later group kill safe.
+/// The caller reaps it. A thread does the blocking wait; the deadline is a
+/// channel timeout, not a polling loop. On a timeout that thread ends when
+/// the caller's kill makes the child exit.
+pub fn exited_within(pid: i32, limit: Duration) -> bool {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        exited(pid);
+        let _ = tx.send(());
+    });
+    rx.recv_timeout(limit).is_ok()
 }
 
 /// Blocks until `pid` has exited, leaving it unreaped.
