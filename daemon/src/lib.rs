@@ -13,7 +13,8 @@
 //! | [`stop`] | `-stop`: authenticated shutdown, the lock path, its one-word outcome |
 //! | [`shellenv`] | login-shell PATH extraction |
 //! | [`metrics_http`] | the `-metrics-addr` HTTP endpoint |
-//! | [`server`] | daemon state, the owner-only socket, the accept loop |
+//! | [`state`] | daemon-wide state shared by connections and handlers |
+//! | [`server`] | the owner-only socket, the accept loop |
 //! | [`instance`] | per-boot `instanceId` / `startedAt` |
 //! | [`tokenfile`] | the persisted `daemon.token` beside the socket |
 //! | [`runlock`] | the run-dir lock `daemon.lock` and predecessor eviction |
@@ -32,7 +33,8 @@
 //! | [`methods`] | the 19 handlers |
 //! | [`install`] | `-install`: the agent-CLI version manager |
 //! | [`probecli`] | `-probe-cli`: the bounded `--version` probe |
-//! | [`process`] | supervisor, replay log, stdin offsets |
+//! | [`process`] | supervisor, stdin offsets, signals |
+//! | [`replay`] | the replay engine: frames, segments, store, cursors |
 //! | [`shutdown`] | the daemon-wide stop signal |
 //! | [`signals`] | inherited signal dispositions, reset for children |
 //! | [`metrics`] | counters for `-metrics-addr` |
@@ -64,12 +66,15 @@ pub mod os;
 pub mod params;
 pub mod probecli;
 pub mod process;
+pub mod replay;
 pub mod rpc;
 pub mod runlock;
+pub mod safedir;
 pub mod server;
 pub mod shellenv;
 pub mod shutdown;
 pub mod signals;
+pub mod state;
 pub mod stop;
 pub mod tarx;
 pub mod tokenfile;

@@ -18,7 +18,8 @@ use super::text::push_go_lossy;
 ///
 /// `Clone`, `PartialEq`, `Debug` and `Drop` are written out instead of
 /// derived: derived ones recurse once per nesting level, and a hostile
-/// line nests 10 000 levels (see [`super::walk`]).
+/// line nests 10 000 levels. They live in [`super::walk`], beside the
+/// traversal they use.
 #[derive(Default)]
 pub enum Value {
     #[default]
@@ -42,60 +43,6 @@ impl Value {
             Value::String(_) => "string",
             Value::Array(_) => "array",
             Value::Object(_) => "object",
-        }
-    }
-}
-
-impl Clone for Value {
-    fn clone(&self) -> Value {
-        super::walk::clone_value(self)
-    }
-}
-
-impl PartialEq for Value {
-    fn eq(&self, other: &Value) -> bool {
-        super::walk::equal(self, other)
-    }
-}
-
-impl Drop for Value {
-    fn drop(&mut self) {
-        super::walk::drop_children(self);
-    }
-}
-
-/// Source-order, derive-like text (`Object({"a": Array([Number("1")])})`), built
-/// without recursion.
-impl std::fmt::Debug for Value {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        use super::walk::{walk, Members, Step};
-        use std::ops::ControlFlow;
-        let flow = walk(self, Members::Source, |step| {
-            let written = match step {
-                Step::Scalar(Value::Bool(b)) => write!(f, "Bool({b})"),
-                Step::Scalar(Value::Number(n)) => write!(f, "Number({n:?})"),
-                Step::Scalar(Value::String(s)) => write!(f, "String({s:?})"),
-                Step::Scalar(_) => f.write_str("Null"),
-                Step::Open { array: true, .. } => f.write_str("Array(["),
-                Step::Open { array: false, .. } => f.write_str("Object({"),
-                Step::Item { index, key } => {
-                    let sep = if index > 0 { ", " } else { "" };
-                    match key {
-                        Some(key) => write!(f, "{sep}{key:?}: "),
-                        None => f.write_str(sep),
-                    }
-                }
-                Step::Close { array: true } => f.write_str("])"),
-                Step::Close { array: false } => f.write_str("})"),
-            };
-            match written {
-                Ok(()) => ControlFlow::Continue(()),
-                Err(e) => ControlFlow::Break(e),
-            }
-        });
-        match flow {
-            ControlFlow::Continue(()) => Ok(()),
-            ControlFlow::Break(e) => Err(e),
         }
     }
 }

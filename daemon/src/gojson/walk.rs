@@ -116,8 +116,60 @@ pub fn walk<'a, B>(
     }
 }
 
+impl Clone for Value {
+    fn clone(&self) -> Value {
+        clone_value(self)
+    }
+}
+
+impl PartialEq for Value {
+    fn eq(&self, other: &Value) -> bool {
+        equal(self, other)
+    }
+}
+
+impl Drop for Value {
+    fn drop(&mut self) {
+        drop_children(self);
+    }
+}
+
+/// Source-order, derive-like text (`Object({"a": Array([Number("1")])})`), built
+/// without recursion.
+impl std::fmt::Debug for Value {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let flow = walk(self, Members::Source, |step| {
+            let written = match step {
+                Step::Scalar(Value::Bool(b)) => write!(f, "Bool({b})"),
+                Step::Scalar(Value::Number(n)) => write!(f, "Number({n:?})"),
+                Step::Scalar(Value::String(s)) => write!(f, "String({s:?})"),
+                Step::Scalar(_) => f.write_str("Null"),
+                Step::Open { array: true, .. } => f.write_str("Array(["),
+                Step::Open { array: false, .. } => f.write_str("Object({"),
+                Step::Item { index, key } => {
+                    let sep = if index > 0 { ", " } else { "" };
+                    match key {
+                        Some(key) => write!(f, "{sep}{key:?}: "),
+                        None => f.write_str(sep),
+                    }
+                }
+                Step::Close { array: true } => f.write_str("])"),
+                Step::Close { array: false } => f.write_str("})"),
+            };
+            match written {
+                Ok(()) => ControlFlow::Continue(()),
+                Err(e) => ControlFlow::Break(e),
+            }
+        });
+        match flow {
+            ControlFlow::Continue(()) => Ok(()),
+            ControlFlow::Break(e) => Err(e),
+        }
+    }
+}
+
 /// Builds a copy of `root` bottom-up with a heap stack ([`Value::clone`]).
-pub(super) fn clone_value(root: &Value) -> Value {
+fn clone_value(root: &Value) -> Value {
     enum Building {
         Array(Vec<Value>),
         Object(Vec<(String, Value)>, String),
@@ -163,7 +215,7 @@ pub(super) fn clone_value(root: &Value) -> Value {
 }
 
 /// Structural equality with a work list instead of recursion.
-pub(super) fn equal(a: &Value, b: &Value) -> bool {
+fn equal(a: &Value, b: &Value) -> bool {
     let mut pending: Vec<(&Value, &Value)> = vec![(a, b)];
     while let Some((x, y)) = pending.pop() {
         match (x, y) {
@@ -188,7 +240,7 @@ pub(super) fn equal(a: &Value, b: &Value) -> bool {
 
 /// Empties `value`'s children into a work list and drops them one by one,
 /// so no drop glue ever runs more than one level deep.
-pub(super) fn drop_children(value: &mut Value) {
+fn drop_children(value: &mut Value) {
     let mut pending: Vec<Value> = Vec::new();
     let take = |value: &mut Value, pending: &mut Vec<Value>| match value {
         Value::Array(items) => pending.append(items),
