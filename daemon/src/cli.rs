@@ -245,6 +245,17 @@ fn serve_child(flags: &Flags) -> i32 {
     let instance = crate::instance::Instance::new();
     // Before binding: a live predecessor of this socket is evicted first.
     let run_lock = crate::runlock::claim(&socket, &instance);
+    // Still before binding: a killed predecessor's children are ended,
+    // then this daemon records its own (lock holder only).
+    if run_lock.is_some() {
+        let run_dir = crate::childrec::run_dir_of(&socket);
+        crate::childrec::reap_orphans(&run_dir);
+        crate::childrec::start_recording(&run_dir, &instance);
+    } else {
+        crate::log_warn!(
+            "[daemon] serve: not the run dir's lock holder; leaving any predecessor's children alone and recording none"
+        );
+    }
     // Bound before the runtime starts: bind_socket swaps the process-wide
     // umask, which must not race with other threads creating files.
     let listener = match server::bind_socket(&socket) {
@@ -285,6 +296,7 @@ fn serve_child(flags: &Flags) -> i32 {
         timers,
     };
     let code = runtime.block_on(serve_daemon(listener, daemon, lifecycle, readiness));
+    crate::childrec::forget_all();
     on_disk.remove();
     // Teardown is complete once serve_daemon returns; do not let a stray
     // blocking task (a login shell being reaped) hold up the exit.

@@ -18,6 +18,7 @@
 //! | [`instance`] | per-boot `instanceId` / `startedAt` |
 //! | [`tokenfile`] | the persisted `daemon.token` beside the socket |
 //! | [`runlock`] | the run-dir lock `daemon.lock` and predecessor eviction |
+//! | [`childrec`] | child records under the run dir, the orphan reap at start |
 //! | [`orphan`] | shutting down once the socket path leads elsewhere |
 //! | [`connection`] | one client: line reader, request tasks, ordered writer |
 //! | [`frame`] | NDJSON framing and the 1 MiB line cap |
@@ -42,6 +43,7 @@
 //! | [`version`] | build id, GOOS/GOARCH names |
 
 pub mod bridge;
+pub mod childrec;
 pub mod cli;
 pub mod connection;
 pub mod daemonize;
