@@ -298,8 +298,10 @@ fn serve_child(flags: &Flags) -> i32 {
         timers,
     };
     let code = runtime.block_on(serve_daemon(listener, daemon, lifecycle, readiness));
-    crate::childrec::forget_all();
     on_disk.remove();
+    // After the token and lock: a successor's own records are never
+    // touched (only this instance's are removed).
+    crate::childrec::forget_all();
     // Teardown is complete once serve_daemon returns; do not let a stray
     // blocking task (a login shell being reaped) hold up the exit.
     runtime.shutdown_timeout(Duration::from_secs(1));
