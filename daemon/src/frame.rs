@@ -114,6 +114,7 @@ impl LineBuffer {
 
     /// Copies `input` in (a test and fuzzing convenience; the async reader
     /// reads straight into `spare`). Returns how many bytes were taken.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub fn feed(&mut self, input: &[u8]) -> usize {
         let spare = self.spare();
         let n = spare.len().min(input.len());
@@ -122,7 +123,8 @@ impl LineBuffer {
         n
     }
 
-    /// Bytes currently allocated, for memory-bound checks.
+    /// Bytes currently allocated: what the admission budget is charged
+    /// (`settle_charge`), and memory-bound checks.
     pub fn capacity(&self) -> usize {
         self.buf.len()
     }
@@ -162,6 +164,7 @@ impl SharedBudget {
         self.used.fetch_sub(n, Ordering::AcqRel);
     }
 
+    #[cfg(test)]
     pub fn used(&self) -> usize {
         self.used.load(Ordering::Acquire)
     }

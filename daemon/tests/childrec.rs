@@ -3,6 +3,8 @@
 //! ignoring SIGTERM); the next daemon on the same socket ends them all,
 //! and drops, without signalling, records that do not verify.
 
+#![allow(clippy::unwrap_used)] // a test that unwraps fails loudly; the lint guards the daemon
+
 mod common;
 
 use common::{pid_gone, remora_bin, wait_until, Client, TestDaemon, TOKEN};

@@ -3,6 +3,8 @@
 //! `CLAUDE_RPC_TOKEN` for the probe) and the soft open-files limit a
 //! `-serve` daemon gives its children.
 
+#![allow(clippy::unwrap_used)] // a test that unwraps fails loudly; the lint guards the daemon
+
 mod common;
 
 use common::frames::{frames_until_exit, stdout_of};

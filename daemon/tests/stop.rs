@@ -4,6 +4,8 @@
 //! `survivor` (a lock holder that is not ours to signal). Real daemons,
 //! real signals; waits are on process state with deadlines.
 
+#![allow(clippy::unwrap_used)] // a test that unwraps fails loudly; the lint guards the daemon
+
 mod common;
 
 use common::{pid_gone, remora_bin, request_line, wait_until, TestDaemon};
@@ -176,10 +178,8 @@ fn a_lock_holder_that_is_not_a_daemon_survives_untouched() {
     let record = format!(r#"{{"pid":{},"role":"serve","node":"x"}}"#, std::process::id());
     std::fs::write(dir.path().join("daemon.lock"), record).unwrap();
     // SAFETY: flock on a descriptor this test owns.
-    assert_eq!(
-        unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) },
-        0
-    );
+    let locked = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    assert_eq!(locked, 0);
     let out = stop(&socket, None);
     assert_eq!(stdout(&out), "survivor\n");
     let err = stderr(&out);
