@@ -123,8 +123,8 @@ impl LineBuffer {
         n
     }
 
-    /// Bytes currently allocated: what the admission budget is charged
-    /// (`settle_charge`), and memory-bound checks.
+    /// Bytes currently allocated: what a charged reader pays for, and what
+    /// the memory-bound checks measure.
     pub fn capacity(&self) -> usize {
         self.buf.len()
     }
