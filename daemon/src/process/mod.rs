@@ -436,9 +436,13 @@ impl ProcessManager {
         if !spec.cwd.is_empty() {
             cmd.current_dir(spec.cwd);
         }
+        if let Some((name, run_dir)) = crate::childrec::child_marker() {
+            cmd.env(name, run_dir);
+        }
         let mut child = cmd.spawn().map_err(|e| command::fork_exec_error(program, &e))?;
         let start_time = epoch_seconds();
         let pid = i32::try_from(child.id()).unwrap_or(0);
+        crate::childrec::record(pid, spec.command);
         // From here on the child exists: every path must end in a
         // supervisor that reaps it.
         let grown = child.stdout.as_ref().is_some_and(grow_pipe);
@@ -756,6 +760,7 @@ async fn supervise(
     };
     let code = status.code;
     process.exit.send_replace(Some(code));
+    crate::childrec::forget(process.pid);
     process.stop_stdin();
     if let Some((out, err)) = readers {
         let _ = out.await;
