@@ -123,7 +123,8 @@ impl LineBuffer {
         n
     }
 
-    /// Bytes currently allocated (the admission budget charges them).
+    /// Bytes currently allocated: what a charged reader pays for, and what
+    /// the memory-bound checks measure.
     pub fn capacity(&self) -> usize {
         self.buf.len()
     }

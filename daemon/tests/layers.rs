@@ -32,6 +32,8 @@ const LAYERS: &[(&str, &[&str])] = &[
             "tokenfile",
             "runlock",
             "plugindirs",
+            "childrec",
+            "probecli",
         ],
     ),
     ("supervisor", &["process"]),
@@ -41,7 +43,15 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("connection", &["connection"]),
     (
         "serving",
-        &["server", "orphan", "metrics_http", "shellenv", "bridge", "daemonize"],
+        &[
+            "server",
+            "orphan",
+            "metrics_http",
+            "shellenv",
+            "bridge",
+            "stop",
+            "daemonize",
+        ],
     ),
     ("entry", &["cli", "fuzzing"]),
 ];
