@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::frames::{frames_until_exit, stdout_of};
+use common::frames::{frames_until_exit, parse_frame, stdout_of};
 use common::git::{git, repo};
 use common::TestDaemon;
 use std::fs;
@@ -88,17 +88,27 @@ fn stdin_offset_and_reattach_from_seq_are_unsigned_64_bit() {
             && reply.ends_with(r#""stdinApplied":6}}"#),
         "{reply}"
     );
+    // The reattach moved the process to `r` and closed `c` (90fca6e6).
     assert_eq!(
-        c.call(10, "process.stdin", r#"{"id":"u","data":"","offset":6}"#),
+        r.call(10, "process.stdin", r#"{"id":"u","data":"","offset":6}"#),
         ok(10, r#"{"success":true,"applied":6}"#)
     );
     assert_eq!(
-        c.call(11, "process.kill", r#"{"id":"u","signal":"TERM"}"#),
-        ok(11, r#"{"success":true}"#)
+        r.call(11, "process.killAndWait", r#"{"id":"u","signal":"TERM"}"#),
+        ok(11, r#"{"found":true,"died":true}"#)
     );
-    // cat echoes the one line that was applied: the refused writes
-    // delivered nothing.
-    let frames = frames_until_exit(&mut c, "u");
+    // cat echoed the one line that was applied: the refused writes
+    // delivered nothing. The whole log, replayed on a fresh connection,
+    // comes before its reply.
+    let mut t = d.connect();
+    t.call(12, "process.reattach", r#"{"id":"u","fromSeq":0}"#);
+    let frames: Vec<_> = t
+        .backlog
+        .iter()
+        .filter_map(|l| parse_frame(l))
+        .map(|(_, f)| f)
+        .collect();
+    assert_eq!(frames.last().map(|f| f.stream.as_str()), Some("exit"));
     assert_eq!(stdout_of(&frames), b"hello\n");
 }
 
