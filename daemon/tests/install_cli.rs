@@ -4,6 +4,8 @@
 //! `-install` to `remora::install::run`, these tests detect that the binary
 //! prints no `__INSTALL_RESULT__` line and skip (with a note on stderr).
 
+mod common;
+
 use sha2::{Digest, Sha256};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -129,4 +131,50 @@ fn cli_keep_defaults_to_3() {
     left.sort();
     assert_eq!(left, ["0.3", "0.4", "0.5"]);
     assert!(Path::new(&dir).exists());
+}
+
+/// The contract: `-install` always exits 0 with a facts line. A download
+/// redirected to a `file:` URL once panicked (exit 101, nothing on stdout).
+#[test]
+fn redirect_to_a_file_url_is_a_cli_error_and_exit_0() {
+    use std::io::Write;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/cli.zst", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            if common::http::read_request_head(&mut stream).is_some() {
+                let _ = stream.write_all(
+                    b"HTTP/1.1 302 Found\r\nLocation: file:///etc/passwd\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                );
+            }
+        }
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().join("cli").to_string_lossy().into_owned();
+    let out = remora(&[
+        "-install",
+        "-cli-dir",
+        &d,
+        "-cli-version",
+        "1.0",
+        "-cli-url",
+        &url,
+        "-cli-checksum",
+        "00",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let last = stdout.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("__INSTALL_RESULT__")
+            && last.contains(
+                "\"cliError\":\"download failed: Get \\\"file:///etc/passwd\\\": unsupported protocol scheme \\\"file\\\"\""
+            ),
+        "{stdout}"
+    );
 }

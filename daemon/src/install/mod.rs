@@ -168,12 +168,28 @@ pub fn install_reporting(options: &InstallOptions, limits: &Limits, progress: &(
         progress,
         fetch: None,
     };
-    match run.ensure(&result.cli_path) {
-        Ok(was_present) => result.cli_was_present = was_present,
-        Err(message) => result.cli_error = Some(message),
+    // The last line of defence for "always exits 0 with a facts line": a
+    // panic anywhere in the flow (a bug, or one in a dependency reached by
+    // hostile input) becomes a `cliError`. Temporaries are removed by
+    // their drop guards while unwinding.
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run.ensure(&result.cli_path)));
+    match outcome {
+        Ok(Ok(was_present)) => result.cli_was_present = was_present,
+        Ok(Err(message)) => result.cli_error = Some(message),
+        Err(payload) => result.cli_error = Some(format!("internal error: {}", panic_text(payload.as_ref()))),
     }
     result.fetch = run.fetch;
     result
+}
+
+/// The message of a caught panic (`&str` or `String` payloads; anything
+/// else is reported without one).
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".to_string())
 }
 
 /// One install in progress: its inputs, and what the download measured.
