@@ -152,13 +152,12 @@ fn unpack(file: File, archive_text: &str, dest: &[u8]) -> Result<u64, String> {
                 let dir = parent.as_ref().unwrap_or(&root);
                 let target_text = go_lossy(&target);
                 let mut out = create_file(dir, leaf).map_err(|e| path_error("open", &target_text, &e))?;
-                loop {
-                    let n = tar.read_data(&mut buf)?;
-                    if n == 0 {
-                        break;
-                    }
-                    out.write_all(&buf[..n])
-                        .map_err(|e| path_error("write", &target_text, &e))?;
+                if let Err(e) = copy_data(&mut tar, &mut out, &mut buf, &target_text) {
+                    // No half-written file survives a failure: the archive
+                    // was cut short, corrupt, or the disk was full.
+                    drop(out);
+                    unlink_at(dir, leaf);
+                    return Err(e);
                 }
                 count += 1;
             }
@@ -171,9 +170,39 @@ fn unpack(file: File, archive_text: &str, dest: &[u8]) -> Result<u64, String> {
             }
         }
     }
+    // Integrity of the whole stream, trailers included (see
+    // `TarReader::drain_to_end`): an archive whose gzip is cut or corrupt
+    // after the last entry fails instead of reporting success.
+    tar.drain_to_end()?;
     let marker = gopath::join(&[dest, b".synced"]);
     create_marker(&root).map_err(|e| format!("write .synced: {}", path_error("open", &go_lossy(&marker), &e)))?;
     Ok(count)
+}
+
+/// Copies the current entry's data from `tar` into `out`.
+fn copy_data<R: reader::GoRead>(
+    tar: &mut reader::TarReader<R>,
+    out: &mut File,
+    buf: &mut [u8],
+    target_text: &str,
+) -> Result<(), String> {
+    loop {
+        let n = tar.read_data(buf)?;
+        if n == 0 {
+            return Ok(());
+        }
+        out.write_all(&buf[..n])
+            .map_err(|e| path_error("write", target_text, &e))?;
+    }
+}
+
+/// Removes the file `name` in `dir`; a failure is not reported (the
+/// extraction is already failing with a better error).
+fn unlink_at(dir: &OwnedFd, name: &[u8]) {
+    if let Ok(c) = cstr(name) {
+        // SAFETY: valid dirfd and NUL-terminated name.
+        unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), 0) };
+    }
 }
 
 fn cstr(name: &[u8]) -> io::Result<CString> {

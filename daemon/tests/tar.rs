@@ -244,10 +244,8 @@ fn bad_gzip_truncation_and_corruption() {
     c.write_archive(&gz(&tarball[..10_000]));
     assert_eq!(c.extract(), failed("unexpected EOF"));
 
-    // A corrupt CRC in the trailer. As in Go, the trailer is checked when
-    // the deflate stream ends inside a read; the tar reader stops at the
-    // end-of-archive blocks, so the error only surfaces when the tar asks
-    // for more after the stream ended (here: no end-of-archive marker).
+    // A corrupt CRC in the trailer, with and without end-of-archive
+    // blocks: the stream is always read to its end, so both fail.
     let mut unterminated = raw_header(b"a", b'0', 3);
     unterminated.extend_from_slice(b"abc");
     unterminated.resize(1024, 0);
@@ -263,8 +261,8 @@ fn bad_gzip_truncation_and_corruption() {
     c.write_archive(&bad_crc);
     assert_eq!(
         c.extract(),
-        ok(r#"{"success":true,"fileCount":1}"#),
-        "Go never reads past the end marker"
+        failed("gzip: invalid checksum"),
+        "read past the end marker"
     );
     // A bad size field in the trailer is the same checksum error.
     let mut bad_size = gz(&unterminated[..1024]);
@@ -277,6 +275,52 @@ fn bad_gzip_truncation_and_corruption() {
     c.write_archive(&gz(&[b'x'; 1024]));
     assert_eq!(c.extract(), failed("archive/tar: invalid tar header"));
     assert!(!c.archive.exists());
+}
+
+/// Issue 26 item 11: a gzip whose trailer is cut short (here the 4-byte
+/// size, or all 8 bytes) once extracted as success because the tar reader
+/// stops at its end-of-archive blocks; the reference's gzip reader says
+/// `unexpected EOF` for it. Padding after the end blocks (GNU tar writes
+/// 10 KiB records) must not hide it either.
+#[test]
+fn gzip_with_a_cut_trailer_fails_as_unexpected_eof() {
+    let c = Case::new();
+    let tarball = raw_tar(&[(b"a.txt", b'0', b"hello")]);
+    let mut padded = tarball.clone();
+    padded.resize(10240, 0);
+    for (archive, cut) in [(&tarball, 4), (&tarball, 8), (&padded, 4), (&padded, 1)] {
+        let whole = gz(archive);
+        c.write_archive(&whole[..whole.len() - cut]);
+        assert_eq!(c.extract(), failed("unexpected EOF"), "cut {cut} of {}", archive.len());
+        assert!(!c.dest.join(".synced").exists(), "no marker after a failure");
+        assert!(!c.archive.exists());
+    }
+    // The same archives whole still extract.
+    c.write_archive(&gz(&padded));
+    assert_eq!(c.extract(), ok(r#"{"success":true,"fileCount":1}"#));
+    assert_eq!(c.tree(), [".synced", "a.txt"]);
+}
+
+/// Issue 26 item 11: a failure in the middle of a file's data leaves no
+/// half-written file; complete files written before it stay (as in the
+/// reference).
+#[test]
+fn an_archive_cut_inside_a_file_leaves_no_partial_file() {
+    let c = Case::new();
+    let data: Vec<u8> = (0..200_000u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    let tarball = raw_tar(&[(b"first.txt", b'0', b"complete"), (b"big.bin", b'0', &data)]);
+    // The tar cut inside big.bin's data, in a well-formed gzip.
+    c.write_archive(&gz(&tarball[..100_000]));
+    assert_eq!(c.extract(), failed("unexpected EOF"));
+    assert_eq!(c.tree(), ["first.txt"], "big.bin was cut: removed");
+    assert_eq!(fs::read(c.dest.join("first.txt")).unwrap(), b"complete");
+    // The gzip itself cut inside big.bin's data.
+    let whole = gz(&tarball);
+    c.write_archive(&whole[..whole.len() / 2]);
+    assert_eq!(c.extract(), failed("unexpected EOF"));
+    assert_eq!(c.tree(), ["first.txt"]);
 }
 
 #[test]
