@@ -113,11 +113,9 @@ fn remove(path: &[u8]) {
 }
 
 fn unpack(file: File, archive_text: &str, dest: &[u8]) -> Result<u64, String> {
-    let dest_text = go_lossy(dest);
     remove_all(dest).map_err(|e| format!("clean destDir: {e}"))?;
-    mkdir_all(dest).map_err(|e| format!("mkdir destDir: {e}"))?;
     let clean_dest = gopath::clean(dest);
-    let root = open_dir_at(None, dest).map_err(|e| format!("mkdir destDir: {}", path_error("open", &dest_text, &e)))?;
+    let root = create_dest(&clean_dest).map_err(|e| format!("mkdir destDir: {e}"))?;
     let archive_text = archive_text.to_string();
     let source_error = Box::new(move |e: &io::Error| path_error("read", &archive_text, e));
     let gz = gzip::GzipReader::new(file, source_error)?;
@@ -310,6 +308,46 @@ fn create_marker(root: &OwnedFd) -> io::Result<()> {
     // SAFETY: `fd` is a fresh descriptor we own; dropping closes it.
     drop(unsafe { OwnedFd::from_raw_fd(fd) });
     Ok(())
+}
+
+/// Creates the cleaned, absolute `dest` (just wiped) as a fresh 0700
+/// directory and returns an fd of it, verified through that fd.
+///
+/// Go's `MkdirAll` accepts a directory that already exists, so in a
+/// directory other users can write (`/tmp`) a directory planted between
+/// the wipe and the mkdir would be extracted into. Here the parents are
+/// made as `MkdirAll` does (a parent that is a symlink is followed, as in
+/// the reference), but the last level is created with an exclusive
+/// `mkdirat` on the parent's fd — a name that reappeared meanwhile is
+/// `mkdir <dest>: file exists` — then opened `O_NOFOLLOW|O_DIRECTORY` and
+/// `fstat`ed: it must be a directory owned by the daemon's effective uid,
+/// else `<dest>: not a directory this daemon created (owner uid <n>)`.
+fn create_dest(dest: &[u8]) -> Result<OwnedFd, String> {
+    let text = go_lossy(dest);
+    let (parent, base) = split_path(dest);
+    mkdir_all(&parent)?;
+    let parent_fd = open_parent(&parent).map_err(|e| path_error("open", &go_lossy(&parent), &e))?;
+    let c = cstr(&base).map_err(|e| path_error("mkdir", &text, &e))?;
+    // SAFETY: valid dirfd and NUL-terminated name.
+    if unsafe { libc::mkdirat(parent_fd.as_raw_fd(), c.as_ptr(), 0o700) } != 0 {
+        return Err(path_error("mkdir", &text, &last_err()));
+    }
+    let fd = open_dir_at(Some(&parent_fd), &base).map_err(|e| path_error("open", &text, &e))?;
+    // SAFETY: an all-zero `stat` is a valid value to be overwritten.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: valid fd and a properly sized out-parameter.
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
+        return Err(path_error("stat", &text, &last_err()));
+    }
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if st.st_mode & libc::S_IFMT != libc::S_IFDIR || st.st_uid != me {
+        return Err(format!(
+            "{text}: not a directory this daemon created (owner uid {})",
+            st.st_uid
+        ));
+    }
+    Ok(fd)
 }
 
 /// Go's `os.MkdirAll(path, 0700)`, with its error texts.

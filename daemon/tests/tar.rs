@@ -562,3 +562,75 @@ fn fuzz_regression_distance_too_far_back_is_corrupt_input() {
     assert!(!c.archive.exists(), "consumed once opened");
     assert!(!c.dest.join(".synced").exists(), "no marker on failure");
 }
+
+/// Issue 26 item 3: another user races the wipe of destDir by renaming a
+/// directory of their own into its place (`RENAME_NOREPLACE`, so only
+/// into the gap between the wipe and the daemon's mkdir). The extraction
+/// must never succeed into that directory: it either creates its own or
+/// fails `mkdir destDir: mkdir <dest>: file exists`. Needs root to make a
+/// directory owned by another uid (65534, "nobody").
+#[test]
+fn a_dest_dir_planted_by_another_user_is_never_extracted_into() {
+    use std::os::unix::fs::MetadataExt;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+    if !is_root() {
+        eprintln!("skipping: needs root to create another user's directory");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let shared = tmp.path().join("shared");
+    fs::create_dir(&shared).unwrap();
+    fs::set_permissions(&shared, fs::Permissions::from_mode(0o1777)).unwrap();
+    let dest = shared.join("dest");
+    let planted = shared.join("planted");
+    let stop = Arc::new(AtomicBool::new(false));
+    let wins = Arc::new(AtomicU64::new(0));
+    let racer = {
+        let (stop, wins, dest, planted) = (stop.clone(), wins.clone(), dest.clone(), planted.clone());
+        std::thread::spawn(move || {
+            let from = std::ffi::CString::new(planted.as_os_str().as_encoded_bytes()).unwrap();
+            let to = std::ffi::CString::new(dest.as_os_str().as_encoded_bytes()).unwrap();
+            while !stop.load(Ordering::Relaxed) {
+                if !planted.exists() {
+                    fs::create_dir(&planted).unwrap();
+                    std::os::unix::fs::chown(&planted, Some(65534), Some(65534)).unwrap();
+                }
+                // SAFETY: valid NUL-terminated paths.
+                let r = unsafe {
+                    libc::renameat2(
+                        libc::AT_FDCWD,
+                        from.as_ptr(),
+                        libc::AT_FDCWD,
+                        to.as_ptr(),
+                        libc::RENAME_NOREPLACE,
+                    )
+                };
+                if r == 0 {
+                    wins.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        })
+    };
+    let archive = tmp.path().join("a.tar.gz");
+    let bytes = gz(&raw_tar(&[(b"run.sh", b'0', b"echo mine\n")]));
+    let mut refused = 0;
+    for _ in 0..500 {
+        fs::write(&archive, &bytes).unwrap();
+        let r = remora::tarx::extract(&archive, &dest);
+        if r.success {
+            let meta = fs::symlink_metadata(&dest).unwrap();
+            assert_eq!(meta.uid(), 0, "extracted into another user's directory");
+            assert_eq!(fs::read(dest.join("run.sh")).unwrap(), b"echo mine\n");
+        } else {
+            assert_eq!(r.error, format!("mkdir destDir: mkdir {}: file exists", p(&dest)));
+            refused += 1;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    racer.join().unwrap();
+    eprintln!(
+        "racer planted {} times; {refused} extractions refused",
+        wins.load(Ordering::Relaxed)
+    );
+}
