@@ -7,11 +7,13 @@
 //! Order of operations (mirrors the Go daemon, see `docs/PROTOCOL.md`):
 //! 1. `destDir` must be absolute and not `/` after cleaning — otherwise the
 //!    `{success:false,error}` body, and the archive is untouched;
-//! 2. the archive is opened (failure: `open <p>: …`, nothing else changes);
+//! 2. the archive is opened non-blocking and must not be a FIFO, socket or
+//!    device (failure: `open <p>: …`, nothing else changes);
 //!    from here on it is removed when extraction ends, whatever the outcome
 //!    (removal failures are ignored, as Go ignores its deferred `os.Remove`);
 //! 3. `destDir` is removed (a port of Go's `os.RemoveAll`, for its error
-//!    texts) and recreated 0700 (a port of `os.MkdirAll`);
+//!    texts) and recreated 0700: parents as Go's `os.MkdirAll`, the last
+//!    level by an exclusive `mkdirat`, verified through its fd;
 //! 4. entries are extracted: the target is `filepath.Join(destDir, name)`,
 //!    which must be `destDir` or lie under it (so an absolute name lands
 //!    inside, and a `../` that comes back inside is fine); only regular
@@ -84,9 +86,9 @@ pub fn extract(archive: &Path, dest: &Path) -> ExtractResult {
         };
     }
     let archive_text = go_lossy(archive.as_os_str().as_bytes());
-    let file = match File::open(archive) {
+    let file = match open_archive(archive) {
         Ok(f) => f,
-        Err(e) => return ExtractResult::failed(path_error("open", &archive_text, &e)),
+        Err(e) => return ExtractResult::failed(e.text(&archive_text)),
     };
     let result = match unpack(file, &archive_text, dest_b) {
         Ok(count) => ExtractResult {
@@ -98,6 +100,41 @@ pub fn extract(archive: &Path, dest: &Path) -> ExtractResult {
     };
     remove(archive.as_os_str().as_bytes());
     result
+}
+
+/// Why the archive could not be used; nothing was consumed.
+enum OpenError {
+    Os(io::Error),
+    /// A FIFO, socket or device: never read (a FIFO would block a pool
+    /// thread until some writer came) and never removed.
+    NotRegular,
+}
+
+impl OpenError {
+    fn text(&self, archive_text: &str) -> String {
+        match self {
+            OpenError::Os(e) => path_error("open", archive_text, e),
+            OpenError::NotRegular => format!("open {archive_text}: not a regular file"),
+        }
+    }
+}
+
+/// Opens the archive without blocking on its kind (`O_NONBLOCK`, so a
+/// FIFO without a writer opens at once), then checks that kind on the
+/// descriptor: a regular file (or a directory, which fails later as in
+/// Go) is used; anything else is refused before a byte is read.
+fn open_archive(archive: &Path) -> Result<File, OpenError> {
+    use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(archive)
+        .map_err(OpenError::Os)?;
+    let kind = file.metadata().map_err(OpenError::Os)?.file_type();
+    if kind.is_fifo() || kind.is_socket() || kind.is_char_device() || kind.is_block_device() {
+        return Err(OpenError::NotRegular);
+    }
+    Ok(file)
 }
 
 /// Go's `os.Remove`: unlink, else rmdir; the outcome is not reported.

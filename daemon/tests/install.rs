@@ -268,6 +268,31 @@ fn zst_corrupt_reports_decompressing_or_mismatch() {
     assert!(hidden(&dir).is_empty());
 }
 
+/// Issue 26 item 7 (audit): a FIFO as `-cli-zst` once blocked `-install`
+/// forever in open(2). It is refused at once and left in place.
+#[test]
+fn zst_fifo_is_refused_without_blocking() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cli");
+    let fifo = tmp.path().join("up.zst");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let mut o = opts(&dir, "1.0");
+    o.cli_zst = fifo.to_string_lossy().into_owned();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(run(&o));
+    });
+    let r = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("-install blocked on a FIFO");
+    assert_eq!(
+        r.cli_error,
+        Some(format!("opening input: open {}: not a regular file", fifo.display()))
+    );
+    assert!(fifo.exists());
+}
+
 #[test]
 fn zst_missing_reports_opening_input() {
     let tmp = tempfile::tempdir().unwrap();

@@ -241,8 +241,7 @@ impl Run<'_> {
 
         match source {
             Source::Zst(zst) => {
-                let mut input =
-                    File::open(zst).map_err(|e| format!("opening input: {}", path_error("open", zst, &e)))?;
+                let mut input = open_upload(zst)?;
                 create_dir(&options.cli_dir)?;
                 // Opt-in verification (the D1 divergence): only a supplied
                 // checksum is checked. Hashing and decompressing go through the
@@ -292,6 +291,23 @@ impl Run<'_> {
         prune::prune(dir, version, options.cli_keep);
         Ok(false)
     }
+}
+
+/// Opens the `-cli-zst` upload without blocking on its kind: a FIFO
+/// (which would wait forever for a writer) or a device is refused as
+/// `opening input: open <p>: not a regular file`, and is never consumed.
+fn open_upload(zst: &str) -> Result<File, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let fail = |e: &io::Error| format!("opening input: {}", path_error("open", zst, e));
+    let input = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(zst)
+        .map_err(|e| fail(&e))?;
+    if !input.metadata().map_err(|e| fail(&e))?.is_file() {
+        return Err(format!("opening input: open {zst}: not a regular file"));
+    }
+    Ok(input)
 }
 
 /// Rejects a version that would not name a plain file directly inside
