@@ -347,11 +347,7 @@ fn sweep_stale(base: &Path) {
             continue;
         }
         let path = entry.path();
-        let record = path.join(OWNER_FILE);
-        if std::fs::read_to_string(&record).ok().as_deref() != Some(here.as_str()) {
-            continue;
-        }
-        let Ok(file) = std::fs::File::open(&record) else {
+        let Some(file) = open_owner_record(&path.join(OWNER_FILE), &here) else {
             continue;
         };
         // SAFETY: flock on a descriptor this loop owns; closing it drops
@@ -364,4 +360,25 @@ fn sweep_stale(base: &Path) {
             Err(e) => crate::log_warn!("[replay] cannot remove stale {}: {}", path.display(), e),
         }
     }
+}
+
+/// Opens a daemon directory's owner record for the sweep, if it is a
+/// regular file (not a symlink, FIFO or device: `O_NOFOLLOW|O_NONBLOCK`,
+/// then the kind on the descriptor, so a planted `node` can neither block
+/// start-up nor redirect the lock) naming `here`. The same descriptor is
+/// then locked, so what was read is what is judged.
+fn open_owner_record(record: &Path, here: &str) -> Option<std::fs::File> {
+    use std::io::Read;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(record)
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    // A host name is at most 255 bytes; read one more to tell.
+    let mut name = Vec::new();
+    (&file).take(256).read_to_end(&mut name).ok()?;
+    (name == here.as_bytes()).then_some(file)
 }
