@@ -18,7 +18,7 @@
 //! RPC socket and spawns never run short because of it.
 
 use crate::metrics::Metrics;
-use crate::server::Daemon;
+use crate::state::Daemon;
 use std::fmt::Write as _;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::Ordering;

@@ -28,7 +28,6 @@
 //! the replay store's disk work.
 
 use super::Outcome;
-use crate::dispatch::Call;
 use crate::filemode;
 use crate::goerr::path_error;
 use crate::gojson::go_lossy;
@@ -91,7 +90,7 @@ static FILES_JOBS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(FI
 /// (reference builds 89cb6289 and 5fd08069).
 pub const READ_DEFAULT_CAP: u64 = 262_144;
 
-pub async fn handle(method: &str, params: PathParams, _call: &Call<'_>) -> Outcome {
+pub async fn handle(method: &str, params: PathParams) -> Outcome {
     // Never closed, so acquiring only fails if that changes; answer
     // rather than run unbounded.
     let Ok(_permit) = FILES_JOBS.acquire().await else {
