@@ -30,7 +30,7 @@ pub enum Framed<'a> {
 }
 
 /// Buffered bytes of one connection, split into lines.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct LineBuffer {
     buf: Vec<u8>,
     /// Start of the unconsumed region.
@@ -39,11 +39,37 @@ pub struct LineBuffer {
     end: usize,
     /// Bytes in `start..scanned` are known to contain no `\n`.
     scanned: usize,
+    /// The line cap: always [`MAX_LINE`] in the daemon. The fuzzing build
+    /// can lower it ([`LineBuffer::with_cap`]) so that the cap's boundary
+    /// is reached with inputs of kilobytes instead of a megabyte.
+    cap: usize,
+}
+
+impl Default for LineBuffer {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl LineBuffer {
     pub fn new() -> Self {
-        Self::default()
+        LineBuffer {
+            buf: Vec::new(),
+            start: 0,
+            end: 0,
+            scanned: 0,
+            cap: MAX_LINE,
+        }
+    }
+
+    /// A buffer whose lines are capped at `cap` bytes (at least 1) instead
+    /// of [`MAX_LINE`]; same rules otherwise. Tests and fuzzing only.
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub fn with_cap(cap: usize) -> Self {
+        LineBuffer {
+            cap: cap.max(1),
+            ..Self::new()
+        }
     }
 
     /// Bytes received but not yet returned as a line.
@@ -63,7 +89,7 @@ impl LineBuffer {
             return Some(Framed::Line(drop_cr(&self.buf[line_start..newline])));
         }
         self.scanned = self.end;
-        if self.pending() >= MAX_LINE {
+        if self.pending() >= self.cap {
             return Some(Framed::TooLong);
         }
         None
@@ -81,7 +107,7 @@ impl LineBuffer {
     }
 
     /// A writable region for the next read. Never lets the pending bytes
-    /// exceed [`MAX_LINE`]; callers must drain `next_line` first.
+    /// exceed the cap ([`MAX_LINE`]); callers must drain `next_line` first.
     pub fn spare(&mut self) -> &mut [u8] {
         if self.start == self.end {
             self.start = 0;
@@ -98,10 +124,10 @@ impl LineBuffer {
             self.start = 0;
         }
         if self.end == self.buf.len() {
-            let grown = (self.buf.len() * 2).clamp(INITIAL_CAPACITY, MAX_LINE);
+            let grown = (self.buf.len() * 2).clamp(INITIAL_CAPACITY.min(self.cap), self.cap);
             self.buf.resize(grown, 0);
         }
-        let room = (MAX_LINE - self.pending()).min(self.buf.len() - self.end);
+        let room = (self.cap - self.pending()).min(self.buf.len() - self.end);
         &mut self.buf[self.end..self.end + room]
     }
 
@@ -250,6 +276,18 @@ mod tests {
             assert!(fed <= MAX_LINE);
         }
         assert_eq!(fed, MAX_LINE);
+    }
+
+    #[test]
+    fn a_lowered_cap_behaves_like_the_real_one() {
+        let mut b = LineBuffer::with_cap(8);
+        // Never more than the cap pending: the read stops at 8 bytes.
+        assert_eq!(b.feed(b"1234567\n12345678"), 8);
+        assert_eq!(b.next_line(), Some(Framed::Line(b"1234567")));
+        assert_eq!(b.next_line(), None);
+        assert_eq!(b.feed(b"12345678"), 8);
+        assert_eq!(b.next_line(), Some(Framed::TooLong));
+        assert!(b.capacity() <= 8);
     }
 
     #[test]
