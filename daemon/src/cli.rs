@@ -243,6 +243,7 @@ fn serve_child(flags: &Flags) -> i32 {
     };
     let socket = socket_path(flags);
     let timers = crate::orphan::Timers::from_env();
+    let auth_grace = crate::admission::grace_from_env();
     let instance = crate::instance::Instance::new();
     // Before binding: a live predecessor of this socket is evicted first.
     let run_lock = crate::runlock::claim(&socket, &instance);
@@ -266,6 +267,7 @@ fn serve_child(flags: &Flags) -> i32 {
             socket_path: socket,
             keep_children: flags.keep_children,
             replay: replay_config(flags),
+            auth_grace,
         },
         instance,
     );
@@ -417,14 +419,9 @@ fn replay_config(flags: &Flags) -> crate::replay::store::StoreConfig {
 /// 172 KiB (eight: 684 KiB). Bounded memory is the contract here; a
 /// remote's handful of clients never pipelines 100k requests a second.
 fn limit_malloc_arenas() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: called before the runtime spawns any thread; mallopt only
-    // changes a malloc tunable.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, MALLOC_ARENAS);
-    }
+    // Before the runtime spawns any thread (see `crate::os`).
+    crate::os::limit_malloc_arenas(MALLOC_ARENAS);
 }
 
 /// glibc malloc arenas (see [`limit_malloc_arenas`]).
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
 const MALLOC_ARENAS: libc::c_int = 1;

@@ -8,11 +8,13 @@
 //! the files/git/process namespaces; `server.*` ignores params entirely.
 
 use crate::gojson::Value;
+use crate::logging::Quota;
+use crate::method::{Method, ServerMethod};
 use crate::methods::{self, Outcome};
 use crate::metrics;
 use crate::params::{GitParams, PathParams, ProcessParams};
 use crate::replay::log::ReplayLog;
-use crate::rpc::{self, Checked, Namespace, Request, RpcError};
+use crate::rpc::{self, Checked, Request, RpcError};
 use crate::state::Daemon;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -44,16 +46,16 @@ pub const INSTANT_LINE_MAX: usize = 4096;
 
 /// Handles one non-blank request line in its own task; returns what to
 /// send, if anything.
-pub async fn handle_line(line: Vec<u8>, daemon: &Daemon) -> Option<Reply> {
+pub async fn handle_line(line: Vec<u8>, daemon: &Daemon, warnings: &Quota) -> Option<Reply> {
     let checked = check_line(&line, daemon)?;
     drop(line);
-    handle_checked(checked, daemon).await
+    handle_checked(checked, daemon, warnings).await
 }
 
 /// Answers an instant request on the connection's reader. A panic loses
 /// this reply, never the connection.
-pub async fn handle_instant(checked: Checked, daemon: &Daemon) -> Option<Reply> {
-    match CatchUnwind(handle_checked(checked, daemon)).await {
+pub async fn handle_instant(checked: Checked, daemon: &Daemon, warnings: &Quota) -> Option<Reply> {
+    match CatchUnwind(handle_checked(checked, daemon, warnings)).await {
         Ok(reply) => reply,
         Err(()) => {
             crate::log_error!("[Server] instant request panicked");
@@ -85,14 +87,18 @@ pub fn is_instant(checked: &Checked) -> bool {
     match checked {
         Checked::Rejected { .. } => true,
         Checked::Valid(request) => {
-            matches!(request.method, "server.ping" | "server.version" | "server.capabilities")
+            matches!(
+                request.method,
+                Method::Server(ServerMethod::Ping | ServerMethod::Version | ServerMethod::Capabilities)
+            )
         }
     }
 }
 
 /// Runs a request [`rpc::check`] has validated (or answers its rejection);
-/// returns what to send, if anything.
-pub async fn handle_checked(checked: Checked, daemon: &Daemon) -> Option<Reply> {
+/// returns what to send, if anything. Unauthorized requests are logged
+/// within the connection's `warnings` quota.
+pub async fn handle_checked(checked: Checked, daemon: &Daemon, warnings: &Quota) -> Option<Reply> {
     let request = match checked {
         Checked::Valid(request) => request,
         Checked::Rejected {
@@ -100,7 +106,7 @@ pub async fn handle_checked(checked: Checked, daemon: &Daemon) -> Option<Reply> 
             error,
             unauthorized,
         } => {
-            if let Some(method) = unauthorized {
+            if let Some(method) = unauthorized.filter(|_| warnings.allow()) {
                 crate::log_warn!(
                     "[Server] Unauthorized request: method={}, id={}",
                     crate::logging::Untrusted(&method),
@@ -155,18 +161,17 @@ pub async fn handle_checked(checked: Checked, daemon: &Daemon) -> Option<Reply> 
 /// a `server.ping` too — would carry the biggest handler's state (this
 /// cost 40% of pipelined ping throughput and tripled peak memory).
 async fn dispatch(request: &Request, daemon: &Daemon) -> Outcome {
-    let method = request.method;
-    match request.namespace {
-        Namespace::Server => methods::server::handle(method, &daemon.instance, &daemon.shutdown).await,
-        Namespace::Files => match bind_params(&request.params, PathParams::from_go_value) {
+    match request.method {
+        Method::Server(method) => methods::server::handle(method, &daemon.instance, &daemon.shutdown).await,
+        Method::Files(method) => match bind_params(&request.params, PathParams::from_go_value) {
             Ok(params) => Box::pin(methods::files::handle(method, params)).await,
             Err(outcome) => outcome,
         },
-        Namespace::Git => match bind_params(&request.params, GitParams::from_go_value) {
+        Method::Git(method) => match bind_params(&request.params, GitParams::from_go_value) {
             Ok(params) => Box::pin(methods::git::handle(method, params)).await,
             Err(outcome) => outcome,
         },
-        Namespace::Process => match bind_params(&request.params, ProcessParams::from_go_value) {
+        Method::Process(method) => match bind_params(&request.params, ProcessParams::from_go_value) {
             Ok(params) => {
                 Box::pin(methods::process::handle(
                     method,

@@ -2,6 +2,7 @@
 //! serves lives in [`crate::state`]; lifecycle concerns (flags,
 //! daemonizing, signals) live in [`crate::cli`]; this module only serves.
 
+use crate::admission::Admitted;
 use crate::state::Daemon;
 use std::io;
 use std::os::unix::fs::FileTypeExt;
@@ -53,6 +54,7 @@ pub fn bind_socket(path: &Path) -> Result<StdUnixListener, BindError> {
     // SAFETY: umask only swaps the process file-creation mask.
     let previous = unsafe { libc::umask(0o177) };
     let bound = StdUnixListener::bind(path);
+    // SAFETY: as above; this restores the mask saved before the bind.
     unsafe { libc::umask(previous) };
     let listener = bound.map_err(fail)?;
     listener.set_nonblocking(true).map_err(fail)?;
@@ -64,12 +66,26 @@ pub fn bind_socket(path: &Path) -> Result<StdUnixListener, BindError> {
 pub async fn accept_loop(listener: StdUnixListener, daemon: Arc<Daemon>) -> io::Result<()> {
     let listener = tokio::net::UnixListener::from_std(listener)?;
     let mut shutdown = daemon.shutdown.subscribe();
+    let refusals = crate::logging::Quota::new(5);
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    tokio::spawn(crate::connection::serve(stream, daemon.clone()));
-                }
+                Ok((stream, _)) => match daemon.admission.admit().await {
+                    Admitted::Yes(ticket) => {
+                        tokio::spawn(crate::connection::serve(stream, daemon.clone(), ticket));
+                    }
+                    // Every place is held by an authenticated client: close
+                    // this one at once rather than run out of descriptors.
+                    Admitted::Full => {
+                        if refusals.allow() {
+                            crate::log_warn!(
+                                "[Server] refusing a connection: {} authenticated connections are open (the limit)",
+                                daemon.admission.cap()
+                            );
+                        }
+                        drop(stream);
+                    }
+                },
                 Err(e) => {
                     crate::log_error!("[Server] accept failed: {e}");
                     // Out of descriptors and the like: back off briefly

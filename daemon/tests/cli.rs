@@ -2,6 +2,8 @@
 //! usage, mode selection, `-version`, and every start-up error of `-serve`,
 //! `-bridge` and `-stop`, byte-exact with exit codes.
 
+#![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
+
 mod common;
 
 use assert_cmd::Command;
@@ -320,6 +322,7 @@ fn token_file_removes_only_the_regular_file_it_read() {
     // and the FIFO stays.
     let fifo = dir.path().join("fifo");
     let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     let writer = {
         let fifo = fifo.clone();
@@ -364,13 +367,13 @@ fn token_file_removes_only_the_regular_file_it_read() {
     assert!(!regular.exists());
 
     // As root: a character device with /dev/null's numbers survives.
+    // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } == 0 {
         let node = dir.path().join("null");
         let c = std::ffi::CString::new(node.to_str().unwrap()).unwrap();
-        assert_eq!(
-            unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o600, libc::makedev(1, 3)) },
-            0
-        );
+        // SAFETY: a valid NUL-terminated path.
+        let made = unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o600, libc::makedev(1, 3)) };
+        assert_eq!(made, 0);
         let n = node.to_str().unwrap();
         let (code, _, stderr) = run(&["-serve", "-socket", socket, "-token-file", n], &[]);
         assert_eq!(

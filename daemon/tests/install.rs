@@ -3,6 +3,8 @@
 //! files and mtimes, and a real process killed mid-download. The same
 //! behaviour through the `remora -install` flags is in `install_cli.rs`.
 
+#![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
+
 mod common;
 
 use common::http::read_request_head;
@@ -276,6 +278,7 @@ fn zst_fifo_is_refused_without_blocking() {
     let dir = tmp.path().join("cli");
     let fifo = tmp.path().join("up.zst");
     let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     let mut o = opts(&dir, "1.0");
     o.cli_zst = fifo.to_string_lossy().into_owned();

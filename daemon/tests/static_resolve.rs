@@ -16,6 +16,8 @@
 //! target) the same situation is a failure: a release must not ship with
 //! this check quietly skipped.
 
+#![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
+
 mod common;
 
 use common::http::read_request_head;

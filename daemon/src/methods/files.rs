@@ -32,6 +32,7 @@ use crate::filemode;
 use crate::goerr::path_error;
 use crate::gojson::go_lossy;
 use crate::gopath;
+use crate::method::FilesMethod;
 use crate::params::PathParams;
 use serde::Serialize;
 use std::ffi::OsStr;
@@ -90,20 +91,18 @@ static FILES_JOBS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(FI
 /// (reference builds 89cb6289 and 5fd08069).
 pub const READ_DEFAULT_CAP: u64 = 262_144;
 
-pub async fn handle(method: &str, params: PathParams) -> Outcome {
+pub async fn handle(method: FilesMethod, params: PathParams) -> Outcome {
     // Never closed, so acquiring only fails if that changes; answer
     // rather than run unbounded.
     let Ok(_permit) = FILES_JOBS.acquire().await else {
         return Outcome::internal(format!("internal error in {method}"));
     };
-    let name = method.to_string();
-    let work = move || match name.as_str() {
-        "files.stat" => stat(&params.path),
-        "files.list" => list(&params.path),
-        "files.read" => read(&params.path, params.max_bytes),
-        "files.validate" => validate(&params.path),
-        "files.extract_tar" => extract_tar(&params.archive_path, &params.dest_dir),
-        other => Outcome::internal(format!("Unknown method: {other}")),
+    let work = move || match method {
+        FilesMethod::Stat => stat(&params.path),
+        FilesMethod::List => list(&params.path),
+        FilesMethod::Read => read(&params.path, params.max_bytes),
+        FilesMethod::Validate => validate(&params.path),
+        FilesMethod::ExtractTar => extract_tar(&params.archive_path, &params.dest_dir),
     };
     match tokio::task::spawn_blocking(work).await {
         Ok(outcome) => outcome,
