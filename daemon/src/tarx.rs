@@ -8,7 +8,8 @@
 //! 1. `destDir` must be absolute and not `/` after cleaning — otherwise the
 //!    `{success:false,error}` body, and the archive is untouched;
 //! 2. the archive is opened non-blocking and must not be a FIFO, socket or
-//!    device (failure: `open <p>: …`, nothing else changes);
+//!    device (failure: `open archive: open <p>: …`, as at reference build
+//!    5db5e4a; nothing else changes);
 //!    from here on it is removed when extraction ends, whatever the outcome
 //!    (removal failures are ignored, as Go ignores its deferred `os.Remove`);
 //! 3. `destDir` is removed (a port of Go's `os.RemoveAll`, for its error
@@ -113,8 +114,8 @@ enum OpenError {
 impl OpenError {
     fn text(&self, archive_text: &str) -> String {
         match self {
-            OpenError::Os(e) => path_error("open", archive_text, e),
-            OpenError::NotRegular => format!("open {archive_text}: not a regular file"),
+            OpenError::Os(e) => format!("open archive: {}", path_error("open", archive_text, e)),
+            OpenError::NotRegular => format!("open archive: open {archive_text}: not a regular file"),
         }
     }
 }
