@@ -30,8 +30,9 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 const TOKEN: &str = "install-remote-test-token";
-/// How the README starts the daemon on a remote: a private directory for
-/// the socket, the token on stdin, the log kept with `2>>`.
+/// The README's remote commands, verbatim (checked below). Serving: a
+/// private directory for the socket, the token on stdin, the log kept
+/// with `2>>`.
 const SERVE: &str = "mkdir -p -m 700 ~/.remora && ~/.local/bin/remora -serve -socket ~/.remora/rpc.sock -token-fd 0 2>>~/.remora/daemon.log";
 const BRIDGE: &str = "~/.local/bin/remora -bridge -socket ~/.remora/rpc.sock";
 const STOP: &str = "read -r t && CLAUDE_RPC_TOKEN=$t ~/.local/bin/remora -stop -socket ~/.remora/rpc.sock";
@@ -357,6 +358,14 @@ fn bridge_send(stdin: &mut ChildStdin, line: &str) {
     eprintln!("> {line}");
     stdin.write_all(format!("{line}\n").as_bytes()).unwrap();
     stdin.flush().unwrap();
+}
+
+#[test]
+fn the_readme_shows_the_remote_commands_this_test_runs() {
+    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
+    for command in [SERVE, BRIDGE, STOP] {
+        assert!(readme.contains(&format!("'{command}'")), "README.md lacks '{command}'");
+    }
 }
 
 #[test]
