@@ -12,7 +12,8 @@
 
 use crate::daemonize::{self, Readiness};
 use crate::flags::{self, Flags, ParseError};
-use crate::server::{self, Daemon, Options};
+use crate::server;
+use crate::state::{Daemon, Options};
 use std::ffi::OsString;
 use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;
@@ -377,8 +378,8 @@ impl Signals {
 /// `-replay-dir` / `-replay-budget-mb` as the replay store's settings. A
 /// negative budget counts as 0 (keep nothing on disk beyond one segment
 /// per log).
-fn replay_config(flags: &Flags) -> crate::process::store::StoreConfig {
-    crate::process::store::StoreConfig {
+fn replay_config(flags: &Flags) -> crate::replay::store::StoreConfig {
+    crate::replay::store::StoreConfig {
         dir: (!flags.replay_dir.is_empty()).then(|| std::path::PathBuf::from(&flags.replay_dir)),
         budget_bytes: u64::try_from(flags.replay_budget_mb)
             .unwrap_or(0)

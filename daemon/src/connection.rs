@@ -4,8 +4,8 @@
 //! Every byte a client receives goes through the writer task, so replies
 //! and stream frames never interleave mid-line. Replies arrive over a
 //! bounded channel; stream frames are pulled by the writer from the replay
-//! logs it follows (see [`crate::process::log`]), so a slow client only ever
-//! slows its own writer.
+//! logs it follows, one [`Cursor::fill`] per log and pass (see
+//! [`crate::replay`]), so a slow client only ever slows its own writer.
 //!
 //! Each request runs on its own task, so a slow request never delays a
 //! fast one, except instant ones (rejections, `server.ping`, `version`,
@@ -14,11 +14,10 @@
 //! replies; then the connection closes and its subscriptions end (the
 //! processes keep running and can be reattached).
 
-use crate::dispatch;
+use crate::dispatch::{self, Reply};
 use crate::frame::{LineReader, ReadEvent};
-use crate::process::log::{Frame, Pull, ReplayLog, DISK_BATCH};
-use crate::process::segments::ReadHint;
-use crate::server::Daemon;
+use crate::replay::cursor::Cursor;
+use crate::state::Daemon;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
@@ -40,45 +39,6 @@ const FRAME_BUDGET: usize = 256 * 1024;
 
 static NEXT_CONN_ID: AtomicU64 = AtomicU64::new(1);
 
-/// What handlers hand to the writer.
-pub enum Outgoing {
-    /// One complete NDJSON line, newline included.
-    Line(Vec<u8>),
-    /// Follow `log` from seq `after + 1`. If `reply` is set, it is written
-    /// right after the frame with seq `reply.0` (used by reattach, whose
-    /// reply follows the replayed frames).
-    Follow {
-        log: Arc<ReplayLog>,
-        after: u64,
-        reply: Option<(u64, Vec<u8>)>,
-    },
-}
-
-/// A handler's way to talk to its connection.
-#[derive(Clone)]
-pub struct ConnHandle {
-    id: u64,
-    tx: mpsc::Sender<Outgoing>,
-}
-
-impl ConnHandle {
-    pub fn id(&self) -> u64 {
-        self.id
-    }
-
-    /// Queues one line for the writer. Silently dropped if the connection
-    /// is gone: there is nobody left to tell.
-    pub async fn send_line(&self, line: Vec<u8>) {
-        let _ = self.tx.send(Outgoing::Line(line)).await;
-    }
-
-    /// Starts (or restarts) following `log` after seq `after`, optionally
-    /// writing `reply` once frames up to `reply.0` are out.
-    pub async fn follow(&self, log: Arc<ReplayLog>, after: u64, reply: Option<(u64, Vec<u8>)>) {
-        let _ = self.tx.send(Outgoing::Follow { log, after, reply }).await;
-    }
-}
-
 /// Serves one accepted connection until it closes or the daemon stops.
 pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>) {
     let conn_id = NEXT_CONN_ID.fetch_add(1, Ordering::Relaxed);
@@ -89,7 +49,6 @@ pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>) {
     let (tx, rx) = mpsc::channel(REPLY_QUEUE);
     let mut shutdown = daemon.shutdown.subscribe();
     let writer = tokio::spawn(write_loop(write_half, rx, conn_id, daemon.shutdown.subscribe()));
-    let conn = ConnHandle { id: conn_id, tx };
     let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let in_flight_bytes = Arc::new(Semaphore::new(MAX_IN_FLIGHT_BYTES));
     let mut reader = LineReader::new(read_half);
@@ -112,7 +71,9 @@ pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>) {
                         continue;
                     };
                     if dispatch::is_instant(&checked) {
-                        dispatch::handle_instant(checked, &conn, &daemon).await;
+                        if let Some(reply) = dispatch::handle_instant(checked, &daemon).await {
+                            send(&tx, reply).await;
+                        }
                         continue;
                     }
                     Pending::Checked(checked)
@@ -127,12 +88,15 @@ pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>) {
                 let Ok(bytes_permit) = in_flight_bytes.clone().acquire_many_owned(cost).await else {
                     break;
                 };
-                let conn = conn.clone();
+                let tx = tx.clone();
                 let daemon = daemon.clone();
                 tokio::spawn(async move {
-                    match pending {
-                        Pending::Checked(checked) => dispatch::handle_checked(checked, &conn, &daemon).await,
-                        Pending::Line => dispatch::handle_line(line, &conn, &daemon).await,
+                    let reply = match pending {
+                        Pending::Checked(checked) => dispatch::handle_checked(checked, &daemon).await,
+                        Pending::Line => dispatch::handle_line(line, &daemon).await,
+                    };
+                    if let Some(reply) = reply {
+                        send(&tx, reply).await;
                     }
                     drop(bytes_permit);
                     drop(permit);
@@ -146,12 +110,18 @@ pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>) {
             ReadEvent::Eof => break,
         }
     }
-    drop(conn);
+    drop(tx);
     if abort_writer {
         writer.abort();
     }
     let _ = writer.await;
     crate::log_info!("[Server] Connection closed");
+}
+
+/// Queues `reply` for the writer. Silently dropped if the writer is gone
+/// (write error, shutdown): there is nobody left to tell.
+async fn send(tx: &mpsc::Sender<Reply>, reply: Reply) {
+    let _ = tx.send(reply).await;
 }
 
 /// A request line on its way to its task: short lines were already
@@ -178,51 +148,24 @@ impl Drop for OpenClient {
     }
 }
 
-/// A followed log and how far this connection has written it.
-struct Cursor {
-    log: Arc<ReplayLog>,
-    after: u64,
+/// A log this connection follows, and the reply that waits for its frames.
+struct Followed {
+    cursor: Cursor,
+    /// Written once frames up to seq `.0` are out (reattach's reply
+    /// follows the replayed frames; spawn's precedes frame 1).
     reply: Option<(u64, Vec<u8>)>,
-    /// Frames `after+1 ..` already read from disk, not yet written.
-    prefetched: std::collections::VecDeque<Frame>,
-    /// Where the last disk read stopped.
-    hint: Option<ReadHint>,
-    /// The next disk batch, read while this one is written: frames from
-    /// `after + prefetched.len() + 1` on.
-    read_ahead: Option<DiskRead>,
-}
-
-type DiskRead = tokio::task::JoinHandle<(Vec<Frame>, Option<ReadHint>)>;
-
-/// Reads one batch of `log` from disk on a blocking thread.
-fn read_disk(log: &Arc<ReplayLog>, after: u64, upto: u64, hint: Option<ReadHint>) -> DiskRead {
-    let log = log.clone();
-    tokio::task::spawn_blocking(move || log.read_disk(after, upto, DISK_BATCH, hint))
-}
-
-impl Cursor {
-    fn new(log: Arc<ReplayLog>, after: u64, reply: Option<(u64, Vec<u8>)>) -> Cursor {
-        Cursor {
-            log,
-            after,
-            reply,
-            prefetched: std::collections::VecDeque::new(),
-            hint: None,
-            read_ahead: None,
-        }
-    }
 }
 
 /// The connection's only writer. Ends when every sender is gone (reader
 /// finished and all handlers replied), on a write error, or on shutdown.
 async fn write_loop(
     mut sink: OwnedWriteHalf,
-    mut rx: mpsc::Receiver<Outgoing>,
+    mut rx: mpsc::Receiver<Reply>,
     conn_id: u64,
     mut shutdown: crate::shutdown::ShutdownWatch,
 ) {
     let wake = Arc::new(Notify::new());
-    let mut cursors: Vec<Cursor> = Vec::new();
+    let mut cursors: Vec<Followed> = Vec::new();
     let mut out: Vec<u8> = Vec::with_capacity(16 * 1024);
     let mut senders_gone = false;
     loop {
@@ -263,16 +206,22 @@ async fn write_loop(
             _ = shutdown.wait() => break,
         }
     }
-    for cursor in &cursors {
-        cursor.log.unsubscribe(conn_id);
+    for followed in &cursors {
+        followed.cursor.log().unsubscribe(conn_id);
     }
     let _ = sink.shutdown().await;
 }
 
-fn accept(item: Outgoing, cursors: &mut Vec<Cursor>, out: &mut Vec<u8>, conn_id: u64, wake: &Arc<Notify>) {
+fn accept(item: Reply, cursors: &mut Vec<Followed>, out: &mut Vec<u8>, conn_id: u64, wake: &Arc<Notify>) {
     match item {
-        Outgoing::Line(line) => out.extend_from_slice(&line),
-        Outgoing::Follow { log, after, reply } => {
+        Reply::Line(line) => out.extend_from_slice(&line),
+        Reply::Follow {
+            log,
+            after,
+            line_after,
+            line,
+        } => {
+            let reply = Some((line_after, line));
             if !log.subscribe(conn_id, wake.clone()) {
                 // Process id reused meanwhile: nothing more to deliver.
                 if let Some((_, line)) = reply {
@@ -280,94 +229,43 @@ fn accept(item: Outgoing, cursors: &mut Vec<Cursor>, out: &mut Vec<u8>, conn_id:
                 }
                 return;
             }
-            match cursors.iter_mut().find(|c| c.log.key() == log.key()) {
-                Some(cursor) => {
+            match cursors.iter_mut().find(|f| f.cursor.log().key() == log.key()) {
+                Some(followed) => {
                     // Replace any reply still waiting: it is written now, in
                     // order, before the new replay starts.
-                    if let Some((_, pending)) = cursor.reply.take() {
+                    if let Some((_, pending)) = followed.reply.take() {
                         out.extend_from_slice(&pending);
                     }
-                    cursor.after = after;
-                    cursor.reply = reply;
-                    cursor.prefetched.clear();
-                    cursor.hint = None;
-                    // Its frames would start at the old position; the
-                    // blocking read finishes and is dropped.
-                    cursor.read_ahead = None;
+                    followed.cursor.restart(after);
+                    followed.reply = reply;
                 }
-                None => cursors.push(Cursor::new(log, after, reply)),
+                None => cursors.push(Followed {
+                    cursor: Cursor::new(log, after),
+                    reply,
+                }),
             }
         }
     }
 }
 
-/// Moves frames from followed logs into `out`, round-robin within a budget.
-/// Frames in a log's hot tail are encoded from RAM; a cursor behind it
-/// reads a batch from disk on a blocking thread (only this connection
-/// waits for it). Returns true if a cursor made no progress but is still
+/// Moves frames from followed logs into `out`, round-robin within a budget,
+/// one [`Cursor::fill`] per log (RAM, or a disk batch only this connection
+/// waits for). Returns true if a cursor made no progress but is still
 /// behind (call again).
-async fn pull_frames(cursors: &mut Vec<Cursor>, out: &mut Vec<u8>, conn_id: u64) -> bool {
+async fn pull_frames(cursors: &mut Vec<Followed>, out: &mut Vec<u8>, conn_id: u64) -> bool {
     let mut budget = FRAME_BUDGET;
     let mut behind = false;
-    for cursor in cursors.iter_mut() {
+    for followed in cursors.iter_mut() {
         if budget == 0 {
             break;
         }
-        let upto = cursor.reply.as_ref().map_or(u64::MAX, |(upto, _)| *upto);
+        let upto = followed.reply.as_ref().map_or(u64::MAX, |(upto, _)| *upto);
         let before = out.len();
-        if !cursor.log.is_detached() {
-            if cursor.prefetched.is_empty() {
-                let from_disk = match cursor.read_ahead.take() {
-                    Some(read) => Some(read.await.unwrap_or_default()),
-                    None => match cursor.log.pull_ram(cursor.after, upto, out, budget) {
-                        Pull::Ram(after) => {
-                            cursor.after = after;
-                            None
-                        }
-                        Pull::Disk(after) => {
-                            cursor.after = after;
-                            Some(
-                                read_disk(&cursor.log, after, upto, cursor.hint)
-                                    .await
-                                    .unwrap_or_default(),
-                            )
-                        }
-                    },
-                };
-                if let Some((frames, hint)) = from_disk {
-                    if frames.is_empty() {
-                        behind = true;
-                    }
-                    cursor.hint = hint;
-                    cursor.prefetched.extend(frames);
-                    // Read the next batch while this one is encoded and
-                    // written: a replay from disk then waits on the disk or
-                    // the socket, not on both in turn.
-                    let next = cursor.after + cursor.prefetched.len() as u64;
-                    if !cursor.prefetched.is_empty() && next < upto && next < cursor.log.last_seq() {
-                        cursor.read_ahead = Some(read_disk(&cursor.log, next, upto, cursor.hint));
-                    }
-                }
-            }
-            let mut taken = 0usize;
-            let first = cursor.after + 1;
-            let mut n = 0u64;
-            while taken < budget && cursor.after + n < upto {
-                let Some(frame) = cursor.prefetched.pop_front() else {
-                    break;
-                };
-                if let Frame::Data(_, data) = &frame {
-                    taken += data.len();
-                }
-                cursor.log.encode_frames(first + n, std::slice::from_ref(&frame), out);
-                n += 1;
-            }
-            cursor.after += n;
-        }
+        behind |= followed.cursor.fill(upto, out, budget).await;
         budget = budget.saturating_sub(out.len() - before);
-        if let Some((upto, _)) = &cursor.reply {
-            if cursor.after >= *upto || cursor.log.is_detached() {
-                if let Some((_, line)) = cursor.reply.take() {
+        if let Some((upto, _)) = &followed.reply {
+            if followed.cursor.position() >= *upto || followed.cursor.log().is_detached() {
+                if let Some((_, line)) = followed.reply.take() {
                     out.extend_from_slice(&line);
                 }
             }
@@ -375,10 +273,9 @@ async fn pull_frames(cursors: &mut Vec<Cursor>, out: &mut Vec<u8>, conn_id: u64)
     }
     // Forget logs with nothing more to give: detached, or exited and fully
     // written.
-    cursors.retain(|c| {
-        let finished = c.log.is_detached() || (c.log.has_exited() && c.after >= c.log.last_seq());
-        if finished && c.reply.is_none() {
-            c.log.unsubscribe(conn_id);
+    cursors.retain(|f| {
+        if f.cursor.is_finished() && f.reply.is_none() {
+            f.cursor.log().unsubscribe(conn_id);
             false
         } else {
             true

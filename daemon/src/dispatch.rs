@@ -1,17 +1,19 @@
-//! From a request line to a reply: envelope checks (see [`crate::rpc`]),
-//! the params gate, the method table, and panic isolation.
+//! From a request line to what to send: envelope checks (see
+//! [`crate::rpc`]), the params gate, the method table, and panic
+//! isolation. The answer is a [`Reply`] the connection's writer carries
+//! out; nothing here sees the connection.
 //!
 //! The params gate is the one place that decides `-32602 Invalid params`
 //! for absent or mistyped params: it runs after method resolution, only for
 //! the files/git/process namespaces; `server.*` ignores params entirely.
 
-use crate::connection::ConnHandle;
 use crate::gojson::Value;
 use crate::methods::{self, Outcome};
 use crate::metrics;
 use crate::params::{GitParams, PathParams, ProcessParams};
+use crate::replay::log::ReplayLog;
 use crate::rpc::{self, Checked, Namespace, Request, RpcError};
-use crate::server::Daemon;
+use crate::state::Daemon;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
@@ -19,19 +21,19 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-/// What a handler can see of the request it serves.
-pub struct Call<'a> {
-    pub daemon: &'a Arc<Daemon>,
-    pub conn: &'a ConnHandle,
-    pub id: &'a Value,
-}
-
-impl Call<'_> {
-    /// The full reply line for `result`, for handlers that queue their own
-    /// reply (see [`Outcome::NoReply`]).
-    pub fn success_line<T: serde::Serialize>(&self, result: &T) -> Vec<u8> {
-        rpc::success_line(self.id, &crate::gojson::to_go_json(result))
-    }
+/// What the connection's writer sends for one request.
+pub enum Reply {
+    /// One complete NDJSON line, newline included.
+    Line(Vec<u8>),
+    /// Follow `log` from seq `after + 1`, and write `line` right after the
+    /// frame with seq `line_after` (spawn and reattach, whose reply is
+    /// ordered with the stream).
+    Follow {
+        log: Arc<ReplayLog>,
+        after: u64,
+        line_after: u64,
+        line: Vec<u8>,
+    },
 }
 
 /// Lines longer than this are never classified on the connection's
@@ -40,20 +42,23 @@ impl Call<'_> {
 /// waiting for a permit. Instant requests are about 100 bytes.
 pub const INSTANT_LINE_MAX: usize = 4096;
 
-/// Handles one non-blank request line in its own task and queues its
-/// reply, if any.
-pub async fn handle_line(line: Vec<u8>, conn: &ConnHandle, daemon: &Arc<Daemon>) {
-    if let Some(checked) = check_line(&line, daemon) {
-        drop(line);
-        handle_checked(checked, conn, daemon).await;
-    }
+/// Handles one non-blank request line in its own task; returns what to
+/// send, if anything.
+pub async fn handle_line(line: Vec<u8>, daemon: &Daemon) -> Option<Reply> {
+    let checked = check_line(&line, daemon)?;
+    drop(line);
+    handle_checked(checked, daemon).await
 }
 
 /// Answers an instant request on the connection's reader. A panic loses
 /// this reply, never the connection.
-pub async fn handle_instant(checked: Checked, conn: &ConnHandle, daemon: &Arc<Daemon>) {
-    if CatchUnwind(handle_checked(checked, conn, daemon)).await.is_err() {
-        crate::log_error!("[Server] instant request panicked");
+pub async fn handle_instant(checked: Checked, daemon: &Daemon) -> Option<Reply> {
+    match CatchUnwind(handle_checked(checked, daemon)).await {
+        Ok(reply) => reply,
+        Err(()) => {
+            crate::log_error!("[Server] instant request panicked");
+            None
+        }
     }
 }
 
@@ -85,9 +90,9 @@ pub fn is_instant(checked: &Checked) -> bool {
     }
 }
 
-/// Runs a request [`rpc::check`] has validated (or answers its rejection)
-/// and queues its reply, if any.
-pub async fn handle_checked(checked: Checked, conn: &ConnHandle, daemon: &Arc<Daemon>) {
+/// Runs a request [`rpc::check`] has validated (or answers its rejection);
+/// returns what to send, if anything.
+pub async fn handle_checked(checked: Checked, daemon: &Daemon) -> Option<Reply> {
     let request = match checked {
         Checked::Valid(request) => request,
         Checked::Rejected {
@@ -98,36 +103,49 @@ pub async fn handle_checked(checked: Checked, conn: &ConnHandle, daemon: &Arc<Da
             if let Some(method) = unauthorized {
                 crate::log_warn!(
                     "[Server] Unauthorized request: method={}, id={}",
-                    method,
+                    crate::logging::Untrusted(&method),
                     rpc::id_for_log(&id)
                 );
             }
             daemon.metrics.rejected.fetch_add(1, Ordering::Relaxed);
-            conn.send_line(rpc::error_line(&id, &error)).await;
-            return;
+            return Some(Reply::Line(rpc::error_line(&id, &error)));
         }
     };
-    let call = Call {
-        daemon,
-        conn,
-        id: &request.id,
-    };
-    let outcome = match CatchUnwind(dispatch(&request, &call)).await {
+    let outcome = match CatchUnwind(dispatch(&request, daemon)).await {
         Ok(outcome) => outcome,
         Err(()) => {
             crate::log_error!("[Server] handler for {} panicked", request.method);
             Outcome::Error(RpcError::internal(format!("internal error in {}", request.method)))
         }
     };
-    let (line, class) = match outcome {
-        Outcome::Result(result) => (Some(rpc::success_line(&request.id, &result)), metrics::Outcome::Ok),
-        Outcome::Error(error) => (Some(rpc::error_line(&request.id, &error)), metrics::Outcome::Error),
+    let (reply, class) = match outcome {
+        Outcome::Result(result) => (
+            Some(Reply::Line(rpc::success_line(&request.id, &result))),
+            metrics::Outcome::Ok,
+        ),
+        Outcome::Error(error) => (
+            Some(Reply::Line(rpc::error_line(&request.id, &error))),
+            metrics::Outcome::Error,
+        ),
         Outcome::NoReply => (None, metrics::Outcome::NoReply),
+        Outcome::Follow {
+            log,
+            after,
+            reply_after,
+            result,
+        } => (
+            Some(Reply::Follow {
+                log,
+                after,
+                line_after: reply_after,
+                line: rpc::success_line(&request.id, &result),
+            }),
+            // Counted as before, when the handler queued this reply itself.
+            metrics::Outcome::NoReply,
+        ),
     };
     daemon.metrics.count_request(request.method, class);
-    if let Some(line) = line {
-        conn.send_line(line).await;
-    }
+    reply
 }
 
 /// Binds params for the namespace and runs the method.
@@ -136,20 +154,28 @@ pub async fn handle_checked(checked: Checked, conn: &ConnHandle, daemon: &Arc<Da
 /// large as its largest branch, and without the boxes every request task —
 /// a `server.ping` too — would carry the biggest handler's state (this
 /// cost 40% of pipelined ping throughput and tripled peak memory).
-async fn dispatch(request: &Request, call: &Call<'_>) -> Outcome {
+async fn dispatch(request: &Request, daemon: &Daemon) -> Outcome {
     let method = request.method;
     match request.namespace {
-        Namespace::Server => methods::server::handle(method, call).await,
+        Namespace::Server => methods::server::handle(method, &daemon.instance, &daemon.shutdown).await,
         Namespace::Files => match bind_params(&request.params, PathParams::from_go_value) {
-            Ok(params) => Box::pin(methods::files::handle(method, params, call)).await,
+            Ok(params) => Box::pin(methods::files::handle(method, params)).await,
             Err(outcome) => outcome,
         },
         Namespace::Git => match bind_params(&request.params, GitParams::from_go_value) {
-            Ok(params) => Box::pin(methods::git::handle(method, params, call)).await,
+            Ok(params) => Box::pin(methods::git::handle(method, params)).await,
             Err(outcome) => outcome,
         },
         Namespace::Process => match bind_params(&request.params, ProcessParams::from_go_value) {
-            Ok(params) => Box::pin(methods::process::handle(method, params, call)).await,
+            Ok(params) => {
+                Box::pin(methods::process::handle(
+                    method,
+                    params,
+                    &daemon.processes,
+                    &daemon.metrics,
+                ))
+                .await
+            }
             Err(outcome) => outcome,
         },
     }

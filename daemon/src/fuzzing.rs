@@ -123,19 +123,44 @@ pub fn request_envelope(data: &[u8]) {
             assert!(rpc::METHODS.contains(&request.method));
             rpc::success_line(&request.id, b"{}")
         }
-        Checked::Rejected { id, error, .. } => {
+        Checked::Rejected {
+            id,
+            error,
+            unauthorized,
+        } => {
             if error.code == rpc::PARSE_ERROR {
                 assert_eq!(id, Value::Null);
+            }
+            if let Some(method) = unauthorized {
+                // The warning the daemon logs for it, at any nesting and
+                // length: one line, bounded.
+                let line = crate::logging::format_line(
+                    crate::logging::Level::Warn,
+                    format_args!(
+                        "[Server] Unauthorized request: method={}, id={}",
+                        crate::logging::Untrusted(&method),
+                        rpc::id_for_log(&id)
+                    ),
+                );
+                assert_eq!(line.matches('\n').count(), 1, "a log line split: {line:?}");
+                assert!(line.len() <= 4096, "an unbounded log line: {} bytes", line.len());
             }
             rpc::error_line(&id, &error)
         }
     };
     assert_eq!(reply.iter().filter(|&&b| b == b'\n').count(), 1);
     assert_eq!(reply.last(), Some(&b'\n'));
-    let parsed: serde_json::Value = serde_json::from_slice(&reply).expect("reply is valid JSON");
-    let object = parsed.as_object().expect("reply is an object");
-    assert_eq!(object.get("jsonrpc").and_then(|v| v.as_str()), Some("2.0"));
-    assert!(object.contains_key("id"));
+    // The reply must read back with the Go-compatible parser (serde_json
+    // stops at 128 levels, and ids may nest far deeper).
+    let parsed = gojson::parse(&reply).expect("reply is valid JSON");
+    let Value::Object(members) = &parsed else {
+        panic!("reply is not an object");
+    };
+    assert_eq!(
+        members.first(),
+        Some(&("jsonrpc".to_string(), Value::String("2.0".into())))
+    );
+    assert!(members.iter().any(|(k, _)| k == "id"));
     assert!(reply.starts_with(b"{\"jsonrpc\":\"2.0\",\"id\":"));
     // serde_json is stricter than Go (no invalid UTF-8, no lone surrogates,
     // 128 levels): whatever it accepts, the Go-compatible parser accepts.
@@ -172,7 +197,7 @@ fn round_trip<P: GoEncode + PartialEq>(
     decode: impl Fn(&Value) -> Result<P, gojson::DecodeError>,
 ) -> Option<bool> {
     let decoded = decode(value).ok()?;
-    let encode = |p: &P| gojson::to_go_json(&p.to_go_value().unwrap_or(Value::Null));
+    let encode = |p: &P| gojson::value_to_json(&p.to_go_value().unwrap_or(Value::Null));
     let text = encode(&decoded);
     let reparsed = gojson::parse(&text).expect("encoded params parse");
     let again = decode(&reparsed).expect("encoded params decode");

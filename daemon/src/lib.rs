@@ -12,7 +12,8 @@
 //! | [`bridge`] | the `-bridge` relay and `-stop` client |
 //! | [`shellenv`] | login-shell PATH extraction |
 //! | [`metrics_http`] | the `-metrics-addr` HTTP endpoint |
-//! | [`server`] | daemon state, the owner-only socket, the accept loop |
+//! | [`state`] | daemon-wide state shared by connections and handlers |
+//! | [`server`] | the owner-only socket, the accept loop |
 //! | [`instance`] | per-boot `instanceId` / `startedAt` |
 //! | [`tokenfile`] | the persisted `daemon.token` beside the socket |
 //! | [`runlock`] | the run-dir lock `daemon.lock` and predecessor eviction |
@@ -30,7 +31,8 @@
 //! | [`gitcli`] | running the `git` CLI for `git.*` |
 //! | [`methods`] | the 19 handlers |
 //! | [`install`] | `-install`: the agent-CLI version manager |
-//! | [`process`] | supervisor, replay log, stdin offsets |
+//! | [`process`] | supervisor, stdin offsets, signals |
+//! | [`replay`] | the replay engine: frames, segments, store, cursors |
 //! | [`shutdown`] | the daemon-wide stop signal |
 //! | [`signals`] | inherited signal dispositions, reset for children |
 //! | [`metrics`] | counters for `-metrics-addr` |
@@ -61,12 +63,15 @@ pub mod orphan;
 pub mod os;
 pub mod params;
 pub mod process;
+pub mod replay;
 pub mod rpc;
 pub mod runlock;
+pub mod safedir;
 pub mod server;
 pub mod shellenv;
 pub mod shutdown;
 pub mod signals;
+pub mod state;
 pub mod tarx;
 pub mod tokenfile;
 pub mod version;

@@ -93,14 +93,50 @@ fn timestamp() -> String {
     }
 }
 
+/// How many characters of one client-controlled string a log line shows.
+pub const UNTRUSTED_MAX_CHARS: usize = 256;
+
+/// A client-controlled string as a log line may show it: control
+/// characters (`\n`, `\r`, ESC, DEL, C1, U+2028/U+2029) escaped so a
+/// client cannot forge or split lines, and cut after
+/// [`UNTRUSTED_MAX_CHARS`] characters with the number of bytes left out, so
+/// one request cannot write megabytes of log.
+pub struct Untrusted<'a>(pub &'a str);
+
+impl fmt::Display for Untrusted<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (count, (at, c)) in self.0.char_indices().enumerate() {
+            if count == UNTRUSTED_MAX_CHARS {
+                return write!(f, "…(+{} bytes)", self.0.len() - at);
+            }
+            match c {
+                '\n' => f.write_str("\\n")?,
+                '\r' => f.write_str("\\r")?,
+                '\t' => f.write_str("\\t")?,
+                c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => {
+                    if (c as u32) < 0x80 {
+                        write!(f, "\\x{:02x}", c as u32)?
+                    } else {
+                        write!(f, "\\u{:04x}", c as u32)?
+                    }
+                }
+                c => fmt::Write::write_char(f, c)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+// The macros test the threshold before building their arguments, so a
+// quiet level costs nothing, whatever the arguments compute.
 #[macro_export]
-macro_rules! log_debug { ($($t:tt)*) => { $crate::logging::write($crate::logging::Level::Debug, format_args!($($t)*)) } }
+macro_rules! log_debug { ($($t:tt)*) => { if $crate::logging::enabled($crate::logging::Level::Debug) { $crate::logging::write($crate::logging::Level::Debug, format_args!($($t)*)) } } }
 #[macro_export]
-macro_rules! log_info { ($($t:tt)*) => { $crate::logging::write($crate::logging::Level::Info, format_args!($($t)*)) } }
+macro_rules! log_info { ($($t:tt)*) => { if $crate::logging::enabled($crate::logging::Level::Info) { $crate::logging::write($crate::logging::Level::Info, format_args!($($t)*)) } } }
 #[macro_export]
-macro_rules! log_warn { ($($t:tt)*) => { $crate::logging::write($crate::logging::Level::Warn, format_args!($($t)*)) } }
+macro_rules! log_warn { ($($t:tt)*) => { if $crate::logging::enabled($crate::logging::Level::Warn) { $crate::logging::write($crate::logging::Level::Warn, format_args!($($t)*)) } } }
 #[macro_export]
-macro_rules! log_error { ($($t:tt)*) => { $crate::logging::write($crate::logging::Level::Error, format_args!($($t)*)) } }
+macro_rules! log_error { ($($t:tt)*) => { if $crate::logging::enabled($crate::logging::Level::Error) { $crate::logging::write($crate::logging::Level::Error, format_args!($($t)*)) } } }
 
 #[cfg(test)]
 mod tests {
@@ -119,6 +155,26 @@ mod tests {
         assert!(format_line(Level::Warn, format_args!("x")).ends_with(" WARN  x\n"));
         assert!(format_line(Level::Error, format_args!("x")).ends_with(" ERROR x\n"));
         assert!(format_line(Level::Debug, format_args!("x")).ends_with(" DEBUG x\n"));
+    }
+
+    #[test]
+    fn untrusted_strings_cannot_split_lines_or_flood() {
+        let shown = Untrusted("a\nb\r\tc\u{1b}[31m\u{7f}\u{85}\u{2028}é").to_string();
+        assert_eq!(shown, "a\\nb\\r\\tc\\x1b[31m\\x7f\\u0085\\u2028é");
+        let long = "x".repeat(10_000);
+        let shown = Untrusted(&long).to_string();
+        assert_eq!(
+            shown,
+            format!(
+                "{}…(+{} bytes)",
+                "x".repeat(UNTRUSTED_MAX_CHARS),
+                10_000 - UNTRUSTED_MAX_CHARS
+            )
+        );
+        assert_eq!(
+            Untrusted(&"y".repeat(UNTRUSTED_MAX_CHARS)).to_string().len(),
+            UNTRUSTED_MAX_CHARS
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Replay-log storage figures, shared with the replay store that updates
-/// them (see [`crate::process::store`]).
+/// them (see [`crate::replay::store`]).
 #[derive(Debug, Default)]
 pub struct ReplayMetrics {
     /// Gauge: frame bytes held in RAM (hot tails, unwritten frames, rings).

@@ -9,7 +9,7 @@
 //! one response and is closed, which is all a scraper needs.
 
 use crate::metrics::Metrics;
-use crate::server::Daemon;
+use crate::state::Daemon;
 use std::fmt::Write as _;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::Ordering;

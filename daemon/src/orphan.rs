@@ -20,7 +20,7 @@
 //! variable [`TEST_TIMERS_ENV`] (`<check ms>,<grace ms>`), read and removed
 //! at start; without it the reference's periods apply.
 
-use crate::server::Daemon;
+use crate::state::Daemon;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::atomic::Ordering;

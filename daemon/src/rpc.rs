@@ -203,7 +203,7 @@ pub fn constant_time_eq(presented: &[u8], expected: &[u8]) -> bool {
 pub fn success_line(id: &Value, result_json: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(32 + result_json.len());
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-    gojson::write_go_json(&mut out, id);
+    gojson::write_value(&mut out, id);
     out.extend_from_slice(br#","result":"#);
     out.extend_from_slice(result_json);
     out.extend_from_slice(b"}\n");
@@ -214,17 +214,19 @@ pub fn success_line(id: &Value, result_json: &[u8]) -> Vec<u8> {
 pub fn error_line(id: &Value, error: &RpcError) -> Vec<u8> {
     let mut out = Vec::with_capacity(96);
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-    gojson::write_go_json(&mut out, id);
+    gojson::write_value(&mut out, id);
     out.extend_from_slice(br#","error":"#);
     gojson::write_go_json(&mut out, error);
     out.extend_from_slice(b"}\n");
     out
 }
 
-/// How an id appears in the log (Go's `%v` of the decoded `interface{}`).
+/// How an id appears in the log: Go's `%v` of the decoded `interface{}`
+/// (not the JSON form: an id of 1000000 logs as `1e+06`), with control
+/// characters escaped and the length capped, as for every client string.
 pub fn id_for_log(id: &Value) -> String {
-    // Go's %v, not the JSON form: an id of 1000000 logs as `1e+06`.
-    gojson::format_go_v(id)
+    let text = gojson::format_go_v(id, 4 * crate::logging::UNTRUSTED_MAX_CHARS);
+    crate::logging::Untrusted(&text).to_string()
 }
 
 #[cfg(test)]

@@ -1,67 +1,13 @@
-//! The RPC server: daemon-wide state, the owner-only socket, and the
-//! accept loop. Lifecycle concerns (flags, daemonizing, signals) live in
-//! [`crate::cli`]; this module only serves.
+//! The RPC server: the owner-only socket and the accept loop. The state it
+//! serves lives in [`crate::state`]; lifecycle concerns (flags,
+//! daemonizing, signals) live in [`crate::cli`]; this module only serves.
 
-use crate::metrics::Metrics;
-use crate::process::store::{ReplayStore, StoreConfig};
-use crate::process::ProcessManager;
-use crate::shutdown::Shutdown;
+use crate::state::Daemon;
 use std::io;
 use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::UnixListener as StdUnixListener;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
-
-/// Settings fixed when the daemon starts.
-#[derive(Debug, Clone, Default)]
-pub struct Options {
-    pub socket_path: PathBuf,
-    /// `-keep-children`: leave children running across a graceful shutdown.
-    pub keep_children: bool,
-    /// `-replay-dir` and `-replay-budget-mb`: where replay logs spill.
-    pub replay: StoreConfig,
-}
-
-/// State shared by every connection and handler.
-pub struct Daemon {
-    pub token: Vec<u8>,
-    /// Per-boot identity (`server.capabilities`, run-dir lock, orphan check).
-    pub instance: crate::instance::Instance,
-    /// Connections open right now (the orphan check needs "no client").
-    pub clients: std::sync::atomic::AtomicUsize,
-    pub options: Options,
-    pub metrics: Metrics,
-    pub shutdown: Shutdown,
-    pub processes: ProcessManager,
-    /// Where replay logs keep their frames (RAM tails, disk segments).
-    pub replay: Arc<ReplayStore>,
-    /// PATH extracted from the login shell, once known; children get it.
-    pub login_path: OnceLock<String>,
-}
-
-impl Daemon {
-    pub fn new(token: Vec<u8>, options: Options) -> Arc<Daemon> {
-        Daemon::with_instance(token, options, crate::instance::Instance::new())
-    }
-
-    /// As [`Daemon::new`], with an identity made earlier (the run-dir lock
-    /// records it before the daemon state exists).
-    pub fn with_instance(token: Vec<u8>, options: Options, instance: crate::instance::Instance) -> Arc<Daemon> {
-        let metrics = Metrics::default();
-        let replay = ReplayStore::open(options.replay.clone(), metrics.replay.clone());
-        Arc::new(Daemon {
-            token,
-            instance,
-            clients: std::sync::atomic::AtomicUsize::new(0),
-            metrics,
-            shutdown: Shutdown::new(),
-            processes: ProcessManager::new(),
-            replay,
-            login_path: OnceLock::new(),
-            options,
-        })
-    }
-}
+use std::sync::Arc;
 
 /// Why the socket could not be opened, phrased like Go's `net.Listen`.
 #[derive(Debug)]

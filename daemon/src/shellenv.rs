@@ -5,7 +5,8 @@
 //! by their login and interactive shell profiles. At start-up the daemon
 //! asks the user's shell (`$SHELL`, else `/bin/sh`) for its PATH, once, in
 //! the background — the socket never waits for it — and stores the answer
-//! in [`Daemon::login_path`] for spawned children.
+//! with the process supervisor ([`crate::process::ProcessManager::set_login_path`])
+//! for spawned children.
 //!
 //! The shell runs as `$SHELL -l -i -c <script>` with stdin on `/dev/null`,
 //! stderr discarded, in its own process group; the script prints PATH
@@ -13,7 +14,7 @@
 //! ignored. After [`TIMEOUT`] the whole group is killed and the daemon's
 //! own PATH stays in effect.
 
-use crate::server::Daemon;
+use crate::state::Daemon;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,7 +35,7 @@ pub fn spawn(daemon: Arc<Daemon>) {
         match extract(&shell).await {
             Ok(path) => {
                 crate::log_info!("[shellenv] Using PATH from login shell {shell}: {path}");
-                let _ = daemon.login_path.set(path);
+                daemon.processes.set_login_path(path);
             }
             Err(why) => {
                 crate::log_warn!(

@@ -45,6 +45,11 @@ pub struct ShutdownWatch {
 }
 
 impl ShutdownWatch {
+    /// Whether shutdown has been triggered.
+    pub fn is_triggered(&self) -> bool {
+        *self.rx.borrow()
+    }
+
     /// Resolves once shutdown has been triggered (immediately if it was).
     /// Cancel-safe, so it can sit in a `select!` loop.
     pub async fn wait(&mut self) {

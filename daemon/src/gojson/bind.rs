@@ -167,14 +167,18 @@ impl GoDecode for Value {
 }
 
 fn check_float_range(value: &Value) -> Result<(), DecodeError> {
-    match value {
-        Value::Number(lit) => match lit.parse::<f64>() {
-            Ok(f) if f.is_finite() => Ok(()),
-            _ => Err(mismatch("float64", value)),
+    use super::walk::{walk, Members, Step};
+    use std::ops::ControlFlow;
+    let flow = walk(value, Members::Source, |step| match step {
+        Step::Scalar(number @ Value::Number(lit)) => match lit.parse::<f64>() {
+            Ok(f) if f.is_finite() => ControlFlow::Continue(()),
+            _ => ControlFlow::Break(mismatch("float64", number)),
         },
-        Value::Array(items) => items.iter().try_for_each(check_float_range),
-        Value::Object(members) => members.iter().try_for_each(|(_, v)| check_float_range(v)),
-        _ => Ok(()),
+        _ => ControlFlow::Continue(()),
+    });
+    match flow {
+        ControlFlow::Continue(()) => Ok(()),
+        ControlFlow::Break(error) => Err(error),
     }
 }
 

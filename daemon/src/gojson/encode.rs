@@ -15,8 +15,10 @@
 //! bytes were replaced on the way in (see [`super::text`]).
 
 use super::value::Value;
-use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
+use super::walk::{walk, Members, Step};
+use serde::ser::Serialize;
 use std::io::{self, Write};
+use std::ops::ControlFlow;
 
 /// serde_json formatter producing Go's encoder output.
 #[derive(Debug, Default, Clone, Copy)]
@@ -132,58 +134,74 @@ pub fn format_go_float_v(value: f64) -> String {
 /// Go's `fmt` `%v` of a decoded `interface{}` value, as the reference's
 /// log lines print a request id: `<nil>`, strings raw, numbers as
 /// [`format_go_float_v`], slices `[a b]`, maps `map[k:v]` with sorted keys
-/// (the last duplicate winning, as in the decoded map).
-pub fn format_go_v(value: &Value) -> String {
-    match value {
-        Value::Null => "<nil>".to_string(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(lit) => format_go_float_v(lit.parse::<f64>().unwrap_or(0.0)),
-        Value::String(s) => s.clone(),
-        Value::Array(items) => {
-            let parts: Vec<String> = items.iter().map(format_go_v).collect();
-            format!("[{}]", parts.join(" "))
+/// (the last duplicate winning, as in the decoded map). Iterative: ids
+/// nest as deep as the parser allows. The walk stops once the text passes
+/// `max_bytes`, so a log line never pays for a megabyte id.
+pub fn format_go_v(value: &Value, max_bytes: usize) -> String {
+    let mut out = String::new();
+    let _: ControlFlow<()> = walk(value, Members::GoMap, |step| {
+        if out.len() > max_bytes {
+            return ControlFlow::Break(());
         }
-        Value::Object(members) => {
-            let mut sorted: std::collections::BTreeMap<&str, &Value> = std::collections::BTreeMap::new();
-            for (k, v) in members {
-                sorted.insert(k, v);
+        match step {
+            Step::Scalar(Value::Bool(b)) => out.push_str(if *b { "true" } else { "false" }),
+            Step::Scalar(Value::Number(lit)) => out.push_str(&format_go_float_v(lit.parse::<f64>().unwrap_or(0.0))),
+            Step::Scalar(Value::String(s)) => out.push_str(s),
+            Step::Scalar(_) => out.push_str("<nil>"),
+            Step::Open { array: true, .. } => out.push('['),
+            Step::Open { array: false, .. } => out.push_str("map["),
+            Step::Item { index, key } => {
+                if index > 0 {
+                    out.push(' ');
+                }
+                if let Some(key) = key {
+                    out.push_str(key);
+                    out.push(':');
+                }
             }
-            let parts: Vec<String> = sorted.iter().map(|(k, v)| format!("{k}:{}", format_go_v(v))).collect();
-            format!("map[{}]", parts.join(" "))
+            Step::Close { .. } => out.push(']'),
         }
-    }
+        ControlFlow::Continue(())
+    });
+    out
 }
 
-/// Request ids and other untyped values are re-encoded the way Go encodes an
-/// `interface{}`: numbers as `float64`, objects as maps with sorted keys (the
-/// last duplicate winning), everything compact.
-impl Serialize for Value {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Value::Null => serializer.serialize_unit(),
-            Value::Bool(b) => serializer.serialize_bool(*b),
-            Value::Number(lit) => serializer.serialize_f64(lit.parse::<f64>().unwrap_or(0.0)),
-            Value::String(s) => serializer.serialize_str(s),
-            Value::Array(items) => {
-                let mut seq = serializer.serialize_seq(Some(items.len()))?;
-                for item in items {
-                    seq.serialize_element(item)?;
-                }
-                seq.end()
+/// Appends an untyped value (a request id) the way Go encodes an
+/// `interface{}`: numbers as `float64`, objects as maps with sorted keys
+/// (the last duplicate winning), everything compact. Iterative, like every
+/// traversal of a [`Value`].
+pub fn write_value(out: &mut Vec<u8>, value: &Value) {
+    let _: ControlFlow<()> = walk(value, Members::GoMap, |step| {
+        match step {
+            Step::Scalar(Value::Bool(b)) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
+            Step::Scalar(Value::Number(lit)) => {
+                out.extend_from_slice(format_go_float(lit.parse::<f64>().unwrap_or(0.0)).as_bytes())
             }
-            Value::Object(members) => {
-                let mut sorted: std::collections::BTreeMap<&str, &Value> = std::collections::BTreeMap::new();
-                for (k, v) in members {
-                    sorted.insert(k, v);
+            Step::Scalar(Value::String(s)) => write_go_string(out, s),
+            Step::Scalar(_) => out.extend_from_slice(b"null"),
+            Step::Open { array: true, .. } => out.push(b'['),
+            Step::Open { array: false, .. } => out.push(b'{'),
+            Step::Item { index, key } => {
+                if index > 0 {
+                    out.push(b',');
                 }
-                let mut map = serializer.serialize_map(Some(sorted.len()))?;
-                for (k, v) in sorted {
-                    map.serialize_entry(k, v)?;
+                if let Some(key) = key {
+                    write_go_string(out, key);
+                    out.push(b':');
                 }
-                map.end()
             }
+            Step::Close { array: true } => out.push(b']'),
+            Step::Close { array: false } => out.push(b'}'),
         }
-    }
+        ControlFlow::Continue(())
+    });
+}
+
+/// [`write_value`] into a new buffer.
+pub fn value_to_json(value: &Value) -> Vec<u8> {
+    let mut out = Vec::with_capacity(16);
+    write_value(&mut out, value);
+    out
 }
 
 #[cfg(test)]
@@ -192,7 +210,7 @@ mod tests {
     use crate::gojson::value::parse;
 
     fn reencode(input: &str) -> String {
-        String::from_utf8(to_go_json(&parse(input.as_bytes()).unwrap())).unwrap()
+        String::from_utf8(value_to_json(&parse(input.as_bytes()).unwrap())).unwrap()
     }
 
     #[test]
@@ -215,11 +233,14 @@ mod tests {
         for (f, want) in cases {
             assert_eq!(format_go_float_v(f), want, "formatting {f:e}");
         }
-        let v = |s: &str| format_go_v(&crate::gojson::parse(s.as_bytes()).unwrap());
+        let v = |s: &str| format_go_v(&crate::gojson::parse(s.as_bytes()).unwrap(), usize::MAX);
         assert_eq!(v("null"), "<nil>");
         assert_eq!(v(r#""a b""#), "a b");
         assert_eq!(v(r#"[1,"a",null,true]"#), "[1 a <nil> true]");
         assert_eq!(v(r#"{"b":1,"a":[1,2],"b":3}"#), "map[a:[1 2] b:3]");
+        let deep = crate::gojson::parse(format!("{}{}", "[".repeat(9_000), "]".repeat(9_000)).as_bytes()).unwrap();
+        assert_eq!(format_go_v(&deep, usize::MAX).len(), 18_000);
+        assert_eq!(format_go_v(&deep, 10), "[".repeat(11));
     }
 
     #[test]

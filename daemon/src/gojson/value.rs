@@ -15,7 +15,12 @@
 use super::text::push_go_lossy;
 
 /// A JSON value as Go's decoder sees it before binding.
-#[derive(Debug, Clone, Default, PartialEq)]
+///
+/// `Clone`, `PartialEq`, `Debug` and `Drop` are written out instead of
+/// derived: derived ones recurse once per nesting level, and a hostile
+/// line nests 10 000 levels. They live in [`super::walk`], beside the
+/// traversal they use.
+#[derive(Default)]
 pub enum Value {
     #[default]
     Null,

@@ -17,7 +17,6 @@
 //!   build's `os.ReadDir` said `readdirent <path>: not a directory`).
 
 use super::Outcome;
-use crate::dispatch::Call;
 use crate::filemode;
 use crate::goerr::path_error;
 use crate::gojson::go_lossy;
@@ -68,7 +67,7 @@ struct ValidateResult {
     error: Option<String>,
 }
 
-pub async fn handle(method: &str, params: PathParams, _call: &Call<'_>) -> Outcome {
+pub async fn handle(method: &str, params: PathParams) -> Outcome {
     let name = method.to_string();
     let work = move || match name.as_str() {
         "files.stat" => stat(&params.path),

@@ -1,5 +1,7 @@
 //! The method handlers, one module per namespace. Each handler receives
-//! its already-bound params and returns an [`Outcome`].
+//! its already-bound params and the parts of the daemon state it works on
+//! (never the connection or the server), and returns an [`Outcome`]: what
+//! to send. The connection's writer carries it out.
 
 pub mod files;
 pub mod git;
@@ -7,8 +9,10 @@ pub mod process;
 pub mod server;
 
 use crate::gojson::to_go_json;
+use crate::replay::log::ReplayLog;
 use crate::rpc::RpcError;
 use serde::Serialize;
+use std::sync::Arc;
 
 /// What a handler produced.
 #[derive(Debug)]
@@ -16,9 +20,17 @@ pub enum Outcome {
     /// The encoded `result` object.
     Result(Vec<u8>),
     Error(RpcError),
-    /// Nothing to send now: the daemon is stopping, or the handler queued
-    /// its own reply (reattach writes it after the replayed frames).
+    /// Nothing to send: the daemon is stopping.
     NoReply,
+    /// Follow `log` from seq `after + 1`, and send the encoded `result`
+    /// right after the frame with seq `reply_after` (spawn: before any
+    /// frame; reattach: after the replayed ones).
+    Follow {
+        log: Arc<ReplayLog>,
+        after: u64,
+        reply_after: u64,
+        result: Vec<u8>,
+    },
 }
 
 impl Outcome {

@@ -6,9 +6,9 @@
 //! fields are `omitempty` in Go, hence `skip_serializing_if`.
 
 use super::Outcome;
-use crate::dispatch::Call;
+use crate::metrics::Metrics;
 use crate::params::ProcessParams;
-use crate::process::{sys, KilledBy, SpawnError, SpawnSpec, StdinResult, Termination};
+use crate::process::{sys, KilledBy, ProcessManager, SpawnError, SpawnSpec, StdinResult, Termination};
 use crate::rpc::{RpcError, STDIN_BACKPRESSURE, STDIN_OFFSET_GAP};
 use base64::Engine;
 use serde::Serialize;
@@ -80,25 +80,25 @@ struct ReattachReply {
     start_time: Option<f64>,
 }
 
-pub async fn handle(method: &str, params: ProcessParams, call: &Call<'_>) -> Outcome {
+pub async fn handle(method: &str, params: ProcessParams, processes: &ProcessManager, metrics: &Metrics) -> Outcome {
     match method {
-        "process.spawn" => spawn(params, call).await,
-        "process.stdin" => stdin(params, call),
-        "process.kill" => kill(params, call),
-        "process.killAndWait" => kill_and_wait(params, call).await,
-        "process.reattach" => reattach(params, call).await,
+        "process.spawn" => spawn(params, processes).await,
+        "process.stdin" => stdin(params, processes, metrics),
+        "process.kill" => kill(params, processes),
+        "process.killAndWait" => kill_and_wait(params, processes).await,
+        "process.reattach" => reattach(params, processes, metrics),
         other => Outcome::internal(format!("no handler for {other}")),
     }
 }
 
-async fn spawn(p: ProcessParams, call: &Call<'_>) -> Outcome {
+async fn spawn(p: ProcessParams, processes: &ProcessManager) -> Outcome {
     if p.id.is_empty() {
         return Outcome::invalid_params(MSG_ID_REQUIRED);
     }
     if p.command.is_empty() {
         return Outcome::invalid_params(MSG_COMMAND_REQUIRED);
     }
-    if call.daemon.shutdown.is_triggered() {
+    if processes.is_shutting_down() {
         // Teardown may already have run: a child started now would leak.
         return Outcome::NoReply;
     }
@@ -109,7 +109,7 @@ async fn spawn(p: ProcessParams, call: &Call<'_>) -> Outcome {
         cwd: &p.cwd,
         env: &p.env.0,
     };
-    let process = match call.daemon.processes.spawn(call.daemon, &spec).await {
+    let process = match processes.spawn(&spec).await {
         Ok(process) => process,
         Err(SpawnError::Failed(message)) => return Outcome::internal(message),
         Err(SpawnError::ShuttingDown) => return Outcome::NoReply,
@@ -119,12 +119,15 @@ async fn spawn(p: ProcessParams, call: &Call<'_>) -> Outcome {
         pid: p.want_pid.then_some(process.pid),
         start_time: p.want_pid.then_some(process.start_time),
     };
-    // The reply goes through the writer's follow, with "after frame 0":
-    // it is written before any frame of the new process, and the
-    // connection is subscribed from seq 1.
-    let line = call.success_line(&result);
-    call.conn.follow(process.log.clone(), 0, Some((0, line))).await;
-    Outcome::NoReply
+    // The reply goes out with the follow, "after frame 0": it is written
+    // before any frame of the new process, and the connection is
+    // subscribed from seq 1.
+    Outcome::Follow {
+        log: process.log.clone(),
+        after: 0,
+        reply_after: 0,
+        result: crate::gojson::to_go_json(&result),
+    }
 }
 
 /// Go's `base64.StdEncoding.DecodeString`: padding required, `\r` and `\n`
@@ -144,18 +147,15 @@ fn decode_go_base64(data: &str) -> Option<Vec<u8>> {
     ENGINE.decode(data).ok()
 }
 
-fn stdin(p: ProcessParams, call: &Call<'_>) -> Outcome {
+fn stdin(p: ProcessParams, processes: &ProcessManager, metrics: &Metrics) -> Outcome {
     let Some(data) = decode_go_base64(&p.data) else {
         return Outcome::invalid_params(MSG_BAD_BASE64);
     };
-    let Some(process) = call.daemon.processes.get(&p.id) else {
+    let Some(process) = processes.get(&p.id) else {
         return Outcome::invalid_params(MSG_NOT_FOUND);
     };
     let (result, enqueued) = process.write_stdin(p.offset, &data);
-    call.daemon
-        .metrics
-        .stdin_bytes_in
-        .fetch_add(enqueued as u64, Ordering::Relaxed);
+    metrics.stdin_bytes_in.fetch_add(enqueued as u64, Ordering::Relaxed);
     match result {
         StdinResult::Accepted { applied, duplicate } => Outcome::ok(&StdinReply {
             success: true,
@@ -169,8 +169,8 @@ fn stdin(p: ProcessParams, call: &Call<'_>) -> Outcome {
     }
 }
 
-fn kill(p: ProcessParams, call: &Call<'_>) -> Outcome {
-    let Some(process) = call.daemon.processes.get(&p.id) else {
+fn kill(p: ProcessParams, processes: &ProcessManager) -> Outcome {
+    let Some(process) = processes.get(&p.id) else {
         return Outcome::invalid_params(MSG_NOT_FOUND);
     };
     process.signal_if_running(sys::parse_signal(&p.signal), KilledBy::Client);
@@ -187,7 +187,7 @@ pub fn grace_ms(timeout_ms: i64) -> i64 {
     }
 }
 
-async fn kill_and_wait(p: ProcessParams, call: &Call<'_>) -> Outcome {
+async fn kill_and_wait(p: ProcessParams, processes: &ProcessManager) -> Outcome {
     if p.id.is_empty() {
         return Outcome::invalid_params(MSG_ID_REQUIRED);
     }
@@ -199,7 +199,7 @@ async fn kill_and_wait(p: ProcessParams, call: &Call<'_>) -> Outcome {
             escalated,
         })
     };
-    let Some(process) = call.daemon.processes.get(&p.id) else {
+    let Some(process) = processes.get(&p.id) else {
         return reply(false, false, false, false);
     };
     let grace = Duration::from_millis(grace_ms(p.timeout_ms).unsigned_abs());
@@ -215,13 +215,13 @@ async fn kill_and_wait(p: ProcessParams, call: &Call<'_>) -> Outcome {
     }
 }
 
-async fn reattach(p: ProcessParams, call: &Call<'_>) -> Outcome {
+fn reattach(p: ProcessParams, processes: &ProcessManager, metrics: &Metrics) -> Outcome {
     // The reference's record (process-reattach.md) answers a missing or
     // empty id like spawn and killAndWait do; seed 000 is silent on it.
     if p.id.is_empty() {
         return Outcome::invalid_params(MSG_ID_REQUIRED);
     }
-    let Some(process) = call.daemon.processes.get(&p.id) else {
+    let Some(process) = processes.get(&p.id) else {
         return Outcome::ok(&ReattachReply {
             found: false,
             running: false,
@@ -232,7 +232,7 @@ async fn reattach(p: ProcessParams, call: &Call<'_>) -> Outcome {
             start_time: None,
         });
     };
-    call.daemon.metrics.reattaches.fetch_add(1, Ordering::Relaxed);
+    metrics.reattaches.fetch_add(1, Ordering::Relaxed);
     // lastSeq before running: the exit frame is appended only after the
     // exit is recorded, so a lastSeq that covers the exit frame always
     // pairs with running:false. (running:false with the exit frame not yet
@@ -252,11 +252,12 @@ async fn reattach(p: ProcessParams, call: &Call<'_>) -> Outcome {
     // must not swallow future frames, so the cursor never starts past
     // lastSeq.
     let after = u64::try_from(p.from_seq.max(0)).unwrap_or(0).min(last_seq);
-    let line = call.success_line(&result);
-    call.conn
-        .follow(process.log.clone(), after, Some((last_seq, line)))
-        .await;
-    Outcome::NoReply
+    Outcome::Follow {
+        log: process.log.clone(),
+        after,
+        reply_after: last_seq,
+        result: crate::gojson::to_go_json(&result),
+    }
 }
 
 #[cfg(test)]

@@ -1,8 +1,9 @@
 //! `server.*`: ping, version, capabilities, shutdown. These take no params.
 
 use super::Outcome;
-use crate::dispatch::Call;
+use crate::instance::Instance;
 use crate::rpc::{FEATURES, METHODS};
+use crate::shutdown::Shutdown;
 use crate::version;
 use serde::Serialize;
 
@@ -30,7 +31,7 @@ struct Capabilities<'a> {
     features: &'static [&'static str],
 }
 
-pub async fn handle(method: &str, call: &Call<'_>) -> Outcome {
+pub async fn handle(method: &str, instance: &Instance, shutdown: &Shutdown) -> Outcome {
     match method {
         "server.ping" => Outcome::ok(&Pong { pong: true }),
         "server.version" => Outcome::ok(&VersionInfo {
@@ -41,13 +42,13 @@ pub async fn handle(method: &str, call: &Call<'_>) -> Outcome {
         "server.capabilities" => Outcome::ok(&Capabilities {
             version: version::ID,
             methods: &METHODS,
-            instance_id: &call.daemon.instance.id,
-            started_at: call.daemon.instance.started_at,
+            instance_id: &instance.id,
+            started_at: instance.started_at,
             features: &FEATURES,
         }),
         "server.shutdown" => {
             crate::log_info!("[Server] Shutdown requested");
-            call.daemon.shutdown.trigger();
+            shutdown.trigger();
             Outcome::NoReply
         }
         other => Outcome::internal(format!("no handler for {other}")),

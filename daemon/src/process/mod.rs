@@ -5,7 +5,7 @@
 //!
 //! 1. spawned in its own process group (`setpgid(0,0)`), with three pipes;
 //! 2. one reader task per output pipe appends each read (≤ 32 KiB) to the
-//!    [`log::ReplayLog`] as one frame;
+//!    [`ReplayLog`] as one frame;
 //! 3. a per-process stdin writer task drains a queue into the stdin pipe,
 //!    so `process.stdin` never waits on the child;
 //! 4. the supervisor task observes the exit with `waitid(WNOWAIT)` (the
@@ -23,20 +23,20 @@
 //! daemon stops, whichever comes first; then their log is released.
 
 pub mod command;
-pub mod log;
-pub mod segments;
 pub mod session;
 pub mod stdin;
-pub mod store;
 pub mod sys;
 
-use crate::server::Daemon;
-use log::{ExitFrame, ReplayLog, Stream};
+use crate::metrics::Metrics;
+use crate::replay::frame::{ExitFrame, Stream};
+use crate::replay::log::ReplayLog;
+use crate::replay::store;
+use crate::shutdown::ShutdownWatch;
 use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::Duration;
 use stdin::{plan_stdin_write, StdinPlan};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -298,16 +298,37 @@ impl ManagedProcess {
     }
 }
 
+/// What the supervisor needs from the rest of the daemon, handed over
+/// when the registry is made: it never sees the daemon state itself.
+pub struct Supervision {
+    /// Where the children's replay logs keep their frames.
+    pub replay: Arc<store::ReplayStore>,
+    /// Spawn, exit and stream-byte counters.
+    pub metrics: Arc<Metrics>,
+    /// The daemon-wide stop signal: no spawn once it fired, and the
+    /// retention sweeper ends with it.
+    pub shutdown: ShutdownWatch,
+    /// How long exited processes stay registered ([`retention`]).
+    pub retention: Duration,
+}
+
+/// The table of processes, shared with the retention sweeper (which holds
+/// it weakly, so it ends with the registry).
+type Table = Mutex<HashMap<String, Arc<ManagedProcess>>>;
+
 /// Registry of managed processes, keyed by the client's id.
-#[derive(Default)]
 pub struct ProcessManager {
-    table: Mutex<HashMap<String, Arc<ManagedProcess>>>,
+    table: Arc<Table>,
     sessions: session::SessionLocks,
     /// Set by a `-keep-children` shutdown: the backstop in `Drop` must not
     /// kill what the operator asked to keep.
     keep: AtomicBool,
     /// The retention sweeper runs once the first process was spawned.
     sweeper: AtomicBool,
+    /// PATH from the login shell, once known ([`crate::shellenv`]);
+    /// children get it.
+    login_path: OnceLock<String>,
+    deps: Supervision,
 }
 
 impl std::fmt::Debug for ProcessManager {
@@ -319,8 +340,26 @@ impl std::fmt::Debug for ProcessManager {
 }
 
 impl ProcessManager {
-    pub fn new() -> Self {
-        Self::default()
+    pub fn new(deps: Supervision) -> Self {
+        ProcessManager {
+            table: Arc::default(),
+            sessions: session::SessionLocks::default(),
+            keep: AtomicBool::new(false),
+            sweeper: AtomicBool::new(false),
+            login_path: OnceLock::new(),
+            deps,
+        }
+    }
+
+    /// Records the login shell's PATH for children spawned from now on
+    /// (the first answer wins).
+    pub fn set_login_path(&self, path: String) {
+        let _ = self.login_path.set(path);
+    }
+
+    /// Whether the daemon is stopping (a child started now would leak).
+    pub fn is_shutting_down(&self) -> bool {
+        self.deps.shutdown.is_triggered()
     }
 
     pub fn get(&self, id: &str) -> Option<Arc<ManagedProcess>> {
@@ -332,8 +371,8 @@ impl ProcessManager {
     /// name an agent CLI session, every other running process of that
     /// session is terminated first ([`session`]), one spawn of a session at
     /// a time. Must run inside the tokio runtime.
-    pub async fn spawn(&self, daemon: &Arc<Daemon>, spec: &SpawnSpec<'_>) -> Result<Arc<ManagedProcess>, SpawnError> {
-        let env = command::merged_env(daemon.login_path.get().map(String::as_str), spec.env);
+    pub async fn spawn(&self, spec: &SpawnSpec<'_>) -> Result<Arc<ManagedProcess>, SpawnError> {
+        let env = command::merged_env(self.login_path.get().map(String::as_str), spec.env);
         let program = command::resolve(spec.command, &command::path_of(&env)).map_err(SpawnError::Failed)?;
         if env
             .iter()
@@ -345,18 +384,15 @@ impl ProcessManager {
         }
         let key = session::key_of(spec.args);
         let Some(key) = key else {
-            return self
-                .start(daemon, spec, &program, env, None)
-                .map_err(SpawnError::Failed);
+            return self.start(spec, &program, env, None).map_err(SpawnError::Failed);
         };
         let _serial = self.sessions.lock(&key).await;
         self.supersede(&key, spec.id).await;
-        if daemon.shutdown.is_triggered() {
+        if self.is_shutting_down() {
             // Teardown may already have run: a child started now would leak.
             return Err(SpawnError::ShuttingDown);
         }
-        self.start(daemon, spec, &program, env, Some(key))
-            .map_err(SpawnError::Failed)
+        self.start(spec, &program, env, Some(key)).map_err(SpawnError::Failed)
     }
 
     /// Terminates every running process of session `key` other than `id`
@@ -382,7 +418,6 @@ impl ProcessManager {
 
     fn start(
         &self,
-        daemon: &Arc<Daemon>,
         spec: &SpawnSpec<'_>,
         program: &str,
         env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
@@ -425,7 +460,7 @@ impl ProcessManager {
             id: spec.id.to_string(),
             pid,
             start_time,
-            log: ReplayLog::new(spec.id, &daemon.replay),
+            log: ReplayLog::new(spec.id, &self.deps.replay),
             exit: exit_tx,
             reaped: Mutex::new(false),
             session,
@@ -448,15 +483,20 @@ impl ProcessManager {
                     Arc::downgrade(&process),
                 ));
                 lock(&process.stdin).writer = Some(writer.abort_handle());
-                let (log_out, daemon_out) = (process.log.clone(), daemon.clone());
+                let (log_out, metrics_out) = (process.log.clone(), self.deps.metrics.clone());
                 Some((
                     tokio::spawn(async move {
-                        pump(stdout, Stream::Stdout, log_out, daemon_out).await;
+                        pump(stdout, Stream::Stdout, log_out, metrics_out).await;
                         if grown {
                             GROWN_PIPES.fetch_sub(1, Ordering::AcqRel);
                         }
                     }),
-                    tokio::spawn(pump(stderr, Stream::Stderr, process.log.clone(), daemon.clone())),
+                    tokio::spawn(pump(
+                        stderr,
+                        Stream::Stderr,
+                        process.log.clone(),
+                        self.deps.metrics.clone(),
+                    )),
                 ))
             }
             (i, o, e) => {
@@ -467,7 +507,7 @@ impl ProcessManager {
                     GROWN_PIPES.fetch_sub(1, Ordering::AcqRel);
                 }
                 sys::signal_group(pid, libc::SIGKILL);
-                tokio::spawn(supervise(process.clone(), None, daemon.clone()));
+                tokio::spawn(supervise(process.clone(), None, self.deps.metrics.clone()));
                 let err = err.unwrap_or_else(|| std::io::Error::other("pipe setup failed"));
                 return Err(command::fork_exec_error(program, &err));
             }
@@ -475,10 +515,14 @@ impl ProcessManager {
         // The std handle is not needed any more: the supervisor reaps by
         // pid. Dropping it neither kills nor waits.
         drop(child);
-        tokio::spawn(supervise(process.clone(), readers, daemon.clone()));
-        daemon.metrics.process_spawns.fetch_add(1, Ordering::Relaxed);
+        tokio::spawn(supervise(process.clone(), readers, self.deps.metrics.clone()));
+        self.deps.metrics.process_spawns.fetch_add(1, Ordering::Relaxed);
         if !self.sweeper.swap(true, Ordering::AcqRel) {
-            tokio::spawn(sweep_exited(Arc::downgrade(daemon)));
+            tokio::spawn(sweep_exited(
+                Arc::downgrade(&self.table),
+                self.deps.retention,
+                self.deps.shutdown.clone(),
+            ));
         }
         crate::log_info!(
             "[process.Manager] Spawned process {} (pid {}): {}",
@@ -502,25 +546,6 @@ impl ProcessManager {
             );
         }
         Ok(process)
-    }
-
-    /// Drops exited processes whose exit frame is older than `retention`
-    /// (their logs are freed once no connection still holds them).
-    /// Returns how many were dropped.
-    pub fn drop_exited(&self, retention: Duration) -> usize {
-        let now = std::time::Instant::now();
-        let mut table = lock(&self.table);
-        let before = table.len();
-        table.retain(|_, p| {
-            p.finished_at
-                .get()
-                .is_none_or(|at| now.saturating_duration_since(*at) < retention)
-        });
-        let dropped = before - table.len();
-        if dropped > 0 && table.capacity() > 2 * table.len() + 64 {
-            table.shrink_to_fit();
-        }
-        dropped
     }
 
     /// Registered processes (running and retained exited ones).
@@ -579,6 +604,25 @@ impl Drop for ProcessManager {
     }
 }
 
+/// Drops exited processes of `table` whose exit frame is older than
+/// `retention` (their logs are freed once no connection still holds
+/// them); returns how many.
+fn drop_exited(table: &Table, retention: Duration) -> usize {
+    let now = std::time::Instant::now();
+    let mut table = lock(table);
+    let before = table.len();
+    table.retain(|_, p| {
+        p.finished_at
+            .get()
+            .is_none_or(|at| now.saturating_duration_since(*at) < retention)
+    });
+    let dropped = before - table.len();
+    if dropped > 0 && table.capacity() > 2 * table.len() + 64 {
+        table.shrink_to_fit();
+    }
+    dropped
+}
+
 /// Enlarges a child's stdout pipe to [`PIPE_SIZE`] while the daemon-wide
 /// budget allows. A bigger pipe lets a fast writer run ahead of the reader
 /// instead of ping-ponging every 64 KiB (about +50% stream throughput).
@@ -611,7 +655,12 @@ fn epoch_seconds() -> f64 {
 }
 
 /// Copies one output pipe into the log, one frame per read.
-async fn pump<R: tokio::io::AsyncRead + Unpin>(mut pipe: R, stream: Stream, log: Arc<ReplayLog>, daemon: Arc<Daemon>) {
+async fn pump<R: tokio::io::AsyncRead + Unpin>(
+    mut pipe: R,
+    stream: Stream,
+    log: Arc<ReplayLog>,
+    metrics: Arc<Metrics>,
+) {
     let mut buf = vec![0u8; READ_BUF];
     loop {
         match pipe.read(&mut buf).await {
@@ -619,7 +668,7 @@ async fn pump<R: tokio::io::AsyncRead + Unpin>(mut pipe: R, stream: Stream, log:
             Ok(n) => {
                 let data = buf.get(..n).unwrap_or_default();
                 log.push_output(stream, data);
-                daemon.metrics.stream_bytes_out.fetch_add(n as u64, Ordering::Relaxed);
+                metrics.stream_bytes_out.fetch_add(n as u64, Ordering::Relaxed);
                 // Waits only when the disk writer is a whole bound behind:
                 // the child then sees pipe backpressure, not our memory.
                 log.wait_writable().await;
@@ -662,20 +711,15 @@ async fn feed_stdin(
 
 /// How long exited processes stay registered: [`store::RETENTION`], or
 /// `REMORA_TEST_RETENTION_MS` (tests only).
-fn retention() -> Duration {
+pub fn retention() -> Duration {
     store::test_env("REMORA_TEST_RETENTION_MS").map_or(store::RETENTION, Duration::from_millis)
 }
 
 /// The retention sweeper: every `retention / 15` (at most a minute), drops
 /// processes whose exit frame is older than the retention. Ends with the
-/// daemon.
-async fn sweep_exited(daemon: Weak<Daemon>) {
-    let retention = retention();
+/// registry or at shutdown.
+async fn sweep_exited(table: Weak<Table>, retention: Duration, mut shutdown: ShutdownWatch) {
     let period = (retention / 15).clamp(Duration::from_millis(10), Duration::from_secs(60));
-    let mut shutdown = match daemon.upgrade() {
-        Some(d) => d.shutdown.subscribe(),
-        None => return,
-    };
     // A second trim once the blocking pool's idle threads (kept 10 s) are
     // gone, so what they freed is returned too.
     let mut trim_again: Option<std::time::Instant> = None;
@@ -684,8 +728,9 @@ async fn sweep_exited(daemon: Weak<Daemon>) {
             _ = tokio::time::sleep(period) => {}
             _ = shutdown.wait() => return,
         }
-        let Some(daemon) = daemon.upgrade() else { return };
-        let dropped = daemon.processes.drop_exited(retention);
+        let Some(table) = table.upgrade() else { return };
+        let dropped = drop_exited(&table, retention);
+        drop(table);
         if dropped > 0 {
             crate::log_info!(
                 "[process.Manager] Dropped {} exited process(es) after {} s of retention",
@@ -717,7 +762,7 @@ fn trim_heap() {
 async fn supervise(
     process: Arc<ManagedProcess>,
     readers: Option<(tokio::task::JoinHandle<()>, tokio::task::JoinHandle<()>)>,
-    daemon: Arc<Daemon>,
+    metrics: Arc<Metrics>,
 ) {
     let status = match sys::wait_exit(process.pid).await {
         Ok(status) => status,
@@ -740,7 +785,7 @@ async fn supervise(
     });
     let _ = process.finished_at.set(std::time::Instant::now());
     process.reap();
-    daemon.metrics.process_exits.fetch_add(1, Ordering::Relaxed);
+    metrics.process_exits.fetch_add(1, Ordering::Relaxed);
     crate::log_info!("[process.Manager] Process {} exited with code {}", process.id, code);
 }
 

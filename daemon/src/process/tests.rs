@@ -2,7 +2,17 @@
 //! frames (killedBy), and the exit-frame/pipe ordering.
 
 use super::*;
-use crate::server::Options;
+use crate::shutdown::Shutdown;
+
+/// A registry with an in-memory replay store, as the daemon would make it.
+fn manager(shutdown: &Shutdown) -> ProcessManager {
+    ProcessManager::new(Supervision {
+        replay: store::ReplayStore::in_memory(),
+        metrics: Arc::default(),
+        shutdown: shutdown.subscribe(),
+        retention: store::RETENTION,
+    })
+}
 
 fn spec<'a>(id: &'a str, command: &'a str, args: &'a [String]) -> SpawnSpec<'a> {
     SpawnSpec {
@@ -16,20 +26,17 @@ fn spec<'a>(id: &'a str, command: &'a str, args: &'a [String]) -> SpawnSpec<'a> 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_keeps_or_kills_children() {
-    let daemon = Daemon::new(b"t".to_vec(), Options::default());
+    let stop = Shutdown::new();
+    let processes = manager(&stop);
     let args = ["1000".to_string()];
-    let p = daemon
-        .processes
-        .spawn(&daemon, &spec("k", "sleep", &args))
-        .await
-        .unwrap();
-    daemon.processes.shutdown(true).await;
+    let p = processes.spawn(&spec("k", "sleep", &args)).await.unwrap();
+    processes.shutdown(true).await;
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert!(
         !p.exited() && sys::pid_exists(p.pid),
         "-keep-children must leave it running"
     );
-    daemon.processes.shutdown(false).await;
+    processes.shutdown(false).await;
     assert!(p.exited());
     assert_eq!(*p.exit.borrow(), Some(-1));
     assert!(!sys::pid_exists(p.pid), "killed and reaped");
@@ -49,15 +56,12 @@ async fn shutdown_keeps_or_kills_children() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_does_not_claim_a_process_that_already_exited() {
-    let daemon = Daemon::new(b"t".to_vec(), Options::default());
+    let stop = Shutdown::new();
+    let processes = manager(&stop);
     let args = ["-c".to_string(), "exit 4".to_string()];
-    let p = daemon
-        .processes
-        .spawn(&daemon, &spec("done", "sh", &args))
-        .await
-        .unwrap();
+    let p = processes.spawn(&spec("done", "sh", &args)).await.unwrap();
     assert!(p.wait_exit(Duration::from_secs(5)).await);
-    daemon.processes.shutdown(false).await;
+    processes.shutdown(false).await;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     while !p.log.has_exited() && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -69,7 +73,8 @@ async fn shutdown_does_not_claim_a_process_that_already_exited() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exit_frame_waits_for_a_grandchild_holding_the_pipe() {
-    let daemon = Daemon::new(b"t".to_vec(), Options::default());
+    let stop = Shutdown::new();
+    let processes = manager(&stop);
     // The grandchild holds the pipe until the test opens the FIFO.
     let dir = tempfile::tempdir().unwrap();
     let gate = dir.path().join("gate");
@@ -77,7 +82,7 @@ async fn exit_frame_waits_for_a_grandchild_holding_the_pipe() {
     assert!(made.success());
     let script = format!("(read x < '{}'; echo late) &", gate.display());
     let args = ["-c".to_string(), script];
-    let p = daemon.processes.spawn(&daemon, &spec("g", "sh", &args)).await.unwrap();
+    let p = processes.spawn(&spec("g", "sh", &args)).await.unwrap();
     assert!(p.wait_exit(Duration::from_secs(5)).await);
     // The leader is gone (a zombie pinning the pgid) but the pipe is
     // still open: no exit frame yet.

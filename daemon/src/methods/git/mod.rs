@@ -30,7 +30,6 @@
 mod worktree_deadline;
 
 use super::Outcome;
-use crate::dispatch::Call;
 use crate::gitcli::{self, porcelain_lines, repo_slug, MUTATE_TIMEOUT, QUERY_TIMEOUT};
 use crate::gojson::go_lossy;
 use crate::params::GitParams;
@@ -88,7 +87,7 @@ pub(super) struct WorktreeResult {
     error_code: String,
 }
 
-pub async fn handle(method: &str, params: GitParams, _call: &Call<'_>) -> Outcome {
+pub async fn handle(method: &str, params: GitParams) -> Outcome {
     match method {
         "git.info" => info(&params.path).await,
         "git.status" => status(&params.path).await,

@@ -17,7 +17,7 @@
 //! bytes were written completely, so a failed write leaves the index
 //! describing exactly what is readable.
 
-use super::log::{ExitFrame, Frame, Stream};
+use super::frame::{ExitFrame, Frame, Stream};
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -289,10 +289,11 @@ fn static_name(bytes: &[u8]) -> Option<&'static str> {
         return None;
     }
     let text = std::str::from_utf8(bytes).ok()?;
-    ["client", "shutdown"]
-        .into_iter()
-        .find(|w| *w == text)
-        .or_else(|| (1..=64).filter_map(super::sys::signal_name).find(|n| *n == text))
+    ["client", "shutdown"].into_iter().find(|w| *w == text).or_else(|| {
+        (1..=64)
+            .filter_map(crate::process::sys::signal_name)
+            .find(|n| *n == text)
+    })
 }
 
 fn decode_exit(payload: &[u8]) -> Option<ExitFrame> {

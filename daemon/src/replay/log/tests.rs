@@ -93,7 +93,7 @@ fn detach_stops_subscriptions() {
 
 fn spilling_store(dir: &std::path::Path, segment_bytes: u64, budget_bytes: u64) -> Arc<ReplayStore> {
     ReplayStore::open(
-        crate::process::store::StoreConfig {
+        crate::replay::store::StoreConfig {
             dir: Some(dir.to_path_buf()),
             budget_bytes,
             segment_bytes,
@@ -244,7 +244,7 @@ async fn hot_tails_together_stay_under_the_global_bound() {
     let dir = tempfile::tempdir().unwrap();
     let global = 64 * 1024;
     let store = ReplayStore::open(
-        crate::process::store::StoreConfig {
+        crate::replay::store::StoreConfig {
             dir: Some(dir.path().to_path_buf()),
             budget_bytes: u64::MAX,
             segment_bytes: 1 << 20,
@@ -311,7 +311,7 @@ mod interleavings {
         ) {
             let dir = tempfile::tempdir().unwrap();
             let store = ReplayStore::open(
-                crate::process::store::StoreConfig {
+                crate::replay::store::StoreConfig {
                     dir: Some(dir.path().to_path_buf()),
                     budget_bytes: u64::MAX,
                     segment_bytes,

@@ -2,11 +2,11 @@
 //! kept as raw bytes, with a bounded hot tail in RAM and the rest in
 //! segment files on disk ([`super::segments`], [`super::store`]).
 //!
-//! Subscribers are not queues. A connection that follows a process keeps a
-//! cursor (the last seq it wrote) and pulls frames from the log at its own
-//! pace, encoding base64 as it writes; the log only wakes it. A cursor
-//! inside the hot tail reads RAM; one that fell behind it reads segment
-//! files off the async workers and catches up.
+//! Subscribers are not queues. A follower of a process keeps a cursor
+//! ([`super::cursor::Cursor`], the last seq it wrote) and pulls frames
+//! from the log at its own pace, encoding base64 as it writes; the log
+//! only wakes it. A cursor inside the hot tail reads RAM; one that fell
+//! behind it reads segment files off the async workers and catches up.
 //!
 //! Who waits on whom: appending never waits for a client. Every appended
 //! frame is written to disk by one blocking job per log; the child's pipe
@@ -20,57 +20,13 @@
 //! exit share one sequence. The last frame always stays in RAM, so a log
 //! with frames always keeps at least one.
 
+use super::frame::{raw_len, ExitFrame, Frame, FrameEncoder, Stream};
 use super::segments::{read_segment, ReadHint, Segments};
-use super::store::{ReplayStore, GLOBAL_WRITE_BEHIND, RING_BYTES, WRITE_BEHIND};
-use base64::Engine;
+use super::store::{ReplayStore, StoredLog, GLOBAL_WRITE_BEHIND, RING_BYTES, WRITE_BEHIND};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
-
-/// Which pipe a data frame came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stream {
-    Stdout,
-    Stderr,
-}
-
-impl Stream {
-    pub fn name(self) -> &'static str {
-        match self {
-            Stream::Stdout => "stdout",
-            Stream::Stderr => "stderr",
-        }
-    }
-}
-
-/// What the `exit` frame says: `exitCode`, then (build 4534d86) the
-/// terminating signal's name and who asked for the kill, both omitted
-/// when absent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ExitFrame {
-    pub code: i64,
-    pub signal: Option<&'static str>,
-    pub killed_by: Option<&'static str>,
-}
-
-impl ExitFrame {
-    /// A normal exit: only `exitCode`.
-    pub fn code(code: i64) -> Self {
-        ExitFrame {
-            code,
-            signal: None,
-            killed_by: None,
-        }
-    }
-}
-
-/// One stored frame (raw bytes; base64 happens when a cursor writes it).
-#[derive(Debug, Clone)]
-pub enum Frame {
-    Data(Stream, Arc<[u8]>),
-    Exit(ExitFrame),
-}
 
 /// RAM charged for a frame: its bytes plus the deque slot and Arc header.
 fn cost(frame: &Frame) -> u64 {
@@ -80,14 +36,12 @@ fn cost(frame: &Frame) -> u64 {
     }
 }
 
-/// Raw bytes a disk read takes per blocking call.
-pub const DISK_BATCH: usize = 1 << 20;
 /// Raw bytes a disk writer takes per write.
 const WRITE_BATCH: u64 = 1 << 20;
 
-/// A connection's registration with a log: who to wake on new frames.
+/// A follower's registration with a log: who to wake on new frames.
 struct Subscriber {
-    conn: u64,
+    follower: u64,
     wake: Arc<Notify>,
 }
 
@@ -165,8 +119,8 @@ pub enum Pull {
 /// Append-only frame log of one process.
 pub struct ReplayLog {
     key: u64,
-    /// `{"type":"stream","processId":"<id>","stream":"` — shared by every frame.
-    frame_prefix: Vec<u8>,
+    /// Writes this process's frames as wire lines.
+    encoder: FrameEncoder,
     process_id: String,
     state: Mutex<LogState>,
     /// Segment files. Lock order: never take `state` while holding this.
@@ -195,12 +149,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl ReplayLog {
     pub fn new(process_id: &str, store: &Arc<ReplayStore>) -> Arc<ReplayLog> {
-        let mut frame_prefix = br#"{"type":"stream","processId":"#.to_vec();
-        crate::gojson::write_go_string(&mut frame_prefix, process_id);
-        frame_prefix.extend_from_slice(br#","stream":""#);
         let log = Arc::new(ReplayLog {
             key: NEXT_KEY.fetch_add(1, Ordering::Relaxed),
-            frame_prefix,
+            encoder: FrameEncoder::new(process_id),
             process_id: process_id.to_string(),
             state: Mutex::new(LogState {
                 hot: VecDeque::new(),
@@ -222,7 +173,8 @@ impl ReplayLog {
             store: store.clone(),
             flushed: Notify::new(),
         });
-        store.register(&log);
+        let weak: std::sync::Weak<dyn StoredLog> = Arc::downgrade(&log) as std::sync::Weak<ReplayLog>;
+        store.register(log.key, weak);
         log
     }
 
@@ -433,15 +385,6 @@ impl ReplayLog {
         self.store.tails.fetch_sub(freed, Ordering::Relaxed);
     }
 
-    /// Trims this log's hot tail to its unwritten frames now (the global
-    /// bound was crossed, possibly by another log's writes).
-    pub(crate) fn trim_tail(&self) {
-        let mut state = self.lock();
-        if state.spill {
-            self.trim_hot(&mut state, true);
-        }
-    }
-
     /// RAM-ring bound: the oldest frames go once the ring is full.
     fn trim_ring(&self, state: &mut LogState) {
         let mut freed = 0;
@@ -494,24 +437,25 @@ impl ReplayLog {
         self.lock().detached
     }
 
-    /// Registers a connection to be woken on new frames. Returns false if
+    /// Registers follower `follower` (an id its owner picks) to be woken
+    /// on new frames. Returns false if
     /// the log was detached (its process id has been reused).
-    pub fn subscribe(&self, conn: u64, wake: Arc<Notify>) -> bool {
+    pub fn subscribe(&self, follower: u64, wake: Arc<Notify>) -> bool {
         let mut state = self.lock();
         if state.detached {
             return false;
         }
-        if !state.subscribers.iter().any(|s| s.conn == conn) {
-            state.subscribers.push(Subscriber { conn, wake });
+        if !state.subscribers.iter().any(|s| s.follower == follower) {
+            state.subscribers.push(Subscriber { follower, wake });
         }
         true
     }
 
-    pub fn unsubscribe(&self, conn: u64) {
-        self.lock().subscribers.retain(|s| s.conn != conn);
+    pub fn unsubscribe(&self, follower: u64) {
+        self.lock().subscribers.retain(|s| s.follower != follower);
     }
 
-    /// Number of subscribed connections.
+    /// Number of subscribed followers.
     pub fn subscriber_count(&self) -> usize {
         self.lock().subscribers.len()
     }
@@ -524,63 +468,6 @@ impl ReplayLog {
         for s in state.subscribers.drain(..) {
             s.wake.notify_one();
         }
-    }
-
-    /// For eviction: the exit order of an exited log nobody follows that
-    /// still has bytes on disk.
-    pub(crate) fn idle_exit_stamp(&self) -> Option<u64> {
-        let state = self.lock();
-        if state.subscribers.is_empty() && state.disk_bytes > 0 {
-            state.exit_stamp
-        } else {
-            None
-        }
-    }
-
-    /// For eviction: the age of the oldest segment, if one may go (never
-    /// the segment being written).
-    pub(crate) fn evictable_stamp(&self) -> Option<u64> {
-        let disk = lock(&self.disk);
-        disk.as_ref()
-            .filter(|s| s.count() >= 2)
-            .and_then(Segments::oldest_stamp)
-    }
-
-    /// Removes this log's segments (`whole`) or its oldest one; logs the
-    /// eviction once at WARN. Returns whether anything was removed.
-    pub(crate) fn evict_disk(&self, whole: bool) -> bool {
-        let (freed, mirror) = {
-            let mut disk = lock(&self.disk);
-            let Some(segs) = disk.as_mut() else {
-                return false;
-            };
-            let freed = if whole {
-                segs.remove_all()
-            } else if segs.count() >= 2 {
-                segs.evict_oldest().map_or(0, |s| s.bytes)
-            } else {
-                0
-            };
-            (freed, (segs.first_seq(), segs.last_seq(), segs.bytes()))
-        };
-        if freed == 0 {
-            return false;
-        }
-        self.store.metrics.disk_bytes.fetch_sub(freed, Ordering::Relaxed);
-        let first_kept = {
-            let mut state = self.lock();
-            (state.disk_first, state.disk_last, state.disk_bytes) = mirror;
-            let hot_first = state.hot_first();
-            state.disk_first.map_or(hot_first, |d| d.min(hot_first))
-        };
-        crate::log_warn!(
-            "[replay] disk budget exceeded: dropped {} bytes of the replay log of {} process {}; it now starts at seq {}",
-            freed,
-            if whole { "exited" } else { "live" },
-            self.process_id,
-            first_kept
-        );
-        true
     }
 
     /// Encodes frames with seq in `after+1 ..= upto` (capped at the newest)
@@ -703,7 +590,7 @@ impl ReplayLog {
     /// Encodes `frames` (the first has seq `first`) as NDJSON lines.
     pub fn encode_frames(&self, first: u64, frames: &[Frame], out: &mut Vec<u8>) {
         for (i, frame) in frames.iter().enumerate() {
-            self.encode_frame(first + i as u64, frame, out);
+            self.encoder.encode(first + i as u64, frame, out);
         }
     }
 
@@ -728,48 +615,77 @@ impl ReplayLog {
             }
         }
     }
-
-    fn encode_frame(&self, seq: u64, frame: &Frame, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.frame_prefix);
-        match frame {
-            Frame::Data(stream, data) => {
-                out.extend_from_slice(stream.name().as_bytes());
-                out.extend_from_slice(br#"","seq":"#);
-                out.extend_from_slice(seq.to_string().as_bytes());
-                out.extend_from_slice(br#","data":""#);
-                let engine = &base64::engine::general_purpose::STANDARD;
-                let start = out.len();
-                out.resize(start + base64::encoded_len(data.len(), true).unwrap_or(0), 0);
-                let written = engine.encode_slice(data, &mut out[start..]).unwrap_or(0);
-                out.truncate(start + written);
-                out.extend_from_slice(b"\"}\n");
-            }
-            Frame::Exit(exit) => {
-                out.extend_from_slice(br#"exit","seq":"#);
-                out.extend_from_slice(seq.to_string().as_bytes());
-                out.extend_from_slice(br#","exitCode":"#);
-                out.extend_from_slice(exit.code.to_string().as_bytes());
-                // Both values are fixed ASCII names: no escaping needed.
-                if let Some(signal) = exit.signal {
-                    out.extend_from_slice(br#","signal":""#);
-                    out.extend_from_slice(signal.as_bytes());
-                    out.push(b'"');
-                }
-                if let Some(by) = exit.killed_by {
-                    out.extend_from_slice(br#","killedBy":""#);
-                    out.extend_from_slice(by.as_bytes());
-                    out.push(b'"');
-                }
-                out.extend_from_slice(b"}\n");
-            }
-        }
-    }
 }
 
-fn raw_len(frame: &Frame) -> usize {
-    match frame {
-        Frame::Data(_, data) => data.len(),
-        Frame::Exit(_) => 0,
+impl StoredLog for ReplayLog {
+    /// Trims this log's hot tail to its unwritten frames now (the global
+    /// bound was crossed, possibly by another log's writes).
+    fn trim_tail(&self) {
+        let mut state = self.lock();
+        if state.spill {
+            self.trim_hot(&mut state, true);
+        }
+    }
+
+    /// For eviction: the exit order of an exited log nobody follows that
+    /// still has bytes on disk.
+    fn idle_exit_stamp(&self) -> Option<u64> {
+        let state = self.lock();
+        if state.subscribers.is_empty() && state.disk_bytes > 0 {
+            state.exit_stamp
+        } else {
+            None
+        }
+    }
+
+    /// For eviction: the age of the oldest segment, if one may go (never
+    /// the segment being written).
+    fn evictable_stamp(&self) -> Option<u64> {
+        let disk = lock(&self.disk);
+        disk.as_ref()
+            .filter(|s| s.count() >= 2)
+            .and_then(Segments::oldest_stamp)
+    }
+
+    /// Removes this log's segments (`whole`) or its oldest one; logs the
+    /// eviction once at WARN. Returns whether anything was removed.
+    fn evict_disk(&self, whole: bool) -> bool {
+        let (freed, mirror) = {
+            let mut disk = lock(&self.disk);
+            let Some(segs) = disk.as_mut() else {
+                return false;
+            };
+            let freed = if whole {
+                segs.remove_all()
+            } else if segs.count() >= 2 {
+                segs.evict_oldest().map_or(0, |s| s.bytes)
+            } else {
+                0
+            };
+            (freed, (segs.first_seq(), segs.last_seq(), segs.bytes()))
+        };
+        if freed == 0 {
+            return false;
+        }
+        self.store.metrics.disk_bytes.fetch_sub(freed, Ordering::Relaxed);
+        let first_kept = {
+            let mut state = self.lock();
+            (state.disk_first, state.disk_last, state.disk_bytes) = mirror;
+            let hot_first = state.hot_first();
+            state.disk_first.map_or(hot_first, |d| d.min(hot_first))
+        };
+        crate::log_warn!(
+            "[replay] disk budget exceeded: dropped {} bytes of the replay log of {} process {}; it now starts at seq {}",
+            freed,
+            if whole { "exited" } else { "live" },
+            self.process_id,
+            first_kept
+        );
+        true
+    }
+
+    fn has_exited(&self) -> bool {
+        ReplayLog::has_exited(self)
     }
 }
 

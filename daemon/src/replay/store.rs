@@ -11,7 +11,6 @@
 //! record (its host name) for its lifetime. A directory whose lock is
 //! held, or that another host wrote, is never touched.
 
-use super::log::ReplayLog;
 use crate::metrics::ReplayMetrics;
 use std::collections::HashMap;
 use std::os::fd::AsRawFd;
@@ -94,6 +93,29 @@ pub fn default_dir() -> PathBuf {
     PathBuf::from(format!("/var/tmp/remora-{uid}/replay"))
 }
 
+/// What the store asks of each registered log when it enforces its
+/// bounds. [`super::log::ReplayLog`] implements it; the store never names
+/// the log type, so the log may depend on the store and not the reverse.
+pub trait StoredLog: Send + Sync {
+    /// Trims the hot tail to the frames not yet on disk (the global
+    /// hot-tail bound was crossed).
+    fn trim_tail(&self);
+    /// The exit order of an exited log nobody follows that still has
+    /// bytes on disk (evicted first, oldest exit first).
+    fn idle_exit_stamp(&self) -> Option<u64>;
+    /// The age of the oldest segment, if one may go (never the segment
+    /// being written).
+    fn evictable_stamp(&self) -> Option<u64>;
+    /// Removes all segments (`whole`) or the oldest one; returns whether
+    /// anything was removed.
+    fn evict_disk(&self, whole: bool) -> bool;
+    /// Whether the exit frame was appended.
+    fn has_exited(&self) -> bool;
+}
+
+/// A registered log, held weakly: the store never keeps a log alive.
+type LogRef = Weak<dyn StoredLog>;
+
 /// The replay store shared by every log of one daemon.
 #[derive(Debug)]
 pub struct ReplayStore {
@@ -112,7 +134,7 @@ pub struct ReplayStore {
     pub unwritten: AtomicU64,
     /// Bytes in RAM already on disk (the hot tails), across spilling logs.
     pub tails: AtomicU64,
-    logs: Mutex<HashMap<u64, Weak<ReplayLog>>>,
+    logs: Mutex<HashMap<u64, LogRef>>,
     evicting: Mutex<()>,
     trimming: Mutex<()>,
     removed: AtomicBool,
@@ -180,8 +202,9 @@ impl ReplayStore {
         self.dir.as_deref()
     }
 
-    pub(crate) fn register(&self, log: &Arc<ReplayLog>) {
-        lock(&self.logs).insert(log.key(), Arc::downgrade(log));
+    /// Registers a log under its key, for the bounds the store enforces.
+    pub(crate) fn register(&self, key: u64, log: LogRef) {
+        lock(&self.logs).insert(key, log);
     }
 
     pub(crate) fn unregister(&self, key: u64) {
@@ -208,7 +231,7 @@ impl ReplayStore {
         let Ok(_one) = self.trimming.try_lock() else {
             return; // Another writer is trimming.
         };
-        let logs: Vec<Arc<ReplayLog>> = lock(&self.logs).values().filter_map(Weak::upgrade).collect();
+        let logs: Vec<Arc<dyn StoredLog>> = lock(&self.logs).values().filter_map(Weak::upgrade).collect();
         for log in logs {
             log.trim_tail();
         }
@@ -226,9 +249,9 @@ impl ReplayStore {
         let Ok(_one) = self.evicting.try_lock() else {
             return; // Another writer is evicting.
         };
-        let logs: Vec<Arc<ReplayLog>> = lock(&self.logs).values().filter_map(Weak::upgrade).collect();
+        let logs: Vec<Arc<dyn StoredLog>> = lock(&self.logs).values().filter_map(Weak::upgrade).collect();
         let over = || self.metrics.disk_bytes.load(Ordering::Acquire) > self.budget_bytes;
-        let mut idle: Vec<(u64, &Arc<ReplayLog>)> = logs
+        let mut idle: Vec<(u64, &Arc<dyn StoredLog>)> = logs
             .iter()
             .filter_map(|l| l.idle_exit_stamp().map(|stamp| (stamp, l)))
             .collect();

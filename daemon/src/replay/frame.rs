@@ -1,0 +1,126 @@
+//! The stream frames of a replay log and their wire encoding.
+//!
+//! A frame is stored as raw bytes ([`Frame`]); base64 happens only when a
+//! follower writes it, as one NDJSON line of the documented shape:
+//! `{"type":"stream","processId":…,"stream":"stdout"|"stderr","seq":…,"data":…}`
+//! or, for the exit, `…"stream":"exit","seq":…,"exitCode":…` with the
+//! optional `signal` and `killedBy` (build 4534d86). The field order and
+//! bytes are wire facts: the lines are written by hand here, not through a
+//! serializer, because this is the hottest encoding in the daemon.
+
+use base64::Engine;
+use std::io::Write;
+use std::sync::Arc;
+
+/// Which pipe a data frame came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+impl Stream {
+    pub fn name(self) -> &'static str {
+        match self {
+            Stream::Stdout => "stdout",
+            Stream::Stderr => "stderr",
+        }
+    }
+}
+
+/// What the `exit` frame says: `exitCode`, then (build 4534d86) the
+/// terminating signal's name and who asked for the kill, both omitted
+/// when absent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExitFrame {
+    pub code: i64,
+    pub signal: Option<&'static str>,
+    pub killed_by: Option<&'static str>,
+}
+
+impl ExitFrame {
+    /// A normal exit: only `exitCode`.
+    pub fn code(code: i64) -> Self {
+        ExitFrame {
+            code,
+            signal: None,
+            killed_by: None,
+        }
+    }
+}
+
+/// One stored frame (raw bytes; base64 happens when a cursor writes it).
+#[derive(Debug, Clone)]
+pub enum Frame {
+    Data(Stream, Arc<[u8]>),
+    Exit(ExitFrame),
+}
+
+/// Raw output bytes a frame carries (0 for the exit frame).
+pub fn raw_len(frame: &Frame) -> usize {
+    match frame {
+        Frame::Data(_, data) => data.len(),
+        Frame::Exit(_) => 0,
+    }
+}
+
+/// Encodes the frames of one process: the shared line prefix
+/// `{"type":"stream","processId":"<id>","stream":"` is built once.
+#[derive(Debug)]
+pub struct FrameEncoder {
+    prefix: Vec<u8>,
+}
+
+impl FrameEncoder {
+    pub fn new(process_id: &str) -> FrameEncoder {
+        let mut prefix = br#"{"type":"stream","processId":"#.to_vec();
+        crate::gojson::write_go_string(&mut prefix, process_id);
+        prefix.extend_from_slice(br#","stream":""#);
+        FrameEncoder { prefix }
+    }
+
+    /// Appends the NDJSON line of `frame`, which has seq `seq`, to `out`.
+    pub fn encode(&self, seq: u64, frame: &Frame, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.prefix);
+        match frame {
+            Frame::Data(stream, data) => {
+                out.extend_from_slice(stream.name().as_bytes());
+                out.extend_from_slice(br#"","seq":"#);
+                write_int(out, seq);
+                out.extend_from_slice(br#","data":""#);
+                let engine = &base64::engine::general_purpose::STANDARD;
+                let start = out.len();
+                out.resize(start + base64::encoded_len(data.len(), true).unwrap_or(0), 0);
+                let written = out
+                    .get_mut(start..)
+                    .map_or(0, |tail| engine.encode_slice(data, tail).unwrap_or(0));
+                out.truncate(start + written);
+                out.extend_from_slice(b"\"}\n");
+            }
+            Frame::Exit(exit) => {
+                out.extend_from_slice(br#"exit","seq":"#);
+                write_int(out, seq);
+                out.extend_from_slice(br#","exitCode":"#);
+                write_int(out, exit.code);
+                // Both values are fixed ASCII names: no escaping needed.
+                if let Some(signal) = exit.signal {
+                    out.extend_from_slice(br#","signal":""#);
+                    out.extend_from_slice(signal.as_bytes());
+                    out.push(b'"');
+                }
+                if let Some(by) = exit.killed_by {
+                    out.extend_from_slice(br#","killedBy":""#);
+                    out.extend_from_slice(by.as_bytes());
+                    out.push(b'"');
+                }
+                out.extend_from_slice(b"}\n");
+            }
+        }
+    }
+}
+
+/// Decimal digits of `n` straight into `out` (no temporary `String`).
+fn write_int(out: &mut Vec<u8>, n: impl std::fmt::Display) {
+    // Writing to a Vec cannot fail.
+    let _ = write!(out, "{n}");
+}

@@ -1,0 +1,20 @@
+//! The replay engine: every stream frame of every managed process, stored
+//! once and replayed to any number of followers at their own pace.
+//!
+//! | module | owns |
+//! | --- | --- |
+//! | [`frame`] | the frame types and their wire lines |
+//! | [`segments`] | segment files: record format, per-segment index, hinted reads |
+//! | [`store`] | the replay directory, disk budget and eviction, RAM accounting |
+//! | [`log`] | one process's log: hot tail, disk writer, RAM ring fallback |
+//! | [`cursor`] | a follower's position and the batch fill (RAM or disk) |
+//!
+//! Imports run one way: `cursor → log → {store, segments} → frame`; the
+//! store reaches the logs only through its [`store::StoredLog`] trait.
+//! Nothing here knows who follows a log (connections, tests, tools).
+
+pub mod cursor;
+pub mod frame;
+pub mod log;
+pub mod segments;
+pub mod store;
