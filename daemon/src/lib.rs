@@ -9,6 +9,7 @@
 //! | [`cli`] | mode selection, the `-serve` start-up sequence |
 //! | [`flags`] | Go `flag` parsing, messages and usage text |
 //! | [`daemonize`] | self-daemonize re-exec, token and readiness pipes |
+//! | [`logind`] | whether logout kills the daemon (`KillUserProcesses`), and escaping the session scope |
 //! | [`bridge`] | the `-bridge` relay and `-stop` client |
 //! | [`shellenv`] | login-shell PATH extraction |
 //! | [`metrics_http`] | the `-metrics-addr` HTTP endpoint |
@@ -56,6 +57,7 @@ pub mod gopath;
 pub mod install;
 pub mod instance;
 pub mod logging;
+pub mod logind;
 pub mod methods;
 pub mod metrics;
 pub mod metrics_http;
