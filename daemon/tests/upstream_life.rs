@@ -154,7 +154,10 @@ fn capabilities_identity_is_fixed_per_boot_and_new_on_restart() {
     assert_eq!(record["startedAt"], a["startedAt"]);
     assert_eq!(record["role"], "serve");
     assert_eq!(mode(&d.root().join("daemon.lock")), 0o600);
+    let pid = lock_pid(d.root());
     d.stop();
+    // The socket goes before the record is emptied: wait for the exit.
+    assert!(wait_until(Duration::from_secs(10), || is_dead(pid)));
     // Graceful shutdown empties the record and keeps the file.
     assert_eq!(std::fs::read(d.root().join("daemon.lock")).unwrap(), b"");
     let (code, log) = serve(&d.socket, "again", &d.root().join("b.log"), &[]);
