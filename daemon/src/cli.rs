@@ -227,6 +227,7 @@ fn serve_child(flags: &Flags) -> i32 {
     };
     let socket = socket_path(flags);
     let timers = crate::orphan::Timers::from_env();
+    let auth_grace = crate::admission::grace_from_env();
     let instance = crate::instance::Instance::new();
     // Before binding: a live predecessor of this socket is evicted first.
     let run_lock = crate::runlock::claim(&socket, &instance);
@@ -250,6 +251,7 @@ fn serve_child(flags: &Flags) -> i32 {
             socket_path: socket,
             keep_children: flags.keep_children,
             replay: replay_config(flags),
+            auth_grace,
         },
         instance,
     );

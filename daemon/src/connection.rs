@@ -14,8 +14,10 @@
 //! replies; then the connection closes and its subscriptions end (the
 //! processes keep running and can be reattached).
 
+use crate::admission::Ticket;
 use crate::dispatch::{self, Reply};
 use crate::frame::{LineReader, ReadEvent};
+use crate::logging::Quota;
 use crate::replay::cursor::Cursor;
 use crate::state::Daemon;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -36,11 +38,17 @@ const MAX_IN_FLIGHT_BYTES: usize = crate::frame::MAX_LINE;
 const REPLY_QUEUE: usize = 1024;
 /// Raw stream bytes the writer takes per pass before it checks for replies.
 const FRAME_BUDGET: usize = 256 * 1024;
+/// Unauthorized-request warnings one connection may log.
+const UNAUTHORIZED_WARNINGS: u32 = 5;
 
 static NEXT_CONN_ID: AtomicU64 = AtomicU64::new(1);
 
 /// Serves one accepted connection until it closes or the daemon stops.
-pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>) {
+/// Until it sends a request with the token it is held to the bounds of
+/// [`crate::admission`]: its lines are checked on the reader, its buffer
+/// is charged to the shared unauthenticated budget, and it is closed
+/// after its grace ([`crate::admission::AUTH_GRACE`]) or when a newer connection needs its place.
+pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>, mut ticket: Ticket) {
     let conn_id = NEXT_CONN_ID.fetch_add(1, Ordering::Relaxed);
     crate::log_info!("[Server] New connection from: @");
     daemon.metrics.connections.fetch_add(1, Ordering::Relaxed);
@@ -52,11 +60,26 @@ pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>) {
     let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let in_flight_bytes = Arc::new(Semaphore::new(MAX_IN_FLIGHT_BYTES));
     let mut reader = LineReader::new(read_half);
+    reader.charge_to(ticket.line_budget());
+    let warnings = Arc::new(Quota::new(UNAUTHORIZED_WARNINGS));
+    let grace = tokio::time::sleep(daemon.admission.grace());
+    tokio::pin!(grace);
     let mut abort_writer = false;
     loop {
+        let unauthenticated = !ticket.is_authenticated();
         let event = tokio::select! {
             event = reader.next() => event,
             _ = shutdown.wait() => {
+                abort_writer = true;
+                break;
+            }
+            _ = &mut grace, if unauthenticated => {
+                crate::log_warn!("[Server] closing connection: no authenticated request within {:?}", daemon.admission.grace());
+                abort_writer = true;
+                break;
+            }
+            _ = ticket.evicted() => {
+                crate::log_warn!("[Server] closing an unauthenticated connection: the connection limit ({}) is reached", daemon.admission.cap());
                 abort_writer = true;
                 break;
             }
@@ -66,12 +89,18 @@ pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>) {
                 if crate::gojson::trim_go_space(&line).is_empty() {
                     continue;
                 }
-                let pending = if line.len() <= dispatch::INSTANT_LINE_MAX {
+                // Until the token is seen, every line is checked here, one
+                // at a time, so no unauthenticated request waits in a task.
+                let pending = if line.len() <= dispatch::INSTANT_LINE_MAX || unauthenticated {
                     let Some(checked) = dispatch::check_line(&line, &daemon) else {
                         continue;
                     };
+                    if unauthenticated && checked.authenticated() {
+                        ticket.authenticate();
+                        reader.stop_charging();
+                    }
                     if dispatch::is_instant(&checked) {
-                        if let Some(reply) = dispatch::handle_instant(checked, &daemon).await {
+                        if let Some(reply) = dispatch::handle_instant(checked, &daemon, &warnings).await {
                             send(&tx, reply).await;
                         }
                         continue;
@@ -90,10 +119,11 @@ pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>) {
                 };
                 let tx = tx.clone();
                 let daemon = daemon.clone();
+                let warnings = warnings.clone();
                 tokio::spawn(async move {
                     let reply = match pending {
-                        Pending::Checked(checked) => dispatch::handle_checked(checked, &daemon).await,
-                        Pending::Line => dispatch::handle_line(line, &daemon).await,
+                        Pending::Checked(checked) => dispatch::handle_checked(checked, &daemon, &warnings).await,
+                        Pending::Line => dispatch::handle_line(line, &daemon, &warnings).await,
                     };
                     if let Some(reply) = reply {
                         send(&tx, reply).await;
@@ -107,6 +137,14 @@ pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>) {
                 abort_writer = true;
                 break;
             }
+            ReadEvent::OverBudget => {
+                crate::log_warn!(
+                    "[Server] closing an unauthenticated connection: partial lines of all such connections reach {} MiB",
+                    crate::admission::UNAUTH_LINE_BUDGET >> 20
+                );
+                abort_writer = true;
+                break;
+            }
             ReadEvent::Eof => break,
         }
     }
@@ -115,6 +153,12 @@ pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>) {
         writer.abort();
     }
     let _ = writer.await;
+    if warnings.suppressed() > 0 {
+        crate::log_warn!(
+            "[Server] {} more unauthorized request(s) on this connection were not logged",
+            warnings.suppressed()
+        );
+    }
     crate::log_info!("[Server] Connection closed");
 }
 

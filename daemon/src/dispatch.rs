@@ -8,6 +8,7 @@
 //! the files/git/process namespaces; `server.*` ignores params entirely.
 
 use crate::gojson::Value;
+use crate::logging::Quota;
 use crate::methods::{self, Outcome};
 use crate::metrics;
 use crate::params::{GitParams, PathParams, ProcessParams};
@@ -44,16 +45,16 @@ pub const INSTANT_LINE_MAX: usize = 4096;
 
 /// Handles one non-blank request line in its own task; returns what to
 /// send, if anything.
-pub async fn handle_line(line: Vec<u8>, daemon: &Daemon) -> Option<Reply> {
+pub async fn handle_line(line: Vec<u8>, daemon: &Daemon, warnings: &Quota) -> Option<Reply> {
     let checked = check_line(&line, daemon)?;
     drop(line);
-    handle_checked(checked, daemon).await
+    handle_checked(checked, daemon, warnings).await
 }
 
 /// Answers an instant request on the connection's reader. A panic loses
 /// this reply, never the connection.
-pub async fn handle_instant(checked: Checked, daemon: &Daemon) -> Option<Reply> {
-    match CatchUnwind(handle_checked(checked, daemon)).await {
+pub async fn handle_instant(checked: Checked, daemon: &Daemon, warnings: &Quota) -> Option<Reply> {
+    match CatchUnwind(handle_checked(checked, daemon, warnings)).await {
         Ok(reply) => reply,
         Err(()) => {
             crate::log_error!("[Server] instant request panicked");
@@ -91,8 +92,9 @@ pub fn is_instant(checked: &Checked) -> bool {
 }
 
 /// Runs a request [`rpc::check`] has validated (or answers its rejection);
-/// returns what to send, if anything.
-pub async fn handle_checked(checked: Checked, daemon: &Daemon) -> Option<Reply> {
+/// returns what to send, if anything. Unauthorized requests are logged
+/// within the connection's `warnings` quota.
+pub async fn handle_checked(checked: Checked, daemon: &Daemon, warnings: &Quota) -> Option<Reply> {
     let request = match checked {
         Checked::Valid(request) => request,
         Checked::Rejected {
@@ -100,7 +102,7 @@ pub async fn handle_checked(checked: Checked, daemon: &Daemon) -> Option<Reply> 
             error,
             unauthorized,
         } => {
-            if let Some(method) = unauthorized {
+            if let Some(method) = unauthorized.filter(|_| warnings.allow()) {
                 crate::log_warn!(
                     "[Server] Unauthorized request: method={}, id={}",
                     crate::logging::Untrusted(&method),

@@ -11,6 +11,8 @@
 //! [`LineBuffer`] is the pure state machine (fuzzed against a model);
 //! [`LineReader`] drives it from an async reader.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// The reference's `bufio.Scanner` maximum token size.
@@ -130,11 +132,48 @@ fn drop_cr(line: &[u8]) -> &[u8] {
     line.strip_suffix(b"\r").unwrap_or(line)
 }
 
+/// A byte budget shared by many line buffers; each takes and gives back
+/// its own share (the unauthenticated connections' budget, see
+/// `admission.rs`).
+#[derive(Debug)]
+pub struct SharedBudget {
+    used: AtomicUsize,
+    limit: usize,
+}
+
+impl SharedBudget {
+    pub fn new(limit: usize) -> SharedBudget {
+        SharedBudget {
+            used: AtomicUsize::new(0),
+            limit,
+        }
+    }
+
+    /// Takes `n` bytes if they fit under the limit.
+    pub fn try_take(&self, n: usize) -> bool {
+        self.used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+                used.checked_add(n).filter(|total| *total <= self.limit)
+            })
+            .is_ok()
+    }
+
+    pub fn give_back(&self, n: usize) {
+        self.used.fetch_sub(n, Ordering::AcqRel);
+    }
+
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::Acquire)
+    }
+}
+
 /// Reads request lines from an async stream.
 pub struct LineReader<R> {
     inner: R,
     buf: LineBuffer,
     eof: bool,
+    /// The budget this reader's buffer is charged to, and the bytes taken.
+    charge: Option<(Arc<SharedBudget>, usize)>,
 }
 
 /// One step of reading a connection.
@@ -142,6 +181,8 @@ pub struct LineReader<R> {
 pub enum ReadEvent {
     Line(Vec<u8>),
     TooLong,
+    /// Growing the buffer would pass the budget it is charged to.
+    OverBudget,
     Eof,
 }
 
@@ -151,7 +192,41 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             inner,
             buf: LineBuffer::new(),
             eof: false,
+            charge: None,
         }
+    }
+
+    /// Charges the buffer's allocated bytes to `budget` from now on.
+    pub fn charge_to(&mut self, budget: Arc<SharedBudget>) {
+        self.stop_charging();
+        self.charge = Some((budget, 0));
+    }
+
+    /// Gives back what the buffer took and stops charging.
+    pub fn stop_charging(&mut self) {
+        if let Some((budget, taken)) = self.charge.take() {
+            budget.give_back(taken);
+        }
+    }
+
+    /// Brings the charge in line with the buffer's size; false when the
+    /// growth does not fit. The first [`INITIAL_CAPACITY`] bytes are every
+    /// connection's own and never charged, so a client whose first request
+    /// is short is served however full the budget is.
+    fn settle_charge(&mut self) -> bool {
+        let size = self.buf.capacity().saturating_sub(INITIAL_CAPACITY);
+        let Some((budget, taken)) = self.charge.as_mut() else {
+            return true;
+        };
+        if size > *taken {
+            if !budget.try_take(size - *taken) {
+                return false;
+            }
+        } else {
+            budget.give_back(*taken - size);
+        }
+        *taken = size;
+        true
     }
 
     /// Returns the next line, `TooLong`, or `Eof` (also on a read error).
@@ -168,6 +243,12 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                     None => ReadEvent::Eof,
                 };
             }
+            // `spare` may grow the buffer; the growth is charged before
+            // anything is read into it.
+            self.buf.spare();
+            if !self.settle_charge() {
+                return ReadEvent::OverBudget;
+            }
             match self.inner.read(self.buf.spare()).await {
                 Ok(0) | Err(_) => self.eof = true,
                 Ok(n) => self.buf.commit(n),
@@ -176,9 +257,28 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
     }
 }
 
+impl<R> Drop for LineReader<R> {
+    fn drop(&mut self) {
+        if let Some((budget, taken)) = self.charge.take() {
+            budget.give_back(taken);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_shared_budget_refuses_what_does_not_fit() {
+        let b = SharedBudget::new(10);
+        assert!(b.try_take(6));
+        assert!(!b.try_take(5));
+        assert!(b.try_take(4));
+        b.give_back(6);
+        assert_eq!(b.used(), 4);
+        assert!(b.try_take(6));
+    }
 
     fn lines_of(chunks: &[&[u8]]) -> (Vec<Vec<u8>>, bool) {
         let mut b = LineBuffer::new();

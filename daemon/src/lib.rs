@@ -40,6 +40,7 @@
 //! | [`logging`] | leveled Go-format log lines on stderr |
 //! | [`version`] | build id, GOOS/GOARCH names |
 
+pub mod admission;
 pub mod bridge;
 pub mod cli;
 pub mod connection;

@@ -127,6 +127,41 @@ impl fmt::Display for Untrusted<'_> {
     }
 }
 
+/// How many warnings of one kind one connection may log: the first
+/// `limit` go through, the rest are only counted, so a client repeating a
+/// bad request cannot flood the log.
+#[derive(Debug)]
+pub struct Quota {
+    left: std::sync::atomic::AtomicU32,
+    suppressed: std::sync::atomic::AtomicU64,
+}
+
+impl Quota {
+    pub fn new(limit: u32) -> Quota {
+        Quota {
+            left: std::sync::atomic::AtomicU32::new(limit),
+            suppressed: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// Whether one more warning may be logged; counts it otherwise.
+    pub fn allow(&self) -> bool {
+        let took = self
+            .left
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| left.checked_sub(1))
+            .is_ok();
+        if !took {
+            self.suppressed.fetch_add(1, Ordering::Relaxed);
+        }
+        took
+    }
+
+    /// Warnings counted but not logged.
+    pub fn suppressed(&self) -> u64 {
+        self.suppressed.load(Ordering::Relaxed)
+    }
+}
+
 // The macros test the threshold before building their arguments, so a
 // quiet level costs nothing, whatever the arguments compute.
 #[macro_export]
@@ -175,6 +210,16 @@ mod tests {
             Untrusted(&"y".repeat(UNTRUSTED_MAX_CHARS)).to_string().len(),
             UNTRUSTED_MAX_CHARS
         );
+    }
+
+    #[test]
+    fn a_quota_lets_the_first_warnings_through_and_counts_the_rest() {
+        let q = Quota::new(2);
+        assert!(q.allow());
+        assert!(q.allow());
+        assert!(!q.allow());
+        assert!(!q.allow());
+        assert_eq!(q.suppressed(), 2);
     }
 
     #[test]

@@ -137,6 +137,19 @@ pub enum Checked {
     },
 }
 
+impl Checked {
+    /// Whether the line carried the right token: it passed the auth check
+    /// (valid, or rejected only by a later check).
+    pub fn authenticated(&self) -> bool {
+        match self {
+            Checked::Valid(_) => true,
+            Checked::Rejected {
+                error, unauthorized, ..
+            } => unauthorized.is_none() && error.code != PARSE_ERROR,
+        }
+    }
+}
+
 /// Validates one (non-blank) request line against `token`.
 pub fn check(line: &[u8], token: &[u8]) -> Checked {
     let reject = |id: Value, error: RpcError| Checked::Rejected {

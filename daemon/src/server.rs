@@ -2,6 +2,7 @@
 //! serves lives in [`crate::state`]; lifecycle concerns (flags,
 //! daemonizing, signals) live in [`crate::cli`]; this module only serves.
 
+use crate::admission::Admitted;
 use crate::state::Daemon;
 use std::io;
 use std::os::unix::fs::FileTypeExt;
@@ -64,12 +65,26 @@ pub fn bind_socket(path: &Path) -> Result<StdUnixListener, BindError> {
 pub async fn accept_loop(listener: StdUnixListener, daemon: Arc<Daemon>) -> io::Result<()> {
     let listener = tokio::net::UnixListener::from_std(listener)?;
     let mut shutdown = daemon.shutdown.subscribe();
+    let refusals = crate::logging::Quota::new(5);
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    tokio::spawn(crate::connection::serve(stream, daemon.clone()));
-                }
+                Ok((stream, _)) => match daemon.admission.admit().await {
+                    Admitted::Yes(ticket) => {
+                        tokio::spawn(crate::connection::serve(stream, daemon.clone(), ticket));
+                    }
+                    // Every place is held by an authenticated client: close
+                    // this one at once rather than run out of descriptors.
+                    Admitted::Full => {
+                        if refusals.allow() {
+                            crate::log_warn!(
+                                "[Server] refusing a connection: {} authenticated connections are open (the limit)",
+                                daemon.admission.cap()
+                            );
+                        }
+                        drop(stream);
+                    }
+                },
                 Err(e) => {
                     crate::log_error!("[Server] accept failed: {e}");
                     // Out of descriptors and the like: back off briefly

@@ -5,6 +5,7 @@
 //! supervisor gets the few parts it needs ([`crate::process::Supervision`])
 //! instead of this whole struct.
 
+use crate::admission::Admission;
 use crate::instance::Instance;
 use crate::metrics::Metrics;
 use crate::process::{ProcessManager, Supervision};
@@ -15,13 +16,27 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
 /// Settings fixed when the daemon starts.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Options {
     pub socket_path: PathBuf,
     /// `-keep-children`: leave children running across a graceful shutdown.
     pub keep_children: bool,
     /// `-replay-dir` and `-replay-budget-mb`: where replay logs spill.
     pub replay: StoreConfig,
+    /// How long a connection may stay without an authenticated request
+    /// ([`crate::admission::AUTH_GRACE`] unless a test shortens it).
+    pub auth_grace: std::time::Duration,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            socket_path: PathBuf::new(),
+            keep_children: false,
+            replay: StoreConfig::default(),
+            auth_grace: crate::admission::AUTH_GRACE,
+        }
+    }
 }
 
 /// State shared by every connection and handler.
@@ -37,6 +52,8 @@ pub struct Daemon {
     pub processes: ProcessManager,
     /// Where replay logs keep their frames (RAM tails, disk segments).
     pub replay: Arc<ReplayStore>,
+    /// The connection cap and the bounds on connections without the token.
+    pub admission: Arc<Admission>,
 }
 
 impl Daemon {
@@ -64,6 +81,7 @@ impl Daemon {
             shutdown,
             processes,
             replay,
+            admission: Admission::from_fd_limit(options.auth_grace),
             options,
         })
     }

@@ -13,7 +13,7 @@
 //! Writers and readers run on separate threads, so a daemon that pushes
 //! back (refuses, or stops reading) never deadlocks the client.
 
-use crate::bench::{read_line, req, rss_kib, Live};
+use crate::bench_daemon::{hwm_kib, read_line, req, rss_kib, Live};
 use std::io::{BufReader, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -30,16 +30,6 @@ pub struct MemoryOptions {
 const RETENTION_MS: u64 = 2000;
 /// Raw stdin bytes per request (base64 stays under the 1 MiB line cap).
 const STDIN_CHUNK: usize = 700 * 1024;
-
-pub(crate) fn hwm_kib(pid: i32) -> Option<u64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    s.lines()
-        .find(|l| l.starts_with("VmHWM:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
-}
 
 type Row = (String, String, bool, Result<f64, String>);
 

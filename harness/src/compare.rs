@@ -7,7 +7,7 @@
 //! is never hidden.
 
 use crate::probe::{glob_match, Accept, Probe};
-use crate::transcript::{Entry, Transcript};
+use crate::transcript::{DerivedHeader, Entry, Transcript};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -154,6 +154,89 @@ pub fn compare(reference: &Transcript, candidate: &Transcript, accepts: &[Accept
     (status, diffs)
 }
 
+/// How the frames of one reference-derived transcript compared. A frame
+/// is a `reply` entry: the values `harness derive` took from the source.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DerivedCounts {
+    /// The transcript's `# derived-from:` text.
+    pub source: String,
+    pub frames: usize,
+    pub identical: usize,
+    /// Differing frames a `# pending:` line names: behaviour of a later
+    /// build that an open issue adopts. Reported, not a failure.
+    pub pending: usize,
+    /// Differing frames nothing explains: these fail the run.
+    pub unexplained: usize,
+    /// Differing frames `probes/ACCEPTED` or the probe accepts.
+    pub accepted: usize,
+    /// `# pending:` key globs that no longer match a difference (remora
+    /// adopted the behaviour; the line can go).
+    pub resolved_pending: Vec<String>,
+}
+
+impl DerivedCounts {
+    /// Differing frames, pending or not.
+    pub fn differ(&self) -> usize {
+        self.pending + self.unexplained
+    }
+}
+
+/// Whether a transcript key names a reply (`L12 c1 reply 3`).
+pub fn is_reply_key(key: &str) -> bool {
+    key.split(' ').nth(2) == Some("reply")
+}
+
+/// Counts the frames of a reference-derived transcript by verdict. A
+/// difference counts as pending only when the reason it was accepted with
+/// is its `# pending:` line's, so a deliberate `ACCEPTED` entry (matched
+/// first) stays "accepted".
+pub fn derived_counts(reference: &[Entry], diffs: &[EntryDiff], header: &DerivedHeader) -> DerivedCounts {
+    let mut keys: Vec<&str> = reference
+        .iter()
+        .map(|e| e.key.as_str())
+        .filter(|k| is_reply_key(k))
+        .collect();
+    for d in diffs {
+        if is_reply_key(&d.key) && !keys.contains(&d.key.as_str()) {
+            keys.push(&d.key);
+        }
+    }
+    let mut c = DerivedCounts {
+        source: header.source.clone(),
+        frames: keys.len(),
+        ..DerivedCounts::default()
+    };
+    for k in keys {
+        match diffs.iter().find(|d| d.key == k) {
+            None => c.identical += 1,
+            Some(d) => match &d.accepted {
+                None => c.unexplained += 1,
+                Some(r) if header.pending.iter().any(|p| glob_match(&p.key, k) && p.reason() == *r) => c.pending += 1,
+                Some(_) => c.accepted += 1,
+            },
+        }
+    }
+    c.resolved_pending = header
+        .pending
+        .iter()
+        .filter(|p| !diffs.iter().any(|d| glob_match(&p.key, &d.key)))
+        .map(|p| p.key.clone())
+        .collect();
+    c
+}
+
+/// The accept patterns of a derived transcript's `# pending:` lines.
+pub fn pending_accepts(header: &DerivedHeader) -> Vec<Accept> {
+    header
+        .pending
+        .iter()
+        .map(|p| Accept {
+            pattern: p.key.clone(),
+            reason: p.reason(),
+        })
+        .collect()
+}
+
 /// Keys whose values differ between two runs of the same binary.
 pub fn unstable_keys(a: &[Entry], b: &[Entry]) -> Vec<String> {
     let ta = Transcript {
@@ -208,6 +291,56 @@ pub fn line_diffs(reference: &str, candidate: &str) -> Vec<(usize, String, Strin
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn derived_frames_are_counted_by_verdict() {
+        use crate::transcript::Pending;
+        let entry = |k: &str| Entry {
+            key: k.into(),
+            value: b"v".to_vec(),
+        };
+        let reference = vec![
+            entry("L1 banner"),
+            entry("L2 c1 reply 1"),
+            entry("L3 c1 reply 2"),
+            entry("L4 c1 reply 3"),
+            entry("L5 c1 reply 4"),
+        ];
+        let pending = Pending {
+            key: "L3 c1 reply 2".into(),
+            issue: "issue 25".into(),
+            build: "5db5e4a".into(),
+            behaviour: "b".into(),
+        };
+        let stale = Pending {
+            key: "L2 c1 reply 1".into(),
+            ..pending.clone()
+        };
+        let header = DerivedHeader {
+            source: "s".into(),
+            pending: vec![pending.clone(), stale],
+        };
+        let diff = |k: &str, accepted: Option<String>| EntryDiff {
+            key: k.into(),
+            reference: Some("a".into()),
+            candidate: Some("b".into()),
+            first_diff: Some(0),
+            accepted,
+        };
+        let diffs = vec![
+            diff("L1 banner", None),
+            diff("L3 c1 reply 2", Some(pending.reason())),
+            diff("L4 c1 reply 3", Some("ACCEPTED reason".into())),
+            diff("L5 c1 reply 4", None),
+        ];
+        let c = derived_counts(&reference, &diffs, &header);
+        assert_eq!(
+            (c.frames, c.identical, c.pending, c.accepted, c.unexplained),
+            (4, 1, 1, 1, 1)
+        );
+        assert_eq!(c.differ(), 2);
+        assert_eq!(c.resolved_pending, vec!["L2 c1 reply 1".to_string()]);
+    }
     use super::*;
 
     fn t(entries: &[(&str, &str)]) -> Transcript {

@@ -1,11 +1,11 @@
 //! Orchestration of `diff`, `check` and `record`: running probes in
 //! parallel, repeats, timing medians and progress output.
 
-use crate::compare::{accepts_for, compare, unstable_keys, CentralAccept, Status};
+use crate::compare::{accepts_for, compare, derived_counts, pending_accepts, unstable_keys, CentralAccept, Status};
 use crate::probe::Probe;
 use crate::report::{ProbeResult, SideTiming};
 use crate::runner::{run_probe, RunConfig};
-use crate::transcript::Transcript;
+use crate::transcript::{derived_header, Transcript};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
@@ -145,8 +145,26 @@ pub fn diff_probe(p: &Probe, o: &DiffOptions) -> ProbeResult {
             }
         }
     }
-    let accepts = accepts_for(p, &o.central);
+    let mut accepts = accepts_for(p, &o.central);
+    // A reference-derived transcript's pending differences come after the
+    // probe's and the central accepts, so a deliberate divergence keeps
+    // its own reason.
+    let header = match &o.reference {
+        Reference::Transcripts(dir) => match derived_header(dir, &p.name) {
+            Ok(h) => h,
+            Err(e) => {
+                res.status = Status::Error;
+                res.error = Some(e);
+                return res;
+            }
+        },
+        Reference::Binary(_) => None,
+    };
+    if let Some(h) = &header {
+        accepts.extend(pending_accepts(h));
+    }
     let (status, diffs) = compare(&refs[0], &cands[0], &accepts);
+    res.derived = header.map(|h| derived_counts(&refs[0].entries, &diffs, &h));
     res.status = status;
     res.diffs = diffs;
     if !res.unstable.is_empty() && !res.status.fails() {

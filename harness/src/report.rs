@@ -1,6 +1,6 @@
 //! Reports: terminal summary, JSON and a self-contained HTML page.
 
-use crate::compare::{line_diffs, EntryDiff, Status};
+use crate::compare::{line_diffs, DerivedCounts, EntryDiff, Status};
 use crate::transcript::Entry;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
@@ -32,6 +32,9 @@ pub struct ProbeResult {
     pub unstable: Vec<String>,
     pub reference: Vec<Entry>,
     pub candidate: Vec<Entry>,
+    /// For a reference-derived transcript (`check`): its frames by verdict.
+    #[serde(default)]
+    pub derived: Option<DerivedCounts>,
 }
 
 impl ProbeResult {
@@ -50,6 +53,7 @@ impl ProbeResult {
             unstable: Vec::new(),
             reference: Vec::new(),
             candidate: Vec::new(),
+            derived: None,
         }
     }
 }
@@ -65,6 +69,53 @@ pub struct Report {
     pub repeat: usize,
     pub overall_ratio: Option<f64>,
     pub probes: Vec<ProbeResult>,
+    /// The reference-derived corpus in one figure (see [`DerivedSummary`]).
+    #[serde(default)]
+    pub derived: DerivedSummary,
+}
+
+/// The reference-derived transcripts of a run, summed: how far remora
+/// stands from the reference's own recorded frames.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DerivedSummary {
+    pub transcripts: usize,
+    pub frames: usize,
+    pub identical: usize,
+    /// Differing frames (pending + unexplained).
+    pub differ: usize,
+    pub pending: usize,
+    pub unexplained: usize,
+    pub accepted: usize,
+    /// `probe: key glob` of pending lines that no longer differ.
+    pub resolved_pending: Vec<String>,
+}
+
+impl DerivedSummary {
+    /// Sums the derived counts of every probe.
+    pub fn of(probes: &[ProbeResult]) -> DerivedSummary {
+        let mut s = DerivedSummary::default();
+        for p in probes {
+            let Some(d) = &p.derived else { continue };
+            s.transcripts += 1;
+            s.frames += d.frames;
+            s.identical += d.identical;
+            s.differ += d.differ();
+            s.pending += d.pending;
+            s.unexplained += d.unexplained;
+            s.accepted += d.accepted;
+            s.resolved_pending
+                .extend(d.resolved_pending.iter().map(|k| format!("{}: {k}", p.probe)));
+        }
+        s
+    }
+
+    /// The one-line figure both the terminal and the page print.
+    pub fn line(&self) -> String {
+        format!(
+            "reference-derived: {} transcripts, {} frames — {} identical / {} differ ({} pending an issue, {} unexplained) / {} accepted",
+            self.transcripts, self.frames, self.identical, self.differ, self.pending, self.unexplained, self.accepted
+        )
+    }
 }
 
 impl Report {
@@ -170,6 +221,12 @@ pub fn terminal(rep: &Report, verbose: bool) -> String {
         rep.count(Status::Error),
         rep.count(Status::Unrecorded),
     );
+    if rep.derived.transcripts > 0 {
+        let _ = writeln!(o, "{}", rep.derived.line());
+        for k in &rep.derived.resolved_pending {
+            let _ = writeln!(o, "  pending line no longer differs (remove it): {k}");
+        }
+    }
     if let Some(r) = rep.overall_ratio {
         let slow = rep.slow();
         let _ = writeln!(
@@ -334,6 +391,38 @@ fn window(cs: &[char], from: usize) -> String {
     s
 }
 
+/// The reference-derived section: the corpus figure and one row per
+/// derived transcript (its source and frames by verdict).
+fn derived_section(o: &mut String, rep: &Report) {
+    if rep.derived.transcripts == 0 {
+        return;
+    }
+    let _ = write!(
+        o,
+        "<h2>Reference-derived</h2><p id=\"derived\">{}</p><table id=\"derived-table\"><tr><th>probe</th><th>frames</th><th>identical</th><th>pending</th><th>unexplained</th><th>accepted</th><th>source</th></tr>",
+        h(&rep.derived.line())
+    );
+    for p in &rep.probes {
+        let Some(d) = &p.derived else { continue };
+        let _ = write!(
+            o,
+            "<tr><td><a href=\"#{0}\">{0}</a></td><td>{1}</td><td>{2}</td><td>{3}</td><td class=\"{4}\">{5}</td><td>{6}</td><td>{7}</td></tr>",
+            h(&p.probe),
+            d.frames,
+            d.identical,
+            d.pending,
+            if d.unexplained > 0 { "DIFFERS" } else { "" },
+            d.unexplained,
+            d.accepted,
+            h(&d.source)
+        );
+    }
+    o.push_str("</table>");
+    for k in &rep.derived.resolved_pending {
+        let _ = write!(o, "<p>pending line no longer differs (remove it): {}</p>", h(k));
+    }
+}
+
 /// A self-contained HTML page (no external resources): summary, a probe
 /// table with timing bars that filters by name and status, and the
 /// side-by-side transcripts of every probe that is not identical, each
@@ -376,7 +465,9 @@ pub fn html(rep: &Report) -> String {
             rep.slower_than
         );
     }
-    o.push_str("</p><details><summary>Normalisation rules</summary><ul>");
+    o.push_str("</p>");
+    derived_section(&mut o, rep);
+    o.push_str("<details><summary>Normalisation rules</summary><ul>");
     for r in &rep.normalisation {
         let _ = write!(o, "<li>{}</li>", h(r));
     }
@@ -649,6 +740,7 @@ mod tests {
             slower_than: 1.5,
             repeat: 1,
             overall_ratio: None,
+            derived: DerivedSummary::of(&probes),
             probes,
         }
     }
@@ -699,6 +791,32 @@ mod tests {
         let back: Report = serde_json::from_str(&json).unwrap();
         assert_eq!(html(&back), html(&rep));
         assert_eq!(terminal(&back, true), terminal(&rep, true));
+    }
+
+    #[test]
+    fn the_derived_corpus_has_its_own_line_section_and_json_counts() {
+        let mut d = result("ref-x", Status::Accepted);
+        d.derived = Some(DerivedCounts {
+            source: "o/r testdata/x.golden.json @ abc".into(),
+            frames: 5,
+            identical: 2,
+            pending: 2,
+            unexplained: 0,
+            accepted: 1,
+            resolved_pending: vec!["L9 c1 reply 9".into()],
+        });
+        let rep = report(vec![d, result("plain", Status::Identical)]);
+        let line = "reference-derived: 1 transcripts, 5 frames — 2 identical / 2 differ (2 pending an issue, 0 unexplained) / 1 accepted";
+        assert_eq!(rep.derived.line(), line);
+        assert!(terminal(&rep, false).contains(line));
+        assert!(terminal(&rep, false).contains("(remove it): ref-x: L9 c1 reply 9"));
+        let page = html(&rep);
+        assert!(page.contains("<h2>Reference-derived</h2>"));
+        assert!(page.contains("o/r testdata/x.golden.json @ abc"));
+        let json: serde_json::Value = serde_json::to_value(&rep).unwrap();
+        assert_eq!(json["derived"]["frames"], 5);
+        assert_eq!(json["derived"]["pending"], 2);
+        assert!(!terminal(&report(vec![result("plain", Status::Identical)]), false).contains("reference-derived"));
     }
 
     #[test]

@@ -134,6 +134,95 @@ pub fn is_reference_derived(path: &Path) -> bool {
     std::fs::read_to_string(path).is_ok_and(|t| t.lines().any(|l| l.starts_with(DERIVED_MARK)))
 }
 
+/// The comment line, in a reference-derived transcript, that names a
+/// difference remora is known not to have adopted yet:
+/// `# pending: <key glob> | <issue> | <build> | <behaviour to adopt>`.
+pub const PENDING_MARK: &str = "# pending:";
+
+/// One `# pending:` line of a reference-derived transcript.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pending {
+    /// Glob over transcript keys.
+    pub key: String,
+    /// The issue that adopts the behaviour (e.g. `issue 24`).
+    pub issue: String,
+    /// The reference build the source names.
+    pub build: String,
+    /// What remora would have to do.
+    pub behaviour: String,
+}
+
+impl Pending {
+    /// Parses the text after [`PENDING_MARK`].
+    pub fn parse(rest: &str) -> Result<Pending, String> {
+        let parts: Vec<&str> = rest.splitn(4, '|').map(str::trim).collect();
+        match parts.as_slice() {
+            [k, i, b, w] if parts.iter().all(|p| !p.is_empty()) => Ok(Pending {
+                key: k.to_string(),
+                issue: i.to_string(),
+                build: b.to_string(),
+                behaviour: w.to_string(),
+            }),
+            _ => Err(format!(
+                "pending {rest:?}: expected `<key glob> | <issue> | <build> | <behaviour>`"
+            )),
+        }
+    }
+
+    /// The line as a transcript header writes it.
+    pub fn to_line(&self) -> String {
+        format!(
+            "{PENDING_MARK} {} | {} | {} | {}",
+            self.key, self.issue, self.build, self.behaviour
+        )
+    }
+
+    /// The reason a report shows for a difference this line covers.
+    pub fn reason(&self) -> String {
+        format!("pending {} (build {}): {}", self.issue, self.build, self.behaviour)
+    }
+}
+
+/// What the header of a reference-derived transcript says: its source and
+/// the differences known to be pending.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DerivedHeader {
+    /// The text after [`DERIVED_MARK`].
+    pub source: String,
+    pub pending: Vec<Pending>,
+}
+
+/// Reads the derived header of `<dir>/<probe>.txt`: `Ok(None)` when the
+/// file does not exist or is not reference-derived.
+pub fn derived_header(dir: &Path, probe: &str) -> Result<Option<DerivedHeader>, String> {
+    let p = dir.join(format!("{probe}.txt"));
+    let text = match std::fs::read_to_string(&p) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}", p.display())),
+    };
+    let mut header: Option<DerivedHeader> = None;
+    let mut pending = Vec::new();
+    for line in text.lines().take_while(|l| l.starts_with('#')) {
+        if let Some(rest) = line.strip_prefix(DERIVED_MARK) {
+            header = Some(DerivedHeader {
+                source: rest.trim().to_string(),
+                pending: Vec::new(),
+            });
+        } else if let Some(rest) = line.strip_prefix(PENDING_MARK) {
+            pending.push(Pending::parse(rest).map_err(|e| format!("{}: {e}", p.display()))?);
+        }
+    }
+    match header {
+        Some(mut h) => {
+            h.pending = pending;
+            Ok(Some(h))
+        }
+        None if pending.is_empty() => Ok(None),
+        None => Err(format!("{}: `# pending:` lines without `{DERIVED_MARK}`", p.display())),
+    }
+}
+
 /// Escapes bytes onto one line; valid non-control UTF-8 stays readable.
 pub fn escape(v: &[u8]) -> String {
     let mut out = String::with_capacity(v.len());
@@ -199,6 +288,28 @@ mod tests {
         std::fs::write(&p, "# harness transcript v1\nk\tv\n").unwrap();
         assert!(!is_reference_derived(&p));
         assert!(!is_reference_derived(&dir.path().join("missing.txt")));
+    }
+
+    #[test]
+    fn derived_header_reads_source_and_pending_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("x.txt"),
+            "# harness transcript v1\n# derived-from: repo file\n# pending: L2 c1 reply * | issue 24 | 7d193f89 | refuse\nk\tv\n",
+        )
+        .unwrap();
+        let h = derived_header(dir.path(), "x").unwrap().unwrap();
+        assert_eq!(h.source, "repo file");
+        assert_eq!(h.pending.len(), 1);
+        assert_eq!(h.pending[0].issue, "issue 24");
+        assert_eq!(
+            Pending::parse(h.pending[0].to_line().strip_prefix(PENDING_MARK).unwrap()).unwrap(),
+            h.pending[0]
+        );
+        std::fs::write(dir.path().join("y.txt"), "# pending: a | b | c | d\nk\tv\n").unwrap();
+        assert!(derived_header(dir.path(), "y").is_err(), "pending without a source");
+        assert!(Pending::parse("a | b | c").is_err());
+        assert_eq!(derived_header(dir.path(), "missing").unwrap(), None);
     }
 
     #[test]

@@ -45,6 +45,21 @@ impl TestDaemon {
     /// `nohup` it would reach the daemon ignored and stay so in children
     /// (as with Go), where a shell cannot trap it.
     pub fn start_ignoring(extra_args: &[&str], env: &[(&str, &str)], ignored: &[libc::c_int]) -> TestDaemon {
+        TestDaemon::start_full(extra_args, env, ignored, None)
+    }
+
+    /// Starts `remora -serve` with its descriptor limit (soft and hard) set
+    /// to `fd_limit`.
+    pub fn start_with_fd_limit(fd_limit: u64, env: &[(&str, &str)]) -> TestDaemon {
+        TestDaemon::start_full(&[], env, &[], Some(fd_limit))
+    }
+
+    fn start_full(
+        extra_args: &[&str],
+        env: &[(&str, &str)],
+        ignored: &[libc::c_int],
+        fd_limit: Option<u64>,
+    ) -> TestDaemon {
         let dir = tempfile::tempdir().expect("tempdir");
         let socket = dir.path().join("rpc.sock");
         let token_file = dir.path().join("token");
@@ -66,13 +81,22 @@ impl TestDaemon {
             cmd.env(k, v);
         }
         let ignored = ignored.to_vec();
-        // SAFETY: signal(2) is async-signal-safe; nothing else runs between
-        // fork and exec.
+        // SAFETY: signal(2) and setrlimit(2) are async-signal-safe; nothing
+        // else runs between fork and exec.
         unsafe {
             std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
                 libc::signal(libc::SIGHUP, libc::SIG_DFL);
                 for s in &ignored {
                     libc::signal(*s, libc::SIG_IGN);
+                }
+                if let Some(limit) = fd_limit {
+                    let lim = libc::rlimit {
+                        rlim_cur: limit as libc::rlim_t,
+                        rlim_max: limit as libc::rlim_t,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
                 }
                 Ok(())
             });

@@ -60,6 +60,8 @@ pub struct Daemon {
     pub clients: Vec<Child>,
     /// The pid we started; a self-daemonizing launcher exits on its own.
     launcher_pid: Option<i32>,
+    /// The descriptor limit the daemon starts with, if the scenario sets one.
+    fd_limit: Option<u64>,
 }
 
 /// Reads `/proc/<pid>/status` field `key` (kB).
@@ -160,6 +162,16 @@ pub fn pids_with_env(needle: &[u8]) -> Vec<i32> {
 impl Daemon {
     /// Starts `bin` in a fresh directory and waits for its banner.
     pub fn start(bin: &Path) -> Result<Daemon, String> {
+        Daemon::start_inner(bin, None)
+    }
+
+    /// Starts the daemon with its descriptor limit (soft and hard) set to
+    /// `limit`, to show what happens when a client tries to exhaust it.
+    pub fn start_with_fd_limit(bin: &Path, limit: u64) -> Result<Daemon, String> {
+        Daemon::start_inner(bin, Some(limit))
+    }
+
+    fn start_inner(bin: &Path, fd_limit: Option<u64>) -> Result<Daemon, String> {
         let dir = tempfile::Builder::new()
             .prefix("hs")
             .tempdir()
@@ -174,6 +186,7 @@ impl Daemon {
             pids: Arc::new(Mutex::new(Vec::new())),
             clients: Vec::new(),
             launcher_pid: None,
+            fd_limit,
         };
         d.launch()?;
         Ok(d)
@@ -188,7 +201,24 @@ impl Daemon {
             .append(true)
             .open(self.dir.path().join("daemon.log"))
             .map_err(|e| e.to_string())?;
-        let mut launcher = Command::new(&self.bin)
+        let mut cmd = Command::new(&self.bin);
+        if let Some(limit) = self.fd_limit {
+            // SAFETY: setrlimit is async-signal-safe; nothing else runs
+            // between fork and exec.
+            unsafe {
+                std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+                    let lim = libc::rlimit {
+                        rlim_cur: limit as libc::rlim_t,
+                        rlim_max: limit as libc::rlim_t,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let mut launcher = cmd
             .arg("-serve")
             .arg("-socket")
             .arg(&self.socket)

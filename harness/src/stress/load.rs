@@ -293,11 +293,11 @@ pub fn churn(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
 }
 
 /// A pinger's `(seconds, ms)` samples and its failure, if any.
-type Pings = (Vec<(f64, f64)>, Option<String>);
+pub(super) type Pings = (Vec<(f64, f64)>, Option<String>);
 
 /// Pings every `every` on its own connection until `stop`; returns
 /// `(seconds since start, latency ms)` and any failure.
-fn pinger(socket: &Path, stop: Arc<AtomicBool>, every: Duration) -> std::thread::JoinHandle<Pings> {
+pub(super) fn pinger(socket: &Path, stop: Arc<AtomicBool>, every: Duration) -> std::thread::JoinHandle<Pings> {
     let socket = socket.to_path_buf();
     std::thread::spawn(move || {
         let t0 = Instant::now();
@@ -321,7 +321,7 @@ fn pinger(socket: &Path, stop: Arc<AtomicBool>, every: Duration) -> std::thread:
     })
 }
 
-fn percentile(v: &[f64], p: f64) -> f64 {
+pub(super) fn percentile(v: &[f64], p: f64) -> f64 {
     let mut v = v.to_vec();
     v.sort_by(|a, b| a.total_cmp(b));
     v.get(((v.len() as f64 - 1.0) * p).round() as usize)

@@ -13,6 +13,7 @@ mod children;
 pub mod client;
 mod daemon;
 mod faults;
+mod hostile;
 mod load;
 pub mod report;
 mod soak;
@@ -190,6 +191,11 @@ pub fn scenarios() -> Vec<Scenario> {
             name: "garbage",
             desc: "random bytes, invalid UTF-8, 100k-deep nesting, 2 MiB lines, NULs, huge numbers on many connections",
             run: faults::garbage,
+        },
+        Scenario {
+            name: "hostile-neighbours",
+            desc: "silent connections past the fd limit, 1 MiB partial lines, unauthenticated garbage: the owner keeps being served",
+            run: hostile::hostile_neighbours,
         },
         Scenario {
             name: "soak",

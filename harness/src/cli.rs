@@ -1,0 +1,442 @@
+//! The command line: clap's description of every subcommand and its
+//! arguments, and the small resolutions they share (the workspace root,
+//! the probe selection, binary paths made absolute, the report writers).
+//! What each subcommand does lives in `commands/`.
+
+use crate::runner::RunConfig;
+use crate::{normalize, probe, report};
+use clap::{Args, Parser, Subcommand};
+use std::path::{Path, PathBuf};
+
+#[derive(Parser)]
+#[command(
+    name = "harness",
+    about = "Differential probe harness: compare a remora build with the reference daemon byte for byte"
+)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) cmd: Cmd,
+}
+
+#[derive(Args, Clone)]
+pub(crate) struct Common {
+    /// Probe directory (default: <workspace>/probes).
+    #[arg(long)]
+    pub(crate) probes: Option<PathBuf>,
+    /// Only probes whose name matches (glob with * and ?, else substring); repeatable.
+    #[arg(long)]
+    pub(crate) filter: Vec<String>,
+    /// Leave out probes whose name matches (same matching as --filter);
+    /// repeatable. Each left-out probe is named on stderr, never dropped silently.
+    #[arg(long)]
+    pub(crate) exclude: Vec<String>,
+    /// Probes run in parallel.
+    #[arg(long, default_value_t = 2)]
+    pub(crate) jobs: usize,
+    /// Product-name rename FROM=TO applied to both sides (repeatable; default claustrum=remora, Claustrum=Remora, CLAUSTRUM=REMORA).
+    #[arg(long)]
+    pub(crate) rename: Vec<String>,
+    /// Central accepted-divergence list (default: <probes>/ACCEPTED).
+    #[arg(long)]
+    pub(crate) accepted: Option<PathBuf>,
+    /// No progress lines on stderr.
+    #[arg(long)]
+    pub(crate) quiet: bool,
+}
+
+#[derive(Args, Clone)]
+pub(crate) struct ReportArgs {
+    /// Write the report as JSON.
+    #[arg(long)]
+    pub(crate) json: Option<PathBuf>,
+    /// Write a self-contained HTML report.
+    #[arg(long)]
+    pub(crate) html: Option<PathBuf>,
+    /// List identical probes in the terminal summary too.
+    #[arg(long, short)]
+    pub(crate) verbose: bool,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum Cmd {
+    /// Diff a candidate binary against a reference binary (or, without
+    /// --reference, against the committed transcripts).
+    Diff(DiffArgs),
+    /// Diff a binary against committed transcripts (the CI mode).
+    Check(CheckArgs),
+    /// Render a report saved with `diff`/`check --json` again: the
+    /// terminal summary, and the HTML page with --html. Exits 0 once it is
+    /// written, whatever the report says.
+    Report(RenderArgs),
+    /// Write normalised transcripts of a binary, one file per probe.
+    Record(RecordArgs),
+    /// Derive reference-derived transcripts: run each probe that has a
+    /// recipe (<sources>/<probe>.derive) to learn its shape, then replace
+    /// every reply with the recorded frame of the recipe's source.
+    Derive(DeriveArgs),
+    /// Performance comparison (each item fails soft).
+    Bench(BenchArgs),
+    /// Record a real client's session through a relay and write it as a
+    /// probe (token → $TOKEN, process ids → p1…, paths → $ROOT/$SOCKET/$HOME).
+    Capture(CaptureArgs),
+    /// Differential fuzzing: generate request sequences from a seed, run
+    /// each against both binaries as `diff` does, shrink every difference
+    /// to a minimal probe and write it to --out.
+    FuzzDiff(FuzzDiffArgs),
+    /// Load, fault and soak scenarios against one or two binaries
+    /// (docs/STRESS.md): invariants fail the run, figures are compared.
+    Stress(StressArgs),
+    /// A client process of `stress` (re-executed by the scenarios).
+    #[command(hide = true)]
+    StressClient(StressClientArgs),
+    /// List the probes.
+    List(ListArgs),
+    /// Run a binary behind a wire-altering proxy (for sensitivity tests).
+    MutantProxy(MutantProxyArgs),
+}
+
+// The arguments of `harness diff`.
+#[derive(Args)]
+pub(crate) struct DiffArgs {
+    /// Reference binary; omitted: compare with --transcripts.
+    #[arg(long)]
+    pub(crate) reference: Option<PathBuf>,
+    /// Candidate binary (default: <workspace>/target/release/remora, built first).
+    #[arg(long)]
+    pub(crate) candidate: Option<PathBuf>,
+    /// Transcripts used when there is no --reference.
+    #[arg(long)]
+    pub(crate) transcripts: Option<PathBuf>,
+    /// Run every probe N times per side; timings are medians, and
+    /// differences between repeats are reported as unstable.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) repeat: usize,
+    /// Flag probes whose candidate/reference time ratio exceeds this.
+    /// Given explicitly, flagged probes also make the exit code 1.
+    #[arg(long)]
+    pub(crate) slower_than: Option<f64>,
+    /// Minimum absolute slowdown before a probe is flagged (ms).
+    #[arg(long, default_value_t = 5.0)]
+    pub(crate) min_delta_ms: f64,
+    /// Do not build the default candidate.
+    #[arg(long)]
+    pub(crate) no_build: bool,
+    #[command(flatten)]
+    pub(crate) common: Common,
+    #[command(flatten)]
+    pub(crate) report: ReportArgs,
+}
+
+// The arguments of `harness check`.
+#[derive(Args)]
+pub(crate) struct CheckArgs {
+    #[arg(long)]
+    pub(crate) binary: PathBuf,
+    /// Transcript directory (default: <workspace>/corpora/transcripts).
+    #[arg(long)]
+    pub(crate) transcripts: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) common: Common,
+    #[command(flatten)]
+    pub(crate) report: ReportArgs,
+}
+
+// The arguments of `harness report`.
+#[derive(Args)]
+pub(crate) struct RenderArgs {
+    /// The JSON report.
+    pub(crate) json: PathBuf,
+    /// Write the self-contained HTML page here.
+    #[arg(long)]
+    pub(crate) html: Option<PathBuf>,
+    /// List identical probes in the terminal summary too.
+    #[arg(long, short)]
+    pub(crate) verbose: bool,
+}
+
+// The arguments of `harness record`.
+#[derive(Args)]
+pub(crate) struct RecordArgs {
+    #[arg(long)]
+    pub(crate) binary: PathBuf,
+    /// Output directory (default: <workspace>/corpora/transcripts).
+    #[arg(long)]
+    pub(crate) out: Option<PathBuf>,
+    /// Do not write transcripts containing this text (e.g. "is not implemented yet").
+    #[arg(long)]
+    pub(crate) skip_if: Vec<String>,
+    #[command(flatten)]
+    pub(crate) common: Common,
+}
+
+// The arguments of `harness derive`.
+#[derive(Args)]
+pub(crate) struct DeriveArgs {
+    /// The binary whose run gives the transcript's shape (remora).
+    #[arg(long)]
+    pub(crate) binary: PathBuf,
+    /// Recipes and stored source bytes (default: <workspace>/corpora/sources).
+    #[arg(long)]
+    pub(crate) sources: Option<PathBuf>,
+    /// Output directory (default: <workspace>/corpora/transcripts).
+    #[arg(long)]
+    pub(crate) out: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) common: Common,
+}
+
+// The arguments of `harness bench`.
+#[derive(Args)]
+pub(crate) struct BenchArgs {
+    #[arg(long)]
+    pub(crate) reference: PathBuf,
+    #[arg(long)]
+    pub(crate) candidate: PathBuf,
+    /// Bytes the stream bench child writes.
+    #[arg(long, default_value_t = 268_435_456)]
+    pub(crate) stream_bytes: u64,
+    #[arg(long, default_value_t = 2000)]
+    pub(crate) pings: usize,
+    #[arg(long, default_value_t = 20000)]
+    pub(crate) pipelined: usize,
+    #[arg(long, default_value_t = 30)]
+    pub(crate) spawns: usize,
+    /// Exited processes with fresh ids (memory once they are dropped).
+    #[arg(long, default_value_t = 3000)]
+    pub(crate) exited: usize,
+    /// MiB of stdin sent to a child that never reads.
+    #[arg(long, default_value_t = 64)]
+    pub(crate) stdin_mib: u64,
+    /// Connections flooding stdin at once, and MiB each sends.
+    #[arg(long, default_value_t = 64)]
+    pub(crate) flood_conns: usize,
+    #[arg(long, default_value_t = 64)]
+    pub(crate) flood_mib: u64,
+    #[arg(long)]
+    pub(crate) json: Option<PathBuf>,
+}
+
+// The arguments of `harness capture`.
+#[derive(Args)]
+pub(crate) struct CaptureArgs {
+    /// The daemon's socket the relay forwards to.
+    #[arg(long)]
+    pub(crate) socket: PathBuf,
+    /// Listen on this socket (otherwise: one connection on stdin/stdout, like -bridge).
+    #[arg(long)]
+    pub(crate) listen: Option<PathBuf>,
+    /// The probe file to write (on SIGINT/SIGTERM, or when stdin ends).
+    #[arg(long)]
+    pub(crate) out: PathBuf,
+    /// The daemon's token file (its token becomes $TOKEN).
+    #[arg(long)]
+    pub(crate) token_file: Option<PathBuf>,
+    /// The directory the session works in (becomes $ROOT).
+    #[arg(long)]
+    pub(crate) root: Option<PathBuf>,
+    /// Lines longer than this many bytes are kept as fixture files.
+    #[arg(long, default_value_t = 4096)]
+    pub(crate) large: usize,
+}
+
+// The arguments of `harness fuzz-diff`.
+#[derive(Args)]
+pub(crate) struct FuzzDiffArgs {
+    #[arg(long)]
+    pub(crate) reference: PathBuf,
+    #[arg(long)]
+    pub(crate) candidate: PathBuf,
+    /// Seed of the case generator (default: derived from the clock, printed).
+    #[arg(long)]
+    pub(crate) seed: Option<u64>,
+    /// Number of cases (default 100 unless --minutes is given).
+    #[arg(long, conflicts_with = "minutes")]
+    pub(crate) iterations: Option<u64>,
+    /// Run cases until this many minutes have passed.
+    #[arg(long)]
+    pub(crate) minutes: Option<f64>,
+    /// Where minimal differing probes are written (default: <workspace>/corpora/fuzz-diffs).
+    #[arg(long)]
+    pub(crate) out: Option<PathBuf>,
+    /// Cases run in parallel.
+    #[arg(long, default_value_t = 2)]
+    pub(crate) jobs: usize,
+    /// Maximum case runs spent shrinking one difference.
+    #[arg(long, default_value_t = 150)]
+    pub(crate) shrink_budget: usize,
+    /// Product-name rename FROM=TO (as for diff).
+    #[arg(long)]
+    pub(crate) rename: Vec<String>,
+    /// Accepted-divergence list (default: <workspace>/probes/ACCEPTED).
+    #[arg(long)]
+    pub(crate) accepted: Option<PathBuf>,
+    /// No progress lines on stderr.
+    #[arg(long)]
+    pub(crate) quiet: bool,
+    /// Print the generated cases (as probe text) instead of running them.
+    #[arg(long)]
+    pub(crate) print: bool,
+    /// Run exactly these case numbers, in order, on one pair of daemons
+    /// (replays a state-dependent difference), e.g. --cases 3,17,42.
+    #[arg(long, value_delimiter = ',', conflicts_with_all = ["iterations", "minutes"])]
+    pub(crate) cases: Option<Vec<u64>>,
+    /// Restart a worker's daemons after this many cases.
+    #[arg(long, default_value_t = 200)]
+    pub(crate) restart_every: usize,
+    /// Start fresh daemons for every case (slow; no live pairs).
+    #[arg(long)]
+    pub(crate) fresh: bool,
+    /// Write every (method, reply count, outcome) reached to this file.
+    #[arg(long)]
+    pub(crate) coverage: Option<PathBuf>,
+}
+
+// The arguments of `harness stress`.
+#[derive(Args)]
+pub(crate) struct StressArgs {
+    /// Reference binary; omitted: only the candidate runs.
+    #[arg(long)]
+    pub(crate) reference: Option<PathBuf>,
+    #[arg(long)]
+    pub(crate) candidate: PathBuf,
+    /// Multiplies every count and size (0.1 for CI).
+    #[arg(long, default_value_t = 1.0)]
+    pub(crate) scale: f64,
+    /// Only this scenario (repeatable).
+    #[arg(long)]
+    pub(crate) only: Vec<String>,
+    /// Run the soak scenario for this many minutes.
+    #[arg(long)]
+    pub(crate) soak: Option<f64>,
+    /// Fail when a figure is this many times worse than the reference.
+    #[arg(long)]
+    pub(crate) slower_than: Option<f64>,
+    #[arg(long)]
+    pub(crate) json: Option<PathBuf>,
+    #[arg(long)]
+    pub(crate) html: Option<PathBuf>,
+    /// No progress lines on stderr.
+    #[arg(long)]
+    pub(crate) quiet: bool,
+}
+
+// The arguments of `harness stress-client`.
+#[derive(Args)]
+pub(crate) struct StressClientArgs {
+    #[arg(long)]
+    pub(crate) mode: String,
+    #[arg(long)]
+    pub(crate) socket: Option<PathBuf>,
+    #[arg(long, default_value = "")]
+    pub(crate) id: String,
+    #[arg(long, default_value_t = 0)]
+    pub(crate) seed: u64,
+    #[arg(long, default_value_t = 0)]
+    pub(crate) bytes: u64,
+    #[arg(long, default_value_t = 0)]
+    pub(crate) linger_ms: u64,
+    #[arg(long, default_value = "{}")]
+    pub(crate) env: String,
+}
+
+// The arguments of `harness list`.
+#[derive(Args)]
+pub(crate) struct ListArgs {
+    #[command(flatten)]
+    pub(crate) common: Common,
+}
+
+// The arguments of `harness mutant-proxy`.
+#[derive(Args)]
+pub(crate) struct MutantProxyArgs {
+    #[arg(long, value_enum)]
+    pub(crate) kind: crate::mutant::Kind,
+    /// The real binary and its arguments.
+    #[arg(last = true, required = true)]
+    pub(crate) cmd: Vec<String>,
+}
+
+/// The workspace root (this crate's parent directory).
+pub(crate) fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+pub(crate) fn matches_filter(name: &str, filters: &[String]) -> bool {
+    filters.is_empty()
+        || filters.iter().any(|f| {
+            if f.contains('*') || f.contains('?') {
+                probe::glob_match(f, name)
+            } else {
+                name.contains(f.as_str())
+            }
+        })
+}
+
+pub(crate) fn load_probes(c: &Common) -> Result<(Vec<probe::Probe>, PathBuf), String> {
+    let dir = c.probes.clone().unwrap_or_else(|| workspace().join("probes"));
+    let all = probe::load_dir(&dir).map_err(|e| e.to_string())?;
+    let (excluded, probes): (Vec<_>, Vec<_>) = all
+        .into_iter()
+        .filter(|p| matches_filter(&p.name, &c.filter))
+        .partition(|p| !c.exclude.is_empty() && matches_filter(&p.name, &c.exclude));
+    for p in &excluded {
+        eprintln!("excluded: {} (--exclude)", p.name);
+    }
+    if probes.is_empty() {
+        return Err(format!("no probes selected in {}", dir.display()));
+    }
+    Ok((probes, dir))
+}
+
+pub(crate) fn absolute(p: &Path) -> Result<PathBuf, String> {
+    let p = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir().map_err(|e| e.to_string())?.join(p)
+    };
+    if !p.exists() {
+        return Err(format!("binary {} does not exist", p.display()));
+    }
+    Ok(p)
+}
+
+pub(crate) fn run_cfg(bin: &Path, c: &Common) -> Result<RunConfig, String> {
+    Ok(RunConfig {
+        bin: absolute(bin)?,
+        renames: normalize::parse_renames(&c.rename)?,
+    })
+}
+
+pub(crate) fn default_candidate(no_build: bool) -> Result<PathBuf, String> {
+    let ws = workspace();
+    if !no_build {
+        eprintln!("harness: building the candidate (cargo build --release -p remora)…");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let st = std::process::Command::new(cargo)
+            .args(["build", "--release", "-p", "remora"])
+            .current_dir(&ws)
+            .status()
+            .map_err(|e| format!("cargo: {e}"))?;
+        if !st.success() {
+            return Err("building remora failed".into());
+        }
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| ws.join("target"));
+    Ok(target.join("release").join("remora"))
+}
+
+pub(crate) fn write_reports(rep: &report::Report, r: &ReportArgs) -> Result<(), String> {
+    print!("{}", report::terminal(rep, r.verbose));
+    if let Some(p) = &r.json {
+        let j = serde_json::to_string_pretty(rep).map_err(|e| e.to_string())?;
+        std::fs::write(p, j).map_err(|e| format!("{}: {e}", p.display()))?;
+        eprintln!("harness: JSON report written to {}", p.display());
+    }
+    if let Some(p) = &r.html {
+        std::fs::write(p, report::html(rep)).map_err(|e| format!("{}: {e}", p.display()))?;
+        eprintln!("harness: HTML report written to {}", p.display());
+    }
+    Ok(())
+}
