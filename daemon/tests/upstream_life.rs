@@ -74,12 +74,18 @@ fn serve(socket: &Path, token: &str, log: &Path, env: &[(&str, &str)]) -> (i32, 
 
 /// Authenticated `server.shutdown`; waits for the socket to go.
 fn shutdown(socket: &Path, token: &str) {
+    let mut pid = None;
     if let Ok(mut s) = UnixStream::connect(socket) {
+        pid = common::peer_pid(&s);
         let _ = s.write_all(request_line("0", "server.shutdown", None, token).as_bytes());
         let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
         let _ = s.read_to_end(&mut Vec::new());
     }
     assert!(wait_until(Duration::from_secs(10), || !socket.exists()));
+    // The token file and the lock record are cleaned up after the socket.
+    if let Some(pid) = pid {
+        assert!(wait_until(Duration::from_secs(10), || common::pid_gone(pid)));
+    }
 }
 
 fn capabilities(socket: &Path, token: &str) -> serde_json::Value {
@@ -154,10 +160,7 @@ fn capabilities_identity_is_fixed_per_boot_and_new_on_restart() {
     assert_eq!(record["startedAt"], a["startedAt"]);
     assert_eq!(record["role"], "serve");
     assert_eq!(mode(&d.root().join("daemon.lock")), 0o600);
-    let pid = lock_pid(d.root());
     d.stop();
-    // The socket goes before the record is emptied: wait for the exit.
-    assert!(wait_until(Duration::from_secs(10), || is_dead(pid)));
     // Graceful shutdown empties the record and keeps the file.
     assert_eq!(std::fs::read(d.root().join("daemon.lock")).unwrap(), b"");
     let (code, log) = serve(&d.socket, "again", &d.root().join("b.log"), &[]);

@@ -138,9 +138,12 @@ impl TestDaemon {
         std::fs::read_to_string(&self.stderr_path).unwrap_or_default()
     }
 
-    /// Asks the daemon to stop and waits until its socket is gone.
+    /// Asks the daemon to stop and waits until it has exited (the socket
+    /// goes first, the token file and the lock record after it).
     pub fn stop(&mut self) {
+        let mut pid = None;
         if let Ok(mut s) = UnixStream::connect(&self.socket) {
+            pid = peer_pid(&s);
             let line = request_line("0", "server.shutdown", None, &self.token);
             let _ = s.write_all(line.as_bytes());
             let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
@@ -148,6 +151,9 @@ impl TestDaemon {
             let _ = s.read_to_end(&mut sink);
         }
         wait_until(Duration::from_secs(10), || !self.socket.exists());
+        if let Some(pid) = pid {
+            wait_until(Duration::from_secs(10), || pid_gone(pid));
+        }
         if let Some(mut child) = self.launcher.take() {
             let deadline = Instant::now() + Duration::from_secs(10);
             while Instant::now() < deadline {
@@ -166,6 +172,13 @@ impl Drop for TestDaemon {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// The pid of the process at the other end of a connected Unix socket
+/// (the daemon, for a connection to its socket).
+pub fn peer_pid(stream: &UnixStream) -> Option<i32> {
+    use std::os::fd::AsRawFd;
+    remora::os::peer_pid(stream.as_raw_fd())
 }
 
 /// Polls `cond` until it holds or `limit` passes; returns whether it held.
