@@ -5,6 +5,8 @@
 //! Run: `cargo bench -p remora --bench files`
 //! (REMORA_BENCH_MIB / REMORA_BENCH_FILES size the archive; default 100/5000.)
 
+#![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
+
 #[path = "../tests/common/mod.rs"]
 mod common;
 

@@ -10,6 +10,8 @@
 //! `cargo bench -p remora --bench install` (set `REMORA_BENCH_MIB` to
 //! change the size).
 
+#![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
+
 use remora::install::{install, InstallOptions};
 use sha2::{Digest, Sha256};
 use std::fs::{self, File};

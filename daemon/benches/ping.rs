@@ -6,6 +6,8 @@
 //! `REMORA_BENCH_BIN=/path/to/other/daemon` to measure another binary with
 //! the same command line).
 
+#![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
+
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::process::{Command, Stdio};

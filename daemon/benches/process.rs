@@ -10,6 +10,8 @@
 //! Figures are printed, never asserted. `REMORA_BENCH_SCALE=0.25` shrinks
 //! the volumes on a busy machine.
 
+#![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
+
 #[path = "../tests/common/mod.rs"]
 mod common;
 

@@ -182,6 +182,7 @@ impl Admission {
     }
 
     /// Open connections now.
+    #[cfg(test)]
     pub fn open(&self) -> usize {
         self.cap - self.places.available_permits()
     }

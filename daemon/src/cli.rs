@@ -403,14 +403,9 @@ fn replay_config(flags: &Flags) -> crate::replay::store::StoreConfig {
 /// 172 KiB (eight: 684 KiB). Bounded memory is the contract here; a
 /// remote's handful of clients never pipelines 100k requests a second.
 fn limit_malloc_arenas() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: called before the runtime spawns any thread; mallopt only
-    // changes a malloc tunable.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, MALLOC_ARENAS);
-    }
+    // Before the runtime spawns any thread (see `crate::os`).
+    crate::os::limit_malloc_arenas(MALLOC_ARENAS);
 }
 
 /// glibc malloc arenas (see [`limit_malloc_arenas`]).
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
 const MALLOC_ARENAS: libc::c_int = 1;

@@ -114,6 +114,7 @@ impl LineBuffer {
 
     /// Copies `input` in (a test and fuzzing convenience; the async reader
     /// reads straight into `spare`). Returns how many bytes were taken.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub fn feed(&mut self, input: &[u8]) -> usize {
         let spare = self.spare();
         let n = spare.len().min(input.len());
@@ -123,6 +124,7 @@ impl LineBuffer {
     }
 
     /// Bytes currently allocated, for memory-bound checks.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub fn capacity(&self) -> usize {
         self.buf.len()
     }
@@ -162,6 +164,7 @@ impl SharedBudget {
         self.used.fetch_sub(n, Ordering::AcqRel);
     }
 
+    #[cfg(test)]
     pub fn used(&self) -> usize {
         self.used.load(Ordering::Acquire)
     }

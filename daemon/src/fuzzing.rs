@@ -120,7 +120,7 @@ pub fn request_envelope(data: &[u8]) {
     }
     let reply = match rpc::check(line, TOKEN) {
         Checked::Valid(request) => {
-            assert!(rpc::METHODS.contains(&request.method));
+            assert!(rpc::METHODS.contains(&request.method.name()));
             rpc::success_line(&request.id, b"{}")
         }
         Checked::Rejected {

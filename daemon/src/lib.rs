@@ -2,7 +2,12 @@
 //! supervises the agent and its MCP servers, and multiplexes clients and
 //! output streams over one Unix socket with newline-delimited JSON-RPC 2.0.
 //!
-//! Map of the crate (see `docs/ARCHITECTURE.md` for the invariants):
+//! Map of the crate (see `docs/ARCHITECTURE.md` for the invariants and
+//! the layers: which module may import which). Only the modules the
+//! binary, tests, benches and fuzz targets use are public: [`cli`],
+//! [`install`], [`runlock`], [`version`] and (feature `fuzzing`)
+//! `fuzzing`; the rest is `pub(crate)`.
+//!
 //!
 //! | module | owns |
 //! | --- | --- |
@@ -22,7 +27,8 @@
 //! | [`connection`] | one client: line reader, request tasks, ordered writer |
 //! | [`frame`] | NDJSON framing and the 1 MiB line cap |
 //! | [`rpc`] | envelope validation order, error codes and messages |
-//! | [`dispatch`] | params gate, method table, panic isolation |
+//! | [`method`] | the typed method table: names, capabilities order, -32601 texts |
+//! | [`dispatch`] | params gate, dispatch by method, panic isolation |
 //! | [`params`] | per-namespace params structs |
 //! | [`gojson`] | Go-compatible JSON decoding and encoding |
 //! | [`goerr`] | Go-style OS error text |
@@ -40,41 +46,42 @@
 //! | [`logging`] | leveled Go-format log lines on stderr |
 //! | [`version`] | build id, GOOS/GOARCH names |
 
-pub mod admission;
-pub mod bridge;
+pub(crate) mod admission;
+pub(crate) mod bridge;
 pub mod cli;
-pub mod connection;
-pub mod daemonize;
-pub mod dispatch;
-pub mod filemode;
-pub mod flags;
-pub mod frame;
+pub(crate) mod connection;
+pub(crate) mod daemonize;
+pub(crate) mod dispatch;
+pub(crate) mod filemode;
+pub(crate) mod flags;
+pub(crate) mod frame;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
-pub mod gitcli;
-pub mod goerr;
-pub mod gojson;
-pub mod gopath;
+pub(crate) mod gitcli;
+pub(crate) mod goerr;
+pub(crate) mod gojson;
+pub(crate) mod gopath;
 pub mod install;
-pub mod instance;
-pub mod logging;
-pub mod logind;
-pub mod methods;
-pub mod metrics;
-pub mod metrics_http;
-pub mod orphan;
-pub mod os;
-pub mod params;
-pub mod process;
-pub mod replay;
-pub mod rpc;
+pub(crate) mod instance;
+pub(crate) mod logging;
+pub(crate) mod logind;
+pub(crate) mod method;
+pub(crate) mod methods;
+pub(crate) mod metrics;
+pub(crate) mod metrics_http;
+pub(crate) mod orphan;
+pub(crate) mod os;
+pub(crate) mod params;
+pub(crate) mod process;
+pub(crate) mod replay;
+pub(crate) mod rpc;
 pub mod runlock;
-pub mod safedir;
-pub mod server;
-pub mod shellenv;
-pub mod shutdown;
-pub mod signals;
-pub mod state;
-pub mod tarx;
-pub mod tokenfile;
+pub(crate) mod safedir;
+pub(crate) mod server;
+pub(crate) mod shellenv;
+pub(crate) mod shutdown;
+pub(crate) mod signals;
+pub(crate) mod state;
+pub(crate) mod tarx;
+pub(crate) mod tokenfile;
 pub mod version;

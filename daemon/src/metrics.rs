@@ -2,6 +2,7 @@
 //! command output, no tokens. The handlers bump them; the exposition (HTTP
 //! and Prometheus text format) lives in the lifecycle code.
 
+use crate::method::Method;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -31,9 +32,9 @@ pub enum Outcome {
 #[derive(Debug)]
 pub struct Metrics {
     pub connections: AtomicU64,
-    /// Indexed by the method's position in [`crate::rpc::METHODS`], then
-    /// by [`Outcome`].
-    pub requests: [[AtomicU64; 3]; 19],
+    /// Indexed by [`Method::index`] (the order of
+    /// [`crate::method::METHODS`]), then by [`Outcome`].
+    pub requests: [[AtomicU64; 3]; crate::method::COUNT],
     /// Requests rejected before dispatch (parse, auth, version, method).
     pub rejected: AtomicU64,
     pub process_spawns: AtomicU64,
@@ -61,9 +62,13 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    pub fn count_request(&self, method: &str, outcome: Outcome) {
-        if let Some(i) = crate::rpc::METHODS.iter().position(|m| *m == method) {
-            self.requests[i][outcome as usize].fetch_add(1, Ordering::Relaxed);
+    pub fn count_request(&self, method: Method, outcome: Outcome) {
+        if let Some(counter) = self
+            .requests
+            .get(method.index())
+            .and_then(|by_outcome| by_outcome.get(outcome as usize))
+        {
+            counter.fetch_add(1, Ordering::Relaxed);
         }
     }
 }

@@ -247,7 +247,10 @@ mod tests {
     fn routes_and_content_type() {
         let m = Metrics::default();
         m.connections.fetch_add(2, Ordering::Relaxed);
-        m.count_request("server.ping", crate::metrics::Outcome::Ok);
+        m.count_request(
+            crate::method::Method::Server(crate::method::ServerMethod::Ping),
+            crate::metrics::Outcome::Ok,
+        );
         let ok = String::from_utf8(respond(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", &m)).unwrap();
         assert!(
             ok.starts_with("HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"),

@@ -2,9 +2,11 @@
 //! documented order (parse → auth → version → method), and encoding
 //! replies. Params are checked later, per namespace, in [`crate::dispatch`].
 //!
-//! Every error code and message string of the protocol lives here.
+//! Every error code and message string of the protocol lives here, except
+//! the -32601 texts, which come from the method table ([`crate::method`]).
 
 use crate::gojson::{self, Raw, Value};
+use crate::method::Method;
 use serde::Serialize;
 
 pub const PARSE_ERROR: i64 = -32700;
@@ -23,28 +25,9 @@ pub const MSG_INVALID_PARAMS: &str = "Invalid params";
 pub const MSG_STDIN_OFFSET_GAP: &str = "stdin offset gap: offset ahead of applied bytes";
 pub const MSG_STDIN_BACKPRESSURE: &str = "stdin backpressure: queue full";
 
-/// The 19 methods, in the order `server.capabilities` lists them.
-pub const METHODS: [&str; 19] = [
-    "server.ping",
-    "server.version",
-    "server.capabilities",
-    "server.shutdown",
-    "files.list",
-    "files.validate",
-    "files.stat",
-    "files.read",
-    "files.extract_tar",
-    "git.info",
-    "git.status",
-    "git.list_branches",
-    "git.worktree_create",
-    "git.worktree_remove",
-    "process.spawn",
-    "process.stdin",
-    "process.kill",
-    "process.killAndWait",
-    "process.reattach",
-];
+/// The method names, in the order `server.capabilities` lists them (from
+/// the typed table in [`crate::method`]).
+pub use crate::method::METHODS;
 
 /// Optional protocol extensions advertised by `server.capabilities`, in
 /// the reference's order. The reference (`4534d86`) lists
@@ -57,27 +40,6 @@ pub const FEATURES: [&str; 3] = [
     "git.worktree_create.timeoutMs",
     "server.instance_id",
 ];
-
-/// The namespaces a method can belong to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Namespace {
-    Server,
-    Files,
-    Git,
-    Process,
-}
-
-impl Namespace {
-    fn from_name(ns: &str) -> Option<Namespace> {
-        match ns {
-            "server" => Some(Namespace::Server),
-            "files" => Some(Namespace::Files),
-            "git" => Some(Namespace::Git),
-            "process" => Some(Namespace::Process),
-            _ => None,
-        }
-    }
-}
 
 crate::go_struct! {
     /// The request envelope, bound like the reference's Go struct.
@@ -118,8 +80,7 @@ impl RpcError {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Request {
     pub id: Value,
-    pub method: &'static str,
-    pub namespace: Namespace,
+    pub method: Method,
     /// `None` when the `params` member was absent (`null` is `Some(Null)`).
     pub params: Option<Value>,
 }
@@ -174,31 +135,15 @@ pub fn check(line: &[u8], token: &[u8]) -> Checked {
     if envelope.jsonrpc != "2.0" {
         return reject(envelope.id, RpcError::new(INVALID_REQUEST, MSG_INVALID_VERSION));
     }
-    let (namespace, method) = match resolve_method(&envelope.method) {
-        Ok(found) => found,
+    let method = match Method::from_name(&envelope.method) {
+        Ok(method) => method,
         Err(message) => return reject(envelope.id, RpcError::new(METHOD_NOT_FOUND, message)),
     };
     Checked::Valid(Request {
         id: envelope.id,
         method,
-        namespace,
         params: envelope.params.0,
     })
-}
-
-/// Maps a method name to its namespace and canonical name, or the -32601
-/// message for it.
-pub fn resolve_method(name: &str) -> Result<(Namespace, &'static str), String> {
-    let Some((ns, _)) = name.split_once('.') else {
-        return Err(format!("Invalid method format: {name}"));
-    };
-    let Some(namespace) = Namespace::from_name(ns) else {
-        return Err(format!("Unknown namespace: {ns}"));
-    };
-    match METHODS.iter().find(|m| **m == name) {
-        Some(method) => Ok((namespace, method)),
-        None => Err(format!("Unknown method: {name}")),
-    }
 }
 
 /// Compares a presented token with the expected one in time that depends
@@ -349,21 +294,6 @@ mod tests {
             panic!()
         };
         assert_eq!(id, Value::String("a\u{fffd}b".into()));
-    }
-
-    #[test]
-    fn method_resolution_messages() {
-        assert_eq!(resolve_method("server.ping"), Ok((Namespace::Server, "server.ping")));
-        assert_eq!(resolve_method(""), Err("Invalid method format: ".to_string()));
-        assert_eq!(resolve_method(".x"), Err("Unknown namespace: ".to_string()));
-        assert_eq!(
-            resolve_method("files.stat.x"),
-            Err("Unknown method: files.stat.x".to_string())
-        );
-        assert_eq!(
-            resolve_method("Server.ping"),
-            Err("Unknown namespace: Server".to_string())
-        );
     }
 
     #[test]

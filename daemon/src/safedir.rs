@@ -26,6 +26,7 @@ use std::ffi::{CString, OsStr};
 use std::fmt;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
@@ -215,6 +216,152 @@ fn refine(error: io::Error, path: &Path, io_error: impl Fn(&'static str, &Path, 
         Some(libc::ELOOP) | Some(libc::ENOTDIR) => UnsafeDir::NotADirectory(path.to_path_buf()),
         _ => io_error("open", path, error),
     }
+}
+
+// ---- Working inside a verified directory ---------------------------------
+//
+// Once a directory is open, everything below it is reached through its fd:
+// `openat` with `O_NOFOLLOW`, `unlinkat`, `fdopendir` on a duplicate. A path
+// is never resolved again, so nothing swapped in above can redirect us.
+
+fn c_name(name: &[u8]) -> io::Result<CString> {
+    CString::new(name).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+}
+
+/// Opens `name` in `dir` without following a link and without blocking on
+/// a FIFO or device (`O_NONBLOCK`); the caller checks the kind with
+/// [`is_regular`] before reading. `flags` adds the access mode and
+/// `O_CREAT`/`O_EXCL`; `mode` is used when creating.
+pub fn open_file_at(dir: &OwnedFd, name: &[u8], flags: libc::c_int, mode: libc::mode_t) -> io::Result<std::fs::File> {
+    let cname = c_name(name)?;
+    let flags = flags | libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK;
+    // SAFETY: `dir` is open and `cname` is NUL-terminated; the mode is
+    // passed as the variadic argument `openat` reads with O_CREAT.
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), cname.as_ptr(), flags, libc::c_uint::from(mode)) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just returned by openat and belongs to nobody else.
+    let file = unsafe { std::fs::File::from_raw_fd(fd) };
+    // Reads and writes of regular files never block anyway; drop the flag
+    // so a later `read` behaves as usual.
+    // SAFETY: F_GETFL/F_SETFL on a descriptor we own.
+    unsafe {
+        let fl = libc::fcntl(file.as_raw_fd(), libc::F_GETFL);
+        if fl >= 0 {
+            libc::fcntl(file.as_raw_fd(), libc::F_SETFL, fl & !libc::O_NONBLOCK);
+        }
+    }
+    Ok(file)
+}
+
+/// Whether an open file is a regular file owned by this user.
+pub fn is_own_regular(file: &std::fs::File) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    file.metadata()
+        .is_ok_and(|m| m.file_type().is_file() && m.uid() == Identity::current().uid)
+}
+
+/// Opens the directory `name` inside `dir` without following a link.
+pub fn open_dir_in(dir: &OwnedFd, name: &[u8]) -> io::Result<OwnedFd> {
+    open_dir_at(Some(dir), &c_name(name)?)
+}
+
+/// Creates the directory `name` inside `dir` with `mode`; fails if it
+/// exists (`EEXIST`), so what is opened next is what we made.
+pub fn make_dir_in(dir: &OwnedFd, name: &[u8], mode: libc::mode_t) -> io::Result<()> {
+    let cname = c_name(name)?;
+    // SAFETY: `dir` is open and `cname` is NUL-terminated.
+    if unsafe { libc::mkdirat(dir.as_raw_fd(), cname.as_ptr(), mode) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The owner's uid of an open directory.
+pub fn owner_of(dir: &OwnedFd) -> io::Result<u32> {
+    fstat(dir).map(|st| st.st_uid)
+}
+
+/// This process's effective uid.
+pub fn own_uid() -> u32 {
+    Identity::current().uid
+}
+
+/// Removes the entry `name` of `dir` (a file, a link or an empty
+/// directory), never following it.
+pub fn unlink_in(dir: &OwnedFd, name: &[u8]) -> io::Result<()> {
+    let cname = c_name(name)?;
+    // SAFETY: `dir` is open and `cname` is NUL-terminated.
+    if unsafe { libc::unlinkat(dir.as_raw_fd(), cname.as_ptr(), 0) } == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    if matches!(e.raw_os_error(), Some(libc::EISDIR) | Some(libc::EPERM)) {
+        // SAFETY: as above.
+        if unsafe { libc::unlinkat(dir.as_raw_fd(), cname.as_ptr(), libc::AT_REMOVEDIR) } == 0 {
+            return Ok(());
+        }
+        return Err(io::Error::last_os_error());
+    }
+    Err(e)
+}
+
+/// Removes the directory `name` of `parent` and the files in it (one
+/// level: replay directories hold only files). A subdirectory that is not
+/// empty makes it fail, with nothing followed.
+pub fn remove_flat_dir_in(parent: &OwnedFd, name: &[u8]) -> io::Result<()> {
+    let dir = open_dir_in(parent, name)?;
+    for entry in read_names(&dir)? {
+        unlink_in(&dir, &entry)?;
+    }
+    drop(dir);
+    let cname = c_name(name)?;
+    // SAFETY: `parent` is open and `cname` is NUL-terminated.
+    if unsafe { libc::unlinkat(parent.as_raw_fd(), cname.as_ptr(), libc::AT_REMOVEDIR) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The names in a directory, without `.` and `..`.
+pub fn read_names(dir: &OwnedFd) -> io::Result<Vec<Vec<u8>>> {
+    // fdopendir takes ownership of its descriptor: give it a duplicate.
+    // SAFETY: `dir` is a valid descriptor.
+    let dup = unsafe { libc::fcntl(dir.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };
+    if dup < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `dup` is a fresh descriptor; on success the DIR owns it.
+    let stream = unsafe { libc::fdopendir(dup) };
+    if stream.is_null() {
+        let e = io::Error::last_os_error();
+        // SAFETY: fdopendir failed, so we still own `dup`.
+        unsafe { libc::close(dup) };
+        return Err(e);
+    }
+    let mut names = Vec::new();
+    let result = loop {
+        // readdir signals errors only through errno; clear it first.
+        crate::os::clear_errno();
+        // SAFETY: `stream` is a valid DIR*.
+        let entry = unsafe { crate::os::next_dir_name(stream) };
+        if entry.is_null() {
+            let e = io::Error::last_os_error();
+            break match e.raw_os_error() {
+                Some(0) | None => Ok(()),
+                _ => Err(e),
+            };
+        }
+        // SAFETY: d_name is NUL-terminated within the entry.
+        let name = unsafe { std::ffi::CStr::from_ptr(entry) }.to_bytes();
+        if name != b"." && name != b".." {
+            names.push(name.to_vec());
+        }
+    };
+    // SAFETY: `stream` is valid and closed exactly once.
+    unsafe { libc::closedir(stream) };
+    result.map(|()| names)
 }
 
 #[cfg(test)]

@@ -54,6 +54,7 @@ pub fn bind_socket(path: &Path) -> Result<StdUnixListener, BindError> {
     // SAFETY: umask only swaps the process file-creation mask.
     let previous = unsafe { libc::umask(0o177) };
     let bound = StdUnixListener::bind(path);
+    // SAFETY: as above; this restores the mask saved before the bind.
     unsafe { libc::umask(previous) };
     let listener = bound.map_err(fail)?;
     listener.set_nonblocking(true).map_err(fail)?;

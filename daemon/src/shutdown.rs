@@ -27,10 +27,6 @@ impl Shutdown {
         self.tx.send_replace(true);
     }
 
-    pub fn is_triggered(&self) -> bool {
-        *self.tx.borrow()
-    }
-
     pub fn subscribe(&self) -> ShutdownWatch {
         ShutdownWatch {
             rx: self.tx.subscribe(),

@@ -71,11 +71,6 @@ const DROPPED: [c_int; 8] = [
     libc::SIGIO,
 ];
 
-/// The first real-time signal Go's runtime catches; glibc keeps the ones
-/// below for its own use.
-#[cfg(target_os = "linux")]
-const FIRST_CAUGHT_REALTIME: c_int = 35;
-
 /// What happens to one signal at start.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Reset {
@@ -103,31 +98,17 @@ pub fn rule(signal: c_int, ignored: bool) -> Reset {
 }
 
 fn is_dropped(signal: c_int) -> bool {
-    #[cfg(target_os = "linux")]
-    if signal >= FIRST_CAUGHT_REALTIME || signal == libc::SIGPWR {
-        return true;
-    }
-    DROPPED.contains(&signal)
+    crate::os::is_platform_dropped_signal(signal) || DROPPED.contains(&signal)
 }
 
-#[cfg(target_os = "linux")]
 fn is_glibc_realtime(signal: c_int) -> bool {
-    (32..FIRST_CAUGHT_REALTIME).contains(&signal)
+    crate::os::is_libc_reserved_signal(signal)
 }
 
-#[cfg(not(target_os = "linux"))]
-fn is_glibc_realtime(_: c_int) -> bool {
-    false
-}
-
-/// Every signal number a process can hold a disposition for.
+/// Every signal number a process can hold a disposition for (macOS has no
+/// real-time signals).
 fn all_signals() -> impl Iterator<Item = c_int> {
-    // macOS has no real-time signals.
-    #[cfg(target_os = "linux")]
-    let realtime = FIRST_CAUGHT_REALTIME..libc::SIGRTMAX() + 1;
-    #[cfg(not(target_os = "linux"))]
-    let realtime = 0..0;
-    (1..32).chain(realtime)
+    (1..32).chain(crate::os::realtime_signals())
 }
 
 extern "C" fn ignore(_: c_int) {}

@@ -57,11 +57,7 @@ pub struct Daemon {
 }
 
 impl Daemon {
-    pub fn new(token: Vec<u8>, options: Options) -> Arc<Daemon> {
-        Daemon::with_instance(token, options, Instance::new())
-    }
-
-    /// As [`Daemon::new`], with an identity made earlier (the run-dir lock
+    /// The daemon state, with an identity made earlier (the run-dir lock
     /// records it before the daemon state exists).
     pub fn with_instance(token: Vec<u8>, options: Options, instance: Instance) -> Arc<Daemon> {
         let metrics = Arc::new(Metrics::default());

@@ -489,7 +489,7 @@ fn descend(dir: &OwnedFd, name: &[u8], rel: Vec<u8>) -> Result<Option<Level>, Re
         _ => return Err(("unlinkat", rel, unlink_err)),
     }
     let (fd, first_err, names) = match open_dir_at(Some(dir), name) {
-        Ok(fd) => match read_names(&fd) {
+        Ok(fd) => match crate::safedir::read_names(&fd) {
             Ok(names) => (fd, None, names),
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(("readdirnames", rel, e)),
@@ -518,46 +518,6 @@ fn descend(dir: &OwnedFd, name: &[u8], rel: Vec<u8>) -> Result<Option<Level>, Re
         names: names.into_iter(),
         first_err,
     }))
-}
-
-/// The names in a directory, without `.` and `..`.
-fn read_names(dir: &OwnedFd) -> io::Result<Vec<Vec<u8>>> {
-    // fdopendir takes ownership of its descriptor: give it a duplicate.
-    // SAFETY: `dir` is a valid descriptor.
-    let dup = unsafe { libc::fcntl(dir.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };
-    if dup < 0 {
-        return Err(last_err());
-    }
-    // SAFETY: `dup` is a fresh descriptor; on success the DIR owns it.
-    let stream = unsafe { libc::fdopendir(dup) };
-    if stream.is_null() {
-        let e = last_err();
-        // SAFETY: fdopendir failed, so we still own `dup`.
-        unsafe { libc::close(dup) };
-        return Err(e);
-    }
-    let mut names = Vec::new();
-    let result = loop {
-        // readdir signals errors only through errno; clear it first.
-        crate::os::clear_errno();
-        // SAFETY: `stream` is a valid DIR*.
-        let entry = unsafe { crate::os::next_dir_name(stream) };
-        if entry.is_null() {
-            let e = last_err();
-            break match e.raw_os_error() {
-                Some(0) | None => Ok(()),
-                _ => Err(e),
-            };
-        }
-        // SAFETY: d_name is NUL-terminated within the entry.
-        let name = unsafe { std::ffi::CStr::from_ptr(entry) }.to_bytes();
-        if name != b"." && name != b".." {
-            names.push(name.to_vec());
-        }
-    };
-    // SAFETY: `stream` is valid and closed exactly once.
-    unsafe { libc::closedir(stream) };
-    result.map(|()| names)
 }
 
 #[cfg(test)]

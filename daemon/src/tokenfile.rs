@@ -32,6 +32,7 @@ pub struct Persisted {
 }
 
 /// `<dir of socket>/daemon.token`.
+#[cfg_attr(not(test), allow(dead_code))]
 pub fn path_for(socket: &Path) -> PathBuf {
     socket_dir(socket).join(NAME)
 }
@@ -126,6 +127,7 @@ fn temp_suffix(attempt: u32) -> u32 {
 }
 
 impl Persisted {
+    #[cfg_attr(not(test), allow(dead_code))]
     pub fn path(&self) -> &Path {
         &self.path
     }

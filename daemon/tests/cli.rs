@@ -2,6 +2,8 @@
 //! usage, mode selection, `-version`, and every start-up error of `-serve`,
 //! `-bridge` and `-stop`, byte-exact with exit codes.
 
+#![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
+
 mod common;
 
 use assert_cmd::Command;

@@ -1,6 +1,8 @@
 //! files.stat / list / read / validate against a real daemon and real files,
 //! symlinks, FIFOs and sockets. Replies are compared byte for byte.
 
+#![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
+
 mod common;
 
 use common::TestDaemon;
@@ -26,11 +28,13 @@ fn chmod(path: &Path, mode: u32) {
 
 fn mkfifo(path: &Path) {
     let c = std::ffi::CString::new(p(path)).unwrap();
+    // SAFETY: `c` is a NUL-terminated path that outlives the call.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
     chmod(path, 0o644);
 }
 
 fn is_root() -> bool {
+    // SAFETY: geteuid takes nothing and cannot fail.
     unsafe { libc::geteuid() == 0 }
 }
 

@@ -2,6 +2,8 @@
 //! the same checks the cargo-fuzz targets run, on stable Rust, so CI
 //! exercises the corpora without a fuzzer.
 
+#![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
+
 use std::path::PathBuf;
 
 fn corpus_dir(target: &str) -> PathBuf {

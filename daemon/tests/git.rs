@@ -2,6 +2,8 @@
 //! detached, subdirectories, every remote URL form, origin/HEAD, dirty
 //! trees, branch sorting, worktrees. Replies are compared byte for byte.
 
+#![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
+
 mod common;
 
 use common::git::{git, git_daemon as daemon, repo};

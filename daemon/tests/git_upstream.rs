@@ -4,6 +4,8 @@
 //! ignoring in-repo `.gitattributes`, keeping the first line's leading
 //! space, and reporting a linked worktree's own changes.
 
+#![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
+
 mod common;
 
 use common::git::{git, git_daemon as daemon, repo};

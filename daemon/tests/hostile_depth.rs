@@ -4,6 +4,8 @@
 //! rejects more as a syntax error, which the reference answers as a parse
 //! error; within the limit the id comes back re-encoded whole.
 
+#![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
+
 mod common;
 
 use common::{Client, TestDaemon, TOKEN};

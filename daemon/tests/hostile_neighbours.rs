@@ -2,6 +2,8 @@
 //! connecting: descriptors, time, memory and log lines are all bounded
 //! (`admission.rs`), and the owner keeps being served.
 
+#![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
+
 mod common;
 
 use common::{wait_until, Client, TestDaemon};
@@ -135,4 +137,41 @@ fn repeated_unauthorized_requests_log_a_bounded_number_of_lines() {
         log.contains("195 more unauthorized request(s) on this connection were not logged"),
         "{log}"
     );
+}
+
+#[test]
+fn a_client_pipelining_thousands_of_spawns_without_reading_is_not_wedged() {
+    let d = TestDaemon::start();
+    let mut c = d.connect();
+    let n = 3000;
+    let mut lines = String::new();
+    for i in 0..n {
+        lines.push_str(&common::request_line(
+            &i.to_string(),
+            "process.spawn",
+            Some(&format!(r#"{{"id":"p{i}","command":"true","args":[]}}"#)),
+            common::TOKEN,
+        ));
+    }
+    // Write everything from another thread while this one does not read
+    // yet: the daemon must take it all without a reader on our side...
+    let mut w = c.stream.try_clone().unwrap();
+    let writer = std::thread::spawn(move || w.write_all(lines.as_bytes()).is_ok());
+    // Not a readiness wait: the scenario is a client that does not read
+    // for a while, with its requests piling up behind full buffers.
+    std::thread::sleep(Duration::from_secs(2));
+    // ...and, once we read, answer every request.
+    let mut replies = 0;
+    let mut exits = 0;
+    while replies < n || exits < n {
+        let line = c.recv_line();
+        if line.starts_with(r#"{"jsonrpc":"2.0","id":"#) {
+            assert!(line.contains(r#""result":"#), "{line}");
+            replies += 1;
+        } else if line.contains(r#""stream":"exit""#) {
+            exits += 1;
+        }
+    }
+    assert!(writer.join().unwrap());
+    assert!(c.call(n + 1, "server.ping", "{}").contains("pong"));
 }

@@ -3,6 +3,8 @@
 //! files and mtimes, and a real process killed mid-download. The same
 //! behaviour through the `remora -install` flags is in `install_cli.rs`.
 
+#![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
+
 mod common;
 
 use common::http::read_request_head;

@@ -4,6 +4,8 @@
 //! `-install` to `remora::install::run`, these tests detect that the binary
 //! prints no `__INSTALL_RESULT__` line and skip (with a note on stderr).
 
+#![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
+
 use sha2::{Digest, Sha256};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

@@ -4,6 +4,8 @@
 //! in the facts line, and the read-idle stall abort (shortened through
 //! the test-only `REMORA_TEST_INSTALL_STALL_MS`).
 
+#![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
+
 mod common;
 
 use common::http::read_request_head;

@@ -17,6 +17,8 @@
 //! so; under `REMORA_REQUIRE_ALL_TOOLS=1` (`.ci/run`, which installs
 //! openssh-server) it fails instead.
 
+#![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
+
 mod common;
 
 use common::skip::skip;

@@ -6,6 +6,8 @@
 //! are on real conditions (banner line, EOF, a file disappearing) with
 //! deadlines, never fixed sleeps.
 
+#![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
+
 mod common;
 
 use common::frames::{frames_until_exit, stdout_of};

@@ -4,6 +4,8 @@
 //! disk budget, the stale-directory sweep, the RAM fallback, and the
 //! retention drop of exited processes.
 
+#![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
+
 mod common;
 
 use base64::Engine;
@@ -403,8 +405,8 @@ fn the_sweep_leaves_directories_of_other_nodes_alone() {
     // its pid means nothing here, its lock does.
     let held = make(4, Some(&here));
     let lock = std::fs::File::open(held.join("node")).unwrap();
-    // SAFETY: flock on a descriptor this test owns.
     assert_eq!(
+        // SAFETY: flock on a descriptor this test owns.
         unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX | libc::LOCK_NB) },
         0
     );

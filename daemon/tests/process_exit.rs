@@ -3,6 +3,8 @@
 //! client's kill or killAndWait, `signal` alone when the child dies of a
 //! signal nobody at the daemon sent, and neither on a normal exit.
 
+#![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
+
 mod common;
 
 use common::{Client, TestDaemon};

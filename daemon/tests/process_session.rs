@@ -2,6 +2,8 @@
 //! arguments name a stream-json CLI session terminates every other running
 //! process of that session — real children, real signals, exact frames.
 
+#![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
+
 mod common;
 
 use common::{wait_until, Client, TestDaemon};

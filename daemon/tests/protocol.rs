@@ -1,6 +1,8 @@
 //! The protocol core against a real daemon over a real socket: transport,
 //! envelope precedence, params gate, server.* methods.
 
+#![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
+
 mod common;
 
 use common::{request_line, Client, TestDaemon, TOKEN};

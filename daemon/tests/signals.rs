@@ -3,6 +3,8 @@
 //! default dispositions except for SIGHUP, and the daemon drops the
 //! signals a Go daemon drops (SIGUSR1, SIGALRM, …) however it started.
 
+#![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
+
 mod common;
 
 use common::frames::{frames_until_exit, stdout_of};

@@ -17,6 +17,8 @@
 //! is a failure: a release must not ship with
 //! this check quietly skipped.
 
+#![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
+
 mod common;
 
 use common::http::read_request_head;

@@ -2,6 +2,8 @@
 //! and `flate2` crates, hostile ones from hand-made headers. Each test
 //! checks the exact reply and what is (and is not) on disk afterwards.
 
+#![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
+
 mod common;
 
 use common::TestDaemon;
@@ -25,6 +27,7 @@ fn p(path: &Path) -> String {
 }
 
 fn is_root() -> bool {
+    // SAFETY: geteuid takes nothing and cannot fail.
     unsafe { libc::geteuid() == 0 }
 }
 

@@ -3,6 +3,8 @@
 //! per-boot capabilities identity, the run-dir lock with predecessor
 //! eviction, and orphan exit (4534d86).
 
+#![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
+
 mod common;
 
 use common::{remora_bin, request_line, wait_until, TestDaemon, TOKEN};
@@ -278,8 +280,8 @@ fn a_daemon_of_another_socket_named_in_a_record_is_never_signalled() {
     let lock = forge_record(dir.path(), other_pid);
     // This test process holds the lock, so the newcomer must decide.
     let held = std::fs::OpenOptions::new().read(true).open(&lock).unwrap();
-    // SAFETY: flock on a descriptor this test owns.
     assert_eq!(
+        // SAFETY: flock on a descriptor this test owns.
         unsafe { libc::flock(std::os::unix::io::AsRawFd::as_raw_fd(&held), libc::LOCK_EX) },
         0
     );

@@ -2,6 +2,8 @@
 //! in a throwaway git repository: untagged, at a tag, after it, dirty, and
 //! outside git.
 
+#![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
+
 use std::path::Path;
 use std::process::Command;
 

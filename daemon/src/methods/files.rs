@@ -21,6 +21,7 @@ use crate::filemode;
 use crate::goerr::path_error;
 use crate::gojson::go_lossy;
 use crate::gopath;
+use crate::method::FilesMethod;
 use crate::params::PathParams;
 use serde::Serialize;
 use std::ffi::OsStr;
@@ -67,15 +68,13 @@ struct ValidateResult {
     error: Option<String>,
 }
 
-pub async fn handle(method: &str, params: PathParams) -> Outcome {
-    let name = method.to_string();
-    let work = move || match name.as_str() {
-        "files.stat" => stat(&params.path),
-        "files.list" => list(&params.path),
-        "files.read" => read(&params.path, params.max_bytes),
-        "files.validate" => validate(&params.path),
-        "files.extract_tar" => extract_tar(&params.archive_path, &params.dest_dir),
-        other => Outcome::internal(format!("Unknown method: {other}")),
+pub async fn handle(method: FilesMethod, params: PathParams) -> Outcome {
+    let work = move || match method {
+        FilesMethod::Stat => stat(&params.path),
+        FilesMethod::List => list(&params.path),
+        FilesMethod::Read => read(&params.path, params.max_bytes),
+        FilesMethod::Validate => validate(&params.path),
+        FilesMethod::ExtractTar => extract_tar(&params.archive_path, &params.dest_dir),
     };
     match tokio::task::spawn_blocking(work).await {
         Ok(outcome) => outcome,

@@ -6,6 +6,7 @@
 //! fields are `omitempty` in Go, hence `skip_serializing_if`.
 
 use super::Outcome;
+use crate::method::ProcessMethod;
 use crate::metrics::Metrics;
 use crate::params::ProcessParams;
 use crate::process::{sys, KilledBy, ProcessManager, SpawnError, SpawnSpec, StdinResult, Termination};
@@ -80,14 +81,18 @@ struct ReattachReply {
     start_time: Option<f64>,
 }
 
-pub async fn handle(method: &str, params: ProcessParams, processes: &ProcessManager, metrics: &Metrics) -> Outcome {
+pub async fn handle(
+    method: ProcessMethod,
+    params: ProcessParams,
+    processes: &ProcessManager,
+    metrics: &Metrics,
+) -> Outcome {
     match method {
-        "process.spawn" => spawn(params, processes).await,
-        "process.stdin" => stdin(params, processes, metrics),
-        "process.kill" => kill(params, processes),
-        "process.killAndWait" => kill_and_wait(params, processes).await,
-        "process.reattach" => reattach(params, processes, metrics),
-        other => Outcome::internal(format!("no handler for {other}")),
+        ProcessMethod::Spawn => spawn(params, processes).await,
+        ProcessMethod::Stdin => stdin(params, processes, metrics),
+        ProcessMethod::Kill => kill(params, processes),
+        ProcessMethod::KillAndWait => kill_and_wait(params, processes).await,
+        ProcessMethod::Reattach => reattach(params, processes, metrics),
     }
 }
 

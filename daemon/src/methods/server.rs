@@ -2,6 +2,7 @@
 
 use super::Outcome;
 use crate::instance::Instance;
+use crate::method::ServerMethod;
 use crate::rpc::{FEATURES, METHODS};
 use crate::shutdown::Shutdown;
 use crate::version;
@@ -31,26 +32,25 @@ struct Capabilities<'a> {
     features: &'static [&'static str],
 }
 
-pub async fn handle(method: &str, instance: &Instance, shutdown: &Shutdown) -> Outcome {
+pub async fn handle(method: ServerMethod, instance: &Instance, shutdown: &Shutdown) -> Outcome {
     match method {
-        "server.ping" => Outcome::ok(&Pong { pong: true }),
-        "server.version" => Outcome::ok(&VersionInfo {
+        ServerMethod::Ping => Outcome::ok(&Pong { pong: true }),
+        ServerMethod::Version => Outcome::ok(&VersionInfo {
             version: version::ID,
             platform: version::goos(),
             arch: version::goarch(),
         }),
-        "server.capabilities" => Outcome::ok(&Capabilities {
+        ServerMethod::Capabilities => Outcome::ok(&Capabilities {
             version: version::ID,
             methods: &METHODS,
             instance_id: &instance.id,
             started_at: instance.started_at,
             features: &FEATURES,
         }),
-        "server.shutdown" => {
+        ServerMethod::Shutdown => {
             crate::log_info!("[Server] Shutdown requested");
             shutdown.trigger();
             Outcome::NoReply
         }
-        other => Outcome::internal(format!("no handler for {other}")),
     }
 }

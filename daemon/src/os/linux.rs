@@ -134,3 +134,45 @@ pub fn fill_random(buf: &mut [u8]) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// The first real-time signal Go's runtime catches; glibc keeps 32–34 for
+/// its own use (see [`crate::signals`]).
+const FIRST_CAUGHT_REALTIME: libc::c_int = 35;
+
+/// Signals only Linux has that a Go program catches and remora drops at
+/// start: SIGPWR and the real-time signals from 35 on.
+pub fn is_platform_dropped_signal(signal: libc::c_int) -> bool {
+    signal >= FIRST_CAUGHT_REALTIME || signal == libc::SIGPWR
+}
+
+/// The real-time signals glibc reserves (32–34): left as inherited.
+pub fn is_libc_reserved_signal(signal: libc::c_int) -> bool {
+    (32..FIRST_CAUGHT_REALTIME).contains(&signal)
+}
+
+/// The real-time signals a disposition can be held for beyond 1–31.
+pub fn realtime_signals() -> std::ops::Range<libc::c_int> {
+    FIRST_CAUGHT_REALTIME..libc::SIGRTMAX() + 1
+}
+
+/// Returns free heap pages to the kernel; glibc keeps them otherwise
+/// (musl's malloc has no such call and needs none).
+pub fn trim_heap() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: malloc_trim only releases free memory.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// Caps glibc's malloc arenas (a no-op under musl).
+pub fn limit_malloc_arenas(arenas: libc::c_int) {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: called before the runtime spawns any thread; mallopt only
+    // changes a malloc tunable.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, arenas);
+    }
+    #[cfg(not(target_env = "gnu"))]
+    let _ = arenas;
+}

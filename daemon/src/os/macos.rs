@@ -104,3 +104,25 @@ pub fn fill_random(buf: &mut [u8]) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// Darwin has no SIGPWR and no real-time signals: nothing beyond the
+/// common table is dropped.
+pub fn is_platform_dropped_signal(_signal: libc::c_int) -> bool {
+    false
+}
+
+/// No real-time signals, so none reserved by libc.
+pub fn is_libc_reserved_signal(_signal: libc::c_int) -> bool {
+    false
+}
+
+/// No real-time signals.
+pub fn realtime_signals() -> std::ops::Range<libc::c_int> {
+    0..0
+}
+
+/// Darwin's malloc returns pages by itself: nothing to do.
+pub fn trim_heap() {}
+
+/// Darwin's malloc has no arena tunable: nothing to do.
+pub fn limit_malloc_arenas(_arenas: libc::c_int) {}

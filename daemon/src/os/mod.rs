@@ -1,6 +1,7 @@
 //! The operating-system facts outside the process supervisor that Linux
 //! and macOS answer differently, one function each, so the modules that
-//! use them (`bridge`, `daemonize`, `tarx`) hold no platform `cfg`.
+//! use them (`bridge`, `daemonize`, `tarx`, `signals`, `cli`, the
+//! process supervisor) hold no platform `cfg`.
 //!
 //! | function | Linux (`linux.rs`) | macOS (`macos.rs`) |
 //! | --- | --- | --- |
@@ -13,6 +14,8 @@
 //! | [`pipe_cloexec`] | `pipe2(O_CLOEXEC)` | `pipe` + `FD_CLOEXEC` (called single-threaded) |
 //! | [`clear_errno`], [`next_dir_name`] | `__errno_location`, `readdir64` | `__error`, `readdir` |
 //! | [`fill_random`] | `getrandom` | `getentropy` |
+//! | [`is_platform_dropped_signal`], [`is_libc_reserved_signal`], [`realtime_signals`] | SIGPWR and real-time 35 and up dropped, 32–34 left to glibc | no SIGPWR, no real-time signals |
+//! | [`trim_heap`], [`limit_malloc_arenas`] | `malloc_trim`, `mallopt(M_ARENA_MAX)` under glibc; nothing under musl | nothing |
 //!
 //! The process supervisor's own mechanisms (exit observation, pipe sizes,
 //! signal names) are in `process/sys/`.
@@ -25,6 +28,7 @@ mod platform;
 mod platform;
 
 pub use platform::{
-    clear_errno, fill_random, initial_env_block, name_after_executable, next_dir_name, open_fds, own_executable,
-    peer_pid, pipe_cloexec, process_alive,
+    clear_errno, fill_random, initial_env_block, is_libc_reserved_signal, is_platform_dropped_signal,
+    limit_malloc_arenas, name_after_executable, next_dir_name, open_fds, own_executable, peer_pid, pipe_cloexec,
+    process_alive, realtime_signals, trim_heap,
 };

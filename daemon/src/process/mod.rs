@@ -548,15 +548,6 @@ impl ProcessManager {
         Ok(process)
     }
 
-    /// Registered processes (running and retained exited ones).
-    pub fn len(&self) -> usize {
-        lock(&self.table).len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Graceful-shutdown teardown: kill every child tree, or leave them
     /// running when `keep_children` is set.
     pub async fn shutdown(&self, keep_children: bool) {
@@ -739,21 +730,12 @@ async fn sweep_exited(table: Weak<Table>, retention: Duration, mut shutdown: Shu
             );
             // Give freed pages back to the system: a burst of short-lived
             // processes should not leave the daemon's RSS raised.
-            trim_heap();
+            crate::os::trim_heap();
             trim_again = Some(std::time::Instant::now() + Duration::from_secs(11));
         } else if trim_again.is_some_and(|at| std::time::Instant::now() >= at) {
-            trim_heap();
+            crate::os::trim_heap();
             trim_again = None;
         }
-    }
-}
-
-/// Returns free heap pages to the kernel (glibc keeps them otherwise).
-fn trim_heap() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only releases free memory.
-    unsafe {
-        libc::malloc_trim(0);
     }
 }
 

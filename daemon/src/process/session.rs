@@ -92,15 +92,6 @@ impl SessionLocks {
             held: Some(held),
         }
     }
-
-    /// Number of keys with a holder or waiter (for tests).
-    pub fn len(&self) -> usize {
-        self.locks.lock().unwrap_or_else(|p| p.into_inner()).len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 impl Drop for SessionGuard<'_> {
@@ -115,6 +106,18 @@ impl Drop for SessionGuard<'_> {
                 locks.shrink_to_fit();
             }
         }
+    }
+}
+
+#[cfg(test)]
+impl SessionLocks {
+    /// Number of keys with a holder or waiter (for tests).
+    pub fn len(&self) -> usize {
+        self.locks.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 

@@ -38,17 +38,6 @@ pub struct ExitFrame {
     pub killed_by: Option<&'static str>,
 }
 
-impl ExitFrame {
-    /// A normal exit: only `exitCode`.
-    pub fn code(code: i64) -> Self {
-        ExitFrame {
-            code,
-            signal: None,
-            killed_by: None,
-        }
-    }
-}
-
 /// One stored frame (raw bytes; base64 happens when a cursor writes it).
 #[derive(Debug, Clone)]
 pub enum Frame {
@@ -123,4 +112,16 @@ impl FrameEncoder {
 fn write_int(out: &mut Vec<u8>, n: impl std::fmt::Display) {
     // Writing to a Vec cannot fail.
     let _ = write!(out, "{n}");
+}
+
+#[cfg(test)]
+impl ExitFrame {
+    /// A normal exit: only `exitCode`.
+    pub fn code(code: i64) -> Self {
+        ExitFrame {
+            code,
+            signal: None,
+            killed_by: None,
+        }
+    }
 }

@@ -412,22 +412,6 @@ impl ReplayLog {
         state.disk_first.map_or(hot_first, |d| d.min(hot_first))
     }
 
-    /// Total stdout+stderr bytes ever appended.
-    pub fn raw_bytes(&self) -> u64 {
-        self.lock().raw_bytes
-    }
-
-    /// Bytes of this log in RAM and on disk.
-    pub fn footprint(&self) -> (u64, u64) {
-        let state = self.lock();
-        (state.hot_bytes, state.disk_bytes)
-    }
-
-    /// Whether the log spills to disk (false: a RAM ring).
-    pub fn spills(&self) -> bool {
-        self.lock().spill
-    }
-
     /// Whether the exit frame has been appended.
     pub fn has_exited(&self) -> bool {
         self.lock().exit_stamp.is_some()
@@ -453,11 +437,6 @@ impl ReplayLog {
 
     pub fn unsubscribe(&self, follower: u64) {
         self.lock().subscribers.retain(|s| s.follower != follower);
-    }
-
-    /// Number of subscribed followers.
-    pub fn subscriber_count(&self) -> usize {
-        self.lock().subscribers.len()
     }
 
     /// Drops every subscriber and stops all further delivery (used when a
@@ -593,28 +572,6 @@ impl ReplayLog {
             self.encoder.encode(first + i as u64, frame, out);
         }
     }
-
-    /// Blocking convenience for tests and tools: encodes frames
-    /// `after+1 ..= upto` from RAM and disk, about `budget` raw bytes.
-    /// Returns the seq of the last frame written.
-    pub fn encode_after(&self, after: u64, upto: u64, out: &mut Vec<u8>, budget: usize) -> u64 {
-        let mut after = after;
-        let mut hint = None;
-        loop {
-            match self.pull_ram(after, upto, out, budget) {
-                Pull::Ram(a) => return a,
-                Pull::Disk(a) => {
-                    let (frames, h) = self.read_disk(a, upto, budget.max(1), hint);
-                    hint = h;
-                    self.encode_frames(a + 1, &frames, out);
-                    after = a + frames.len() as u64;
-                    if !frames.is_empty() {
-                        return after;
-                    }
-                }
-            }
-        }
-    }
 }
 
 impl StoredLog for ReplayLog {
@@ -638,12 +595,12 @@ impl StoredLog for ReplayLog {
         }
     }
 
-    /// For eviction: the age of the oldest segment, if one may go (never
-    /// the segment being written).
-    fn evictable_stamp(&self) -> Option<u64> {
+    /// For eviction: the age of the oldest segment, if one may go (with
+    /// `sealed_only`, never the segment being written).
+    fn evictable_stamp(&self, sealed_only: bool) -> Option<u64> {
         let disk = lock(&self.disk);
         disk.as_ref()
-            .filter(|s| s.count() >= 2)
+            .filter(|s| s.count() >= if sealed_only { 2 } else { 1 })
             .and_then(Segments::oldest_stamp)
     }
 
@@ -657,10 +614,8 @@ impl StoredLog for ReplayLog {
             };
             let freed = if whole {
                 segs.remove_all()
-            } else if segs.count() >= 2 {
-                segs.evict_oldest().map_or(0, |s| s.bytes)
             } else {
-                0
+                segs.evict_oldest().map_or(0, |s| s.bytes)
             };
             (freed, (segs.first_seq(), segs.last_seq(), segs.bytes()))
         };
@@ -719,6 +674,53 @@ impl Drop for ReplayLog {
             match tokio::runtime::Handle::try_current() {
                 Ok(rt) => drop(rt.spawn_blocking(remove)),
                 Err(_) => remove(),
+            }
+        }
+    }
+}
+
+/// What tests ask of a log beyond what the daemon does.
+#[cfg(test)]
+impl ReplayLog {
+    /// Total stdout+stderr bytes ever appended.
+    pub fn raw_bytes(&self) -> u64 {
+        self.lock().raw_bytes
+    }
+
+    /// Bytes of this log in RAM and on disk.
+    pub fn footprint(&self) -> (u64, u64) {
+        let state = self.lock();
+        (state.hot_bytes, state.disk_bytes)
+    }
+
+    /// Whether the log spills to disk (false: a RAM ring).
+    pub fn spills(&self) -> bool {
+        self.lock().spill
+    }
+
+    /// Number of subscribed followers.
+    pub fn subscriber_count(&self) -> usize {
+        self.lock().subscribers.len()
+    }
+
+    /// Blocking convenience for tests and tools: encodes frames
+    /// `after+1 ..= upto` from RAM and disk, about `budget` raw bytes.
+    /// Returns the seq of the last frame written.
+    pub fn encode_after(&self, after: u64, upto: u64, out: &mut Vec<u8>, budget: usize) -> u64 {
+        let mut after = after;
+        let mut hint = None;
+        loop {
+            match self.pull_ram(after, upto, out, budget) {
+                Pull::Ram(a) => return a,
+                Pull::Disk(a) => {
+                    let (frames, h) = self.read_disk(a, upto, budget.max(1), hint);
+                    hint = h;
+                    self.encode_frames(a + 1, &frames, out);
+                    after = a + frames.len() as u64;
+                    if !frames.is_empty() {
+                        return after;
+                    }
+                }
             }
         }
     }

@@ -12,17 +12,22 @@
 //! scans record headers, and readers carry a [`ReadHint`] so a sequential
 //! reader never rescans.
 //!
+//! Files are reached only through the log directory's descriptor, which
+//! the store verified when it made the directory ([`crate::safedir`]):
+//! `openat` with `O_NOFOLLOW`, `unlinkat`. The segment being written stays
+//! open, so a write never resolves a name again.
+//!
 //! Everything here is blocking file I/O: callers run it off the async
 //! workers (`spawn_blocking`). Metadata only ever counts records whose
 //! bytes were written completely, so a failed write leaves the index
 //! describing exactly what is readable.
 
 use super::frame::{ExitFrame, Frame, Stream};
+use crate::safedir;
 use std::collections::VecDeque;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -68,7 +73,10 @@ pub struct ReadHint {
 /// The segment files of one log.
 #[derive(Debug)]
 pub struct Segments {
-    dir: PathBuf,
+    /// The verified directory the files live in.
+    dir: Arc<OwnedFd>,
+    /// The newest segment's number and its open file: appends go there.
+    writing: Option<(u64, File)>,
     /// File-name prefix (the log's key).
     key: u64,
     seg_size: u64,
@@ -83,7 +91,9 @@ pub struct Segments {
 /// What a reader needs to read one segment without holding the lock.
 #[derive(Debug, Clone)]
 pub struct SegmentView {
-    pub path: PathBuf,
+    /// The directory and the file's name in it.
+    pub dir: Arc<OwnedFd>,
+    pub name: String,
     pub meta: SegMeta,
     /// Where to start: a hint's offset/seq, or the segment start.
     pub start_seq: u64,
@@ -93,9 +103,10 @@ pub struct SegmentView {
 impl Segments {
     /// An empty set of segments for log `key` in `dir`, rolling to a new
     /// file once one holds `seg_size` bytes.
-    pub fn new(dir: &Path, key: u64, seg_size: u64) -> Segments {
+    pub fn new(dir: Arc<OwnedFd>, key: u64, seg_size: u64) -> Segments {
         Segments {
-            dir: dir.to_path_buf(),
+            dir,
+            writing: None,
             key,
             seg_size: seg_size.max(1),
             segs: VecDeque::new(),
@@ -105,8 +116,15 @@ impl Segments {
         }
     }
 
-    fn path_of(&self, number: u64) -> PathBuf {
-        self.dir.join(format!("{}-{}.seg", self.key, number))
+    fn name_of(&self, number: u64) -> String {
+        format!("{}-{}.seg", self.key, number)
+    }
+
+    fn remove_file(&mut self, number: u64) {
+        if self.writing.as_ref().is_some_and(|(n, _)| *n == number) {
+            self.writing = None;
+        }
+        let _ = safedir::unlink_in(&self.dir, self.name_of(number).as_bytes());
     }
 
     /// Bytes on disk.
@@ -186,8 +204,8 @@ impl Segments {
             if let Err(e) = written {
                 if let Some(back) = self.segs.back() {
                     if back.frames == 0 {
-                        let path = self.path_of(back.number);
-                        let _ = std::fs::remove_file(path);
+                        let number = back.number;
+                        self.remove_file(number);
                         self.segs.pop_back();
                     }
                 }
@@ -202,17 +220,29 @@ impl Segments {
             seq += n as u64;
             rest = &rest[n..];
         }
+        if matches!(frames.last(), Some(Frame::Exit(_))) {
+            // Nothing follows an exit frame: an exited process's log keeps
+            // no descriptor while it waits out the retention.
+            self.writing = None;
+        }
         Ok(added)
     }
 
-    fn write_at(&self, number: u64, offset: u64, bytes: &[u8]) -> io::Result<()> {
-        let path = self.path_of(number);
-        let mut file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(&path)?;
+    fn write_at(&mut self, number: u64, offset: u64, bytes: &[u8]) -> io::Result<()> {
+        if self.writing.as_ref().is_none_or(|(n, _)| *n != number) {
+            // A new segment: created here, exclusively, so nothing planted
+            // under its name is ever written through.
+            let file = safedir::open_file_at(
+                &self.dir,
+                self.name_of(number).as_bytes(),
+                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL,
+                0o600,
+            )?;
+            self.writing = Some((number, file));
+        }
+        let Some((_, file)) = self.writing.as_mut() else {
+            return Err(io::Error::other("no segment open"));
+        };
         file.seek(SeekFrom::Start(offset))?;
         let result = file.write_all(bytes);
         if result.is_err() {
@@ -225,7 +255,7 @@ impl Segments {
     /// Removes the oldest segment; returns its metadata.
     pub fn evict_oldest(&mut self) -> Option<SegMeta> {
         let seg = self.segs.pop_front()?;
-        let _ = std::fs::remove_file(self.path_of(seg.number));
+        self.remove_file(seg.number);
         self.bytes -= seg.bytes;
         Some(seg)
     }
@@ -251,7 +281,8 @@ impl Segments {
             _ => (meta.first_seq, 0),
         };
         Some(SegmentView {
-            path: self.path_of(meta.number),
+            dir: self.dir.clone(),
+            name: self.name_of(meta.number),
             meta: meta.clone(),
             start_seq,
             start_offset,
@@ -338,7 +369,7 @@ fn encode_record(frame: &Frame, out: &mut Vec<u8>) {
 /// about `budget` payload bytes were taken (at least one frame). Returns
 /// the frames from `from` on and the hint for the next one.
 pub fn read_segment(view: &SegmentView, from: u64, upto: u64, budget: usize) -> io::Result<(Vec<Frame>, ReadHint)> {
-    let mut file = File::open(&view.path)?;
+    let mut file = safedir::open_file_at(&view.dir, view.name.as_bytes(), libc::O_RDONLY, 0)?;
     let mut seq = view.start_seq;
     let mut offset = view.start_offset;
     let end = view.meta.bytes;
@@ -442,6 +473,23 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    fn dir_fd(path: &std::path::Path) -> Arc<OwnedFd> {
+        Arc::new(crate::safedir::open_private_dir(path).expect("private dir"))
+    }
+
+    #[test]
+    fn a_planted_file_or_link_is_never_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target");
+        std::fs::write(&target, b"precious").unwrap();
+        let logs = dir.path().join("logs");
+        std::fs::create_dir(&logs).unwrap();
+        std::os::unix::fs::symlink(&target, logs.join("3-1.seg")).unwrap();
+        let mut segs = Segments::new(dir_fd(&logs), 3, 1 << 20);
+        assert!(segs.append(1, &[data(Stream::Stdout, b"x")]).is_err());
+        assert_eq!(std::fs::read(&target).unwrap(), b"precious");
+    }
+
     fn data(stream: Stream, bytes: &[u8]) -> Frame {
         Frame::Data(stream, Arc::from(bytes))
     }
@@ -473,7 +521,7 @@ mod tests {
     #[test]
     fn records_round_trip_and_files_are_private() {
         let dir = tempfile::tempdir().unwrap();
-        let mut segs = Segments::new(dir.path(), 9, 16);
+        let mut segs = Segments::new(dir_fd(dir.path()), 9, 16);
         let frames = vec![
             data(Stream::Stdout, b"hello"),
             data(Stream::Stderr, b"\xff\x00"),
@@ -517,10 +565,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let sub = dir.path().join("gone");
         std::fs::create_dir(&sub).unwrap();
-        let mut segs = Segments::new(&sub, 1, 1 << 20);
+        // One record per segment: the second append needs a new file.
+        let mut segs = Segments::new(dir_fd(&sub), 1, 1);
         segs.append(1, &[data(Stream::Stdout, b"kept")]).unwrap();
         std::fs::remove_dir_all(&sub).unwrap();
-        // The file was unlinked with its directory, so open fails.
+        // The directory is gone, so the new segment cannot be created.
         assert!(segs.append(2, &[data(Stream::Stdout, b"lost")]).is_err());
         assert_eq!(segs.last_seq(), Some(1));
     }
@@ -536,7 +585,7 @@ mod tests {
             from_pick in any::<u16>(),
         ) {
             let dir = tempfile::tempdir().unwrap();
-            let mut segs = Segments::new(dir.path(), 1, 8 << 20);
+            let mut segs = Segments::new(dir_fd(dir.path()), 1, 8 << 20);
             let model: Vec<Frame> = lens
                 .iter()
                 .enumerate()
@@ -562,7 +611,7 @@ mod tests {
             ops in proptest::collection::vec((0usize..4, 0usize..80, any::<u8>(), any::<bool>()), 1..40),
         ) {
             let dir = tempfile::tempdir().unwrap();
-            let mut segs = Segments::new(dir.path(), 1, seg_size);
+            let mut segs = Segments::new(dir_fd(dir.path()), 1, seg_size);
             let mut model: Vec<Frame> = Vec::new();
             for (count, len, byte, read) in ops {
                 let batch: Vec<Frame> = (0..count)

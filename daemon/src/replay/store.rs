@@ -12,9 +12,10 @@
 //! held, or that another host wrote, is never touched.
 
 use crate::metrics::ReplayMetrics;
+use crate::safedir;
 use std::collections::HashMap;
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -103,9 +104,9 @@ pub trait StoredLog: Send + Sync {
     /// The exit order of an exited log nobody follows that still has
     /// bytes on disk (evicted first, oldest exit first).
     fn idle_exit_stamp(&self) -> Option<u64>;
-    /// The age of the oldest segment, if one may go (never the segment
-    /// being written).
-    fn evictable_stamp(&self) -> Option<u64>;
+    /// The age of the oldest segment, if one may go: with `sealed_only`,
+    /// never the segment being written (the last resort allows it).
+    fn evictable_stamp(&self, sealed_only: bool) -> Option<u64>;
     /// Removes all segments (`whole`) or the oldest one; returns whether
     /// anything was removed.
     fn evict_disk(&self, whole: bool) -> bool;
@@ -121,10 +122,7 @@ type LogRef = Weak<dyn StoredLog>;
 pub struct ReplayStore {
     /// This daemon's directory; `None` when the disk cannot be used (every
     /// log is then a RAM ring).
-    dir: Option<PathBuf>,
-    /// The directory's owner record, flock-ed for the daemon's lifetime:
-    /// the lock is what tells a later daemon this directory is live.
-    _owner: Option<std::fs::File>,
+    dir: Option<OwnDir>,
     pub budget_bytes: u64,
     pub segment_bytes: u64,
     pub hot_tail_bytes: u64,
@@ -145,8 +143,8 @@ impl ReplayStore {
     /// leaves the store RAM-only, with one WARN and a fallback counted.
     pub fn open(config: StoreConfig, metrics: Arc<ReplayMetrics>) -> Arc<ReplayStore> {
         let base = config.dir.clone().unwrap_or_else(default_dir);
-        let (dir, owner) = match prepare(&base) {
-            Ok((dir, owner)) => (Some(dir), Some(owner)),
+        let dir = match prepare(&base) {
+            Ok(dir) => Some(dir),
             Err(e) => {
                 crate::log_warn!(
                     "[replay] cannot use {} ({}): replay logs stay in memory, {} MiB per process",
@@ -155,12 +153,11 @@ impl ReplayStore {
                     RING_BYTES >> 20
                 );
                 metrics.fallbacks.fetch_add(1, Ordering::Relaxed);
-                (None, None)
+                None
             }
         };
         Arc::new(ReplayStore {
             dir,
-            _owner: owner,
             budget_bytes: config.budget_bytes,
             segment_bytes: config.segment_bytes.max(1),
             hot_tail_bytes: config.hot_tail_bytes,
@@ -175,31 +172,12 @@ impl ReplayStore {
         })
     }
 
-    /// A store that never touches the disk (unit tests, fuzzing).
-    pub fn in_memory() -> Arc<ReplayStore> {
-        Arc::new(ReplayStore {
-            dir: None,
-            _owner: None,
-            budget_bytes: 0,
-            segment_bytes: SEGMENT_BYTES,
-            hot_tail_bytes: HOT_TAIL,
-            global_hot_bytes: GLOBAL_HOT_TAIL,
-            metrics: Arc::default(),
-            unwritten: AtomicU64::new(0),
-            tails: AtomicU64::new(0),
-            logs: Mutex::new(HashMap::new()),
-            evicting: Mutex::new(()),
-            trimming: Mutex::new(()),
-            removed: AtomicBool::new(false),
-        })
-    }
-
     /// This daemon's segment directory, if spilling is possible.
-    pub fn dir(&self) -> Option<&Path> {
+    pub fn dir(&self) -> Option<Arc<OwnedFd>> {
         if self.removed.load(Ordering::Acquire) {
             return None;
         }
-        self.dir.as_deref()
+        self.dir.as_ref().map(|d| d.fd.clone())
     }
 
     /// Registers a log under its key, for the bounds the store enforces.
@@ -264,12 +242,16 @@ impl ReplayStore {
                 self.metrics.evictions.fetch_add(1, Ordering::Relaxed);
             }
         }
-        for running in [true, false] {
+        // Sealed segments of running logs, then of followed exited ones;
+        // then, as the last resort, the segments being written, in the
+        // same order, so the budget holds whatever the number of running
+        // processes.
+        for (exited, sealed_only) in [(false, true), (true, true), (false, false), (true, false)] {
             while over() {
                 let oldest = logs
                     .iter()
-                    .filter(|l| l.has_exited() != running)
-                    .filter_map(|l| l.evictable_stamp().map(|stamp| (stamp, l)))
+                    .filter(|l| l.has_exited() == exited)
+                    .filter_map(|l| l.evictable_stamp(sealed_only).map(|stamp| (stamp, l)))
                     .min_by_key(|(stamp, _)| *stamp);
                 let Some((_, log)) = oldest else {
                     break;
@@ -286,8 +268,9 @@ impl ReplayStore {
     /// alive fall back to RAM for anything they append later.
     pub fn remove_own_dir(&self) {
         if let Some(dir) = &self.dir {
-            self.removed.store(true, Ordering::Release);
-            let _ = std::fs::remove_dir_all(dir);
+            if !self.removed.swap(true, Ordering::AcqRel) {
+                let _ = safedir::remove_flat_dir_in(&dir.base, dir.name.as_bytes());
+            }
         }
     }
 }
@@ -298,41 +281,56 @@ impl Drop for ReplayStore {
     }
 }
 
-/// Creates (or checks) the private base directory, sweeps stale daemon
-/// directories and creates this daemon's own.
-fn prepare(base: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(base)?;
-    let meta = std::fs::symlink_metadata(base)?;
-    // SAFETY: geteuid cannot fail.
-    let uid = unsafe { libc::geteuid() };
-    if !meta.is_dir() || meta.uid() != uid {
-        return Err(std::io::Error::other("not a directory owned by this user"));
-    }
-    if meta.mode() & 0o077 != 0 {
-        std::fs::set_permissions(base, std::fs::Permissions::from_mode(0o700))?;
-    }
-    sweep_stale(base);
+/// This daemon's own directory inside the replay dir.
+#[derive(Debug)]
+struct OwnDir {
+    /// The verified replay dir, to remove `name` from at the end.
+    base: OwnedFd,
+    name: String,
+    fd: Arc<OwnedFd>,
+    /// The owner record, flock-ed for the daemon's lifetime: the lock is
+    /// what tells a later daemon this directory is live.
+    _owner: std::fs::File,
+}
+
+/// Opens the replay dir level by level from `/` ([`safedir`]: every level
+/// ours or root's, none writable by others without the sticky bit, the
+/// last one ours and 0700, no links followed), sweeps stale daemon
+/// directories and creates this daemon's own, all through descriptors.
+fn prepare(base: &Path) -> std::io::Result<OwnDir> {
+    let base_fd = safedir::open_private_dir(base).map_err(std::io::Error::other)?;
+    sweep_stale(&base_fd, base);
     // The counter keeps two stores of one process apart (unit tests).
     static STORES: AtomicU64 = AtomicU64::new(0);
     let n = STORES.fetch_add(1, Ordering::Relaxed);
-    let own = base.join(format!("daemon-{}-{}", std::process::id(), n));
+    let name = format!("daemon-{}-{}", std::process::id(), n);
     // Only a dead daemon that had our pid can have left this name.
-    let _ = std::fs::remove_dir_all(&own);
-    std::fs::DirBuilder::new().mode(0o700).create(&own)?;
+    let _ = safedir::remove_flat_dir_in(&base_fd, name.as_bytes());
+    safedir::make_dir_in(&base_fd, name.as_bytes(), 0o700)?;
+    let fd = safedir::open_dir_in(&base_fd, name.as_bytes())?;
+    if safedir::owner_of(&fd)? != safedir::own_uid() {
+        return Err(std::io::Error::other("the new daemon directory is not ours"));
+    }
     // The owner record: locked first, then named, so a sweeping daemon
     // never finds this host's name in an unlocked record of a live one.
-    let mut owner = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(own.join(OWNER_FILE))?;
+    let mut owner = safedir::open_file_at(
+        &fd,
+        OWNER_FILE.as_bytes(),
+        libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL,
+        0o600,
+    )?;
     // A file system without locks (NFS mounted `nolock`: ENOLCK) fails
     // this; the directory is still usable, and a sweeper, which cannot
     // take the lock either, leaves it alone.
     // SAFETY: flock on a descriptor this function owns.
     unsafe { libc::flock(owner.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
     std::io::Write::write_all(&mut owner, host_name().as_bytes())?;
-    Ok((own, owner))
+    Ok(OwnDir {
+        base: base_fd,
+        name,
+        fd: Arc::new(fd),
+        _owner: owner,
+    })
 }
 
 /// A daemon directory's owner record: the host name of the daemon that
@@ -357,34 +355,68 @@ fn host_name() -> String {
 /// another host (a replay dir on a shared home, where a live daemon's lock
 /// may not be visible from here), one whose record is held, and one
 /// without a record are never touched.
-fn sweep_stale(base: &Path) {
-    let Ok(entries) = std::fs::read_dir(base) else {
+fn sweep_stale(base: &OwnedFd, base_path: &Path) {
+    let Ok(names) = safedir::read_names(base) else {
         return;
     };
     let here = host_name();
     if here.is_empty() {
         return;
     }
-    for entry in entries.flatten() {
-        if !entry.file_name().to_str().is_some_and(|n| n.starts_with("daemon-")) {
+    for name in names {
+        if !name.starts_with(b"daemon-") {
             continue;
         }
-        let path = entry.path();
-        let record = path.join(OWNER_FILE);
-        if std::fs::read_to_string(&record).ok().as_deref() != Some(here.as_str()) {
+        let Ok(dir) = safedir::open_dir_in(base, &name) else {
+            continue; // A link or a file: not ours to judge.
+        };
+        if safedir::owner_of(&dir).ok() != Some(safedir::own_uid()) {
             continue;
         }
-        let Ok(file) = std::fs::File::open(&record) else {
+        // Opened without blocking and without following: a FIFO or a
+        // link planted as the record cannot stall or redirect the sweep.
+        let Ok(record) = safedir::open_file_at(&dir, OWNER_FILE.as_bytes(), libc::O_RDONLY, 0) else {
             continue;
         };
+        if !safedir::is_own_regular(&record) {
+            continue;
+        }
+        let mut text = Vec::new();
+        if std::io::Read::read_to_end(&mut std::io::Read::take(&record, 256), &mut text).is_err()
+            || text != here.as_bytes()
+        {
+            continue;
+        }
         // SAFETY: flock on a descriptor this loop owns; closing it drops
         // the lock again.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        if unsafe { libc::flock(record.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
             continue; // Its daemon is alive.
         }
-        match std::fs::remove_dir_all(&path) {
-            Ok(()) => crate::log_info!("[replay] removed stale replay directory {}", path.display()),
-            Err(e) => crate::log_warn!("[replay] cannot remove stale {}: {}", path.display(), e),
+        let shown = base_path.join(std::ffi::OsStr::from_bytes(&name));
+        match safedir::remove_flat_dir_in(base, &name) {
+            Ok(()) => crate::log_info!("[replay] removed stale replay directory {}", shown.display()),
+            Err(e) => crate::log_warn!("[replay] cannot remove stale {}: {}", shown.display(), e),
         }
+    }
+}
+
+#[cfg(test)]
+impl ReplayStore {
+    /// A store that never touches the disk (unit tests).
+    pub fn in_memory() -> Arc<ReplayStore> {
+        Arc::new(ReplayStore {
+            dir: None,
+            budget_bytes: 0,
+            segment_bytes: SEGMENT_BYTES,
+            hot_tail_bytes: HOT_TAIL,
+            global_hot_bytes: GLOBAL_HOT_TAIL,
+            metrics: Arc::default(),
+            unwritten: AtomicU64::new(0),
+            tails: AtomicU64::new(0),
+            logs: Mutex::new(HashMap::new()),
+            evicting: Mutex::new(()),
+            trimming: Mutex::new(()),
+            removed: AtomicBool::new(false),
+        })
     }
 }

@@ -175,10 +175,29 @@ impl Drop for TestDaemon {
 }
 
 /// The pid of the process at the other end of a connected Unix socket
-/// (the daemon, for a connection to its socket).
+/// (the daemon, for a connection to its socket). Linux only (`SO_PEERCRED`);
+/// elsewhere `None`, and stopping waits for the socket alone.
+#[cfg(not(target_os = "linux"))]
+pub fn peer_pid(_stream: &UnixStream) -> Option<i32> {
+    None
+}
+
+#[cfg(target_os = "linux")]
 pub fn peer_pid(stream: &UnixStream) -> Option<i32> {
     use std::os::fd::AsRawFd;
-    remora::os::peer_pid(stream.as_raw_fd())
+    let mut cred = libc::ucred { pid: 0, uid: 0, gid: 0 };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into `cred`.
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    (rc == 0 && cred.pid > 0).then_some(cred.pid)
 }
 
 /// Polls `cond` until it holds or `limit` passes; returns whether it held.

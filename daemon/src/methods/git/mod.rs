@@ -32,6 +32,7 @@ mod worktree_deadline;
 use super::Outcome;
 use crate::gitcli::{self, porcelain_lines, repo_slug, MUTATE_TIMEOUT, QUERY_TIMEOUT};
 use crate::gojson::go_lossy;
+use crate::method::GitMethod;
 use crate::params::GitParams;
 use serde::Serialize;
 
@@ -87,14 +88,13 @@ pub(super) struct WorktreeResult {
     error_code: String,
 }
 
-pub async fn handle(method: &str, params: GitParams) -> Outcome {
+pub async fn handle(method: GitMethod, params: GitParams) -> Outcome {
     match method {
-        "git.info" => info(&params.path).await,
-        "git.status" => status(&params.path).await,
-        "git.list_branches" => list_branches(&params.path).await,
-        "git.worktree_create" => worktree_create(&params).await,
-        "git.worktree_remove" => worktree_remove(&params).await,
-        other => Outcome::internal(format!("Unknown method: {other}")),
+        GitMethod::Info => info(&params.path).await,
+        GitMethod::Status => status(&params.path).await,
+        GitMethod::ListBranches => list_branches(&params.path).await,
+        GitMethod::WorktreeCreate => worktree_create(&params).await,
+        GitMethod::WorktreeRemove => worktree_remove(&params).await,
     }
 }
 

@@ -41,11 +41,6 @@ pub fn resize_pipe(fd: RawFd, size: i32) -> bool {
     unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, size) >= 0 }
 }
 
-/// Whether `/proc/<pid>` exists (tests and diagnostics; a zombie counts).
-pub fn pid_exists(pid: i32) -> bool {
-    std::path::Path::new(&format!("/proc/{pid}")).exists()
-}
-
 /// The SIG-prefixed name the exit frame's `signal` carries (build
 /// 4534d86). The table is Linux's signals 1..=31 under their canonical
 /// names; anything else (the real-time signals) has no name, and the
@@ -85,6 +80,12 @@ pub fn signal_name(signal: i32) -> Option<&'static str> {
         libc::SIGSYS => "SIGSYS",
         _ => return None,
     })
+}
+
+/// Whether `/proc/<pid>` exists (tests and diagnostics; a zombie counts).
+#[cfg(test)]
+pub fn pid_exists(pid: i32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
 
 #[cfg(test)]

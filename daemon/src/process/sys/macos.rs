@@ -61,14 +61,6 @@ pub fn resize_pipe(_fd: RawFd, _size: i32) -> bool {
     false
 }
 
-/// Whether `pid` exists (a zombie counts): `kill(pid, 0)` succeeds, or
-/// fails only for lack of permission.
-pub fn pid_exists(pid: i32) -> bool {
-    // SAFETY: signal 0 checks existence and sends nothing.
-    let rc = unsafe { libc::kill(pid, 0) };
-    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
-}
-
 /// The SIG-prefixed name the exit frame's `signal` carries: Darwin's
 /// signals 1..=31 under their canonical names (Go's names for darwin);
 /// anything else has none and the frame omits `signal`.
@@ -107,6 +99,15 @@ pub fn signal_name(signal: i32) -> Option<&'static str> {
         libc::SIGUSR2 => "SIGUSR2",
         _ => return None,
     })
+}
+
+/// Whether `pid` exists (a zombie counts): `kill(pid, 0)` succeeds, or
+/// fails only for lack of permission.
+#[cfg(test)]
+pub fn pid_exists(pid: i32) -> bool {
+    // SAFETY: signal 0 checks existence and sends nothing.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@ mod platform;
 #[path = "macos.rs"]
 mod platform;
 
-pub use platform::{pid_exists, resize_pipe, signal_name};
+pub use platform::{resize_pipe, signal_name};
 
 /// Parses a `signal` param: a name with or without the `SIG` prefix, any
 /// case. Empty means SIGTERM, and so does an unknown name (the request is
@@ -137,9 +137,9 @@ pub async fn wait_exit(pid: i32) -> io::Result<ExitStatus> {
 /// [`wait_exit`] with the notifier given, so a test can hand in one that
 /// fires before the child is waitable.
 async fn wait_exit_on(pid: i32, notifier: Option<std::os::fd::OwnedFd>) -> io::Result<ExitStatus> {
-    // SAFETY: `fd` is an OwnedFd moved into the AsyncFd, so it stays open
-    // (and is not replaced) for as long as it is registered.
     let registered = notifier.and_then(|fd| {
+        // SAFETY: `fd` is an OwnedFd moved into the AsyncFd, so it stays
+        // open (and is not replaced) for as long as it is registered.
         unsafe { tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }.ok()
     });
     if let Some(notifier) = registered {
@@ -193,6 +193,9 @@ pub fn reap(pid: i32) -> bool {
         }
     }
 }
+
+#[cfg(test)]
+pub use platform::pid_exists;
 
 #[cfg(test)]
 mod tests {

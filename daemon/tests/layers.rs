@@ -1,0 +1,306 @@
+//! The layer rule of `docs/ARCHITECTURE.md` ("Layers"), checked on the
+//! source: every `crate::…` or `super::…` path in non-test code of
+//! `daemon/src` may name only a module of its own layer or a lower one.
+//! A tidy test in the spirit of rust-analyzer's: it reads the files, it
+//! does not compile them, so it fails the moment an import crosses the
+//! layers, with the file and the path that did it.
+
+#![allow(clippy::unwrap_used)] // a test that unwraps fails loudly; the lint guards the daemon
+
+use std::path::{Path, PathBuf};
+
+/// The layers, lowest first. A module may import its own layer and the
+/// ones before it. `process::sys` is a platform module and sits apart from
+/// the rest of `process`. Keep in step with `docs/ARCHITECTURE.md`.
+const LAYERS: &[(&str, &[&str])] = &[
+    ("platform", &["os", "process::sys"]),
+    (
+        "foundation",
+        &[
+            "logging", "goerr", "gojson", "gopath", "filemode", "version", "shutdown", "frame", "instance", "flags",
+            "signals", "safedir",
+        ],
+    ),
+    ("protocol", &["method", "rpc", "params", "metrics", "admission"]),
+    (
+        "engines",
+        &["replay", "tarx", "gitcli", "install", "tokenfile", "runlock"],
+    ),
+    ("supervisor", &["process"]),
+    ("handlers", &["methods"]),
+    ("state", &["state"]),
+    ("dispatch", &["dispatch"]),
+    ("connection", &["connection"]),
+    (
+        "serving",
+        &[
+            "server",
+            "orphan",
+            "metrics_http",
+            "shellenv",
+            "bridge",
+            "daemonize",
+            "logind",
+        ],
+    ),
+    ("entry", &["cli", "fuzzing"]),
+];
+
+/// Exported macros, by the module that defines them (`crate::log_info!`).
+const MACROS: &[(&str, &str)] = &[
+    ("log_debug", "logging"),
+    ("log_info", "logging"),
+    ("log_warn", "logging"),
+    ("log_error", "logging"),
+    ("go_struct", "gojson"),
+];
+
+/// The layer unit a module path (`["process", "sys", "linux"]`) belongs to.
+fn unit_of(path: &[String]) -> Option<&'static str> {
+    let first = path.first()?;
+    if let Some((_, module)) = MACROS.iter().find(|(m, _)| m == first) {
+        return Some(module);
+    }
+    if first == "process" && path.get(1).is_some_and(|s| s == "sys") {
+        return Some("process::sys");
+    }
+    LAYERS
+        .iter()
+        .flat_map(|(_, units)| units.iter())
+        .find(|u| **u == first.as_str())
+        .copied()
+}
+
+fn layer_of(unit: &str) -> usize {
+    LAYERS.iter().position(|(_, units)| units.contains(&unit)).unwrap()
+}
+
+/// The module path of a file under `src` (`replay/log.rs` → `replay::log`).
+fn module_of(relative: &Path) -> Vec<String> {
+    let mut parts: Vec<String> = relative
+        .with_extension("")
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    if matches!(parts.last().map(String::as_str), Some("mod" | "lib" | "main")) {
+        parts.pop();
+    }
+    parts
+}
+
+/// Source without comments (doc links name modules too) and without test
+/// code: everything from the first `#[cfg(test)]` on.
+fn code_of(source: &str) -> String {
+    let source = source.split("#[cfg(test)]").next().unwrap_or_default();
+    source
+        .lines()
+        .map(|line| match line.find("//") {
+            Some(at) => &line[..at],
+            None => line,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn is_ident(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+/// Every path the code names from the crate root: `crate::a::b`, each
+/// top-level entry of `crate::{a, b::c}`, and `super::…` resolved against
+/// `module`.
+fn crate_paths(module: &[String], code: &str) -> Vec<Vec<String>> {
+    let mut found = Vec::new();
+    let bytes: Vec<char> = code.chars().collect();
+    let mut i = 0;
+    while i < bytes.len() {
+        let rest: String = bytes[i..bytes.len().min(i + 8)].iter().collect();
+        let before_ok = i == 0 || !is_ident(bytes[i - 1]);
+        if before_ok && rest.starts_with("crate::") {
+            i += "crate::".len();
+            found.extend(paths_at(&bytes, &mut i, Vec::new()));
+            continue;
+        }
+        if before_ok && rest.starts_with("super::") {
+            let mut base: Vec<String> = module.to_vec();
+            while bytes[i..].iter().collect::<String>().starts_with("super::") {
+                base.pop();
+                i += "super::".len();
+            }
+            found.extend(paths_at(&bytes, &mut i, base));
+            continue;
+        }
+        i += 1;
+    }
+    found
+}
+
+/// Reads one path (or a `{…}` group of them) starting at `i`, below `base`.
+fn paths_at(chars: &[char], i: &mut usize, base: Vec<String>) -> Vec<Vec<String>> {
+    let mut path = base;
+    loop {
+        while *i < chars.len() && chars[*i].is_whitespace() {
+            *i += 1;
+        }
+        if *i < chars.len() && chars[*i] == '{' {
+            // A group: each comma-separated member at depth 1.
+            *i += 1;
+            let mut out = Vec::new();
+            loop {
+                while *i < chars.len() && (chars[*i].is_whitespace() || chars[*i] == ',') {
+                    *i += 1;
+                }
+                if *i >= chars.len() || chars[*i] == '}' {
+                    *i += 1;
+                    return out;
+                }
+                let before = *i;
+                out.extend(paths_at(chars, i, path.clone()));
+                if *i == before {
+                    *i += 1;
+                }
+            }
+        }
+        let start = *i;
+        while *i < chars.len() && is_ident(chars[*i]) {
+            *i += 1;
+        }
+        if *i == start {
+            return if path.is_empty() { Vec::new() } else { vec![path] };
+        }
+        let segment: String = chars[start..*i].iter().collect();
+        if segment != "self" {
+            path.push(segment);
+        }
+        let next: String = chars[*i..chars.len().min(*i + 2)].iter().collect();
+        if next == "::" {
+            *i += 2;
+            continue;
+        }
+        return vec![path];
+    }
+}
+
+/// The layer violations of one file: `file` is its path under `src`.
+fn violations(file: &Path, source: &str) -> Vec<String> {
+    let module = module_of(file);
+    let Some(own) = unit_of(&module) else {
+        if module.is_empty() {
+            return Vec::new(); // lib.rs / main.rs: the root declares modules
+        }
+        return vec![format!("{}: module has no layer in LAYERS", file.display())];
+    };
+    let mut found = Vec::new();
+    for path in crate_paths(&module, &code_of(source)) {
+        if path.is_empty() {
+            continue;
+        }
+        let Some(target) = unit_of(&path) else {
+            // `crate::SomeItem` from the root (none today) or a typo:
+            // either way the rule cannot judge it.
+            found.push(format!(
+                "{}: `{}` names no layered module",
+                file.display(),
+                path.join("::")
+            ));
+            continue;
+        };
+        if target != own && layer_of(target) > layer_of(own) {
+            found.push(format!(
+                "{}: `{}` reaches up from {} ({}) to {} ({})",
+                file.display(),
+                path.join("::"),
+                own,
+                LAYERS[layer_of(own)].0,
+                target,
+                LAYERS[layer_of(target)].0
+            ));
+        }
+    }
+    found
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            if path.file_name().is_some_and(|n| n == "tests") {
+                continue;
+            }
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") && path.file_name().is_some_and(|n| n != "tests.rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn no_import_crosses_the_layers() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    assert!(
+        files.len() > 50,
+        "found only {} files under {}",
+        files.len(),
+        src.display()
+    );
+    let mut all = Vec::new();
+    for file in &files {
+        let source = std::fs::read_to_string(file).unwrap();
+        all.extend(violations(file.strip_prefix(&src).unwrap(), &source));
+    }
+    assert!(all.is_empty(), "imports across the layers:\n{}", all.join("\n"));
+}
+
+#[test]
+fn every_top_level_module_has_a_layer() {
+    let lib = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs")).unwrap();
+    for line in lib.lines() {
+        let Some(name) = line
+            .trim()
+            .strip_prefix("pub mod ")
+            .or_else(|| line.trim().strip_prefix("pub(crate) mod "))
+        else {
+            continue;
+        };
+        let name = name.trim_end_matches(';');
+        assert!(unit_of(&[name.to_string()]).is_some(), "`{name}` has no layer");
+    }
+}
+
+#[test]
+fn planted_violations_are_caught() {
+    let check = |file: &str, source: &str| violations(Path::new(file), source);
+    // Upward, by plain path, group and `super::`.
+    assert_eq!(
+        check("replay/log.rs", "use crate::connection::Reply;"),
+        ["replay/log.rs: `connection::Reply` reaches up from replay (engines) to connection (connection)"]
+    );
+    assert_eq!(
+        check("methods/git/mod.rs", "use crate::{gitcli, dispatch::Call};").len(),
+        1
+    );
+    assert_eq!(check("methods/git/mod.rs", "use super::super::state::Daemon;").len(), 1);
+    assert_eq!(
+        check("replay/store.rs", "fn f() { crate::process::retention(); }").len(),
+        1
+    );
+    assert_eq!(check("process/sys/mod.rs", "use super::Termination;").len(), 1);
+    // Downward and sideways within a layer are fine; comments and test
+    // code are not imports.
+    assert!(check("replay/segments.rs", "use crate::process::sys::signal_name;").is_empty());
+    assert!(check(
+        "process/mod.rs",
+        "use crate::replay::log::ReplayLog; crate::log_info!(\"x\");"
+    )
+    .is_empty());
+    assert!(check(
+        "dispatch.rs",
+        "//! see [`crate::connection`]\nuse crate::state::Daemon;"
+    )
+    .is_empty());
+    assert!(check("replay/log.rs", "#[cfg(test)]\nmod tests { use crate::state::Daemon; }").is_empty());
+    // A new module must be given a layer.
+    assert_eq!(check("newthing.rs", "").len(), 1);
+}
