@@ -123,8 +123,8 @@ impl LineBuffer {
         n
     }
 
-    /// Bytes currently allocated, for memory-bound checks.
-    #[cfg(any(test, feature = "fuzzing"))]
+    /// Bytes currently allocated: what a charged reader pays for, and what
+    /// the memory-bound checks measure.
     pub fn capacity(&self) -> usize {
         self.buf.len()
     }
