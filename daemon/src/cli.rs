@@ -113,6 +113,8 @@ fn home_dir() -> PathBuf {
 /// Launcher side of `-serve`: the token first (so a missing token is
 /// reported before anything touches the socket), then the detached child.
 fn serve_launcher(flags: &Flags) -> i32 {
+    // Before the token is read: this may re-execute the launcher.
+    crate::logind::escape_session_scope();
     let token = match launcher_token(flags) {
         Ok(t) => t,
         Err(message) => {

@@ -14,6 +14,7 @@
 //! | [`cli`] | mode selection, the `-serve` start-up sequence |
 //! | [`flags`] | Go `flag` parsing, messages and usage text |
 //! | [`daemonize`] | self-daemonize re-exec, token and readiness pipes |
+//! | [`logind`] | whether logout kills the daemon (`KillUserProcesses`), and escaping the session scope |
 //! | [`bridge`] | the `-bridge` relay |
 //! | [`stop`] | `-stop`: authenticated shutdown, the lock path, its one-word outcome |
 //! | [`shellenv`] | login-shell PATH extraction |
@@ -67,6 +68,7 @@ pub(crate) mod gopath;
 pub mod install;
 pub(crate) mod instance;
 pub(crate) mod logging;
+pub(crate) mod logind;
 pub(crate) mod method;
 pub(crate) mod methods;
 pub(crate) mod metrics;

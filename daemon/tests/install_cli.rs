@@ -245,3 +245,54 @@ fn a_hanging_ldd_is_killed_and_its_output_dropped() {
     // Prints "musl" but never exits: killed at 5 s, the glob decides.
     assert_eq!(libc_with_ldd(Some("echo musl; exec sleep 300")), glob_verdict());
 }
+
+#[test]
+fn a_plain_file_at_cli_dir_is_moved_aside_and_the_install_succeeds() {
+    // What an older protocol version left: the CLI as one flat file where
+    // the versioned directory now goes.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ccd-cli");
+    let d = dir.to_string_lossy().into_owned();
+    fs::write(&dir, b"old flat cli").unwrap();
+    let blob = zstd::encode_all(&script("2.0")[..], 3).unwrap();
+    let upload = tmp.path().join("up.zst");
+    fs::write(&upload, &blob).unwrap();
+    let out = remora(&[
+        "-install",
+        "-cli-dir",
+        &d,
+        "-cli-version",
+        "2.0",
+        "-cli-zst",
+        upload.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let aside: Vec<_> = fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().starts_with(&format!("{d}.moved-aside-")))
+        .collect();
+    assert_eq!(aside.len(), 1, "{aside:?}");
+    let aside = aside[0].to_string_lossy().into_owned();
+    let mut want = facts(&format!("{d}/2.0"), false, None);
+    want.truncate(want.len() - 2);
+    want.push_str(&format!(",\"cliDirMovedAside\":\"{aside}\"}}\n"));
+    assert_eq!(stdout, want);
+    assert_eq!(fs::read(&aside).unwrap(), b"old flat cli");
+    assert_eq!(fs::read(dir.join("2.0")).unwrap(), script("2.0"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            " WARN  [install] \"{d}\" was not a directory (state from an older version?): moved it to \"{aside}\""
+        )),
+        "{stderr}"
+    );
+
+    // A directory (here, the one just made) is never moved.
+    let again = remora(&["-install", "-cli-dir", &d, "-cli-version", "2.0"]);
+    assert_eq!(
+        String::from_utf8(again.stdout).unwrap(),
+        facts(&format!("{d}/2.0"), true, None)
+    );
+}

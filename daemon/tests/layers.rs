@@ -50,6 +50,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "bridge",
             "stop",
             "daemonize",
+            "logind",
         ],
     ),
     ("entry", &["cli", "fuzzing"]),

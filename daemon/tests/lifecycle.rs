@@ -359,6 +359,25 @@ fn daemon_is_detached_and_holds_none_of_the_launchers_stdio() {
 }
 
 #[test]
+fn the_daemon_is_named_remora_not_exe() {
+    // It re-executes /proc/self/exe, which alone would name it `exe`.
+    let d = TestDaemon::start();
+    let pid = daemon_pid(&d.socket, d.launcher.as_ref().map(Child::id));
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap();
+    assert_eq!(comm, "remora\n");
+    match Command::new("pgrep").args(["-x", "remora"]).output() {
+        Ok(out) => {
+            let pids = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                pids.lines().any(|l| l.trim() == pid.to_string()),
+                "`pgrep -x remora` lists {pids:?}, not the daemon {pid}"
+            );
+        }
+        Err(e) => common::skip::skip(&format!("(the /proc/<pid>/comm check passed) cannot run pgrep: {e}")),
+    }
+}
+
+#[test]
 fn daemon_logs_to_a_regular_file_stderr() {
     let d = TestDaemon::start();
     let pid = daemon_pid(&d.socket, d.launcher.as_ref().map(Child::id));
