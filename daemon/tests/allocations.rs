@@ -130,7 +130,8 @@ fn start() -> (TestDaemon, String) {
 }
 
 const PINGS: usize = 10_000;
-const STREAM_MIB: usize = 16;
+const SMALL_MIB: usize = 8;
+const LARGE_MIB: usize = 40;
 
 /// Pipelined pings on one connection, after a warm-up that sizes the
 /// connection's buffers.
@@ -144,39 +145,34 @@ fn allocations_per_10k_pings(d: &TestDaemon, addr: &str) -> u64 {
     (after - before).saturating_sub(cost)
 }
 
-/// A child writing `STREAM_MIB` MiB, followed live, then replayed from
-/// seq 0 on a second connection. Returns (live, replay, data frames).
-fn allocations_streamed(d: &TestDaemon, addr: &str) -> (u64, u64, u64) {
-    let mut c = Conn::open(d);
-    // Warm-up: a short stream sizes the writer's buffers.
-    c.call(
-        1,
-        "process.spawn",
-        r#"{"id":"warm","command":"head","args":["-c","1048576","/dev/zero"]}"#,
-    );
-    c.frames_until_exit("warm");
+/// Allocations of one child writing `mib` MiB, followed live, and of its
+/// replay from seq 0 on a second connection: (live, replay, data frames).
+/// The spawn and the reattach cost the same whatever the size; the
+/// difference between two sizes is what the bytes cost.
+fn allocations_streamed(d: &TestDaemon, addr: &str, c: &mut Conn, name: &str, mib: usize) -> (u64, u64, u64) {
     let cost = scrape_cost(addr);
     let before = allocations(addr);
     let spawn = format!(
-        r#"{{"id":"s","command":"head","args":["-c","{}","/dev/zero"]}}"#,
-        STREAM_MIB << 20
+        r#"{{"id":"{name}","command":"head","args":["-c","{}","/dev/zero"]}}"#,
+        mib << 20
     );
     c.call(2, "process.spawn", &spawn);
-    let frames = c.frames_until_exit("s");
+    let frames = c.frames_until_exit(name);
     let live = (allocations(addr) - before).saturating_sub(cost);
 
     let mut r = Conn::open(d);
     r.call(3, "server.ping", "{}");
     let before = allocations(addr);
+    let reattach = format!(r#"{{"id":"{name}","fromSeq":0}}"#);
     r.writer
         .write_all(
             format!(
-                "{{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"process.reattach\",\"params\":{{\"id\":\"s\",\"fromSeq\":0}},\"auth\":\"{TOKEN}\"}}\n"
+                "{{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"process.reattach\",\"params\":{reattach},\"auth\":\"{TOKEN}\"}}\n"
             )
             .as_bytes(),
         )
         .unwrap();
-    let replayed = r.frames_until_exit("s");
+    let replayed = r.frames_until_exit(name);
     let reply = r.next_line().to_vec();
     assert!(
         reply.starts_with(b"{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":"),
@@ -218,18 +214,27 @@ fn base64_of_1k() -> String {
 fn steady_state_allocations() {
     let (d, addr) = start();
     let pings = allocations_per_10k_pings(&d, &addr);
-    let (live, replay, frames) = allocations_streamed(&d, &addr);
+    let mut c = Conn::open(&d);
+    // Warm-up: sizes the writer's buffers and the blocking pool.
+    allocations_streamed(&d, &addr, &mut c, "warm", 1);
+    let small = allocations_streamed(&d, &addr, &mut c, "small", SMALL_MIB);
+    let large = allocations_streamed(&d, &addr, &mut c, "large", LARGE_MIB);
     let stdin = allocations_per_1k_stdin(&d, &addr);
+    let mib = (LARGE_MIB - SMALL_MIB) as f64;
+    let frames = (large.2 - small.2) as f64;
+    let live = large.0 as f64 - small.0 as f64;
+    let replay = large.1 as f64 - small.1 as f64;
     println!("allocations per {PINGS} pipelined pings: {pings}");
     println!(
-        "allocations for {STREAM_MIB} MiB streamed live ({frames} frames): {live} ({:.1}/MiB, {:.2}/frame)",
-        live as f64 / STREAM_MIB as f64,
-        live as f64 / frames as f64
+        "stream, {SMALL_MIB} MiB: {} live, {} replay; {LARGE_MIB} MiB: {} live, {} replay",
+        small.0, small.1, large.0, large.1
     );
     println!(
-        "allocations for its replay from seq 0: {replay} ({:.1}/MiB, {:.2}/frame)",
-        replay as f64 / STREAM_MIB as f64,
-        replay as f64 / frames as f64
+        "per MiB streamed live: {:.1} ({:.2} per 32 KiB frame); replayed from seq 0: {:.1} ({:.2} per frame)",
+        live / mib,
+        live / frames,
+        replay / mib,
+        replay / frames
     );
     println!("allocations per 1000 process.stdin calls of 1 KiB: {stdin}");
 }
