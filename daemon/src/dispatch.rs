@@ -289,6 +289,14 @@ mod tests {
     }
 
     #[test]
+    fn a_pong_does_not_grow_the_reply_queue() {
+        // The quick ping's inline id fits beside the largest variant, so
+        // the writer's queue (REPLY_QUEUE replies) costs what it did.
+        assert!(std::mem::size_of::<ShortId>() <= 48);
+        assert!(std::mem::size_of::<Reply>() <= 56, "{}", std::mem::size_of::<Reply>());
+    }
+
+    #[test]
     fn params_gate() {
         let decode = PathParams::from_go_value;
         assert!(

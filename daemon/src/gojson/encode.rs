@@ -198,6 +198,7 @@ pub fn write_value(out: &mut Vec<u8>, value: &Value) {
 }
 
 /// [`write_value`] into a new buffer.
+#[cfg(any(test, feature = "fuzzing"))]
 pub fn value_to_json(value: &Value) -> Vec<u8> {
     let mut out = Vec::with_capacity(16);
     write_value(&mut out, value);

@@ -14,6 +14,8 @@ pub mod value;
 pub mod walk;
 
 pub use bind::{DecodeError, GoDecode, Raw, StringMap};
-pub use encode::{format_go_v, to_go_json, value_to_json, write_go_json, write_go_string, write_value};
+#[cfg(any(test, feature = "fuzzing"))]
+pub use encode::value_to_json;
+pub use encode::{format_go_v, to_go_json, write_go_json, write_go_string, write_value};
 pub use text::{go_lossy, trim_go_space};
 pub use value::{parse, Value};
