@@ -2,7 +2,8 @@
 //! start-up sequence on both sides of the self-daemonize re-exec.
 //!
 //! Modes, when several are given, are taken in this order: `-version`,
-//! `-install`, `-serve`, `-bridge`, `-stop` (the first one set wins).
+//! `-install`, `-probe-cli`, `-serve`, `-bridge`, `-stop` (the first one
+//! set wins).
 //!
 //! `-serve` runs twice: the launcher (no sentinel) resolves the token, then
 //! [`crate::daemonize::launch`]es the detached child and reports its
@@ -58,6 +59,9 @@ fn run(flags: &Flags, daemon_child: bool) -> i32 {
     if flags.install {
         return crate::install::run(&install_options(flags));
     }
+    if !flags.probe_cli.is_empty() {
+        return crate::probecli::run(&flags.probe_cli);
+    }
     if flags.serve {
         return if daemon_child {
             serve_child(flags)
@@ -69,7 +73,7 @@ fn run(flags: &Flags, daemon_child: bool) -> i32 {
         return crate::bridge::bridge(&socket_path(flags));
     }
     if flags.stop {
-        return crate::bridge::stop(&socket_path(flags));
+        return crate::stop::stop(&socket_path(flags));
     }
     eprintln!("{NO_MODE}");
     2
@@ -87,8 +91,8 @@ fn install_options(flags: &Flags) -> crate::install::InstallOptions {
     }
 }
 
-/// `-socket`, or `~/.claude/remote/rpc.sock` when it is empty. The parent
-/// directory is deliberately not created (the reference does not).
+/// `-socket`, or `~/.claude/remote/rpc.sock` when it is empty. Only the
+/// `-serve` launcher creates a missing parent ([`create_socket_dir`]).
 pub fn socket_path(flags: &Flags) -> PathBuf {
     if !flags.socket.is_empty() {
         return PathBuf::from(&flags.socket);
@@ -109,6 +113,8 @@ fn home_dir() -> PathBuf {
 /// Launcher side of `-serve`: the token first (so a missing token is
 /// reported before anything touches the socket), then the detached child.
 fn serve_launcher(flags: &Flags) -> i32 {
+    // Before the token is read: this may re-execute the launcher.
+    crate::logind::escape_session_scope();
     let token = match launcher_token(flags) {
         Ok(t) => t,
         Err(message) => {
@@ -116,7 +122,19 @@ fn serve_launcher(flags: &Flags) -> i32 {
             return 1;
         }
     };
-    daemonize::launch(&socket_path(flags), &token)
+    let socket = socket_path(flags);
+    create_socket_dir(&socket);
+    daemonize::launch(&socket, &token)
+}
+
+/// Creates the socket's missing parent directories owner-only (0700), as
+/// the reference launcher does since `5db5e4a`; existing ones are left as
+/// they are. A failure is not reported here: the bind that follows fails
+/// on the same path and says why.
+fn create_socket_dir(socket: &std::path::Path) {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = crate::tokenfile::socket_dir(socket);
+    let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir);
 }
 
 /// Resolves the token from `-token-file` (read once, then unlinked) or
@@ -213,6 +231,7 @@ pub fn strip_line_end(mut token: Vec<u8>) -> Vec<u8> {
 fn serve_child(flags: &Flags) -> i32 {
     // First, while this is the only thread: dispositions are process-wide.
     crate::signals::reset_inherited();
+    raise_open_files_limit();
     // Children spawned by the daemon inherit this, as with the reference.
     std::env::set_var(daemonize::CHILD_MARKER, "1");
     let (token, readiness) = match daemonize::adopt_pipes() {
@@ -229,6 +248,17 @@ fn serve_child(flags: &Flags) -> i32 {
     let instance = crate::instance::Instance::new();
     // Before binding: a live predecessor of this socket is evicted first.
     let run_lock = crate::runlock::claim(&socket, &instance);
+    // Still before binding: a killed predecessor's children are ended,
+    // then this daemon records its own (lock holder only).
+    if run_lock.is_some() {
+        let run_dir = crate::childrec::run_dir_of(&socket);
+        crate::childrec::reap_orphans(&run_dir);
+        crate::childrec::start_recording(&run_dir, &instance);
+    } else {
+        crate::log_warn!(
+            "[daemon] serve: not the run dir's lock holder; leaving any predecessor's children alone and recording none"
+        );
+    }
     // Bound before the runtime starts: bind_socket swaps the process-wide
     // umask, which must not race with other threads creating files.
     let listener = match server::bind_socket(&socket) {
@@ -271,10 +301,52 @@ fn serve_child(flags: &Flags) -> i32 {
     };
     let code = runtime.block_on(serve_daemon(listener, daemon, lifecycle, readiness));
     on_disk.remove();
+    // After the token and lock: a successor's own records are never
+    // touched (only this instance's are removed).
+    crate::childrec::forget_all();
     // Teardown is complete once serve_daemon returns; do not let a stray
     // blocking task (a login shell being reaped) hold up the exit.
     runtime.shutdown_timeout(Duration::from_secs(1));
     code
+}
+
+/// The soft limit the daemon (and so every child) gets: the reference
+/// raises it to this, or to the hard limit when that is lower (`19f30c46`).
+const OPEN_FILES_TARGET: libc::rlim_t = 65536;
+
+/// Raises the soft `RLIMIT_NOFILE` to min(hard, [`OPEN_FILES_TARGET`]) and
+/// logs what children will start with. A soft limit already above the
+/// target is left alone (lowering it could break an operator's setup).
+fn raise_open_files_limit() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills the struct or fails.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return;
+    }
+    let target = lim.rlim_max.min(OPEN_FILES_TARGET);
+    if lim.rlim_cur < target {
+        let raised = libc::rlimit {
+            rlim_cur: target,
+            rlim_max: lim.rlim_max,
+        };
+        // SAFETY: setrlimit reads the struct; the soft value is within the hard one.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } != 0 {
+            crate::log_warn!(
+                "[daemon] cannot raise the open-files limit from {} to {target}: {}",
+                lim.rlim_cur,
+                crate::goerr::io_text(&io::Error::last_os_error())
+            );
+            return;
+        }
+        lim.rlim_cur = target;
+    }
+    crate::log_info!(
+        "[daemon] child processes will start with an open-files limit of {}",
+        lim.rlim_cur
+    );
 }
 
 /// The files beside the socket that only a graceful exit cleans up.

@@ -12,7 +12,7 @@ use crate::logging::Quota;
 use crate::method::{Method, ServerMethod};
 use crate::methods::{self, Outcome};
 use crate::metrics;
-use crate::params::{GitParams, PathParams, ProcessParams};
+use crate::params::{GitParams, HomeExpansion, PathParams, ProcessParams};
 use crate::replay::log::ReplayLog;
 use crate::rpc::quick::ShortId;
 use crate::rpc::{self, Checked, Request, RpcError};
@@ -193,26 +193,34 @@ pub async fn handle_checked(checked: Checked, daemon: &Daemon, warnings: &Quota)
 async fn dispatch(request: &Request, daemon: &Daemon) -> Outcome {
     match request.method {
         Method::Server(method) => methods::server::handle(method, &daemon.instance, &daemon.shutdown).await,
-        Method::Files(method) => match bind_params(&request.params, PathParams::from_go_value) {
-            Ok(params) => Box::pin(methods::files::handle(method, params)).await,
-            Err(outcome) => outcome,
-        },
-        Method::Git(method) => match bind_params(&request.params, GitParams::from_go_value) {
-            Ok(params) => Box::pin(methods::git::handle(method, params)).await,
-            Err(outcome) => outcome,
-        },
-        Method::Process(method) => match bind_params(&request.params, ProcessParams::from_go_value) {
-            Ok(params) => {
-                Box::pin(methods::process::handle(
-                    method,
-                    params,
-                    &daemon.processes,
-                    &daemon.metrics,
-                ))
-                .await
+        // Paths enter here: a leading `~` is expanded once, for every
+        // handler (`params::HomeExpansion`).
+        Method::Files(method) => {
+            match bind_params(&request.params, PathParams::from_go_value).map(HomeExpansion::expand_home) {
+                Ok(params) => Box::pin(methods::files::handle(method, params)).await,
+                Err(outcome) => outcome,
             }
-            Err(outcome) => outcome,
-        },
+        }
+        Method::Git(method) => {
+            match bind_params(&request.params, GitParams::from_go_value).map(HomeExpansion::expand_home) {
+                Ok(params) => Box::pin(methods::git::handle(method, params)).await,
+                Err(outcome) => outcome,
+            }
+        }
+        Method::Process(method) => {
+            match bind_params(&request.params, ProcessParams::from_go_value).map(HomeExpansion::expand_home) {
+                Ok(params) => {
+                    Box::pin(methods::process::handle(
+                        method,
+                        params,
+                        &daemon.processes,
+                        &daemon.metrics,
+                    ))
+                    .await
+                }
+                Err(outcome) => outcome,
+            }
+        }
     }
 }
 

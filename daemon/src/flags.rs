@@ -100,6 +100,12 @@ const SPECS: &[Spec] = &[
         usage: "serve Prometheus counters at http://ADDR/metrics (-serve; off when empty)",
     },
     Spec {
+        name: "probe-cli",
+        kind: Kind::Str,
+        default: "",
+        usage: "run PATH --version (30s bound) and exit 0, printing nothing if it ran, __CLI_HUNG__ if it was killed at the bound, __CLI_BAD__ if it is missing or failed",
+    },
+    Spec {
         name: "replay-budget-mb",
         kind: Kind::Int,
         default: "2048",
@@ -127,7 +133,7 @@ const SPECS: &[Spec] = &[
         name: "stop",
         kind: Kind::Bool,
         default: "false",
-        usage: "ask the running daemon to shut down (auth from CLAUDE_RPC_TOKEN)",
+        usage: "stop the daemon on -socket and print what happened (auth from CLAUDE_RPC_TOKEN, else daemon.token)",
     },
     Spec {
         name: "token-fd",
@@ -158,6 +164,8 @@ pub struct Flags {
     pub stop: bool,
     pub version: bool,
     pub install: bool,
+    /// `-probe-cli PATH`; empty = not this mode.
+    pub probe_cli: OsString,
     pub socket: OsString,
     pub token_file: OsString,
     /// `-1` (or any negative value) means unset.
@@ -184,6 +192,7 @@ impl Default for Flags {
             stop: false,
             version: false,
             install: false,
+            probe_cli: OsString::new(),
             socket: OsString::new(),
             token_file: OsString::new(),
             token_fd: -1,
@@ -231,6 +240,7 @@ impl Flags {
             "cli-version" => self.cli_version = text(),
             "cli-zst" => self.cli_zst = text(),
             "metrics-addr" => self.metrics_addr = text(),
+            "probe-cli" => self.probe_cli = text(),
             "socket" => self.socket = text(),
             "token-file" => self.token_file = text(),
             // Every name reaching here comes from SPECS.

@@ -146,7 +146,8 @@ impl LineBuffer {
         n
     }
 
-    /// Bytes currently allocated (the reader charges them to its budget).
+    /// Bytes currently allocated: what a charged reader pays for, and what
+    /// the memory-bound checks measure.
     pub fn capacity(&self) -> usize {
         self.buf.len()
     }

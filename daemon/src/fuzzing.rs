@@ -215,12 +215,12 @@ pub struct StdinInput {
 
 #[derive(Debug, Arbitrary)]
 pub struct StdinWrite {
-    pub offset: Option<i64>,
+    pub offset: Option<u64>,
     pub len: u16,
 }
 
 /// The resumable-stdin rules written the obvious way, as the oracle.
-fn model_stdin(applied: u64, offset: Option<i64>, len: usize) -> StdinPlan {
+fn model_stdin(applied: u64, offset: Option<u64>, len: usize) -> StdinPlan {
     // The bullets of the contract, in the order the document lists them:
     // append, gap, duplicate, partial overlap.
     let (applied, len) = (i128::from(applied), len as i128);
@@ -244,7 +244,7 @@ fn model_stdin(applied: u64, offset: Option<i64>, len: usize) -> StdinPlan {
 }
 
 /// Target `stdin_offset`. Two checks:
-/// 1. from an arbitrary start (offsets near the i64/u64 limits included)
+/// 1. from an arbitrary start (offsets near the u64 limit included)
 ///    every plan equals the model and `applied` never goes down;
 /// 2. replaying writes cut from one logical byte stream (at offsets a
 ///    reconnecting client could send), the bytes delivered to the child are
@@ -274,10 +274,8 @@ pub fn stdin_offset(data: &[u8]) {
     for w in &input.writes {
         // Offsets a real client produces: anywhere up to a little past what
         // it knows was applied (a gap), or absent (legacy append).
-        let offset = w
-            .offset
-            .map(|o| o.rem_euclid(i64::try_from(applied).unwrap_or(i64::MAX) + 64));
-        let start = offset.map_or(applied, |o| o as u64);
+        let offset = w.offset.map(|o| o % applied.saturating_add(64));
+        let start = offset.unwrap_or(applied);
         let chunk: Vec<u8> = (start..start + u64::from(w.len)).map(stream_byte).collect();
         match plan_stdin_write(applied, offset, chunk.len(), true) {
             StdinPlan::Write { skip, new_applied } => {

@@ -119,7 +119,7 @@ pub fn go_quote(bytes: &[u8]) -> String {
 
 /// Go's `strconv.IsPrint` beyond ASCII: everything but controls, spaces
 /// other than U+0020, and the common format characters.
-fn is_go_printable(c: char) -> bool {
+pub fn is_go_printable(c: char) -> bool {
     !(c.is_control()
         || (c.is_whitespace() && c != ' ')
         || matches!(c, '\u{ad}' | '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{feff}'))

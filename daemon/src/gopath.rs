@@ -1,4 +1,5 @@
-//! Go's `path/filepath` `Clean` and `Join` (Unix), on bytes.
+//! Go's `path/filepath` `Clean` and `Join` (Unix), on bytes, and the
+//! reference's expansion of a leading `~` in client paths.
 //!
 //! Entry paths in `files.list` and extraction targets in `files.extract_tar`
 //! are built with `filepath.Join` by the Go daemon, which also cleans them:
@@ -75,6 +76,30 @@ pub fn join(elems: &[&[u8]]) -> Vec<u8> {
     clean(&joined)
 }
 
+/// The home directory a leading `~` stands for: `$HOME`, as Go's
+/// `os.UserHomeDir` reads it on Unix (unset or empty: none, and `~` stays).
+pub fn home_dir() -> Option<String> {
+    std::env::var("HOME").ok().filter(|home| !home.is_empty())
+}
+
+/// The reference's `~` rule for paths in `files.*`, `git.*` and the spawn
+/// `cwd` (build 5db5e4a): a path that is exactly `~` or starts with `~/`
+/// becomes `home` joined with the rest, cleaned lexically (`~/` → home,
+/// `~//x` → home`/x`, `~/a/../b` → home`/b`). `~user/…`, a `~` anywhere
+/// but first, and any path when there is no home are returned unchanged.
+pub fn expand_home(path: &str, home: Option<&str>) -> String {
+    let rest = match path.strip_prefix('~') {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => rest,
+        _ => return path.to_string(),
+    };
+    let Some(home) = home else {
+        return path.to_string();
+    };
+    let joined = join(&[home.as_bytes(), rest.as_bytes()]);
+    // Both parts are UTF-8 and cleaning only drops whole ASCII elements.
+    String::from_utf8(joined).unwrap_or_else(|_| path.to_string())
+}
+
 /// Go's `filepath.IsAbs` (Unix).
 pub fn is_abs(path: &[u8]) -> bool {
     path.first() == Some(&b'/')
@@ -132,6 +157,37 @@ mod tests {
         ] {
             assert_eq!(c(input), want, "clean({input:?})");
         }
+    }
+
+    #[test]
+    fn a_leading_tilde_expands_to_home_cleaned() {
+        let home = Some("/home/u");
+        for (input, want) in [
+            ("~", "/home/u"),
+            ("~/", "/home/u"),
+            ("~/f.txt", "/home/u/f.txt"),
+            ("~//x", "/home/u/x"),
+            ("~/a/../b", "/home/u/b"),
+            ("~/..", "/home"),
+            ("~/./x/", "/home/u/x"),
+        ] {
+            assert_eq!(expand_home(input, home), want, "{input:?}");
+        }
+        assert_eq!(
+            expand_home("~", Some("/home/u/")),
+            "/home/u",
+            "home itself is cleaned too"
+        );
+    }
+
+    #[test]
+    fn other_tildes_and_no_home_leave_the_path_alone() {
+        let home = Some("/home/u");
+        for input in ["~user/f", "~user", "/a/~/b", "a~", "", "x/~", "$HOME/f", "~~/x"] {
+            assert_eq!(expand_home(input, home), input, "{input:?}");
+        }
+        assert_eq!(expand_home("~/f", None), "~/f");
+        assert_eq!(expand_home("~", None), "~");
     }
 
     #[test]

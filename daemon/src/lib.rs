@@ -14,7 +14,9 @@
 //! | [`cli`] | mode selection, the `-serve` start-up sequence |
 //! | [`flags`] | Go `flag` parsing, messages and usage text |
 //! | [`daemonize`] | self-daemonize re-exec, token and readiness pipes |
-//! | [`bridge`] | the `-bridge` relay and `-stop` client |
+//! | [`logind`] | whether logout kills the daemon (`KillUserProcesses`), and escaping the session scope |
+//! | [`bridge`] | the `-bridge` relay |
+//! | [`stop`] | `-stop`: authenticated shutdown, the lock path, its one-word outcome |
 //! | [`shellenv`] | login-shell PATH extraction |
 //! | [`metrics_http`] | the `-metrics-addr` HTTP endpoint |
 //! | [`state`] | daemon-wide state shared by connections and handlers |
@@ -22,6 +24,7 @@
 //! | [`instance`] | per-boot `instanceId` / `startedAt` |
 //! | [`tokenfile`] | the persisted `daemon.token` beside the socket |
 //! | [`runlock`] | the run-dir lock `daemon.lock` and predecessor eviction |
+//! | [`childrec`] | child records under the run dir, the orphan reap at start |
 //! | [`orphan`] | shutting down once the socket path leads elsewhere |
 //! | [`connection`] | one client: line reader, request tasks, ordered writer |
 //! | [`frame`] | NDJSON framing and the 1 MiB line cap |
@@ -37,6 +40,7 @@
 //! | [`gitcli`] | running the `git` CLI for `git.*` |
 //! | [`methods`] | the 19 handlers |
 //! | [`install`] | `-install`: the agent-CLI version manager |
+//! | [`probecli`] | `-probe-cli`: the bounded `--version` probe |
 //! | [`process`] | supervisor, stdin offsets, signals |
 //! | [`replay`] | the replay engine: frames, segments, store, cursors |
 //! | [`shutdown`] | the daemon-wide stop signal |
@@ -50,6 +54,7 @@ pub(crate) mod admission;
 #[cfg(feature = "alloc-count")]
 pub mod alloccount;
 pub(crate) mod bridge;
+pub(crate) mod childrec;
 pub mod cli;
 pub(crate) mod connection;
 pub(crate) mod daemonize;
@@ -66,6 +71,7 @@ pub(crate) mod gopath;
 pub mod install;
 pub(crate) mod instance;
 pub(crate) mod logging;
+pub(crate) mod logind;
 pub(crate) mod method;
 pub(crate) mod methods;
 pub(crate) mod metrics;
@@ -73,6 +79,7 @@ pub(crate) mod metrics_http;
 pub(crate) mod orphan;
 pub(crate) mod os;
 pub(crate) mod params;
+pub(crate) mod probecli;
 pub(crate) mod process;
 pub(crate) mod replay;
 pub(crate) mod rpc;
@@ -83,6 +90,7 @@ pub(crate) mod shellenv;
 pub(crate) mod shutdown;
 pub(crate) mod signals;
 pub(crate) mod state;
+pub(crate) mod stop;
 pub(crate) mod tarx;
 pub(crate) mod tokenfile;
 pub mod version;

@@ -8,6 +8,20 @@
 
 use crate::go_struct;
 use crate::gojson::StringMap;
+use crate::gopath::{expand_home, home_dir};
+
+/// Every params struct holding client paths: [`HomeExpansion::expand_home`]
+/// applies the reference's leading-`~` rule ([`expand_home`], build
+/// 5db5e4a) to exactly those fields, once, where the request is bound.
+pub trait HomeExpansion: Sized {
+    /// The params with each path field's leading `~` expanded to `home`.
+    fn expand_home_with(self, home: Option<&str>) -> Self;
+
+    /// [`Self::expand_home_with`] the daemon's `$HOME`.
+    fn expand_home(self) -> Self {
+        self.expand_home_with(home_dir().as_deref())
+    }
+}
 
 go_struct! {
     /// Params of every `files.*` method.
@@ -29,6 +43,8 @@ go_struct! {
         pub source_branch: String = "sourceBranch",
         /// `git.worktree_create` deadline (build 4534d86); 0 or less: none.
         pub timeout_ms: i64 = "timeoutMs",
+        /// `git.worktree_create` attaches to this local branch (build 19f30c46).
+        pub existing_branch: String = "existingBranch",
     }
 }
 
@@ -42,13 +58,40 @@ go_struct! {
         pub env: StringMap = "env",
         pub want_pid: bool = "wantPid",
         pub data: String = "data",
-        /// `*int64` in Go: absent and `null` both mean "append".
-        pub offset: Option<i64> = "offset",
+        /// `*uint64` in Go (build 5db5e4a): absent and `null` both mean
+        /// "append"; a negative offset is a type error.
+        pub offset: Option<u64> = "offset",
         pub signal: String = "signal",
         pub timeout_ms: i64 = "timeoutMs",
         /// `*bool` in Go: absent means the default, `true`.
         pub escalate: Option<bool> = "escalate",
-        pub from_seq: i64 = "fromSeq",
+        /// `uint64` in Go (build 5db5e4a): a negative value is a type error.
+        pub from_seq: u64 = "fromSeq",
+    }
+}
+
+impl HomeExpansion for PathParams {
+    fn expand_home_with(mut self, home: Option<&str>) -> Self {
+        for path in [&mut self.path, &mut self.archive_path, &mut self.dest_dir] {
+            *path = expand_home(path, home);
+        }
+        self
+    }
+}
+
+impl HomeExpansion for GitParams {
+    fn expand_home_with(mut self, home: Option<&str>) -> Self {
+        for path in [&mut self.path, &mut self.base_repo, &mut self.worktree_path] {
+            *path = expand_home(path, home);
+        }
+        self
+    }
+}
+
+impl HomeExpansion for ProcessParams {
+    fn expand_home_with(mut self, home: Option<&str>) -> Self {
+        self.cwd = expand_home(&self.cwd, home);
+        self
     }
 }
 
@@ -56,6 +99,58 @@ go_struct! {
 mod tests {
     use super::*;
     use crate::gojson::parse;
+
+    #[test]
+    fn home_expansion_touches_path_fields_only() {
+        let home = Some("/h");
+        let files = PathParams {
+            path: "~/a".into(),
+            archive_path: "~".into(),
+            dest_dir: "~/d/../e".into(),
+            max_bytes: 3,
+        }
+        .expand_home_with(home);
+        assert_eq!(
+            (
+                files.path.as_str(),
+                files.archive_path.as_str(),
+                files.dest_dir.as_str()
+            ),
+            ("/h/a", "/h", "/h/e")
+        );
+        let git = GitParams {
+            path: "~/r".into(),
+            base_repo: "~//b".into(),
+            worktree_path: "~/w".into(),
+            branch_name: "~/n".into(),
+            source_branch: "~".into(),
+            existing_branch: "~/e".into(),
+            timeout_ms: 0,
+        }
+        .expand_home_with(home);
+        assert_eq!(
+            (git.path.as_str(), git.base_repo.as_str(), git.worktree_path.as_str()),
+            ("/h/r", "/h/b", "/h/w")
+        );
+        assert_eq!(
+            (git.branch_name.as_str(), git.source_branch.as_str()),
+            ("~/n", "~"),
+            "branch names are not paths"
+        );
+        let process = ProcessParams {
+            cwd: "~/c".into(),
+            command: "~/bin/x".into(),
+            args: vec!["~/arg".into()],
+            ..ProcessParams::default()
+        }
+        .expand_home_with(home);
+        assert_eq!(process.cwd, "/h/c");
+        assert_eq!(
+            (process.command.as_str(), process.args[0].as_str()),
+            ("~/bin/x", "~/arg"),
+            "only cwd is a path"
+        );
+    }
 
     #[test]
     fn namespace_binding_rejects_mistyped_sibling_fields() {

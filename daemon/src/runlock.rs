@@ -254,7 +254,9 @@ fn gone_or(pid: i32, file: &File, summary: impl Fn(&str), outcome: &str) -> bool
     }
 }
 
-fn read_record(file: &File) -> Option<OwnerRecord> {
+/// The owner record in an open lock file (at most [`MAX_RECORD`] bytes),
+/// `None` when it is not one JSON record.
+pub fn read_record(file: &File) -> Option<OwnerRecord> {
     let mut f = file.try_clone().ok()?;
     f.rewind().ok()?;
     let mut body = Vec::new();
@@ -360,6 +362,19 @@ pub fn may_signal(holder: &OwnerRecord, inode: u64, socket: &Path) -> Result<(),
     Ok(())
 }
 
+/// The pid `/proc/locks` lists holding a FLOCK on inode `inode`, if any
+/// (`-stop` asks this without touching the lock itself).
+pub fn flock_holder(inode: u64) -> Option<i32> {
+    let text = std::fs::read_to_string("/proc/locks").ok()?;
+    text.lines().find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let at = f.iter().position(|w| *w == "FLOCK")?;
+        let pid = f.get(at + 3)?.parse::<i32>().ok()?;
+        let ino = f.get(at + 4)?.rsplit(':').next()?.parse::<u64>().ok()?;
+        (ino == inode).then_some(pid)
+    })
+}
+
 /// Whether `/proc/locks` lists `pid` holding a FLOCK on inode `inode`.
 /// The device column is not compared: some file systems report a
 /// different device number there than `stat` does.
@@ -381,7 +396,7 @@ fn holds_flock(pid: i32, inode: u64) -> bool {
 }
 
 /// The base name this binary was started under.
-fn own_program() -> Vec<u8> {
+pub fn own_program() -> Vec<u8> {
     let argv0 = std::fs::read("/proc/self/cmdline").unwrap_or_default();
     let first = argv0.split(|b| *b == 0).next().unwrap_or_default();
     base_name(first).to_vec()
@@ -431,7 +446,7 @@ pub fn is_serve_of(cmdline: &[u8], cwd: Option<&Path>, socket: &Path, program: &
             },
             // Flags that take a value: skip it so it is not read as a flag.
             b"token-file" | b"token-fd" | b"metrics-addr" | b"cli-dir" | b"cli-version" | b"cli-url"
-            | b"cli-checksum" | b"cli-zst" | b"cli-keep"
+            | b"cli-checksum" | b"cli-zst" | b"cli-keep" | b"replay-dir" | b"replay-budget-mb" | b"probe-cli"
                 if value.is_none() =>
             {
                 i += 1;
@@ -486,6 +501,7 @@ mod tests {
             b"/srv/remora\0-serve\0-socket\0/run/x/rpc.sock\0-token-file\0/t\0",
             b"remora\0--serve\0--socket=/run/x/./rpc.sock\0",
             b"remora\0-token-fd\x000\0-serve=true\0-socket\0/run/x//rpc.sock\0",
+            b"remora\0-replay-dir\0/r\0-replay-budget-mb\x009\0-serve\0-socket\0/run/x/rpc.sock\0",
         ];
         for c in yes {
             assert!(

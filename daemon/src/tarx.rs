@@ -7,7 +7,8 @@
 //! Order of operations (mirrors the Go daemon, see `docs/PROTOCOL.md`):
 //! 1. `destDir` must be absolute and not `/` after cleaning — otherwise the
 //!    `{success:false,error}` body, and the archive is untouched;
-//! 2. the archive is opened (failure: `open <p>: …`, nothing else changes);
+//! 2. the archive is opened (failure: `open archive: open <p>: …`, as at
+//!    reference build 5db5e4a; nothing else changes);
 //!    from here on it is removed when extraction ends, whatever the outcome
 //!    (removal failures are ignored, as Go ignores its deferred `os.Remove`);
 //! 3. `destDir` is removed (a port of Go's `os.RemoveAll`, for its error
@@ -86,7 +87,7 @@ pub fn extract(archive: &Path, dest: &Path) -> ExtractResult {
     let archive_text = go_lossy(archive.as_os_str().as_bytes());
     let file = match File::open(archive) {
         Ok(f) => f,
-        Err(e) => return ExtractResult::failed(path_error("open", &archive_text, &e)),
+        Err(e) => return ExtractResult::failed(format!("open archive: {}", path_error("open", &archive_text, &e))),
     };
     let result = match unpack(file, &archive_text, dest_b) {
         Ok(count) => ExtractResult {

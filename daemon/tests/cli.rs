@@ -83,6 +83,7 @@ fn usage_text_is_go_print_defaults() {
             "-install",
             "-keep-children",
             "-metrics-addr string",
+            "-probe-cli string",
             "-replay-budget-mb int",
             "-replay-dir string",
             "-serve",
@@ -202,12 +203,55 @@ fn empty_token_is_refused() {
     assert!(!socket.exists());
 }
 
+/// The mode bits of `p`.
+fn mode_of(p: &std::path::Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
+}
+
+/// Stops the daemon on `socket` (no token needed) and checks it went.
+fn stop_daemon(socket: &str) {
+    assert_eq!(
+        run(&["-stop", "-socket", socket], &[]),
+        (0, "stopped\n".into(), String::new())
+    );
+    assert!(!std::path::Path::new(socket).exists());
+}
+
 #[test]
-fn bind_failure_in_missing_directory() {
+fn missing_socket_directories_are_created_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o751)).unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "tok\n").unwrap();
+    let socket = dir.path().join("missing").join("sub").join("rpc.sock");
+    let socket = socket.to_str().unwrap();
+    assert_eq!(
+        run(
+            &["-serve", "-socket", socket, "-token-file", token.to_str().unwrap()],
+            &[]
+        ),
+        (
+            0,
+            format!("Remora remote server listening on {socket}\n"),
+            String::new()
+        )
+    );
+    assert_eq!(mode_of(&dir.path().join("missing")), 0o700);
+    assert_eq!(mode_of(&dir.path().join("missing/sub")), 0o700);
+    // An existing directory keeps its mode.
+    assert_eq!(mode_of(dir.path()), 0o751);
+    stop_daemon(socket);
+}
+
+#[test]
+fn bind_failure_when_a_parent_is_a_file() {
     let dir = tempfile::tempdir().unwrap();
     let token = dir.path().join("token");
     std::fs::write(&token, "tok\n").unwrap();
-    let socket = dir.path().join("missing").join("rpc.sock");
+    std::fs::write(dir.path().join("file"), "x").unwrap();
+    let socket = dir.path().join("file").join("rpc.sock");
     let socket = socket.to_str().unwrap();
     assert_eq!(
         run(
@@ -217,7 +261,7 @@ fn bind_failure_in_missing_directory() {
         (
             1,
             String::new(),
-            format!("remora: listen unix: {socket}: bind: no such file or directory\n")
+            format!("remora: listen unix: {socket}: bind: not a directory\n")
         )
     );
     // Read once, then unlinked, even though the daemon could not start.
@@ -225,44 +269,67 @@ fn bind_failure_in_missing_directory() {
 }
 
 #[test]
-fn default_socket_is_under_home_and_its_directory_is_not_created() {
+fn default_socket_is_under_home_and_serve_creates_its_directory() {
     let home = tempfile::tempdir().unwrap();
     let token = home.path().join("token");
     std::fs::write(&token, "tok\n").unwrap();
     let h = home.path().to_str().unwrap();
     let default = format!("{h}/.claude/remote/rpc.sock");
+    // -bridge and -stop never create it.
+    assert_eq!(
+        run(&["-bridge"], &[("HOME", h)]).2,
+        format!("remora: dial server: dial unix {default}: connect: no such file or directory\n")
+    );
+    assert_eq!(
+        run(&["-stop"], &[("HOME", h)]),
+        (0, "none\n".to_string(), String::new())
+    );
+    assert!(!home.path().join(".claude").exists());
     assert_eq!(
         run(&["-serve", "-token-file", token.to_str().unwrap()], &[("HOME", h)]),
         (
-            1,
-            String::new(),
-            format!("remora: listen unix: {default}: bind: no such file or directory\n")
+            0,
+            format!("Remora remote server listening on {default}\n"),
+            String::new()
         )
     );
-    assert!(!home.path().join(".claude").exists());
-    // An explicitly empty -socket means the default too.
+    assert_eq!(mode_of(&home.path().join(".claude")), 0o700);
+    assert_eq!(mode_of(&home.path().join(".claude/remote")), 0o700);
+    stop_daemon(&default);
+}
+
+#[test]
+fn an_empty_socket_flag_means_the_default() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path().to_str().unwrap();
+    let default = format!("{h}/.claude/remote/rpc.sock");
     assert_eq!(
         run(&["-bridge", "-socket="], &[("HOME", h)]).2,
         format!("remora: dial server: dial unix {default}: connect: no such file or directory\n")
     );
-    assert_eq!(run(&["-stop"], &[("HOME", h)]), (0, String::new(), String::new()));
+    assert_eq!(
+        run(&["-stop", "-socket="], &[("HOME", h)]),
+        (0, "none\n".to_string(), String::new())
+    );
 }
 
 #[test]
-fn stop_without_a_daemon_is_silent() {
+fn stop_without_a_daemon_says_none() {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("rpc.sock");
     let socket = socket.to_str().unwrap();
     assert_eq!(
         run(&["-stop", "-socket", socket], &[("CLAUDE_RPC_TOKEN", "tok")]),
-        (0, String::new(), String::new())
+        (0, "none\n".to_string(), String::new())
     );
-    // A socket file nobody listens on is "unreachable": still silent.
+    // A socket file nobody listens on is "unreachable": `none`, and the
+    // stale file is removed.
     drop(std::os::unix::net::UnixListener::bind(socket).unwrap());
     assert_eq!(
         run(&["--stop", "--socket", socket], &[]),
-        (0, String::new(), String::new())
+        (0, "none\n".to_string(), String::new())
     );
+    assert!(!std::path::Path::new(socket).exists());
 }
 
 #[test]

@@ -127,9 +127,12 @@ fn stat_reports_go_mode_strings_and_follows_symlinks() {
     assert_eq!(c.call(14, "files.stat", r#"{"path":null}"#), ok(14, missing));
     assert_eq!(c.call(15, "files.stat", "{}"), ok(15, missing));
     assert_eq!(c.call(16, "files.stat", "null"), ok(16, missing));
-    // Over-long paths are "missing" too (claustrum's documented behaviour).
+    // An over-long name is an error like any other (reference 5db5e4a).
     let long = format!("/{}", "a".repeat(300));
-    assert_eq!(stat(&mut c, 17, &long), ok(17, missing));
+    assert_eq!(
+        stat(&mut c, 17, &long),
+        err(17, -32603, &format!("stat {long}: file name too long"))
+    );
     // Other errors are -32603 with Go's PathError text.
     assert_eq!(
         c.call(18, "files.stat", r#"{"path":"/x/f\u0000x"}"#),

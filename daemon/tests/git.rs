@@ -38,7 +38,15 @@ fn non_repo_bodies_differ_per_method() {
             call(&d, "git.info", &params),
             ok(r#"{"isRepo":false,"repoSlug":"","defaultBranch":""}"#)
         );
-        assert_eq!(call(&d, "git.status", &params), ok(r#"{"isRepo":false,"clean":false}"#));
+        // Since 7d193f89 a status needs the repository the worktree belongs to.
+        assert_eq!(
+            call(&d, "git.status", &params),
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"baseRepo is required"}}"#
+        );
+        assert_eq!(
+            call(&d, "git.status", &format!(r#"{{"path":"{dir}","baseRepo":"{dir}"}}"#)),
+            ok(r#"{"isRepo":false,"clean":false}"#)
+        );
         assert_eq!(
             call(&d, "git.list_branches", &params),
             ok(r#"{"isRepo":false,"branches":[]}"#)
@@ -145,37 +153,49 @@ fn info_repo_slug_and_default_branch() {
     assert_eq!(call(&d, "git.info", &path_param(&rs)), body("owner/repo", "release/v2"));
 }
 
+/// `{"path":<worktree>,"baseRepo":<repo>}`.
+fn status_params(path: &str, base: &str) -> String {
+    format!(r#"{{"path":"{path}","baseRepo":"{base}"}}"#)
+}
+
 #[test]
 fn status_clean_and_dirty() {
     let d = daemon();
     let r = repo(&d.root().join("r"), false);
     let rs = p(&r);
+    let s0 = format!("{rs}/.claude/worktrees/s0");
+    git(&r, &["worktree", "add", "-q", "-b", "s0", &s0]);
+    let w = Path::new(&s0);
     assert_eq!(
-        call(&d, "git.status", &path_param(&rs)),
+        call(&d, "git.status", &status_params(&s0, &rs)),
         ok(r#"{"isRepo":true,"clean":true}"#)
     );
-    fs::write(r.join("a.txt"), b"changed\n").unwrap();
-    fs::write(r.join("new"), b"").unwrap();
+    fs::write(w.join("a.txt"), b"changed\n").unwrap();
+    fs::write(w.join("new"), b"").unwrap();
     assert_eq!(
-        call(&d, "git.status", &path_param(&rs)),
+        call(&d, "git.status", &status_params(&s0, &rs)),
         ok(r#"{"isRepo":true,"clean":false,"changes":[" M a.txt","?? new"]}"#)
     );
-    fs::write(r.join("b.txt"), b"b").unwrap();
-    git(&r, &["add", "b.txt"]);
-    fs::create_dir(r.join("dir")).unwrap();
-    fs::write(r.join("dir/x"), b"").unwrap();
-    // Every line keeps its columns, the first one too (build 4534d86).
+    fs::write(w.join("b.txt"), b"b").unwrap();
+    git(w, &["add", "b.txt"]);
+    fs::create_dir_all(w.join("dir/deeper")).unwrap();
+    fs::write(w.join("dir/x"), b"").unwrap();
+    fs::write(w.join("dir/deeper/y"), b"").unwrap();
+    // Every line keeps its columns, the first one too (build 4534d86), and
+    // an untracked directory is listed file by file (7d193f89).
     assert_eq!(
-        call(&d, "git.status", &path_param(&format!("{rs}/dir"))),
-        ok(r#"{"isRepo":true,"clean":false,"changes":[" M a.txt","A  b.txt","?? dir/","?? new"]}"#)
+        call(&d, "git.status", &status_params(&s0, &rs)),
+        ok(r#"{"isRepo":true,"clean":false,"changes":[" M a.txt","A  b.txt","?? dir/deeper/y","?? dir/x","?? new"]}"#)
     );
-    let unborn = repo(&d.root().join("u"), true);
+    // Only the worktree itself: not its subdirectory, not the repository.
+    let not_repo = ok(r#"{"isRepo":false,"clean":false}"#);
     assert_eq!(
-        call(&d, "git.status", &path_param(&p(&unborn))),
-        ok(r#"{"isRepo":true,"clean":true}"#)
+        call(&d, "git.status", &status_params(&format!("{s0}/dir"), &rs)),
+        not_repo
     );
+    assert_eq!(call(&d, "git.status", &status_params(&rs, &rs)), not_repo);
     // Status never takes the index lock (GIT_OPTIONAL_LOCKS=0).
-    assert!(!r.join(".git/index.lock").exists());
+    assert!(!r.join(".git/worktrees/s0/index.lock").exists());
 }
 
 #[test]
@@ -204,7 +224,7 @@ fn worktree_create_and_remove() {
     let d = daemon();
     let r = repo(&d.root().join("r"), false);
     let rs = p(&r);
-    let wt = p(&d.root().join("wt1"));
+    let wt = format!("{rs}/.claude/worktrees/wt1");
     assert_eq!(
         call(
             &d,
@@ -228,7 +248,8 @@ fn worktree_create_and_remove() {
     );
     assert!(!Path::new(&wt).exists());
 
-    // sourceBranch defaults to the current branch and is echoed.
+    // sourceBranch defaults to the current branch and is echoed; the
+    // directories above the worktree are made on a fresh repository.
     let create = |branch: &str, path: &str, extra: &str| {
         call(
             &d,
@@ -238,21 +259,26 @@ fn worktree_create_and_remove() {
     };
     assert_eq!(
         create("nb", &wt, ""),
-        ok(&format!(r#"{{"success":true,"path":"{wt}","sourceBranch":"master"}}"#))
+        ok(&format!(
+            r#"{{"success":true,"path":"{wt}","sourceBranch":"master","branch":"nb"}}"#
+        ))
     );
     assert_eq!(fs::read(Path::new(&wt).join("a.txt")).unwrap(), b"a\n");
     assert_eq!(git(Path::new(&wt), &["symbolic-ref", "--short", "HEAD"]), "nb");
 
-    // An explicit source.
+    // An explicit source; any path strictly inside the repository will do.
     git(&r, &["branch", "dev"]);
-    let wt2 = p(&d.root().join("wt2"));
+    let wt2 = format!("{rs}/elsewhere/wt2");
     assert_eq!(
         create("nb2", &wt2, r#","sourceBranch":"dev""#),
-        ok(&format!(r#"{{"success":true,"path":"{wt2}","sourceBranch":"dev"}}"#))
+        ok(&format!(
+            r#"{{"success":true,"path":"{wt2}","sourceBranch":"dev","branch":"nb2"}}"#
+        ))
     );
 
-    // Failure: the branch exists. git's stderr, trimmed.
-    let wt3 = p(&d.root().join("wt3"));
+    // Failure: the branch exists. git's stderr, trimmed; the directory the
+    // create made for it is taken back, so a retry can use the path.
+    let wt3 = format!("{rs}/.claude/worktrees/wt3");
     let reply = create("nb", &wt3, "");
     assert!(
         reply.starts_with(r#"{"jsonrpc":"2.0","id":1,"result":{"success":false,"error":"git worktree add failed: "#),
@@ -262,20 +288,26 @@ fn worktree_create_and_remove() {
         reply.ends_with(r#"fatal: a branch named 'nb' already exists","errorCode":"worktree_add_failed"}}"#),
         "{reply}"
     );
-    let reply = create("nb9", &wt3, r#","sourceBranch":"no-such-branch""#);
-    assert!(reply.contains(r#""errorCode":"worktree_add_failed"}}"#), "{reply}");
-    assert!(reply.contains("no-such-branch"), "{reply}");
-
-    // A detached HEAD resolves to "HEAD".
-    git(&r, &["checkout", "-q", "--detach"]);
-    let wt4 = p(&d.root().join("wt4"));
+    assert!(!Path::new(&wt3).exists(), "the empty leaf is removed");
+    // A sourceBranch that names nothing starts at HEAD, echoing the current
+    // branch (f6010b97).
     assert_eq!(
-        create("nb4", &wt4, ""),
-        ok(&format!(r#"{{"success":true,"path":"{wt4}","sourceBranch":"HEAD"}}"#))
+        create("nb9", &wt3, r#","sourceBranch":"no-such-branch""#),
+        ok(&format!(
+            r#"{{"success":true,"path":"{wt3}","sourceBranch":"master","branch":"nb9"}}"#
+        ))
     );
 
-    // Remove is lenient: real worktree, already-deleted one, unknown path,
-    // non-repo — all succeed.
+    // A detached HEAD: no current branch to echo (f6010b97).
+    git(&r, &["checkout", "-q", "--detach"]);
+    let wt4 = format!("{rs}/.claude/worktrees/wt4");
+    assert_eq!(
+        create("nb4", &wt4, ""),
+        ok(&format!(r#"{{"success":true,"path":"{wt4}","branch":"nb4"}}"#))
+    );
+
+    // Remove: a real (dirty) worktree, an already-deleted one, an unknown
+    // path inside the repository.
     let remove = |base: &str, path: &str| {
         call(
             &d,
@@ -291,29 +323,46 @@ fn worktree_create_and_remove() {
     let list = git(&r, &["worktree", "list", "--porcelain"]);
     assert!(!list.contains(&wt) && !list.contains(&wt2), "{list}");
     assert!(list.contains(&wt4), "{list}");
-    assert_eq!(remove(&rs, &format!("{}/nope", p(d.root()))), ok(r#"{"success":true}"#));
-    assert_eq!(remove(&p(&plain), &wt4), ok(r#"{"success":true}"#));
-    assert!(Path::new(&wt4).exists(), "a non-repo baseRepo removes nothing");
-    assert_eq!(call(&d, "git.worktree_remove", "{}"), ok(r#"{"success":true}"#));
+    assert_eq!(
+        remove(&rs, &format!("{rs}/.claude/worktrees/nope")),
+        ok(r#"{"success":true}"#)
+    );
+    // A non-repo baseRepo: its registrations cannot be examined.
+    let plain_wt = format!("{}/.claude/worktrees/wt4", p(&plain));
+    assert_eq!(
+        remove(&p(&plain), &plain_wt),
+        ok(&format!(
+            r#"{{"success":false,"error":"failed to remove worktree: could not check whether {plain_wt} is locked (its registrations could not be examined); retry"}}"#
+        ))
+    );
+    assert!(Path::new(&wt4).exists());
+    assert_eq!(
+        call(&d, "git.worktree_remove", "{}"),
+        ok(r#"{"success":false,"error":"failed to remove worktree: \"\" does not name a directory"}"#)
+    );
 }
 
 #[test]
 fn worktree_on_unborn_head_and_default_repo() {
     let d = daemon();
     let unborn = repo(&d.root().join("u"), true);
-    let wt = p(&d.root().join("orphan-wt"));
-    assert_eq!(
-        call(
-            &d,
-            "git.worktree_create",
-            &format!(
-                r#"{{"baseRepo":"{}","branchName":"fresh","worktreePath":"{wt}"}}"#,
-                p(&unborn)
-            )
+    let wt = format!("{}/.claude/worktrees/orphan-wt", p(&unborn));
+    // Since 7d193f89 an unborn HEAD fails the add (seed 000: an orphan
+    // branch); the leaf the create made is taken back.
+    let reply = call(
+        &d,
+        "git.worktree_create",
+        &format!(
+            r#"{{"baseRepo":"{}","branchName":"fresh","worktreePath":"{wt}"}}"#,
+            p(&unborn)
         ),
-        ok(&format!(r#"{{"success":true,"path":"{wt}"}}"#))
     );
-    assert!(Path::new(&wt).join(".git").exists());
+    assert!(
+        reply.starts_with(r#"{"jsonrpc":"2.0","id":1,"result":{"success":false,"error":"git worktree add failed: "#),
+        "{reply}"
+    );
+    assert!(reply.ends_with(r#""errorCode":"worktree_add_failed"}}"#), "{reply}");
+    assert!(!Path::new(&wt).exists());
 
     // baseRepo absent: the daemon's cwd (the test daemon runs in its root).
     let root = d.root().to_path_buf();
@@ -326,18 +375,34 @@ fn worktree_on_unborn_head_and_default_repo() {
         ok(r#"{"success":false,"error":"not a git repository","errorCode":"not_a_repo"}"#)
     );
     repo(&root, false);
+    // A relative path is refused (7d193f89), and so is every absolute one:
+    // no path is inside the repository an absent baseRepo names.
     assert_eq!(
         call(
             &d,
             "git.worktree_create",
             r#"{"branchName":"b","worktreePath":"wt-rel"}"#
         ),
-        ok(r#"{"success":true,"path":"wt-rel","sourceBranch":"master"}"#)
+        ok(
+            r#"{"success":false,"error":"refusing to create worktree: wt-rel is a relative path; choose the session folder by its absolute path, without \"..\"","errorCode":"unsafe_path"}"#
+        )
     );
-    assert!(root.join("wt-rel/a.txt").exists(), "relative to the repo dir");
+    let inside = format!("{}/.claude/worktrees/w", p(&root));
+    assert_eq!(
+        call(
+            &d,
+            "git.worktree_create",
+            &format!(r#"{{"branchName":"b","worktreePath":"{inside}"}}"#)
+        ),
+        ok(&format!(
+            r#"{{"success":false,"error":"refusing to create worktree: {inside} is not inside the repository ; session worktrees are only created and removed under \u003crepository\u003e/.claude/worktrees","errorCode":"unsafe_path"}}"#
+        ))
+    );
+    assert!(!root.join("wt-rel").exists() && !root.join(".claude").exists());
     assert_eq!(
         call(&d, "git.worktree_remove", r#"{"worktreePath":"wt-rel"}"#),
-        ok(r#"{"success":true}"#)
+        ok(
+            r#"{"success":false,"error":"refusing to remove worktree: wt-rel is a relative path; choose the session folder by its absolute path, without \"..\""}"#
+        )
     );
-    assert!(!root.join("wt-rel").exists());
 }

@@ -1,4 +1,5 @@
-//! git.* changes of reference build 4534d86 against real repositories:
+//! git.* changes of reference builds 4534d86 and f6010b97 against real
+//! repositories: the start commit of a new worktree's branch (f6010b97);
 //! `git.worktree_create` `timeoutMs` (each phase a deadline can cut, with
 //! hooks and filters that make git slow on purpose), and `git.status`
 //! ignoring in-repo `.gitattributes`, keeping the first line's leading
@@ -81,7 +82,7 @@ fn worktree_create_timeout_before_the_checkout() {
     let pids = d.root().join("hook-pids");
     let record = format!("echo $$ >> '{}'; ", pids.display());
     hook(&r, "reference-transaction", &(record + &gate.wait_cmd()));
-    let wt = p(&d.root().join("wt"));
+    let wt = p(&r.join(".claude/worktrees/wt"));
     let t = Instant::now();
     assert_eq!(
         create(&d, &r, "b", &wt, r#","timeoutMs":300"#),
@@ -121,7 +122,7 @@ fn worktree_create_timeout_during_the_checkout() {
         &r,
         &["config", "filter.slow.smudge", &format!("{}; cat", gate.wait_cmd())],
     );
-    let wt = p(&d.root().join("wt"));
+    let wt = p(&r.join(".claude/worktrees/wt"));
     let t = Instant::now();
     assert_eq!(
         create(&d, &r, "b", &wt, r#","timeoutMs":5000"#),
@@ -136,10 +137,12 @@ fn worktree_create_timeout_during_the_checkout() {
 fn worktree_create_within_the_deadline_is_unchanged() {
     let d = daemon();
     let r = repo(&d.root().join("r"), false);
-    let wt = p(&d.root().join("wt"));
+    let wt = p(&r.join(".claude/worktrees/wt"));
     assert_eq!(
         create(&d, &r, "b", &wt, r#","timeoutMs":20000"#),
-        ok(&format!(r#"{{"success":true,"path":"{wt}","sourceBranch":"master"}}"#))
+        ok(&format!(
+            r#"{{"success":true,"path":"{wt}","sourceBranch":"master","branch":"b"}}"#
+        ))
     );
     assert_eq!(fs::read(Path::new(&wt).join("a.txt")).unwrap(), b"a\n");
     assert_eq!(git(Path::new(&wt), &["symbolic-ref", "--short", "HEAD"]), "b");
@@ -149,49 +152,68 @@ fn worktree_create_within_the_deadline_is_unchanged() {
         "index matches HEAD"
     );
     // Failures keep their text and code.
-    let reply = create(&d, &r, "b", &p(&d.root().join("wt2")), r#","timeoutMs":20000"#);
+    let reply = create(
+        &d,
+        &r,
+        "b",
+        &p(&r.join(".claude/worktrees/wt2")),
+        r#","timeoutMs":20000"#,
+    );
     assert!(
         reply.ends_with(r#"fatal: a branch named 'b' already exists","errorCode":"worktree_add_failed"}}"#),
         "{reply}"
     );
     // 0 and negative arm nothing.
-    let wt3 = p(&d.root().join("wt3"));
+    let wt3 = p(&r.join(".claude/worktrees/wt3"));
     assert_eq!(
         create(&d, &r, "c", &wt3, r#","timeoutMs":0"#),
-        ok(&format!(r#"{{"success":true,"path":"{wt3}","sourceBranch":"master"}}"#))
+        ok(&format!(
+            r#"{{"success":true,"path":"{wt3}","sourceBranch":"master","branch":"c"}}"#
+        ))
     );
-    // A relative worktreePath is relative to the repo, in both phases.
+    // The location rules come before the deadline (7d193f89).
     assert_eq!(
         create(&d, &r, "rel", "rel-wt", r#","timeoutMs":20000"#),
-        ok(r#"{"success":true,"path":"rel-wt","sourceBranch":"master"}"#)
+        ok(
+            r#"{"success":false,"error":"refusing to create worktree: rel-wt is a relative path; choose the session folder by its absolute path, without \"..\"","errorCode":"unsafe_path"}"#
+        )
     );
-    assert_eq!(fs::read(r.join("rel-wt/a.txt")).unwrap(), b"a\n");
-    // An unborn HEAD: nothing to check out, no sourceBranch.
+    // An unborn HEAD fails the add under a deadline too (7d193f89).
     let u = repo(&d.root().join("u"), true);
-    let wt4 = p(&d.root().join("wt4"));
-    assert_eq!(
-        create(&d, &u, "fresh", &wt4, r#","timeoutMs":20000"#),
-        ok(&format!(r#"{{"success":true,"path":"{wt4}"}}"#))
-    );
+    let wt4 = p(&u.join(".claude/worktrees/wt4"));
+    let reply = create(&d, &u, "fresh", &wt4, r#","timeoutMs":20000"#);
+    assert!(reply.ends_with(r#""errorCode":"worktree_add_failed"}}"#), "{reply}");
 }
 
-fn status(d: &TestDaemon, path: &Path) -> String {
-    d.call("git.status", &format!(r#"{{"path":"{}"}}"#, p(path)))
+/// A status of the session worktree `s0` of `r` (made here), as a client
+/// of build 7d193f89 asks for one.
+fn session(r: &Path) -> std::path::PathBuf {
+    let s0 = r.join(".claude/worktrees/s0");
+    git(r, &["worktree", "add", "-q", "-b", "s0", &p(&s0)]);
+    s0
+}
+
+fn status(d: &TestDaemon, path: &Path, base: &Path) -> String {
+    d.call(
+        "git.status",
+        &format!(r#"{{"path":"{}","baseRepo":"{}"}}"#, p(path), p(base)),
+    )
 }
 
 #[test]
 fn status_keeps_the_first_lines_leading_space() {
     let d = daemon();
     let r = repo(&d.root().join("r"), false);
-    fs::write(r.join("a.txt"), b"changed\n").unwrap();
-    fs::write(r.join("new"), b"n").unwrap();
+    let s0 = session(&r);
+    fs::write(s0.join("a.txt"), b"changed\n").unwrap();
+    fs::write(s0.join("new"), b"n").unwrap();
     assert_eq!(
-        status(&d, &r),
+        status(&d, &s0, &r),
         ok(r#"{"isRepo":true,"clean":false,"changes":[" M a.txt","?? new"]}"#)
     );
-    git(&r, &["add", "a.txt"]);
+    git(&s0, &["add", "a.txt"]);
     assert_eq!(
-        status(&d, &r),
+        status(&d, &s0, &r),
         ok(r#"{"isRepo":true,"clean":false,"changes":["M  a.txt","?? new"]}"#)
     );
 }
@@ -203,6 +225,7 @@ fn status_ignores_in_repo_gitattributes_and_runs_no_filter() {
     fs::write(r.join(".gitattributes"), "a.txt filter=evil\n").unwrap();
     git(&r, &["add", ".gitattributes"]);
     git(&r, &["commit", "-q", "-m", "attrs"]);
+    let s0 = session(&r);
     let marker = d.root().join("filter-ran");
     // A clean filter that would make a.txt look modified, and say it ran.
     git(
@@ -213,16 +236,16 @@ fn status_ignores_in_repo_gitattributes_and_runs_no_filter() {
     let old = std::time::SystemTime::now() - Duration::from_secs(3600);
     fs::File::options()
         .write(true)
-        .open(r.join("a.txt"))
+        .open(s0.join("a.txt"))
         .unwrap()
         .set_modified(old)
         .unwrap();
-    assert_eq!(status(&d, &r), ok(r#"{"isRepo":true,"clean":true}"#));
+    assert_eq!(status(&d, &s0, &r), ok(r#"{"isRepo":true,"clean":true}"#));
     assert!(!marker.exists(), "the repo's filter ran during git.status");
     // Control: plain git, which reads .gitattributes, does run it.
     let _ = Command::new("git")
         .args(["status", "--porcelain"])
-        .current_dir(&r)
+        .current_dir(&s0)
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .output()
@@ -234,18 +257,63 @@ fn status_ignores_in_repo_gitattributes_and_runs_no_filter() {
 fn status_of_a_linked_worktree_is_its_own() {
     let d = daemon();
     let r = repo(&d.root().join("r"), false);
-    let wt = d.root().join("wt");
-    git(&r, &["worktree", "add", "-q", "-b", "side", &p(&wt)]);
+    let wt = session(&r);
     fs::write(wt.join("a.txt"), b"side\n").unwrap();
     fs::write(wt.join("only-here"), b"x").unwrap();
+    fs::write(r.join("a.txt"), b"main\n").unwrap();
     assert_eq!(
-        status(&d, &wt),
+        status(&d, &wt, &r),
         ok(r#"{"isRepo":true,"clean":false,"changes":[" M a.txt","?? only-here"]}"#)
     );
-    assert_eq!(status(&d, &r), ok(r#"{"isRepo":true,"clean":true}"#));
-    fs::create_dir(wt.join("sub")).unwrap();
-    assert_eq!(
-        status(&d, &wt.join("sub")),
-        ok(r#"{"isRepo":true,"clean":false,"changes":[" M a.txt","?? only-here"]}"#)
-    );
+    // A worktree created beside the repository counts too.
+    let beside = d.root().join("beside");
+    git(&r, &["worktree", "add", "-q", "-b", "beside", &p(&beside)]);
+    assert_eq!(status(&d, &beside, &r), ok(r#"{"isRepo":true,"clean":true}"#));
+}
+
+#[test]
+fn start_commit_prefers_origin_unless_the_local_branch_is_ahead_cleanly() {
+    let d = daemon();
+    let r = repo(&d.root().join("r"), false);
+    let first = git(&r, &["rev-parse", "HEAD"]);
+    let commit = |file: &str| {
+        fs::create_dir_all(r.join(file).parent().unwrap()).unwrap();
+        fs::write(r.join(file), file).unwrap();
+        git(&r, &["add", file]);
+        git(&r, &["commit", "-q", "-m", file]);
+        git(&r, &["rev-parse", "HEAD"])
+    };
+    let ahead = commit("remote.txt");
+    git(&r, &["update-ref", "refs/remotes/origin/feat", &ahead]);
+    git(&r, &["update-ref", "refs/remotes/origin/only-remote", &ahead]);
+    git(&r, &["reset", "-q", "--hard", &first]);
+    let head = |wt: &str| git(Path::new(wt), &["rev-parse", "HEAD"]);
+    let made = |branch: &str, source: &str| {
+        let wt = p(&r.join(".claude/worktrees").join(branch));
+        let reply = create(&d, &r, branch, &wt, &format!(r#","sourceBranch":"{source}""#));
+        assert_eq!(
+            reply,
+            ok(&format!(
+                r#"{{"success":true,"path":"{wt}","sourceBranch":"{source}","branch":"{branch}"}}"#
+            ))
+        );
+        wt
+    };
+    // Local behind origin: origin's commit, by its full id.
+    git(&r, &["branch", "feat", &first]);
+    let wt = made("a", "feat");
+    assert_eq!(head(&wt), ahead);
+    let reflog = git(&r, &["reflog", "show", "--format=%gs", "refs/heads/a"]);
+    assert_eq!(reflog, format!("branch: Created from {ahead}"));
+    let config = fs::read_to_string(r.join(".git/config")).unwrap();
+    assert!(!config.contains("[branch \"a\"]"), "no upstream: {config}");
+    // Only origin has it.
+    assert_eq!(head(&made("b", "only-remote")), ahead);
+    // Local ahead of the merge base without touching .claude: the local one.
+    git(&r, &["checkout", "-q", "feat"]);
+    let local = commit("src/x.txt");
+    assert_eq!(head(&made("c", "feat")), local);
+    // Local changed .claude (any case) since the merge base: origin's.
+    commit(".Claude/settings.json");
+    assert_eq!(head(&made("e", "feat")), ahead);
 }

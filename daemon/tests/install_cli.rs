@@ -132,3 +132,119 @@ fn cli_keep_defaults_to_3() {
     assert_eq!(left, ["0.3", "0.4", "0.5"]);
     assert!(Path::new(&dir).exists());
 }
+
+/// The `libc` member `remora -install` reports with `ldd` replaced by a
+/// script whose body is `ldd_body` (first on `PATH`), or with no `ldd`.
+fn libc_with_ldd(ldd_body: Option<&str>) -> String {
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = tmp.path().join("bin");
+    fs::create_dir(&bin).unwrap();
+    if let Some(body) = ldd_body {
+        let ldd = bin.join("ldd");
+        fs::write(&ldd, format!("#!/bin/sh\n{body}\n")).unwrap();
+        fs::set_permissions(&ldd, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    // Only the fake directory and the shell's own: no real ldd is found.
+    let path = format!("{}:/bin:/usr/bin", bin.display());
+    let path = if ldd_body.is_some() {
+        path
+    } else {
+        bin.display().to_string()
+    };
+    let dir = tmp.path().join("cli");
+    let out = Command::new(env!("CARGO_BIN_EXE_remora"))
+        .args(["-install", "-cli-dir", dir.to_str().unwrap(), "-cli-version", "1.0"])
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let at = stdout.find("\"libc\":\"").unwrap_or_else(|| panic!("{stdout}")) + 8;
+    stdout[at..].split('"').next().unwrap().to_string()
+}
+
+/// What the loader glob alone says on this host.
+fn glob_verdict() -> &'static str {
+    let musl = fs::read_dir("/lib").is_ok_and(|entries| {
+        entries.flatten().any(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.starts_with("ld-musl-") && name.contains(".so.")
+        })
+    });
+    if musl {
+        "musl"
+    } else {
+        "glibc"
+    }
+}
+
+#[test]
+fn libc_comes_from_ldd_version_first() {
+    // musl's ldd prints its banner on stderr and exits 1.
+    assert_eq!(libc_with_ldd(Some("echo 'musl libc (x86_64)' >&2; exit 1")), "musl");
+    assert_eq!(libc_with_ldd(Some("echo 'Version 1.2 of MUSL'")), "musl");
+    assert_eq!(libc_with_ldd(Some("echo 'ldd (GNU libc) 2.36'")), "glibc");
+    // An ldd that exits in time while a child of it holds the pipe: what
+    // was read counts (after the 2 s drain).
+    assert_eq!(libc_with_ldd(Some("echo musl; sleep 300 &")), "musl");
+    // Silent or missing ldd: the loader glob decides.
+    assert_eq!(libc_with_ldd(Some("exit 0")), glob_verdict());
+    assert_eq!(libc_with_ldd(None), glob_verdict());
+}
+
+#[test]
+fn a_hanging_ldd_is_killed_and_its_output_dropped() {
+    // Prints "musl" but never exits: killed at 5 s, the glob decides.
+    assert_eq!(libc_with_ldd(Some("echo musl; exec sleep 300")), glob_verdict());
+}
+
+#[test]
+fn a_plain_file_at_cli_dir_is_moved_aside_and_the_install_succeeds() {
+    // What an older protocol version left: the CLI as one flat file where
+    // the versioned directory now goes.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ccd-cli");
+    let d = dir.to_string_lossy().into_owned();
+    fs::write(&dir, b"old flat cli").unwrap();
+    let blob = zstd::encode_all(&script("2.0")[..], 3).unwrap();
+    let upload = tmp.path().join("up.zst");
+    fs::write(&upload, &blob).unwrap();
+    let out = remora(&[
+        "-install",
+        "-cli-dir",
+        &d,
+        "-cli-version",
+        "2.0",
+        "-cli-zst",
+        upload.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let aside: Vec<_> = fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().starts_with(&format!("{d}.moved-aside-")))
+        .collect();
+    assert_eq!(aside.len(), 1, "{aside:?}");
+    let aside = aside[0].to_string_lossy().into_owned();
+    let mut want = facts(&format!("{d}/2.0"), false, None);
+    want.truncate(want.len() - 2);
+    want.push_str(&format!(",\"cliDirMovedAside\":\"{aside}\"}}\n"));
+    assert_eq!(stdout, want);
+    assert_eq!(fs::read(&aside).unwrap(), b"old flat cli");
+    assert_eq!(fs::read(dir.join("2.0")).unwrap(), script("2.0"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            " WARN  [install] \"{d}\" was not a directory (state from an older version?): moved it to \"{aside}\""
+        )),
+        "{stderr}"
+    );
+
+    // A directory (here, the one just made) is never moved.
+    let again = remora(&["-install", "-cli-dir", &d, "-cli-version", "2.0"]);
+    assert_eq!(
+        String::from_utf8(again.stdout).unwrap(),
+        facts(&format!("{d}/2.0"), true, None)
+    );
+}

@@ -35,7 +35,16 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("protocol", &["method", "rpc", "params", "metrics", "admission"]),
     (
         "engines",
-        &["replay", "tarx", "gitcli", "install", "tokenfile", "runlock"],
+        &[
+            "replay",
+            "tarx",
+            "gitcli",
+            "install",
+            "tokenfile",
+            "runlock",
+            "childrec",
+            "probecli",
+        ],
     ),
     ("supervisor", &["process"]),
     ("handlers", &["methods"]),
@@ -44,7 +53,16 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("connection", &["connection"]),
     (
         "serving",
-        &["server", "orphan", "metrics_http", "shellenv", "bridge", "daemonize"],
+        &[
+            "server",
+            "orphan",
+            "metrics_http",
+            "shellenv",
+            "bridge",
+            "stop",
+            "daemonize",
+            "logind",
+        ],
     ),
     ("entry", &["cli", "fuzzing"]),
 ];

@@ -386,8 +386,13 @@ fn reattach_replays_then_follows_without_gap_or_duplicate() {
             &format!(r#"{{"found":true,"running":false,"firstSeq":1,"lastSeq":{total},"stdinApplied":3}}"#)
         )
     );
-    // Negative fromSeq replays everything; beyond lastSeq replays nothing.
-    c3.send(9, "process.reattach", r#"{"id":"w","fromSeq":-7}"#);
+    // A negative fromSeq is refused (uint64 since 5db5e4a); 0 replays
+    // everything; beyond lastSeq replays nothing.
+    assert_eq!(
+        c3.call(91, "process.reattach", r#"{"id":"w","fromSeq":-7}"#),
+        err(91, -32602, "Invalid params")
+    );
+    c3.send(9, "process.reattach", r#"{"id":"w","fromSeq":0}"#);
     for seq in 1..=total {
         assert_eq!(parse_frame(&c3.recv_line()).expect("frame").1.seq, seq);
     }
@@ -460,14 +465,29 @@ fn spawn_validation_and_go_error_texts() {
         c.call(5, "process.spawn", &format!(r#"{{"id":"x","command":"{noexec}"}}"#)),
         err(5, -32603, &format!("fork/exec {noexec}: permission denied"))
     );
-    // A bad cwd fails in the child after fork (Setpgid is set), so Go
-    // reports it as a fork/exec error of the resolved command path.
+    // A bad cwd is caught by a stat before the fork (reference 5db5e4a):
+    // the stat error wrapped in chdir, and a non-directory named as such.
     let reply = c.call(
         6,
         "process.spawn",
         r#"{"id":"x","command":"/bin/sh","cwd":"/no/such/dir"}"#,
     );
-    assert_eq!(reply, err(6, -32603, "fork/exec /bin/sh: no such file or directory"));
+    assert_eq!(
+        reply,
+        err(
+            6,
+            -32603,
+            "chdir /no/such/dir: stat /no/such/dir: no such file or directory"
+        )
+    );
+    assert_eq!(
+        c.call(
+            61,
+            "process.spawn",
+            &format!(r#"{{"id":"x","command":"/bin/sh","cwd":"{noexec}"}}"#)
+        ),
+        err(61, -32603, &format!("chdir {noexec}: not a directory"))
+    );
     // The child's PATH (env override) is what bare names resolve against.
     assert_eq!(
         c.call(

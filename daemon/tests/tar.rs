@@ -211,7 +211,10 @@ fn open_failure_reports_go_error_and_keeps_dest() {
     fs::write(c.dest.join("keep"), b"").unwrap();
     assert_eq!(
         c.extract(),
-        failed(&format!("open {}: no such file or directory", p(&c.archive)))
+        failed(&format!(
+            "open archive: open {}: no such file or directory",
+            p(&c.archive)
+        ))
     );
     assert!(
         c.dest.join("keep").exists(),

@@ -7,7 +7,9 @@
 //! * `null` leaves a field untouched (a pointer-like `Option` becomes `None`,
 //!   a list or map becomes empty);
 //! * a number binds to an integer field only if it is a plain integer literal
-//!   in range (`1.5`, `1e3` and `"4"` are type errors);
+//!   in range (`1.5`, `1e3` and `"4"` are type errors); an unsigned field
+//!   (`u64`, Go's `uint64`) refuses any sign, so `-1` and `-0` are type
+//!   errors there and `18446744073709551615` binds;
 //! * any type mismatch fails the whole decode.
 //!
 //! Structs are declared with [`go_struct!`], which keeps the JSON names next
@@ -87,6 +89,31 @@ impl GoDecode for i64 {
                 None => Err(mismatch("int64", value)),
             },
             other => Err(mismatch("int64", other)),
+        }
+    }
+}
+
+/// `strconv.ParseUint(literal, 10, 64)`: digits only (no sign, fraction or
+/// exponent), at most `u64::MAX`.
+pub fn parse_go_uint(literal: &str) -> Option<u64> {
+    if literal.is_empty() || !literal.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    literal.parse::<u64>().ok()
+}
+
+impl GoDecode for u64 {
+    fn decode_into(&mut self, value: &Value) -> Result<(), DecodeError> {
+        match value {
+            Value::Null => Ok(()),
+            Value::Number(lit) => match parse_go_uint(lit) {
+                Some(n) => {
+                    *self = n;
+                    Ok(())
+                }
+                None => Err(mismatch("uint64", value)),
+            },
+            other => Err(mismatch("uint64", other)),
         }
     }
 }
@@ -214,6 +241,12 @@ impl GoEncode for bool {
 }
 
 impl GoEncode for i64 {
+    fn to_go_value(&self) -> Option<Value> {
+        Some(Value::Number(self.to_string()))
+    }
+}
+
+impl GoEncode for u64 {
     fn to_go_value(&self) -> Option<Value> {
         Some(Value::Number(self.to_string()))
     }
@@ -360,6 +393,7 @@ mod tests {
             path: String = "path",
             max_bytes: i64 = "maxBytes",
             offset: Option<i64> = "offset",
+            seq: u64 = "seq",
             flag: bool = "flag",
             args: Vec<String> = "args",
             env: StringMap = "env",
@@ -407,6 +441,16 @@ mod tests {
         );
         for bad in ["1.5", "1e3", "\"4\"", "9223372036854775808", "1.0", "true", "[]"] {
             assert!(bind(&format!(r#"{{"maxBytes":{bad}}}"#)).is_err(), "maxBytes {bad}");
+        }
+    }
+
+    #[test]
+    fn unsigned_integers_bind_like_parse_uint() {
+        assert_eq!(bind(r#"{"seq":0}"#).unwrap().seq, 0);
+        assert_eq!(bind(r#"{"seq":18446744073709551615}"#).unwrap().seq, u64::MAX);
+        assert_eq!(bind(r#"{"seq":7,"seq":null}"#).unwrap().seq, 7, "null keeps the value");
+        for bad in ["-1", "-0", "18446744073709551616", "1.5", "1e3", "\"4\"", "true"] {
+            assert!(bind(&format!(r#"{{"seq":{bad}}}"#)).is_err(), "seq {bad}");
         }
     }
 

@@ -1,7 +1,6 @@
 //! Host probes: "does this CLI run?" and "which libc does this host use?".
 
-use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -64,29 +63,103 @@ pub fn runnable(cli: &Path, timeout: Duration) -> bool {
     false
 }
 
-/// The host's C library, `"musl"` or `"glibc"`, detected at run time (the
-/// binary itself may be static and tells nothing).
-///
-/// The program interpreter (`PT_INTERP`) of `/bin/sh` decides: a path
-/// containing `ld-musl` is musl, anything else glibc. Looking at what the
-/// system's own programs are linked against is sturdier than looking for a
-/// musl loader file, which a glibc distro may ship as an extra package.
-/// When `/bin/sh` tells nothing (static busybox, unreadable), the presence
-/// of `/lib/ld-musl-*.so.1` decides; otherwise glibc.
+/// How long `ldd --version` may run, and how long its output may still
+/// trickle in after it exited (a child of it holding the pipe).
+const LDD_LIMIT: Duration = Duration::from_secs(5);
+const LDD_DRAIN: Duration = Duration::from_secs(2);
+/// More than any `ldd --version` banner; the rest is not read.
+const LDD_OUTPUT_CAP: usize = 64 * 1024;
+
+/// The host's C library, `"musl"` or `"glibc"`, decided as the reference
+/// decides it since `3ef9370e`: the combined output of `ldd --version`
+/// (exit code ignored) naming `musl` in any case → musl; any other output
+/// → glibc; no output (no `ldd`, a silent one, or one killed at the 5 s
+/// bound) → a `/lib/ld-musl-*.so.*` loader present → musl, else glibc.
 pub fn detect_libc() -> &'static str {
-    for program in ["/bin/sh", "/usr/bin/env"] {
-        if let Ok(Some(interp)) = elf_interpreter(Path::new(program)) {
-            return if interp.contains("ld-musl") { "musl" } else { "glibc" };
-        }
+    classify(&ldd_version_output()).unwrap_or_else(|| if musl_loader_present() { "musl" } else { "glibc" })
+}
+
+/// The verdict `ldd --version`'s output gives, `None` when it says nothing.
+pub fn classify(output: &[u8]) -> Option<&'static str> {
+    if output.is_empty() {
+        return None;
     }
-    if musl_loader_present() {
+    let lower = output.to_ascii_lowercase();
+    Some(if lower.windows(4).any(|w| w == b"musl") {
         "musl"
     } else {
         "glibc"
-    }
+    })
 }
 
-/// Whether `/lib/ld-musl-*.so.1` exists.
+/// Runs `ldd --version` (found on `PATH`) in its own process group with
+/// stdout and stderr on one pipe. Empty when it cannot start or has not
+/// exited within [`LDD_LIMIT`] (its output is then dropped); otherwise what
+/// arrived until the pipe closed or [`LDD_DRAIN`] passed. The group is
+/// killed before returning either way, so nothing it started lingers.
+fn ldd_version_output() -> Vec<u8> {
+    let Ok((read_end, write_end)) = crate::os::pipe_cloexec() else {
+        return Vec::new();
+    };
+    let Ok(write_err) = write_end.try_clone() else {
+        return Vec::new();
+    };
+    let spawned = Command::new("ldd")
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(write_end))
+        .stderr(Stdio::from(write_err))
+        .process_group(0)
+        .spawn();
+    let Ok(mut child) = spawned else {
+        return Vec::new();
+    };
+    // The spawn consumed our copies of the write end: EOF now depends on
+    // ldd and whatever it started only.
+    // The reader appends to a shared buffer as bytes arrive, so what came
+    // before a drain timeout is kept; it signals when the pipe closes.
+    let shared = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let sink = shared.clone();
+    let reader = std::thread::spawn(move || {
+        let mut pipe = std::fs::File::from(read_end);
+        let mut buf = [0u8; 4096];
+        loop {
+            match pipe.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    let mut out = sink.lock().unwrap_or_else(|e| e.into_inner());
+                    let room = LDD_OUTPUT_CAP.saturating_sub(out.len());
+                    out.extend_from_slice(&buf[..n.min(room)]);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        let _ = tx.send(());
+    });
+    let pid = child.id() as i32;
+    let in_time = crate::probecli::exited_within(pid, LDD_LIMIT);
+    if in_time {
+        let _ = rx.recv_timeout(LDD_DRAIN);
+    }
+    let output = if in_time {
+        std::mem::take(&mut *shared.lock().unwrap_or_else(|e| e.into_inner()))
+    } else {
+        Vec::new()
+    };
+    // The leader is not reaped yet, so the group id is still its own.
+    let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+    let _ = child.wait();
+    // The kill closed every writer the group held; a writer that escaped
+    // the group (a daemonized grandchild) keeps the reader until it exits.
+    if rx.recv_timeout(LDD_DRAIN).is_ok() {
+        let _ = reader.join();
+    }
+    output
+}
+
+/// Whether a musl loader `/lib/ld-musl-*.so.*` exists.
 fn musl_loader_present() -> bool {
     let Ok(entries) = std::fs::read_dir("/lib") else {
         return false;
@@ -94,106 +167,9 @@ fn musl_loader_present() -> bool {
     entries.flatten().any(|e| {
         e.file_name()
             .to_str()
-            .is_some_and(|n| n.starts_with("ld-musl-") && n.ends_with(".so.1"))
+            .and_then(|n| n.strip_prefix("ld-musl-"))
+            .is_some_and(|rest| rest.contains(".so."))
     })
-}
-
-/// The `PT_INTERP` string of the ELF file at `path`, `None` for a static
-/// or non-ELF file.
-pub fn elf_interpreter(path: &Path) -> io::Result<Option<String>> {
-    const PT_INTERP: u32 = 3;
-    let mut f = File::open(path)?;
-    let mut ident = [0u8; 64];
-    let n = read_full(&mut f, &mut ident)?;
-    if n < 52 || &ident[..4] != b"\x7fELF" {
-        return Ok(None);
-    }
-    let is64 = match ident[4] {
-        1 => false,
-        2 => true,
-        _ => return Ok(None),
-    };
-    let le = match ident[5] {
-        1 => true,
-        2 => false,
-        _ => return Ok(None),
-    };
-    let u16_at = |b: &[u8], o: usize| -> u64 {
-        let v = [b[o], b[o + 1]];
-        u64::from(if le {
-            u16::from_le_bytes(v)
-        } else {
-            u16::from_be_bytes(v)
-        })
-    };
-    let u32_at = |b: &[u8], o: usize| -> u64 {
-        let v = [b[o], b[o + 1], b[o + 2], b[o + 3]];
-        u64::from(if le {
-            u32::from_le_bytes(v)
-        } else {
-            u32::from_be_bytes(v)
-        })
-    };
-    let u64_at = |b: &[u8], o: usize| -> u64 {
-        let mut v = [0u8; 8];
-        v.copy_from_slice(&b[o..o + 8]);
-        if le {
-            u64::from_le_bytes(v)
-        } else {
-            u64::from_be_bytes(v)
-        }
-    };
-    if is64 && n < 64 {
-        return Ok(None);
-    }
-    let (phoff, phentsize, phnum) = if is64 {
-        (u64_at(&ident, 32), u16_at(&ident, 54), u16_at(&ident, 56))
-    } else {
-        (u32_at(&ident, 28), u16_at(&ident, 42), u16_at(&ident, 44))
-    };
-    let min_entry = if is64 { 56 } else { 32 };
-    if phentsize < min_entry || phentsize > 256 || phnum > 4096 {
-        return Ok(None);
-    }
-    let mut entry = vec![0u8; phentsize as usize];
-    for i in 0..phnum {
-        f.seek(SeekFrom::Start(phoff.saturating_add(i * phentsize)))?;
-        if read_full(&mut f, &mut entry)? < entry.len() {
-            return Ok(None);
-        }
-        if u32_at(&entry, 0) != u64::from(PT_INTERP) {
-            continue;
-        }
-        let (offset, size) = if is64 {
-            (u64_at(&entry, 8), u64_at(&entry, 32))
-        } else {
-            (u32_at(&entry, 4), u32_at(&entry, 16))
-        };
-        if size == 0 || size > 4096 {
-            return Ok(None);
-        }
-        let mut interp = vec![0u8; size as usize];
-        f.seek(SeekFrom::Start(offset))?;
-        let got = read_full(&mut f, &mut interp)?;
-        interp.truncate(got);
-        let end = interp.iter().position(|b| *b == 0).unwrap_or(interp.len());
-        return Ok(Some(String::from_utf8_lossy(&interp[..end]).into_owned()));
-    }
-    Ok(None)
-}
-
-/// Reads until `buf` is full or EOF; returns the bytes read.
-fn read_full(f: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
-    let mut filled = 0;
-    while filled < buf.len() {
-        match f.read(&mut buf[filled..]) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(filled)
 }
 
 #[cfg(test)]
@@ -201,25 +177,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn this_host_has_an_answer() {
-        let libc = detect_libc();
-        assert!(libc == "glibc" || libc == "musl");
-        // The test binary itself is dynamically linked against the host libc
-        // (or static, in which case there is no interpreter).
-        let own = elf_interpreter(&std::env::current_exe().unwrap()).unwrap();
-        if let Some(interp) = own {
-            assert!(interp.starts_with('/'), "{interp}");
-        }
+    fn ldd_output_classes() {
+        assert_eq!(classify(b""), None);
+        assert_eq!(classify(b"musl libc (x86_64)\nVersion 1.2.4\n"), Some("musl"));
+        assert_eq!(classify(b"ldd from MUSL"), Some("musl"));
+        assert_eq!(classify(b"ldd (GNU libc) 2.36\n"), Some("glibc"));
+        assert_eq!(classify(b"\n"), Some("glibc"));
     }
 
     #[test]
-    fn non_elf_has_no_interpreter() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("script");
-        std::fs::write(&p, "#!/bin/sh\n").unwrap();
-        assert_eq!(elf_interpreter(&p).unwrap(), None);
-        std::fs::write(&p, b"\x7fELF\x02\x01\x01").unwrap();
-        assert_eq!(elf_interpreter(&p).unwrap(), None);
+    fn this_host_has_an_answer() {
+        let libc = detect_libc();
+        assert!(libc == "glibc" || libc == "musl");
     }
 
     #[test]

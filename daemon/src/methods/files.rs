@@ -9,9 +9,10 @@
 //!   the documented error text for a NUL in the path is `stat …`, which is
 //!   what `os.Stat` produces (`os.Lstat` would say `lstat …`). A symlink is
 //!   reported as its target; a dangling one as missing.
-//! - "Missing" is `ENOENT` (Go's `os.IsNotExist`) plus `ENAMETOOLONG` (the
-//!   contract says an over-long path gives the empty `exists:false` body);
-//!   any other stat failure is -32603 with the Go error text.
+//! - "Missing" is `ENOENT` alone (Go's `os.IsNotExist`); any other stat
+//!   failure, `ENAMETOOLONG` included (reference build 5db5e4a; seed 000
+//!   listed the empty `exists:false` body there as claustrum's own), is
+//!   -32603 with the Go error text, or validate's `error` field.
 //! - `files.list` on a non-directory: `open <path>: not a directory`, for
 //!   any file, readable or not (reference build 7d193f89; the seed-000
 //!   build's `os.ReadDir` said `readdirent <path>: not a directory`).
@@ -83,9 +84,9 @@ pub async fn handle(method: FilesMethod, params: PathParams) -> Outcome {
     }
 }
 
-/// Go's `os.IsNotExist`, widened by `ENAMETOOLONG` (see the module doc).
+/// Go's `os.IsNotExist` (see the module doc).
 fn is_missing(err: &io::Error) -> bool {
-    err.kind() == io::ErrorKind::NotFound || err.raw_os_error() == Some(libc::ENAMETOOLONG)
+    err.kind() == io::ErrorKind::NotFound
 }
 
 fn stat(path: &str) -> Outcome {

@@ -256,7 +256,7 @@ fn reattach(p: ProcessParams, processes: &ProcessManager, metrics: &Metrics) -> 
     // Replay seq > fromSeq; a fromSeq beyond the log replays nothing but
     // must not swallow future frames, so the cursor never starts past
     // lastSeq.
-    let after = u64::try_from(p.from_seq.max(0)).unwrap_or(0).min(last_seq);
+    let after = p.from_seq.min(last_seq);
     Outcome::Follow {
         log: process.log.clone(),
         after,

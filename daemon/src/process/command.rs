@@ -11,12 +11,15 @@
 //!   Go's `ErrDot` (`... cannot run executable found relative to current
 //!   directory`). remora looks up in the *child's* PATH (the merged env),
 //!   which is also what the client means when it overrides `env.PATH`;
+//! * a non-empty `cwd` is checked with `stat` (following links) before the
+//!   command is looked up (reference build 5db5e4a; earlier builds let the
+//!   child fail `chdir` and answered `fork/exec <cmd>: …`): a stat failure
+//!   is `chdir <dir>: stat <dir>: <errno text>`, and anything but a
+//!   directory is `chdir <dir>: not a directory` ([`check_cwd`]);
 //! * anything that fails in fork/exec is `fork/exec <path>: <errno text>`,
 //!   `<path>` being the resolved path (or the command as given when it
-//!   contains a `/`). That includes a bad `cwd`: Go only turns a missing
-//!   `Dir` into `chdir <dir>: ...` when `SysProcAttr` is nil, and the
-//!   reference always sets `Setpgid`, so its child fails `chdir` after the
-//!   fork and the error is the `fork/exec` one.
+//!   contains a `/`). A `cwd` that stops being a directory between the
+//!   check and the fork still ends up here.
 //! * an environment entry holding a NUL is refused before the fork with
 //!   `exec: environment variable contains NUL` (Go 1.20+ `dedupEnv`).
 
@@ -107,6 +110,19 @@ fn is_executable(path: &Path) -> bool {
     };
     // SAFETY: plain syscall on a NUL-terminated path.
     unsafe { libc::faccessat(libc::AT_FDCWD, c_path.as_ptr(), libc::X_OK, libc::AT_EACCESS) == 0 }
+}
+
+/// The reference's check of a spawn's working directory (see the module
+/// doc). An empty `cwd` means the daemon's own and is not checked.
+pub fn check_cwd(cwd: &str) -> Result<(), String> {
+    if cwd.is_empty() {
+        return Ok(());
+    }
+    match std::fs::metadata(cwd) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => Err(format!("chdir {cwd}: not a directory")),
+        Err(e) => Err(format!("chdir {cwd}: {}", crate::goerr::path_error("stat", cwd, &e))),
+    }
 }
 
 /// The wire message for a failed fork/exec of `path`.

@@ -245,7 +245,7 @@ impl ManagedProcess {
     /// Applies one decoded `process.stdin` payload (see [`stdin`]). Planning
     /// and enqueueing happen under one lock, so concurrent requests reach
     /// the child in the order their offsets were accepted.
-    pub fn write_stdin(&self, offset: Option<i64>, data: &[u8]) -> (StdinResult, usize) {
+    pub fn write_stdin(&self, offset: Option<u64>, data: &[u8]) -> (StdinResult, usize) {
         let mut st = lock(&self.stdin);
         let running = !self.exited();
         let (skip, new_applied) = match plan_stdin_write(st.applied, offset, data.len(), running) {
@@ -372,6 +372,7 @@ impl ProcessManager {
     /// session is terminated first ([`session`]), one spawn of a session at
     /// a time. Must run inside the tokio runtime.
     pub async fn spawn(&self, spec: &SpawnSpec<'_>) -> Result<Arc<ManagedProcess>, SpawnError> {
+        command::check_cwd(spec.cwd).map_err(SpawnError::Failed)?;
         let env = command::merged_env(self.login_path.get().map(String::as_str), spec.env);
         let program = command::resolve(spec.command, &command::path_of(&env)).map_err(SpawnError::Failed)?;
         if env
@@ -435,9 +436,13 @@ impl ProcessManager {
         if !spec.cwd.is_empty() {
             cmd.current_dir(spec.cwd);
         }
+        if let Some((name, run_dir)) = crate::childrec::child_marker() {
+            cmd.env(name, run_dir);
+        }
         let mut child = cmd.spawn().map_err(|e| command::fork_exec_error(program, &e))?;
         let start_time = epoch_seconds();
         let pid = i32::try_from(child.id()).unwrap_or(0);
+        crate::childrec::record(pid, spec.command);
         // From here on the child exists: every path must end in a
         // supervisor that reaps it.
         let grown = child.stdout.as_ref().is_some_and(grow_pipe);
@@ -755,6 +760,7 @@ async fn supervise(
     };
     let code = status.code;
     process.exit.send_replace(Some(code));
+    crate::childrec::forget(process.pid);
     process.stop_stdin();
     if let Some((out, err)) = readers {
         let _ = out.await;

@@ -4,10 +4,12 @@
 //!
 //! `applied` is the high-water mark: the count of stdin bytes accepted for
 //! delivery so far. A request carries `len` decoded bytes and optionally the
-//! `offset` the caller believes they start at. Everything here is computed
-//! in `i128`, so offsets anywhere in the `i64` range (negative ones
-//! included) and `applied` anywhere in the `u64` range can neither overflow
-//! nor wrap; the fuzz targets call [`plan_stdin_write`] directly.
+//! `offset` the caller believes they start at. Both are unsigned 64-bit, as
+//! in the reference since build 5db5e4a (a negative offset never gets here:
+//! it fails to decode). Everything is computed in `i128`, so offsets and
+//! `applied` anywhere in the `u64` range (`offset + len` past `u64::MAX`
+//! included) can neither overflow nor wrap; the fuzz targets call
+//! [`plan_stdin_write`] directly.
 
 /// What to do with one `process.stdin` payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,11 +41,9 @@ pub enum StdinPlan {
 /// 5. otherwise (`offset < applied < offset + len`) → write the fresh tail
 ///    `data[applied - offset..]`, `applied = offset + len`.
 ///
-/// A negative offset is simply a position before the start of the stream:
-/// it behaves like any other offset below `applied`. `new_applied`
-/// saturates at `u64::MAX` (unreachable in practice: it would take 16 EiB
+/// `new_applied` saturates at `u64::MAX` (unreachable in practice: it would take 16 EiB
 /// of stdin).
-pub fn plan_stdin_write(applied: u64, offset: Option<i64>, len: usize, running: bool) -> StdinPlan {
+pub fn plan_stdin_write(applied: u64, offset: Option<u64>, len: usize, running: bool) -> StdinPlan {
     match plan_offset(applied, offset, len) {
         StdinPlan::Write { .. } if !running => StdinPlan::NotRunning,
         plan => plan,
@@ -51,7 +51,7 @@ pub fn plan_stdin_write(applied: u64, offset: Option<i64>, len: usize, running: 
 }
 
 /// Rules 1, 2, 4 and 5 of [`plan_stdin_write`]: the offset arithmetic alone.
-fn plan_offset(applied: u64, offset: Option<i64>, len: usize) -> StdinPlan {
+fn plan_offset(applied: u64, offset: Option<u64>, len: usize) -> StdinPlan {
     let applied_w = i128::from(applied);
     let len_w = len as i128;
     let append = StdinPlan::Write {
@@ -93,7 +93,7 @@ mod tests {
     /// `[offset, offset+len)` are sent; those at positions `>= applied` are
     /// new. It is only defined when the data is contiguous with what was
     /// applied (no hole), which is exactly the non-gap case.
-    fn model(applied: u64, offset: Option<i64>, len: usize, running: bool) -> StdinPlan {
+    fn model(applied: u64, offset: Option<u64>, len: usize, running: bool) -> StdinPlan {
         let applied = applied as i128;
         let start = offset.map_or(applied, i128::from);
         if start > applied {
@@ -130,24 +130,27 @@ mod tests {
         assert_eq!(plan_stdin_write(5, Some(5), 0, true), w(0, 5));
         assert_eq!(plan_stdin_write(5, Some(4), 0, true), StdinPlan::Duplicate);
         assert_eq!(plan_stdin_write(5, Some(6), 0, true), StdinPlan::Gap);
-        // Negative offsets are positions before the stream start.
-        assert_eq!(plan_stdin_write(0, Some(-5), 3, true), StdinPlan::Duplicate);
-        assert_eq!(plan_stdin_write(0, Some(-5), 10, true), w(5, 5));
-        assert_eq!(plan_stdin_write(0, Some(i64::MIN), 1, true), StdinPlan::Duplicate);
         // Limits: no overflow anywhere.
+        assert_eq!(plan_stdin_write(6, Some(u64::MAX), 6, true), StdinPlan::Gap);
+        assert_eq!(plan_stdin_write(u64::MAX, Some(u64::MAX), 3, true), w(0, u64::MAX));
         assert_eq!(
-            plan_stdin_write(u64::MAX, Some(i64::MAX), 3, true),
+            plan_stdin_write(u64::MAX, Some(u64::MAX - 1), 3, true),
+            w(1, u64::MAX),
+            "offset + len past u64::MAX: the tail is written, applied saturates"
+        );
+        assert_eq!(
+            plan_stdin_write(u64::MAX, Some(i64::MAX as u64), 3, true),
             StdinPlan::Duplicate
         );
         assert_eq!(
-            plan_stdin_write(u64::MAX, Some(i64::MAX), usize::MAX, true),
+            plan_stdin_write(u64::MAX, Some(i64::MAX as u64), usize::MAX, true),
             w(1 << 63, u64::MAX),
             "overlap computed wide, applied saturates"
         );
         assert_eq!(plan_stdin_write(u64::MAX, None, 1, true), w(0, u64::MAX));
-        assert_eq!(plan_stdin_write(0, Some(i64::MAX), 0, true), StdinPlan::Gap);
+        assert_eq!(plan_stdin_write(0, Some(u64::MAX), 0, true), StdinPlan::Gap);
         assert_eq!(
-            plan_stdin_write(i64::MAX as u64, Some(i64::MAX), usize::MAX, true),
+            plan_stdin_write(i64::MAX as u64, Some(i64::MAX as u64), usize::MAX, true),
             w(0, u64::MAX)
         );
     }
@@ -169,12 +172,18 @@ mod tests {
         assert_eq!(not_running(5, Some(5), 0), StdinPlan::NotRunning);
     }
 
-    fn offset_strategy() -> impl Strategy<Value = Option<i64>> {
+    fn offset_strategy() -> impl Strategy<Value = Option<u64>> {
         prop_oneof![
             Just(None),
-            (-64i64..64).prop_map(Some),
-            any::<i64>().prop_map(Some),
-            prop_oneof![Just(i64::MIN), Just(i64::MAX), Just(i64::MAX - 1), Just(i64::MIN + 1)].prop_map(Some),
+            (0u64..64).prop_map(Some),
+            any::<u64>().prop_map(Some),
+            prop_oneof![
+                Just(u64::MAX),
+                Just(u64::MAX - 1),
+                Just(i64::MAX as u64),
+                Just(i64::MAX as u64 + 1)
+            ]
+            .prop_map(Some),
         ]
     }
 
@@ -190,7 +199,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn matches_the_model_for_small_values(applied in 0u64..64, offset in proptest::option::of(-64i64..128), len in 0usize..64, running in any::<bool>()) {
+        fn matches_the_model_for_small_values(applied in 0u64..64, offset in proptest::option::of(0u64..128), len in 0usize..64, running in any::<bool>()) {
             prop_assert_eq!(plan_stdin_write(applied, offset, len, running), model(applied, offset, len, running));
         }
 
@@ -247,7 +256,7 @@ mod tests {
                 let start = (applied as usize).saturating_sub(back);
                 let end = (start + len).min(stream.len());
                 let data = &stream[start..end];
-                match plan_stdin_write(applied, Some(start as i64), data.len(), true) {
+                match plan_stdin_write(applied, Some(start as u64), data.len(), true) {
                     StdinPlan::Write { skip, new_applied } => {
                         delivered.extend_from_slice(&data[skip..]);
                         applied = new_applied;

@@ -37,9 +37,11 @@ pub use crate::method::METHODS;
 /// `git.worktree_create.timeoutMs`, `git.worktree.external_root`,
 /// `server.instance_id`; a feature is listed here only once remora
 /// implements it, at its place in that order (`server.instance_id` last).
-pub const FEATURES: [&str; 3] = [
+pub const FEATURES: [&str; 5] = [
     "process.stdin.offset",
+    "git.status.baseRepo",
     "git.worktree_create.timeoutMs",
+    "git.worktree_create.existingBranch",
     "server.instance_id",
 ];
 

@@ -1,7 +1,9 @@
 //! `git.*`: info, status, list_branches, worktree_create, worktree_remove,
 //! all by running the real `git` CLI (see [`crate::gitcli`]).
 //!
-//! Choices where the contract is silent (also in `docs/PROTOCOL.md`):
+//! Before git runs, every method has the git directory judged by
+//! [`trust`] (build f6010b97). Choices where the contract is silent (also
+//! in `docs/PROTOCOL.md`):
 //! - "is a repo" means `git rev-parse --is-inside-work-tree` prints `true`
 //!   in the directory; anything else (missing dir, bare repo, inside
 //!   `.git`, git missing) is the method's non-repo body.
@@ -14,19 +16,32 @@
 //! - `git.list_branches` lists `refs/heads/*` full names minus the prefix,
 //!   sorted by bytes (so a branch that shares a name with a tag is never
 //!   shortened to `heads/x`).
-//! - `git.status` lines are verbatim (4534d86 keeps the first line's
-//!   leading space) and, with git ≥ 2.40, attributes come from the empty
-//!   tree, so a repo's `.gitattributes` runs no filter.
-//! - `git.worktree_create` `timeoutMs` > 0 takes [`worktree_deadline`].
-//! - `git.worktree_create` defaults `sourceBranch` to
-//!   `git rev-parse --abbrev-ref HEAD`: empty on an unborn HEAD (git then
-//!   infers an orphan branch), `HEAD` when detached. The failure text is
-//!   git's stderr, trimmed (stdout if stderr is empty, else `exit status N`).
-//! - `git.worktree_remove` is lenient: it runs `git worktree remove
-//!   --force <path>`, and if that fails `git worktree prune` (for a worktree
-//!   whose directory is already gone), and always answers success. It never
-//!   deletes a directory itself.
+//! - `git.status` needs `baseRepo` and answers only for a linked worktree
+//!   of it ([`status_gate`], build 7d193f89); lines are verbatim (4534d86
+//!   keeps the first line's leading space), every untracked file listed,
+//!   and, with git ≥ 2.40, attributes come from the empty tree, so a
+//!   repo's `.gitattributes` runs no filter.
+//! - `git.worktree_create`/`_remove` paths pass [`containment`] first
+//!   (7d193f89); create makes the directories itself and takes an empty
+//!   leaf back after a failed add. `timeoutMs` > 0 takes
+//!   [`worktree_deadline`].
+//! - `git.worktree_create` starts the branch at the commit
+//!   [`worktree_add::start_commit`] picks for `sourceBranch` (f6010b97),
+//!   else at HEAD, echoing the current branch (none when detached); an
+//!   `existingBranch` is attached instead (19f30c46); the repository's
+//!   ignored `.claude/` files are then [`seed`]ed. A failure's text is
+//!   git's stderr by [`worktree_add::git_text`].
+//! - `git.worktree_remove` refuses a leaf link and a locked worktree,
+//!   then runs `git worktree remove --force <path>`, and if that fails
+//!   `git worktree prune` (for a worktree whose directory is already
+//!   gone), and answers success. It never deletes a directory itself.
 
+mod containment;
+mod paths;
+mod seed;
+mod status_gate;
+mod trust;
+mod worktree_add;
 mod worktree_deadline;
 
 use super::Outcome;
@@ -34,7 +49,9 @@ use crate::gitcli::{self, porcelain_lines, repo_slug, MUTATE_TIMEOUT, QUERY_TIME
 use crate::gojson::go_lossy;
 use crate::method::GitMethod;
 use crate::params::GitParams;
+use containment::{Refusal, Verb};
 use serde::Serialize;
+use trust::Verdict;
 
 #[derive(Serialize)]
 struct InfoRepo {
@@ -82,6 +99,9 @@ pub(super) struct WorktreeResult {
     path: String,
     #[serde(rename = "sourceBranch", skip_serializing_if = "String::is_empty")]
     source_branch: String,
+    /// The branch the new worktree checks out (build 19f30c46).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    branch: String,
     #[serde(skip_serializing_if = "String::is_empty")]
     error: String,
     #[serde(rename = "errorCode", skip_serializing_if = "String::is_empty")]
@@ -91,7 +111,7 @@ pub(super) struct WorktreeResult {
 pub async fn handle(method: GitMethod, params: GitParams) -> Outcome {
     match method {
         GitMethod::Info => info(&params.path).await,
-        GitMethod::Status => status(&params.path).await,
+        GitMethod::Status => status(&params.path, &params.base_repo).await,
         GitMethod::ListBranches => list_branches(&params.path).await,
         GitMethod::WorktreeCreate => worktree_create(&params).await,
         GitMethod::WorktreeRemove => worktree_remove(&params).await,
@@ -103,7 +123,11 @@ async fn query(dir: &str, args: &[&str]) -> gitcli::GitOutput {
 }
 
 async fn info(path: &str) -> Outcome {
-    if !gitcli::is_work_tree(path).await {
+    let verdict = trust::judge(path).await;
+    if let Verdict::Refused(text) = verdict {
+        return Outcome::internal(text);
+    }
+    if verdict == Verdict::NoRepository || !gitcli::is_work_tree(path).await {
         return Outcome::ok(&InfoNotRepo {
             is_repo: false,
             repo_slug: "",
@@ -137,12 +161,25 @@ async fn info(path: &str) -> Outcome {
     })
 }
 
-async fn status(path: &str) -> Outcome {
+async fn status(path: &str, base_repo: &str) -> Outcome {
+    // Build 7d193f89: status is for a session worktree of `baseRepo` only,
+    // so a request without one (seed 000's `{path}`) is refused.
+    if base_repo.is_empty() {
+        return Outcome::invalid_params("baseRepo is required");
+    }
     let not_repo = StatusResult {
         is_repo: false,
         clean: false,
         changes: None,
     };
+    match trust::judge(base_repo).await {
+        Verdict::Refused(text) => return Outcome::internal(text),
+        Verdict::NoRepository => return Outcome::ok(&not_repo),
+        Verdict::Trusted => {}
+    }
+    if !status_gate::is_linked_worktree_of(path, base_repo).await {
+        return Outcome::ok(&not_repo);
+    }
     // One call answers both "is it a work tree" and the object format the
     // empty tree is spelled in.
     let probe = query(path, &["rev-parse", "--is-inside-work-tree", "--show-object-format"]).await;
@@ -154,7 +191,8 @@ async fn status(path: &str) -> Outcome {
     // Build 4534d86: attributes come from the empty tree, so a repo's own
     // .gitattributes can neither change the answer nor run its filters.
     let attr_source = format!("--attr-source={}", gitcli::empty_tree(lines.next().unwrap_or("sha1")));
-    let mut args = vec!["status", "--porcelain"];
+    // Every untracked file on its own line, not its directory (7d193f89).
+    let mut args = vec!["status", "--porcelain", "--untracked-files=all"];
     if gitcli::supports_attr_source().await {
         args.insert(0, &attr_source);
     }
@@ -175,7 +213,11 @@ async fn list_branches(path: &str) -> Outcome {
         is_repo: false,
         branches: Vec::new(),
     };
-    if !gitcli::is_work_tree(path).await {
+    let verdict = trust::judge(path).await;
+    if let Verdict::Refused(text) = verdict {
+        return Outcome::internal(text);
+    }
+    if verdict == Verdict::NoRepository || !gitcli::is_work_tree(path).await {
         return Outcome::ok(&not_repo);
     }
     let out = query(path, &["for-each-ref", "--format=%(refname)", "refs/heads/"]).await;
@@ -201,48 +243,106 @@ async fn worktree_create(params: &GitParams) -> Outcome {
         return Outcome::invalid_params("branchName is required");
     }
     let repo = params.base_repo.as_str();
-    if !gitcli::is_work_tree(repo).await {
-        return Outcome::ok(&WorktreeResult {
-            success: false,
-            error: "not a git repository".to_string(),
-            error_code: "not_a_repo".to_string(),
-            ..WorktreeResult::default()
-        });
+    if containment::under_managed_worktrees(repo) {
+        return Outcome::ok(&WorktreeResult::failed(
+            containment::NESTED_BASE_REPO.to_string(),
+            "nested_base_repo",
+        ));
     }
-    let source = if params.source_branch.is_empty() {
-        query(repo, &["rev-parse", "--abbrev-ref", "HEAD"])
+    let not_a_repo = || {
+        Outcome::ok(&WorktreeResult::failed(
+            "not a git repository".to_string(),
+            "not_a_repo",
+        ))
+    };
+    match trust::judge(repo).await {
+        Verdict::Refused(text) => return Outcome::ok(&WorktreeResult::failed(text, "worktree_add_failed")),
+        Verdict::NoRepository => return not_a_repo(),
+        Verdict::Trusted => {}
+    }
+    if !gitcli::is_work_tree(repo).await {
+        return not_a_repo();
+    }
+    let worktree = params.worktree_path.as_str();
+    if worktree.is_empty() {
+        return Outcome::ok(&WorktreeResult::failed(
+            "failed to create parent directory: \"\" does not name a directory".to_string(),
+            "mkdir_failed",
+        ));
+    }
+    let refusal =
+        containment::location_refusal(Verb::Create, repo, worktree).or_else(|| containment::exists_refusal(worktree));
+    if let Some(Refusal { text, code }) = refusal {
+        return Outcome::ok(&WorktreeResult::failed(text, code));
+    }
+    // Build f6010b97: a sourceBranch that names a commit is echoed as sent
+    // and starts the branch; otherwise the branch starts at HEAD and the
+    // reply echoes the current branch (none when detached or unborn).
+    let start = match params.source_branch.as_str() {
+        "" => None,
+        source => worktree_add::start_commit(repo, source).await,
+    };
+    let source = match start {
+        Some(_) => params.source_branch.clone(),
+        None => query(repo, &["rev-parse", "--abbrev-ref", "HEAD"])
             .await
             .ok_text()
-            .unwrap_or_default()
-    } else {
-        params.source_branch.clone()
+            .filter(|branch| branch != "HEAD")
+            .unwrap_or_default(),
+    };
+    let start = start.unwrap_or_default();
+    // The location rules passed, so the path lies strictly below the repo.
+    let names = paths::names_below(worktree, repo).unwrap_or_default();
+    let leaf = match containment::make_leaf(repo, &names) {
+        Ok(leaf) => leaf,
+        Err(e) => {
+            return Outcome::ok(&WorktreeResult::failed(
+                format!("failed to create parent directory: {e}"),
+                "mkdir_failed",
+            ))
+        }
+    };
+    let plan = worktree_add::AddPlan {
+        branch_name: &params.branch_name,
+        worktree,
+        start: &start,
+        existing: worktree_add::existing_branch(repo, &params.existing_branch).await,
     };
     if params.timeout_ms > 0 {
-        return worktree_deadline::create(repo, params, source).await;
+        let born = query(repo, &["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])
+            .await
+            .success;
+        return worktree_deadline::create(repo, params, &plan, &source, born, &leaf).await;
     }
-    let mut args = vec![
-        "worktree",
-        "add",
-        "-b",
-        params.branch_name.as_str(),
-        params.worktree_path.as_str(),
-    ];
-    if !source.is_empty() {
-        args.push(source.as_str());
+    match worktree_add::add(repo, &plan, false, MUTATE_TIMEOUT, &leaf).await {
+        worktree_add::Added::Done { branch } => {
+            seed_worktree(repo, &leaf).await;
+            Outcome::ok(&WorktreeResult::created(params, &source, branch))
+        }
+        worktree_add::Added::Failed(result) => Outcome::ok(&result),
+        worktree_add::Added::TimedOut => Outcome::ok(&worktree_add::add_failed("signal: killed")),
     }
-    let out = gitcli::run(repo, &args, false, MUTATE_TIMEOUT).await;
-    if !out.success {
-        return Outcome::ok(&add_failed(&out));
-    }
-    Outcome::ok(&WorktreeResult::created(params, source))
+}
+
+/// Copies the repository's ignored `.claude/` files into the new worktree
+/// ([`seed`]); best effort.
+async fn seed_worktree(repo: &str, leaf: &containment::Leaf) {
+    let (Some(top), Ok(dest)) = (
+        query(repo, &["rev-parse", "--show-toplevel"]).await.ok_text(),
+        leaf.open(),
+    ) else {
+        return;
+    };
+    seed::claude_pass(&top, &dest).await;
 }
 
 impl WorktreeResult {
-    fn created(params: &GitParams, source: String) -> Self {
+    fn created(params: &GitParams, source: &str, branch: String) -> Self {
         WorktreeResult {
             success: true,
             path: params.worktree_path.clone(),
-            source_branch: source,
+            source_branch: source.to_string(),
+            branch,
             ..WorktreeResult::default()
         }
     }
@@ -257,30 +357,74 @@ impl WorktreeResult {
     }
 }
 
-/// `git worktree add failed: <detail>`: git's stderr, trimmed (stdout if
-/// stderr is empty, else Go's `exit status N`).
-fn add_failed(out: &gitcli::GitOutput) -> WorktreeResult {
-    let stderr = out.stderr.trim_ascii();
-    let detail = if !stderr.is_empty() {
-        go_lossy(stderr)
-    } else if !out.stdout.trim_ascii().is_empty() {
-        out.text()
-    } else {
-        out.status_text.clone()
-    };
-    WorktreeResult::failed(format!("git worktree add failed: {detail}"), "worktree_add_failed")
-}
-
 async fn worktree_remove(params: &GitParams) -> Outcome {
+    let refused = |text: String| {
+        Outcome::ok(&WorktreeResult {
+            success: false,
+            error: text,
+            ..WorktreeResult::default()
+        })
+    };
     let repo = params.base_repo.as_str();
-    if !params.worktree_path.is_empty() {
-        let args = ["worktree", "remove", "--force", params.worktree_path.as_str()];
-        if !gitcli::run(repo, &args, false, MUTATE_TIMEOUT).await.success {
-            gitcli::run(repo, &["worktree", "prune"], false, MUTATE_TIMEOUT).await;
-        }
+    let worktree = params.worktree_path.as_str();
+    if worktree.is_empty() {
+        return refused("failed to remove worktree: \"\" does not name a directory".to_string());
+    }
+    if let Some(Refusal { text, .. }) = containment::location_refusal(Verb::Remove, repo, worktree) {
+        return refused(text);
+    }
+    // Build f6010b97: git resolves a link to the worktree it names, so a
+    // planted leaf link could point the remove at any worktree.
+    if let Some(text) = containment::leaf_kind_refusal(worktree) {
+        return refused(text);
+    }
+    if containment::under_managed_worktrees(repo) {
+        return refused(containment::NESTED_BASE_REPO.to_string());
+    }
+    let locks = match trust::judge(repo).await {
+        Verdict::Trusted => locked_worktrees(repo).await,
+        _ => None,
+    };
+    let Some(locks) = locks else {
+        return refused(format!(
+            "failed to remove worktree: could not check whether {worktree} is locked (its registrations could not be examined); retry"
+        ));
+    };
+    let spellings = [paths::clean(worktree), containment::resolved_leaf(worktree)];
+    if locks.iter().any(|locked| spellings.contains(locked)) {
+        return refused(format!(
+            "refusing to remove worktree: {worktree} is locked (git worktree lock); unlock it to remove it"
+        ));
+    }
+    let args = ["worktree", "remove", "--force", worktree];
+    if !gitcli::run(repo, &args, false, MUTATE_TIMEOUT).await.success {
+        gitcli::run(repo, &["worktree", "prune"], false, MUTATE_TIMEOUT).await;
     }
     Outcome::ok(&WorktreeResult {
         success: true,
         ..WorktreeResult::default()
     })
+}
+
+/// The paths of the locked worktrees registered in `repo`
+/// (`git worktree list --porcelain -z`); `None` when git cannot list them
+/// (no repository, an unreadable one).
+async fn locked_worktrees(repo: &str) -> Option<Vec<String>> {
+    if !gitcli::is_work_tree(repo).await {
+        return None;
+    }
+    let out = query(repo, &["worktree", "list", "--porcelain", "-z"]).await;
+    if !out.success {
+        return None;
+    }
+    let mut locked = Vec::new();
+    let mut current: Option<String> = None;
+    for field in out.stdout.split(|&b| b == 0) {
+        if let Some(path) = field.strip_prefix(b"worktree ") {
+            current = Some(String::from_utf8_lossy(path).into_owned());
+        } else if field == b"locked" || field.starts_with(b"locked ") {
+            locked.extend(current.clone());
+        }
+    }
+    Some(locked)
 }

@@ -5,7 +5,9 @@
 //! Without `timeoutMs` (or with 0 or less) the caller never reaches this
 //! module, and the reply is the single-command one, byte for byte.
 
-use super::{add_failed, WorktreeResult};
+use super::containment::Leaf;
+use super::worktree_add::{self, AddPlan, Added};
+use super::WorktreeResult;
 use crate::gitcli;
 use crate::methods::Outcome;
 use crate::params::GitParams;
@@ -33,48 +35,49 @@ fn timed_out(ms: i64, phase: Cut<'_>) -> WorktreeResult {
     )
 }
 
-/// `git worktree add --no-checkout …`, then `git read-tree --reset -u
-/// HEAD` in the new worktree (one plain add on an unborn source),
-/// both within `timeoutMs` of the start. A fired deadline leaves what git
-/// had done in place, like the single-command path's failures.
-pub(super) async fn create(repo: &str, params: &GitParams, source: String) -> Outcome {
+/// `git worktree add --no-checkout …` (see [`worktree_add`]), then `git
+/// read-tree --reset -u HEAD` in the new worktree (one plain add on an
+/// unborn source), both within `timeoutMs` of the start. A fired deadline
+/// leaves what git had done in place, like the single-command path's
+/// failures.
+pub(super) async fn create(
+    repo: &str,
+    params: &GitParams,
+    plan: &AddPlan<'_>,
+    source: &str,
+    head_born: bool,
+    leaf: &Leaf,
+) -> Outcome {
     let ms = params.timeout_ms;
     let deadline = Instant::now() + Duration::from_millis(ms.unsigned_abs());
     let left = || deadline.saturating_duration_since(Instant::now());
-    // An unborn source has nothing to check out (git infers `--orphan`,
-    // which refuses `--no-checkout`): then the add is the whole job.
-    let mut args = vec!["worktree", "add"];
-    if !source.is_empty() {
-        args.push("--no-checkout");
-    }
-    args.extend(["-b", params.branch_name.as_str(), params.worktree_path.as_str()]);
-    if !source.is_empty() {
-        args.push(source.as_str());
-    }
-    let add = gitcli::run(repo, &args, false, left()).await;
-    if add.timed_out {
-        return Outcome::ok(&timed_out(ms, Cut::Before));
-    }
-    if !add.success {
-        return Outcome::ok(&add_failed(&add));
-    }
-    if !source.is_empty() {
+    // An unborn HEAD has nothing to check out (git infers `--orphan`,
+    // which refuses `--no-checkout`): then the add is the whole job. A
+    // start commit or an existing branch always has one.
+    let check_out = head_born || !plan.start.is_empty() || plan.existing.is_some();
+    let branch = match worktree_add::add(repo, plan, check_out, left(), leaf).await {
+        Added::Done { branch } => branch,
+        Added::Failed(result) => return Outcome::ok(&result),
+        Added::TimedOut => return Outcome::ok(&timed_out(ms, Cut::Before)),
+    };
+    if check_out {
         if left().is_zero() {
             return Outcome::ok(&timed_out(ms, Cut::Before));
         }
-        // A relative worktreePath is relative to the repo, where the add ran.
-        let dir = Path::new(repo).join(&params.worktree_path);
+        let dir = Path::new(repo).join(plan.worktree);
         let dir = dir.to_string_lossy();
         let checkout = gitcli::run(&dir, &["read-tree", "--reset", "-u", "HEAD"], false, left()).await;
         if checkout.timed_out {
             return Outcome::ok(&timed_out(ms, Cut::During(&checkout.status_text)));
         }
         if !checkout.success {
-            return Outcome::ok(&add_failed(&checkout));
+            return Outcome::ok(&worktree_add::add_failed(&worktree_add::git_text(&checkout)));
         }
+        // The copy step is not cut short; the deadline is judged after it.
+        super::seed_worktree(repo, leaf).await;
         if left().is_zero() {
             return Outcome::ok(&timed_out(ms, Cut::After));
         }
     }
-    Outcome::ok(&WorktreeResult::created(params, source))
+    Outcome::ok(&WorktreeResult::created(params, source, branch))
 }

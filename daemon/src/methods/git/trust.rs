@@ -1,0 +1,292 @@
+//! The git-directory trust check (reference build `f6010b97`): before any
+//! `git.*` method runs git, the git directory the request would use is
+//! found the way git's own discovery finds it and judged on its layout.
+//!
+//! The point is a planted `commondir`. git reads that file to learn where
+//! a linked worktree's shared repository lives, and it obeys one wherever
+//! it sits, so a repository (or anyone who can write into it) could
+//! redirect git to another repository's objects, config and hooks. git
+//! only ever writes `commondir` inside a linked worktree's entry,
+//! `<repo>/.git/worktrees/<name>/`, with the content `../..`. So:
+//!
+//! - a `commondir` anywhere else (a main or bare repository, a submodule
+//!   git directory, an entry whose repository is not a valid git
+//!   directory) is refused (M1);
+//! - an entry's `commondir` must, trimmed and taken relative to the entry,
+//!   name the entry's own repository (M2); it must exist (M3) and be a
+//!   regular file of at most 1 MiB (M4);
+//! - a `.git` file that does not start with `gitdir:`, is over 1 MiB or
+//!   names a directory that is gone means no repository at all, and so
+//!   does a `.git` directory that fails git's "is this a git directory"
+//!   test (HEAD, `objects`, `refs`) and holds no `commondir`.
+//!
+//! M5 (a gone entry named by the daemon's own `GIT_DIR`) cannot arise:
+//! remora never lets its environment's `GIT_DIR`/`GIT_COMMON_DIR` reach git.
+//!
+//! Every read opens without blocking (a FIFO never stalls the check) and
+//! reads a bounded number of bytes. Paths in the texts are cut to 300
+//! characters and quoted as Go's `%q` does.
+
+use super::paths::clean;
+use crate::goerr::go_quote;
+use std::fs::{self, File};
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+/// The largest `.git` file or `commondir` the check reads (and accepts).
+const MAX_POINTER_FILE: u64 = 1 << 20;
+/// git reads HEAD into a buffer of this size when it tests a directory.
+const HEAD_WINDOW: usize = 255;
+/// Paths in the refusal texts are cut to this many characters.
+const OPERAND_CHARS: usize = 300;
+
+const PREFIX: &str =
+    "the repository's git directory could not be trusted; git not run: commondir not as git writes it: ";
+
+/// What the check says about a request directory.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Run git as usual (also when no repository was found: git says so).
+    Trusted,
+    /// Answer as for a directory that holds no repository.
+    NoRepository,
+    /// Refuse with this text.
+    Refused(String),
+}
+
+/// Judges the git directory that git would use for `dir` (the daemon's
+/// cwd when empty). File-system work only, bounded; run off the reactor.
+pub async fn judge(dir: &str) -> Verdict {
+    let dir = dir.to_string();
+    tokio::task::spawn_blocking(move || judge_dir(&dir))
+        .await
+        .unwrap_or(Verdict::Trusted)
+}
+
+fn judge_dir(dir: &str) -> Verdict {
+    let start = if dir.is_empty() { Path::new(".") } else { Path::new(dir) };
+    // git runs in the directory with its links resolved (getcwd), and
+    // discovers from there; a directory git cannot enter is git's to report.
+    let Ok(start) = fs::canonicalize(start) else {
+        return Verdict::Trusted;
+    };
+    if !start.is_dir() {
+        return Verdict::Trusted;
+    }
+    for here in start.ancestors() {
+        let dot_git = here.join(".git");
+        match fs::metadata(&dot_git) {
+            Ok(meta) if meta.is_file() => return judge_git_file(here, &dot_git),
+            Ok(meta) if meta.is_dir() => {
+                if is_git_directory(&dot_git) {
+                    return judge_git_dir(&dot_git);
+                }
+                // A broken `.git` directory ends the walk (git would walk on
+                // to an outer repository, which is not the one meant).
+                return match fs::symlink_metadata(dot_git.join("commondir")) {
+                    Ok(_) => Verdict::Refused(stray(&dot_git.join("commondir"))),
+                    Err(_) => Verdict::NoRepository,
+                };
+            }
+            _ => {}
+        }
+        // A bare repository: the directory itself is the git directory.
+        if is_git_directory(here) {
+            return judge_git_dir(here);
+        }
+    }
+    Verdict::Trusted
+}
+
+/// A `.git` file: `gitdir: <path>`, the path relative to the file's folder.
+fn judge_git_file(folder: &Path, dot_git: &Path) -> Verdict {
+    let Some(bytes) = read_small(dot_git, MAX_POINTER_FILE).filter(|b| b.len() as u64 <= MAX_POINTER_FILE) else {
+        return Verdict::NoRepository;
+    };
+    let Some(rest) = bytes.strip_prefix(b"gitdir:") else {
+        return Verdict::NoRepository;
+    };
+    let Ok(target) = std::str::from_utf8(rest.trim_ascii()) else {
+        return Verdict::NoRepository;
+    };
+    if target.is_empty() {
+        return Verdict::NoRepository;
+    }
+    let joined = folder.join(target);
+    let git_dir = PathBuf::from(clean(&joined.to_string_lossy()));
+    if !git_dir.is_dir() {
+        return Verdict::NoRepository;
+    }
+    judge_git_dir(&git_dir)
+}
+
+/// A found git directory: an entry of a linked worktree, or anything else.
+fn judge_git_dir(git_dir: &Path) -> Verdict {
+    let commondir = git_dir.join("commondir");
+    let repository = git_dir.parent().and_then(Path::parent);
+    let is_entry = git_dir.parent().and_then(Path::file_name) == Some("worktrees".as_ref())
+        && git_dir.file_name() != Some(".git".as_ref())
+        && repository.is_some_and(is_git_directory);
+    let Some(repository) = repository.filter(|_| is_entry) else {
+        return match fs::symlink_metadata(&commondir) {
+            Ok(_) => Verdict::Refused(stray(&commondir)),
+            Err(_) => Verdict::Trusted,
+        };
+    };
+    let meta = match fs::metadata(&commondir) {
+        Ok(meta) => meta,
+        Err(_) if fs::symlink_metadata(&commondir).is_err() => {
+            return Verdict::Refused(format!(
+                "{PREFIX}worktree entry {} has none (git always writes one there, containing ../..); the entry is damaged or was not made by git — recreate the worktree with git worktree add, or remove the entry",
+                operand(git_dir)
+            ))
+        }
+        // A link to nothing: not a plain file.
+        Err(_) => return Verdict::Refused(not_plain(&commondir, "commondir is not a regular file")),
+    };
+    if !meta.is_file() {
+        return Verdict::Refused(not_plain(&commondir, "commondir is not a regular file"));
+    }
+    if meta.len() > MAX_POINTER_FILE {
+        return Verdict::Refused(not_plain(&commondir, "commondir is larger than 1048576 bytes"));
+    }
+    let names_own = read_small(&commondir, MAX_POINTER_FILE).is_some_and(|bytes| {
+        let text = bytes.trim_ascii();
+        match std::str::from_utf8(text) {
+            Ok(text) if !text.is_empty() && !text.contains('\0') => {
+                let named = git_dir.join(text);
+                clean(&named.to_string_lossy()) == clean(&repository.to_string_lossy())
+            }
+            _ => false,
+        }
+    });
+    if names_own {
+        return Verdict::Trusted;
+    }
+    Verdict::Refused(format!(
+        "{PREFIX}{} does not name the entry's own repository, {}; restore the file to read ../.. or remove that worktree entry and add the worktree again",
+        operand(&commondir),
+        operand(repository)
+    ))
+}
+
+/// M1: a `commondir` where git never writes one.
+fn stray(commondir: &Path) -> String {
+    format!(
+        "{PREFIX}{} exists where git itself never writes one (git keeps that file only in a linked worktree's entry under .git/worktrees/); remove it if you did not create it, and treat its appearance as tampering",
+        operand(commondir)
+    )
+}
+
+/// M4: an entry's `commondir` that is not a small regular file.
+fn not_plain(commondir: &Path, reason: &str) -> String {
+    format!(
+        "{PREFIX}{} is not a small plain file ({reason}); remove it, or remove that worktree entry and add the worktree again so git rewrites it",
+        operand(commondir)
+    )
+}
+
+/// git's test of a git directory: a HEAD that reads as a ref or an object
+/// id, and `objects` and `refs` present (of any type).
+fn is_git_directory(dir: &Path) -> bool {
+    if fs::symlink_metadata(dir.join("objects")).is_err() || fs::symlink_metadata(dir.join("refs")).is_err() {
+        return false;
+    }
+    let Some(head) = read_small(&dir.join("HEAD"), HEAD_WINDOW as u64) else {
+        return false;
+    };
+    let head = &head[..head.len().min(HEAD_WINDOW)];
+    if let Some(rest) = head.strip_prefix(b"ref:") {
+        return rest.trim_ascii_start().starts_with(b"refs/");
+    }
+    head.len() >= 40 && head[..40].iter().all(u8::is_ascii_hexdigit)
+}
+
+/// Up to `cap + 1` bytes of a regular file, opened without blocking (so a
+/// longer file shows as more than `cap` bytes); `None` for anything that
+/// is not a readable regular file.
+fn read_small(path: &Path, cap: u64) -> Option<Vec<u8>> {
+    let file = File::options()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
+        .open(path)
+        .ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.take(cap + 1).read_to_end(&mut bytes).ok()?;
+    Some(bytes)
+}
+
+/// A path as the texts show it: cut to 300 characters (a byte that is not
+/// UTF-8 counts as one), then quoted as Go's `%q`.
+fn operand(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = path.as_os_str().as_bytes();
+    let mut end = 0;
+    let mut count = 0;
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if count == OPERAND_CHARS {
+                return go_quote(&bytes[..end]);
+            }
+            end += c.len_utf8();
+            count += 1;
+        }
+        for _ in chunk.invalid() {
+            if count == OPERAND_CHARS {
+                return go_quote(&bytes[..end]);
+            }
+            end += 1;
+            count += 1;
+        }
+    }
+    go_quote(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operands_are_cut_by_characters_and_quoted() {
+        let long = format!("/{}", "é".repeat(400));
+        let cut = operand(Path::new(&long));
+        assert_eq!(cut, format!("\"/{}\"", "é".repeat(299)));
+        assert_eq!(operand(Path::new("/a\"b")), "\"/a\\\"b\"");
+        use std::os::unix::ffi::OsStrExt;
+        let bad = std::ffi::OsStr::from_bytes(b"/bad\xffname");
+        assert_eq!(operand(Path::new(bad)), "\"/bad\\xffname\"");
+    }
+
+    #[test]
+    fn head_test_follows_gits_window() {
+        let dir = tempdir();
+        fs::create_dir(dir.join("objects")).unwrap();
+        fs::write(dir.join("refs"), b"x").unwrap();
+        for (head, ok) in [
+            ("ref: refs/heads/main\n".to_string(), true),
+            ("ref:\nrefs/heads/main\n".to_string(), true),
+            (format!("ref:{}refs/heads/main\n", " ".repeat(246)), true),
+            (format!("ref:{}refs/heads/main\n", " ".repeat(247)), false),
+            (format!("{}{}", "a".repeat(40), "z".repeat(300)), true),
+            ("a".repeat(39), false),
+            ("ref: something\n".to_string(), false),
+            (String::new(), false),
+        ] {
+            fs::write(dir.join("HEAD"), &head).unwrap();
+            assert_eq!(is_git_directory(&dir), ok, "{head:?}");
+        }
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn tempdir() -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("remora-trust-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+}

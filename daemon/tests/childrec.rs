@@ -1,0 +1,170 @@
+//! Child records and the orphan reap (19f30c46) with real processes: a
+//! daemon is SIGKILLed with children running (one with a grandchild, one
+//! ignoring SIGTERM); the next daemon on the same socket ends them all,
+//! and drops, without signalling, records that do not verify.
+
+#![allow(clippy::unwrap_used)] // a test that unwraps fails loudly; the lint guards the daemon
+
+mod common;
+
+use common::{pid_gone, remora_bin, wait_until, Client, TestDaemon, TOKEN};
+use std::io::BufRead;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Spawns `sh -c 'echo $$; <script>'` as process `id`; returns its pid
+/// (the first line it prints).
+fn spawn_sh(c: &mut Client, rid: u64, id: &str, script: &str) -> i32 {
+    let script = format!("echo $$; {script}");
+    let params = serde_json::json!({"id": id, "command": "sh", "args": ["-c", script]}).to_string();
+    let reply = c.call(rid, "process.spawn", &params);
+    assert!(reply.contains("\"success\":true"), "{reply}");
+    first_output(c, id).trim().parse().unwrap()
+}
+
+/// The first stdout frame of process `id`, decoded.
+fn first_output(c: &mut Client, id: &str) -> String {
+    loop {
+        let line = common::frames::next_line(c);
+        if let Some((pid, frame)) = common::frames::parse_frame(&line) {
+            if pid == id && frame.stream == "stdout" {
+                return String::from_utf8(frame.data).unwrap();
+            }
+        }
+    }
+}
+
+fn alive(pid: i32) -> bool {
+    !pid_gone(pid)
+}
+
+#[test]
+fn a_killed_daemons_children_are_ended_by_the_next_daemon() {
+    let mut first = TestDaemon::start();
+    let root = first.root().to_path_buf();
+    let socket = first.socket.clone();
+    let children = root.join("children");
+    let mut c = first.connect();
+    let plain = spawn_sh(&mut c, 1, "plain", "sleep 300; :");
+    let parent = spawn_sh(&mut c, 2, "tree", "sleep 300 & sleep 0.1; echo $!; wait");
+    let grandchild: i32 = first_output(&mut c, "tree").trim().parse().unwrap();
+    let stubborn = spawn_sh(&mut c, 3, "stubborn", "trap '' TERM; sleep 300; :");
+    // One record per child, in the reference's member order.
+    for pid in [plain, parent, stubborn] {
+        let rec = std::fs::read_to_string(children.join(format!("{pid}.json"))).unwrap();
+        assert!(rec.starts_with(&format!("{{\"pid\":{pid},\"node\":\"")), "{rec}");
+        assert!(rec.contains("\"argv0\":\"sh\",\"start\":\""), "{rec}");
+    }
+    // Their environment names the run dir.
+    let environ = std::fs::read(format!("/proc/{plain}/environ")).unwrap();
+    let marker = format!("CLAUDE_SSH_RUN_DIR={}\0", root.display());
+    assert!(environ.windows(marker.len()).any(|w| w == marker.as_bytes()));
+
+    // Two records that must not be acted on: a process this test started
+    // itself (right program, own group, no run-dir marker), and the same
+    // pid with a start time it does not have (a reused pid).
+    let mut outsider = Command::new("sleep").arg("300").process_group(0).spawn().unwrap();
+    let outsider_pid = outsider.id() as i32;
+    let template = read_json(&children.join(format!("{plain}.json")));
+    let stat = std::fs::read_to_string(format!("/proc/{outsider_pid}/stat")).unwrap();
+    let start = stat[stat.rfind(')').unwrap() + 2..]
+        .split(' ')
+        .nth(19)
+        .unwrap()
+        .to_string();
+    let mut planted = template.clone();
+    planted["pid"] = outsider_pid.into();
+    planted["argv0"] = "sleep".into();
+    planted["start"] = start.into();
+    std::fs::write(children.join(format!("{outsider_pid}.json")), planted.to_string()).unwrap();
+    let mut reused = planted.clone();
+    reused["start"] = "1".into();
+    // Same pid, another file name: records are judged one by one.
+    std::fs::write(children.join("reused.json"), reused.to_string()).unwrap();
+    // Junk is removed silently.
+    std::fs::write(children.join("junk.json"), "not json").unwrap();
+
+    // SIGKILL the daemon: nothing of it can clean up.
+    let daemon = read_json(&root.join("daemon.lock"))["pid"].as_i64().unwrap() as i32;
+    // SAFETY: kill(2) on the daemon this test started.
+    unsafe { libc::kill(daemon, libc::SIGKILL) };
+    assert!(wait_until(Duration::from_secs(10), || pid_gone(daemon)));
+    for pid in [plain, parent, grandchild, stubborn] {
+        assert!(alive(pid), "{pid} should outlive the SIGKILLed daemon");
+    }
+
+    // The next daemon on the same socket.
+    let token = root.join("token2");
+    std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
+    let log = root.join("second.log");
+    let mut launcher = Command::new(remora_bin())
+        .args([
+            "-serve",
+            "-socket",
+            socket.to_str().unwrap(),
+            "-token-file",
+            token.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut banner = String::new();
+    std::io::BufReader::new(launcher.stdout.take().unwrap())
+        .read_line(&mut banner)
+        .unwrap();
+    let _ = launcher.wait();
+    assert!(banner.starts_with("Remora remote server listening"), "{banner}");
+    // Reaped before the socket was bound, so before the banner.
+    for pid in [plain, parent, grandchild, stubborn] {
+        assert!(
+            pid_gone(pid),
+            "{pid} should have been ended ({plain} {parent} {grandchild} {stubborn}): {}",
+            std::fs::read_to_string(&log).unwrap()
+        );
+    }
+    assert!(alive(outsider_pid), "an unverified record must not be signalled");
+    let text = std::fs::read_to_string(&log).unwrap();
+    for want in [
+        format!("[process.Registry] ending orphaned process group {plain} recorded by daemon instance \""),
+        format!("(pid {daemon}): SIGTERM\n"),
+        format!("[process.Registry] group {stubborn} outlived SIGTERM for 2s: SIGKILL\n"),
+        format!("[process.Registry] record {outsider_pid}.json: pid {outsider_pid} is not a child to end (it was not started by a daemon of this run dir: no CLAUDE_SSH_RUN_DIR names it); dropping the record, signalling nothing\n"),
+        format!("[process.Registry] record reused.json: pid {outsider_pid} is not a child to end (it did not start at the recorded \"1\": the pid has been reused); dropping the record, signalling nothing\n"),
+        "[daemon] serve: predecessor's children \u{2014} 3 orphaned group(s): 2 ended on SIGTERM, 1 on SIGKILL, 0 survived; 2 stale record(s) dropped, 0 kept\n".to_string(),
+    ] {
+        assert!(text.contains(&want), "missing {want:?} in\n{text}");
+    }
+    // Every old record is gone.
+    let left: Vec<_> = std::fs::read_dir(&children)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    let _ = outsider.kill();
+    let _ = outsider.wait();
+    // `first` stops the second daemon on drop (same socket, same token).
+    first.stop();
+}
+
+#[test]
+fn a_graceful_stop_leaves_no_records() {
+    let mut d = TestDaemon::start();
+    let mut c = d.connect();
+    let pid = spawn_sh(&mut c, 1, "s", "sleep 300; :");
+    assert!(d.root().join(format!("children/{pid}.json")).exists());
+    d.stop();
+    assert!(wait_until(Duration::from_secs(10), || pid_gone(pid)));
+    let left: Vec<_> = std::fs::read_dir(d.root().join("children"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
