@@ -11,6 +11,7 @@
 //! [`LineBuffer`] is the pure state machine (fuzzed against a model);
 //! [`LineReader`] drives it from an async reader.
 
+use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt};
@@ -22,6 +23,7 @@ pub const MAX_LINE: usize = 1024 * 1024;
 const INITIAL_CAPACITY: usize = 4 * 1024;
 
 /// What the framing layer hands to the connection.
+#[cfg(any(test, feature = "fuzzing"))]
 #[derive(Debug, PartialEq, Eq)]
 pub enum Framed<'a> {
     /// One complete line, without its `\n` and without a trailing `\r`.
@@ -81,31 +83,52 @@ impl LineBuffer {
 
     /// Returns the next complete line, `TooLong`, or `None` if more input
     /// is needed.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub fn next_line(&mut self) -> Option<Framed<'_>> {
+        match self.next_span()? {
+            Ok(span) => Some(Framed::Line(self.line(span))),
+            Err(TooLong) => Some(Framed::TooLong),
+        }
+    }
+
+    /// [`LineBuffer::next_line`] as a range of the buffer, so a caller in
+    /// a loop can borrow the line only on the path that returns it.
+    fn next_span(&mut self) -> Option<Result<Range<usize>, TooLong>> {
         let from = self.scanned.max(self.start);
         if let Some(i) = self.buf[from..self.end].iter().position(|&b| b == b'\n') {
             let newline = from + i;
             let line_start = self.start;
             self.start = newline + 1;
             self.scanned = self.start;
-            return Some(Framed::Line(drop_cr(&self.buf[line_start..newline])));
+            return Some(Ok(line_start..newline));
         }
         self.scanned = self.end;
         if self.pending() >= self.cap {
-            return Some(Framed::TooLong);
+            return Some(Err(TooLong));
         }
         None
     }
 
+    /// The line in `span`, without a trailing `\r`.
+    fn line(&self, span: Range<usize>) -> &[u8] {
+        drop_cr(&self.buf[span])
+    }
+
     /// At EOF: the unterminated remainder, if any (it is under the cap,
     /// since `next_line` reports `TooLong` first).
+    #[cfg(any(test, feature = "fuzzing"))]
     pub fn take_final(&mut self) -> Option<&[u8]> {
+        let span = self.take_final_span()?;
+        Some(self.line(span))
+    }
+
+    fn take_final_span(&mut self) -> Option<Range<usize>> {
         if self.pending() == 0 {
             return None;
         }
-        let line = &self.buf[self.start..self.end];
+        let span = self.start..self.end;
         self.start = self.end;
-        Some(drop_cr(line))
+        Some(span)
     }
 
     /// A writable region for the next read. Never lets the pending bytes
@@ -156,6 +179,9 @@ impl LineBuffer {
     }
 }
 
+/// The current line reached [`MAX_LINE`] bytes without a newline.
+struct TooLong;
+
 fn drop_cr(line: &[u8]) -> &[u8] {
     line.strip_suffix(b"\r").unwrap_or(line)
 }
@@ -205,10 +231,11 @@ pub struct LineReader<R> {
     charge: Option<(Arc<SharedBudget>, usize)>,
 }
 
-/// One step of reading a connection.
+/// One step of reading a connection. A line borrows the reader's buffer
+/// until the next read: no copy per request.
 #[derive(Debug, PartialEq, Eq)]
-pub enum ReadEvent {
-    Line(Vec<u8>),
+pub enum ReadEvent<'a> {
+    Line(&'a [u8]),
     TooLong,
     /// Growing the buffer would pass the budget it is charged to.
     OverBudget,
@@ -259,16 +286,16 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
     }
 
     /// Returns the next line, `TooLong`, or `Eof` (also on a read error).
-    pub async fn next(&mut self) -> ReadEvent {
+    pub async fn next(&mut self) -> ReadEvent<'_> {
         loop {
-            match self.buf.next_line() {
-                Some(Framed::Line(line)) => return ReadEvent::Line(line.to_vec()),
-                Some(Framed::TooLong) => return ReadEvent::TooLong,
+            match self.buf.next_span() {
+                Some(Ok(span)) => return ReadEvent::Line(self.buf.line(span)),
+                Some(Err(TooLong)) => return ReadEvent::TooLong,
                 None => {}
             }
             if self.eof {
-                return match self.buf.take_final() {
-                    Some(line) => ReadEvent::Line(line.to_vec()),
+                return match self.buf.take_final_span() {
+                    Some(span) => ReadEvent::Line(self.buf.line(span)),
                     None => ReadEvent::Eof,
                 };
             }

@@ -46,10 +46,13 @@
 //! | [`shutdown`] | the daemon-wide stop signal |
 //! | [`signals`] | inherited signal dispositions, reset for children |
 //! | [`metrics`] | counters for `-metrics-addr` |
+//! | `alloccount` | heap allocation counting (feature `alloc-count`) |
 //! | [`logging`] | leveled Go-format log lines on stderr |
 //! | [`version`] | build id, GOOS/GOARCH names |
 
 pub(crate) mod admission;
+#[cfg(feature = "alloc-count")]
+pub mod alloccount;
 pub(crate) mod bridge;
 pub(crate) mod childrec;
 pub mod cli;

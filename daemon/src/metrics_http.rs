@@ -267,6 +267,13 @@ pub fn render(m: &Metrics) -> String {
         "Replay logs that fell back to an in-memory ring after a disk failure.",
         get(&m.replay.fallbacks),
     );
+    #[cfg(feature = "alloc-count")]
+    counter(
+        &mut out,
+        "remora_heap_allocations_total",
+        "Heap allocations and reallocations since start (alloc-count builds only).",
+        crate::alloccount::allocations(),
+    );
     out
 }
 
