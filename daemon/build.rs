@@ -1,10 +1,13 @@
-//! Stamps the version id and build time into the binary.
+//! Stamps the version id (`ci/version`) and build time into the binary.
 
 use std::process::Command;
 
 fn main() {
-    let id = Command::new("git")
-        .args(["describe", "--tags", "--always", "--dirty"])
+    // ci/version names the build, for this binary and for ci/release's
+    // tarballs alike; outside the repository the crate version does.
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../ci/version");
+    let id = Command::new("sh")
+        .arg(&script)
         .output()
         .ok()
         .filter(|o| o.status.success())
@@ -25,6 +28,8 @@ fn main() {
     println!("cargo:rustc-env=REMORA_BUILD_TIME={}", rfc3339(built));
     println!("cargo:rerun-if-changed=../.git/HEAD");
     println!("cargo:rerun-if-changed=../.git/refs");
+    println!("cargo:rerun-if-changed=../.git/packed-refs");
+    println!("cargo:rerun-if-changed=../ci/version");
     println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
 }
 

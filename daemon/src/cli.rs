@@ -113,6 +113,8 @@ fn home_dir() -> PathBuf {
 /// Launcher side of `-serve`: the token first (so a missing token is
 /// reported before anything touches the socket), then the detached child.
 fn serve_launcher(flags: &Flags) -> i32 {
+    // Before the token is read: this may re-execute the launcher.
+    crate::logind::escape_session_scope();
     let token = match launcher_token(flags) {
         Ok(t) => t,
         Err(message) => {
@@ -160,13 +162,22 @@ fn read_token_file(path: &OsString) -> Result<Vec<u8>, String> {
     let fail =
         |op: &str, e: &io::Error| format!("remora: read --token-file: {}", crate::goerr::path_error(op, &shown, e));
     let file = std::fs::File::open(path).map_err(|e| fail("open", &e))?;
+    let opened = file.metadata().map_err(|e| fail("stat", &e))?;
     let mut token = Vec::new();
     file.take(daemonize::MAX_TOKEN as u64 + 1)
         .read_to_end(&mut token)
         .map_err(|e| fail("read", &e))?;
-    if let Err(e) = std::fs::remove_file(path) {
-        // Still start: the token is valid, but say the secret stayed.
-        eprintln!("remora: warning: {}", crate::goerr::path_error("remove", &shown, &e));
+    // Consume the secret, but only a regular file that is still the one
+    // just read: a device node, FIFO, directory or symlink named here is
+    // never removed (as root, removing `/dev/null` would be a disaster),
+    // whether or not its token is then accepted.
+    if is_same_regular_file(path, &opened) {
+        if let Err(e) = std::fs::remove_file(path) {
+            // Still start: the token is valid, but say the secret stayed.
+            eprintln!("remora: warning: {}", crate::goerr::path_error("remove", &shown, &e));
+        }
+    } else {
+        eprintln!("remora: warning: --token-file {shown} is not a regular file; left in place");
     }
     if token.len() > daemonize::MAX_TOKEN {
         return Err(format!(
@@ -175,6 +186,15 @@ fn read_token_file(path: &OsString) -> Result<Vec<u8>, String> {
         ));
     }
     Ok(token)
+}
+
+/// Whether `path` itself (not following a symlink) is a regular file
+/// with the device and inode of `opened`.
+fn is_same_regular_file(path: &OsString, opened: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    opened.is_file()
+        && std::fs::symlink_metadata(path)
+            .is_ok_and(|now| now.is_file() && now.dev() == opened.dev() && now.ino() == opened.ino())
 }
 
 /// Reads one line from descriptor `fd`: up to and including the first

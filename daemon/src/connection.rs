@@ -119,8 +119,18 @@ pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>, mut ticket: Ticket) 
                 }
                 // Until the token is seen, every line is checked here, one
                 // at a time, so no unauthenticated request waits in a task.
+                // The cost fits in u32: a line is at most MAX_LINE bytes.
+                let cost = line.len().min(MAX_IN_FLIGHT_BYTES) as u32;
                 let pending = if line.len() <= dispatch::INSTANT_LINE_MAX || unauthenticated {
-                    let Some(checked) = dispatch::check_line(&line, &daemon) else {
+                    if let Some(reply) = dispatch::quick_ping(line, &daemon) {
+                        if unauthenticated {
+                            ticket.authenticate();
+                            reader.stop_charging();
+                        }
+                        send(&tx, reply).await;
+                        continue;
+                    }
+                    let Some(checked) = dispatch::check_line(line, &daemon) else {
                         continue;
                     };
                     if unauthenticated && checked.authenticated() {
@@ -135,13 +145,11 @@ pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>, mut ticket: Ticket) 
                     }
                     Pending::Checked(checked)
                 } else {
-                    Pending::Line
+                    Pending::Line(line.to_vec())
                 };
                 let Ok(permit) = in_flight.clone().acquire_owned().await else {
                     break;
                 };
-                // The cost fits in u32: a line is at most MAX_LINE bytes.
-                let cost = line.len().min(MAX_IN_FLIGHT_BYTES) as u32;
                 let Ok(bytes_permit) = in_flight_bytes.clone().acquire_many_owned(cost).await else {
                     break;
                 };
@@ -151,7 +159,7 @@ pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>, mut ticket: Ticket) 
                 tokio::spawn(async move {
                     let reply = match pending {
                         Pending::Checked(checked) => dispatch::handle_checked(checked, &daemon, &warnings).await,
-                        Pending::Line => dispatch::handle_line(line, &daemon, &warnings).await,
+                        Pending::Line(line) => dispatch::handle_line(line, &daemon, &warnings).await,
                     };
                     if let Some(reply) = reply {
                         send(&tx, reply).await;
@@ -201,7 +209,7 @@ async fn send(tx: &mpsc::Sender<Reply>, reply: Reply) {
 /// the task.
 enum Pending {
     Checked(crate::rpc::Checked),
-    Line,
+    Line(Vec<u8>),
 }
 
 /// Keeps [`Daemon::clients`] equal to the number of open connections.
@@ -300,7 +308,7 @@ fn accept(
     handoff: &Handoff,
 ) {
     match item {
-        Reply::Line(line) => out.extend_from_slice(&line),
+        Reply::Line(_) | Reply::Pong(_) => item.write_line(out),
         Reply::Follow {
             log,
             after,

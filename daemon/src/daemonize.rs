@@ -14,6 +14,9 @@
 //!   it. The launcher blocks on this pipe — no sleeps, no polling — and then
 //!   prints the banner (exit 0) or the error (exit 1).
 //!
+//! The re-executed child renames itself after its executable's file, so
+//! `ps`, `top` and `pgrep -x remora` show `remora` rather than `exe`.
+//!
 //! The child starts in a new session (`setsid` before exec), with stdin and
 //! stdout on `/dev/null` so that `$(remora -serve …)`, an SSH session or a
 //! captured pipe sees EOF as soon as the launcher exits. Its stderr is the
@@ -61,7 +64,8 @@ const READY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Reads and removes the sentinel. Call first thing in `main`, while the
 /// process is single-threaded (environment writes are not thread-safe).
-/// Returns whether this process is the detached daemon child.
+/// Returns whether this process is the detached daemon child, which it
+/// then names after its executable's file (`remora`, not `exe`).
 pub fn take_sentinel() -> bool {
     let Some(value) = take_env(SENTINEL) else {
         return false;
@@ -71,7 +75,11 @@ pub fn take_sentinel() -> bool {
         // get the environment the operator gave the launcher.
         take_env(TUNABLES);
     }
-    value == "1" || value == TUNED
+    let child = value == "1" || value == TUNED;
+    if child {
+        crate::os::name_after_executable();
+    }
+    child
 }
 
 /// Removes `name` from the environment, and its bytes from the initial

@@ -15,6 +15,7 @@ use crate::methods::{self, Outcome};
 use crate::metrics;
 use crate::params::{GitParams, HomeExpansion, PathParams, ProcessParams};
 use crate::replay::log::ReplayLog;
+use crate::rpc::quick::ShortId;
 use crate::rpc::{self, Checked, Request, RpcError};
 use crate::state::Daemon;
 use std::future::Future;
@@ -37,6 +38,35 @@ pub enum Reply {
         line_after: u64,
         line: Vec<u8>,
     },
+    /// The reply to a plain `server.ping` ([`rpc::quick`]), written by the
+    /// writer straight into its buffer: no allocation per ping.
+    Pong(ShortId),
+}
+
+/// The result of `server.ping`, as every ping reply carries it.
+pub const PONG_RESULT: &[u8] = br#"{"pong":true}"#;
+
+impl Reply {
+    /// Appends the reply's line to `out`, for the variants that are one
+    /// line by themselves ([`Reply::Follow`] is ordered by the writer).
+    pub fn write_line(&self, out: &mut Vec<u8>) {
+        match self {
+            Reply::Line(line) => out.extend_from_slice(line),
+            Reply::Pong(id) => rpc::write_success_line(out, id.as_bytes(), PONG_RESULT),
+            Reply::Follow { line, .. } => out.extend_from_slice(line),
+        }
+    }
+}
+
+/// Answers a plain `server.ping` without allocating ([`rpc::quick`]);
+/// `None` sends the line down the full path, which answers any other
+/// line (and any ping in an unusual form) itself.
+pub fn quick_ping(line: &[u8], daemon: &Daemon) -> Option<Reply> {
+    let id = rpc::quick::ping(line, &daemon.token)?;
+    daemon
+        .metrics
+        .count_request(Method::Server(ServerMethod::Ping), metrics::Outcome::Ok);
+    Some(Reply::Pong(id))
 }
 
 /// Lines longer than this are never classified on the connection's
@@ -275,6 +305,14 @@ mod tests {
         std::panic::set_hook(prev);
         assert!(caught.is_err());
         assert_eq!(CatchUnwind(async { 7 }).await, Ok(7));
+    }
+
+    #[test]
+    fn a_pong_does_not_grow_the_reply_queue() {
+        // The quick ping's inline id fits beside the largest variant, so
+        // the writer's queue (REPLY_QUEUE replies) costs what it did.
+        assert!(std::mem::size_of::<ShortId>() <= 48);
+        assert!(std::mem::size_of::<Reply>() <= 56, "{}", std::mem::size_of::<Reply>());
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! [`LineBuffer`] is the pure state machine (fuzzed against a model);
 //! [`LineReader`] drives it from an async reader.
 
+use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt};
@@ -22,6 +23,7 @@ pub const MAX_LINE: usize = 1024 * 1024;
 const INITIAL_CAPACITY: usize = 4 * 1024;
 
 /// What the framing layer hands to the connection.
+#[cfg(any(test, feature = "fuzzing"))]
 #[derive(Debug, PartialEq, Eq)]
 pub enum Framed<'a> {
     /// One complete line, without its `\n` and without a trailing `\r`.
@@ -32,7 +34,7 @@ pub enum Framed<'a> {
 }
 
 /// Buffered bytes of one connection, split into lines.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct LineBuffer {
     buf: Vec<u8>,
     /// Start of the unconsumed region.
@@ -41,11 +43,37 @@ pub struct LineBuffer {
     end: usize,
     /// Bytes in `start..scanned` are known to contain no `\n`.
     scanned: usize,
+    /// The line cap: always [`MAX_LINE`] in the daemon. The fuzzing build
+    /// can lower it ([`LineBuffer::with_cap`]) so that the cap's boundary
+    /// is reached with inputs of kilobytes instead of a megabyte.
+    cap: usize,
+}
+
+impl Default for LineBuffer {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl LineBuffer {
     pub fn new() -> Self {
-        Self::default()
+        LineBuffer {
+            buf: Vec::new(),
+            start: 0,
+            end: 0,
+            scanned: 0,
+            cap: MAX_LINE,
+        }
+    }
+
+    /// A buffer whose lines are capped at `cap` bytes (at least 1) instead
+    /// of [`MAX_LINE`]; same rules otherwise. Tests and fuzzing only.
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub fn with_cap(cap: usize) -> Self {
+        LineBuffer {
+            cap: cap.max(1),
+            ..Self::new()
+        }
     }
 
     /// Bytes received but not yet returned as a line.
@@ -55,35 +83,56 @@ impl LineBuffer {
 
     /// Returns the next complete line, `TooLong`, or `None` if more input
     /// is needed.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub fn next_line(&mut self) -> Option<Framed<'_>> {
+        match self.next_span()? {
+            Ok(span) => Some(Framed::Line(self.line(span))),
+            Err(TooLong) => Some(Framed::TooLong),
+        }
+    }
+
+    /// [`LineBuffer::next_line`] as a range of the buffer, so a caller in
+    /// a loop can borrow the line only on the path that returns it.
+    fn next_span(&mut self) -> Option<Result<Range<usize>, TooLong>> {
         let from = self.scanned.max(self.start);
         if let Some(i) = self.buf[from..self.end].iter().position(|&b| b == b'\n') {
             let newline = from + i;
             let line_start = self.start;
             self.start = newline + 1;
             self.scanned = self.start;
-            return Some(Framed::Line(drop_cr(&self.buf[line_start..newline])));
+            return Some(Ok(line_start..newline));
         }
         self.scanned = self.end;
-        if self.pending() >= MAX_LINE {
-            return Some(Framed::TooLong);
+        if self.pending() >= self.cap {
+            return Some(Err(TooLong));
         }
         None
     }
 
+    /// The line in `span`, without a trailing `\r`.
+    fn line(&self, span: Range<usize>) -> &[u8] {
+        drop_cr(&self.buf[span])
+    }
+
     /// At EOF: the unterminated remainder, if any (it is under the cap,
     /// since `next_line` reports `TooLong` first).
+    #[cfg(any(test, feature = "fuzzing"))]
     pub fn take_final(&mut self) -> Option<&[u8]> {
+        let span = self.take_final_span()?;
+        Some(self.line(span))
+    }
+
+    fn take_final_span(&mut self) -> Option<Range<usize>> {
         if self.pending() == 0 {
             return None;
         }
-        let line = &self.buf[self.start..self.end];
+        let span = self.start..self.end;
         self.start = self.end;
-        Some(drop_cr(line))
+        Some(span)
     }
 
     /// A writable region for the next read. Never lets the pending bytes
-    /// exceed [`MAX_LINE`]; callers must drain `next_line` first.
+    /// exceed the cap ([`MAX_LINE`]); callers must drain `next_line` first.
     pub fn spare(&mut self) -> &mut [u8] {
         if self.start == self.end {
             self.start = 0;
@@ -100,10 +149,10 @@ impl LineBuffer {
             self.start = 0;
         }
         if self.end == self.buf.len() {
-            let grown = (self.buf.len() * 2).clamp(INITIAL_CAPACITY, MAX_LINE);
+            let grown = (self.buf.len() * 2).clamp(INITIAL_CAPACITY.min(self.cap), self.cap);
             self.buf.resize(grown, 0);
         }
-        let room = (MAX_LINE - self.pending()).min(self.buf.len() - self.end);
+        let room = (self.cap - self.pending()).min(self.buf.len() - self.end);
         &mut self.buf[self.end..self.end + room]
     }
 
@@ -129,6 +178,9 @@ impl LineBuffer {
         self.buf.len()
     }
 }
+
+/// The current line reached [`MAX_LINE`] bytes without a newline.
+struct TooLong;
 
 fn drop_cr(line: &[u8]) -> &[u8] {
     line.strip_suffix(b"\r").unwrap_or(line)
@@ -179,10 +231,11 @@ pub struct LineReader<R> {
     charge: Option<(Arc<SharedBudget>, usize)>,
 }
 
-/// One step of reading a connection.
+/// One step of reading a connection. A line borrows the reader's buffer
+/// until the next read: no copy per request.
 #[derive(Debug, PartialEq, Eq)]
-pub enum ReadEvent {
-    Line(Vec<u8>),
+pub enum ReadEvent<'a> {
+    Line(&'a [u8]),
     TooLong,
     /// Growing the buffer would pass the budget it is charged to.
     OverBudget,
@@ -233,16 +286,16 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
     }
 
     /// Returns the next line, `TooLong`, or `Eof` (also on a read error).
-    pub async fn next(&mut self) -> ReadEvent {
+    pub async fn next(&mut self) -> ReadEvent<'_> {
         loop {
-            match self.buf.next_line() {
-                Some(Framed::Line(line)) => return ReadEvent::Line(line.to_vec()),
-                Some(Framed::TooLong) => return ReadEvent::TooLong,
+            match self.buf.next_span() {
+                Some(Ok(span)) => return ReadEvent::Line(self.buf.line(span)),
+                Some(Err(TooLong)) => return ReadEvent::TooLong,
                 None => {}
             }
             if self.eof {
-                return match self.buf.take_final() {
-                    Some(line) => ReadEvent::Line(line.to_vec()),
+                return match self.buf.take_final_span() {
+                    Some(span) => ReadEvent::Line(self.buf.line(span)),
                     None => ReadEvent::Eof,
                 };
             }
@@ -353,6 +406,18 @@ mod tests {
             assert!(fed <= MAX_LINE);
         }
         assert_eq!(fed, MAX_LINE);
+    }
+
+    #[test]
+    fn a_lowered_cap_behaves_like_the_real_one() {
+        let mut b = LineBuffer::with_cap(8);
+        // Never more than the cap pending: the read stops at 8 bytes.
+        assert_eq!(b.feed(b"1234567\n12345678"), 8);
+        assert_eq!(b.next_line(), Some(Framed::Line(b"1234567")));
+        assert_eq!(b.next_line(), None);
+        assert_eq!(b.feed(b"12345678"), 8);
+        assert_eq!(b.next_line(), Some(Framed::TooLong));
+        assert!(b.capacity() <= 8);
     }
 
     #[test]

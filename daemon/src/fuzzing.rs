@@ -3,21 +3,33 @@
 //! fuzzers and the stable-Rust corpus replay test (`tests/fuzz_corpora.rs`)
 //! run exactly the same code. Every check panics on a violated property.
 
-use crate::frame::{Framed, LineBuffer, MAX_LINE};
+use crate::frame::{Framed, LineBuffer};
 use crate::gojson::{self, bind::GoEncode, Value};
 use crate::params::{GitParams, PathParams, ProcessParams};
 use crate::process::stdin::{plan_stdin_write, StdinPlan};
 use crate::rpc::{self, Checked, Envelope};
 use arbitrary::{Arbitrary, Unstructured};
 
-/// Structure-aware input for the framing target: byte segments (long runs
-/// are cheap to describe, so the 1 MiB cap is reachable) and the sizes of
-/// the reads that deliver them.
+/// Structure-aware input for the framing target: the line cap to use,
+/// byte segments (long runs are cheap to describe, so the cap is
+/// reachable) and the sizes of the reads that deliver them.
+///
+/// The cap is 1..=[`FUZZ_CAP_MAX`] bytes, not the daemon's 1 MiB: the
+/// framing code takes the cap as a parameter and has no other size
+/// constant, so a small cap exercises the same boundaries (exactly at the
+/// cap, one under, a `\r` counted, a read straddling it) with streams of
+/// kilobytes. Streams of a megabyte made the target run at ~22 exec/s;
+/// the real cap is checked by the unit tests in `frame.rs` and
+/// [`tests::framing_model_agrees_on_the_cap`].
 #[derive(Debug, Arbitrary)]
 pub struct FramingInput {
+    pub cap: u16,
     pub segments: Vec<Segment>,
     pub read_sizes: Vec<u16>,
 }
+
+/// The largest line cap the framing target picks.
+pub const FUZZ_CAP_MAX: usize = 4096;
 
 #[derive(Debug, Arbitrary)]
 pub enum Segment {
@@ -25,8 +37,8 @@ pub enum Segment {
     Run { byte: u8, len: u32 },
 }
 
-/// Longest stream the framing target builds (just past one cap).
-const MAX_STREAM: usize = MAX_LINE + 8192;
+/// How far past the cap the framing target's streams may run.
+const STREAM_PAST_CAP: usize = 8192;
 
 /// What the simple model says a stream frames into.
 #[derive(Debug, PartialEq, Eq)]
@@ -36,13 +48,13 @@ pub struct Framing {
 }
 
 /// The model: split on `\n`, drop one trailing `\r`, stop at the first line
-/// of `MAX_LINE` or more bytes; an unterminated tail is a line at EOF.
-pub fn model_framing(stream: &[u8]) -> Framing {
+/// of `cap` or more bytes; an unterminated tail is a line at EOF.
+pub fn model_framing(stream: &[u8], cap: usize) -> Framing {
     let mut lines = Vec::new();
     let mut pieces = stream.split(|&b| b == b'\n').peekable();
     while let Some(piece) = pieces.next() {
         let last = pieces.peek().is_none();
-        if piece.len() >= MAX_LINE {
+        if piece.len() >= cap {
             return Framing { lines, too_long: true };
         }
         if last && piece.is_empty() {
@@ -53,9 +65,10 @@ pub fn model_framing(stream: &[u8]) -> Framing {
     Framing { lines, too_long: false }
 }
 
-/// Runs `LineBuffer` over `stream` delivered in reads of the given sizes.
-pub fn run_framing(stream: &[u8], read_sizes: &[u16]) -> Framing {
-    let mut buffer = LineBuffer::new();
+/// Runs a `LineBuffer` capped at `cap` over `stream` delivered in reads of
+/// the given sizes.
+pub fn run_framing(stream: &[u8], read_sizes: &[u16], cap: usize) -> Framing {
+    let mut buffer = LineBuffer::with_cap(cap);
     let mut lines = Vec::new();
     let mut offset = 0;
     let mut reads = read_sizes.iter().cycle();
@@ -67,7 +80,7 @@ pub fn run_framing(stream: &[u8], read_sizes: &[u16]) -> Framing {
                 None => break,
             }
         }
-        assert!(buffer.capacity() <= MAX_LINE, "buffer grew past the cap");
+        assert!(buffer.capacity() <= cap, "buffer grew past the cap");
         if offset == stream.len() {
             if let Some(line) = buffer.take_final() {
                 lines.push(line.to_vec());
@@ -90,21 +103,26 @@ pub fn ndjson_framing(data: &[u8]) {
     let Ok(input) = FramingInput::arbitrary_take_rest(Unstructured::new(data)) else {
         return;
     };
+    let cap = 1 + usize::from(input.cap) % FUZZ_CAP_MAX;
+    let max_stream = cap + STREAM_PAST_CAP;
     let mut stream = Vec::new();
     for segment in &input.segments {
         match segment {
             Segment::Bytes(bytes) => stream.extend_from_slice(bytes),
             Segment::Run { byte, len } => {
-                let len = (*len as usize).min(MAX_STREAM.saturating_sub(stream.len()));
+                let len = (*len as usize).min(max_stream.saturating_sub(stream.len()));
                 stream.resize(stream.len() + len, *byte);
             }
         }
-        if stream.len() >= MAX_STREAM {
-            stream.truncate(MAX_STREAM);
+        if stream.len() >= max_stream {
+            stream.truncate(max_stream);
             break;
         }
     }
-    assert_eq!(run_framing(&stream, &input.read_sizes), model_framing(&stream));
+    assert_eq!(
+        run_framing(&stream, &input.read_sizes, cap),
+        model_framing(&stream, cap)
+    );
 }
 
 const TOKEN: &[u8] = b"fuzz-token";
@@ -560,13 +578,14 @@ mod tests {
 
     #[test]
     fn framing_model_agrees_on_the_cap() {
+        use crate::frame::MAX_LINE;
         let mut stream = vec![b'a'; MAX_LINE - 1];
         stream.extend_from_slice(b"\nb\r\n");
         stream.extend(std::iter::repeat_n(b'c', MAX_LINE));
-        let model = model_framing(&stream);
+        let model = model_framing(&stream, MAX_LINE);
         assert!(model.too_long);
         assert_eq!(model.lines.len(), 2);
-        assert_eq!(run_framing(&stream, &[1000, 7, 65535]), model);
+        assert_eq!(run_framing(&stream, &[1000, 7, 65535], MAX_LINE), model);
     }
 
     #[test]

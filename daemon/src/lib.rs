@@ -14,6 +14,7 @@
 //! | [`cli`] | mode selection, the `-serve` start-up sequence |
 //! | [`flags`] | Go `flag` parsing, messages and usage text |
 //! | [`daemonize`] | self-daemonize re-exec, token and readiness pipes |
+//! | [`logind`] | whether logout kills the daemon (`KillUserProcesses`), and escaping the session scope |
 //! | [`bridge`] | the `-bridge` relay |
 //! | [`stop`] | `-stop`: authenticated shutdown, the lock path, its one-word outcome |
 //! | [`shellenv`] | login-shell PATH extraction |
@@ -45,10 +46,13 @@
 //! | [`shutdown`] | the daemon-wide stop signal |
 //! | [`signals`] | inherited signal dispositions, reset for children |
 //! | [`metrics`] | counters for `-metrics-addr` |
+//! | `alloccount` | heap allocation counting (feature `alloc-count`) |
 //! | [`logging`] | leveled Go-format log lines on stderr |
 //! | [`version`] | build id, GOOS/GOARCH names |
 
 pub(crate) mod admission;
+#[cfg(feature = "alloc-count")]
+pub mod alloccount;
 pub(crate) mod bridge;
 pub(crate) mod childrec;
 pub mod cli;
@@ -67,6 +71,7 @@ pub(crate) mod gopath;
 pub mod install;
 pub(crate) mod instance;
 pub(crate) mod logging;
+pub(crate) mod logind;
 pub(crate) mod method;
 pub(crate) mod methods;
 pub(crate) mod metrics;

@@ -4,9 +4,18 @@
 //!
 //! Without the flag no listener exists at all. It has no auth, so it
 //! exposes counts only — never tokens, paths or command output — and is
-//! meant for a loopback address. A bind failure is logged
+//! meant for a loopback address: an empty host (`:9464`) binds loopback,
+//! never every interface. A bind failure is logged
 //! (`[Server] metrics: …`) and the daemon carries on. Each connection gets
 //! one response and is closed, which is all a scraper needs.
+//!
+//! Anyone who can reach the port may connect, so its cost is bounded: at
+//! most [`MAX_CONNECTIONS`] are served at once, and the next is accepted
+//! only when one ends (waiting ones sit in the kernel's backlog and hold
+//! no descriptor of ours); each has [`READ_TIMEOUT`] to send its request
+//! and [`WRITE_TIMEOUT`] to take the answer. So the endpoint holds at most
+//! 1 + [`MAX_CONNECTIONS`] descriptors, whatever other users do, and the
+//! RPC socket and spawns never run short because of it.
 
 use crate::metrics::Metrics;
 use crate::state::Daemon;
@@ -21,7 +30,11 @@ use tokio::net::{TcpListener, TcpStream};
 /// The largest request head accepted.
 const MAX_HEAD: usize = 8 * 1024;
 /// How long a client may take to send its request head.
-const READ_TIMEOUT: Duration = Duration::from_secs(5);
+pub const READ_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a client may take to read the response.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
+/// Connections served at once.
+pub const MAX_CONNECTIONS: usize = 4;
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4";
 
 /// Binds `addr` and serves it in the background; logs a bind failure.
@@ -38,8 +51,10 @@ pub async fn start(addr: &str, daemon: Arc<Daemon>) {
     }
 }
 
-/// Go's `net.Listen("tcp", addr)`: `host:port`, an empty host meaning
-/// every interface. Errors are phrased like Go's.
+/// Go's `net.Listen("tcp", addr)`, `host:port`, except that an empty
+/// host means loopback (127.0.0.1, else ::1), not every interface: the
+/// endpoint has no auth, so exposing it must be spelled out
+/// (`0.0.0.0:9464`). Errors are phrased like Go's.
 async fn bind(addr: &str) -> Result<TcpListener, String> {
     let Some((host, port)) = addr.rsplit_once(':') else {
         return Err(format!("listen tcp: address {addr}: missing port in address"));
@@ -50,8 +65,8 @@ async fn bind(addr: &str) -> Result<TcpListener, String> {
     let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
     let candidates: Vec<SocketAddr> = if host.is_empty() {
         vec![
-            SocketAddr::from((Ipv6Addr::UNSPECIFIED, port)),
-            SocketAddr::from((Ipv4Addr::UNSPECIFIED, port)),
+            SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
+            SocketAddr::from((Ipv6Addr::LOCALHOST, port)),
         ]
     } else {
         match tokio::net::lookup_host((host, port)).await {
@@ -75,11 +90,24 @@ async fn bind(addr: &str) -> Result<TcpListener, String> {
 
 async fn serve(listener: TcpListener, daemon: Arc<Daemon>) {
     let mut stop = daemon.shutdown.subscribe();
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
+        // A slot first, then the accept: past the cap nothing is accepted.
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => match slot {
+                Ok(slot) => slot,
+                Err(_) => return,
+            },
+            _ = stop.wait() => return,
+        };
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
-                    tokio::spawn(answer(stream, daemon.clone()));
+                    let daemon = daemon.clone();
+                    tokio::spawn(async move {
+                        answer(stream, daemon).await;
+                        drop(slot);
+                    });
                 }
                 Err(e) => {
                     crate::log_warn!("[Server] metrics: accept: {}", crate::goerr::io_text(&e));
@@ -97,8 +125,11 @@ async fn answer(mut stream: TcpStream, daemon: Arc<Daemon>) {
         _ => return,
     };
     let response = respond(&head, &daemon.metrics);
-    let _ = stream.write_all(&response).await;
-    let _ = stream.shutdown().await;
+    let _ = tokio::time::timeout(WRITE_TIMEOUT, async {
+        let _ = stream.write_all(&response).await;
+        let _ = stream.shutdown().await;
+    })
+    .await;
 }
 
 /// Reads up to the blank line ending the request head.
@@ -235,6 +266,13 @@ pub fn render(m: &Metrics) -> String {
         "remora_replay_fallbacks_total",
         "Replay logs that fell back to an in-memory ring after a disk failure.",
         get(&m.replay.fallbacks),
+    );
+    #[cfg(feature = "alloc-count")]
+    counter(
+        &mut out,
+        "remora_heap_allocations_total",
+        "Heap allocations and reallocations since start (alloc-count builds only).",
+        crate::alloccount::allocations(),
     );
     out
 }

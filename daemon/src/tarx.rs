@@ -7,12 +7,14 @@
 //! Order of operations (mirrors the Go daemon, see `docs/PROTOCOL.md`):
 //! 1. `destDir` must be absolute and not `/` after cleaning — otherwise the
 //!    `{success:false,error}` body, and the archive is untouched;
-//! 2. the archive is opened (failure: `open archive: open <p>: …`, as at
-//!    reference build 5db5e4a; nothing else changes);
+//! 2. the archive is opened non-blocking and must not be a FIFO, socket or
+//!    device (failure: `open archive: open <p>: …`, as at reference build
+//!    5db5e4a; nothing else changes);
 //!    from here on it is removed when extraction ends, whatever the outcome
 //!    (removal failures are ignored, as Go ignores its deferred `os.Remove`);
 //! 3. `destDir` is removed (a port of Go's `os.RemoveAll`, for its error
-//!    texts) and recreated 0700 (a port of `os.MkdirAll`);
+//!    texts) and recreated 0700: parents as Go's `os.MkdirAll`, the last
+//!    level by an exclusive `mkdirat`, verified through its fd;
 //! 4. entries are extracted: the target is `filepath.Join(destDir, name)`,
 //!    which must be `destDir` or lie under it (so an absolute name lands
 //!    inside, and a `../` that comes back inside is fine); only regular
@@ -85,9 +87,9 @@ pub fn extract(archive: &Path, dest: &Path) -> ExtractResult {
         };
     }
     let archive_text = go_lossy(archive.as_os_str().as_bytes());
-    let file = match File::open(archive) {
+    let file = match open_archive(archive) {
         Ok(f) => f,
-        Err(e) => return ExtractResult::failed(format!("open archive: {}", path_error("open", &archive_text, &e))),
+        Err(e) => return ExtractResult::failed(e.text(&archive_text)),
     };
     let result = match unpack(file, &archive_text, dest_b) {
         Ok(count) => ExtractResult {
@@ -99,6 +101,41 @@ pub fn extract(archive: &Path, dest: &Path) -> ExtractResult {
     };
     remove(archive.as_os_str().as_bytes());
     result
+}
+
+/// Why the archive could not be used; nothing was consumed.
+enum OpenError {
+    Os(io::Error),
+    /// A FIFO, socket or device: never read (a FIFO would block a pool
+    /// thread until some writer came) and never removed.
+    NotRegular,
+}
+
+impl OpenError {
+    fn text(&self, archive_text: &str) -> String {
+        match self {
+            OpenError::Os(e) => format!("open archive: {}", path_error("open", archive_text, e)),
+            OpenError::NotRegular => format!("open archive: open {archive_text}: not a regular file"),
+        }
+    }
+}
+
+/// Opens the archive without blocking on its kind (`O_NONBLOCK`, so a
+/// FIFO without a writer opens at once), then checks that kind on the
+/// descriptor: a regular file (or a directory, which fails later as in
+/// Go) is used; anything else is refused before a byte is read.
+fn open_archive(archive: &Path) -> Result<File, OpenError> {
+    use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(archive)
+        .map_err(OpenError::Os)?;
+    let kind = file.metadata().map_err(OpenError::Os)?.file_type();
+    if kind.is_fifo() || kind.is_socket() || kind.is_char_device() || kind.is_block_device() {
+        return Err(OpenError::NotRegular);
+    }
+    Ok(file)
 }
 
 /// Go's `os.Remove`: unlink, else rmdir; the outcome is not reported.
@@ -114,11 +151,9 @@ fn remove(path: &[u8]) {
 }
 
 fn unpack(file: File, archive_text: &str, dest: &[u8]) -> Result<u64, String> {
-    let dest_text = go_lossy(dest);
     remove_all(dest).map_err(|e| format!("clean destDir: {e}"))?;
-    mkdir_all(dest).map_err(|e| format!("mkdir destDir: {e}"))?;
     let clean_dest = gopath::clean(dest);
-    let root = open_dir_at(None, dest).map_err(|e| format!("mkdir destDir: {}", path_error("open", &dest_text, &e)))?;
+    let root = create_dest(&clean_dest).map_err(|e| format!("mkdir destDir: {e}"))?;
     let archive_text = archive_text.to_string();
     let source_error = Box::new(move |e: &io::Error| path_error("read", &archive_text, e));
     let gz = gzip::GzipReader::new(file, source_error)?;
@@ -153,13 +188,12 @@ fn unpack(file: File, archive_text: &str, dest: &[u8]) -> Result<u64, String> {
                 let dir = parent.as_ref().unwrap_or(&root);
                 let target_text = go_lossy(&target);
                 let mut out = create_file(dir, leaf).map_err(|e| path_error("open", &target_text, &e))?;
-                loop {
-                    let n = tar.read_data(&mut buf)?;
-                    if n == 0 {
-                        break;
-                    }
-                    out.write_all(&buf[..n])
-                        .map_err(|e| path_error("write", &target_text, &e))?;
+                if let Err(e) = copy_data(&mut tar, &mut out, &mut buf, &target_text) {
+                    // No half-written file survives a failure: the archive
+                    // was cut short, corrupt, or the disk was full.
+                    drop(out);
+                    unlink_at(dir, leaf);
+                    return Err(e);
                 }
                 count += 1;
             }
@@ -172,9 +206,39 @@ fn unpack(file: File, archive_text: &str, dest: &[u8]) -> Result<u64, String> {
             }
         }
     }
+    // Integrity of the whole stream, trailers included (see
+    // `TarReader::drain_to_end`): an archive whose gzip is cut or corrupt
+    // after the last entry fails instead of reporting success.
+    tar.drain_to_end()?;
     let marker = gopath::join(&[dest, b".synced"]);
     create_marker(&root).map_err(|e| format!("write .synced: {}", path_error("open", &go_lossy(&marker), &e)))?;
     Ok(count)
+}
+
+/// Copies the current entry's data from `tar` into `out`.
+fn copy_data<R: reader::GoRead>(
+    tar: &mut reader::TarReader<R>,
+    out: &mut File,
+    buf: &mut [u8],
+    target_text: &str,
+) -> Result<(), String> {
+    loop {
+        let n = tar.read_data(buf)?;
+        if n == 0 {
+            return Ok(());
+        }
+        out.write_all(&buf[..n])
+            .map_err(|e| path_error("write", target_text, &e))?;
+    }
+}
+
+/// Removes the file `name` in `dir`; a failure is not reported (the
+/// extraction is already failing with a better error).
+fn unlink_at(dir: &OwnedFd, name: &[u8]) {
+    if let Ok(c) = cstr(name) {
+        // SAFETY: valid dirfd and NUL-terminated name.
+        unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), 0) };
+    }
 }
 
 fn cstr(name: &[u8]) -> io::Result<CString> {
@@ -282,6 +346,46 @@ fn create_marker(root: &OwnedFd) -> io::Result<()> {
     // SAFETY: `fd` is a fresh descriptor we own; dropping closes it.
     drop(unsafe { OwnedFd::from_raw_fd(fd) });
     Ok(())
+}
+
+/// Creates the cleaned, absolute `dest` (just wiped) as a fresh 0700
+/// directory and returns an fd of it, verified through that fd.
+///
+/// Go's `MkdirAll` accepts a directory that already exists, so in a
+/// directory other users can write (`/tmp`) a directory planted between
+/// the wipe and the mkdir would be extracted into. Here the parents are
+/// made as `MkdirAll` does (a parent that is a symlink is followed, as in
+/// the reference), but the last level is created with an exclusive
+/// `mkdirat` on the parent's fd — a name that reappeared meanwhile is
+/// `mkdir <dest>: file exists` — then opened `O_NOFOLLOW|O_DIRECTORY` and
+/// `fstat`ed: it must be a directory owned by the daemon's effective uid,
+/// else `<dest>: not a directory this daemon created (owner uid <n>)`.
+fn create_dest(dest: &[u8]) -> Result<OwnedFd, String> {
+    let text = go_lossy(dest);
+    let (parent, base) = split_path(dest);
+    mkdir_all(&parent)?;
+    let parent_fd = open_parent(&parent).map_err(|e| path_error("open", &go_lossy(&parent), &e))?;
+    let c = cstr(&base).map_err(|e| path_error("mkdir", &text, &e))?;
+    // SAFETY: valid dirfd and NUL-terminated name.
+    if unsafe { libc::mkdirat(parent_fd.as_raw_fd(), c.as_ptr(), 0o700) } != 0 {
+        return Err(path_error("mkdir", &text, &last_err()));
+    }
+    let fd = open_dir_at(Some(&parent_fd), &base).map_err(|e| path_error("open", &text, &e))?;
+    // SAFETY: an all-zero `stat` is a valid value to be overwritten.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: valid fd and a properly sized out-parameter.
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
+        return Err(path_error("stat", &text, &last_err()));
+    }
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if st.st_mode & libc::S_IFMT != libc::S_IFDIR || st.st_uid != me {
+        return Err(format!(
+            "{text}: not a directory this daemon created (owner uid {})",
+            st.st_uid
+        ));
+    }
+    Ok(fd)
 }
 
 /// Go's `os.MkdirAll(path, 0700)`, with its error texts.

@@ -1,7 +1,9 @@
 //! Build identity: the id and build time stamped by `build.rs`, and the
 //! Go-style names of this platform.
 
-/// `git describe` of the source tree, or the crate version outside git.
+/// What `ci/version` printed for the source tree (`v0.2.0`,
+/// `v0.2.0-3-g1a2b3c4`, `v0.1.0-untagged-g1a2b3c4`), or the crate version
+/// outside git.
 pub const ID: &str = env!("REMORA_VERSION_ID");
 /// UTC build time, RFC 3339.
 pub const BUILT: &str = env!("REMORA_BUILD_TIME");

@@ -372,3 +372,84 @@ fn install_mode_is_dispatched() {
     assert_eq!(code, 0, "{err}");
     assert!(!err.contains("daemonized child"), "{err}");
 }
+
+/// Issue 26 item 10: `-token-file` removed whatever the path named, even
+/// when it then refused the token; as root that deleted a device node.
+/// Only a regular file that was read is removed; anything else is reported
+/// and left in place.
+#[test]
+fn token_file_removes_only_the_regular_file_it_read() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("rpc.sock");
+    let socket = socket.to_str().unwrap();
+    let left_in_place = |p: &str| format!("remora: warning: --token-file {p} is not a regular file; left in place\n");
+
+    // A FIFO whose writer opens and closes at once: read as empty, refused,
+    // and the FIFO stays.
+    let fifo = dir.path().join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || drop(std::fs::OpenOptions::new().write(true).open(&fifo)))
+    };
+    let f = fifo.to_str().unwrap();
+    let (code, _, stderr) = run(&["-serve", "-socket", socket, "-token-file", f], &[]);
+    writer.join().unwrap();
+    assert_eq!(
+        (code, stderr),
+        (
+            1,
+            format!("{}remora: read --token-file: empty token\n", left_in_place(f))
+        )
+    );
+    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+
+    // A symlink to a token: read through, but the link is not removed.
+    let target = dir.path().join("target");
+    std::fs::write(&target, "\n").unwrap();
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let l = link.to_str().unwrap();
+    let (code, _, stderr) = run(&["-serve", "-socket", socket, "-token-file", l], &[]);
+    assert_eq!(
+        (code, stderr),
+        (
+            1,
+            format!("{}remora: read --token-file: empty token\n", left_in_place(l))
+        )
+    );
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+
+    // A rejected token in a regular file: the file was read, so it goes.
+    let regular = dir.path().join("regular");
+    std::fs::write(&regular, "\n").unwrap();
+    let (code, _, _) = run(
+        &["-serve", "-socket", socket, "-token-file", regular.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(code, 1);
+    assert!(!regular.exists());
+
+    // As root: a character device with /dev/null's numbers survives.
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        let node = dir.path().join("null");
+        let c = std::ffi::CString::new(node.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        let made = unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o600, libc::makedev(1, 3)) };
+        assert_eq!(made, 0);
+        let n = node.to_str().unwrap();
+        let (code, _, stderr) = run(&["-serve", "-socket", socket, "-token-file", n], &[]);
+        assert_eq!(
+            (code, stderr),
+            (
+                1,
+                format!("{}remora: read --token-file: empty token\n", left_in_place(n))
+            )
+        );
+        assert!(std::fs::symlink_metadata(&node).unwrap().file_type().is_char_device());
+    }
+}

@@ -7,7 +7,7 @@ mod common;
 
 use common::TestDaemon;
 use std::fs;
-use std::os::unix::fs::{symlink, PermissionsExt};
+use std::os::unix::fs::{symlink, FileTypeExt, PermissionsExt};
 use std::path::Path;
 
 fn ok(id: u32, result: &str) -> String {
@@ -288,7 +288,7 @@ fn read_returns_raw_text_and_enforces_max_bytes() {
     assert_eq!(c.call(6, "files.read", "{}"), ok(6, missing));
     assert_eq!(
         c.call(7, "files.read", r#"{"path":"/x/f\u0000x"}"#),
-        err(7, -32603, r"stat /x/f\u0000x: invalid argument")
+        err(7, -32603, r"open /x/f\u0000x: invalid argument")
     );
     fs::write(root.join("empty"), b"").unwrap();
     assert_eq!(
@@ -299,8 +299,8 @@ fn read_returns_raw_text_and_enforces_max_bytes() {
         ),
         ok(8, r#"{"content":"","exists":true}"#)
     );
-    // A symlink is read through; a FIFO without a writer reads as empty
-    // instead of blocking forever.
+    // A symlink is read through; a FIFO without a writer is refused at
+    // once instead of blocking (5fd08069).
     symlink(&f, root.join("lnk")).unwrap();
     assert_eq!(
         c.call(9, "files.read", &format!(r#"{{"path":"{}/lnk"}}"#, p(&root))),
@@ -309,7 +309,7 @@ fn read_returns_raw_text_and_enforces_max_bytes() {
     mkfifo(&root.join("fifo"));
     assert_eq!(
         c.call(10, "files.read", &format!(r#"{{"path":"{}/fifo"}}"#, p(&root))),
-        ok(10, r#"{"content":"","exists":true}"#)
+        err(10, -32602, "files.read: not a regular file")
     );
     if !is_root() {
         chmod(&f, 0o000);
@@ -317,6 +317,106 @@ fn read_returns_raw_text_and_enforces_max_bytes() {
         chmod(&f, 0o644);
         assert_eq!(reply, err(11, -32603, &format!("open {fp}: permission denied")));
     }
+}
+
+/// Issue 26 items 6 and 12 (files.read part), as reference build
+/// 5fd08069 answers (`docs/record/files-read.md`): the kind of the opened
+/// file decides, a FIFO with a writer waiting is refused rather than read,
+/// an endless device is refused rather than read, the null device reads
+/// empty, and no `maxBytes` means 262144.
+#[test]
+fn read_refuses_non_regular_files_and_caps_without_max_bytes() {
+    let d = TestDaemon::start();
+    let root = d.root().join("t");
+    fs::create_dir(&root).unwrap();
+    let mut c = d.connect();
+    let nrf = |id| err(id, -32602, "files.read: not a regular file");
+    let read = |c: &mut common::Client, id: u32, path: &str, extra: &str| {
+        c.call(id, "files.read", &format!(r#"{{"path":"{path}"{extra}}}"#))
+    };
+
+    let fifo = root.join("fifo");
+    mkfifo(&fifo);
+    let writer = {
+        let fifo = fifo.clone();
+        // Blocks in open(2) until a reader opens the FIFO.
+        std::thread::spawn(move || {
+            fs::OpenOptions::new().write(true).open(&fifo).map(|mut f| {
+                use std::io::Write;
+                let _ = f.write_all(b"hi");
+            })
+        })
+    };
+    assert_eq!(read(&mut c, 1, &p(&fifo), ""), nrf(1));
+    // The writer's open returned when the daemon opened the FIFO.
+    writer.join().unwrap().unwrap();
+
+    assert_eq!(read(&mut c, 2, "/dev/zero", r#","maxBytes":16"#), nrf(2));
+    assert_eq!(read(&mut c, 3, "/dev/zero", ""), nrf(3));
+    symlink("/dev/zero", root.join("zero")).unwrap();
+    assert_eq!(read(&mut c, 4, &p(&root.join("zero")), ""), nrf(4));
+    assert_eq!(
+        read(&mut c, 5, "/dev/null", ""),
+        ok(5, r#"{"content":"","exists":true}"#)
+    );
+
+    let at_cap = root.join("at-cap");
+    fs::write(&at_cap, vec![b'a'; 262_144]).unwrap();
+    let reply = read(&mut c, 6, &p(&at_cap), "");
+    assert!(
+        reply.starts_with(r#"{"jsonrpc":"2.0","id":6,"result":{"content":"aaaa"#),
+        "{}",
+        &reply[..80]
+    );
+    let over = root.join("over-cap");
+    fs::write(&over, vec![b'a'; 262_145]).unwrap();
+    for extra in ["", r#","maxBytes":0"#, r#","maxBytes":-1"#] {
+        assert_eq!(
+            read(&mut c, 7, &p(&over), extra),
+            err(7, -32602, "files.read: file exceeds maxBytes")
+        );
+    }
+    // An explicit maxBytes above the cap is honoured.
+    let reply = read(&mut c, 8, &p(&over), r#","maxBytes":262145"#);
+    assert!(reply.starts_with(r#"{"jsonrpc":"2.0","id":8,"result":{"content":"aaaa"#));
+}
+
+/// Issue 26 item 6: a FIFO as `archivePath` once blocked a pool thread
+/// for good (520 such calls starved every other method). It is refused at
+/// once, neither read nor removed, and destDir is left alone.
+#[test]
+fn extract_tar_refuses_a_fifo_archive_without_blocking() {
+    let d = TestDaemon::start();
+    let root = d.root().join("t");
+    fs::create_dir(&root).unwrap();
+    let fifo = root.join("upload.tar.gz");
+    mkfifo(&fifo);
+    let dest = root.join("dest");
+    fs::create_dir(&dest).unwrap();
+    fs::write(dest.join("keep"), b"").unwrap();
+    let mut c = d.connect();
+    let params = format!(r#"{{"archivePath":"{}","destDir":"{}"}}"#, p(&fifo), p(&dest));
+    for id in 1..=40 {
+        c.send(id, "files.extract_tar", &params);
+    }
+    for id in 1..=40 {
+        assert_eq!(
+            c.reply_for(id),
+            ok(
+                id,
+                &format!(
+                    r#"{{"success":false,"fileCount":0,"error":"open archive: open {}: not a regular file"}}"#,
+                    p(&fifo)
+                )
+            )
+        );
+    }
+    assert_eq!(c.call(41, "server.ping", "{}"), ok(41, r#"{"pong":true}"#));
+    assert!(
+        fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(),
+        "not consumed"
+    );
+    assert!(dest.join("keep").exists(), "destDir untouched");
 }
 
 #[test]

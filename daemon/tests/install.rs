@@ -111,6 +111,8 @@ fn dead_pid() -> u32 {
 enum Route {
     Body(Vec<u8>),
     Status(u16, &'static str),
+    /// `302 Found` with this `Location`.
+    Redirect(&'static str),
     /// Announces `total` bytes, sends `prefix`, then stalls for a minute.
     Stall {
         prefix: Vec<u8>,
@@ -152,6 +154,10 @@ fn handle(mut stream: TcpStream, routes: &HashMap<String, Route>) {
             .and_then(|_| stream.write_all(&body)),
         Route::Status(code, reason) => stream.write_all(
             format!("HTTP/1.1 {code} {reason}\r\nContent-Length: 9\r\nConnection: close\r\n\r\nnot here\n").as_bytes(),
+        ),
+        Route::Redirect(location) => stream.write_all(
+            format!("HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
         ),
         Route::Stall { prefix, total } => {
             let r = stream
@@ -262,6 +268,32 @@ fn zst_corrupt_reports_decompressing_or_mismatch() {
         "{r:?}"
     );
     assert!(hidden(&dir).is_empty());
+}
+
+/// Issue 26 item 7 (audit): a FIFO as `-cli-zst` once blocked `-install`
+/// forever in open(2). It is refused at once and left in place.
+#[test]
+fn zst_fifo_is_refused_without_blocking() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cli");
+    let fifo = tmp.path().join("up.zst");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let mut o = opts(&dir, "1.0");
+    o.cli_zst = fifo.to_string_lossy().into_owned();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(run(&o));
+    });
+    let r = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("-install blocked on a FIFO");
+    assert_eq!(
+        r.cli_error,
+        Some(format!("opening input: open {}: not a regular file", fifo.display()))
+    );
+    assert!(fifo.exists());
 }
 
 #[test]
@@ -381,6 +413,63 @@ fn url_http_errors_are_download_failed() {
     assert_eq!(
         run(&o).cli_error.as_deref(),
         Some("download failed: Get \"ftp://example.com/x\": unsupported protocol scheme \"ftp\"")
+    );
+}
+
+/// A server redirecting to a URL without a host (`file:`, `data:`,
+/// `javascript:`) once panicked inside ureq (exit 101, no facts line). Go
+/// answers each with its transport's refusal.
+#[test]
+fn url_redirects_to_hostless_schemes_are_refused_not_followed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cli");
+    let blob = zst(&script("1.0", 0));
+    let base = serve(vec![
+        ("/file", Route::Redirect("file:///etc/passwd")),
+        ("/data", Route::Redirect("data:text/plain,hi")),
+        ("/js", Route::Redirect("javascript:alert(1)")),
+        ("/hop", Route::Redirect("/cli.zst")),
+        ("/cli.zst", Route::Body(blob.clone())),
+    ]);
+    let mut o = opts(&dir, "1.0");
+    o.cli_checksum = sha(&blob);
+    for (path, error) in [
+        (
+            "/file",
+            "Get \"file:///etc/passwd\": unsupported protocol scheme \"file\"",
+        ),
+        (
+            "/data",
+            "Get \"data:text/plain,hi\": unsupported protocol scheme \"data\"",
+        ),
+        (
+            "/js",
+            "Get \"javascript:alert(1)\": unsupported protocol scheme \"javascript\"",
+        ),
+    ] {
+        o.cli_url = format!("{base}{path}");
+        let r = run(&o);
+        assert_eq!(r.cli_error, Some(format!("download failed: {error}")), "{path}");
+        assert_eq!(r.fetch.map(|f| f.bytes), Some(0));
+    }
+    assert!(hidden(&dir).is_empty());
+    // A relative redirect to http on the same server is still followed.
+    o.cli_url = format!("{base}/hop");
+    assert_ok(&run(&o), &dir, "1.0", false);
+}
+
+/// More than ten redirects stop with Go's text, naming the last Location.
+#[test]
+fn url_redirect_loop_stops_after_ten() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cli");
+    let base = serve(vec![("/loop", Route::Redirect("/loop"))]);
+    let mut o = opts(&dir, "1.0");
+    o.cli_checksum = "00".into();
+    o.cli_url = format!("{base}/loop");
+    assert_eq!(
+        run(&o).cli_error.as_deref(),
+        Some("download failed: Get \"/loop\": stopped after 10 redirects")
     );
 }
 

@@ -6,6 +6,8 @@
 
 #![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
 
+mod common;
+
 use sha2::{Digest, Sha256};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -133,6 +135,52 @@ fn cli_keep_defaults_to_3() {
     assert!(Path::new(&dir).exists());
 }
 
+/// The contract: `-install` always exits 0 with a facts line. A download
+/// redirected to a `file:` URL once panicked (exit 101, nothing on stdout).
+#[test]
+fn redirect_to_a_file_url_is_a_cli_error_and_exit_0() {
+    use std::io::Write;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/cli.zst", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            if common::http::read_request_head(&mut stream).is_some() {
+                let _ = stream.write_all(
+                    b"HTTP/1.1 302 Found\r\nLocation: file:///etc/passwd\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                );
+            }
+        }
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().join("cli").to_string_lossy().into_owned();
+    let out = remora(&[
+        "-install",
+        "-cli-dir",
+        &d,
+        "-cli-version",
+        "1.0",
+        "-cli-url",
+        &url,
+        "-cli-checksum",
+        "00",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let last = stdout.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("__INSTALL_RESULT__")
+            && last.contains(
+                "\"cliError\":\"download failed: Get \\\"file:///etc/passwd\\\": unsupported protocol scheme \\\"file\\\"\""
+            ),
+        "{stdout}"
+    );
+}
+
 /// The `libc` member `remora -install` reports with `ldd` replaced by a
 /// script whose body is `ldd_body` (first on `PATH`), or with no `ldd`.
 fn libc_with_ldd(ldd_body: Option<&str>) -> String {
@@ -196,4 +244,55 @@ fn libc_comes_from_ldd_version_first() {
 fn a_hanging_ldd_is_killed_and_its_output_dropped() {
     // Prints "musl" but never exits: killed at 5 s, the glob decides.
     assert_eq!(libc_with_ldd(Some("echo musl; exec sleep 300")), glob_verdict());
+}
+
+#[test]
+fn a_plain_file_at_cli_dir_is_moved_aside_and_the_install_succeeds() {
+    // What an older protocol version left: the CLI as one flat file where
+    // the versioned directory now goes.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ccd-cli");
+    let d = dir.to_string_lossy().into_owned();
+    fs::write(&dir, b"old flat cli").unwrap();
+    let blob = zstd::encode_all(&script("2.0")[..], 3).unwrap();
+    let upload = tmp.path().join("up.zst");
+    fs::write(&upload, &blob).unwrap();
+    let out = remora(&[
+        "-install",
+        "-cli-dir",
+        &d,
+        "-cli-version",
+        "2.0",
+        "-cli-zst",
+        upload.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let aside: Vec<_> = fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().starts_with(&format!("{d}.moved-aside-")))
+        .collect();
+    assert_eq!(aside.len(), 1, "{aside:?}");
+    let aside = aside[0].to_string_lossy().into_owned();
+    let mut want = facts(&format!("{d}/2.0"), false, None);
+    want.truncate(want.len() - 2);
+    want.push_str(&format!(",\"cliDirMovedAside\":\"{aside}\"}}\n"));
+    assert_eq!(stdout, want);
+    assert_eq!(fs::read(&aside).unwrap(), b"old flat cli");
+    assert_eq!(fs::read(dir.join("2.0")).unwrap(), script("2.0"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            " WARN  [install] \"{d}\" was not a directory (state from an older version?): moved it to \"{aside}\""
+        )),
+        "{stderr}"
+    );
+
+    // A directory (here, the one just made) is never moved.
+    let again = remora(&["-install", "-cli-dir", &d, "-cli-version", "2.0"]);
+    assert_eq!(
+        String::from_utf8(again.stdout).unwrap(),
+        facts(&format!("{d}/2.0"), true, None)
+    );
 }

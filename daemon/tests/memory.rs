@@ -421,6 +421,42 @@ fn the_sweep_leaves_directories_of_other_nodes_alone() {
     drop(lock);
 }
 
+/// Issue 26 item 9: a FIFO named `node` in a replay directory hung
+/// start-up (the sweep opened it and waited for a writer), and a `node`
+/// symlink was read and locked through. Both are left alone now, and the
+/// daemon starts.
+#[test]
+fn the_sweep_never_blocks_on_or_follows_a_planted_owner_record() {
+    let replay = tempfile::tempdir().unwrap();
+    let mut exited = std::process::Command::new("true").spawn().unwrap();
+    let dead = exited.id();
+    exited.wait().unwrap();
+    let fifo_dir = replay.path().join(format!("daemon-{dead}-1"));
+    std::fs::create_dir(&fifo_dir).unwrap();
+    let c = std::ffi::CString::new(fifo_dir.join("node").to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    // A symlink to a record naming this host, planted by someone else.
+    let host = {
+        let mut name = [0u8; 256];
+        // SAFETY: the buffer is writable for its whole length.
+        assert_eq!(unsafe { libc::gethostname(name.as_mut_ptr().cast(), name.len()) }, 0);
+        let len = name.iter().position(|&b| b == 0).unwrap();
+        name[..len].to_vec()
+    };
+    let elsewhere = replay.path().join("elsewhere");
+    std::fs::write(&elsewhere, &host).unwrap();
+    let link_dir = replay.path().join(format!("daemon-{dead}-2"));
+    std::fs::create_dir(&link_dir).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, link_dir.join("node")).unwrap();
+
+    let d = spilling_daemon(replay.path(), "64", &[]);
+    let mut c = d.connect();
+    assert!(c.call(1, "server.ping", "{}").contains(r#""pong":true"#));
+    assert!(fifo_dir.join("node").exists(), "a FIFO record is not judged");
+    assert!(link_dir.exists(), "a symlinked record is not judged");
+}
+
 /// A daemon killed with SIGKILL leaves its directory; the next daemon on
 /// the same replay dir removes it, and leaves a live daemon's alone.
 #[test]

@@ -13,7 +13,8 @@
 //! Where no private mount namespace can be had the test skips, so that a
 //! plain `cargo test` passes on such machines. With
 //! `REMORA_REQUIRE_STATIC_RESOLVE=1` (`ci/release` sets it for every Linux
-//! target) the same situation is a failure: a release must not ship with
+//! target) or `REMORA_REQUIRE_ALL_TOOLS=1` (`.ci/run`) the same situation
+//! is a failure: a release must not ship with
 //! this check quietly skipped.
 
 #![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
@@ -56,11 +57,6 @@ fn unshare_prefix() -> Result<Vec<&'static str>, String> {
         }
     }
     Err(failures.join("; "))
-}
-
-/// Whether the environment asks for this test to run, never to skip.
-fn required() -> bool {
-    std::env::var("REMORA_REQUIRE_STATIC_RESOLVE").is_ok_and(|v| !v.is_empty() && v != "0")
 }
 
 /// Serves `body` for every GET on 127.0.0.1 until the test process ends.
@@ -120,14 +116,10 @@ fn cli_url_host_name_resolves_from_etc_hosts() {
     let prefix = match unshare_prefix() {
         Ok(prefix) => prefix,
         Err(why) => {
-            let why = format!(
-                "no private mount namespace here (`unshare --mount` needs root or unprivileged user namespaces): {why}"
+            common::skip::skip_unless(
+                Some("REMORA_REQUIRE_STATIC_RESOLVE"),
+                &format!("no private mount namespace here (`unshare --mount` needs root or unprivileged user namespaces): {why}"),
             );
-            assert!(
-                !required(),
-                "REMORA_REQUIRE_STATIC_RESOLVE is set, so this cannot skip: {why}"
-            );
-            eprintln!("skipping: {why}");
             return;
         }
     };

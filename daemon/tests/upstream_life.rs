@@ -76,12 +76,18 @@ fn serve(socket: &Path, token: &str, log: &Path, env: &[(&str, &str)]) -> (i32, 
 
 /// Authenticated `server.shutdown`; waits for the socket to go.
 fn shutdown(socket: &Path, token: &str) {
+    let mut pid = None;
     if let Ok(mut s) = UnixStream::connect(socket) {
+        pid = common::peer_pid(&s);
         let _ = s.write_all(request_line("0", "server.shutdown", None, token).as_bytes());
         let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
         let _ = s.read_to_end(&mut Vec::new());
     }
     assert!(wait_until(Duration::from_secs(10), || !socket.exists()));
+    // The token file and the lock record are cleaned up after the socket.
+    if let Some(pid) = pid {
+        assert!(wait_until(Duration::from_secs(10), || common::pid_gone(pid)));
+    }
 }
 
 fn capabilities(socket: &Path, token: &str) -> serde_json::Value {

@@ -4,6 +4,7 @@
 //! `n/a: <reason>`.
 
 use crate::bench_daemon::{read_line, req, rss_kib, Live};
+use crate::bench_lean::{is_pong, with_cpu_share, zero_base64_len, Floors, Lines};
 use serde_json::Value;
 use std::io::{BufReader, Write};
 use std::path::Path;
@@ -33,6 +34,17 @@ fn check_ok(l: &[u8]) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// The slow path for a reply that is not the expected pong byte for
+/// byte: a pong with another id passes, anything else is an error.
+fn check_pong(l: &[u8]) -> Result<(), String> {
+    check_ok(l)?;
+    let v: Value = serde_json::from_slice(l).map_err(|e| format!("bad reply: {e}"))?;
+    match v.pointer("/result/pong") {
+        Some(Value::Bool(true)) => Ok(()),
+        _ => Err(format!("not a pong: {}", String::from_utf8_lossy(l))),
+    }
 }
 
 fn median_f(mut v: Vec<f64>) -> f64 {
@@ -70,9 +82,12 @@ fn pipelined(d: &Live, conns: usize, per: usize) -> Result<f64, String> {
                         }
                         w.write_all(&buf)
                     });
-                    let mut r = BufReader::new(s);
-                    for _ in 0..per {
-                        read_line(&mut r)?;
+                    let mut lines = Lines::new(s, 1 << 16);
+                    for i in 1..=per {
+                        let l = lines.next_line()?;
+                        if !is_pong(l, i) {
+                            check_pong(l)?;
+                        }
                     }
                     writer.join().map_err(|_| "writer panicked")?.map_err(|e| e.to_string())
                 })
@@ -129,23 +144,48 @@ impl ZeroStream {
         Some(&rest[..end])
     }
 
-    /// Takes one line; `Ok(false)` when it is not a stream frame.
-    fn take(&mut self, l: &[u8]) -> Result<bool, String> {
-        if !l.starts_with(b"{\"type\":\"stream\"") {
-            return Ok(false);
+    /// The expected shape of a data frame, checked in place: exact
+    /// prefix, seq, all-zero base64, exact suffix. `None` sends the line to
+    /// the general check.
+    fn fast_data(l: &[u8]) -> Option<(u64, u64)> {
+        const HEAD: &[u8] = br#"{"type":"stream","processId":"big","stream":"stdout","seq":"#;
+        let rest = l.strip_prefix(HEAD)?;
+        let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+        if digits == 0 || digits > 19 {
+            return None;
         }
+        let seq = rest[..digits].iter().fold(0u64, |n, d| n * 10 + u64::from(d - b'0'));
+        let data = rest[digits..].strip_prefix(br#","data":""#)?.strip_suffix(br#""}"#)?;
+        Some((seq, zero_base64_len(data)? as u64))
+    }
+
+    fn advance(&mut self, seq: u64) -> Result<(), String> {
         if self.exited {
             return Err("a frame after the exit frame".into());
         }
-        let seq: u64 = Self::field(l, b"\"seq\":")
-            .and_then(|v| std::str::from_utf8(v).ok()?.parse().ok())
-            .ok_or("a frame without seq")?;
         if let Some(want) = self.next_seq {
             if seq != want {
                 return Err(format!("seq {seq} where {want} was due"));
             }
         }
         self.next_seq = Some(seq + 1);
+        Ok(())
+    }
+
+    /// Takes one line; `Ok(false)` when it is not a stream frame.
+    fn take(&mut self, l: &[u8]) -> Result<bool, String> {
+        if let Some((seq, bytes)) = Self::fast_data(l) {
+            self.advance(seq)?;
+            self.bytes += bytes;
+            return Ok(true);
+        }
+        if !l.starts_with(b"{\"type\":\"stream\"") {
+            return Ok(false);
+        }
+        let seq: u64 = Self::field(l, b"\"seq\":")
+            .and_then(|v| std::str::from_utf8(v).ok()?.parse().ok())
+            .ok_or("a frame without seq")?;
+        self.advance(seq)?;
         if l.windows(15).any(|w| w == b"\"stream\":\"exit\"") {
             self.exited = true;
             return Ok(true);
@@ -171,8 +211,12 @@ impl ZeroStream {
 /// Returns (MiB/s streamed, MiB/s replayed, peak RSS KiB during the stream).
 /// Both the live stream and the replay from seq 0 must reassemble to
 /// exactly the bytes the child wrote.
-fn stream(d: &Live, bytes: u64) -> (Result<f64, String>, Result<f64, String>, Result<f64, String>) {
-    let run = || -> Result<(f64, f64, f64), String> {
+/// A rate and the client's CPU share while it was measured.
+type RateAndShare = (f64, f64);
+type Shared = Result<RateAndShare, String>;
+
+fn stream(d: &Live, bytes: u64) -> (Shared, Shared, Result<f64, String>) {
+    let run = || -> Result<(RateAndShare, RateAndShare, f64), String> {
         let pid = d.pid();
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let peak = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -188,26 +232,30 @@ fn stream(d: &Live, bytes: u64) -> (Result<f64, String>, Result<f64, String>, Re
             })
         };
         let mut s = d.conn()?;
-        let mut r = BufReader::with_capacity(1 << 20, s.try_clone().map_err(|e| e.to_string())?);
+        let mut r = Lines::new(s.try_clone().map_err(|e| e.to_string())?, 1 << 20);
         let p = format!("{{\"id\":\"big\",\"command\":\"head\",\"args\":[\"-c\",\"{bytes}\",\"/dev/zero\"]}}");
         let t = Instant::now();
         s.write_all(req(1, "process.spawn", &p).as_bytes())
             .map_err(|e| e.to_string())?;
         let mut live = ZeroStream::default();
-        loop {
-            let l = read_line(&mut r)?;
-            if is_reply(&l, 1) {
-                check_ok(&l)?;
-            } else if live.take(&l)? && live.exited {
-                break;
+        let (reply_1, reply_2) = (reply_prefix(1), reply_prefix(2));
+        let ((), live_cpu) = with_cpu_share(|| -> Result<(), String> {
+            loop {
+                let l = r.next_line()?;
+                if l.starts_with(&reply_1) {
+                    check_ok(l)?;
+                } else if live.take(l)? && live.exited {
+                    return Ok(());
+                }
             }
-        }
+        })
+        .map_result()?;
         live.finish(bytes).map_err(|e| format!("live stream: {e}"))?;
         let streamed = bytes as f64 / (1 << 20) as f64 / t.elapsed().as_secs_f64();
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         let _ = sampler.join();
         let mut s2 = d.conn()?;
-        let mut r2 = BufReader::with_capacity(1 << 20, s2.try_clone().map_err(|e| e.to_string())?);
+        let mut r2 = Lines::new(s2.try_clone().map_err(|e| e.to_string())?, 1 << 20);
         let t = Instant::now();
         s2.write_all(req(2, "process.reattach", "{\"id\":\"big\",\"fromSeq\":0}").as_bytes())
             .map_err(|e| e.to_string())?;
@@ -215,19 +263,21 @@ fn stream(d: &Live, bytes: u64) -> (Result<f64, String>, Result<f64, String>, Re
             next_seq: Some(1),
             ..ZeroStream::default()
         };
-        loop {
-            let l = read_line(&mut r2)?;
-            if is_reply(&l, 2) {
-                check_ok(&l)?;
-                break;
+        let ((), replay_cpu) = with_cpu_share(|| -> Result<(), String> {
+            loop {
+                let l = r2.next_line()?;
+                if l.starts_with(&reply_2) {
+                    return check_ok(l);
+                }
+                replay.take(l)?;
             }
-            replay.take(&l)?;
-        }
+        })
+        .map_result()?;
         replay.finish(bytes).map_err(|e| format!("replay from seq 0: {e}"))?;
         let replayed = bytes as f64 / (1 << 20) as f64 / t.elapsed().as_secs_f64();
         Ok((
-            streamed,
-            replayed,
+            (streamed, live_cpu),
+            (replayed, replay_cpu),
             peak.load(std::sync::atomic::Ordering::Relaxed) as f64,
         ))
     };
@@ -245,6 +295,23 @@ fn stream(d: &Live, bytes: u64) -> (Result<f64, String>, Result<f64, String>, Re
     }
 }
 
+/// The first bytes of the reply with id `id`.
+fn reply_prefix(id: usize) -> Vec<u8> {
+    format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},").into_bytes()
+}
+
+/// `(Result<T, E>, share)` into `Result<(T, share), E>`.
+trait MapResult<T, E> {
+    fn map_result(self) -> Result<(T, f64), E>;
+}
+
+impl<T, E> MapResult<T, E> for (Result<T, E>, f64) {
+    fn map_result(self) -> Result<(T, f64), E> {
+        let (r, share) = self;
+        r.map(|v| (v, share))
+    }
+}
+
 /// One bench line.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Item {
@@ -254,23 +321,50 @@ pub struct Item {
     pub higher_is_better: bool,
     pub reference: Result<f64, String>,
     pub candidate: Result<f64, String>,
+    /// The bench client's CPU share while it measured this figure (1.0 =
+    /// one core busy throughout), where it was taken.
+    pub reference_client_cpu: Option<f64>,
+    pub candidate_client_cpu: Option<f64>,
+    /// Whether the figure is a stream rate, shown against the floors.
+    pub against_floors: bool,
 }
 
-fn measure(bin: &Path, o: &BenchOptions) -> Vec<(String, String, bool, Result<f64, String>)> {
+/// One measured figure of one binary.
+struct Figure {
+    name: String,
+    unit: String,
+    higher_is_better: bool,
+    value: Result<f64, String>,
+    client_cpu: Option<f64>,
+}
+
+impl Figure {
+    fn plain((name, unit, higher_is_better, value): (String, String, bool, Result<f64, String>)) -> Figure {
+        Figure {
+            name,
+            unit,
+            higher_is_better,
+            value,
+            client_cpu: None,
+        }
+    }
+}
+
+fn measure(bin: &Path, o: &BenchOptions) -> Vec<Figure> {
     let mut out = Vec::new();
     let d = match Live::start(bin) {
         Ok(d) => d,
         Err(e) => {
             for (n, u, h) in names() {
-                out.push((n.into(), u.into(), h, Err(e.clone())));
+                out.push(Figure::plain((n.into(), u.into(), h, Err(e.clone()))));
             }
-            out.push((
+            out.push(Figure::plain((
                 "daemon VmHWM after stream + replay".into(),
                 "KiB".into(),
                 false,
                 Err(e.clone()),
-            ));
-            out.extend(crate::bench_mem::measure(bin, &o.memory));
+            )));
+            out.extend(crate::bench_mem::measure(bin, &o.memory).into_iter().map(Figure::plain));
             return out;
         }
     };
@@ -287,24 +381,45 @@ fn measure(bin: &Path, o: &BenchOptions) -> Vec<(String, String, bool, Result<f6
         .and_then(crate::bench_daemon::hwm_kib)
         .map(|k| k as f64)
         .ok_or_else(|| "n/a: daemon pid not found".to_string());
+    let split = |r: Result<(f64, f64), String>| match r {
+        Ok((v, cpu)) => (Ok(v), Some(cpu)),
+        Err(e) => (Err(e), None),
+    };
     let results = [
-        ping_rtt(&d, o.pings),
-        pipelined(&d, 1, o.pipelined),
-        pipelined(&d, 64, (o.pipelined / 64).max(10)),
-        spawn_exit(&d, o.spawns),
-        stream_r,
-        replay_r,
-        idle,
-        rss_load,
+        (ping_rtt(&d, o.pings), None),
+        split(with_cpu_share(|| pipelined(&d, 1, o.pipelined)).map_result()),
+        split(with_cpu_share(|| pipelined(&d, 64, (o.pipelined / 64).max(10))).map_result()),
+        (spawn_exit(&d, o.spawns), None),
+        split(stream_r),
+        split(replay_r),
+        (idle, None),
+        (rss_load, None),
     ];
-    for ((n, u, h), r) in names().into_iter().zip(results) {
-        out.push((n.into(), u.into(), h, r));
+    for ((n, u, h), (value, client_cpu)) in names().into_iter().zip(results) {
+        out.push(Figure {
+            name: n.into(),
+            unit: u.into(),
+            higher_is_better: h,
+            value,
+            client_cpu,
+        });
     }
-    out.push(("daemon VmHWM after stream + replay".into(), "KiB".into(), false, hwm));
+    out.push(Figure::plain((
+        "daemon VmHWM after stream + replay".into(),
+        "KiB".into(),
+        false,
+        hwm,
+    )));
     drop(d);
-    out.extend(crate::bench_mem::measure(bin, &o.memory));
+    out.extend(crate::bench_mem::measure(bin, &o.memory).into_iter().map(Figure::plain));
     out
 }
+
+/// The names of the figures shown against the floors.
+const STREAM_FIGURES: [&str; 2] = [
+    "stream throughput (head -c N /dev/zero)",
+    "reattach replay of that stream (byte-exact)",
+];
 
 fn names() -> Vec<(&'static str, &'static str, bool)> {
     vec![
@@ -312,40 +427,69 @@ fn names() -> Vec<(&'static str, &'static str, bool)> {
         ("pipelined pings, 1 connection", "req/s", true),
         ("pipelined pings, 64 connections", "req/s", true),
         ("spawn `true` to exit frame (median)", "ms", false),
-        ("stream throughput (head -c N /dev/zero)", "MiB/s", true),
-        ("reattach replay of that stream (byte-exact)", "MiB/s", true),
+        (STREAM_FIGURES[0], "MiB/s", true),
+        (STREAM_FIGURES[1], "MiB/s", true),
         ("daemon RSS idle", "KiB", false),
         ("daemon RSS peak while streaming", "KiB", false),
     ]
 }
 
+/// What `harness bench` measured: the items of both binaries and the
+/// floors, taken before the reference and after the candidate (the
+/// better of the two, as both only get slower under load).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Bench {
+    pub items: Vec<Item>,
+    pub floors: Result<Floors, String>,
+}
+
 /// Runs the bench on both binaries.
-pub fn run(reference: &Path, candidate: &Path, o: &BenchOptions) -> Vec<Item> {
+pub fn run(reference: &Path, candidate: &Path, o: &BenchOptions) -> Bench {
+    eprintln!("bench: floors");
+    let before = crate::bench_lean::floors(o.stream_bytes);
     eprintln!("bench: reference {}", reference.display());
     let r = measure(reference, o);
     eprintln!("bench: candidate {}", candidate.display());
     let c = measure(candidate, o);
-    r.into_iter()
+    eprintln!("bench: floors again");
+    let after = crate::bench_lean::floors(o.stream_bytes);
+    let floors = match (before, after) {
+        (Ok(a), Ok(b)) => Ok(Floors {
+            pipe: a.pipe.max(b.pipe),
+            base64: a.base64.max(b.base64),
+        }),
+        (Ok(f), Err(_)) | (Err(_), Ok(f)) => Ok(f),
+        (Err(e), Err(_)) => Err(e),
+    };
+    let items = r
+        .into_iter()
         .zip(c)
-        .map(|((name, unit, h, rv), (_, _, _, cv))| Item {
-            name,
-            unit,
-            higher_is_better: h,
-            reference: rv,
-            candidate: cv,
+        .map(|(rf, cf)| Item {
+            against_floors: STREAM_FIGURES.contains(&rf.name.as_str()),
+            name: rf.name,
+            unit: rf.unit,
+            higher_is_better: rf.higher_is_better,
+            reference: rf.value,
+            candidate: cf.value,
+            reference_client_cpu: rf.client_cpu,
+            candidate_client_cpu: cf.client_cpu,
         })
-        .collect()
+        .collect();
+    Bench { items, floors }
 }
 
-/// The bench table.
-pub fn table(items: &[Item]) -> String {
+/// The bench table, the client's CPU share beside each figure it was
+/// taken for, then the floors and each stream figure as a fraction of
+/// them.
+pub fn table(bench: &Bench) -> String {
     let mut o = format!(
-        "{:<42} {:>14} {:>14} {:>7}\n",
+        "{:<44} {:>16} {:>16} {:>7}\n",
         "bench", "reference", "candidate", "ratio"
     );
-    for i in items {
-        let f = |r: &Result<f64, String>| match r {
-            Ok(v) => format!("{v:.1} {}", i.unit),
+    let cpu = |c: Option<f64>| c.map_or(String::new(), |c| format!(" [{:.0}%]", c * 100.0));
+    for i in &bench.items {
+        let f = |r: &Result<f64, String>, c: Option<f64>| match r {
+            Ok(v) => format!("{v:.1} {}{}", i.unit, cpu(c)),
             Err(e) => e.chars().take(60).collect(),
         };
         let ratio = match (&i.reference, &i.candidate) {
@@ -353,16 +497,38 @@ pub fn table(items: &[Item]) -> String {
             _ => "-".into(),
         };
         o.push_str(&format!(
-            "{:<42} {:>14} {:>14} {:>7}\n",
+            "{:<44} {:>16} {:>16} {:>7}\n",
             i.name,
-            f(&i.reference),
-            f(&i.candidate),
+            f(&i.reference, i.reference_client_cpu),
+            f(&i.candidate, i.candidate_client_cpu),
             ratio
         ));
     }
     o.push_str(
         "ratio = candidate / reference (for req/s and MiB/s higher is better; for µs, ms, KiB lower is better)\n",
     );
+    o.push_str("[n%] = the bench client's own CPU share while it took that figure (100% = one core)\n");
+    match &bench.floors {
+        Ok(fl) => {
+            o.push_str(&format!(
+                "floors (same run): pipe -> Unix socket -> reader, no encoding: {:.1} MiB/s; base64 encode+decode of 32 KiB chunks, one thread: {:.1} MiB/s\n",
+                fl.pipe, fl.base64
+            ));
+            for i in bench.items.iter().filter(|i| i.against_floors) {
+                let frac = |r: &Result<f64, String>| match r {
+                    Ok(v) => format!("{:.2} of base64, {:.2} of pipe", v / fl.base64, v / fl.pipe),
+                    Err(_) => "-".into(),
+                };
+                o.push_str(&format!(
+                    "  {}: reference {}; candidate {}\n",
+                    i.name,
+                    frac(&i.reference),
+                    frac(&i.candidate)
+                ));
+            }
+        }
+        Err(e) => o.push_str(&format!("floors: {e}\n")),
+    }
     o
 }
 

@@ -10,6 +10,7 @@
 
 mod bench;
 mod bench_daemon;
+mod bench_lean;
 mod bench_mem;
 mod capture;
 mod cli;

@@ -5,6 +5,10 @@
 //! when it is up to date) and returns `<target>/debug/remora`.
 #![allow(dead_code)]
 
+/// The same skip rules as the daemon's tests (`REMORA_REQUIRE_ALL_TOOLS`).
+#[path = "../../daemon/tests/common/skip.rs"]
+pub mod skip;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;

@@ -13,9 +13,9 @@
 //!   copy of the page that clicks them, the DOM dumped after it ran.
 //!
 //! On failure a screenshot and the page are kept under
-//! `target/browser-artifacts/`. Without Chromium the tests fail (set
-//! `HARNESS_SKIP_BROWSER=1` to skip them on a machine that cannot install
-//! it).
+//! `target/browser-artifacts/`. Without Chromium the tests say that they
+//! skipped, and fail instead under `REMORA_REQUIRE_ALL_TOOLS=1` (which
+//! `.ci/run` sets).
 
 mod common;
 
@@ -106,16 +106,15 @@ fn section<'a>(dom: &'a str, id: &str) -> &'a str {
     &dom[start..end]
 }
 
-/// Chromium, or `None` when it is missing and the tests may be skipped.
+/// Chromium, or `None` (after saying so) when it is missing.
 fn chromium_or_skip() -> Option<PathBuf> {
-    if let Some(bin) = chromium() {
-        return Some(bin);
+    let bin = chromium();
+    if bin.is_none() {
+        common::skip::skip(
+            "no chromium, chromium-browser or google-chrome on PATH, nor HARNESS_CHROMIUM (Debian: apt-get install chromium)",
+        );
     }
-    if std::env::var_os("HARNESS_SKIP_BROWSER").is_some() {
-        eprintln!("skipped: no chromium and HARNESS_SKIP_BROWSER is set");
-        return None;
-    }
-    panic!("chromium not found: apt-get install chromium (or set HARNESS_SKIP_BROWSER=1)");
+    bin
 }
 
 /// Panics with `failures`, if any, after keeping a screenshot of `page`

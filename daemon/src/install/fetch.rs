@@ -87,21 +87,7 @@ pub fn download(
     let mut longest_pause = Duration::ZERO;
     let result = std::thread::scope(|scope| {
         let fail = |text: String| format!("download failed: {text}");
-        let mut builder = ureq::AgentBuilder::new()
-            .redirects(MAX_REDIRECTS)
-            .timeout_connect(limits.connect_timeout)
-            .timeout_read(limits.read_timeout)
-            .user_agent(&format!("remora/{}", crate::version::ID));
-        if let Some(proxy) = env_proxy(url) {
-            let parsed = ureq::Proxy::new(&proxy)
-                .map_err(|_| fail(format!("invalid proxy URL {}", go_quote(proxy.as_bytes()))))?;
-            builder = builder.proxy(parsed);
-        }
-        let response = builder
-            .build()
-            .get(url)
-            .call()
-            .map_err(|e| fail(request_error(url, e)))?;
+        let response = get_following_redirects(url, limits).map_err(fail)?;
         let total: Option<u64> = response.header("Content-Length").and_then(|v| v.trim().parse().ok());
 
         // The ticker: a first line at once, then one per interval, until
@@ -157,6 +143,85 @@ pub fn download(
     (result, stats)
 }
 
+/// GET `url`, following up to [`MAX_REDIRECTS`] redirects the way Go's
+/// default client does; `Err` is the text after `download failed: `.
+///
+/// ureq is told not to follow redirects itself: ureq 2 panics when a
+/// `Location` names a URL without a host (`file:`, `data:`,
+/// `javascript:`), and a server must never be able to crash `-install`.
+/// Each hop is checked here first, with Go's texts: a scheme other than
+/// http(s) is `Get "<next>": unsupported protocol scheme "<s>"`, an http
+/// URL without a host `Get "<next>": http: no Host in request URL`. The
+/// proxy is chosen again for every hop, as Go's transport does.
+fn get_following_redirects(url: &str, limits: &Limits) -> Result<ureq::Response, String> {
+    let mut current = url.to_string();
+    let mut followed = 0u32;
+    loop {
+        let response = agent_for(&current, limits)?
+            .get(&current)
+            .call()
+            .map_err(|e| request_error(&current, e))?;
+        // Go follows these five; 300, 304, 305 and 306 are answers.
+        if !matches!(response.status(), 301 | 302 | 303 | 307 | 308) {
+            return Ok(response);
+        }
+        // A 3xx without a Location is an answer too (Go 1.19+).
+        let Some(location) = response.header("Location").filter(|l| !l.is_empty()) else {
+            return Ok(response);
+        };
+        if followed == MAX_REDIRECTS {
+            return Err(format!(
+                "Get {}: stopped after {MAX_REDIRECTS} redirects",
+                go_quote(location.as_bytes())
+            ));
+        }
+        let next = url::Url::parse(&current)
+            .and_then(|base| base.join(location))
+            .map_err(|e| {
+                format!(
+                    "Get {}: failed to parse Location header {}: {e}",
+                    go_quote(current.as_bytes()),
+                    go_quote(location.as_bytes())
+                )
+            })?;
+        check_fetchable(&next)?;
+        current = next.to_string();
+        followed += 1;
+    }
+}
+
+/// Go's transport refusals for a redirect target ureq must never see.
+fn check_fetchable(next: &url::Url) -> Result<(), String> {
+    let quoted = go_quote(next.as_str().as_bytes());
+    let scheme = next.scheme();
+    if scheme != "http" && scheme != "https" {
+        return Err(format!(
+            "Get {quoted}: unsupported protocol scheme {}",
+            go_quote(scheme.as_bytes())
+        ));
+    }
+    if next.host_str().is_none_or(str::is_empty) {
+        return Err(format!("Get {quoted}: http: no Host in request URL"));
+    }
+    Ok(())
+}
+
+/// The agent for one request to `url`: no automatic redirects, the
+/// install's timeouts, and the proxy the environment names for it.
+fn agent_for(url: &str, limits: &Limits) -> Result<ureq::Agent, String> {
+    let mut builder = ureq::AgentBuilder::new()
+        .redirects(0)
+        .timeout_connect(limits.connect_timeout)
+        .timeout_read(limits.read_timeout)
+        .user_agent(&format!("remora/{}", crate::version::ID));
+    if let Some(proxy) = env_proxy(url) {
+        let parsed =
+            ureq::Proxy::new(&proxy).map_err(|_| format!("invalid proxy URL {}", go_quote(proxy.as_bytes())))?;
+        builder = builder.proxy(parsed);
+    }
+    Ok(builder.build())
+}
+
 /// Whether a body read failed because nothing arrived within the read
 /// timeout (the socket's `SO_RCVTIMEO`).
 fn is_idle_timeout(e: &io::Error) -> bool {
@@ -204,9 +269,6 @@ fn request_error(url: &str, err: ureq::Error) -> String {
             Some(p) => format!("Get {quoted}: dial tcp {}: connect: {}", p.addr(), source_text()),
             None => format!("Get {quoted}: dial tcp: connect: {}", source_text()),
         },
-        ureq::ErrorKind::TooManyRedirects => {
-            format!("Get {quoted}: stopped after {MAX_REDIRECTS} redirects")
-        }
         ureq::ErrorKind::Io => format!("Get {quoted}: {}", timeout_or(source_text())),
         _ => {
             let mut text = transport.kind().to_string();

@@ -4,6 +4,8 @@
 //! The steps, each in its own submodule:
 //!
 //! 1. validate the flags (a version never escapes `-cli-dir`);
+//!    before the directory is first needed, move aside whatever
+//!    non-directory an older protocol version left at `-cli-dir`;
 //! 2. sweep temporaries left by a killed earlier run ([`stage`]);
 //! 3. keep `<cli-dir>/<cli-version>` if it runs `--version` ([`probe`]);
 //! 4. otherwise acquire the zstd blob — the local `-cli-zst` first, else
@@ -26,7 +28,8 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::path::Path;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use fetch::{FetchStats, PROGRESS_PREFIX};
@@ -111,6 +114,11 @@ pub struct InstallResult {
     /// was attempted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fetch: Option<FetchStats>,
+    /// remora only: where a non-directory found at `-cli-dir` was moved so
+    /// the directory could be made. Absent otherwise, so the line is the
+    /// reference's whenever the reference would have succeeded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cli_dir_moved_aside: Option<String>,
 }
 
 impl InstallResult {
@@ -161,19 +169,40 @@ pub fn install_reporting(options: &InstallOptions, limits: &Limits, progress: &(
         cli_was_present: false,
         cli_error: None,
         fetch: None,
+        cli_dir_moved_aside: None,
     };
     let mut run = Run {
         options,
         limits,
         progress,
         fetch: None,
+        moved_aside: None,
     };
-    match run.ensure(&result.cli_path) {
-        Ok(was_present) => result.cli_was_present = was_present,
-        Err(message) => result.cli_error = Some(message),
+    // The last line of defence for "always exits 0 with a facts line": a
+    // panic anywhere in the flow (a bug, or one in a dependency reached by
+    // hostile input) becomes a `cliError`. Temporaries are removed by
+    // their drop guards while unwinding.
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run.ensure(&result.cli_path)));
+    match outcome {
+        Ok(Ok(was_present)) => result.cli_was_present = was_present,
+        Ok(Err(message)) => result.cli_error = Some(message),
+        Err(payload) => result.cli_error = Some(format!("internal error: {}", panic_text(payload.as_ref()))),
     }
     result.fetch = run.fetch;
+    result.cli_dir_moved_aside = run
+        .moved_aside
+        .map(|p| crate::gojson::go_lossy(p.as_os_str().as_bytes()));
     result
+}
+
+/// The message of a caught panic (`&str` or `String` payloads; anything
+/// else is reported without one).
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".to_string())
 }
 
 /// One install in progress: its inputs, and what the download measured.
@@ -182,6 +211,8 @@ struct Run<'a> {
     limits: &'a Limits,
     progress: &'a (dyn Fn(&str) + Sync),
     fetch: Option<FetchStats>,
+    /// Where a non-directory at `-cli-dir` went.
+    moved_aside: Option<PathBuf>,
 }
 
 /// Where the blob comes from.
@@ -225,9 +256,8 @@ impl Run<'_> {
 
         match source {
             Source::Zst(zst) => {
-                let mut input =
-                    File::open(zst).map_err(|e| format!("opening input: {}", path_error("open", zst, &e)))?;
-                create_dir(&options.cli_dir)?;
+                let mut input = open_upload(zst)?;
+                self.create_dir()?;
                 // Opt-in verification (the D1 divergence): only a supplied
                 // checksum is checked. Hashing and decompressing go through the
                 // same descriptor, so swapping the file in between cannot slip
@@ -255,7 +285,7 @@ impl Run<'_> {
                 }
             }
             Source::Url(url) => {
-                create_dir(&options.cli_dir)?;
+                self.create_dir()?;
                 // Downloaded in full (and hashed on the way) before the
                 // decompressor sees a byte of it: unverified input never
                 // reaches zstd.
@@ -276,6 +306,86 @@ impl Run<'_> {
         prune::prune(dir, version, options.cli_keep);
         Ok(false)
     }
+
+    /// Makes `-cli-dir`, first moving aside a non-directory in its place.
+    fn create_dir(&mut self) -> Result<(), String> {
+        let dir = &self.options.cli_dir;
+        if let Some(aside) = move_aside_non_directory(Path::new(dir))? {
+            crate::log_warn!(
+                "[install] {} was not a directory (state from an older version?): moved it to {} and made the directory",
+                go_quote(dir.as_bytes()),
+                go_quote(aside.as_os_str().as_bytes())
+            );
+            self.moved_aside = Some(aside);
+        }
+        create_dir(dir)
+    }
+}
+
+/// Renames whatever non-directory sits at `dir` (a file, a link to one, a
+/// dangling link) to `<dir>.moved-aside-<unix seconds>[-<n>]` beside it, and
+/// returns that path. A directory, a link to one, or nothing at all is left
+/// alone (`None`). Older protocol versions kept the CLI as one flat file
+/// where the versioned directory now lives; failing with `mkdir: not a
+/// directory` would strand such a remote, and deleting the file could
+/// lose someone's data.
+fn move_aside_non_directory(dir: &Path) -> Result<Option<PathBuf>, String> {
+    let Ok(found) = fs::symlink_metadata(dir) else {
+        return Ok(None);
+    };
+    let is_directory =
+        found.is_dir() || (found.file_type().is_symlink() && fs::metadata(dir).is_ok_and(|m| m.is_dir()));
+    if is_directory {
+        return Ok(None);
+    }
+    let seconds = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let mut base = dir.as_os_str().to_os_string();
+    base.push(format!(".moved-aside-{seconds}"));
+    // The parent is the owner's own directory; the check below only keeps
+    // an earlier move's file from being replaced.
+    for n in 0..100 {
+        let mut name = base.clone();
+        if n > 0 {
+            name.push(format!("-{n}"));
+        }
+        let aside = PathBuf::from(name);
+        if fs::symlink_metadata(&aside).is_ok() {
+            continue;
+        }
+        return match fs::rename(dir, &aside) {
+            Ok(()) => Ok(Some(aside)),
+            Err(e) => Err(format!(
+                "creating cli dir: rename {} {}: {}",
+                dir.to_string_lossy(),
+                aside.to_string_lossy(),
+                crate::goerr::io_text(&e)
+            )),
+        };
+    }
+    Err(format!(
+        "creating cli dir: {} is not a directory and every name to move it to is taken",
+        dir.display()
+    ))
+}
+
+/// Opens the `-cli-zst` upload without blocking on its kind: a FIFO
+/// (which would wait forever for a writer) or a device is refused as
+/// `opening input: open <p>: not a regular file`, and is never consumed.
+fn open_upload(zst: &str) -> Result<File, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let fail = |e: &io::Error| format!("opening input: {}", path_error("open", zst, e));
+    let input = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(zst)
+        .map_err(|e| fail(&e))?;
+    if !input.metadata().map_err(|e| fail(&e))?.is_file() {
+        return Err(format!("opening input: open {zst}: not a regular file"));
+    }
+    Ok(input)
 }
 
 /// Rejects a version that would not name a plain file directly inside
@@ -377,6 +487,7 @@ mod tests {
             cli_was_present: true,
             cli_error: None,
             fetch: None,
+            cli_dir_moved_aside: None,
         };
         assert_eq!(
             facts.line(),
@@ -395,5 +506,9 @@ mod tests {
         assert!(facts
             .line()
             .ends_with(",\"cliError\":\"x \\u003cy\\u003e\",\"fetch\":{\"bytes\":5,\"ms\":12,\"longestPauseMs\":3}}"));
+        facts.cli_dir_moved_aside = Some("/d.moved-aside-1".into());
+        assert!(facts
+            .line()
+            .ends_with(",\"longestPauseMs\":3},\"cliDirMovedAside\":\"/d.moved-aside-1\"}"));
     }
 }

@@ -16,6 +16,17 @@
 //! - `files.list` on a non-directory: `open <path>: not a directory`, for
 //!   any file, readable or not (reference build 7d193f89; the seed-000
 //!   build's `os.ReadDir` said `readdirent <path>: not a directory`).
+//! - `files.read` follows reference build 5fd08069: the path is opened
+//!   once, non-blocking, and the open file's kind decides (a directory is
+//!   refused, the null device reads empty, any other non-regular file is
+//!   `files.read: not a regular file`); `maxBytes <= 0` caps at 262144.
+//!
+//! Nothing here blocks on a file's kind: every open of a path that may
+//! name a FIFO or a device is `O_NONBLOCK`, and the kind is checked on the
+//! open descriptor before a byte is read. At most [`FILES_BLOCKING_MAX`]
+//! files.* jobs hold a blocking-pool thread at once; the rest wait for a
+//! permit without holding one, so files.* can never take the pool from
+//! the replay store's disk work.
 
 use super::Outcome;
 use crate::filemode;
@@ -69,7 +80,24 @@ struct ValidateResult {
     error: Option<String>,
 }
 
+/// Most files.* jobs running on the blocking pool at once (tokio's pool
+/// has 512 threads; the replay store's disk writers and readers use the
+/// rest).
+pub const FILES_BLOCKING_MAX: usize = 16;
+
+/// The permits behind [`FILES_BLOCKING_MAX`].
+static FILES_JOBS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(FILES_BLOCKING_MAX);
+
+/// `files.read`'s cap when `maxBytes` is absent, zero or negative
+/// (reference builds 89cb6289 and 5fd08069).
+pub const READ_DEFAULT_CAP: u64 = 262_144;
+
 pub async fn handle(method: FilesMethod, params: PathParams) -> Outcome {
+    // Never closed, so acquiring only fails if that changes; answer
+    // rather than run unbounded.
+    let Ok(_permit) = FILES_JOBS.acquire().await else {
+        return Outcome::internal(format!("internal error in {method}"));
+    };
     let work = move || match method {
         FilesMethod::Stat => stat(&params.path),
         FilesMethod::List => list(&params.path),
@@ -151,55 +179,64 @@ fn list(path: &str) -> Outcome {
     Outcome::ok(&ListResult { entries })
 }
 
+/// Opens `path` for reading without blocking on its kind (a FIFO without
+/// a writer, a device), following symlinks as Go's `os.Open` does.
+pub fn open_nonblocking(path: impl AsRef<Path>) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+}
+
+/// Whether `meta` is the system's null device itself (by identity, as
+/// 5fd08069 tests it: another node with the same device numbers is not).
+fn is_null_device(meta: &fs::Metadata) -> bool {
+    fs::metadata("/dev/null").is_ok_and(|null| null.dev() == meta.dev() && null.ino() == meta.ino())
+}
+
 fn read(path: &str, max_bytes: i64) -> Outcome {
-    let meta = match fs::metadata(path) {
+    let absent = || {
+        Outcome::ok(&ReadResult {
+            content: String::new(),
+            exists: false,
+        })
+    };
+    let file = match open_nonblocking(path) {
+        Ok(f) => f,
+        Err(e) if is_missing(&e) => return absent(),
+        Err(e) => return Outcome::internal(path_error("open", path, &e)),
+    };
+    let meta = match file.metadata() {
         Ok(meta) => meta,
-        Err(e) if is_missing(&e) => {
-            return Outcome::ok(&ReadResult {
-                content: String::new(),
-                exists: false,
-            })
-        }
         Err(e) => return Outcome::internal(path_error("stat", path, &e)),
     };
     if meta.is_dir() {
         return Outcome::invalid_params("files.read: path is a directory");
     }
-    // maxBytes <= 0 (absent, 0, -1) means no limit.
-    let limit = u64::try_from(max_bytes).ok().filter(|&m| m > 0);
-    if let Some(limit) = limit {
-        if meta.size() > limit {
-            return Outcome::invalid_params("files.read: file exceeds maxBytes");
-        }
-    }
-    let mut options = OpenOptions::new();
-    options.read(true);
     if !meta.is_file() {
-        // FIFOs and devices: never block a thread forever on open/read.
-        options.custom_flags(libc::O_NONBLOCK);
-    }
-    let file: File = match options.open(path) {
-        Ok(f) => f,
-        Err(e) => return Outcome::internal(path_error("open", path, &e)),
-    };
-    let mut data = Vec::new();
-    let result = match limit {
-        // Read at most one byte past the limit: a file that grew since the
-        // stat is still refused without buffering all of it.
-        Some(limit) => file.take(limit.saturating_add(1)).read_to_end(&mut data),
-        None => {
-            data.reserve(usize::try_from(meta.size()).unwrap_or(0));
-            let mut file = file;
-            file.read_to_end(&mut data)
+        if is_null_device(&meta) {
+            return Outcome::ok(&ReadResult {
+                content: String::new(),
+                exists: true,
+            });
         }
-    };
-    if let Err(e) = result {
+        return Outcome::invalid_params("files.read: not a regular file");
+    }
+    let limit = u64::try_from(max_bytes)
+        .ok()
+        .filter(|&m| m > 0)
+        .unwrap_or(READ_DEFAULT_CAP);
+    if meta.size() > limit {
+        return Outcome::invalid_params("files.read: file exceeds maxBytes");
+    }
+    let mut data = Vec::with_capacity(usize::try_from(meta.size()).unwrap_or(0));
+    // Read at most one byte past the limit: a file that grew since the
+    // fstat, or one that reports size 0 (`/proc`), is still bounded.
+    if let Err(e) = file.take(limit.saturating_add(1)).read_to_end(&mut data) {
         return Outcome::internal(path_error("read", path, &e));
     }
-    if let Some(limit) = limit {
-        if data.len() as u64 > limit {
-            return Outcome::invalid_params("files.read: file exceeds maxBytes");
-        }
+    if data.len() as u64 > limit {
+        return Outcome::invalid_params("files.read: file exceeds maxBytes");
     }
     Outcome::ok(&ReadResult {
         content: go_lossy(&data),

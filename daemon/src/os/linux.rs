@@ -35,6 +35,32 @@ pub fn own_executable() -> PathBuf {
     PathBuf::from("/proc/self/exe")
 }
 
+/// Names this process (`comm`: what `ps -o comm`, `top` and `pgrep -x`
+/// show) after the file it was executed from. The daemon is re-executed
+/// through `/proc/self/exe`, and the kernel names a process after the last
+/// component of the path it was executed by, so it would be called `exe`.
+pub fn name_after_executable() {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(target) = std::fs::read_link("/proc/self/exe") else {
+        return;
+    };
+    // An executable replaced since (an upgrade under a running daemon)
+    // reads as `<path> (deleted)`.
+    let path = target.as_os_str().as_bytes();
+    let path = path.strip_suffix(b" (deleted)").unwrap_or(path);
+    let name = path.rsplit(|&b| b == b'/').next().unwrap_or(path);
+    if name.is_empty() || name.contains(&0) {
+        return;
+    }
+    // The kernel keeps 15 bytes and a NUL.
+    let mut comm = [0u8; 16];
+    let len = name.len().min(15);
+    comm[..len].copy_from_slice(&name[..len]);
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16
+    // bytes from the pointer; `comm` is 16 bytes and ends in a NUL.
+    unsafe { libc::prctl(libc::PR_SET_NAME, comm.as_ptr() as libc::c_ulong, 0, 0, 0) };
+}
+
 /// The address range of the environment block the kernel set up at exec
 /// (`env_start`, `env_end`: fields 50 and 51 of `/proc/self/stat`).
 pub fn initial_env_block() -> Option<(usize, usize)> {

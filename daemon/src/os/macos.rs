@@ -35,6 +35,10 @@ pub fn own_executable() -> PathBuf {
     std::env::current_exe().unwrap_or_else(|_| PathBuf::from(std::env::args_os().next().unwrap_or_default()))
 }
 
+/// Nothing to do: [`own_executable`] is the file's real path, so the
+/// re-executed daemon is already named after it.
+pub fn name_after_executable() {}
+
 /// Not known without `/proc`: the caller unsets the sentinel but leaves
 /// the bytes of the initial block alone.
 pub fn initial_env_block() -> Option<(usize, usize)> {

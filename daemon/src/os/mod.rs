@@ -8,6 +8,7 @@
 //! | [`peer_pid`] | `SO_PEERCRED` | `LOCAL_PEERPID` |
 //! | [`process_alive`] | `/proc/<pid>/stat`, a zombie counts as ended | `kill(pid, 0)` (a zombie counts as alive; launchd reaps promptly) |
 //! | [`own_executable`] | `/proc/self/exe` (still works if the file was replaced) | `_NSGetExecutablePath` via `current_exe` |
+//! | [`name_after_executable`] | `prctl(PR_SET_NAME)` to the name of `/proc/self/exe`'s file | nothing: exec'd by the real path |
 //! | [`initial_env_block`] | `/proc/self/stat` fields 50–51 | none: the sentinel is unset but not blanked |
 //! | [`open_fds`] | `/proc/self/fd` | `/dev/fd` |
 //! | [`pipe_cloexec`] | `pipe2(O_CLOEXEC)` | `pipe` + `FD_CLOEXEC` (called single-threaded) |
@@ -28,6 +29,6 @@ mod platform;
 
 pub use platform::{
     clear_errno, fill_random, initial_env_block, is_libc_reserved_signal, is_platform_dropped_signal,
-    limit_malloc_arenas, next_dir_name, open_fds, own_executable, peer_pid, pipe_cloexec, process_alive,
-    realtime_signals, trim_heap,
+    limit_malloc_arenas, name_after_executable, next_dir_name, open_fds, own_executable, peer_pid, pipe_cloexec,
+    process_alive, realtime_signals, trim_heap,
 };

@@ -39,6 +39,9 @@ pub struct Cursor {
     /// The next disk batch, read while this one is written: frames from
     /// `after + prefetched.len() + 1` on.
     read_ahead: Option<DiskRead>,
+    /// Scratch for [`ReplayLog::pull_ram`], kept so a pull allocates
+    /// nothing (empty between calls).
+    batch: Vec<Frame>,
 }
 
 impl Cursor {
@@ -50,6 +53,7 @@ impl Cursor {
             prefetched: VecDeque::new(),
             hint: None,
             read_ahead: None,
+            batch: Vec::new(),
         }
     }
 
@@ -92,7 +96,7 @@ impl Cursor {
         if self.prefetched.is_empty() {
             let from_disk = match self.read_ahead.take() {
                 Some(read) => Some(read.await.unwrap_or_default()),
-                None => match self.log.pull_ram(self.after, upto, out, budget) {
+                None => match self.log.pull_ram(self.after, upto, out, budget, &mut self.batch) {
                     Pull::Ram(after) => {
                         self.after = after;
                         None

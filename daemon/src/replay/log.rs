@@ -139,7 +139,13 @@ pub struct ReplayLog {
     store: Arc<ReplayStore>,
     /// Signalled after each disk write (wakes a waiting pipe reader).
     flushed: Notify,
+    /// The disk writer's batch, kept between jobs so writing a frame
+    /// allocates nothing (empty between batches; one writer at a time).
+    flush_batch: Mutex<Vec<Frame>>,
 }
+
+/// Frames the disk writer's kept batch may hold room for between jobs.
+const FLUSH_BATCH_KEEP: usize = 1024;
 
 static NEXT_KEY: AtomicU64 = AtomicU64::new(1);
 static NEXT_EXIT_STAMP: AtomicU64 = AtomicU64::new(1);
@@ -183,6 +189,7 @@ impl ReplayLog {
             disk: Mutex::new(None),
             store: store.clone(),
             flushed: Notify::new(),
+            flush_batch: Mutex::new(Vec::new()),
         });
         let weak: std::sync::Weak<dyn StoredLog> = Arc::downgrade(&log) as std::sync::Weak<ReplayLog>;
         store.register(log.key, weak);
@@ -278,8 +285,18 @@ impl ReplayLog {
     /// are left, trimming the hot tail behind it. Runs on a blocking
     /// thread; at most one per log.
     fn flush(self: Arc<Self>) {
+        let mut batch = std::mem::take(&mut *lock(&self.flush_batch));
+        self.flush_jobs(&mut batch);
+        batch.clear();
+        if batch.capacity() <= FLUSH_BATCH_KEEP {
+            *lock(&self.flush_batch) = batch;
+        }
+    }
+
+    fn flush_jobs(self: &Arc<Self>, batch: &mut Vec<Frame>) {
         loop {
-            let (first, batch) = {
+            batch.clear();
+            let first = {
                 let mut state = self.lock();
                 if !state.spill || state.written == state.last_seq {
                     state.writer_busy = false;
@@ -290,25 +307,26 @@ impl ReplayLog {
                 let first = state.written + 1;
                 let skip = (first - state.hot_first()) as usize;
                 let mut taken = 0;
-                let batch: Vec<Frame> = state
-                    .hot
-                    .iter()
-                    .skip(skip)
-                    .take_while(|f| {
-                        let go = taken < WRITE_BATCH;
-                        taken += cost(f);
-                        go
-                    })
-                    .cloned()
-                    .collect();
-                (first, batch)
+                batch.extend(
+                    state
+                        .hot
+                        .iter()
+                        .skip(skip)
+                        .take_while(|f| {
+                            let go = taken < WRITE_BATCH;
+                            taken += cost(f);
+                            go
+                        })
+                        .cloned(),
+                );
+                first
             };
             let outcome = match self.store.dir() {
                 None => Err(None),
                 Some(dir) => {
                     let mut disk = lock(&self.disk);
                     let segs = disk.get_or_insert_with(|| Segments::new(dir, self.key, self.store.segment_bytes));
-                    let result = segs.append(first, &batch);
+                    let result = segs.append(first, batch);
                     let mirror = (segs.first_seq(), segs.last_seq(), segs.bytes());
                     match result {
                         Ok(added) => Ok((added, mirror)),
@@ -532,8 +550,10 @@ impl ReplayLog {
     /// `budget` raw bytes were taken. Evicted frames are skipped (the
     /// cursor jumps to the oldest kept one). Stops at the first frame that
     /// is only on disk. Encoding happens outside the lock.
-    pub fn pull_ram(&self, after: u64, upto: u64, out: &mut Vec<u8>, budget: usize) -> Pull {
-        let mut batch: Vec<Frame> = Vec::new();
+    /// `batch` is the caller's scratch space (left empty), so a follower
+    /// allocates nothing per pull.
+    pub fn pull_ram(&self, after: u64, upto: u64, out: &mut Vec<u8>, budget: usize, batch: &mut Vec<Frame>) -> Pull {
+        batch.clear();
         let mut after = after;
         {
             let state = self.lock();
@@ -567,8 +587,10 @@ impl ReplayLog {
             }
         }
         let first = after + 1;
-        self.encode_frames(first, &batch, out);
-        Pull::Ram(after + batch.len() as u64)
+        self.encode_frames(first, batch, out);
+        let pulled = batch.len() as u64;
+        batch.clear();
+        Pull::Ram(after + pulled)
     }
 
     /// Reads frames `after+1 ..= upto` from disk, about `budget` raw bytes
@@ -787,8 +809,9 @@ impl ReplayLog {
     pub fn encode_after(&self, after: u64, upto: u64, out: &mut Vec<u8>, budget: usize) -> u64 {
         let mut after = after;
         let mut hint = None;
+        let mut batch = Vec::new();
         loop {
-            match self.pull_ram(after, upto, out, budget) {
+            match self.pull_ram(after, upto, out, budget, &mut batch) {
                 Pull::Ram(a) => return a,
                 Pull::Disk(a) => {
                     let (frames, h) = self.read_disk(a, upto, budget.max(1), hint);

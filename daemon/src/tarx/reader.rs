@@ -206,6 +206,19 @@ impl<R: GoRead> TarReader<R> {
         Ok(got)
     }
 
+    /// Reads the source to its end after the end-of-archive blocks, so that
+    /// the gzip layer checks every member's trailer (CRC-32 and size) and
+    /// a stream cut short fails. Go's `archive/tar` stops at the two zero
+    /// blocks and its `io.ReadFull` drops an error that arrives with the
+    /// last bytes, so the reference can miss a truncated or corrupt
+    /// trailer; remora never reports such an archive as a success. The
+    /// bytes are discarded (at most 8 KiB held at a time).
+    pub fn drain_to_end(&mut self) -> Result<(), String> {
+        let mut scratch = [0u8; 8192];
+        while self.r.read_go(&mut scratch)? > 0 {}
+        Ok(())
+    }
+
     /// The whole data of a special (PAX/GNU) entry, capped like Go.
     fn read_special(&mut self) -> Result<Vec<u8>, String> {
         if self.remaining > MAX_SPECIAL {

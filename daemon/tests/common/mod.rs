@@ -8,6 +8,7 @@
 pub mod frames;
 pub mod git;
 pub mod http;
+pub mod skip;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
@@ -137,9 +138,12 @@ impl TestDaemon {
         std::fs::read_to_string(&self.stderr_path).unwrap_or_default()
     }
 
-    /// Asks the daemon to stop and waits until its socket is gone.
+    /// Asks the daemon to stop and waits until it has exited (the socket
+    /// goes first, the token file and the lock record after it).
     pub fn stop(&mut self) {
+        let mut pid = None;
         if let Ok(mut s) = UnixStream::connect(&self.socket) {
+            pid = peer_pid(&s);
             let line = request_line("0", "server.shutdown", None, &self.token);
             let _ = s.write_all(line.as_bytes());
             let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
@@ -147,6 +151,9 @@ impl TestDaemon {
             let _ = s.read_to_end(&mut sink);
         }
         wait_until(Duration::from_secs(10), || !self.socket.exists());
+        if let Some(pid) = pid {
+            wait_until(Duration::from_secs(10), || pid_gone(pid));
+        }
         if let Some(mut child) = self.launcher.take() {
             let deadline = Instant::now() + Duration::from_secs(10);
             while Instant::now() < deadline {
@@ -165,6 +172,32 @@ impl Drop for TestDaemon {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// The pid of the process at the other end of a connected Unix socket
+/// (the daemon, for a connection to its socket). Linux only (`SO_PEERCRED`);
+/// elsewhere `None`, and stopping waits for the socket alone.
+#[cfg(not(target_os = "linux"))]
+pub fn peer_pid(_stream: &UnixStream) -> Option<i32> {
+    None
+}
+
+#[cfg(target_os = "linux")]
+pub fn peer_pid(stream: &UnixStream) -> Option<i32> {
+    use std::os::fd::AsRawFd;
+    let mut cred = libc::ucred { pid: 0, uid: 0, gid: 0 };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into `cred`.
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    (rc == 0 && cred.pid > 0).then_some(cred.pid)
 }
 
 /// Polls `cond` until it holds or `limit` passes; returns whether it held.

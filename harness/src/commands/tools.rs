@@ -199,10 +199,10 @@ pub(crate) fn bench(a: BenchArgs) -> Result<ExitCode, String> {
             flood_mib: a.flood_mib,
         },
     };
-    let items = bench::run(&absolute(&a.reference)?, &absolute(&a.candidate)?, &o);
-    print!("{}", bench::table(&items));
+    let measured = bench::run(&absolute(&a.reference)?, &absolute(&a.candidate)?, &o);
+    print!("{}", bench::table(&measured));
     if let Some(p) = a.json {
-        let j = serde_json::to_string_pretty(&items).map_err(|e| e.to_string())?;
+        let j = serde_json::to_string_pretty(&measured).map_err(|e| e.to_string())?;
         std::fs::write(&p, j).map_err(|e| format!("{}: {e}", p.display()))?;
     }
     Ok(ExitCode::SUCCESS)

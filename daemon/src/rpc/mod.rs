@@ -5,6 +5,8 @@
 //! Every error code and message string of the protocol lives here, except
 //! the -32601 texts, which come from the method table ([`crate::method`]).
 
+pub mod quick;
+
 use crate::gojson::{self, Raw, Value};
 use crate::method::Method;
 use serde::Serialize;
@@ -159,6 +161,16 @@ pub fn constant_time_eq(presented: &[u8], expected: &[u8]) -> bool {
         diff |= p ^ e;
     }
     std::hint::black_box(diff) == 0
+}
+
+/// Appends `{"jsonrpc":"2.0","id":…,"result":…}\n` with an id and a
+/// result already encoded.
+pub fn write_success_line(out: &mut Vec<u8>, id_json: &[u8], result_json: &[u8]) {
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    out.extend_from_slice(id_json);
+    out.extend_from_slice(br#","result":"#);
+    out.extend_from_slice(result_json);
+    out.extend_from_slice(b"}\n");
 }
 
 /// `{"jsonrpc":"2.0","id":…,"result":…}\n` around an already-encoded result.
