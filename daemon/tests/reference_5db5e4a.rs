@@ -195,13 +195,18 @@ fn a_leading_tilde_expands_in_files_git_and_spawn_cwd() {
         c.call(11, "git.list_branches", r#"{"path":"~/repo"}"#),
         ok(11, r#"{"isRepo":true,"branches":["master","side"]}"#)
     );
+    // The worktree goes where 7d193f89's containment allows it (under
+    // <repository>/.claude/worktrees); `~` expands in both paths.
     let created = c.call(
         12,
         "git.worktree_create",
-        r#"{"baseRepo":"~/repo","branchName":"wt","worktreePath":"~/wt"}"#,
+        r#"{"baseRepo":"~/repo","branchName":"wt","worktreePath":"~/repo/.claude/worktrees/wt"}"#,
     );
-    assert!(created.contains(&format!(r#""path":"{h}/wt""#)), "{created}");
-    assert!(home.join("wt").join("a.txt").is_file());
+    assert!(
+        created.contains(&format!(r#""path":"{h}/repo/.claude/worktrees/wt""#)),
+        "{created}"
+    );
+    assert!(home.join("repo/.claude/worktrees/wt").join("a.txt").is_file());
 
     // The spawn cwd.
     assert_eq!(
@@ -236,9 +241,10 @@ fn error_texts_of_5db5e4a() {
         c.call(1, "files.stat", &format!(r#"{{"path":"{long}"}}"#)),
         err(1, -32603, &too_long)
     );
+    // files.read opens first since 5fd08069, so its text says `open`.
     assert_eq!(
         c.call(2, "files.read", &format!(r#"{{"path":"{long}"}}"#)),
-        err(2, -32603, &too_long)
+        err(2, -32603, &format!("open {long}: file name too long"))
     );
     assert_eq!(
         c.call(3, "files.validate", &format!(r#"{{"path":"{long}"}}"#)),
