@@ -576,6 +576,7 @@ fn fuzz_regression_distance_too_far_back_is_corrupt_input() {
 /// fails `mkdir destDir: mkdir <dest>: file exists`. Needs root to make a
 /// directory owned by another uid (65534, "nobody").
 #[test]
+#[cfg(target_os = "linux")] // renameat2(RENAME_NOREPLACE) is Linux-only
 fn a_dest_dir_planted_by_another_user_is_never_extracted_into() {
     use std::os::unix::fs::MetadataExt;
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
