@@ -173,21 +173,30 @@ fn unpack(file: File, archive_text: &str, dest: &[u8]) -> Result<u64, String> {
         let comps: Vec<&[u8]> = rel.split(|&c| c == b'/').filter(|c| !c.is_empty()).collect();
         match hdr.typeflag {
             b'5' => {
-                walk_dirs(&root, &clean_dest, &comps)?;
+                walk_dirs(&root, &clean_dest, &comps).map_err(|e| format!("mkdir {}: {e}", go_lossy(name)))?;
             }
             b'0' => {
+                // Build 89cb6289 names the entry before the OS error:
+                // `mkdir parent <entry>: ` when a directory above it cannot
+                // be made, `create <entry>: ` when the file cannot.
+                let entry = go_lossy(name);
                 let Some((leaf, parents)) = comps.split_last() else {
                     // The entry names destDir itself.
                     let eisdir = io::Error::from_raw_os_error(libc::EISDIR);
-                    return Err(path_error("open", &go_lossy(&target), &eisdir));
+                    return Err(format!(
+                        "create {entry}: {}",
+                        path_error("open", &go_lossy(&target), &eisdir)
+                    ));
                 };
-                let parent = walk_dirs(&root, &clean_dest, parents)?;
+                let parent =
+                    walk_dirs(&root, &clean_dest, parents).map_err(|e| format!("mkdir parent {entry}: {e}"))?;
                 if target.len() >= PATH_MAX {
-                    return Err(too_long("open", &target));
+                    return Err(format!("create {entry}: {}", too_long("open", &target)));
                 }
                 let dir = parent.as_ref().unwrap_or(&root);
                 let target_text = go_lossy(&target);
-                let mut out = create_file(dir, leaf).map_err(|e| path_error("open", &target_text, &e))?;
+                let mut out = create_file(dir, leaf)
+                    .map_err(|e| format!("create {entry}: {}", path_error("open", &target_text, &e)))?;
                 if let Err(e) = copy_data(&mut tar, &mut out, &mut buf, &target_text) {
                     // No half-written file survives a failure: the archive
                     // was cut short, corrupt, or the disk was full.

@@ -73,7 +73,7 @@ fn info_branch_root_and_detached() {
     assert_eq!(
         call(&d, "git.info", &path_param(&u)),
         ok(&format!(
-            r#"{{"isRepo":true,"repo":"{u}","branch":"master","root":"{u}","repoSlug":"","defaultBranch":""}}"#
+            r#"{{"isRepo":true,"repo":"empty","branch":"master","root":"{u}","repoSlug":"","defaultBranch":""}}"#
         ))
     );
     let r = repo(&d.root().join("full"), false);
@@ -84,14 +84,15 @@ fn info_branch_root_and_detached() {
     assert_eq!(
         call(&d, "git.info", &path_param(&sub)),
         ok(&format!(
-            r#"{{"isRepo":true,"repo":"{sub}","branch":"feature/x","root":"{rs}","repoSlug":"","defaultBranch":""}}"#
+            r#"{{"isRepo":true,"repo":"full","branch":"feature/x","root":"{rs}","repoSlug":"","defaultBranch":""}}"#
         ))
     );
-    // The path is echoed as given (a trailing slash is kept).
+    // `repo` is the folder name of `root` whatever the spelling of `path`
+    // (build 5db5e4a), a trailing slash included.
     assert_eq!(
         call(&d, "git.info", &path_param(&format!("{rs}/"))),
         ok(&format!(
-            r#"{{"isRepo":true,"repo":"{rs}/","branch":"feature/x","root":"{rs}","repoSlug":"","defaultBranch":""}}"#
+            r#"{{"isRepo":true,"repo":"full","branch":"feature/x","root":"{rs}","repoSlug":"","defaultBranch":""}}"#
         ))
     );
     git(&r, &["checkout", "-q", "--detach"]);
@@ -99,7 +100,7 @@ fn info_branch_root_and_detached() {
     assert_eq!(
         call(&d, "git.info", &path_param(&rs)),
         ok(&format!(
-            r#"{{"isRepo":true,"repo":"{rs}","branch":"detached:{short}","root":"{rs}","repoSlug":"","defaultBranch":""}}"#
+            r#"{{"isRepo":true,"repo":"full","branch":"detached:{short}","root":"{rs}","repoSlug":"","defaultBranch":""}}"#
         ))
     );
 }
@@ -111,7 +112,7 @@ fn info_repo_slug_and_default_branch() {
     let rs = p(&r);
     let body = |slug: &str, default: &str| {
         ok(&format!(
-            r#"{{"isRepo":true,"repo":"{rs}","branch":"master","root":"{rs}","repoSlug":"{slug}","defaultBranch":"{default}"}}"#
+            r#"{{"isRepo":true,"repo":"r","branch":"master","root":"{rs}","repoSlug":"{slug}","defaultBranch":"{default}"}}"#
         ))
     };
     git(&r, &["remote", "add", "origin", "git@github.com:owner/repo.git"]);
@@ -151,6 +152,116 @@ fn info_repo_slug_and_default_branch() {
         ],
     );
     assert_eq!(call(&d, "git.info", &path_param(&rs)), body("owner/repo", "release/v2"));
+}
+
+/// Issue 25, as the golden file of `TestSocketGitRepoDetection` records
+/// build 5db5e4a: `git.list_branches` takes any directory where git finds
+/// a git directory (a bare repository, the inside of `.git`), while
+/// `git.info` answers only for a work tree and `git.status` only for a
+/// linked worktree of `baseRepo`.
+#[test]
+fn bare_repositories_and_dot_git_folders_per_method() {
+    let d = daemon();
+    let r = repo(&d.root().join("work"), false);
+    git(&r, &["branch", "wtbranch"]);
+    let rs = p(&r);
+    let dot_git = format!("{rs}/.git");
+    let empty_bare = d.root().join("bare.git");
+    git(d.root(), &["init", "-q", "--bare", "bare.git"]);
+    let full_bare = d.root().join("full.git");
+    git(d.root(), &["clone", "-q", "--bare", &rs, "full.git"]);
+    let info_not_repo = ok(r#"{"isRepo":false,"repoSlug":"","defaultBranch":""}"#);
+    let status_not_repo = ok(r#"{"isRepo":false,"clean":false}"#);
+    let branches = ok(r#"{"isRepo":true,"branches":["master","wtbranch"]}"#);
+
+    for dir in [
+        p(&empty_bare),
+        p(&full_bare),
+        dot_git.clone(),
+        format!("{dot_git}/refs"),
+    ] {
+        assert_eq!(call(&d, "git.info", &path_param(&dir)), info_not_repo, "{dir}");
+        let status = format!(r#"{{"path":"{dir}","baseRepo":"{dir}"}}"#);
+        assert_eq!(call(&d, "git.status", &status), status_not_repo, "{dir}");
+        assert_eq!(
+            call(&d, "git.status", &status_params(&dir, &rs)),
+            status_not_repo,
+            "{dir}"
+        );
+    }
+    assert_eq!(
+        call(&d, "git.list_branches", &path_param(&p(&empty_bare))),
+        ok(r#"{"isRepo":true,"branches":[]}"#)
+    );
+    assert_eq!(call(&d, "git.list_branches", &path_param(&p(&full_bare))), branches);
+    assert_eq!(call(&d, "git.list_branches", &path_param(&dot_git)), branches);
+    assert_eq!(
+        call(&d, "git.list_branches", &path_param(&format!("{dot_git}/refs"))),
+        branches
+    );
+    assert_eq!(call(&d, "git.list_branches", &path_param(&rs)), branches);
+
+    // A listing git cannot make is the Go error of the call
+    // (docs/record/git-list-branches.md), not the non-repo body.
+    git(&r, &["pack-refs", "--all"]);
+    let mut packed = fs::read(r.join(".git/packed-refs")).unwrap();
+    packed.extend_from_slice(b"garbage line\n");
+    fs::write(r.join(".git/packed-refs"), packed).unwrap();
+    assert_eq!(
+        call(&d, "git.list_branches", &path_param(&rs)),
+        r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"exit status 128"}}"#
+    );
+}
+
+/// Build 89cb6289 (`git.info.discovered_root`): `root` is the folder where
+/// the trust check's walk found `.git`, links resolved, and `repo` is its
+/// name; `core.worktree` does not move it, and a name that starts with `-`
+/// or `+` leaves `repo` out (f6010b97 and 89cb6289).
+#[test]
+fn info_root_is_the_folder_holding_dot_git() {
+    let d = daemon();
+    let r = repo(&d.root().join("real"), false);
+    let rs = p(&r);
+    let body = |repo: &str, root: &str| {
+        ok(&format!(
+            r#"{{"isRepo":true,{repo}"branch":"master","root":"{root}","repoSlug":"","defaultBranch":""}}"#
+        ))
+    };
+    // Through a symbolic link, from a subdirectory: the real folder's name.
+    fs::create_dir(r.join("sub")).unwrap();
+    std::os::unix::fs::symlink(&r, d.root().join("alias")).unwrap();
+    let via_link = format!("{}/alias/sub", p(d.root()));
+    assert_eq!(
+        call(&d, "git.info", &path_param(&via_link)),
+        body(r#""repo":"real","#, &rs)
+    );
+    // core.worktree names another folder: git's --show-toplevel follows it,
+    // the walk does not.
+    let elsewhere = d.root().join("elsewhere");
+    fs::create_dir(&elsewhere).unwrap();
+    git(&r, &["config", "core.worktree", &p(&elsewhere)]);
+    assert_eq!(git(&r, &["rev-parse", "--show-toplevel"]), p(&elsewhere));
+    assert_eq!(call(&d, "git.info", &path_param(&rs)), body(r#""repo":"real","#, &rs));
+    git(&r, &["config", "--unset", "core.worktree"]);
+    // A linked worktree (a `.git` file): its own folder.
+    let wt = d.root().join("wt-linked");
+    git(&r, &["worktree", "add", "-q", "-b", "side", &p(&wt)]);
+    assert_eq!(
+        call(&d, "git.info", &path_param(&p(&wt))),
+        ok(&format!(
+            r#"{{"isRepo":true,"repo":"wt-linked","branch":"side","root":"{}","repoSlug":"","defaultBranch":""}}"#,
+            p(&wt)
+        ))
+    );
+    // A folder name that starts with a sign: no `repo` member.
+    for name in ["-repo", "+repo"] {
+        let signed = repo(&d.root().join(name), false);
+        assert_eq!(
+            call(&d, "git.info", &path_param(&p(&signed))),
+            body("", &p(&signed)),
+            "{name}"
+        );
+    }
 }
 
 /// `{"path":<worktree>,"baseRepo":<repo>}`.

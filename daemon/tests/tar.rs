@@ -419,14 +419,39 @@ fn links_devices_and_fifos_are_refused() {
 fn entry_conflicts_and_marker_failures() {
     let c = Case::new();
     let dest = p(&c.dest);
-    // A file where a directory is needed.
+    // A file where a directory is needed: the texts of build 89cb6289
+    // (docs/record/files-extract-tar.md), the entry named first.
     c.write_archive(&gz(&raw_tar(&[(b"a", b'0', b"x"), (b"a/b", b'0', b"y")])));
-    assert_eq!(c.extract(), failed(&format!("mkdir {dest}/a: not a directory")));
+    assert_eq!(
+        c.extract(),
+        failed(&format!("mkdir parent a/b: mkdir {dest}/a: not a directory"))
+    );
+    c.write_archive(&gz(&raw_tar(&[(b"a", b'0', b"x"), (b"a/b/c", b'0', b"y")])));
+    assert_eq!(
+        c.extract(),
+        failed(&format!("mkdir parent a/b/c: mkdir {dest}/a: not a directory"))
+    );
     c.write_archive(&gz(&raw_tar(&[(b"a", b'0', b"x"), (b"a/", b'5', b"")])));
-    assert_eq!(c.extract(), failed(&format!("mkdir {dest}/a: not a directory")));
+    assert_eq!(
+        c.extract(),
+        failed(&format!("mkdir a/: mkdir {dest}/a: not a directory"))
+    );
+    c.write_archive(&gz(&raw_tar(&[(b"a", b'0', b"x"), (b"a/b/", b'5', b"")])));
+    assert_eq!(
+        c.extract(),
+        failed(&format!("mkdir a/b/: mkdir {dest}/a: not a directory"))
+    );
     // A directory where a file is wanted.
     c.write_archive(&gz(&raw_tar(&[(b"d/", b'5', b""), (b"d", b'0', b"y")])));
-    assert_eq!(c.extract(), failed(&format!("open {dest}/d: is a directory")));
+    assert_eq!(c.extract(), failed(&format!("create d: open {dest}/d: is a directory")));
+    c.write_archive(&gz(&raw_tar(&[(b"s/d/", b'5', b""), (b"s/d", b'0', b"y")])));
+    assert_eq!(
+        c.extract(),
+        failed(&format!("create s/d: open {dest}/s/d: is a directory"))
+    );
+    // A file entry that names destDir itself.
+    c.write_archive(&gz(&raw_tar(&[(b".", b'0', b"y")])));
+    assert_eq!(c.extract(), failed(&format!("create .: open {dest}: is a directory")));
     // Duplicates: the last one wins, both count.
     c.write_archive(&gz(&raw_tar(&[(b"f", b'0', b"first"), (b"f", b'0', b"2nd")])));
     assert_eq!(c.extract(), ok(r#"{"success":true,"fileCount":2}"#));
@@ -445,7 +470,9 @@ fn entry_conflicts_and_marker_failures() {
     }
     assert_eq!(
         c.extract(),
-        failed(&format!("mkdir {first_too_long}: file name too long"))
+        failed(&format!(
+            "mkdir parent {deep}: mkdir {first_too_long}: file name too long"
+        ))
     );
     // The marker cannot be written over a directory of that name.
     c.write_archive(&gz(&raw_tar(&[(b".synced/", b'5', b"")])));

@@ -4,11 +4,16 @@
 //! Before git runs, every method has the git directory judged by
 //! [`trust`] (build f6010b97). Choices where the contract is silent (also
 //! in `docs/PROTOCOL.md`):
-//! - "is a repo" means `git rev-parse --is-inside-work-tree` prints `true`
-//!   in the directory; anything else (missing dir, bare repo, inside
-//!   `.git`, git missing) is the method's non-repo body.
-//! - `git.info` `repo` is the `path` param verbatim; `root` is
-//!   `--show-toplevel`; `branch` is `symbolic-ref --short HEAD`, else
+//! - "is a repo" means `git rev-parse --git-dir` succeeds in the directory
+//!   (a missing dir or git, no repository: the non-repo body). For
+//!   `git.list_branches` that is all (a bare repo and the inside of `.git`
+//!   list their branches, build 5db5e4a), and a failing `for-each-ref` is
+//!   `-32603 exit status <n>`. `git.info` also needs the trust check's walk
+//!   to have found a work tree (build 89cb6289): `root` is the folder
+//!   holding `.git`, links resolved; a bare repo or the inside of `.git`
+//!   is the non-repo body. `git.status` is gated by [`status_gate`].
+//! - `git.info` `repo` is `root`'s folder name, left out when it starts
+//!   with `-` or `+`; `branch` is `symbolic-ref --short HEAD`, else
 //!   `detached:` + `rev-parse --short HEAD`; `repoSlug` comes from
 //!   `git config --get remote.origin.url` (no `insteadOf` rewriting);
 //!   `defaultBranch` is `symbolic-ref refs/remotes/origin/HEAD` without
@@ -51,13 +56,17 @@ use crate::method::GitMethod;
 use crate::params::GitParams;
 use containment::{Refusal, Verb};
 use serde::Serialize;
+use std::os::unix::ffi::OsStrExt;
 use trust::Verdict;
 
 #[derive(Serialize)]
 struct InfoRepo {
     #[serde(rename = "isRepo")]
     is_repo: bool,
-    repo: String,
+    /// The folder name of `root`; left out for a name that starts with
+    /// `-` or `+` (builds f6010b97 and 89cb6289).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    repo: Option<String>,
     branch: String,
     root: String,
     #[serde(rename = "repoSlug")]
@@ -122,21 +131,37 @@ async fn query(dir: &str, args: &[&str]) -> gitcli::GitOutput {
     gitcli::run(dir, args, true, QUERY_TIMEOUT).await
 }
 
+/// `git rev-parse --git-dir` succeeds in `dir`: git finds a repository
+/// there, a bare one or the inside of `.git` included (build 5db5e4a's
+/// gate for `git.list_branches`, and 89cb6289's for `git.info`).
+async fn has_git_dir(dir: &str) -> bool {
+    query(dir, &["rev-parse", "--git-dir"]).await.success
+}
+
 async fn info(path: &str) -> Outcome {
-    let verdict = trust::judge(path).await;
-    if let Verdict::Refused(text) = verdict {
-        return Outcome::internal(text);
-    }
-    if verdict == Verdict::NoRepository || !gitcli::is_work_tree(path).await {
-        return Outcome::ok(&InfoNotRepo {
+    let not_repo = || {
+        Outcome::ok(&InfoNotRepo {
             is_repo: false,
             repo_slug: "",
             default_branch: "",
-        });
+        })
+    };
+    let (verdict, walk_root) = trust::judge_with_root(path).await;
+    if let Verdict::Refused(text) = verdict {
+        return Outcome::internal(text);
     }
-    let (symbolic, root, url, origin_head) = tokio::join!(
+    if verdict == Verdict::NoRepository || !has_git_dir(path).await {
+        return not_repo();
+    }
+    // Build 89cb6289: the root is the folder where the trust check's walk
+    // found `.git`, not git's `--show-toplevel` (so `core.worktree` cannot
+    // move it); a walk that found no work tree answers the non-repo body.
+    let Some(root) = walk_root else {
+        return not_repo();
+    };
+    let root = go_lossy(root.as_os_str().as_bytes());
+    let (symbolic, url, origin_head) = tokio::join!(
         query(path, &["symbolic-ref", "--short", "HEAD"]),
-        query(path, &["rev-parse", "--show-toplevel"]),
         query(path, &["config", "--get", "remote.origin.url"]),
         query(path, &["symbolic-ref", "refs/remotes/origin/HEAD"]),
     );
@@ -153,12 +178,28 @@ async fn info(path: &str) -> Outcome {
         .unwrap_or_default();
     Outcome::ok(&InfoRepo {
         is_repo: true,
-        repo: path.to_string(),
+        repo: folder_name(&root),
         branch,
-        root: root.ok_text().unwrap_or_default(),
+        root,
         repo_slug: url.ok_text().map(|u| repo_slug(&u)).unwrap_or_default(),
         default_branch,
     })
+}
+
+/// `repo` of `git.info`: the last element of `root` as Go's
+/// `filepath.Base` gives it (`/` for the file-system root), `None` for a
+/// name that starts with `-` or `+` (f6010b97 and 89cb6289 leave the
+/// member out then).
+fn folder_name(root: &str) -> Option<String> {
+    let trimmed = root.trim_end_matches('/');
+    let name = if root.is_empty() {
+        "."
+    } else if trimmed.is_empty() {
+        "/"
+    } else {
+        trimmed.rsplit('/').next().unwrap_or(trimmed)
+    };
+    (!name.starts_with(['-', '+'])).then(|| name.to_string())
 }
 
 async fn status(path: &str, base_repo: &str) -> Outcome {
@@ -217,12 +258,15 @@ async fn list_branches(path: &str) -> Outcome {
     if let Verdict::Refused(text) = verdict {
         return Outcome::internal(text);
     }
-    if verdict == Verdict::NoRepository || !gitcli::is_work_tree(path).await {
+    // Build 5db5e4a: a bare repository and the inside of `.git` are
+    // repositories here (unlike git.info).
+    if verdict == Verdict::NoRepository || !has_git_dir(path).await {
         return Outcome::ok(&not_repo);
     }
     let out = query(path, &["for-each-ref", "--format=%(refname)", "refs/heads/"]).await;
     if !out.success {
-        return Outcome::ok(&not_repo);
+        // docs/record/git-list-branches.md: the Go error of the call.
+        return Outcome::internal(out.status_text);
     }
     let mut names: Vec<Vec<u8>> = out
         .stdout
@@ -427,4 +471,19 @@ async fn locked_worktrees(repo: &str) -> Option<Vec<String>> {
         }
     }
     Some(locked)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::folder_name;
+
+    #[test]
+    fn repo_is_the_folder_name_of_root_unless_it_starts_with_a_sign() {
+        assert_eq!(folder_name("/home/u/work").as_deref(), Some("work"));
+        assert_eq!(folder_name("/home/u/work/").as_deref(), Some("work"));
+        assert_eq!(folder_name("/").as_deref(), Some("/"));
+        assert_eq!(folder_name("/x/a-b+c").as_deref(), Some("a-b+c"));
+        assert_eq!(folder_name("/x/-repo"), None);
+        assert_eq!(folder_name("/x/+repo"), None);
+    }
 }

@@ -58,45 +58,56 @@ pub enum Verdict {
 /// Judges the git directory that git would use for `dir` (the daemon's
 /// cwd when empty). File-system work only, bounded; run off the reactor.
 pub async fn judge(dir: &str) -> Verdict {
+    judge_with_root(dir).await.0
+}
+
+/// [`judge`], and the folder where the walk found the repository: the one
+/// holding the `.git` directory or file, with links resolved. `None` when
+/// the walk found a git directory with no work tree above it (a bare
+/// repository, a path inside `.git`) or nothing at all. Build 89cb6289
+/// answers `git.info`'s `root` with this folder.
+pub async fn judge_with_root(dir: &str) -> (Verdict, Option<PathBuf>) {
     let dir = dir.to_string();
     tokio::task::spawn_blocking(move || judge_dir(&dir))
         .await
-        .unwrap_or(Verdict::Trusted)
+        .unwrap_or((Verdict::Trusted, None))
 }
 
-fn judge_dir(dir: &str) -> Verdict {
+fn judge_dir(dir: &str) -> (Verdict, Option<PathBuf>) {
     let start = if dir.is_empty() { Path::new(".") } else { Path::new(dir) };
     // git runs in the directory with its links resolved (getcwd), and
     // discovers from there; a directory git cannot enter is git's to report.
     let Ok(start) = fs::canonicalize(start) else {
-        return Verdict::Trusted;
+        return (Verdict::Trusted, None);
     };
     if !start.is_dir() {
-        return Verdict::Trusted;
+        return (Verdict::Trusted, None);
     }
     for here in start.ancestors() {
         let dot_git = here.join(".git");
         match fs::metadata(&dot_git) {
-            Ok(meta) if meta.is_file() => return judge_git_file(here, &dot_git),
+            Ok(meta) if meta.is_file() => return (judge_git_file(here, &dot_git), Some(here.to_path_buf())),
             Ok(meta) if meta.is_dir() => {
                 if is_git_directory(&dot_git) {
-                    return judge_git_dir(&dot_git);
+                    return (judge_git_dir(&dot_git), Some(here.to_path_buf()));
                 }
                 // A broken `.git` directory ends the walk (git would walk on
                 // to an outer repository, which is not the one meant).
-                return match fs::symlink_metadata(dot_git.join("commondir")) {
+                let verdict = match fs::symlink_metadata(dot_git.join("commondir")) {
                     Ok(_) => Verdict::Refused(stray(&dot_git.join("commondir"))),
                     Err(_) => Verdict::NoRepository,
                 };
+                return (verdict, None);
             }
             _ => {}
         }
-        // A bare repository: the directory itself is the git directory.
+        // A bare repository (or the inside of `.git`): the directory itself
+        // is the git directory, and there is no work tree.
         if is_git_directory(here) {
-            return judge_git_dir(here);
+            return (judge_git_dir(here), None);
         }
     }
-    Verdict::Trusted
+    (Verdict::Trusted, None)
 }
 
 /// A `.git` file: `gitdir: <path>`, the path relative to the file's folder.
