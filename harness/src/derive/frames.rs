@@ -86,7 +86,14 @@ const NUMBERED: &[(&str, &str, bool)] = &[
 ];
 
 /// Placeholders mapped wherever they stand (after the recipe's own maps).
-const PLAIN: &[(&str, &str)] = &[("\"<V>\"", "\"<version>\""), ("<DIR>", "$ROOT"), ("<HOME>", "$HOME")];
+/// `<HOME>` is the daemon's HOME, which the runner's normalisation writes
+/// as `$RUN/home` (it is the run directory's `home`); no normalised
+/// transcript ever holds `$HOME`.
+const PLAIN: &[(&str, &str)] = &[
+    ("\"<V>\"", "\"<version>\""),
+    ("<DIR>", "$ROOT"),
+    ("<HOME>", "$RUN/home"),
+];
 
 /// The `k` remora's normalised reply carries for `"key":<key:k>` (or its
 /// quoted form), so a derived frame names the same boot or process.
@@ -199,6 +206,21 @@ mod tests {
         let e = map_placeholders(r#"{"m":"<LONG>"}"#, &[], "").unwrap_err();
         assert!(e.contains("<LONG>"), "{e}");
         assert!(map_placeholders(r#"{"m":"a \u003cclientId\u003e"}"#, &[], "").is_ok());
+    }
+
+    /// A source's `<HOME>` must read as the runner normalises the daemon's
+    /// real HOME, or every frame naming it differs.
+    #[test]
+    fn home_placeholder_matches_the_normalised_daemon_home() {
+        let sb = crate::runner::Sandbox::new().unwrap();
+        let cfg = crate::runner::RunConfig {
+            bin: "/nonexistent/remora".into(),
+            renames: Vec::new(),
+        };
+        let real = format!(r#"{{"path":"{}/x"}}"#, sb.home().display());
+        let normalised = String::from_utf8(sb.normalizer(&cfg).text(real.as_bytes())).unwrap();
+        assert_eq!(map_placeholders(r#"{"path":"<HOME>/x"}"#, &[], "").unwrap(), normalised);
+        assert_eq!(normalised, r#"{"path":"$RUN/home/x"}"#);
     }
 
     #[test]

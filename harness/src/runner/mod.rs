@@ -80,6 +80,27 @@ impl Sandbox {
         })
     }
 
+    /// The path part of a run's normalisation: `$ROOT`, `$SOCKET`, `$RUN`
+    /// (so the daemon's HOME reads `$RUN/home`) and `$BIN`.
+    pub fn normalizer(&self, cfg: &RunConfig) -> Normalizer {
+        let s = |p: &Path| p.to_string_lossy().into_owned();
+        Normalizer::new(
+            &[
+                (s(&self.root), "$ROOT".into()),
+                (s(&self.socket), "$SOCKET".into()),
+                (s(&self.run), "$RUN".into()),
+                (s(&cfg.bin), "$BIN".into()),
+            ],
+            &cfg.renames,
+        )
+    }
+
+    /// The daemon's HOME in this run.
+    #[cfg(test)]
+    pub fn home(&self) -> &Path {
+        &self.home
+    }
+
     fn ctx(&self, token: Vec<u8>) -> Ctx {
         let s = |p: &Path| p.to_string_lossy().into_owned();
         Ctx {
@@ -135,17 +156,7 @@ pub fn run_probe(probe: &Probe, cfg: &RunConfig) -> Result<Transcript, String> {
 
 impl<'a> Runner<'a> {
     fn new(probe: &'a Probe, cfg: &'a RunConfig, sb: &Sandbox) -> Runner<'a> {
-        let s = |p: &Path| p.to_string_lossy().into_owned();
-        let norm = Normalizer::new(
-            &[
-                (s(&sb.root), "$ROOT".into()),
-                (s(&sb.socket), "$SOCKET".into()),
-                (s(&sb.run), "$RUN".into()),
-                (s(&cfg.bin), "$BIN".into()),
-            ],
-            &cfg.renames,
-        )
-        .with_masks(&probe.masks);
+        let norm = sb.normalizer(cfg).with_masks(&probe.masks);
         Runner {
             probe,
             cfg,
