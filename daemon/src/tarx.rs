@@ -19,7 +19,9 @@
 //!    which must be `destDir` or lie under it (so an absolute name lands
 //!    inside, and a `../` that comes back inside is fine); only regular
 //!    files (0600) and directories (0700) are created, anything else is
-//!    `unsupported tar entry type <c>: <name>`;
+//!    `unsupported tar entry type <c>: <name>`; a directory or file that
+//!    cannot be made names the entry first (`mkdir parent <name>: `,
+//!    `mkdir <name>: `, `create <name>: `, as build 89cb6289 does);
 //! 5. `.synced` is written empty at the root.
 //!
 //! Confinement does not rely on the lexical check alone: every directory is

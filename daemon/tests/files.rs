@@ -337,9 +337,18 @@ fn read_refuses_non_regular_files_and_caps_without_max_bytes() {
 
     let fifo = root.join("fifo");
     mkfifo(&fifo);
+    let open_reader = |fifo: &Path| {
+        use std::os::unix::fs::OpenOptionsExt;
+        fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(fifo)
+            .unwrap()
+    };
+    // A writer that waits in open(2) for a reader: refused whenever the
+    // writer gets there, before or after the daemon's open.
     let writer = {
         let fifo = fifo.clone();
-        // Blocks in open(2) until a reader opens the FIFO.
         std::thread::spawn(move || {
             fs::OpenOptions::new().write(true).open(&fifo).map(|mut f| {
                 use std::io::Write;
@@ -348,8 +357,31 @@ fn read_refuses_non_regular_files_and_caps_without_max_bytes() {
         })
     };
     assert_eq!(read(&mut c, 1, &p(&fifo), ""), nrf(1));
-    // The writer's open returned when the daemon opened the FIFO.
+    // If the writer reached open(2) only after the daemon closed the FIFO
+    // it is still waiting for a reader: give it one so the join ends.
+    let release = open_reader(&fifo);
     writer.join().unwrap().unwrap();
+    drop(release);
+    // A writer already attached with bytes waiting (the golden file's
+    // case, which 5db5e4a and 89cb6289 read): refused the same way, at once
+    // and whatever the size, as 5fd08069 does.
+    let held = open_reader(&fifo);
+    let mut attached = fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    {
+        use std::io::Write;
+        attached.write_all(&[b'Z'; 40]).unwrap();
+    }
+    assert_eq!(read(&mut c, 11, &p(&fifo), ""), nrf(11));
+    assert_eq!(read(&mut c, 12, &p(&fifo), r#","maxBytes":4"#), nrf(12));
+    // The daemon read none of the bytes (with the writer gone, the read
+    // ends at EOF).
+    drop(attached);
+    {
+        use std::io::Read;
+        let mut left = Vec::new();
+        (&held).read_to_end(&mut left).unwrap();
+        assert_eq!(left, vec![b'Z'; 40]);
+    }
 
     assert_eq!(read(&mut c, 2, "/dev/zero", r#","maxBytes":16"#), nrf(2));
     assert_eq!(read(&mut c, 3, "/dev/zero", ""), nrf(3));
