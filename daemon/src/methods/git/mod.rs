@@ -36,16 +36,19 @@
 //!   `git worktree prune` (for a worktree whose directory is already
 //!   gone), and answers success. It never deletes a directory itself.
 
+mod branch_step;
 mod containment;
 mod paths;
 mod seed;
 mod status_gate;
 mod trust;
 mod worktree_add;
-mod worktree_deadline;
+mod worktree_checkout;
+mod worktree_remove;
+mod worktree_undo;
 
 use super::Outcome;
-use crate::gitcli::{self, porcelain_lines, repo_slug, MUTATE_TIMEOUT, QUERY_TIMEOUT};
+use crate::gitcli::{self, porcelain_lines, repo_slug, QUERY_TIMEOUT};
 use crate::gojson::go_lossy;
 use crate::method::GitMethod;
 use crate::params::GitParams;
@@ -308,20 +311,7 @@ async fn worktree_create(params: &GitParams) -> Outcome {
         start: &start,
         existing: worktree_add::existing_branch(repo, &params.existing_branch).await,
     };
-    if params.timeout_ms > 0 {
-        let born = query(repo, &["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])
-            .await
-            .success;
-        return worktree_deadline::create(repo, params, &plan, &source, born, &leaf).await;
-    }
-    match worktree_add::add(repo, &plan, false, MUTATE_TIMEOUT, &leaf).await {
-        worktree_add::Added::Done { branch } => {
-            seed_worktree(repo, &leaf).await;
-            Outcome::ok(&WorktreeResult::created(params, &source, branch))
-        }
-        worktree_add::Added::Failed(result) => Outcome::ok(&result),
-        worktree_add::Added::TimedOut => Outcome::ok(&worktree_add::add_failed("signal: killed")),
-    }
+    worktree_checkout::create(repo, params, &plan, &source, &leaf).await
 }
 
 /// Copies the repository's ignored `.claude/` files into the new worktree
@@ -396,14 +386,7 @@ async fn worktree_remove(params: &GitParams) -> Outcome {
             "refusing to remove worktree: {worktree} is locked (git worktree lock); unlock it to remove it"
         ));
     }
-    let args = ["worktree", "remove", "--force", worktree];
-    if !gitcli::run(repo, &args, false, MUTATE_TIMEOUT).await.success {
-        gitcli::run(repo, &["worktree", "prune"], false, MUTATE_TIMEOUT).await;
-    }
-    Outcome::ok(&WorktreeResult {
-        success: true,
-        ..WorktreeResult::default()
-    })
+    worktree_remove::remove(repo, worktree, &params.branch_name).await
 }
 
 /// The paths of the locked worktrees registered in `repo`
