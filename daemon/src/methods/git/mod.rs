@@ -23,18 +23,18 @@
 //!   repo's `.gitattributes` runs no filter.
 //! - `git.worktree_create`/`_remove` paths pass [`containment`] first
 //!   (7d193f89); create makes the directories itself and takes an empty
-//!   leaf back after a failed add. `timeoutMs` > 0 takes
-//!   [`worktree_deadline`].
+//!   leaf back after a failed add.
 //! - `git.worktree_create` starts the branch at the commit
 //!   [`worktree_add::start_commit`] picks for `sourceBranch` (f6010b97),
 //!   else at HEAD, echoing the current branch (none when detached); an
-//!   `existingBranch` is attached instead (19f30c46); the repository's
-//!   ignored `.claude/` files are then [`seed`]ed. A failure's text is
-//!   git's stderr by [`worktree_add::git_text`].
+//!   `existingBranch` is attached instead (19f30c46). The add never checks
+//!   out; [`worktree_checkout`] does, seeds ([`seed`]) and judges
+//!   `timeoutMs`, and a failed checkout or a fired deadline is rolled back
+//!   by [`worktree_undo`] (f6010b97). A failure's text is git's stderr by
+//!   [`worktree_add::git_text`].
 //! - `git.worktree_remove` refuses a leaf link and a locked worktree,
-//!   then runs `git worktree remove --force <path>`, and if that fails
-//!   `git worktree prune` (for a worktree whose directory is already
-//!   gone), and answers success. It never deletes a directory itself.
+//!   then [`worktree_remove`] removes it (git, else by hand) and deletes
+//!   `branchName` ([`branch_step`]).
 
 mod branch_step;
 mod containment;
