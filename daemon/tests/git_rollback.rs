@@ -196,3 +196,75 @@ fn remove_deletes_by_hand_what_git_will_not() {
     assert!(outside.join("keep.txt").exists());
     assert!(r.join(".claude/worktrees").is_dir());
 }
+
+fn is_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+#[test]
+fn a_registration_that_will_not_go_keeps_the_branch() {
+    let d = daemon();
+    let entry = d.root().join("r/.git/worktrees/wt");
+    // The filter makes the registration undeletable (for a user other than
+    // root), then fails the checkout.
+    let r = failing_checkout(d.root(), &format!("chmod 555 '{}'; ", entry.display()));
+    let wt = r.join(".claude/worktrees/wt");
+    let reply = call(
+        &d,
+        "git.worktree_create",
+        &format!(
+            r#"{{"baseRepo":"{}","branchName":"b","worktreePath":"{}"}}"#,
+            p(&r),
+            p(&wt)
+        ),
+    );
+    assert!(reply.contains(CHECKOUT_FAILED), "{reply}");
+    assert!(!wt.exists(), "step 3 runs even when step 2 failed");
+    if is_root() {
+        assert!(!reply.contains("undo"), "{reply}");
+        assert_eq!(heads(&r), "master");
+        return;
+    }
+    let want = format!(
+        r#"; and the undo could not finish for {}: the worktree registration and the branch remain; remove them by hand before retrying (RemoveAll wt: permission denied)","errorCode":"worktree_add_failed"}}}}"#,
+        p(&wt)
+    );
+    assert!(reply.ends_with(&want), "{reply}");
+    assert!(entry.exists());
+    assert_eq!(heads(&r), "b master");
+    fs::set_permissions(&entry, fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn a_delete_by_hand_that_fails_keeps_the_rest() {
+    let d = daemon();
+    let r = repo(&d.root().join("r"), false);
+    let plain = r.join(".claude/worktrees/plain");
+    fs::create_dir_all(plain.join("stuck/in")).unwrap();
+    fs::write(plain.join("stuck/in/f"), "f").unwrap();
+    fs::set_permissions(plain.join("stuck/in"), fs::Permissions::from_mode(0o555)).unwrap();
+    git(&r, &["branch", "kept"]);
+    let reply = call(
+        &d,
+        "git.worktree_remove",
+        &format!(
+            r#"{{"baseRepo":"{}","worktreePath":"{}","branchName":"kept"}}"#,
+            p(&r),
+            p(&plain)
+        ),
+    );
+    if is_root() {
+        assert_eq!(reply, r#"{"jsonrpc":"2.0","id":1,"result":{"success":true}}"#);
+        assert!(!plain.exists());
+        assert_eq!(heads(&r), "master");
+        return;
+    }
+    assert_eq!(
+        reply,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"success":false,"error":"failed to remove worktree: RemoveAll stuck: permission denied"}}"#
+    );
+    assert!(plain.join("stuck/in/f").exists());
+    assert_eq!(heads(&r), "kept master", "a failed delete keeps the branch");
+    fs::set_permissions(plain.join("stuck/in"), fs::Permissions::from_mode(0o755)).unwrap();
+}
