@@ -268,3 +268,17 @@ fn a_delete_by_hand_that_fails_keeps_the_rest() {
     assert_eq!(heads(&r), "kept master", "a failed delete keeps the branch");
     fs::set_permissions(plain.join("stuck/in"), fs::Permissions::from_mode(0o755)).unwrap();
 }
+
+#[test]
+fn the_repositorys_git_directory_is_never_deleted_by_hand() {
+    let d = daemon();
+    let r = repo(&d.root().join("r"), false);
+    let reply = call(
+        &d,
+        "git.worktree_remove",
+        &format!(r#"{{"baseRepo":"{}","worktreePath":"{}"}}"#, p(&r), p(&r.join(".git"))),
+    );
+    assert_eq!(reply, r#"{"jsonrpc":"2.0","id":1,"result":{"success":true}}"#);
+    assert_eq!(git(&r, &["rev-parse", "--verify", "HEAD^{commit}"]).len(), 40);
+    assert!(r.join(".git/objects").is_dir());
+}

@@ -32,7 +32,7 @@ pub(super) async fn remove(repo: &str, worktree: &str, branch: &str) -> Outcome 
         MUTATE_TIMEOUT,
     )
     .await;
-    if !by_git.success {
+    if !by_git.success && !holds_the_repository(repo, worktree).await {
         let path = worktree.to_string();
         let by_hand = tokio::task::spawn_blocking(move || delete_tree(&path))
             .await
@@ -52,6 +52,21 @@ pub(super) async fn remove(repo: &str, worktree: &str, branch: &str) -> Outcome 
         success: true,
         ..WorktreeResult::default()
     })
+}
+
+/// Whether `worktree` (links resolved) is or holds the repository's git
+/// directory: remora's own guard, so a `worktreePath` of `<repo>/.git`
+/// is never deleted by hand. Unknown counts as holding it.
+async fn holds_the_repository(repo: &str, worktree: &str) -> bool {
+    let common = gitcli::run(repo, &["rev-parse", "--git-common-dir"], true, gitcli::QUERY_TIMEOUT).await;
+    let Some(common) = common.ok_text() else {
+        return true;
+    };
+    let Ok(leaf) = std::fs::canonicalize(worktree) else {
+        // Nothing there: nothing to delete either.
+        return false;
+    };
+    std::fs::canonicalize(Path::new(repo).join(common)).map_or(true, |git_dir| git_dir.starts_with(&leaf))
 }
 
 /// Deletes the directory `worktree` and everything in it (see the module

@@ -16,7 +16,7 @@
 //! link: the leaf is the directory the create made (its identity is
 //! checked first), and the registration is deleted only when the leaf's
 //! `.git` file names an entry directly inside this repository's own
-//! `worktrees` directory.
+//! `worktrees` directory whose `gitdir` record names the leaf back.
 
 use super::branch_step;
 use super::containment::{open_dir, Leaf};
@@ -126,6 +126,10 @@ impl Undo<'_> {
     /// directory, open, and the entry's name. Read before step 1 takes
     /// the file away.
     async fn registration(&self) -> Option<(OwnedFd, String)> {
+        // A directory put in the leaf's place is not ours to read.
+        if !self.leaf.is_intact() {
+            return None;
+        }
         let named = self.gitdir_named()?;
         let common = gitcli::run(self.repo, &["rev-parse", "--git-common-dir"], true, QUERY_TIMEOUT)
             .await
@@ -136,21 +140,18 @@ impl Undo<'_> {
             return None;
         }
         let dir = open_dir(libc::AT_FDCWD, registrations.to_str()?, true).ok()?;
-        // The entry itself must be a directory, not a link to one.
-        safedir::open_dir_in(&dir, name.as_bytes()).ok()?;
-        Some((dir, name))
+        // The entry must be a directory (not a link to one) whose own
+        // record names this leaf: never another worktree's registration.
+        let entry = safedir::open_dir_in(&dir, name.as_bytes()).ok()?;
+        let record = read_small(&entry, b"gitdir")?;
+        let leaf_git = std::fs::canonicalize(Path::new(self.worktree).join(".git")).ok()?;
+        (std::fs::canonicalize(record.trim_end()).ok()? == leaf_git).then_some((dir, name))
     }
 
     /// The path after `gitdir: ` in the leaf's `.git` file (a regular
     /// file, opened without following a link).
     fn gitdir_named(&self) -> Option<PathBuf> {
-        let dir = self.leaf.open().ok()?;
-        let file = safedir::open_file_at(&dir, b".git", libc::O_RDONLY, 0).ok()?;
-        if !file.metadata().ok()?.is_file() {
-            return None;
-        }
-        let mut text = String::new();
-        file.take(GIT_FILE_CAP).read_to_string(&mut text).ok()?;
+        let text = read_small(&self.leaf.open().ok()?, b".git")?;
         let path = text.strip_prefix("gitdir: ")?.trim_end();
         let path = Path::new(path);
         if path.is_absolute() {
@@ -159,4 +160,16 @@ impl Undo<'_> {
             Some(Path::new(self.worktree).join(path))
         }
     }
+}
+
+/// The text of the regular file `name` in `dir` (opened without following
+/// a link or waiting on a FIFO), at most [`GIT_FILE_CAP`] bytes.
+fn read_small(dir: &OwnedFd, name: &[u8]) -> Option<String> {
+    let file = safedir::open_file_at(dir, name, libc::O_RDONLY, 0).ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    file.take(GIT_FILE_CAP).read_to_string(&mut text).ok()?;
+    Some(text)
 }
