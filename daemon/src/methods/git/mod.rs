@@ -38,8 +38,10 @@
 
 mod branch_step;
 mod containment;
+mod include_rules;
 mod paths;
 mod seed;
+mod seed_include;
 mod status_gate;
 mod trust;
 mod worktree_add;
@@ -314,8 +316,9 @@ async fn worktree_create(params: &GitParams) -> Outcome {
     worktree_checkout::create(repo, params, &plan, &source, &leaf).await
 }
 
-/// Copies the repository's ignored `.claude/` files into the new worktree
-/// ([`seed`]); best effort.
+/// Copies the repository's ignored files that `.worktreeinclude` names
+/// ([`seed_include`]) and its ignored `.claude/` files ([`seed`]) into the
+/// new worktree; best effort.
 async fn seed_worktree(repo: &str, leaf: &containment::Leaf) {
     let (Some(top), Ok(dest)) = (
         query(repo, &["rev-parse", "--show-toplevel"]).await.ok_text(),
@@ -323,6 +326,7 @@ async fn seed_worktree(repo: &str, leaf: &containment::Leaf) {
     ) else {
         return;
     };
+    seed_include::manifest_pass(&top, &dest).await;
     seed::claude_pass(&top, &dest).await;
 }
 
