@@ -492,6 +492,12 @@ pub fn remove_tree_in(parent: &OwnedFd, name: &[u8], parent_path: &[u8]) -> Resu
     })
 }
 
+/// [`remove_tree_in`] for callers whose texts name the entry themselves
+/// (`RemoveAll <entry>: …`): the bare OS error of the first failure.
+pub fn remove_tree_errno(parent: &OwnedFd, name: &[u8]) -> io::Result<()> {
+    remove_all_from(parent, name).map_err(|(_, _, e)| e)
+}
+
 /// Go's `os.Open` of the parent directory (it may be a symlink: Go follows).
 fn open_parent(dir: &[u8]) -> io::Result<OwnedFd> {
     let c = cstr(dir)?;

@@ -184,8 +184,21 @@ impl Leaf {
     /// Removes the leaf if it is an empty directory (`rmdir` refuses
     /// anything else), relative to the parent the create made it in.
     pub fn remove_if_empty(&self) {
+        let _ = self.remove_empty();
+    }
+
+    /// [`Leaf::remove_if_empty`], with the reason it failed.
+    pub fn remove_empty(&self) -> io::Result<()> {
         // SAFETY: valid directory descriptor and NUL-terminated name.
-        unsafe { libc::unlinkat(self.parent.as_raw_fd(), self.name.as_ptr(), libc::AT_REMOVEDIR) };
+        if unsafe { libc::unlinkat(self.parent.as_raw_fd(), self.name.as_ptr(), libc::AT_REMOVEDIR) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// The leaf's own name (its last path component).
+    pub fn base_name(&self) -> String {
+        String::from_utf8_lossy(self.name.to_bytes()).into_owned()
     }
 }
 

@@ -28,29 +28,34 @@
 //!   repo's `.gitattributes` runs no filter.
 //! - `git.worktree_create`/`_remove` paths pass [`containment`] first
 //!   (7d193f89); create makes the directories itself and takes an empty
-//!   leaf back after a failed add. `timeoutMs` > 0 takes
-//!   [`worktree_deadline`].
+//!   leaf back after a failed add.
 //! - `git.worktree_create` starts the branch at the commit
 //!   [`worktree_add::start_commit`] picks for `sourceBranch` (f6010b97),
 //!   else at HEAD, echoing the current branch (none when detached); an
-//!   `existingBranch` is attached instead (19f30c46); the repository's
-//!   ignored `.claude/` files are then [`seed`]ed. A failure's text is
-//!   git's stderr by [`worktree_add::git_text`].
+//!   `existingBranch` is attached instead (19f30c46). The add never checks
+//!   out; [`worktree_checkout`] does, seeds ([`seed`]) and judges
+//!   `timeoutMs`, and a failed checkout or a fired deadline is rolled back
+//!   by [`worktree_undo`] (f6010b97). A failure's text is git's stderr by
+//!   [`worktree_add::git_text`].
 //! - `git.worktree_remove` refuses a leaf link and a locked worktree,
-//!   then runs `git worktree remove --force <path>`, and if that fails
-//!   `git worktree prune` (for a worktree whose directory is already
-//!   gone), and answers success. It never deletes a directory itself.
+//!   then [`worktree_remove`] removes it (git, else by hand) and deletes
+//!   `branchName` ([`branch_step`]).
 
+mod branch_step;
 mod containment;
+mod include_rules;
 mod paths;
 mod seed;
+mod seed_include;
 mod status_gate;
 mod trust;
 mod worktree_add;
-mod worktree_deadline;
+mod worktree_checkout;
+mod worktree_remove;
+mod worktree_undo;
 
 use super::Outcome;
-use crate::gitcli::{self, porcelain_lines, repo_slug, MUTATE_TIMEOUT, QUERY_TIMEOUT};
+use crate::gitcli::{self, porcelain_lines, repo_slug, QUERY_TIMEOUT};
 use crate::gojson::go_lossy;
 use crate::method::GitMethod;
 use crate::params::GitParams;
@@ -352,24 +357,12 @@ async fn worktree_create(params: &GitParams) -> Outcome {
         start: &start,
         existing: worktree_add::existing_branch(repo, &params.existing_branch).await,
     };
-    if params.timeout_ms > 0 {
-        let born = query(repo, &["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])
-            .await
-            .success;
-        return worktree_deadline::create(repo, params, &plan, &source, born, &leaf).await;
-    }
-    match worktree_add::add(repo, &plan, false, MUTATE_TIMEOUT, &leaf).await {
-        worktree_add::Added::Done { branch } => {
-            seed_worktree(repo, &leaf).await;
-            Outcome::ok(&WorktreeResult::created(params, &source, branch))
-        }
-        worktree_add::Added::Failed(result) => Outcome::ok(&result),
-        worktree_add::Added::TimedOut => Outcome::ok(&worktree_add::add_failed("signal: killed")),
-    }
+    worktree_checkout::create(repo, params, &plan, &source, &leaf).await
 }
 
-/// Copies the repository's ignored `.claude/` files into the new worktree
-/// ([`seed`]); best effort.
+/// Copies the repository's ignored files that `.worktreeinclude` names
+/// ([`seed_include`]) and its ignored `.claude/` files ([`seed`]) into the
+/// new worktree; best effort.
 async fn seed_worktree(repo: &str, leaf: &containment::Leaf) {
     let (Some(top), Ok(dest)) = (
         query(repo, &["rev-parse", "--show-toplevel"]).await.ok_text(),
@@ -377,6 +370,7 @@ async fn seed_worktree(repo: &str, leaf: &containment::Leaf) {
     ) else {
         return;
     };
+    seed_include::manifest_pass(&top, &dest).await;
     seed::claude_pass(&top, &dest).await;
 }
 
@@ -440,14 +434,7 @@ async fn worktree_remove(params: &GitParams) -> Outcome {
             "refusing to remove worktree: {worktree} is locked (git worktree lock); unlock it to remove it"
         ));
     }
-    let args = ["worktree", "remove", "--force", worktree];
-    if !gitcli::run(repo, &args, false, MUTATE_TIMEOUT).await.success {
-        gitcli::run(repo, &["worktree", "prune"], false, MUTATE_TIMEOUT).await;
-    }
-    Outcome::ok(&WorktreeResult {
-        success: true,
-        ..WorktreeResult::default()
-    })
+    worktree_remove::remove(repo, worktree, &params.branch_name).await
 }
 
 /// The paths of the locked worktrees registered in `repo`

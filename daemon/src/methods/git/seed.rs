@@ -19,8 +19,8 @@
 //! write elsewhere. Sources are opened `O_NONBLOCK` and must be regular
 //! files.
 //!
-//! Not adopted: the `.worktreeinclude` manifest pass (its directory-scan
-//! opening rules are long; see `docs/UPSTREAM.md`).
+//! The `.worktreeinclude` manifest pass runs before this one
+//! ([`super::seed_include`]); both copy through [`copy_into`].
 
 use super::containment::{cstring, open_dir};
 use crate::gitcli::{self, QUERY_TIMEOUT};
@@ -63,18 +63,25 @@ pub fn is_runtime_state(path: &str) -> bool {
     })
 }
 
-/// Copies the ignored `.claude/` files of the repository whose top level
-/// is `top` into the worktree open at `dest`.
-pub async fn claude_pass(top: &str, dest: &OwnedFd) {
-    let children = match fs::read_dir(Path::new(top).join(".claude")) {
+/// The children of the top level's `.claude/` as pathspecs
+/// (`.claude/<name>`), in directory-read order, `worktrees` (any case)
+/// left out.
+pub fn claude_children(top: &str) -> Vec<String> {
+    match fs::read_dir(Path::new(top).join(".claude")) {
         Ok(entries) => entries
             .filter_map(Result::ok)
             .map(|e| e.file_name())
             .filter(|name| !name.as_bytes().eq_ignore_ascii_case(b"worktrees"))
             .filter_map(|name| name.to_str().map(|n| format!(".claude/{n}")))
-            .collect::<Vec<_>>(),
-        Err(_) => return,
-    };
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// Copies the ignored `.claude/` files of the repository whose top level
+/// is `top` into the worktree open at `dest`.
+pub async fn claude_pass(top: &str, dest: &OwnedFd) {
+    let children = claude_children(top);
     let mut listed = Vec::new();
     for batch in batches(&children) {
         let mut args = vec![
@@ -98,7 +105,13 @@ pub async fn claude_pass(top: &str, dest: &OwnedFd) {
         }
     }
     listed.retain(|path| !is_runtime_state(path));
-    if listed.is_empty() {
+    copy_into(top, dest, listed).await;
+}
+
+/// Copies each of `paths` (relative to `top`) into the worktree open at
+/// `dest`, off the async threads; a path that fails is skipped.
+pub async fn copy_into(top: &str, dest: &OwnedFd, paths: Vec<String>) {
+    if paths.is_empty() {
         return;
     }
     let top = top.to_string();
@@ -107,7 +120,7 @@ pub async fn claude_pass(top: &str, dest: &OwnedFd) {
         let Ok(source) = open_dir(libc::AT_FDCWD, &top, true) else {
             return;
         };
-        for path in &listed {
+        for path in &paths {
             let _ = copy_one(&source, &dest, path);
         }
     })

@@ -87,9 +87,11 @@ pub async fn start_commit(repo: &str, source: &str) -> Option<String> {
 
 /// How the add ended.
 pub enum Added {
-    /// The worktree is registered; `branch` is the one it checks out.
+    /// The worktree is registered, with nothing checked out yet; `branch`
+    /// is the one it will check out, `created` whether this call made it.
     Done {
         branch: String,
+        created: bool,
     },
     Failed(WorktreeResult),
     /// The time limit killed git.
@@ -106,14 +108,11 @@ pub async fn existing_branch<'a>(repo: &str, requested: &'a str) -> Option<&'a s
     out.success.then_some(requested)
 }
 
-/// Runs the add (with `--no-checkout` when the caller checks out itself)
-/// within `limit`. After a failure the leaf is removed if git left it
-/// empty.
-pub async fn add(repo: &str, plan: &AddPlan<'_>, no_checkout: bool, limit: Duration, leaf: &Leaf) -> Added {
-    let mut base = vec!["worktree", "add"];
-    if no_checkout {
-        base.push("--no-checkout");
-    }
+/// Runs `git worktree add --no-checkout` (the checkout is the caller's
+/// next step, build f6010b97) within `limit`. After a failure the leaf is
+/// removed if git left it empty; nothing else is undone.
+pub async fn add(repo: &str, plan: &AddPlan<'_>, limit: Duration, leaf: &Leaf) -> Added {
+    let base = vec!["worktree", "add", "--no-checkout"];
     let mut new_branch = base.clone();
     new_branch.extend(["--no-track", "-b", plan.branch_name, plan.worktree]);
     if !plan.start.is_empty() {
@@ -132,6 +131,7 @@ pub async fn add(repo: &str, plan: &AddPlan<'_>, no_checkout: bool, limit: Durat
     if refused.success {
         return Added::Done {
             branch: existing.to_string(),
+            created: false,
         };
     }
     // The fallback needs the very directory the create made: if the failed
@@ -157,6 +157,7 @@ fn finish(out: GitOutput, branch: &str, leaf: &Leaf, failed: impl FnOnce(&GitOut
     if out.success {
         return Added::Done {
             branch: branch.to_string(),
+            created: true,
         };
     }
     // The usual failures (a branch that exists, a bad source) leave the

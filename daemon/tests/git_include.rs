@@ -1,0 +1,105 @@
+//! The `.worktreeinclude` pass of build f6010b97 on real repositories: a
+//! new worktree gets the git-ignored files the manifest names, searched
+//! only in the ignored directories the manifest opens; a manifest that is
+//! not a regular file copies nothing.
+
+#![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
+
+mod common;
+
+use common::git::{git, git_daemon as daemon, repo};
+use std::fs;
+use std::path::Path;
+
+fn write(root: &Path, rel: &str, body: &str) {
+    let path = root.join(rel);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, body).unwrap();
+}
+
+fn create(d: &common::TestDaemon, r: &Path, branch: &str, wt: &Path) {
+    let reply = d.call(
+        "git.worktree_create",
+        &format!(
+            r#"{{"baseRepo":"{}","branchName":"{branch}","worktreePath":"{}"}}"#,
+            r.display(),
+            wt.display()
+        ),
+    );
+    assert!(reply.contains(r#""success":true"#), "{reply}");
+}
+
+/// Every file under `dir` but git's own, relative, sorted.
+fn files(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(here) = pending.pop() {
+        for entry in fs::read_dir(&here).unwrap() {
+            let entry = entry.unwrap();
+            let rel = entry.path().strip_prefix(dir).unwrap().to_str().unwrap().to_string();
+            if rel == ".git" {
+                continue;
+            }
+            if entry.file_type().unwrap().is_dir() {
+                pending.push(entry.path());
+            } else {
+                out.push(rel);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn fixture(root: &Path) -> std::path::PathBuf {
+    let r = repo(&root.join("r"), false);
+    write(&r, ".gitignore", "build/\n*.env\n.secret/\nnotes.txt\n");
+    write(&r, "sub/tracked.txt", "t\n");
+    git(&r, &["add", ".gitignore", "sub/tracked.txt"]);
+    git(&r, &["commit", "-q", "-m", "ignores"]);
+    for (rel, body) in [
+        ("build/a.txt", "a"),
+        ("build/keep.cfg", "k"),
+        ("app.env", "e"),
+        ("sub/x.env", "x"),
+        (".secret/key.env", "s"),
+        ("notes.txt", "n"),
+        ("free.cfg", "f"),
+    ] {
+        write(&r, rel, body);
+    }
+    r
+}
+
+#[test]
+fn the_manifest_selects_ignored_files_in_the_directories_it_opens() {
+    let d = daemon();
+    let r = fixture(d.root());
+    write(&r, ".worktreeinclude", "*.env\nbuild/keep.cfg\nfree.cfg\n");
+    let wt = r.join(".claude/worktrees/wt");
+    create(&d, &r, "b", &wt);
+    assert_eq!(
+        files(&wt),
+        [
+            ".gitignore",
+            ".secret/key.env",
+            "a.txt",
+            "app.env",
+            "build/keep.cfg",
+            "sub/tracked.txt",
+            "sub/x.env"
+        ]
+    );
+    assert_eq!(fs::read_to_string(wt.join("build/keep.cfg")).unwrap(), "k");
+}
+
+#[test]
+fn a_manifest_that_is_no_regular_file_copies_nothing() {
+    let d = daemon();
+    let r = fixture(d.root());
+    write(&r, "elsewhere", "*.env\n");
+    std::os::unix::fs::symlink(r.join("elsewhere"), r.join(".worktreeinclude")).unwrap();
+    let wt = r.join(".claude/worktrees/wt");
+    create(&d, &r, "b", &wt);
+    assert_eq!(files(&wt), [".gitignore", "a.txt", "sub/tracked.txt"]);
+}
