@@ -18,6 +18,7 @@
 //! | [`bridge`] | the `-bridge` relay |
 //! | [`stop`] | `-stop`: authenticated shutdown, the lock path, its one-word outcome |
 //! | [`shellenv`] | login-shell PATH extraction |
+//! | [`agentsock`] | the login shell's SSH agent socket for `process.spawn` children |
 //! | [`metrics_http`] | the `-metrics-addr` HTTP endpoint |
 //! | [`state`] | daemon-wide state shared by connections and handlers |
 //! | [`server`] | the owner-only socket, the accept loop |
@@ -51,6 +52,7 @@
 //! | [`version`] | build id, GOOS/GOARCH names |
 
 pub(crate) mod admission;
+pub(crate) mod agentsock;
 #[cfg(feature = "alloc-count")]
 pub mod alloccount;
 pub(crate) mod bridge;

@@ -45,6 +45,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "plugindirs",
             "childrec",
             "probecli",
+            "agentsock",
         ],
     ),
     ("supervisor", &["process"]),

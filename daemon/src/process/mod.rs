@@ -27,6 +27,7 @@ pub mod session;
 pub mod stdin;
 pub mod sys;
 
+use crate::agentsock;
 use crate::metrics::Metrics;
 use crate::replay::frame::{ExitFrame, Stream};
 use crate::replay::log::ReplayLog;
@@ -116,6 +117,8 @@ pub struct SpawnSpec<'a> {
     pub args: &'a [String],
     pub cwd: &'a str,
     pub env: &'a [(String, String)],
+    /// Skip the SSH agent hand-off ([`crate::agentsock`]).
+    pub no_agent_socket: bool,
 }
 
 /// Result of a `process.stdin` request once the process was found.
@@ -370,6 +373,9 @@ pub struct ProcessManager {
     /// PATH from the login shell, once known ([`crate::shellenv`]);
     /// children get it.
     login_path: OnceLock<String>,
+    /// The login shell's SSH agent socket, asked for at the first spawn
+    /// that needs it.
+    agent: agentsock::HandOff,
     deps: Supervision,
 }
 
@@ -389,6 +395,7 @@ impl ProcessManager {
             keep: AtomicBool::new(false),
             sweeper: AtomicBool::new(false),
             login_path: OnceLock::new(),
+            agent: agentsock::HandOff::default(),
             deps,
         }
     }
@@ -430,7 +437,14 @@ impl ProcessManager {
     /// a time. Must run inside the tokio runtime.
     pub async fn spawn(&self, spec: &SpawnSpec<'_>) -> Result<Arc<ManagedProcess>, SpawnError> {
         command::check_cwd(spec.cwd).map_err(SpawnError::Failed)?;
-        let env = command::merged_env(self.login_path.get().map(String::as_str), spec.env);
+        let mut env = command::merged_env(self.login_path.get().map(String::as_str), spec.env);
+        // The hand-off comes after the caller's entries, and only when no
+        // entry names the variable at all (an empty value opts out too).
+        if !spec.no_agent_socket && !env.iter().any(|(k, _)| k == agentsock::AGENT_SOCK_ENV) {
+            if let Some(sock) = self.agent.socket().await {
+                env.push((agentsock::AGENT_SOCK_ENV.into(), sock.into()));
+            }
+        }
         let program = command::resolve(spec.command, &command::path_of(&env)).map_err(SpawnError::Failed)?;
         if env
             .iter()
