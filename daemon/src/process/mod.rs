@@ -196,6 +196,9 @@ pub struct ManagedProcess {
     stdin_queued: Arc<AtomicUsize>,
     /// When the exit frame was appended (starts the retention clock).
     finished_at: std::sync::OnceLock<std::time::Instant>,
+    /// True once the exit frame was appended: the child exited *and* its
+    /// pipes drained. What `process.killAndWait` calls "died".
+    finished: watch::Sender<bool>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -260,22 +263,38 @@ impl ManagedProcess {
     }
 
     /// The kill path of `process.killAndWait` (and of a superseding
-    /// spawn): `signal` unless already exited, up to `grace` for the exit,
-    /// then, when `escalate`, a group SIGKILL and a bounded wait.
+    /// spawn): `signal` unless already exited, up to `grace` for the exit
+    /// frame, then, when `escalate`, a group SIGKILL and a bounded wait.
+    ///
+    /// The grace waits for the exit *frame*, not the exit alone, as the
+    /// reference measured (`89cb6289`, record rows X1, X2a/X2b, B2): a
+    /// child that ended on the signal while another member of its group
+    /// still holds its output pipe has not died yet, so at the end of the
+    /// grace the group gets SIGKILL (the leader's zombie still pins the
+    /// pgid until the drain ends, so the signal cannot reach a recycled
+    /// group). A child whose output is complete within the grace died, and
+    /// its group gets nothing more.
     pub async fn terminate(&self, signal: i32, grace: Duration, escalate: bool, by: KilledBy) -> Termination {
         if !self.signal_if_running(signal, by) {
             return Termination::AlreadyExited;
         }
-        if self.wait_exit(grace).await {
+        if self.wait_finished(grace).await {
             return Termination::Died;
         }
         if !escalate {
             return Termination::Survived;
         }
-        self.signal_if_running(libc::SIGKILL, by);
+        self.kill_tree(Some(by));
         Termination::Escalated {
-            died: self.wait_exit(AFTER_KILL_WAIT).await,
+            died: self.wait_finished(AFTER_KILL_WAIT).await,
         }
+    }
+
+    /// Waits up to `limit` for the exit frame; returns whether it came.
+    async fn wait_finished(&self, limit: Duration) -> bool {
+        let mut rx = self.finished.subscribe();
+        let done = tokio::time::timeout(limit, rx.wait_for(|done| *done)).await;
+        matches!(done, Ok(Ok(_)))
     }
 
     /// Waits up to `limit` for the exit; returns whether it happened.
@@ -552,6 +571,7 @@ impl ProcessManager {
             }),
             stdin_queued: Arc::new(AtomicUsize::new(0)),
             finished_at: std::sync::OnceLock::new(),
+            finished: watch::channel(false).0,
         });
         let readers = match (stdin, stdout, stderr) {
             (Ok(stdin), Ok(stdout), Ok(stderr)) => {
@@ -846,6 +866,7 @@ async fn supervise(
         killed_by: lock(&process.killed_by).map(KilledBy::wire),
     });
     let _ = process.finished_at.set(std::time::Instant::now());
+    process.finished.send_replace(true);
     process.reap();
     metrics.process_exits.fetch_add(1, Ordering::Relaxed);
     crate::log_info!("[process.Manager] Process {} exited with code {}", process.id, code);
