@@ -26,6 +26,7 @@
 //! | [`tokenfile`] | the persisted `daemon.token` beside the socket |
 //! | [`runlock`] | the run-dir lock `daemon.lock` and predecessor eviction |
 //! | [`childrec`] | child records under the run dir, the orphan reap at start |
+//! | [`trampoline`] | the exec-child trampoline that stamps `CLAUDE_SSH_CHILD` |
 //! | [`orphan`] | shutting down once the socket path leads elsewhere |
 //! | [`connection`] | one client: line reader, request tasks, ordered writer |
 //! | [`frame`] | NDJSON framing and the 1 MiB line cap |
@@ -96,4 +97,5 @@ pub(crate) mod state;
 pub(crate) mod stop;
 pub(crate) mod tarx;
 pub(crate) mod tokenfile;
+pub(crate) mod trampoline;
 pub mod version;

@@ -514,22 +514,7 @@ impl ProcessManager {
         env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
         session: Option<String>,
     ) -> Result<Arc<ManagedProcess>, String> {
-        let mut cmd = std::process::Command::new(program);
-        std::os::unix::process::CommandExt::arg0(&mut cmd, spec.command);
-        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-        cmd.args(spec.args)
-            .env_clear()
-            .envs(env)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        if !spec.cwd.is_empty() {
-            cmd.current_dir(spec.cwd);
-        }
-        if let Some((name, run_dir)) = crate::childrec::child_marker() {
-            cmd.env(name, run_dir);
-        }
-        let mut child = cmd.spawn().map_err(|e| command::fork_exec_error(program, &e))?;
+        let mut child = launch(spec, program, env)?;
         let start_time = epoch_seconds();
         let pid = i32::try_from(child.id()).unwrap_or(0);
         crate::childrec::record(pid, spec.command);
@@ -690,6 +675,106 @@ impl Drop for ProcessManager {
         }
         for p in lock(&self.table).values() {
             p.kill_tree(Some(KilledBy::Shutdown));
+        }
+    }
+}
+
+/// The command that runs `program` for `spec`, directly or (with `report`,
+/// the trampoline's report pipe) through the exec-child trampoline.
+fn child_command(
+    spec: &SpawnSpec<'_>,
+    program: &str,
+    env: &[(std::ffi::OsString, std::ffi::OsString)],
+    report: Option<&std::os::fd::OwnedFd>,
+) -> std::process::Command {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    let mut cmd = match report {
+        Some(fd) => {
+            let mut cmd = std::process::Command::new(crate::trampoline::SELF_EXE);
+            cmd.args(crate::trampoline::arguments(
+                fd.as_raw_fd(),
+                program,
+                spec.command,
+                spec.args,
+            ));
+            let raw = fd.as_raw_fd();
+            // SAFETY: fcntl is async-signal-safe; it makes the report pipe
+            // survive the exec into the trampoline, in the child only.
+            unsafe {
+                cmd.pre_exec(move || {
+                    if libc::fcntl(raw, libc::F_SETFD, 0) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+            cmd
+        }
+        None => {
+            let mut cmd = std::process::Command::new(program);
+            cmd.arg0(spec.command).args(spec.args);
+            cmd
+        }
+    };
+    cmd.process_group(0)
+        .env_clear()
+        .envs(env.iter().cloned())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if !spec.cwd.is_empty() {
+        cmd.current_dir(spec.cwd);
+    }
+    if let Some((name, run_dir)) = crate::childrec::child_marker() {
+        cmd.env(name, run_dir);
+    }
+    cmd
+}
+
+/// Starts the child: through the trampoline while children are recorded
+/// ([`crate::trampoline`]), answering an exec failure there exactly as a
+/// direct spawn's; directly otherwise, or when the trampoline itself
+/// cannot start.
+fn launch(
+    spec: &SpawnSpec<'_>,
+    program: &str,
+    env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+) -> Result<std::process::Child, String> {
+    let direct = |env: &[(std::ffi::OsString, std::ffi::OsString)]| {
+        child_command(spec, program, env, None)
+            .spawn()
+            .map_err(|e| command::fork_exec_error(program, &e))
+    };
+    if !crate::trampoline::enabled() {
+        return direct(&env);
+    }
+    let (read, write) = match crate::trampoline::report_pipe() {
+        Ok(pair) => pair,
+        Err(_) => return direct(&env),
+    };
+    let spawned = child_command(spec, program, &env, Some(&write)).spawn();
+    drop(write);
+    let mut child = match spawned {
+        Ok(child) => child,
+        Err(e) => {
+            crate::log_warn!(
+                "[process.Manager] exec trampoline failed for {} ({}); starting it directly \u{2014} a successor daemon will not be able to reap it",
+                crate::logging::Untrusted(spec.id),
+                command::fork_exec_error(crate::trampoline::SELF_EXE, &e)
+            );
+            return direct(&env);
+        }
+    };
+    match crate::trampoline::read_report(&read) {
+        None => Ok(child),
+        Some(errno) => {
+            // The trampoline exits right after its report.
+            let _ = child.wait();
+            Err(command::fork_exec_error(
+                program,
+                &std::io::Error::from_raw_os_error(errno),
+            ))
         }
     }
 }
