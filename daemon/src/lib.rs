@@ -14,6 +14,7 @@
 //! | [`cli`] | mode selection, the `-serve` start-up sequence |
 //! | [`flags`] | Go `flag` parsing, messages and usage text |
 //! | [`daemonize`] | self-daemonize re-exec, token and readiness pipes |
+//! | [`daemonlog`] | `remote-server.log` beside the socket, its `.old` rotation and cap |
 //! | [`logind`] | whether logout kills the daemon (`KillUserProcesses`), and escaping the session scope |
 //! | [`bridge`] | the `-bridge` relay |
 //! | [`stop`] | `-stop`: authenticated shutdown, the lock path, its one-word outcome |
@@ -61,6 +62,7 @@ pub(crate) mod childrec;
 pub mod cli;
 pub(crate) mod connection;
 pub(crate) mod daemonize;
+pub(crate) mod daemonlog;
 pub(crate) mod dispatch;
 pub(crate) mod filemode;
 pub(crate) mod flags;

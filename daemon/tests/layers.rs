@@ -64,6 +64,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "bridge",
             "stop",
             "daemonize",
+            "daemonlog",
             "logind",
         ],
     ),
