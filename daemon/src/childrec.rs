@@ -15,8 +15,9 @@
 //! it was recorded on this machine and boot (`node`), its daemon
 //! (`daemonPid` + `daemonStart`) is gone, and the process with that pid
 //! now started at the recorded clock tick, leads its own process group,
-//! runs the recorded program, and carries `CLAUDE_SSH_RUN_DIR` naming this
-//! run directory. Anything else is dropped without a signal (logged when
+//! runs the recorded program, carries `CLAUDE_SSH_RUN_DIR` naming this
+//! run directory, and carries `CLAUDE_SSH_CHILD` naming its own pid and
+//! start (the exec-child trampoline's stamp, [`crate::trampoline`]). Anything else is dropped without a signal (logged when
 //! the pid exists but does not verify) or, for another machine, kept. At
 //! most 64 groups are ended per start: SIGTERM, up to 2 s, re-verified on
 //! every poll, then SIGKILL.
@@ -36,6 +37,9 @@ use std::time::{Duration, Instant};
 
 /// The variable that names a child's run directory.
 pub const RUN_DIR_ENV: &str = "CLAUDE_SSH_RUN_DIR";
+/// The variable in which a child names itself, `<pid>:<start ticks>`
+/// (stamped by [`crate::trampoline`]).
+pub const CHILD_ENV: &str = "CLAUDE_SSH_CHILD";
 /// Records read per start; groups ended per start; a record's size cap.
 const MAX_RECORDS: usize = 128;
 const MAX_GROUPS: usize = 64;
@@ -385,12 +389,24 @@ fn verify(rec: &Record, run_dir: &Path) -> Result<(), String> {
         .filter_map(|e| e.strip_prefix(prefix.as_bytes()))
         .next_back();
     match named {
-        None => Err("it was not started by a daemon of this run dir: no CLAUDE_SSH_RUN_DIR names it".to_string()),
-        Some(v) if v != run_dir.as_os_str().as_bytes() => {
-            Err("it belongs to a daemon of another run dir: its CLAUDE_SSH_RUN_DIR names a different one".to_string())
+        None => {
+            return Err("it was not started by a daemon of this run dir: no CLAUDE_SSH_RUN_DIR names it".to_string())
         }
-        Some(_) => Ok(()),
+        Some(v) if v != run_dir.as_os_str().as_bytes() => {
+            return Err(
+                "it belongs to a daemon of another run dir: its CLAUDE_SSH_RUN_DIR names a different one".to_string(),
+            )
+        }
+        Some(_) => {}
     }
+    // The trampoline's stamp: only the process a daemon started names
+    // itself; whatever a child started inherited its parent's stamp.
+    let own = format!("{CHILD_ENV}={pid}:{}", rec.start);
+    let stamped = environ.split(|b| *b == 0).any(|e| e == own.as_bytes());
+    if !stamped {
+        return Err("it was not started by a daemon itself: its CLAUDE_SSH_CHILD does not name its own pid and start (something a child started)".to_string());
+    }
+    Ok(())
 }
 
 fn signal_group(pgid: i64, sig: i32) {
@@ -437,7 +453,7 @@ fn stat_fields(pid: i32) -> Option<Vec<String>> {
 }
 
 /// A process's start time in clock ticks since boot, as decimal text.
-fn start_ticks(pid: i32) -> Option<String> {
+pub fn start_ticks(pid: i32) -> Option<String> {
     stat_fields(pid)?.get(19).cloned()
 }
 

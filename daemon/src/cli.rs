@@ -27,6 +27,11 @@ const NO_TOKEN: &str = "remora: daemonized child requires --token-file or --toke
 
 /// Runs the binary; returns the process exit code.
 pub fn main() -> i32 {
+    // A spawned child on its way to its program: touch nothing (no
+    // environment, signal or log change) before the exec.
+    if std::env::args_os().nth(1).is_some_and(|a| a == crate::trampoline::FLAG) {
+        return crate::trampoline::run(&std::env::args_os().collect::<Vec<_>>());
+    }
     // Before anything else, and before any thread exists: environment
     // writes are not thread-safe, and the sentinel must never reach a child.
     let daemon_child = daemonize::take_sentinel();

@@ -78,6 +78,13 @@ pub fn take_sentinel() -> bool {
     let child = value == "1" || value == TUNED;
     if child {
         crate::os::name_after_executable();
+        let test_cap = take_env(crate::daemonlog::TEST_CAP_ENV)
+            .and_then(|v| v.to_str().and_then(|v| v.parse::<u64>().ok()))
+            .filter(|cap| *cap > 0);
+        if take_env(crate::daemonlog::CAPPED_ENV).is_some() {
+            // stderr is the launcher's `remote-server.log`.
+            crate::logging::cap_stderr(test_cap.unwrap_or(crate::daemonlog::CAP));
+        }
     }
     child
 }
@@ -155,7 +162,7 @@ fn original_env_entry(name: &str) -> Option<(*mut u8, usize)> {
 /// for its verdict. Returns the launcher's exit code; prints the banner on
 /// success and the daemon's error otherwise.
 pub fn launch(socket: &std::path::Path, token: &[u8]) -> i32 {
-    match spawn_and_wait(token) {
+    match spawn_and_wait(socket, token) {
         Ok(Verdict::Ready) => {
             let mut out = io::stdout().lock();
             let _ = writeln!(out, "Remora remote server listening on {}", socket.display());
@@ -183,7 +190,7 @@ enum Verdict {
     Failed(Vec<u8>),
 }
 
-fn spawn_and_wait(token: &[u8]) -> io::Result<Verdict> {
+fn spawn_and_wait(socket: &std::path::Path, token: &[u8]) -> io::Result<Verdict> {
     let (token_r, token_w) = pipe()?;
     let (ready_r, ready_w) = pipe()?;
     // Lift the child's ends above fd 4 so that moving them onto 3 and 4 in
@@ -196,10 +203,16 @@ fn spawn_and_wait(token: &[u8]) -> io::Result<Verdict> {
         let original = ready_w;
         dup_above(&original, READY_FD + 1)?
     };
-    let stderr = if stderr_is_regular_file() {
-        Stdio::inherit()
-    } else {
-        Stdio::null()
+    // The operator's own log file wins; otherwise the daemon's log beside
+    // the socket (`daemonlog`), else nowhere.
+    let log = (!stderr_is_regular_file())
+        .then(|| crate::daemonlog::open_for_launch(socket))
+        .flatten();
+    let capped = log.is_some();
+    let stderr = match log {
+        Some(file) => Stdio::from(file),
+        None if stderr_is_regular_file() => Stdio::inherit(),
+        None => Stdio::null(),
     };
     let mut args = std::env::args_os();
     let argv0 = args.next().unwrap_or_else(|| OsString::from("remora"));
@@ -215,12 +228,16 @@ fn spawn_and_wait(token: &[u8]) -> io::Result<Verdict> {
         // In the exec'd environment itself, so it is the daemon's own
         // environment from the start and every child inherits it.
         .env(CHILD_MARKER, "1")
+        .env_remove(crate::daemonlog::CAPPED_ENV)
         // A client-side token has no business in the daemon or anything it
         // spawns; the daemon's token arrives on the pipe only.
         .env_remove("CLAUDE_RPC_TOKEN")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(stderr);
+    if capped {
+        cmd.env(crate::daemonlog::CAPPED_ENV, "1");
+    }
     let (token_raw, ready_raw) = (token_r.as_raw_fd(), ready_w.as_raw_fd());
     // SAFETY: the closure runs between fork and exec and only makes
     // async-signal-safe system calls (setsid, dup2) on descriptors that

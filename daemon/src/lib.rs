@@ -14,10 +14,12 @@
 //! | [`cli`] | mode selection, the `-serve` start-up sequence |
 //! | [`flags`] | Go `flag` parsing, messages and usage text |
 //! | [`daemonize`] | self-daemonize re-exec, token and readiness pipes |
+//! | [`daemonlog`] | `remote-server.log` beside the socket, its `.old` rotation and cap |
 //! | [`logind`] | whether logout kills the daemon (`KillUserProcesses`), and escaping the session scope |
 //! | [`bridge`] | the `-bridge` relay |
 //! | [`stop`] | `-stop`: authenticated shutdown, the lock path, its one-word outcome |
 //! | [`shellenv`] | login-shell PATH extraction |
+//! | [`agentsock`] | the login shell's SSH agent socket for `process.spawn` children |
 //! | [`metrics_http`] | the `-metrics-addr` HTTP endpoint |
 //! | [`state`] | daemon-wide state shared by connections and handlers |
 //! | [`server`] | the owner-only socket, the accept loop |
@@ -25,6 +27,7 @@
 //! | [`tokenfile`] | the persisted `daemon.token` beside the socket |
 //! | [`runlock`] | the run-dir lock `daemon.lock` and predecessor eviction |
 //! | [`childrec`] | child records under the run dir, the orphan reap at start |
+//! | [`trampoline`] | the exec-child trampoline that stamps `CLAUDE_SSH_CHILD` |
 //! | [`orphan`] | shutting down once the socket path leads elsewhere |
 //! | [`connection`] | one client: line reader, request tasks, ordered writer |
 //! | [`frame`] | NDJSON framing and the 1 MiB line cap |
@@ -51,6 +54,7 @@
 //! | [`version`] | build id, GOOS/GOARCH names |
 
 pub(crate) mod admission;
+pub(crate) mod agentsock;
 #[cfg(feature = "alloc-count")]
 pub mod alloccount;
 pub(crate) mod bridge;
@@ -58,6 +62,7 @@ pub(crate) mod childrec;
 pub mod cli;
 pub(crate) mod connection;
 pub(crate) mod daemonize;
+pub(crate) mod daemonlog;
 pub(crate) mod dispatch;
 pub(crate) mod filemode;
 pub(crate) mod flags;
@@ -94,4 +99,5 @@ pub(crate) mod state;
 pub(crate) mod stop;
 pub(crate) mod tarx;
 pub(crate) mod tokenfile;
+pub(crate) mod trampoline;
 pub mod version;

@@ -9,7 +9,7 @@
 
 use std::fmt;
 use std::io::Write;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 #[repr(u8)]
@@ -62,14 +62,46 @@ pub fn format_line(level: Level, args: fmt::Arguments<'_>) -> String {
     format!("{} {} {}\n", timestamp(), level.tag(), args)
 }
 
+/// The size stderr may reach before it is started over; 0 = no cap.
+static CAP: AtomicU64 = AtomicU64::new(0);
+/// Bytes written to stderr since it was (last) started over.
+static WRITTEN: AtomicU64 = AtomicU64::new(0);
+
+/// Caps stderr, a log file of the daemon's own, at `cap` bytes: a line
+/// that would pass it truncates the file first (it is opened for append,
+/// so writing goes on at its new end) and says so.
+pub fn cap_stderr(cap: u64) {
+    use std::os::fd::AsRawFd;
+    let size = std::fs::metadata(format!("/dev/fd/{}", std::io::stderr().as_raw_fd()))
+        .map(|m| m.len())
+        .unwrap_or(0);
+    WRITTEN.store(size, Ordering::Relaxed);
+    CAP.store(cap, Ordering::Relaxed);
+}
+
 /// Writes one line to stderr if `level` passes the threshold.
 pub fn write(level: Level, args: fmt::Arguments<'_>) {
     if !enabled(level) {
         return;
     }
     let line = format_line(level, args);
+    let mut err = std::io::stderr().lock();
+    let cap = CAP.load(Ordering::Relaxed);
+    let len = line.len() as u64;
+    if cap > 0 && WRITTEN.fetch_add(len, Ordering::Relaxed).saturating_add(len) > cap {
+        use std::os::fd::AsRawFd;
+        // SAFETY: truncating our own stderr, a regular file we were given.
+        if unsafe { libc::ftruncate(err.as_raw_fd(), 0) } == 0 {
+            let note = format_line(
+                Level::Warn,
+                format_args!("[daemon] the log reached {cap} bytes and was started over"),
+            );
+            let _ = err.write_all(note.as_bytes());
+            WRITTEN.store(note.len() as u64 + len, Ordering::Relaxed);
+        }
+    }
     // One write per line so concurrent tasks never interleave mid-line.
-    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    let _ = err.write_all(line.as_bytes());
 }
 
 /// Local wall-clock time as Go's `log` prints it: `2006/01/02 15:04:05`.

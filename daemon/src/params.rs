@@ -57,6 +57,8 @@ go_struct! {
         pub cwd: String = "cwd",
         pub env: StringMap = "env",
         pub want_pid: bool = "wantPid",
+        /// `process.spawn` skips the SSH agent hand-off (build f6010b97).
+        pub disable_shell_agent_socket: bool = "disableShellAgentSocket",
         pub data: String = "data",
         /// `*uint64` in Go (build 5db5e4a): absent and `null` both mean
         /// "append"; a negative offset is a type error.

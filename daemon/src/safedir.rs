@@ -144,7 +144,23 @@ pub fn open_private_dir(path: &Path) -> Result<OwnedFd, UnsafeDir> {
     open_private_dir_as(path, Identity::current())
 }
 
+/// Opens an existing directory `path` of ours without creating or
+/// changing anything: every level is judged as in [`open_private_dir`],
+/// and the last one must be owned by us and pass the same rule as the
+/// levels above it (others cannot write to it, unless it is sticky), but
+/// it may stay readable by others. For files placed beside something the
+/// operator chose (the daemon log beside the socket).
+pub fn open_own_dir(path: &Path) -> Result<OwnedFd, UnsafeDir> {
+    walk(path, Identity::current(), false)
+}
+
 fn open_private_dir_as(path: &Path, me: Identity) -> Result<OwnedFd, UnsafeDir> {
+    walk(path, me, true)
+}
+
+/// The walk behind both openers; `private` creates missing levels and
+/// makes the last one `0700`.
+fn walk(path: &Path, me: Identity, private: bool) -> Result<OwnedFd, UnsafeDir> {
     if !path.is_absolute() || path.components().any(|c| c == Component::ParentDir) {
         return Err(UnsafeDir::NotPlain(path.to_path_buf()));
     }
@@ -172,7 +188,7 @@ fn open_private_dir_as(path: &Path, me: Identity) -> Result<OwnedFd, UnsafeDir> 
         let mut created = false;
         let next = match open_dir_at(Some(&current), &cname) {
             Ok(fd) => fd,
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+            Err(e) if private && e.raw_os_error() == Some(libc::ENOENT) => {
                 // SAFETY: `current` is an open directory fd and `cname` is
                 // NUL-terminated.
                 if unsafe { libc::mkdirat(current.as_raw_fd(), cname.as_ptr(), 0o700) } == 0 {
@@ -195,7 +211,9 @@ fn open_private_dir_as(path: &Path, me: Identity) -> Result<OwnedFd, UnsafeDir> 
                     uid: st.st_uid,
                 });
             }
-            if created || st.st_mode & 0o077 != 0 {
+            if !private {
+                check_level(&st, &walked, me)?;
+            } else if created || st.st_mode & 0o077 != 0 {
                 // SAFETY: `next` is an open directory fd of ours.
                 if unsafe { libc::fchmod(next.as_raw_fd(), 0o700) } != 0 {
                     return Err(io_error("chmod", &walked, io::Error::last_os_error()));
@@ -286,6 +304,18 @@ pub fn owner_of(dir: &OwnedFd) -> io::Result<u32> {
 /// This process's effective uid.
 pub fn own_uid() -> u32 {
     Identity::current().uid
+}
+
+/// Renames the entry `from` of `dir` to `to` in the same directory (a
+/// link is renamed itself, never followed; an entry already at `to` is
+/// replaced).
+pub fn rename_in(dir: &OwnedFd, from: &[u8], to: &[u8]) -> io::Result<()> {
+    let (from, to) = (c_name(from)?, c_name(to)?);
+    // SAFETY: `dir` is open and both names are NUL-terminated.
+    if unsafe { libc::renameat(dir.as_raw_fd(), from.as_ptr(), dir.as_raw_fd(), to.as_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Removes the entry `name` of `dir` (a file, a link or an empty

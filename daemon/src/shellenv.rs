@@ -3,12 +3,13 @@
 //! A daemon started over SSH gets a bare, non-login environment, while the
 //! user's tools (node, the agent CLI, MCP servers) are usually put on PATH
 //! by their login and interactive shell profiles. At start-up the daemon
-//! asks the user's shell (`$SHELL`, else `/bin/sh`) for its PATH, once, in
+//! asks the user's shell ([`crate::agentsock::login_shell`]: `$SHELL` when
+//! executable, else zsh, bash, sh) for its PATH, once, in
 //! the background — the socket never waits for it — and stores the answer
 //! with the process supervisor ([`crate::process::ProcessManager::set_login_path`])
 //! for spawned children.
 //!
-//! The shell runs as `$SHELL -l -i -c <script>` with stdin on `/dev/null`,
+//! The shell runs as `<shell> -l -i -c <script>` with stdin on `/dev/null`,
 //! stderr discarded, in its own process group; the script prints PATH
 //! between two markers so banners and other profile noise on stdout are
 //! ignored. After [`TIMEOUT`] the whole group is killed and the daemon's
@@ -47,10 +48,7 @@ pub fn spawn(daemon: Arc<Daemon>) {
 }
 
 fn login_shell() -> String {
-    std::env::var("SHELL")
-        .ok()
-        .filter(|s| s.starts_with('/'))
-        .unwrap_or_else(|| "/bin/sh".to_string())
+    crate::agentsock::login_shell()
 }
 
 /// Runs `shell` and returns the PATH it reports.

@@ -168,3 +168,98 @@ fn a_graceful_stop_leaves_no_records() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// The start time of `pid` in clock ticks (`/proc/<pid>/stat` field 22).
+fn start_of(pid: i32) -> String {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    stat[stat.rfind(')').unwrap() + 2..]
+        .split(' ')
+        .nth(19)
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn children_name_themselves_and_what_they_start_is_never_reaped() {
+    let mut first = TestDaemon::start();
+    let root = first.root().to_path_buf();
+    let socket = first.socket.clone();
+    let mut c = first.connect();
+    // A caller's own values for the two markers never reach the program.
+    let params = serde_json::json!({
+        "id": "stamped",
+        "command": "sh",
+        "args": ["-c", "echo $$; env | grep -E '^CLAUDE_SSH_(RUN_DIR|CHILD)='; setsid sleep 300 & echo $!; wait"],
+        "env": {"CLAUDE_SSH_CHILD": "1:1", "CLAUDE_SSH_RUN_DIR": "/elsewhere"},
+    })
+    .to_string();
+    assert!(c.call(1, "process.spawn", &params).contains("\"success\":true"));
+    let mut out = String::new();
+    while out.lines().count() < 4 {
+        out.push_str(&first_output(&mut c, "stamped"));
+    }
+    let lines: Vec<&str> = out.lines().collect();
+    let child: i32 = lines[0].parse().unwrap();
+    // (`sh` hands its own environment on in an order of its own.)
+    let mut markers = lines[1..3].to_vec();
+    markers.sort_unstable();
+    assert_eq!(
+        markers,
+        [
+            format!("CLAUDE_SSH_CHILD={child}:{}", start_of(child)),
+            format!("CLAUDE_SSH_RUN_DIR={}", root.display()),
+        ]
+    );
+    // The last two entries of the environment, in that order.
+    let environ = std::fs::read(format!("/proc/{child}/environ")).unwrap();
+    let entries: Vec<&[u8]> = environ.split(|b| *b == 0).filter(|e| !e.is_empty()).collect();
+    let tail: Vec<String> = entries[entries.len() - 2..]
+        .iter()
+        .map(|e| String::from_utf8_lossy(e).split('=').next().unwrap().to_string())
+        .collect();
+    assert_eq!(tail, ["CLAUDE_SSH_RUN_DIR", "CLAUDE_SSH_CHILD"]);
+
+    // A grandchild that leads its own group, runs `sleep` and carries the
+    // run dir (inherited), planted as if it were a recorded child.
+    let grandchild: i32 = lines[3].parse().unwrap();
+    let children = root.join("children");
+    let mut planted = read_json(&children.join(format!("{child}.json")));
+    planted["pid"] = grandchild.into();
+    planted["argv0"] = "sleep".into();
+    planted["start"] = start_of(grandchild).into();
+    std::fs::write(children.join(format!("{grandchild}.json")), planted.to_string()).unwrap();
+
+    let daemon = read_json(&root.join("daemon.lock"))["pid"].as_i64().unwrap() as i32;
+    // SAFETY: kill(2) on the daemon this test started.
+    unsafe { libc::kill(daemon, libc::SIGKILL) };
+    assert!(wait_until(Duration::from_secs(10), || pid_gone(daemon)));
+    let token = root.join("token2");
+    std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
+    let log = root.join("second.log");
+    let mut launcher = Command::new(remora_bin())
+        .args([
+            "-serve",
+            "-socket",
+            socket.to_str().unwrap(),
+            "-token-file",
+            token.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut banner = String::new();
+    std::io::BufReader::new(launcher.stdout.take().unwrap())
+        .read_line(&mut banner)
+        .unwrap();
+    let _ = launcher.wait();
+    let text = std::fs::read_to_string(&log).unwrap();
+    let spared = alive(grandchild);
+    // SAFETY: kill(2) on a process this test's child started.
+    unsafe { libc::kill(grandchild, libc::SIGKILL) };
+    assert!(pid_gone(child), "the stamped child was not reaped: {text}");
+    assert!(spared, "something a child started was signalled: {text}");
+    let want = format!("[process.Registry] record {grandchild}.json: pid {grandchild} is not a child to end (it was not started by a daemon itself: its CLAUDE_SSH_CHILD does not name its own pid and start (something a child started)); dropping the record, signalling nothing\n");
+    assert!(text.contains(&want), "missing {want:?} in\n{text}");
+    first.stop();
+}

@@ -120,3 +120,55 @@ fn killandwait_grace_is_clamped() {
     let frames = frames_until_exit(&mut c, "env");
     assert_eq!(stdout_of(&frames), b"unset\n");
 }
+
+/// Spawns `sh` that starts a background sleeper (its output on the
+/// process's pipes when `holds_pipes`, else on `/dev/null`), prints the
+/// sleeper's pid and then becomes a `sleep` that dies on SIGTERM; returns
+/// the sleeper's pid.
+fn spawn_dying_leader(c: &mut Client, id: &str, holds_pipes: bool) -> i32 {
+    let redirect = if holds_pipes { "" } else { " >/dev/null 2>&1" };
+    let params =
+        format!(r#"{{"id":"{id}","command":"sh","args":["-c","sleep 100{redirect} & echo $!; exec sleep 200"]}}"#);
+    let reply = c.call(1, "process.spawn", &params);
+    assert!(reply.contains(r#""success":true"#), "{reply}");
+    let mut out = Vec::new();
+    while !out.ends_with(b"\n") {
+        let (_, frame) = parse_frame(&next_line(c)).expect("frame");
+        out.extend(stdout_of(&[frame]));
+    }
+    String::from_utf8(out).unwrap().trim().parse().unwrap()
+}
+
+#[test]
+fn a_group_member_holding_the_pipes_gets_sigkill_at_the_end_of_the_grace() {
+    let d = TestDaemon::start();
+    let mut c = d.connect();
+    let sleeper = spawn_dying_leader(&mut c, "p1", true);
+    // The leader dies on SIGTERM at once; the sleeper keeps its stdout
+    // open, so the exit frame is pending when the grace runs out.
+    let reply = c.call(2, "process.killAndWait", r#"{"id":"p1","timeoutMs":300}"#);
+    let gone = wait_until(Duration::from_secs(10), || pid_gone(sleeper));
+    if !gone {
+        kill_pid(sleeper);
+    }
+    assert_eq!(
+        reply,
+        r#"{"jsonrpc":"2.0","id":2,"result":{"found":true,"died":true,"escalated":true}}"#
+    );
+    assert!(gone, "the pipe holder outlived the group SIGKILL");
+    let frames = frames_until_exit(&mut c, "p1");
+    let exit = &frames.last().unwrap().raw;
+    assert!(exit.contains(r#""signal":"SIGTERM","killedBy":"client""#), "{exit}");
+}
+
+#[test]
+fn a_leader_that_dies_with_its_output_complete_spares_its_group() {
+    let d = TestDaemon::start();
+    let mut c = d.connect();
+    let sleeper = spawn_dying_leader(&mut c, "p1", false);
+    let reply = c.call(2, "process.killAndWait", r#"{"id":"p1","timeoutMs":5000}"#);
+    let alive = !pid_gone(sleeper);
+    kill_pid(sleeper);
+    assert_eq!(reply, r#"{"jsonrpc":"2.0","id":2,"result":{"found":true,"died":true}}"#);
+    assert!(alive, "a kid with its own stdio got a signal");
+}

@@ -346,10 +346,15 @@ fn daemon_is_detached_and_holds_none_of_the_launchers_stdio() {
     // Reparented away from the launcher (to init or a subreaper).
     assert_ne!(ppid, launcher);
     assert_ne!(ppid, std::process::id());
-    for fd in 0..3 {
+    // stdin and stdout on /dev/null; stderr (the launcher's was a pipe) is
+    // the daemon's own `remote-server.log` beside the socket.
+    for fd in 0..2 {
         let target = std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).unwrap();
         assert_eq!(target, Path::new("/dev/null"), "fd {fd}");
     }
+    let log = std::fs::read_link(format!("/proc/{pid}/fd/2")).unwrap();
+    let socket_dir = l.socket.parent().unwrap().canonicalize().unwrap();
+    assert_eq!(log, socket_dir.join("remote-server.log"));
     // The daemon keeps the launcher's working directory.
     let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap();
     assert_eq!(cwd, l.dir.path().canonicalize().unwrap());

@@ -30,7 +30,7 @@ fn server_methods_reply_byte_exact() {
     );
     let caps = c.call(3, "server.capabilities", "{}");
     let methods = r#""methods":["server.ping","server.capabilities","server.shutdown","files.list","files.validate","files.stat","files.read","files.extract_tar","git.info","git.status","git.list_branches","git.worktree_create","git.worktree_remove","process.spawn","process.stdin","process.kill","process.killAndWait","process.reattach","plugins.prune"],"instanceId":""#;
-    let features = r#","features":["process.stdin.offset","git.status.baseRepo","git.worktree_create.timeoutMs","git.worktree_create.existingBranch","server.instance_id"]}}"#;
+    let features = r#","features":["process.stdin.offset","git.status.baseRepo","git.worktree_create.timeoutMs","git.worktree_create.existingBranch","process.spawn.shellAgentSocket","server.instance_id"]}}"#;
     assert!(
         caps.starts_with(r#"{"jsonrpc":"2.0","id":3,"result":{"version":""#),
         "{caps}"

@@ -110,6 +110,7 @@ async fn spawn(p: ProcessParams, processes: &ProcessManager) -> Outcome {
         args: &p.args,
         cwd: &p.cwd,
         env: &p.env.0,
+        no_agent_socket: p.disable_shell_agent_socket,
     };
     let process = match processes.spawn(&spec).await {
         Ok(process) => process,

@@ -27,6 +27,7 @@ pub mod session;
 pub mod stdin;
 pub mod sys;
 
+use crate::agentsock;
 use crate::metrics::Metrics;
 use crate::replay::frame::{ExitFrame, Stream};
 use crate::replay::log::ReplayLog;
@@ -116,6 +117,8 @@ pub struct SpawnSpec<'a> {
     pub args: &'a [String],
     pub cwd: &'a str,
     pub env: &'a [(String, String)],
+    /// Skip the SSH agent hand-off ([`crate::agentsock`]).
+    pub no_agent_socket: bool,
 }
 
 /// Result of a `process.stdin` request once the process was found.
@@ -193,6 +196,9 @@ pub struct ManagedProcess {
     stdin_queued: Arc<AtomicUsize>,
     /// When the exit frame was appended (starts the retention clock).
     finished_at: std::sync::OnceLock<std::time::Instant>,
+    /// True once the exit frame was appended: the child exited *and* its
+    /// pipes drained. What `process.killAndWait` calls "died".
+    finished: watch::Sender<bool>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -257,22 +263,38 @@ impl ManagedProcess {
     }
 
     /// The kill path of `process.killAndWait` (and of a superseding
-    /// spawn): `signal` unless already exited, up to `grace` for the exit,
-    /// then, when `escalate`, a group SIGKILL and a bounded wait.
+    /// spawn): `signal` unless already exited, up to `grace` for the exit
+    /// frame, then, when `escalate`, a group SIGKILL and a bounded wait.
+    ///
+    /// The grace waits for the exit *frame*, not the exit alone, as the
+    /// reference measured (`89cb6289`, record rows X1, X2a/X2b, B2): a
+    /// child that ended on the signal while another member of its group
+    /// still holds its output pipe has not died yet, so at the end of the
+    /// grace the group gets SIGKILL (the leader's zombie still pins the
+    /// pgid until the drain ends, so the signal cannot reach a recycled
+    /// group). A child whose output is complete within the grace died, and
+    /// its group gets nothing more.
     pub async fn terminate(&self, signal: i32, grace: Duration, escalate: bool, by: KilledBy) -> Termination {
         if !self.signal_if_running(signal, by) {
             return Termination::AlreadyExited;
         }
-        if self.wait_exit(grace).await {
+        if self.wait_finished(grace).await {
             return Termination::Died;
         }
         if !escalate {
             return Termination::Survived;
         }
-        self.signal_if_running(libc::SIGKILL, by);
+        self.kill_tree(Some(by));
         Termination::Escalated {
-            died: self.wait_exit(AFTER_KILL_WAIT).await,
+            died: self.wait_finished(AFTER_KILL_WAIT).await,
         }
+    }
+
+    /// Waits up to `limit` for the exit frame; returns whether it came.
+    async fn wait_finished(&self, limit: Duration) -> bool {
+        let mut rx = self.finished.subscribe();
+        let done = tokio::time::timeout(limit, rx.wait_for(|done| *done)).await;
+        matches!(done, Ok(Ok(_)))
     }
 
     /// Waits up to `limit` for the exit; returns whether it happened.
@@ -370,6 +392,9 @@ pub struct ProcessManager {
     /// PATH from the login shell, once known ([`crate::shellenv`]);
     /// children get it.
     login_path: OnceLock<String>,
+    /// The login shell's SSH agent socket, asked for at the first spawn
+    /// that needs it.
+    agent: agentsock::HandOff,
     deps: Supervision,
 }
 
@@ -389,6 +414,7 @@ impl ProcessManager {
             keep: AtomicBool::new(false),
             sweeper: AtomicBool::new(false),
             login_path: OnceLock::new(),
+            agent: agentsock::HandOff::default(),
             deps,
         }
     }
@@ -430,7 +456,14 @@ impl ProcessManager {
     /// a time. Must run inside the tokio runtime.
     pub async fn spawn(&self, spec: &SpawnSpec<'_>) -> Result<Arc<ManagedProcess>, SpawnError> {
         command::check_cwd(spec.cwd).map_err(SpawnError::Failed)?;
-        let env = command::merged_env(self.login_path.get().map(String::as_str), spec.env);
+        let mut env = command::merged_env(self.login_path.get().map(String::as_str), spec.env);
+        // The hand-off comes after the caller's entries, and only when no
+        // entry names the variable at all (an empty value opts out too).
+        if !spec.no_agent_socket && !env.iter().any(|(k, _)| k == agentsock::AGENT_SOCK_ENV) {
+            if let Some(sock) = self.agent.socket().await {
+                env.push((agentsock::AGENT_SOCK_ENV.into(), sock.into()));
+            }
+        }
         let program = command::resolve(spec.command, &command::path_of(&env)).map_err(SpawnError::Failed)?;
         if env
             .iter()
@@ -481,22 +514,7 @@ impl ProcessManager {
         env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
         session: Option<String>,
     ) -> Result<Arc<ManagedProcess>, String> {
-        let mut cmd = std::process::Command::new(program);
-        std::os::unix::process::CommandExt::arg0(&mut cmd, spec.command);
-        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-        cmd.args(spec.args)
-            .env_clear()
-            .envs(env)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        if !spec.cwd.is_empty() {
-            cmd.current_dir(spec.cwd);
-        }
-        if let Some((name, run_dir)) = crate::childrec::child_marker() {
-            cmd.env(name, run_dir);
-        }
-        let mut child = cmd.spawn().map_err(|e| command::fork_exec_error(program, &e))?;
+        let mut child = launch(spec, program, env)?;
         let start_time = epoch_seconds();
         let pid = i32::try_from(child.id()).unwrap_or(0);
         crate::childrec::record(pid, spec.command);
@@ -538,6 +556,7 @@ impl ProcessManager {
             }),
             stdin_queued: Arc::new(AtomicUsize::new(0)),
             finished_at: std::sync::OnceLock::new(),
+            finished: watch::channel(false).0,
         });
         let readers = match (stdin, stdout, stderr) {
             (Ok(stdin), Ok(stdout), Ok(stderr)) => {
@@ -656,6 +675,106 @@ impl Drop for ProcessManager {
         }
         for p in lock(&self.table).values() {
             p.kill_tree(Some(KilledBy::Shutdown));
+        }
+    }
+}
+
+/// The command that runs `program` for `spec`, directly or (with `report`,
+/// the trampoline's report pipe) through the exec-child trampoline.
+fn child_command(
+    spec: &SpawnSpec<'_>,
+    program: &str,
+    env: &[(std::ffi::OsString, std::ffi::OsString)],
+    report: Option<&std::os::fd::OwnedFd>,
+) -> std::process::Command {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    let mut cmd = match report {
+        Some(fd) => {
+            let mut cmd = std::process::Command::new(crate::trampoline::SELF_EXE);
+            cmd.args(crate::trampoline::arguments(
+                fd.as_raw_fd(),
+                program,
+                spec.command,
+                spec.args,
+            ));
+            let raw = fd.as_raw_fd();
+            // SAFETY: fcntl is async-signal-safe; it makes the report pipe
+            // survive the exec into the trampoline, in the child only.
+            unsafe {
+                cmd.pre_exec(move || {
+                    if libc::fcntl(raw, libc::F_SETFD, 0) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+            cmd
+        }
+        None => {
+            let mut cmd = std::process::Command::new(program);
+            cmd.arg0(spec.command).args(spec.args);
+            cmd
+        }
+    };
+    cmd.process_group(0)
+        .env_clear()
+        .envs(env.iter().cloned())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if !spec.cwd.is_empty() {
+        cmd.current_dir(spec.cwd);
+    }
+    if let Some((name, run_dir)) = crate::childrec::child_marker() {
+        cmd.env(name, run_dir);
+    }
+    cmd
+}
+
+/// Starts the child: through the trampoline while children are recorded
+/// ([`crate::trampoline`]), answering an exec failure there exactly as a
+/// direct spawn's; directly otherwise, or when the trampoline itself
+/// cannot start.
+fn launch(
+    spec: &SpawnSpec<'_>,
+    program: &str,
+    env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+) -> Result<std::process::Child, String> {
+    let direct = |env: &[(std::ffi::OsString, std::ffi::OsString)]| {
+        child_command(spec, program, env, None)
+            .spawn()
+            .map_err(|e| command::fork_exec_error(program, &e))
+    };
+    if !crate::trampoline::enabled() {
+        return direct(&env);
+    }
+    let (read, write) = match crate::trampoline::report_pipe() {
+        Ok(pair) => pair,
+        Err(_) => return direct(&env),
+    };
+    let spawned = child_command(spec, program, &env, Some(&write)).spawn();
+    drop(write);
+    let mut child = match spawned {
+        Ok(child) => child,
+        Err(e) => {
+            crate::log_warn!(
+                "[process.Manager] exec trampoline failed for {} ({}); starting it directly \u{2014} a successor daemon will not be able to reap it",
+                crate::logging::Untrusted(spec.id),
+                command::fork_exec_error(crate::trampoline::SELF_EXE, &e)
+            );
+            return direct(&env);
+        }
+    };
+    match crate::trampoline::read_report(&read) {
+        None => Ok(child),
+        Some(errno) => {
+            // The trampoline exits right after its report.
+            let _ = child.wait();
+            Err(command::fork_exec_error(
+                program,
+                &std::io::Error::from_raw_os_error(errno),
+            ))
         }
     }
 }
@@ -832,6 +951,7 @@ async fn supervise(
         killed_by: lock(&process.killed_by).map(KilledBy::wire),
     });
     let _ = process.finished_at.set(std::time::Instant::now());
+    process.finished.send_replace(true);
     process.reap();
     metrics.process_exits.fetch_add(1, Ordering::Relaxed);
     crate::log_info!("[process.Manager] Process {} exited with code {}", process.id, code);

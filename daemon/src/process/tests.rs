@@ -22,6 +22,8 @@ fn spec<'a>(id: &'a str, command: &'a str, args: &'a [String]) -> SpawnSpec<'a> 
         args,
         cwd: "",
         env: &[],
+        // No login shell run from unit tests.
+        no_agent_socket: true,
     }
 }
 

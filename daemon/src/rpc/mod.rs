@@ -39,11 +39,12 @@ pub use crate::method::METHODS;
 /// `server.instance_id` (`19f30c46`/`90fca6e6` list the same without
 /// `process.spawn.shellAgentSocket`). A feature is listed here only once
 /// remora implements it, at its place in that order.
-pub const FEATURES: [&str; 5] = [
+pub const FEATURES: [&str; 6] = [
     "process.stdin.offset",
     "git.status.baseRepo",
     "git.worktree_create.timeoutMs",
     "git.worktree_create.existingBranch",
+    "process.spawn.shellAgentSocket",
     "server.instance_id",
 ];
 

@@ -45,18 +45,25 @@ impl TestDaemon {
     /// `nohup` it would reach the daemon ignored and stay so in children
     /// (as with Go), where a shell cannot trap it.
     pub fn start_ignoring(extra_args: &[&str], env: &[(&str, &str)], ignored: &[libc::c_int]) -> TestDaemon {
-        TestDaemon::start_full(extra_args, env, ignored, None)
+        TestDaemon::start_full(extra_args, env, &[], ignored, None)
+    }
+
+    /// Starts `remora -serve` with `unset` removed from the environment it
+    /// inherits and `env` added.
+    pub fn start_without(unset: &[&str], env: &[(&str, &str)]) -> TestDaemon {
+        TestDaemon::start_full(&[], env, unset, &[], None)
     }
 
     /// Starts `remora -serve` with its descriptor limit (soft and hard) set
     /// to `fd_limit`.
     pub fn start_with_fd_limit(fd_limit: u64, env: &[(&str, &str)]) -> TestDaemon {
-        TestDaemon::start_full(&[], env, &[], Some(fd_limit))
+        TestDaemon::start_full(&[], env, &[], &[], Some(fd_limit))
     }
 
     fn start_full(
         extra_args: &[&str],
         env: &[(&str, &str)],
+        unset: &[&str],
         ignored: &[libc::c_int],
         fd_limit: Option<u64>,
     ) -> TestDaemon {
@@ -77,6 +84,9 @@ impl TestDaemon {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(stderr);
+        for k in unset {
+            cmd.env_remove(k);
+        }
         for (k, v) in env {
             cmd.env(k, v);
         }

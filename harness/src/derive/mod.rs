@@ -22,6 +22,7 @@
 //! | `map <FROM> <TO>` | a placeholder of the source and its harness value |
 //! | `wrap result` | the source records bare `result` objects |
 //! | `frame <key> \| <frame> \| <citation>` | one entry (a reply, or e.g. an exit frame) typed from another reference document |
+//! | `replace <key> \| <frame> \| <citation>` | the source's frame for this reply, superseded by a later pinned build's frame typed from another reference document |
 //! | `pending <key glob> \| <issue> \| <build> \| <behaviour>` | a known difference an issue adopts |
 
 mod frames;
@@ -58,6 +59,8 @@ pub struct Recipe {
     pub maps: Vec<(String, String)>,
     pub wrap_result: bool,
     pub typed: Vec<TypedFrame>,
+    /// Source frames superseded by a later build's (`replace` lines).
+    pub replaced: Vec<TypedFrame>,
     pub pending: Vec<Pending>,
 }
 
@@ -87,6 +90,7 @@ impl Recipe {
         let mut fields = Vec::new();
         let (mut source, mut maps, mut wrap_result, mut typed, mut pending) =
             (None, Vec::new(), false, Vec::new(), Vec::new());
+        let mut replaced = Vec::new();
         for (i, line) in text.lines().enumerate() {
             let l = line.trim();
             if l.is_empty() || l.starts_with('#') {
@@ -110,17 +114,22 @@ impl Recipe {
                     maps.push((from.to_string(), to.trim().to_string()));
                 }
                 "wrap" if rest == "result" => wrap_result = true,
-                "frame" => {
+                "frame" | "replace" => {
                     let parts: Vec<&str> = rest.splitn(3, " | ").map(str::trim).collect();
                     match parts.as_slice() {
                         [k, f, c] if !k.is_empty() && !f.is_empty() && !c.is_empty() => {
                             serde_json::from_str::<serde_json::Value>(&bare_tokens_as_zero(f))
                                 .map_err(|e| format!("{}: the frame is not JSON: {e}", at()))?;
-                            typed.push(TypedFrame {
+                            let t = TypedFrame {
                                 key: k.to_string(),
                                 frame: f.to_string(),
                                 citation: c.to_string(),
-                            });
+                            };
+                            if word == "frame" {
+                                typed.push(t);
+                            } else {
+                                replaced.push(t);
+                            }
                         }
                         _ => return Err(format!("{}: `frame <key> | <frame> | <citation>`", at())),
                     }
@@ -140,6 +149,7 @@ impl Recipe {
             maps,
             wrap_result,
             typed,
+            replaced,
             pending,
         })
     }
@@ -245,6 +255,12 @@ pub fn derive(recipe: &Recipe, run: &Transcript) -> Result<String, String> {
         }
         values.push((key.to_string(), f));
     }
+    for r in &recipe.replaced {
+        let Some(slot) = values.iter_mut().find(|(k, _)| *k == r.key) else {
+            return Err(format!("`replace {}`: not a reply the source fills", r.key));
+        };
+        slot.1 = r.frame.clone();
+    }
     for t in &recipe.typed {
         values.push((t.key.clone(), t.frame.clone()));
     }
@@ -260,6 +276,9 @@ pub fn derive(recipe: &Recipe, run: &Transcript) -> Result<String, String> {
     ));
     for t in &recipe.typed {
         out.push_str(&format!("# typed: {} from {}\n", t.key, t.citation));
+    }
+    for r in &recipe.replaced {
+        out.push_str(&format!("# replaced: {} from {}\n", r.key, r.citation));
     }
     for p in &recipe.pending {
         out.push_str(&p.to_line());
@@ -320,6 +339,31 @@ mod tests {
         t.push("L3 c1 reply 2", r#"{"jsonrpc":"2.0","id":2,"result":{"pong":true}}"#);
         t.push("fs a", "file 0644 1 \"a\"");
         t
+    }
+
+    #[test]
+    fn a_replace_line_supersedes_the_source_frame_at_its_key() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("x.golden.json"),
+            r#"[{"jsonrpc":"2.0","id":1,"result":{"success":false}},{"jsonrpc":"2.0","id":2,"result":{"pong":true}}]"#,
+        )
+        .unwrap();
+        let r = recipe(
+            dir.path(),
+            "replace L2 c1 reply 1 | {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"later\":true}} | a later build's page\n",
+        );
+        let out = derive(&r, &run()).unwrap();
+        assert!(
+            out.contains("L2 c1 reply 1\t{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"later\":true}}"),
+            "{out}"
+        );
+        assert!(
+            out.contains("# replaced: L2 c1 reply 1 from a later build's page"),
+            "{out}"
+        );
+        let r = recipe(dir.path(), "replace L9 c1 reply 9 | {\"id\":9} | nowhere\n");
+        assert!(derive(&r, &run()).is_err(), "a key the source does not fill is refused");
     }
 
     #[test]

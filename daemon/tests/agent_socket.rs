@@ -1,0 +1,122 @@
+//! `process.spawn`'s SSH agent hand-off (reference build `f6010b97`),
+//! against a real daemon whose login shell (`$SHELL`, a script here)
+//! exports a real listening agent socket.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::frames::{frames_until_exit, stdout_of};
+use common::TestDaemon;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixListener;
+use std::path::Path;
+
+/// A login shell that exports `sock`, logs each script it is given to
+/// `<dir>/runs` and runs it.
+fn fake_shell(dir: &Path, sock: &Path) -> String {
+    let path = dir.join("login-shell");
+    std::fs::write(
+        &path,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$4\" >> '{}'\nSSH_AUTH_SOCK='{}'; export SSH_AUTH_SOCK\nexec /bin/sh -c \"$4\"\n",
+            dir.join("runs").display(),
+            sock.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+/// What the child `id` sees in `SSH_AUTH_SOCK` (`-` when unset).
+fn child_sees(d: &TestDaemon, id: &str, extra: &str) -> String {
+    let mut c = d.connect();
+    let params =
+        format!(r#"{{"id":"{id}","command":"/bin/sh","args":["-c","printf %s \"${{SSH_AUTH_SOCK--}}\""]{extra}}}"#);
+    let reply = c.call(1, "process.spawn", &params);
+    assert_eq!(reply, r#"{"jsonrpc":"2.0","id":1,"result":{"success":true}}"#);
+    String::from_utf8(stdout_of(&frames_until_exit(&mut c, id))).unwrap()
+}
+
+/// How often the shell was asked for the agent socket (the PATH
+/// extraction at start-up runs it too, with another script).
+fn shell_runs(dir: &Path) -> usize {
+    let runs = std::fs::read_to_string(dir.join("runs")).unwrap_or_default();
+    runs.lines().filter(|l| l.contains("AGENT_SOCK")).count()
+}
+
+#[test]
+fn a_child_without_an_agent_gets_the_login_shells_socket() {
+    let scratch = tempfile::tempdir().unwrap();
+    let sock = scratch.path().join("agent.sock");
+    let _agent = UnixListener::bind(&sock).unwrap();
+    let shell = fake_shell(scratch.path(), &sock);
+    let d = TestDaemon::start_without(&["SSH_AUTH_SOCK"], &[("SHELL", &shell)]);
+    assert_eq!(shell_runs(scratch.path()), 0, "not asked at start-up");
+    let runs_at_start = 0;
+
+    assert_eq!(child_sees(&d, "given", ""), sock.to_string_lossy());
+    assert_eq!(
+        shell_runs(scratch.path()),
+        runs_at_start + 1,
+        "asked at the first spawn"
+    );
+    assert_eq!(child_sees(&d, "cached", ""), sock.to_string_lossy());
+    assert_eq!(
+        shell_runs(scratch.path()),
+        runs_at_start + 1,
+        "then served from the cache"
+    );
+
+    // The two ways to opt out, and a caller's own value.
+    assert_eq!(child_sees(&d, "off", r#","disableShellAgentSocket":true"#), "-");
+    assert_eq!(
+        child_sees(&d, "null", r#","disableShellAgentSocket":null"#),
+        sock.to_string_lossy()
+    );
+    assert_eq!(child_sees(&d, "empty", r#","env":{"SSH_AUTH_SOCK":""}"#), "");
+    assert_eq!(child_sees(&d, "own", r#","env":{"SSH_AUTH_SOCK":"/mine"}"#), "/mine");
+
+    let bad = d.call(
+        "process.spawn",
+        r#"{"id":"bad","command":"/bin/true","disableShellAgentSocket":"yes"}"#,
+    );
+    assert!(bad.contains(r#""code":-32602"#), "{bad}");
+    assert!(d.log().contains("[shellenv] Login shell"), "{}", d.log());
+}
+
+#[test]
+fn a_socket_that_is_not_ours_or_not_a_socket_is_not_handed_on() {
+    let scratch = tempfile::tempdir().unwrap();
+    let plain = scratch.path().join("agent.sock");
+    std::fs::write(&plain, "").unwrap();
+    let shell = fake_shell(scratch.path(), &plain);
+    let d = TestDaemon::start_without(&["SSH_AUTH_SOCK"], &[("SHELL", &shell)]);
+    assert_eq!(child_sees(&d, "file", ""), "-");
+    assert!(d.log().contains("it is not a socket"), "{}", d.log());
+
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return; // only root can give a socket to another user
+    }
+    let scratch = tempfile::tempdir().unwrap();
+    let sock = scratch.path().join("agent.sock");
+    let _agent = UnixListener::bind(&sock).unwrap();
+    std::os::unix::fs::chown(&sock, Some(65534), None).unwrap();
+    let shell = fake_shell(scratch.path(), &sock);
+    let d = TestDaemon::start_without(&["SSH_AUTH_SOCK"], &[("SHELL", &shell)]);
+    assert_eq!(child_sees(&d, "foreign", ""), "-");
+    assert!(d.log().contains("belongs to uid 65534"), "{}", d.log());
+}
+
+#[test]
+fn capabilities_list_the_feature_where_f6010b97_does() {
+    let d = TestDaemon::start();
+    let reply = d.call("server.capabilities", "{}");
+    assert!(
+        reply.contains(
+            r#""features":["process.stdin.offset","git.status.baseRepo","git.worktree_create.timeoutMs","git.worktree_create.existingBranch","process.spawn.shellAgentSocket","server.instance_id"]"#
+        ),
+        "{reply}"
+    );
+}
