@@ -7,7 +7,7 @@ mod common;
 
 use common::TestDaemon;
 use std::fs;
-use std::os::unix::fs::{symlink, FileTypeExt, PermissionsExt};
+use std::os::unix::fs::{symlink, FileTypeExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 fn ok(id: u32, result: &str) -> String {
@@ -348,7 +348,14 @@ fn read_refuses_non_regular_files_and_caps_without_max_bytes() {
         })
     };
     assert_eq!(read(&mut c, 1, &p(&fifo), ""), nrf(1));
-    // The writer's open returned when the daemon opened the FIFO.
+    // On a loaded machine the writer may reach its open(2) only after the
+    // daemon opened and closed the FIFO; it then waits for a reader,
+    // which this one provides (it hung the test before).
+    let _reader = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo)
+        .unwrap();
     writer.join().unwrap().unwrap();
 
     assert_eq!(read(&mut c, 2, "/dev/zero", r#","maxBytes":16"#), nrf(2));
@@ -484,7 +491,6 @@ fn threads_in_open(pid: i32) -> usize {
 /// writing fails with ENXIO without one). Opening it lets that reader on.
 #[cfg(target_os = "linux")]
 fn release_reader(path: &Path) -> bool {
-    use std::os::unix::fs::OpenOptionsExt;
     fs::OpenOptions::new()
         .write(true)
         .custom_flags(libc::O_NONBLOCK)
