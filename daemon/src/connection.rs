@@ -344,17 +344,19 @@ fn accept(
     }
 }
 
-/// Moves frames from followed logs into `out`, round-robin within a budget,
-/// one [`Cursor::fill`] per log (RAM, or a disk batch only this connection
+/// Moves frames from followed logs into `out`, round-robin within a budget
+/// (each pass starts where the last one ran out), one [`Cursor::fill`] per log (RAM, or a disk batch only this connection
 /// waits for). Returns true if a cursor made no progress but is still
 /// behind (call again).
 async fn pull_frames(cursors: &mut Vec<Followed>, out: &mut Vec<u8>, conn_id: u64) -> bool {
     let mut budget = FRAME_BUDGET;
     let mut behind = false;
+    let mut visited = 0;
     for followed in cursors.iter_mut() {
         if budget == 0 {
             break;
         }
+        visited += 1;
         // A cut (another connection reattached the process) caps what
         // this connection may still deliver.
         let cut = followed.cursor.log().limit_for(conn_id);
@@ -369,6 +371,13 @@ async fn pull_frames(cursors: &mut Vec<Followed>, out: &mut Vec<u8>, conn_id: u6
                 }
             }
         }
+    }
+    // Take turns: the next pass starts with the first log this one did
+    // not reach. Always starting from the oldest let one log that stays
+    // behind (a child writing faster than the client reads) take every
+    // pass's budget, and a later spawn's reply and frames waited for good.
+    if visited < cursors.len() {
+        cursors.rotate_left(visited);
     }
     // Forget logs with nothing more to give: detached, or exited and fully
     // written.

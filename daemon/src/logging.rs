@@ -85,6 +85,10 @@ pub fn write(level: Level, args: fmt::Arguments<'_>) {
         return;
     }
     let line = format_line(level, args);
+    #[cfg(feature = "fuzzing")]
+    if capture::take(&line) {
+        return;
+    }
     let mut err = std::io::stderr().lock();
     let cap = CAP.load(Ordering::Relaxed);
     let len = line.len() as u64;
@@ -102,6 +106,38 @@ pub fn write(level: Level, args: fmt::Arguments<'_>) {
     }
     // One write per line so concurrent tasks never interleave mid-line.
     let _ = err.write_all(line.as_bytes());
+}
+
+/// Log lines kept in memory instead of written, for the fuzzing build's
+/// checks of what a request logs (per thread, so each fuzzer thread sees
+/// only its own lines; off unless [`capture::lines`] is running).
+#[cfg(feature = "fuzzing")]
+pub mod capture {
+    use std::cell::RefCell;
+
+    thread_local! {
+        static LINES: RefCell<Option<Vec<String>>> = const { RefCell::new(None) };
+    }
+
+    /// Keeps `line` if this thread is capturing; returns whether it did.
+    pub(super) fn take(line: &str) -> bool {
+        LINES.with(|lines| match lines.borrow_mut().as_mut() {
+            Some(kept) => {
+                kept.push(line.to_string());
+                true
+            }
+            None => false,
+        })
+    }
+
+    /// Runs `body` with this thread's log lines captured; returns its
+    /// result and the lines, each formatted as it would have been written.
+    pub fn lines<R>(body: impl FnOnce() -> R) -> (R, Vec<String>) {
+        let outer = LINES.with(|lines| lines.borrow_mut().replace(Vec::new()));
+        let result = body();
+        let kept = LINES.with(|lines| std::mem::replace(&mut *lines.borrow_mut(), outer));
+        (result, kept.unwrap_or_default())
+    }
 }
 
 /// Local wall-clock time as Go's `log` prints it: `2006/01/02 15:04:05`.

@@ -7,7 +7,7 @@ mod common;
 
 use common::TestDaemon;
 use std::fs;
-use std::os::unix::fs::{symlink, FileTypeExt, PermissionsExt};
+use std::os::unix::fs::{symlink, FileTypeExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 fn ok(id: u32, result: &str) -> String {
@@ -493,4 +493,92 @@ fn validate_reports_existence_and_kind() {
             &format!(r#"{{"valid":false,"isDir":false,"error":"stat {r}/f/x: not a directory"}}"#)
         )
     );
+}
+
+/// Threads of `pid` blocked in `openat` (each a files.read job held on its
+/// FIFO by the test seam, waiting for a writer). Linux's `/proc`.
+#[cfg(target_os = "linux")]
+fn threads_in_open(pid: i32) -> usize {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    let openat = libc::SYS_openat.to_string();
+    tasks
+        .flatten()
+        .filter(|task| {
+            fs::read_to_string(task.path().join("syscall"))
+                .is_ok_and(|s| s.split_whitespace().next() == Some(openat.as_str()))
+        })
+        .count()
+}
+
+/// Whether a reader waits on the FIFO at `path` (a non-blocking open for
+/// writing fails with ENXIO without one). Opening it lets that reader on.
+#[cfg(target_os = "linux")]
+fn release_reader(path: &Path) -> bool {
+    fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .is_ok()
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_seventeenth_files_job_waits_for_a_permit_while_other_methods_are_served() {
+    use common::wait_until;
+    use std::time::Duration;
+    // files.read opens blocking here, so each job holds its permit and
+    // its blocking thread on its own FIFO until the test opens the writer.
+    let d = TestDaemon::start_with(&[], &[("REMORA_TEST_FILES_READ_BLOCKS", "1")]);
+    let root = tempfile::tempdir().unwrap();
+    let fifos: Vec<_> = (0..17).map(|i| root.path().join(format!("fifo{i}"))).collect();
+    for fifo in &fifos {
+        mkfifo(fifo);
+    }
+    let mut c = d.connect();
+    let pid = common::peer_pid(&c.stream).expect("the daemon's pid");
+    let read = |c: &mut common::Client, i: usize| c.send(i, "files.read", &format!(r#"{{"path":"{}"}}"#, p(&fifos[i])));
+    for i in 0..16 {
+        read(&mut c, i);
+    }
+    assert!(
+        wait_until(Duration::from_secs(30), || threads_in_open(pid) == 16),
+        "16 files.read jobs wait on their FIFOs"
+    );
+    read(&mut c, 16);
+    // With every permit taken, the daemon still answers: a ping on the
+    // same connection, a spawn with its output and exit.
+    assert!(c.call(100, "server.ping", "{}").contains(r#""pong":true"#));
+    let spawned = c.call(
+        101,
+        "process.spawn",
+        r#"{"id":"served","command":"sh","args":["-c","echo still-served"]}"#,
+    );
+    assert!(spawned.contains(r#""result":"#), "{spawned}");
+    let mut output = String::new();
+    loop {
+        let line = c.recv_line();
+        if line.contains(r#""stream":"exit""#) {
+            break;
+        }
+        output.push_str(&line);
+    }
+    // "still-served\n", base64 in the frame.
+    assert!(output.contains("c3RpbGwtc2VydmVkCg=="), "{output}");
+    // The 17th job has not started: it waits for a permit, not a writer.
+    assert_eq!(threads_in_open(pid), 16);
+    assert!(!release_reader(&fifos[16]), "the 17th job opened its FIFO");
+    // Let one job finish: its permit goes to the 17th.
+    assert!(release_reader(&fifos[0]));
+    assert_eq!(c.reply_for(0), err(0, -32602, "files.read: not a regular file"));
+    assert!(
+        wait_until(Duration::from_secs(30), || release_reader(&fifos[16])),
+        "the 17th job runs once a permit is free"
+    );
+    assert_eq!(c.reply_for(16), err(16, -32602, "files.read: not a regular file"));
+    for (i, fifo) in fifos.iter().enumerate().take(16).skip(1) {
+        assert!(wait_until(Duration::from_secs(30), || release_reader(fifo)));
+        assert_eq!(c.reply_for(i), err(i as u32, -32602, "files.read: not a regular file"));
+    }
 }

@@ -60,3 +60,8 @@ fn tar_extract_corpus() {
 fn stdin_offset_corpus() {
     assert!(replay("stdin_offset", remora::fuzzing::stdin_offset) > 10);
 }
+
+#[test]
+fn dispatch_line_corpus() {
+    assert!(replay("dispatch_line", remora::fuzzing::dispatch_line) > 10);
+}

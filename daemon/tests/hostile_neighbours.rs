@@ -175,3 +175,115 @@ fn a_client_pipelining_thousands_of_spawns_without_reading_is_not_wedged() {
     assert!(writer.join().unwrap());
     assert!(c.call(n + 1, "server.ping", "{}").contains("pong"));
 }
+
+/// The wedge hunt of issue 26, item 12: chatty children, thousands of
+/// them, spawned by a client that reads nothing for a while. While it does
+/// not read, its connection's writer waits on the socket, its reply queue
+/// fills and its reader stops reading (backpressure on this connection
+/// only): another connection is served, and once the client reads, every
+/// spawn is answered and every exit delivered.
+#[test]
+fn a_client_pipelining_chatty_spawns_without_reading_recovers_when_it_reads() {
+    let n: usize = std::env::var("REMORA_TEST_CHATTY_SPAWNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1500);
+    let bytes: usize = std::env::var("REMORA_TEST_CHATTY_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(65536);
+    let d = TestDaemon::start();
+    let mut c = d.connect();
+    c.stream.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
+    let mut lines = String::new();
+    for i in 0..n {
+        lines.push_str(&common::request_line(
+            &i.to_string(),
+            "process.spawn",
+            Some(&format!(
+                r#"{{"id":"chatty{i}","command":"sh","args":["-c","yes | head -c {bytes}"]}}"#
+            )),
+            common::TOKEN,
+        ));
+    }
+    let mut w = c.stream.try_clone().unwrap();
+    let writer = std::thread::spawn(move || w.write_all(lines.as_bytes()).is_ok());
+    // While this client reads nothing, another is served: pings, and a
+    // spawn whose output and exit arrive.
+    let mut other = d.connect();
+    // Liveness, not speed: 1500 forks of three processes each share two
+    // cores with whatever else runs.
+    other.stream.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
+    for i in 0..20 {
+        assert!(other.call(i, "server.ping", "{}").contains(r#""pong":true"#));
+    }
+    let reply = other.call(
+        100,
+        "process.spawn",
+        r#"{"id":"other","command":"sh","args":["-c","echo other-out"]}"#,
+    );
+    assert!(reply.contains(r#""result":"#), "{reply}");
+    let mut exited = false;
+    while !exited {
+        exited = other.recv_line().contains(r#""stream":"exit""#);
+    }
+    // Not a readiness wait: the scenario is a client that does not read
+    // for a while, with its requests and output piling up.
+    std::thread::sleep(Duration::from_secs(3));
+    let (mut replies, mut exits) = (0, 0);
+    while replies < n || exits < n {
+        let line = c.recv_line();
+        if line.starts_with(r#"{"jsonrpc":"2.0","id":"#) {
+            assert!(line.contains(r#""result":"#), "{line}");
+            replies += 1;
+        } else if line.contains(r#""stream":"exit""#) {
+            exits += 1;
+        }
+    }
+    assert!(writer.join().unwrap());
+    assert!(c.call(n + 1, "server.ping", "{}").contains("pong"));
+}
+
+/// A process that writes without end, followed by a client that reads
+/// slower than it writes, keeps its stream behind for good. Another
+/// process spawned on the same connection still gets its reply and its
+/// stream: the writer takes turns between the logs it follows instead of
+/// always starting from the oldest.
+#[test]
+fn an_endless_stream_does_not_starve_another_spawn_on_the_same_connection() {
+    let d = TestDaemon::start();
+    let mut c = d.connect();
+    c.stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let flood = c.call(1, "process.spawn", r#"{"id":"flood","command":"yes","args":["flood"]}"#);
+    assert!(flood.contains(r#""result":"#), "{flood}");
+    // Not a readiness wait: the client does not read for a while, so the
+    // flood's stream is far behind when the second spawn's reply comes.
+    std::thread::sleep(Duration::from_secs(2));
+    c.send(
+        2,
+        "process.spawn",
+        r#"{"id":"quiet","command":"echo","args":["quiet-out"]}"#,
+    );
+    let needle = r#"{"jsonrpc":"2.0","id":2,"#;
+    let (mut replied, mut quiet_exit, mut flood_bytes) = (false, false, 0usize);
+    while !(replied && quiet_exit) {
+        let line = c.recv_line();
+        if line.starts_with(needle) {
+            assert!(line.contains(r#""result":"#), "{line}");
+            replied = true;
+        } else if line.contains(r#""processId":"quiet","stream":"exit""#) {
+            quiet_exit = true;
+        } else {
+            flood_bytes += line.len();
+            // One pass of the writer (256 KiB of frames) and what the
+            // socket and the writer's buffer hold; 111 MB went out first
+            // before the writer took turns.
+            assert!(
+                flood_bytes < 16 << 20,
+                "16 MiB of the flood went out before the quiet process's reply ({replied}) and exit ({quiet_exit})"
+            );
+        }
+    }
+    let killed = c.call(3, "process.kill", r#"{"id":"flood","signal":"KILL"}"#);
+    assert!(killed.contains(r#""result":"#), "{killed}");
+}

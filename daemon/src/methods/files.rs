@@ -188,6 +188,18 @@ pub fn open_nonblocking(path: impl AsRef<Path>) -> io::Result<File> {
         .open(path)
 }
 
+/// Test seam: with `REMORA_TEST_FILES_READ_BLOCKS=1`, `files.read` opens
+/// its path blocking, as before issue 26, so a test can hold a files.*
+/// job (its permit and its blocking thread) on a FIFO for as long as it
+/// wants and observe the [`FILES_BLOCKING_MAX`] bound. Only tests set it:
+/// it brings back the very hang the non-blocking open prevents.
+pub const TEST_READ_BLOCKS_ENV: &str = "REMORA_TEST_FILES_READ_BLOCKS";
+
+fn test_read_blocks() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var(TEST_READ_BLOCKS_ENV).is_ok_and(|v| v == "1"))
+}
+
 /// Whether `meta` is the system's null device itself (by identity, as
 /// 5fd08069 tests it: another node with the same device numbers is not).
 fn is_null_device(meta: &fs::Metadata) -> bool {
@@ -201,7 +213,12 @@ fn read(path: &str, max_bytes: i64) -> Outcome {
             exists: false,
         })
     };
-    let file = match open_nonblocking(path) {
+    let opened = if test_read_blocks() {
+        File::open(path)
+    } else {
+        open_nonblocking(path)
+    };
+    let file = match opened {
         Ok(f) => f,
         Err(e) if is_missing(&e) => return absent(),
         Err(e) => return Outcome::internal(path_error("open", path, &e)),
