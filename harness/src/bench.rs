@@ -343,7 +343,8 @@ fn beside_stalled(d: &Live, bytes: u64) -> Shared {
         }
     })
     .map_result()?;
-    live.finish(bytes).map_err(|e| format!("beside a stalled reader: {e}"))?;
+    live.finish(bytes)
+        .map_err(|e| format!("beside a stalled reader: {e}"))?;
     let rate = bytes as f64 / (1 << 20) as f64 / t.elapsed().as_secs_f64();
     drop((stalled, stalled_lines));
     Ok((rate, cpu))
@@ -656,7 +657,10 @@ pub fn table(bench: &Bench) -> String {
         .iter()
         .map(|(a, b)| format!("{a:.1}->{b:.1}"))
         .collect();
-    o.push_str(&format!("load average (1 min) at the start->end of each round: {}\n", loads.join(", ")));
+    o.push_str(&format!(
+        "load average (1 min) at the start->end of each round: {}\n",
+        loads.join(", ")
+    ));
     o.push_str(
         "ratio = candidate / reference (for req/s and MiB/s higher is better; for µs, ms, KiB lower is better)\n",
     );

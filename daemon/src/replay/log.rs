@@ -9,7 +9,8 @@
 //! behind it reads segment files off the async workers and catches up.
 //!
 //! Who waits on whom: appending never waits for a client. Every appended
-//! frame is written to disk by one blocking job per log; the child's pipe
+//! frame is written to disk by one job per log at a time, run by the
+//! store's disk-writer threads ([`super::store`]); the child's pipe
 //! reader waits (in [`ReplayLog::wait_writable`]) only when that job is a
 //! whole write-behind bound behind, so the child sees ordinary pipe
 //! backpressure instead of the daemon growing. A log that cannot use the
@@ -20,7 +21,7 @@
 //! exit share one sequence. The last frame always stays in RAM, so a log
 //! with frames always keeps at least one.
 
-use super::frame::{raw_len, ExitFrame, Frame, FrameEncoder, Stream};
+use super::frame::{raw_len, ExitFrame, Frame, FrameEncoder, Payload, Stream};
 use super::segments::{read_segment, ReadHint, Segments};
 use super::store::{ReplayStore, StoredLog, GLOBAL_WRITE_BEHIND, RING_BYTES, WRITE_BEHIND};
 use std::collections::VecDeque;
@@ -235,12 +236,16 @@ impl ReplayLog {
         let seq = state.last_seq;
         drop(state);
         if start_writer {
-            let log = self.clone();
+            // In the daemon the store's disk-writer threads take the job
+            // (no allocation per job, unlike a `spawn_blocking` task);
+            // without a runtime (unit tests) it runs inline, deterministic.
             match tokio::runtime::Handle::try_current() {
                 Ok(rt) => {
-                    rt.spawn_blocking(move || log.flush());
+                    if let Err(job) = self.store.writers.submit(self.clone()) {
+                        rt.spawn_blocking(move || job.write_behind());
+                    }
                 }
-                Err(_) => log.flush(),
+                Err(_) => self.clone().flush(),
             }
         }
         seq
@@ -252,7 +257,7 @@ impl ReplayLog {
         if data.is_empty() {
             return self.last_seq();
         }
-        self.append(Frame::Data(stream, Arc::from(data)))
+        self.append(Frame::Data(stream, Payload::from(data)))
     }
 
     /// Appends the exit frame; returns its seq.
@@ -675,6 +680,10 @@ impl ReplayLog {
 }
 
 impl StoredLog for ReplayLog {
+    fn write_behind(self: Arc<Self>) {
+        self.flush();
+    }
+
     /// Trims this log's hot tail to its unwritten frames now (the global
     /// bound was crossed, possibly by another log's writes).
     fn trim_tail(&self) {
