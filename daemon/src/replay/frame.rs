@@ -55,9 +55,47 @@ pub struct Payload {
     buf: Arc<[u8]>,
     start: u32,
     end: u32,
+    /// A buffer of the store's frame pool ([`POOLED_BUF`] bytes, this
+    /// frame at its start): charged whole, and given back to the pool
+    /// when the log drops the frame.
+    pooled: bool,
 }
 
+/// The size of a pooled frame buffer: one pipe read.
+pub const POOLED_BUF: usize = 32 * 1024;
+/// The smallest read that takes a pooled buffer, so a frame never holds
+/// more than twice its bytes.
+pub const POOLED_MIN: usize = POOLED_BUF / 2;
+
 impl Payload {
+    /// `data` copied into `buf`, a buffer of the pool that nothing else
+    /// holds; `None` (and `buf` dropped) if it does not fit or is shared.
+    pub fn pooled(mut buf: Arc<[u8]>, data: &[u8]) -> Option<Payload> {
+        let end = u32::try_from(data.len()).ok()?;
+        Arc::get_mut(&mut buf)?.get_mut(..data.len())?.copy_from_slice(data);
+        Some(Payload {
+            buf,
+            start: 0,
+            end,
+            pooled: true,
+        })
+    }
+
+    /// Bytes of RAM this payload keeps: the whole buffer of a pooled one.
+    pub fn held(&self) -> usize {
+        if self.pooled {
+            self.buf.len()
+        } else {
+            self.len()
+        }
+    }
+
+    /// The pooled buffer back, if this was its last holder.
+    pub fn into_pool_buffer(self) -> Option<Arc<[u8]>> {
+        let mut buf = self.buf;
+        (self.pooled && Arc::get_mut(&mut buf).is_some()).then_some(buf)
+    }
+
     /// `range` of `buf`; `None` if it is out of `buf` or past 4 GiB.
     pub fn slice(buf: &Arc<[u8]>, range: std::ops::Range<usize>) -> Option<Payload> {
         buf.get(range.clone())?;
@@ -65,6 +103,7 @@ impl Payload {
             buf: buf.clone(),
             start: u32::try_from(range.start).ok()?,
             end: u32::try_from(range.end).ok()?,
+            pooled: false,
         })
     }
 }
@@ -75,7 +114,12 @@ impl From<&[u8]> for Payload {
         // A pipe read or a segment record: far below 4 GiB (records carry
         // a u32 length).
         let end = u32::try_from(buf.len()).unwrap_or(u32::MAX);
-        Payload { buf, start: 0, end }
+        Payload {
+            buf,
+            start: 0,
+            end,
+            pooled: false,
+        }
     }
 }
 

@@ -21,7 +21,7 @@
 //! exit share one sequence. The last frame always stays in RAM, so a log
 //! with frames always keeps at least one.
 
-use super::frame::{raw_len, ExitFrame, Frame, FrameEncoder, Payload, Stream};
+use super::frame::{raw_len, ExitFrame, Frame, FrameEncoder, Payload, Stream, POOLED_BUF, POOLED_MIN};
 use super::segments::{read_segment, ReadHint, Segments};
 use super::store::{ReplayStore, StoredLog, GLOBAL_WRITE_BEHIND, RING_BYTES, WRITE_BEHIND};
 use std::collections::VecDeque;
@@ -29,10 +29,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
 
-/// RAM charged for a frame: its bytes plus the deque slot and Arc header.
+/// RAM charged for a frame: the bytes it holds (a pooled buffer whole)
+/// plus the deque slot and Arc header.
 fn cost(frame: &Frame) -> u64 {
     match frame {
-        Frame::Data(_, data) => data.len() as u64 + 48,
+        Frame::Data(_, data) => data.held() as u64 + 48,
         Frame::Exit(_) => 48,
     }
 }
@@ -257,7 +258,11 @@ impl ReplayLog {
         if data.is_empty() {
             return self.last_seq();
         }
-        self.append(Frame::Data(stream, Payload::from(data)))
+        let payload = match data.len() {
+            POOLED_MIN..=POOLED_BUF => self.store.frame_buffer().and_then(|buf| Payload::pooled(buf, data)),
+            _ => None,
+        };
+        self.append(Frame::Data(stream, payload.unwrap_or_else(|| Payload::from(data))))
     }
 
     /// Appends the exit frame; returns its seq.
@@ -414,6 +419,7 @@ impl ReplayLog {
             let c = cost(&front);
             state.hot_bytes -= c;
             freed += c;
+            self.store.recycle(front);
         }
         self.store.metrics.ram_bytes.fetch_sub(freed, Ordering::Relaxed);
         self.store.tails.fetch_sub(freed, Ordering::Relaxed);
@@ -427,6 +433,7 @@ impl ReplayLog {
             let c = cost(&front);
             state.hot_bytes -= c;
             freed += c;
+            self.store.recycle(front);
         }
         self.store.metrics.ram_bytes.fetch_sub(freed, Ordering::Relaxed);
     }

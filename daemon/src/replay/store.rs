@@ -12,6 +12,7 @@
 //! record (its host name) for its lifetime. A directory whose lock is
 //! held, or that another host wrote, is never touched.
 
+use super::frame::{Frame, POOLED_BUF};
 use crate::metrics::ReplayMetrics;
 use crate::safedir;
 use std::collections::HashMap;
@@ -117,6 +118,9 @@ pub trait StoredLog: Send + Sync {
     /// are left. Blocking; run by [`DiskWriters`].
     fn write_behind(self: Arc<Self>);
 }
+
+/// Frame buffers a store keeps for reuse (1 MiB of 32 KiB buffers).
+const FRAME_POOL: usize = 32;
 
 /// Disk-writer threads a store runs at most. Each job writes one log
 /// until it caught up; more logs than threads queue for the next free
@@ -244,6 +248,9 @@ pub struct ReplayStore {
     /// Bytes in RAM already on disk (the hot tails), across spilling logs.
     pub tails: AtomicU64,
     logs: Mutex<HashMap<u64, LogRef>>,
+    /// Frame buffers the logs dropped, for the next pipe reads (at most
+    /// [`FRAME_POOL`]): a stream then allocates nothing per frame.
+    frame_pool: Mutex<Vec<Arc<[u8]>>>,
     /// The threads that write logs' frames to disk.
     pub(crate) writers: Arc<DiskWriters>,
     evicting: Mutex<()>,
@@ -279,6 +286,7 @@ impl ReplayStore {
             unwritten: AtomicU64::new(0),
             tails: AtomicU64::new(0),
             logs: Mutex::new(HashMap::new()),
+            frame_pool: Mutex::new(Vec::new()),
             writers: Arc::default(),
             evicting: Mutex::new(()),
             trimming: Mutex::new(()),
@@ -292,6 +300,32 @@ impl ReplayStore {
             return None;
         }
         self.dir.as_ref().map(|d| d.fd.clone())
+    }
+
+    /// A frame buffer of [`POOLED_BUF`] bytes: one the logs gave back,
+    /// else a new one.
+    pub(crate) fn frame_buffer(&self) -> Option<Arc<[u8]>> {
+        let reused = lock(&self.frame_pool).pop();
+        Some(reused.unwrap_or_else(|| std::iter::repeat_n(0u8, POOLED_BUF).collect()))
+    }
+
+    /// Keeps a dropped frame's buffer for the next read when it was the
+    /// buffer's last holder and the pool has room; frees it otherwise.
+    pub(crate) fn recycle(&self, frame: Frame) {
+        if let Frame::Data(_, payload) = frame {
+            if let Some(buf) = payload.into_pool_buffer() {
+                let mut pool = lock(&self.frame_pool);
+                if pool.len() < FRAME_POOL {
+                    pool.push(buf);
+                }
+            }
+        }
+    }
+
+    /// Buffers in the frame pool now (tests).
+    #[cfg(test)]
+    pub(crate) fn pooled_buffers(&self) -> usize {
+        lock(&self.frame_pool).len()
     }
 
     /// Registers a log under its key, for the bounds the store enforces.
@@ -528,6 +562,7 @@ impl ReplayStore {
             unwritten: AtomicU64::new(0),
             tails: AtomicU64::new(0),
             logs: Mutex::new(HashMap::new()),
+            frame_pool: Mutex::new(Vec::new()),
             writers: Arc::default(),
             evicting: Mutex::new(()),
             trimming: Mutex::new(()),
