@@ -245,10 +245,10 @@ fn steady_state_allocations() {
     );
     // Live: 108 per MiB at first, 78 with a `spawn_blocking` task per disk
     // job (about one per frame), 42 with the store's disk-writer threads
-    // (one buffer per 32 KiB read left), 10 with frame buffers reused
-    // from the store's pool. Replay:
-    // 42 per MiB with one buffer per frame read back, 10 with the frames
-    // of a disk batch sharing its read window. The bounds leave room for
+    // (one buffer per 32 KiB read left), about 6 with frame buffers reused
+    // from the store's pool. Replay: 42 per MiB with one buffer per frame
+    // read back, 9 with the frames of a disk batch sharing its read
+    // window, about 4 with the window reused and the frame list sized. The bounds leave room for
     // scheduling (how often a follower wakes) and fail on either return.
     assert!(
         live / mib < 25.0,

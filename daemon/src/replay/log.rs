@@ -29,6 +29,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
 
+/// What one disk read returns: the frames, where the next read starts,
+/// and the buffer the frames share.
+pub type DiskBatch = (Vec<Frame>, Option<ReadHint>, Option<Arc<[u8]>>);
+
 /// RAM charged for a frame: the bytes it holds (a pooled buffer whole)
 /// plus the deque slot and Arc header.
 fn cost(frame: &Frame) -> u64 {
@@ -607,19 +611,23 @@ impl ReplayLog {
 
     /// Reads frames `after+1 ..= upto` from disk, about `budget` raw bytes
     /// (at least one frame unless none is on disk any more). Blocking: call
-    /// from `spawn_blocking`. Returns the frames (which start at `after+1`)
-    /// and a hint for the next read. An empty result means the frames were
-    /// evicted meanwhile: pull again.
+    /// from `spawn_blocking`. Returns the frames (which start at `after+1`),
+    /// a hint for the next read and the buffer the first segment's frames
+    /// live in (`window`, reused when it fits and nothing holds it: see
+    /// [`read_segment`]). An empty result means the frames were evicted
+    /// meanwhile: pull again.
     pub fn read_disk(
         &self,
         after: u64,
         upto: u64,
         budget: usize,
         hint: Option<ReadHint>,
-    ) -> (Vec<Frame>, Option<ReadHint>) {
+        window: Option<Arc<[u8]>>,
+    ) -> DiskBatch {
         let mut frames = Vec::new();
         let mut next = after + 1;
         let mut hint = hint;
+        let mut window = window;
         let mut taken = 0usize;
         while next <= upto && (frames.is_empty() || taken < budget) {
             let view = {
@@ -628,12 +636,21 @@ impl ReplayLog {
             };
             let Some(view) = view else { break };
             let left = budget.saturating_sub(taken);
-            match read_segment(&view, next, upto, left) {
+            let mut into = if frames.is_empty() { window.take() } else { None };
+            let read = read_segment(&view, next, upto, left, &mut into);
+            if frames.is_empty() {
+                window = into;
+            }
+            match read {
                 Ok((got, h)) if !got.is_empty() => {
                     taken += got.iter().map(raw_len).sum::<usize>();
                     next += got.len() as u64;
                     hint = Some(h);
-                    frames.extend(got);
+                    if frames.is_empty() {
+                        frames = got;
+                    } else {
+                        frames.extend(got);
+                    }
                     if next > view.meta.last_seq() {
                         continue;
                     }
@@ -649,7 +666,7 @@ impl ReplayLog {
                 }
             }
         }
-        (frames, hint)
+        (frames, hint, window)
     }
 
     /// Removes segments up to `number` after a failed read of it.
@@ -830,7 +847,7 @@ impl ReplayLog {
             match self.pull_ram(after, upto, out, budget, &mut batch) {
                 Pull::Ram(a) => return a,
                 Pull::Disk(a) => {
-                    let (frames, h) = self.read_disk(a, upto, budget.max(1), hint);
+                    let (frames, h, _) = self.read_disk(a, upto, budget.max(1), hint, None);
                     hint = h;
                     self.encode_frames(a + 1, &frames, out);
                     after = a + frames.len() as u64;

@@ -368,7 +368,18 @@ fn encode_record(frame: &Frame, out: &mut Vec<u8>) {
 /// before `from`, stopping after `upto`, at the segment's end, or once
 /// about `budget` payload bytes were taken (at least one frame). Returns
 /// the frames from `from` on and the hint for the next one.
-pub fn read_segment(view: &SegmentView, from: u64, upto: u64, budget: usize) -> io::Result<(Vec<Frame>, ReadHint)> {
+///
+/// `window` is a buffer to read into when it is large enough and nothing
+/// else holds it (a cursor's previous batch, all written): on musl a
+/// fresh 1 MiB buffer is a new mapping, faulted in page by page and
+/// unmapped again. On return it is the buffer the frames live in.
+pub fn read_segment(
+    view: &SegmentView,
+    from: u64,
+    upto: u64,
+    budget: usize,
+    window: &mut Option<Arc<[u8]>>,
+) -> io::Result<(Vec<Frame>, ReadHint)> {
     let mut file = safedir::open_file_at(&view.dir, view.name.as_bytes(), libc::O_RDONLY, 0)?;
     let mut seq = view.start_seq;
     let mut offset = view.start_offset;
@@ -380,7 +391,9 @@ pub fn read_segment(view: &SegmentView, from: u64, upto: u64, budget: usize) -> 
         seq += 1;
         offset += HEADER + len;
     }
-    let mut frames = Vec::new();
+    // Sized for a batch of whole pipe reads (32 per MiB), so it does
+    // not grow step by step in the common case.
+    let mut frames = Vec::with_capacity((budget / (32 << 10)).clamp(1, 64) + 1);
     if seq <= end_seq && offset < end {
         // One read for the whole batch (plus a little, so the record that
         // crosses the budget usually comes along), straight into the
@@ -388,12 +401,16 @@ pub fn read_segment(view: &SegmentView, from: u64, upto: u64, budget: usize) -> 
         // allocation per batch (above musl's mmap threshold, so a Vec
         // copied into it would be a second mapping and a second copy).
         let want = (budget as u64).saturating_add(READ_SLACK).min(end - offset);
-        let mut buf: Arc<[u8]> = std::iter::repeat_n(0u8, want as usize).collect();
+        let reusable = window
+            .take()
+            .filter(|w| w.len() as u64 >= want && Arc::strong_count(w) == 1 && Arc::weak_count(w) == 0);
+        let mut buf: Arc<[u8]> = reusable.unwrap_or_else(|| std::iter::repeat_n(0u8, want as usize).collect());
         file.seek(SeekFrom::Start(offset))?;
         let filled = match Arc::get_mut(&mut buf) {
             Some(space) => read_full(&mut file, space)?,
             None => 0,
         };
+        *window = Some(buf.clone());
         let window = buf.get(..filled).unwrap_or_default();
         let mut at = 0usize;
         let mut taken = 0usize;
@@ -533,7 +550,7 @@ mod tests {
         let mut next = from;
         let mut hint = None;
         while let Some(view) = segs.locate(next, hint) {
-            let (frames, h) = read_segment(&view, next, u64::MAX, budget).unwrap();
+            let (frames, h) = read_segment(&view, next, u64::MAX, budget, &mut None).unwrap();
             assert!(!frames.is_empty(), "progress");
             next += frames.len() as u64;
             out.extend(frames);
