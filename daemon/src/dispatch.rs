@@ -177,8 +177,8 @@ pub async fn handle_checked(checked: Checked, daemon: &Daemon, warnings: &Quota)
                 line_after: reply_after,
                 line: rpc::success_line(&request.id, &result),
             }),
-            // Counted as before, when the handler queued this reply itself.
-            metrics::Outcome::NoReply,
+            // The follower answers with a success line: counted as `ok`.
+            metrics::Outcome::Ok,
         ),
     };
     daemon.metrics.count_request(request.method, class);

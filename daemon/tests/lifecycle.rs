@@ -690,6 +690,19 @@ fn metrics_endpoint_serves_counters() {
     );
     assert!(body.contains("\nremora_requests_rejected_total 1\n"), "{body}");
     assert!(body.contains("\nremora_process_spawns_total 0\n"), "{body}");
+    // A spawn is answered by its follower with a success line: `ok`, not
+    // `no_reply`.
+    let spawned = c.call(10, "process.spawn", r#"{"id":"m1","command":"true"}"#);
+    assert!(spawned.contains("\"result\""), "{spawned}");
+    let body = http_get(&addr, "/metrics");
+    assert!(
+        body.contains("\nremora_requests_total{method=\"process.spawn\",outcome=\"ok\"} 1\n"),
+        "{body}"
+    );
+    assert!(
+        body.contains("\nremora_requests_total{method=\"process.spawn\",outcome=\"no_reply\"} 0\n"),
+        "{body}"
+    );
     // Counts only: never the token.
     assert!(!body.contains(TOKEN) && !body.contains("nope"));
     assert!(http_get(&addr, "/").starts_with("HTTP/1.1 404 Not Found\r\n"));
