@@ -243,4 +243,21 @@ fn steady_state_allocations() {
         pings < (PINGS / 10) as u64,
         "{pings} allocations for {PINGS} pings: the ping path allocates per request again"
     );
+    // Live: 108 per MiB at first, 78 with a `spawn_blocking` task per disk
+    // job (about one per frame), 42 with the store's disk-writer threads
+    // (one buffer per 32 KiB read left), about 6 with frame buffers reused
+    // from the store's pool. Replay: 42 per MiB with one buffer per frame
+    // read back, 9 with the frames of a disk batch sharing its read
+    // window, about 4 with the window reused and the frame list sized. The bounds leave room for
+    // scheduling (how often a follower wakes) and fail on either return.
+    assert!(
+        live / mib < 25.0,
+        "{:.1} allocations per MiB streamed live: a frame or a disk-writer job allocates again",
+        live / mib
+    );
+    assert!(
+        replay / mib < 20.0,
+        "{:.1} allocations per MiB replayed from disk: a frame read back allocates again",
+        replay / mib
+    );
 }

@@ -17,8 +17,12 @@ pub struct BenchOptions {
     pub pings: usize,
     pub pipelined: usize,
     pub spawns: usize,
-    /// Memory items (see [`crate::bench_mem`]).
-    pub memory: crate::bench_mem::MemoryOptions,
+    /// Rounds: each measures both binaries, in alternating order; the
+    /// table shows medians (see [`run`]).
+    pub rounds: usize,
+    /// Memory items (see [`crate::bench_mem`]), run in the first round
+    /// only; `None` skips them.
+    pub memory: Option<crate::bench_mem::MemoryOptions>,
 }
 
 fn is_reply(l: &[u8], id: usize) -> bool {
@@ -295,6 +299,57 @@ fn stream(d: &Live, bytes: u64) -> (Shared, Shared, Result<f64, String>) {
     }
 }
 
+/// A reader beside a stalled one: one connection spawns `head -c N
+/// /dev/zero` and stops reading once its first frame arrived, so the
+/// daemon's writer to it blocks and its frames pile up in the replay log;
+/// a second connection spawns the same and reads all of it. Returns the
+/// second one's MiB/s and the client's CPU share while it read.
+fn beside_stalled(d: &Live, bytes: u64) -> Shared {
+    let spawn = |id: &str| {
+        req(
+            1,
+            "process.spawn",
+            &format!("{{\"id\":\"{id}\",\"command\":\"head\",\"args\":[\"-c\",\"{bytes}\",\"/dev/zero\"]}}"),
+        )
+    };
+    let mut stalled = d.conn()?;
+    let mut stalled_lines = Lines::new(stalled.try_clone().map_err(|e| e.to_string())?, 1 << 16);
+    stalled
+        .write_all(spawn("stalled").as_bytes())
+        .map_err(|e| e.to_string())?;
+    loop {
+        let l = stalled_lines.next_line()?;
+        if l.starts_with(b"{\"type\":\"stream\"") {
+            break;
+        }
+        if l.starts_with(&reply_prefix(1)) {
+            check_ok(l)?;
+        }
+    }
+    let mut s = d.conn()?;
+    let mut r = Lines::new(s.try_clone().map_err(|e| e.to_string())?, 1 << 20);
+    let t = Instant::now();
+    s.write_all(spawn("big").as_bytes()).map_err(|e| e.to_string())?;
+    let reply_1 = reply_prefix(1);
+    let mut live = ZeroStream::default();
+    let ((), cpu) = with_cpu_share(|| -> Result<(), String> {
+        loop {
+            let l = r.next_line()?;
+            if l.starts_with(&reply_1) {
+                check_ok(l)?;
+            } else if live.take(l)? && live.exited {
+                return Ok(());
+            }
+        }
+    })
+    .map_result()?;
+    live.finish(bytes)
+        .map_err(|e| format!("beside a stalled reader: {e}"))?;
+    let rate = bytes as f64 / (1 << 20) as f64 / t.elapsed().as_secs_f64();
+    drop((stalled, stalled_lines));
+    Ok((rate, cpu))
+}
+
 /// The first bytes of the reply with id `id`.
 fn reply_prefix(id: usize) -> Vec<u8> {
     format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},").into_bytes()
@@ -312,7 +367,7 @@ impl<T, E> MapResult<T, E> for (Result<T, E>, f64) {
     }
 }
 
-/// One bench line.
+/// One bench line: medians over the rounds.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Item {
     pub name: String,
@@ -321,8 +376,15 @@ pub struct Item {
     pub higher_is_better: bool,
     pub reference: Result<f64, String>,
     pub candidate: Result<f64, String>,
+    /// The median of the rounds' candidate/reference ratios: each ratio
+    /// is of two figures taken minutes apart, so it is steadier on a
+    /// shared machine than the ratio of the two medians.
+    pub ratio: Option<f64>,
+    /// The figure of each round (`None` where it failed).
+    pub reference_rounds: Vec<Option<f64>>,
+    pub candidate_rounds: Vec<Option<f64>>,
     /// The bench client's CPU share while it measured this figure (1.0 =
-    /// one core busy throughout), where it was taken.
+    /// one core busy throughout), where it was taken (median).
     pub reference_client_cpu: Option<f64>,
     pub candidate_client_cpu: Option<f64>,
     /// Whether the figure is a stream rate, shown against the floors.
@@ -350,7 +412,7 @@ impl Figure {
     }
 }
 
-fn measure(bin: &Path, o: &BenchOptions) -> Vec<Figure> {
+fn measure(bin: &Path, o: &BenchOptions, memory: Option<&crate::bench_mem::MemoryOptions>) -> Vec<Figure> {
     let mut out = Vec::new();
     let d = match Live::start(bin) {
         Ok(d) => d,
@@ -364,7 +426,9 @@ fn measure(bin: &Path, o: &BenchOptions) -> Vec<Figure> {
                 false,
                 Err(e.clone()),
             )));
-            out.extend(crate::bench_mem::measure(bin, &o.memory).into_iter().map(Figure::plain));
+            if let Some(m) = memory {
+                out.extend(crate::bench_mem::measure(bin, m).into_iter().map(Figure::plain));
+            }
             return out;
         }
     };
@@ -392,6 +456,7 @@ fn measure(bin: &Path, o: &BenchOptions) -> Vec<Figure> {
         (spawn_exit(&d, o.spawns), None),
         split(stream_r),
         split(replay_r),
+        split(beside_stalled(&d, o.stream_bytes)),
         (idle, None),
         (rss_load, None),
     ];
@@ -411,14 +476,17 @@ fn measure(bin: &Path, o: &BenchOptions) -> Vec<Figure> {
         hwm,
     )));
     drop(d);
-    out.extend(crate::bench_mem::measure(bin, &o.memory).into_iter().map(Figure::plain));
+    if let Some(m) = memory {
+        out.extend(crate::bench_mem::measure(bin, m).into_iter().map(Figure::plain));
+    }
     out
 }
 
 /// The names of the figures shown against the floors.
-const STREAM_FIGURES: [&str; 2] = [
+const STREAM_FIGURES: [&str; 3] = [
     "stream throughput (head -c N /dev/zero)",
     "reattach replay of that stream (byte-exact)",
+    "reader beside a stalled reader",
 ];
 
 fn names() -> Vec<(&'static str, &'static str, bool)> {
@@ -429,53 +497,132 @@ fn names() -> Vec<(&'static str, &'static str, bool)> {
         ("spawn `true` to exit frame (median)", "ms", false),
         (STREAM_FIGURES[0], "MiB/s", true),
         (STREAM_FIGURES[1], "MiB/s", true),
+        (STREAM_FIGURES[2], "MiB/s", true),
         ("daemon RSS idle", "KiB", false),
         ("daemon RSS peak while streaming", "KiB", false),
     ]
 }
 
-/// What `harness bench` measured: the items of both binaries and the
-/// floors, taken before the reference and after the candidate (the
-/// better of the two, as both only get slower under load).
+/// What `harness bench` measured: the items of both binaries (medians
+/// over the rounds), the floors (each round's better of its two
+/// measurements, before and after the two binaries, as both only get
+/// slower under load; then the median over rounds) and the machine's load
+/// average at the start and end of each round.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Bench {
     pub items: Vec<Item>,
     pub floors: Result<Floors, String>,
+    pub rounds: usize,
+    pub load_average: Vec<(f64, f64)>,
 }
 
-/// Runs the bench on both binaries.
+/// The 1-minute load average, where `/proc/loadavg` has it.
+fn load_average() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(f64::NAN)
+}
+
+/// The median; of an even count, the mean of the two middle values.
+fn median_of(v: impl IntoIterator<Item = f64>) -> Option<f64> {
+    let mut v: Vec<f64> = v.into_iter().collect();
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
+}
+
+/// Runs the bench on both binaries, `o.rounds` times. Rounds alternate
+/// the order (reference first in odd rounds, candidate first in even
+/// ones), so drift in the machine's load falls on both; the memory items
+/// run in the first round only.
 pub fn run(reference: &Path, candidate: &Path, o: &BenchOptions) -> Bench {
-    eprintln!("bench: floors");
-    let before = crate::bench_lean::floors(o.stream_bytes);
-    eprintln!("bench: reference {}", reference.display());
-    let r = measure(reference, o);
-    eprintln!("bench: candidate {}", candidate.display());
-    let c = measure(candidate, o);
-    eprintln!("bench: floors again");
-    let after = crate::bench_lean::floors(o.stream_bytes);
-    let floors = match (before, after) {
-        (Ok(a), Ok(b)) => Ok(Floors {
-            pipe: a.pipe.max(b.pipe),
-            base64: a.base64.max(b.base64),
+    let rounds = o.rounds.max(1);
+    let (mut refs, mut cands, mut floors, mut load) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for round in 0..rounds {
+        let memory = if round == 0 { o.memory.as_ref() } else { None };
+        let load_start = load_average();
+        eprintln!("bench: round {} of {rounds}, load {load_start:.2}: floors", round + 1);
+        let before = crate::bench_lean::floors(o.stream_bytes);
+        if round % 2 == 0 {
+            eprintln!("bench: reference {}", reference.display());
+            refs.push(measure(reference, o, memory));
+            eprintln!("bench: candidate {}", candidate.display());
+            cands.push(measure(candidate, o, memory));
+        } else {
+            eprintln!("bench: candidate {}", candidate.display());
+            cands.push(measure(candidate, o, memory));
+            eprintln!("bench: reference {}", reference.display());
+            refs.push(measure(reference, o, memory));
+        }
+        eprintln!("bench: floors again");
+        let after = crate::bench_lean::floors(o.stream_bytes);
+        floors.push(match (before, after) {
+            (Ok(a), Ok(b)) => Ok(Floors {
+                pipe: a.pipe.max(b.pipe),
+                base64: a.base64.max(b.base64),
+            }),
+            (Ok(f), Err(_)) | (Err(_), Ok(f)) => Ok(f),
+            (Err(e), Err(_)) => Err(e),
+        });
+        load.push((load_start, load_average()));
+    }
+    let ok_floors: Vec<Floors> = floors.iter().filter_map(|f| f.as_ref().ok().copied()).collect();
+    let floors = match median_of(ok_floors.iter().map(|f| f.pipe)) {
+        Some(pipe) => Ok(Floors {
+            pipe,
+            base64: median_of(ok_floors.iter().map(|f| f.base64)).unwrap_or(0.0),
         }),
-        (Ok(f), Err(_)) | (Err(_), Ok(f)) => Ok(f),
-        (Err(e), Err(_)) => Err(e),
+        None => floors.into_iter().next().unwrap_or(Err("no rounds".into())),
     };
-    let items = r
-        .into_iter()
-        .zip(c)
-        .map(|(rf, cf)| Item {
-            against_floors: STREAM_FIGURES.contains(&rf.name.as_str()),
-            name: rf.name,
-            unit: rf.unit,
-            higher_is_better: rf.higher_is_better,
-            reference: rf.value,
-            candidate: cf.value,
-            reference_client_cpu: rf.client_cpu,
-            candidate_client_cpu: cf.client_cpu,
+    // Items by position: every round yields the same list (the memory
+    // items, of the first round only, come last).
+    let items = (0..refs[0].len())
+        .map(|k| {
+            let column = |runs: &[Vec<Figure>]| -> Vec<Option<(f64, Option<f64>)>> {
+                runs.iter()
+                    .filter_map(|r| r.get(k))
+                    .map(|f| f.value.as_ref().ok().map(|v| (*v, f.client_cpu)))
+                    .collect()
+            };
+            let (rc, cc) = (column(&refs), column(&cands));
+            let value = |c: &[Option<(f64, Option<f64>)>], first: &Figure| {
+                median_of(c.iter().flatten().map(|x| x.0)).ok_or_else(|| match &first.value {
+                    Err(e) => e.clone(),
+                    Ok(_) => "n/a".into(),
+                })
+            };
+            let cpu = |c: &[Option<(f64, Option<f64>)>]| median_of(c.iter().flatten().filter_map(|x| x.1));
+            let ratio = median_of(rc.iter().zip(&cc).filter_map(|(a, b)| match (a, b) {
+                (Some(a), Some(b)) if a.0 > 0.0 => Some(b.0 / a.0),
+                _ => None,
+            }));
+            let rf = &refs[0][k];
+            Item {
+                against_floors: STREAM_FIGURES.contains(&rf.name.as_str()),
+                name: rf.name.clone(),
+                unit: rf.unit.clone(),
+                higher_is_better: rf.higher_is_better,
+                reference: value(&rc, rf),
+                candidate: value(&cc, &cands[0][k]),
+                ratio,
+                reference_rounds: rc.iter().map(|x| x.map(|x| x.0)).collect(),
+                candidate_rounds: cc.iter().map(|x| x.map(|x| x.0)).collect(),
+                reference_client_cpu: cpu(&rc),
+                candidate_client_cpu: cpu(&cc),
+            }
         })
         .collect();
-    Bench { items, floors }
+    Bench {
+        items,
+        floors,
+        rounds,
+        load_average: load,
+    }
 }
 
 /// The bench table, the client's CPU share beside each figure it was
@@ -492,10 +639,7 @@ pub fn table(bench: &Bench) -> String {
             Ok(v) => format!("{v:.1} {}{}", i.unit, cpu(c)),
             Err(e) => e.chars().take(60).collect(),
         };
-        let ratio = match (&i.reference, &i.candidate) {
-            (Ok(a), Ok(b)) if *a > 0.0 => format!("{:.2}", b / a),
-            _ => "-".into(),
-        };
+        let ratio = i.ratio.map_or("-".into(), |r| format!("{r:.2}"));
         o.push_str(&format!(
             "{:<44} {:>16} {:>16} {:>7}\n",
             i.name,
@@ -504,6 +648,19 @@ pub fn table(bench: &Bench) -> String {
             ratio
         ));
     }
+    o.push_str(&format!(
+        "{} round(s), orders alternated; figures are medians over the rounds, ratio the median of the rounds' ratios\n",
+        bench.rounds
+    ));
+    let loads: Vec<String> = bench
+        .load_average
+        .iter()
+        .map(|(a, b)| format!("{a:.1}->{b:.1}"))
+        .collect();
+    o.push_str(&format!(
+        "load average (1 min) at the start->end of each round: {}\n",
+        loads.join(", ")
+    ));
     o.push_str(
         "ratio = candidate / reference (for req/s and MiB/s higher is better; for µs, ms, KiB lower is better)\n",
     );

@@ -201,6 +201,13 @@ pub(crate) struct BenchArgs {
     pub(crate) pipelined: usize,
     #[arg(long, default_value_t = 30)]
     pub(crate) spawns: usize,
+    /// Rounds, each measuring both binaries in alternating order; the
+    /// table shows medians.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) rounds: usize,
+    /// Skip the memory items (they run in the first round otherwise).
+    #[arg(long)]
+    pub(crate) no_memory: bool,
     /// Exited processes with fresh ids (memory once they are dropped).
     #[arg(long, default_value_t = 3000)]
     pub(crate) exited: usize,

@@ -10,7 +10,7 @@
 //! decides budgets and where the lines go.
 
 use super::frame::{raw_len, Frame};
-use super::log::{Pull, ReplayLog};
+use super::log::{DiskBatch, Pull, ReplayLog};
 use super::segments::ReadHint;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -18,12 +18,19 @@ use std::sync::Arc;
 /// Raw bytes a disk read takes per blocking call.
 pub const DISK_BATCH: usize = 1 << 20;
 
-type DiskRead = tokio::task::JoinHandle<(Vec<Frame>, Option<ReadHint>)>;
+type DiskRead = tokio::task::JoinHandle<DiskBatch>;
 
-/// Reads one batch of `log` from disk on a blocking thread.
-fn read_disk(log: &Arc<ReplayLog>, after: u64, upto: u64, hint: Option<ReadHint>) -> DiskRead {
+/// Reads one batch of `log` from disk on a blocking thread, into
+/// `window` if it fits and is free.
+fn read_disk(
+    log: &Arc<ReplayLog>,
+    after: u64,
+    upto: u64,
+    hint: Option<ReadHint>,
+    window: Option<Arc<[u8]>>,
+) -> DiskRead {
     let log = log.clone();
-    tokio::task::spawn_blocking(move || log.read_disk(after, upto, DISK_BATCH, hint))
+    tokio::task::spawn_blocking(move || log.read_disk(after, upto, DISK_BATCH, hint, window))
 }
 
 /// A followed log and how far its follower has written it.
@@ -42,6 +49,10 @@ pub struct Cursor {
     /// Scratch for [`ReplayLog::pull_ram`], kept so a pull allocates
     /// nothing (empty between calls).
     batch: Vec<Frame>,
+    /// The buffer the prefetched frames live in: once they are all
+    /// written, the next disk read reuses it (so a cursor holds at most
+    /// two, this one and the read ahead's).
+    window: Option<Arc<[u8]>>,
 }
 
 impl Cursor {
@@ -54,6 +65,7 @@ impl Cursor {
             hint: None,
             read_ahead: None,
             batch: Vec::new(),
+            window: None,
         }
     }
 
@@ -74,6 +86,7 @@ impl Cursor {
         // Its frames would start at the old position; the blocking read
         // finishes and is dropped.
         self.read_ahead = None;
+        self.window = None;
     }
 
     /// Whether the log has nothing more to give: detached, or exited and
@@ -94,6 +107,8 @@ impl Cursor {
         }
         let mut behind = false;
         if self.prefetched.is_empty() {
+            // Every frame of the last batch is written: its buffer is free.
+            let mut spare = self.window.take();
             let from_disk = match self.read_ahead.take() {
                 Some(read) => Some(read.await.unwrap_or_default()),
                 None => match self.log.pull_ram(self.after, upto, out, budget, &mut self.batch) {
@@ -103,19 +118,24 @@ impl Cursor {
                     }
                     Pull::Disk(after) => {
                         self.after = after;
-                        Some(read_disk(&self.log, after, upto, self.hint).await.unwrap_or_default())
+                        Some(
+                            read_disk(&self.log, after, upto, self.hint, spare.take())
+                                .await
+                                .unwrap_or_default(),
+                        )
                     }
                 },
             };
-            if let Some((frames, hint)) = from_disk {
+            if let Some((frames, hint, window)) = from_disk {
                 if frames.is_empty() {
                     behind = true;
                 }
                 self.hint = hint;
+                self.window = window;
                 self.prefetched.extend(frames);
                 let next = self.after + self.prefetched.len() as u64;
                 if !self.prefetched.is_empty() && next < upto && next < self.log.last_seq() {
-                    self.read_ahead = Some(read_disk(&self.log, next, upto, self.hint));
+                    self.read_ahead = Some(read_disk(&self.log, next, upto, self.hint, spare.take()));
                 }
             }
         }

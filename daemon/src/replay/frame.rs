@@ -40,8 +40,106 @@ pub struct ExitFrame {
 /// One stored frame (raw bytes; base64 happens when a cursor writes it).
 #[derive(Debug, Clone)]
 pub enum Frame {
-    Data(Stream, Arc<[u8]>),
+    Data(Stream, Payload),
     Exit(ExitFrame),
+}
+
+/// The bytes of a data frame: a range of a shared buffer. A live frame
+/// has a buffer of its own (one per pipe read, kept by the log: that one
+/// is the data itself); the frames of one disk batch share the batch's
+/// read window, so reading a batch back allocates once, not per frame.
+/// A window lives as long as any frame of it, and those live only in the
+/// cursor's prefetched batches (the replay memory bound counts them).
+#[derive(Clone)]
+pub struct Payload {
+    buf: Arc<[u8]>,
+    start: u32,
+    end: u32,
+    /// A buffer of the store's frame pool ([`POOLED_BUF`] bytes, this
+    /// frame at its start): charged whole, and given back to the pool
+    /// when the log drops the frame.
+    pooled: bool,
+}
+
+/// The size of a pooled frame buffer: one pipe read.
+pub const POOLED_BUF: usize = 32 * 1024;
+/// The smallest read that takes a pooled buffer, so a frame never holds
+/// more than twice its bytes.
+pub const POOLED_MIN: usize = POOLED_BUF / 2;
+
+impl Payload {
+    /// `data` copied into `buf`, a buffer of the pool that nothing else
+    /// holds; `None` (and `buf` dropped) if it does not fit or is shared.
+    pub fn pooled(mut buf: Arc<[u8]>, data: &[u8]) -> Option<Payload> {
+        let end = u32::try_from(data.len()).ok()?;
+        Arc::get_mut(&mut buf)?.get_mut(..data.len())?.copy_from_slice(data);
+        Some(Payload {
+            buf,
+            start: 0,
+            end,
+            pooled: true,
+        })
+    }
+
+    /// Bytes of RAM this payload keeps: the whole buffer of a pooled one.
+    pub fn held(&self) -> usize {
+        if self.pooled {
+            self.buf.len()
+        } else {
+            self.len()
+        }
+    }
+
+    /// The pooled buffer back, if this was its last holder.
+    pub fn into_pool_buffer(self) -> Option<Arc<[u8]>> {
+        let mut buf = self.buf;
+        (self.pooled && Arc::get_mut(&mut buf).is_some()).then_some(buf)
+    }
+
+    /// `range` of `buf`; `None` if it is out of `buf` or past 4 GiB.
+    pub fn slice(buf: &Arc<[u8]>, range: std::ops::Range<usize>) -> Option<Payload> {
+        buf.get(range.clone())?;
+        Some(Payload {
+            buf: buf.clone(),
+            start: u32::try_from(range.start).ok()?,
+            end: u32::try_from(range.end).ok()?,
+            pooled: false,
+        })
+    }
+}
+
+impl From<&[u8]> for Payload {
+    fn from(bytes: &[u8]) -> Payload {
+        let buf: Arc<[u8]> = Arc::from(bytes);
+        // A pipe read or a segment record: far below 4 GiB (records carry
+        // a u32 length).
+        let end = u32::try_from(buf.len()).unwrap_or(u32::MAX);
+        Payload {
+            buf,
+            start: 0,
+            end,
+            pooled: false,
+        }
+    }
+}
+
+impl std::ops::Deref for Payload {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.buf.get(self.start as usize..self.end as usize).unwrap_or_default()
+    }
+}
+
+impl PartialEq for Payload {
+    fn eq(&self, other: &Payload) -> bool {
+        **self == **other
+    }
+}
+
+impl std::fmt::Debug for Payload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Payload({} bytes)", self.len())
+    }
 }
 
 /// Raw output bytes a frame carries (0 for the exit frame).
@@ -144,7 +242,7 @@ mod tests {
                 })
                 .collect();
             let mut out = b"kept".to_vec();
-            encoder.encode(7, &Frame::Data(Stream::Stderr, Arc::from(&data[..])), &mut out);
+            encoder.encode(7, &Frame::Data(Stream::Stderr, Payload::from(&data[..])), &mut out);
             let want = format!(
                 "kept{{\"type\":\"stream\",\"processId\":\"p\",\"stream\":\"stderr\",\"seq\":7,\"data\":\"{}\"}}\n",
                 base64::engine::general_purpose::STANDARD.encode(&data)

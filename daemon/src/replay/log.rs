@@ -9,7 +9,8 @@
 //! behind it reads segment files off the async workers and catches up.
 //!
 //! Who waits on whom: appending never waits for a client. Every appended
-//! frame is written to disk by one blocking job per log; the child's pipe
+//! frame is written to disk by one job per log at a time, run by the
+//! store's disk-writer threads ([`super::store`]); the child's pipe
 //! reader waits (in [`ReplayLog::wait_writable`]) only when that job is a
 //! whole write-behind bound behind, so the child sees ordinary pipe
 //! backpressure instead of the daemon growing. A log that cannot use the
@@ -20,7 +21,7 @@
 //! exit share one sequence. The last frame always stays in RAM, so a log
 //! with frames always keeps at least one.
 
-use super::frame::{raw_len, ExitFrame, Frame, FrameEncoder, Stream};
+use super::frame::{raw_len, ExitFrame, Frame, FrameEncoder, Payload, Stream, POOLED_BUF, POOLED_MIN};
 use super::segments::{read_segment, ReadHint, Segments};
 use super::store::{ReplayStore, StoredLog, GLOBAL_WRITE_BEHIND, RING_BYTES, WRITE_BEHIND};
 use std::collections::VecDeque;
@@ -28,10 +29,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
 
-/// RAM charged for a frame: its bytes plus the deque slot and Arc header.
+/// What one disk read returns: the frames, where the next read starts,
+/// and the buffer the frames share.
+pub type DiskBatch = (Vec<Frame>, Option<ReadHint>, Option<Arc<[u8]>>);
+
+/// RAM charged for a frame: the bytes it holds (a pooled buffer whole)
+/// plus the deque slot and Arc header.
 fn cost(frame: &Frame) -> u64 {
     match frame {
-        Frame::Data(_, data) => data.len() as u64 + 48,
+        Frame::Data(_, data) => data.held() as u64 + 48,
         Frame::Exit(_) => 48,
     }
 }
@@ -235,12 +241,16 @@ impl ReplayLog {
         let seq = state.last_seq;
         drop(state);
         if start_writer {
-            let log = self.clone();
+            // In the daemon the store's disk-writer threads take the job
+            // (no allocation per job, unlike a `spawn_blocking` task);
+            // without a runtime (unit tests) it runs inline, deterministic.
             match tokio::runtime::Handle::try_current() {
                 Ok(rt) => {
-                    rt.spawn_blocking(move || log.flush());
+                    if let Err(job) = self.store.writers.submit(self.clone()) {
+                        rt.spawn_blocking(move || job.write_behind());
+                    }
                 }
-                Err(_) => log.flush(),
+                Err(_) => self.clone().flush(),
             }
         }
         seq
@@ -252,7 +262,11 @@ impl ReplayLog {
         if data.is_empty() {
             return self.last_seq();
         }
-        self.append(Frame::Data(stream, Arc::from(data)))
+        let payload = match data.len() {
+            POOLED_MIN..=POOLED_BUF => self.store.frame_buffer().and_then(|buf| Payload::pooled(buf, data)),
+            _ => None,
+        };
+        self.append(Frame::Data(stream, payload.unwrap_or_else(|| Payload::from(data))))
     }
 
     /// Appends the exit frame; returns its seq.
@@ -409,6 +423,7 @@ impl ReplayLog {
             let c = cost(&front);
             state.hot_bytes -= c;
             freed += c;
+            self.store.recycle(front);
         }
         self.store.metrics.ram_bytes.fetch_sub(freed, Ordering::Relaxed);
         self.store.tails.fetch_sub(freed, Ordering::Relaxed);
@@ -422,6 +437,7 @@ impl ReplayLog {
             let c = cost(&front);
             state.hot_bytes -= c;
             freed += c;
+            self.store.recycle(front);
         }
         self.store.metrics.ram_bytes.fetch_sub(freed, Ordering::Relaxed);
     }
@@ -595,19 +611,23 @@ impl ReplayLog {
 
     /// Reads frames `after+1 ..= upto` from disk, about `budget` raw bytes
     /// (at least one frame unless none is on disk any more). Blocking: call
-    /// from `spawn_blocking`. Returns the frames (which start at `after+1`)
-    /// and a hint for the next read. An empty result means the frames were
-    /// evicted meanwhile: pull again.
+    /// from `spawn_blocking`. Returns the frames (which start at `after+1`),
+    /// a hint for the next read and the buffer the first segment's frames
+    /// live in (`window`, reused when it fits and nothing holds it: see
+    /// [`read_segment`]). An empty result means the frames were evicted
+    /// meanwhile: pull again.
     pub fn read_disk(
         &self,
         after: u64,
         upto: u64,
         budget: usize,
         hint: Option<ReadHint>,
-    ) -> (Vec<Frame>, Option<ReadHint>) {
+        window: Option<Arc<[u8]>>,
+    ) -> DiskBatch {
         let mut frames = Vec::new();
         let mut next = after + 1;
         let mut hint = hint;
+        let mut window = window;
         let mut taken = 0usize;
         while next <= upto && (frames.is_empty() || taken < budget) {
             let view = {
@@ -616,12 +636,21 @@ impl ReplayLog {
             };
             let Some(view) = view else { break };
             let left = budget.saturating_sub(taken);
-            match read_segment(&view, next, upto, left) {
+            let mut into = if frames.is_empty() { window.take() } else { None };
+            let read = read_segment(&view, next, upto, left, &mut into);
+            if frames.is_empty() {
+                window = into;
+            }
+            match read {
                 Ok((got, h)) if !got.is_empty() => {
                     taken += got.iter().map(raw_len).sum::<usize>();
                     next += got.len() as u64;
                     hint = Some(h);
-                    frames.extend(got);
+                    if frames.is_empty() {
+                        frames = got;
+                    } else {
+                        frames.extend(got);
+                    }
                     if next > view.meta.last_seq() {
                         continue;
                     }
@@ -637,7 +666,7 @@ impl ReplayLog {
                 }
             }
         }
-        (frames, hint)
+        (frames, hint, window)
     }
 
     /// Removes segments up to `number` after a failed read of it.
@@ -675,6 +704,10 @@ impl ReplayLog {
 }
 
 impl StoredLog for ReplayLog {
+    fn write_behind(self: Arc<Self>) {
+        self.flush();
+    }
+
     /// Trims this log's hot tail to its unwritten frames now (the global
     /// bound was crossed, possibly by another log's writes).
     fn trim_tail(&self) {
@@ -814,7 +847,7 @@ impl ReplayLog {
             match self.pull_ram(after, upto, out, budget, &mut batch) {
                 Pull::Ram(a) => return a,
                 Pull::Disk(a) => {
-                    let (frames, h) = self.read_disk(a, upto, budget.max(1), hint);
+                    let (frames, h, _) = self.read_disk(a, upto, budget.max(1), hint, None);
                     hint = h;
                     self.encode_frames(a + 1, &frames, out);
                     after = a + frames.len() as u64;

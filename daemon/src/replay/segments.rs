@@ -22,7 +22,7 @@
 //! bytes were written completely, so a failed write leaves the index
 //! describing exactly what is readable.
 
-use super::frame::{ExitFrame, Frame, Stream};
+use super::frame::{ExitFrame, Frame, Payload, Stream};
 use crate::safedir;
 use std::collections::VecDeque;
 use std::fs::File;
@@ -368,7 +368,18 @@ fn encode_record(frame: &Frame, out: &mut Vec<u8>) {
 /// before `from`, stopping after `upto`, at the segment's end, or once
 /// about `budget` payload bytes were taken (at least one frame). Returns
 /// the frames from `from` on and the hint for the next one.
-pub fn read_segment(view: &SegmentView, from: u64, upto: u64, budget: usize) -> io::Result<(Vec<Frame>, ReadHint)> {
+///
+/// `window` is a buffer to read into when it is large enough and nothing
+/// else holds it (a cursor's previous batch, all written): on musl a
+/// fresh 1 MiB buffer is a new mapping, faulted in page by page and
+/// unmapped again. On return it is the buffer the frames live in.
+pub fn read_segment(
+    view: &SegmentView,
+    from: u64,
+    upto: u64,
+    budget: usize,
+    window: &mut Option<Arc<[u8]>>,
+) -> io::Result<(Vec<Frame>, ReadHint)> {
     let mut file = safedir::open_file_at(&view.dir, view.name.as_bytes(), libc::O_RDONLY, 0)?;
     let mut seq = view.start_seq;
     let mut offset = view.start_offset;
@@ -380,15 +391,27 @@ pub fn read_segment(view: &SegmentView, from: u64, upto: u64, budget: usize) -> 
         seq += 1;
         offset += HEADER + len;
     }
-    let mut frames = Vec::new();
+    // Sized for a batch of whole pipe reads (32 per MiB), so it does
+    // not grow step by step in the common case.
+    let mut frames = Vec::with_capacity((budget / (32 << 10)).clamp(1, 64) + 1);
     if seq <= end_seq && offset < end {
         // One read for the whole batch (plus a little, so the record that
-        // crosses the budget usually comes along); every payload is then
-        // copied once, into its frame.
+        // crosses the budget usually comes along), straight into the
+        // shared buffer whose ranges are the frames' payloads: one
+        // allocation per batch (above musl's mmap threshold, so a Vec
+        // copied into it would be a second mapping and a second copy).
         let want = (budget as u64).saturating_add(READ_SLACK).min(end - offset);
-        let mut window = Vec::with_capacity(want as usize);
+        let reusable = window
+            .take()
+            .filter(|w| w.len() as u64 >= want && Arc::strong_count(w) == 1 && Arc::weak_count(w) == 0);
+        let mut buf: Arc<[u8]> = reusable.unwrap_or_else(|| std::iter::repeat_n(0u8, want as usize).collect());
         file.seek(SeekFrom::Start(offset))?;
-        (&mut file).take(want).read_to_end(&mut window)?;
+        let filled = match Arc::get_mut(&mut buf) {
+            Some(space) => read_full(&mut file, space)?,
+            None => 0,
+        };
+        *window = Some(buf.clone());
+        let window = buf.get(..filled).unwrap_or_default();
         let mut at = 0usize;
         let mut taken = 0usize;
         while seq <= end_seq && offset < end && (frames.is_empty() || taken < budget) {
@@ -407,8 +430,12 @@ pub fn read_segment(view: &SegmentView, from: u64, upto: u64, budget: usize) -> 
                 ));
             }
             let body = at + HEADER as usize..at + (HEADER + len) as usize;
-            let frame = match window.get(body) {
-                Some(payload) => decode_record(tag, payload)?,
+            let frame = match window.get(body.clone()) {
+                Some(payload) => match (tag, Payload::slice(&buf, body)) {
+                    (TAG_STDOUT, Some(p)) => Frame::Data(Stream::Stdout, p),
+                    (TAG_STDERR, Some(p)) => Frame::Data(Stream::Stderr, p),
+                    _ => decode_record(tag, payload)?,
+                },
                 // Larger than the window: only ever the first record.
                 None if frames.is_empty() => {
                     let mut payload = vec![0u8; len as usize];
@@ -435,6 +462,20 @@ pub fn read_segment(view: &SegmentView, from: u64, upto: u64, budget: usize) -> 
     ))
 }
 
+/// Reads until `space` is full or the file ends; returns the bytes read.
+fn read_full(file: &mut File, space: &mut [u8]) -> io::Result<usize> {
+    let mut filled = 0;
+    while let Some(rest) = space.get_mut(filled..).filter(|r| !r.is_empty()) {
+        match file.read(rest) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}
+
 /// Bytes a batch read takes past its budget.
 const READ_SLACK: u64 = 64 << 10;
 
@@ -459,8 +500,8 @@ fn read_record_header(file: &mut File, offset: u64, end: u64) -> io::Result<(u8,
 
 fn decode_record(tag: u8, payload: &[u8]) -> io::Result<Frame> {
     Ok(match tag {
-        TAG_STDOUT => Frame::Data(Stream::Stdout, Arc::from(payload)),
-        TAG_STDERR => Frame::Data(Stream::Stderr, Arc::from(payload)),
+        TAG_STDOUT => Frame::Data(Stream::Stdout, Payload::from(payload)),
+        TAG_STDERR => Frame::Data(Stream::Stderr, Payload::from(payload)),
         TAG_EXIT => Frame::Exit(
             decode_exit(payload).ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "bad exit record"))?,
         ),
@@ -491,7 +532,7 @@ mod tests {
     }
 
     fn data(stream: Stream, bytes: &[u8]) -> Frame {
-        Frame::Data(stream, Arc::from(bytes))
+        Frame::Data(stream, Payload::from(bytes))
     }
 
     fn same(a: &Frame, b: &Frame) -> bool {
@@ -509,7 +550,7 @@ mod tests {
         let mut next = from;
         let mut hint = None;
         while let Some(view) = segs.locate(next, hint) {
-            let (frames, h) = read_segment(&view, next, u64::MAX, budget).unwrap();
+            let (frames, h) = read_segment(&view, next, u64::MAX, budget, &mut None).unwrap();
             assert!(!frames.is_empty(), "progress");
             next += frames.len() as u64;
             out.extend(frames);

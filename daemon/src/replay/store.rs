@@ -1,6 +1,7 @@
 //! Daemon-wide side of the replay logs: the private spill directory, the
 //! sweep of directories left by dead daemons, the disk budget and its
-//! eviction order, RAM accounting across logs, and their metrics.
+//! eviction order, RAM accounting across logs, their metrics, and the
+//! disk-writer threads that run the logs' write-behind jobs.
 //!
 //! Layout: `<replay-dir>/daemon-<pid>-<n>/<log key>-<n>.seg`. The replay dir
 //! and each daemon directory are 0700, segment files 0600, all owned by
@@ -11,6 +12,7 @@
 //! record (its host name) for its lifetime. A directory whose lock is
 //! held, or that another host wrote, is never touched.
 
+use super::frame::{Frame, POOLED_BUF};
 use crate::metrics::ReplayMetrics;
 use crate::safedir;
 use std::collections::HashMap;
@@ -112,6 +114,119 @@ pub trait StoredLog: Send + Sync {
     fn evict_disk(&self, whole: bool) -> bool;
     /// Whether the exit frame was appended.
     fn has_exited(&self) -> bool;
+    /// The disk-writer job: writes the frames not yet on disk, until none
+    /// are left. Blocking; run by [`DiskWriters`].
+    fn write_behind(self: Arc<Self>);
+}
+
+/// Frame buffers a store keeps for reuse (1 MiB of 32 KiB buffers).
+const FRAME_POOL: usize = 32;
+
+/// Disk-writer threads a store runs at most. Each job writes one log
+/// until it caught up; more logs than threads queue for the next free
+/// thread (their pipe readers wait at WRITE_BEHIND as they would behind a
+/// slow disk).
+const DISK_WRITER_THREADS: usize = 4;
+/// How long a disk-writer thread waits for work before it exits (the
+/// blocking pool's keep-alive), so an idle daemon holds none.
+const DISK_WRITER_KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The store's disk writers: a queue of logs with frames to write and up
+/// to [`DISK_WRITER_THREADS`] threads taking them. A job used to be one
+/// `spawn_blocking` each time a log's writer had caught up, which on a
+/// fast disk is once per frame, and each was a heap allocation (the
+/// task); a queue push is none once the queue has grown.
+#[derive(Default)]
+pub(crate) struct DiskWriters {
+    queue: Mutex<WriterQueue>,
+    ready: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct WriterQueue {
+    jobs: std::collections::VecDeque<Arc<dyn StoredLog>>,
+    threads: usize,
+    idle: usize,
+}
+
+impl std::fmt::Debug for DiskWriters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let q = lock(&self.queue);
+        f.debug_struct("DiskWriters")
+            .field("jobs", &q.jobs.len())
+            .field("threads", &q.threads)
+            .finish()
+    }
+}
+
+impl DiskWriters {
+    /// Queues `log`'s write-behind job (the caller makes sure a log is
+    /// queued or running at most once). Starts a thread when none is idle
+    /// and fewer than the cap run; gives the job back when no thread runs
+    /// and none can be started, so the caller runs it another way.
+    pub(crate) fn submit(self: &Arc<Self>, log: Arc<dyn StoredLog>) -> Result<(), Arc<dyn StoredLog>> {
+        let mut q = lock(&self.queue);
+        q.jobs.push_back(log);
+        // Idle threads count themselves until they woke, so a second job
+        // before the first wake-up finds one idle thread for two jobs and
+        // starts another.
+        if q.idle >= q.jobs.len() {
+            drop(q);
+            self.ready.notify_one();
+            return Ok(());
+        }
+        if q.threads >= DISK_WRITER_THREADS {
+            return Ok(()); // A busy thread takes it when it is done.
+        }
+        q.threads += 1;
+        let writers = self.clone();
+        let started = std::thread::Builder::new()
+            .name("remora-disk".into())
+            .spawn(move || writers.work());
+        if started.is_ok() {
+            return Ok(());
+        }
+        q.threads -= 1;
+        if q.threads > 0 {
+            return Ok(()); // A running thread takes it.
+        }
+        q.jobs.pop_back().map_or(Ok(()), Err)
+    }
+
+    /// One thread: jobs until the queue stayed empty for the keep-alive.
+    fn work(self: Arc<Self>) {
+        let mut q = lock(&self.queue);
+        loop {
+            if let Some(job) = q.jobs.pop_front() {
+                // A burst (thousands of exit frames at once) must not
+                // leave a queue sized for it.
+                if q.jobs.is_empty() && q.jobs.capacity() > 64 {
+                    q.jobs.shrink_to(64);
+                }
+                drop(q);
+                job.write_behind();
+                q = lock(&self.queue);
+                continue;
+            }
+            q.idle += 1;
+            let (next, waited) = self
+                .ready
+                .wait_timeout(q, DISK_WRITER_KEEP_ALIVE)
+                .unwrap_or_else(|p| p.into_inner());
+            q = next;
+            q.idle -= 1;
+            if waited.timed_out() && q.jobs.is_empty() {
+                q.threads -= 1;
+                return;
+            }
+        }
+    }
+
+    /// Threads running now (tests).
+    #[cfg(test)]
+    pub(crate) fn threads(&self) -> usize {
+        lock(&self.queue).threads
+    }
 }
 
 /// A registered log, held weakly: the store never keeps a log alive.
@@ -133,6 +248,11 @@ pub struct ReplayStore {
     /// Bytes in RAM already on disk (the hot tails), across spilling logs.
     pub tails: AtomicU64,
     logs: Mutex<HashMap<u64, LogRef>>,
+    /// Frame buffers the logs dropped, for the next pipe reads (at most
+    /// [`FRAME_POOL`]): a stream then allocates nothing per frame.
+    frame_pool: Mutex<Vec<Arc<[u8]>>>,
+    /// The threads that write logs' frames to disk.
+    pub(crate) writers: Arc<DiskWriters>,
     evicting: Mutex<()>,
     trimming: Mutex<()>,
     removed: AtomicBool,
@@ -166,6 +286,8 @@ impl ReplayStore {
             unwritten: AtomicU64::new(0),
             tails: AtomicU64::new(0),
             logs: Mutex::new(HashMap::new()),
+            frame_pool: Mutex::new(Vec::new()),
+            writers: Arc::default(),
             evicting: Mutex::new(()),
             trimming: Mutex::new(()),
             removed: AtomicBool::new(false),
@@ -178,6 +300,32 @@ impl ReplayStore {
             return None;
         }
         self.dir.as_ref().map(|d| d.fd.clone())
+    }
+
+    /// A frame buffer of [`POOLED_BUF`] bytes: one the logs gave back,
+    /// else a new one.
+    pub(crate) fn frame_buffer(&self) -> Option<Arc<[u8]>> {
+        let reused = lock(&self.frame_pool).pop();
+        Some(reused.unwrap_or_else(|| std::iter::repeat_n(0u8, POOLED_BUF).collect()))
+    }
+
+    /// Keeps a dropped frame's buffer for the next read when it was the
+    /// buffer's last holder and the pool has room; frees it otherwise.
+    pub(crate) fn recycle(&self, frame: Frame) {
+        if let Frame::Data(_, payload) = frame {
+            if let Some(buf) = payload.into_pool_buffer() {
+                let mut pool = lock(&self.frame_pool);
+                if pool.len() < FRAME_POOL {
+                    pool.push(buf);
+                }
+            }
+        }
+    }
+
+    /// Buffers in the frame pool now (tests).
+    #[cfg(test)]
+    pub(crate) fn pooled_buffers(&self) -> usize {
+        lock(&self.frame_pool).len()
     }
 
     /// Registers a log under its key, for the bounds the store enforces.
@@ -414,9 +562,100 @@ impl ReplayStore {
             unwritten: AtomicU64::new(0),
             tails: AtomicU64::new(0),
             logs: Mutex::new(HashMap::new()),
+            frame_pool: Mutex::new(Vec::new()),
+            writers: Arc::default(),
             evicting: Mutex::new(()),
             trimming: Mutex::new(()),
             removed: AtomicBool::new(false),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::Condvar;
+
+    /// A log whose write-behind job waits at a shared gate, counting how
+    /// many jobs run at once and how many finished.
+    struct GatedJob {
+        running: Arc<AtomicUsize>,
+        peak: Arc<AtomicUsize>,
+        done: Arc<AtomicUsize>,
+        gate: Arc<(Mutex<bool>, Condvar)>,
+    }
+
+    impl StoredLog for GatedJob {
+        fn trim_tail(&self) {}
+        fn idle_exit_stamp(&self) -> Option<u64> {
+            None
+        }
+        fn evictable_stamp(&self, _sealed_only: bool) -> Option<u64> {
+            None
+        }
+        fn evict_disk(&self, _whole: bool) -> bool {
+            false
+        }
+        fn has_exited(&self) -> bool {
+            false
+        }
+        fn write_behind(self: Arc<Self>) {
+            let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+            self.peak.fetch_max(now, Ordering::SeqCst);
+            let (open, opened) = &*self.gate;
+            let mut is_open = lock(open);
+            while !*is_open {
+                is_open = opened.wait(is_open).unwrap_or_else(|p| p.into_inner());
+            }
+            drop(is_open);
+            self.running.fetch_sub(1, Ordering::SeqCst);
+            self.done.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Polls `done` until it holds (the deadline only costs time when a
+    /// job was lost).
+    fn wait_for(what: &str, done: impl Fn() -> bool) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !done() {
+            assert!(std::time::Instant::now() < deadline, "{what}");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn disk_writers_run_every_job_on_at_most_their_cap_of_threads() {
+        let writers: Arc<DiskWriters> = Arc::default();
+        let (running, peak, done) = (Arc::default(), Arc::default(), Arc::<AtomicUsize>::default());
+        let gate = Arc::new((Mutex::new(false), Condvar::new()));
+        let job = || {
+            Arc::new(GatedJob {
+                running: Arc::clone(&running),
+                peak: Arc::clone(&peak),
+                done: Arc::clone(&done),
+                gate: gate.clone(),
+            })
+        };
+        const JOBS: usize = 3 * DISK_WRITER_THREADS + 1;
+        for _ in 0..JOBS {
+            assert!(writers.submit(job()).is_ok());
+        }
+        wait_for("the writers did not start", || {
+            running.load(Ordering::SeqCst) == DISK_WRITER_THREADS
+        });
+        assert_eq!(writers.threads(), DISK_WRITER_THREADS);
+        *lock(&gate.0) = true;
+        gate.1.notify_all();
+        wait_for("a queued job never ran", || done.load(Ordering::SeqCst) == JOBS);
+        assert_eq!(peak.load(Ordering::SeqCst), DISK_WRITER_THREADS);
+        // Idle threads take new jobs: no thread past the cap.
+        for _ in 0..JOBS {
+            assert!(writers.submit(job()).is_ok());
+        }
+        wait_for("a job after the idle wait never ran", || {
+            done.load(Ordering::SeqCst) == 2 * JOBS
+        });
+        assert!(writers.threads() <= DISK_WRITER_THREADS);
     }
 }

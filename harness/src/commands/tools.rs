@@ -192,12 +192,13 @@ pub(crate) fn bench(a: BenchArgs) -> Result<ExitCode, String> {
         pings: a.pings,
         pipelined: a.pipelined,
         spawns: a.spawns,
-        memory: bench_mem::MemoryOptions {
+        rounds: a.rounds,
+        memory: (!a.no_memory).then_some(bench_mem::MemoryOptions {
             exited: a.exited,
             stdin_mib: a.stdin_mib,
             flood_conns: a.flood_conns,
             flood_mib: a.flood_mib,
-        },
+        }),
     };
     let measured = bench::run(&absolute(&a.reference)?, &absolute(&a.candidate)?, &o);
     print!("{}", bench::table(&measured));

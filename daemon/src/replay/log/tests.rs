@@ -355,3 +355,33 @@ mod interleavings {
         }
     }
 }
+
+#[test]
+fn large_reads_reuse_pooled_buffers_charged_whole() {
+    let store = ReplayStore::in_memory();
+    let log = ReplayLog::new("p", &store);
+    // A read of 20 KiB takes a 32 KiB pooled buffer and is charged for it;
+    // a small one is charged its own bytes.
+    log.push_output(Stream::Stdout, &[7u8; 20 * 1024]);
+    assert_eq!(log.footprint().0, 32 * 1024 + 48);
+    log.push_output(Stream::Stdout, b"tiny");
+    assert_eq!(log.footprint().0, 32 * 1024 + 48 + 4 + 48);
+    // Past the RAM ring's bound the oldest frames go, and their buffers
+    // back to the pool (at most its cap), not to the allocator.
+    let frames = (RING_BYTES / (32 * 1024)) as usize + 100;
+    for i in 0..frames {
+        log.push_output(Stream::Stderr, &vec![i as u8; 16 * 1024 + i % 1000]);
+    }
+    assert!(log.footprint().0 <= RING_BYTES);
+    let pooled = store.pooled_buffers();
+    assert!(pooled > 0 && pooled <= 32, "{pooled} buffers pooled");
+    // Reused buffers carry the new bytes only.
+    let mut out = Vec::new();
+    log.encode_after(log.last_seq() - 1, u64::MAX, &mut out, usize::MAX);
+    let last = frames - 1;
+    let want = vec![last as u8; 16 * 1024 + last % 1000];
+    let line = String::from_utf8(out).unwrap();
+    use base64::Engine;
+    let data = line.split("\"data\":\"").nth(1).unwrap().trim_end_matches("\"}\n");
+    assert_eq!(base64::engine::general_purpose::STANDARD.decode(data).unwrap(), want);
+}
