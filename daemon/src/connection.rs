@@ -9,7 +9,8 @@
 //!
 //! Each request runs on its own task, so a slow request never delays a
 //! fast one, except instant ones (rejections, `server.ping`,
-//! `capabilities`), which the reader answers itself (see
+//! `capabilities`, and plain `process.stdin` calls, which never wait),
+//! which the reader answers itself (see [`dispatch::quick`] and
 //! [`dispatch::is_instant`]). When the client half-closes, in-flight requests still get their
 //! replies; then the connection closes and its subscriptions end (the
 //! processes keep running and can be reattached).
@@ -121,15 +122,18 @@ pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>, mut ticket: Ticket) 
                 // at a time, so no unauthenticated request waits in a task.
                 // The cost fits in u32: a line is at most MAX_LINE bytes.
                 let cost = line.len().min(MAX_IN_FLIGHT_BYTES) as u32;
-                let pending = if line.len() <= dispatch::INSTANT_LINE_MAX || unauthenticated {
-                    if let Some(reply) = dispatch::quick_ping(line, &daemon) {
-                        if unauthenticated {
-                            ticket.authenticate();
-                            reader.stop_charging();
-                        }
-                        send(&tx, reply).await;
-                        continue;
+                // Plain pings and stdin calls, of any length, are answered
+                // here without a tree (`dispatch::quick`); a stdin call
+                // never waits, it is queued or refused at once.
+                if let Some(reply) = dispatch::quick(line, &daemon, dispatch::Handlers::All) {
+                    if unauthenticated {
+                        ticket.authenticate();
+                        reader.stop_charging();
                     }
+                    send(&tx, reply).await;
+                    continue;
+                }
+                let pending = if line.len() <= dispatch::INSTANT_LINE_MAX || unauthenticated {
                     let Some(checked) = dispatch::check_line(line, &daemon) else {
                         continue;
                     };
@@ -308,7 +312,7 @@ fn accept(
     handoff: &Handoff,
 ) {
     match item {
-        Reply::Line(_) | Reply::Pong(_) => item.write_line(out),
+        Reply::Line(_) | Reply::Pong(_) | Reply::StdinAck(..) => item.write_line(out),
         Reply::Follow {
             log,
             after,

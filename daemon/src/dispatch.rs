@@ -10,12 +10,13 @@
 
 use crate::gojson::Value;
 use crate::logging::Quota;
-use crate::method::{Method, ServerMethod};
+use crate::method::{Method, ProcessMethod, ServerMethod};
+use crate::methods::process::StdinAck;
 use crate::methods::{self, Outcome};
 use crate::metrics;
 use crate::params::{GitParams, HomeExpansion, PathParams, ProcessParams};
 use crate::replay::log::ReplayLog;
-use crate::rpc::quick::ShortId;
+use crate::rpc::quick::{Quick, ShortId};
 use crate::rpc::{self, Checked, Request, RpcError};
 use crate::state::Daemon;
 use std::future::Future;
@@ -41,6 +42,33 @@ pub enum Reply {
     /// The reply to a plain `server.ping` ([`rpc::quick`]), written by the
     /// writer straight into its buffer: no allocation per ping.
     Pong(ShortId),
+    /// The success reply to a plain `process.stdin` ([`rpc::quick`]),
+    /// written by the writer straight into its buffer.
+    StdinAck(ShortId, PackedAck),
+}
+
+/// A [`StdinAck`] stored byte-aligned, so [`Reply::StdinAck`] fits in the
+/// room the largest variant already takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PackedAck {
+    applied: [u8; 8],
+    duplicate: bool,
+}
+
+impl PackedAck {
+    pub fn new(ack: StdinAck) -> PackedAck {
+        PackedAck {
+            applied: ack.applied.to_ne_bytes(),
+            duplicate: ack.duplicate,
+        }
+    }
+
+    pub fn ack(&self) -> StdinAck {
+        StdinAck {
+            applied: u64::from_ne_bytes(self.applied),
+            duplicate: self.duplicate,
+        }
+    }
 }
 
 /// The result of `server.ping`, as every ping reply carries it.
@@ -53,20 +81,54 @@ impl Reply {
         match self {
             Reply::Line(line) => out.extend_from_slice(line),
             Reply::Pong(id) => rpc::write_success_line(out, id.as_bytes(), PONG_RESULT),
+            Reply::StdinAck(id, ack) => {
+                rpc::write_success_line_with(out, id.as_bytes(), |out| ack.ack().write_json(out))
+            }
             Reply::Follow { line, .. } => out.extend_from_slice(line),
         }
     }
 }
 
-/// Answers a plain `server.ping` without allocating ([`rpc::quick`]);
-/// `None` sends the line down the full path, which answers any other
-/// line (and any ping in an unusual form) itself.
-pub fn quick_ping(line: &[u8], daemon: &Daemon) -> Option<Reply> {
-    let id = rpc::quick::ping(line, &daemon.token)?;
-    daemon
-        .metrics
-        .count_request(Method::Server(ServerMethod::Ping), metrics::Outcome::Ok);
-    Some(Reply::Pong(id))
+/// Answers a plain `server.ping` or `process.stdin` ([`rpc::quick`])
+/// without building a tree; `None` sends the line down the full path,
+/// which answers any other line (and any such request in an unusual form)
+/// itself. A stdin call is handed to the same handler as on the full path
+/// ([`methods::process::stdin`]), so every verdict comes from one place;
+/// only its success reply is new, and it is encoded by the writer. Stdin
+/// calls are left to the full path unless `handlers` is
+/// [`Handlers::All`].
+pub fn quick(line: &[u8], daemon: &Daemon, handlers: Handlers) -> Option<Reply> {
+    match rpc::quick::request(line, &daemon.token)? {
+        Quick::Ping(id) => {
+            daemon
+                .metrics
+                .count_request(Method::Server(ServerMethod::Ping), metrics::Outcome::Ok);
+            Some(Reply::Pong(id))
+        }
+        Quick::Stdin(id, params) if handlers == Handlers::All => {
+            let method = Method::Process(ProcessMethod::Stdin);
+            let verdict = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                methods::process::stdin(params, &daemon.processes, &daemon.metrics)
+            }))
+            .unwrap_or_else(|_| Err(handler_panicked(method)));
+            let (reply, class) = match verdict {
+                Ok(ack) => (Reply::StdinAck(id, PackedAck::new(ack)), metrics::Outcome::Ok),
+                Err(error) => (
+                    Reply::Line(rpc::error_line_for_id_json(id.as_bytes(), &error)),
+                    metrics::Outcome::Error,
+                ),
+            };
+            daemon.metrics.count_request(method, class);
+            Some(reply)
+        }
+        Quick::Stdin(..) => None,
+    }
+}
+
+/// The error a request gets when its handler panicked (logged here).
+fn handler_panicked(method: Method) -> RpcError {
+    crate::log_error!("[Server] handler for {} panicked", method);
+    RpcError::internal(format!("internal error in {}", method))
 }
 
 /// Lines longer than this are never classified on the connection's
@@ -173,10 +235,7 @@ pub async fn handle_checked_with(
     };
     let outcome = match CatchUnwind(dispatch(&request, daemon, handlers)).await {
         Ok(outcome) => outcome,
-        Err(()) => {
-            crate::log_error!("[Server] handler for {} panicked", request.method);
-            Outcome::Error(RpcError::internal(format!("internal error in {}", request.method)))
-        }
+        Err(()) => Outcome::Error(handler_panicked(request.method)),
     };
     let (reply, class) = match outcome {
         Outcome::Result(result) => (
@@ -335,10 +394,12 @@ mod tests {
     }
 
     #[test]
-    fn a_pong_does_not_grow_the_reply_queue() {
-        // The quick ping's inline id fits beside the largest variant, so
-        // the writer's queue (REPLY_QUEUE replies) costs what it did.
+    fn quick_replies_do_not_grow_the_reply_queue() {
+        // The quick path's inline id (and a stdin ack beside it) fits in
+        // the room the largest variant takes, so the writer's queue
+        // (REPLY_QUEUE replies) costs what it did.
         assert!(std::mem::size_of::<ShortId>() <= 48);
+        assert!(std::mem::size_of::<(ShortId, PackedAck)>() <= 55);
         assert!(std::mem::size_of::<Reply>() <= 56, "{}", std::mem::size_of::<Reply>());
     }
 

@@ -72,6 +72,29 @@ go_struct! {
     }
 }
 
+/// The params `process.stdin` reads, borrowed: from a bound
+/// [`ProcessParams`] ([`ProcessParams::stdin`]) on the full path, or
+/// straight from the request line on the quick one
+/// ([`crate::rpc::quick`]). Either way the same handler gives the verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StdinParams<'a> {
+    pub id: &'a str,
+    /// The base64 text, not yet decoded.
+    pub data: &'a str,
+    pub offset: Option<u64>,
+}
+
+impl ProcessParams {
+    /// The fields `process.stdin` reads.
+    pub fn stdin(&self) -> StdinParams<'_> {
+        StdinParams {
+            id: &self.id,
+            data: &self.data,
+            offset: self.offset,
+        }
+    }
+}
+
 impl HomeExpansion for PathParams {
     fn expand_home_with(mut self, home: Option<&str>) -> Self {
         for path in [&mut self.path, &mut self.archive_path, &mut self.dest_dir] {

@@ -12,7 +12,8 @@
 //! bytes while most lines stay short and fast.
 //!
 //! Each line goes the way the connection's reader sends it: the quick
-//! ping, then [`dispatch::check_line`], then the instant path or a request
+//! path (pings only here: it leaves stdin calls, which have effects, to
+//! the full path in this mode), then [`dispatch::check_line`], then the instant path or a request
 //! task's ([`dispatch::handle_line`] for long authenticated lines), with
 //! the connection's warning quota and its unauthenticated → authenticated
 //! switch. Handlers with effects (files, git, process) stop after the
@@ -161,12 +162,12 @@ fn run_connection(lines: &[Vec<u8>]) {
             if line.is_empty() || line.len() >= MAX_LINE {
                 continue;
             }
+            if let Some(reply) = dispatch::quick(line, daemon, Handlers::WithoutSideEffects) {
+                authenticated = true;
+                check_reply(line, Some(reply), true);
+                continue;
+            }
             let (reply, shutdown) = if line.len() <= dispatch::INSTANT_LINE_MAX || !authenticated {
-                if let Some(reply) = dispatch::quick_ping(line, daemon) {
-                    authenticated = true;
-                    check_reply(line, Some(reply), true);
-                    continue;
-                }
                 let checked = dispatch::check_line(line, daemon).expect("validation panicked");
                 authenticated |= checked.authenticated();
                 let shutdown = is_shutdown(&checked);

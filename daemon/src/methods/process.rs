@@ -8,7 +8,7 @@
 use super::Outcome;
 use crate::method::ProcessMethod;
 use crate::metrics::Metrics;
-use crate::params::ProcessParams;
+use crate::params::{ProcessParams, StdinParams};
 use crate::process::{sys, KilledBy, ProcessManager, SpawnError, SpawnSpec, StdinResult, Termination};
 use crate::rpc::{RpcError, STDIN_BACKPRESSURE, STDIN_OFFSET_GAP};
 use base64::Engine;
@@ -39,12 +39,29 @@ struct SpawnResult {
     start_time: Option<f64>,
 }
 
-#[derive(Serialize)]
-struct StdinReply {
-    success: bool,
-    applied: u64,
-    #[serde(skip_serializing_if = "is_false")]
-    duplicate: bool,
+/// The result of an accepted `process.stdin` call,
+/// `{"success":true,"applied":N}` with `"duplicate":true` after it when set
+/// (Go `omitempty`). Small and owned, so the quick path's reply carries it
+/// to the connection's writer, which encodes it in place
+/// ([`StdinAck::write_json`]): one encoder for both paths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StdinAck {
+    pub applied: u64,
+    pub duplicate: bool,
+}
+
+impl StdinAck {
+    /// Appends the result object as Go encodes the reference's struct
+    /// (fields `success`, `applied`, `duplicate`, in that order).
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        use std::io::Write;
+        // Writing into a Vec cannot fail.
+        let _ = write!(out, r#"{{"success":true,"applied":{}"#, self.applied);
+        if self.duplicate {
+            out.extend_from_slice(br#","duplicate":true"#);
+        }
+        out.push(b'}');
+    }
 }
 
 #[derive(Serialize)]
@@ -86,7 +103,14 @@ pub async fn handle(
 ) -> Outcome {
     match method {
         ProcessMethod::Spawn => spawn(params, processes).await,
-        ProcessMethod::Stdin => stdin(params, processes, metrics),
+        ProcessMethod::Stdin => match stdin(params.stdin(), processes, metrics) {
+            Ok(ack) => {
+                let mut result = Vec::with_capacity(48);
+                ack.write_json(&mut result);
+                Outcome::Result(result)
+            }
+            Err(error) => Outcome::Error(error),
+        },
         ProcessMethod::Kill => kill(params, processes),
         ProcessMethod::KillAndWait => kill_and_wait(params, processes).await,
         ProcessMethod::Reattach => reattach(params, processes, metrics),
@@ -134,41 +158,62 @@ async fn spawn(p: ProcessParams, processes: &ProcessManager) -> Outcome {
 }
 
 /// Go's `base64.StdEncoding.DecodeString`: padding required, `\r` and `\n`
-/// skipped anywhere, non-zero trailing bits tolerated.
+/// skipped anywhere, non-zero trailing bits tolerated. The bytes come back
+/// in a buffer of exactly their size, which the stdin queue then owns
+/// (it charges a chunk its length, so the length is all it may hold).
 fn decode_go_base64(data: &str) -> Option<Vec<u8>> {
+    if data.bytes().any(|b| b == b'\r' || b == b'\n') {
+        let cleaned: Vec<u8> = data.bytes().filter(|&b| b != b'\r' && b != b'\n').collect();
+        return decode_exact(&cleaned);
+    }
+    decode_exact(data.as_bytes())
+}
+
+/// Decodes with Go's rules into a buffer of the decoded size: one
+/// allocation (none for empty input). The size is computed from the
+/// padding only as a hint; whatever the engine says about the input is
+/// the verdict.
+fn decode_exact(input: &[u8]) -> Option<Vec<u8>> {
     use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+    use base64::DecodeSliceError;
     const ENGINE: GeneralPurpose = GeneralPurpose::new(
         &base64::alphabet::STANDARD,
         GeneralPurposeConfig::new()
             .with_decode_allow_trailing_bits(true)
             .with_decode_padding_mode(DecodePaddingMode::RequireCanonical),
     );
-    if data.bytes().any(|b| b == b'\r' || b == b'\n') {
-        let cleaned: Vec<u8> = data.bytes().filter(|&b| b != b'\r' && b != b'\n').collect();
-        return ENGINE.decode(cleaned).ok();
+    let padding = input.iter().rev().take(2).take_while(|&&b| b == b'=').count();
+    let size = (input.len() / 4 * 3).saturating_sub(padding);
+    let mut out = vec![0u8; size];
+    match ENGINE.decode_slice(input, &mut out) {
+        Ok(written) if written == size => Some(out),
+        Err(DecodeSliceError::DecodeError(_)) => None,
+        // The hint was off (only for input the engine then judges):
+        // decode the general way.
+        _ => ENGINE.decode(input).ok().map(|mut bytes| {
+            bytes.shrink_to_fit();
+            bytes
+        }),
     }
-    ENGINE.decode(data).ok()
 }
 
-fn stdin(p: ProcessParams, processes: &ProcessManager, metrics: &Metrics) -> Outcome {
-    let Some(data) = decode_go_base64(&p.data) else {
-        return Outcome::invalid_params(MSG_BAD_BASE64);
+/// `process.stdin`, on either path: base64, then the process, then the
+/// verdict of [`crate::process::stdin`] as the process applies it.
+pub fn stdin(p: StdinParams<'_>, processes: &ProcessManager, metrics: &Metrics) -> Result<StdinAck, RpcError> {
+    let Some(data) = decode_go_base64(p.data) else {
+        return Err(RpcError::invalid_params(MSG_BAD_BASE64));
     };
-    let Some(process) = processes.get(&p.id) else {
-        return Outcome::invalid_params(MSG_NOT_FOUND);
+    let Some(process) = processes.get(p.id) else {
+        return Err(RpcError::invalid_params(MSG_NOT_FOUND));
     };
-    let (result, enqueued) = process.write_stdin(p.offset, &data);
+    let (result, enqueued) = process.write_stdin(p.offset, data);
     metrics.stdin_bytes_in.fetch_add(enqueued as u64, Ordering::Relaxed);
     match result {
-        StdinResult::Accepted { applied, duplicate } => Outcome::ok(&StdinReply {
-            success: true,
-            applied,
-            duplicate,
-        }),
-        StdinResult::NotRunning => Outcome::invalid_params(MSG_NOT_RUNNING),
-        StdinResult::Gap => Outcome::Error(RpcError::new(STDIN_OFFSET_GAP, MSG_OFFSET_GAP)),
-        StdinResult::QueueFull => Outcome::Error(RpcError::new(STDIN_BACKPRESSURE, crate::rpc::MSG_STDIN_BACKPRESSURE)),
-        StdinResult::Broken(why) => Outcome::internal(why),
+        StdinResult::Accepted { applied, duplicate } => Ok(StdinAck { applied, duplicate }),
+        StdinResult::NotRunning => Err(RpcError::invalid_params(MSG_NOT_RUNNING)),
+        StdinResult::Gap => Err(RpcError::new(STDIN_OFFSET_GAP, MSG_OFFSET_GAP)),
+        StdinResult::QueueFull => Err(RpcError::new(STDIN_BACKPRESSURE, crate::rpc::MSG_STDIN_BACKPRESSURE)),
+        StdinResult::Broken(why) => Err(RpcError::internal(why)),
     }
 }
 

@@ -306,8 +306,10 @@ impl ManagedProcess {
 
     /// Applies one decoded `process.stdin` payload (see [`stdin`]). Planning
     /// and enqueueing happen under one lock, so concurrent requests reach
-    /// the child in the order their offsets were accepted.
-    pub fn write_stdin(&self, offset: Option<u64>, data: &[u8]) -> (StdinResult, usize) {
+    /// the child in the order their offsets were accepted. An append
+    /// enqueues `data` itself; only a partial overlap copies its fresh tail
+    /// (so a queued chunk never holds more than the length it is charged).
+    pub fn write_stdin(&self, offset: Option<u64>, data: Vec<u8>) -> (StdinResult, usize) {
         let mut st = lock(&self.stdin);
         let running = !self.exited();
         let (skip, new_applied) = match plan_stdin_write(st.applied, offset, data.len(), running) {
@@ -324,19 +326,23 @@ impl ManagedProcess {
             }
             StdinPlan::Write { skip, new_applied } => (skip, new_applied),
         };
-        let fresh = data.get(skip..).unwrap_or_default();
-        if !fresh.is_empty() {
+        let fresh_len = data.len().saturating_sub(skip);
+        if fresh_len > 0 {
             if let Some(why) = &st.broken {
                 return (StdinResult::Broken(why.clone()), 0);
             }
             let queued = self.stdin_queued.load(Ordering::Acquire);
-            if queued > 0 && queued.saturating_add(fresh.len()) > STDIN_QUEUE_CAP {
+            if queued > 0 && queued.saturating_add(fresh_len) > STDIN_QUEUE_CAP {
                 return (StdinResult::QueueFull, 0);
             }
-            self.stdin_queued.fetch_add(fresh.len(), Ordering::AcqRel);
-            let sent = st.queue.as_ref().is_some_and(|q| q.send(fresh.to_vec()).is_ok());
+            let fresh = match skip {
+                0 => data,
+                _ => data.get(skip..).unwrap_or_default().to_vec(),
+            };
+            self.stdin_queued.fetch_add(fresh_len, Ordering::AcqRel);
+            let sent = st.queue.as_ref().is_some_and(|q| q.send(fresh).is_ok());
             if !sent {
-                self.stdin_queued.fetch_sub(fresh.len(), Ordering::AcqRel);
+                self.stdin_queued.fetch_sub(fresh_len, Ordering::AcqRel);
                 // The writer is gone only after the exit was observed.
                 return (StdinResult::NotRunning, 0);
             }
@@ -347,7 +353,7 @@ impl ManagedProcess {
                 applied: new_applied,
                 duplicate: false,
             },
-            fresh.len(),
+            fresh_len,
         )
     }
 

@@ -167,10 +167,16 @@ pub fn constant_time_eq(presented: &[u8], expected: &[u8]) -> bool {
 /// Appends `{"jsonrpc":"2.0","id":…,"result":…}\n` with an id and a
 /// result already encoded.
 pub fn write_success_line(out: &mut Vec<u8>, id_json: &[u8], result_json: &[u8]) {
+    write_success_line_with(out, id_json, |out| out.extend_from_slice(result_json));
+}
+
+/// Appends `{"jsonrpc":"2.0","id":…,"result":…}\n` with an id already
+/// encoded, `write_result` encoding the result in place.
+pub fn write_success_line_with(out: &mut Vec<u8>, id_json: &[u8], write_result: impl FnOnce(&mut Vec<u8>)) {
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     out.extend_from_slice(id_json);
     out.extend_from_slice(br#","result":"#);
-    out.extend_from_slice(result_json);
+    write_result(out);
     out.extend_from_slice(b"}\n");
 }
 
@@ -187,9 +193,18 @@ pub fn success_line(id: &Value, result_json: &[u8]) -> Vec<u8> {
 
 /// `{"jsonrpc":"2.0","id":…,"error":{"code":…,"message":…}}\n`.
 pub fn error_line(id: &Value, error: &RpcError) -> Vec<u8> {
+    error_line_with(|out| gojson::write_value(out, id), error)
+}
+
+/// [`error_line`] with an id already encoded as Go writes it.
+pub fn error_line_for_id_json(id_json: &[u8], error: &RpcError) -> Vec<u8> {
+    error_line_with(|out| out.extend_from_slice(id_json), error)
+}
+
+fn error_line_with(write_id: impl FnOnce(&mut Vec<u8>), error: &RpcError) -> Vec<u8> {
     let mut out = Vec::with_capacity(96);
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-    gojson::write_value(&mut out, id);
+    write_id(&mut out);
     out.extend_from_slice(br#","error":"#);
     gojson::write_go_json(&mut out, error);
     out.extend_from_slice(b"}\n");

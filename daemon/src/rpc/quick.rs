@@ -1,7 +1,8 @@
-//! The allocation-free path for the commonest request, `server.ping`:
-//! a scanner that recognises a ping envelope in its plainest form and
-//! yields the id's bytes to echo, or gives up so the full decoder of
-//! [`crate::gojson`] decides.
+//! The allocation-free path for the commonest requests, `server.ping`
+//! and `process.stdin`: a scanner that recognises such an envelope in its
+//! plainest form and yields what the full decoder of [`crate::gojson`]
+//! would bind (the id's bytes to echo, and for stdin the params borrowed
+//! from the line), or gives up so the full decoder decides.
 //!
 //! It accepts only input whose Go decoding is certain without building a
 //! tree: one object whose members are the exact lowercase names
@@ -9,10 +10,17 @@
 //! case folding, no duplicates, no unknown members); string values of
 //! valid UTF-8 without escapes or control characters; an id that Go would write back
 //! unchanged (a short string without `<`, `>`, `&`, an integer of at most
-//! 15 digits, or `null`); params absent, `null` or an empty object. The
-//! token and version must match and the method must be `server.ping`.
+//! 15 digits, or `null`). The token and version must match. A ping's
+//! params are absent, `null` or an empty object; a stdin call's params are
+//! an object whose members are among the exact names `id`, `data` (plain
+//! strings) and `offset` (`null` or a canonical unsigned integer that fits
+//! in 64 bits), each at most once.
 //! Anything else returns `None`, never a different answer: the full
-//! path's reply for such a line is the same bytes.
+//! path's reply for such a line is the same bytes. Only the parsing is
+//! replaced: what a quick stdin call is answered comes from the same
+//! handler as on the full path.
+
+use crate::params::StdinParams;
 
 /// The longest id echoed from the quick path, as written (quotes
 /// included).
@@ -124,24 +132,106 @@ impl<'a> Scan<'a> {
             }
         }
     }
+}
 
-    /// params: `null` or `{}` only.
-    fn empty_params(&mut self) -> Option<()> {
-        match self.peek()? {
-            b'n' => self.literal(b"null"),
-            _ => {
-                self.eat(b'{')?;
-                self.eat(b'}')
+/// A plain request the quick path answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quick<'a> {
+    /// `server.ping`, with the id to echo.
+    Ping(ShortId),
+    /// `process.stdin`, with the id to echo and the params as Go binds them.
+    Stdin(ShortId, StdinParams<'a>),
+}
+
+/// The `params` member as scanned: a flat object of the members a quick
+/// request may carry.
+#[derive(Default)]
+struct FlatParams<'a> {
+    /// The member was `null`.
+    null: bool,
+    members: usize,
+    stdin: StdinParams<'a>,
+}
+
+impl<'a> Scan<'a> {
+    /// `offset`: `null`, or digits without sign, fraction, exponent or a
+    /// leading zero, fitting in a `u64` (Go's `*uint64`).
+    fn offset(&mut self) -> Option<Option<u64>> {
+        if self.peek()? == b'n' {
+            self.literal(b"null")?;
+            return Some(None);
+        }
+        let digits = self.rest.iter().take_while(|b| b.is_ascii_digit()).count();
+        let (text, tail) = self.rest.split_at(digits);
+        if digits == 0 || (text.first() == Some(&b'0') && digits > 1) {
+            return None;
+        }
+        if matches!(tail.first(), Some(b'.' | b'e' | b'E')) {
+            return None;
+        }
+        let mut value: u64 = 0;
+        for digit in text {
+            value = value.checked_mul(10)?.checked_add(u64::from(digit - b'0'))?;
+        }
+        self.rest = tail;
+        Some(Some(value))
+    }
+
+    /// params: `null`, or an object of at most `id`, `data` (plain strings)
+    /// and `offset`, each once.
+    fn flat_params(&mut self) -> Option<FlatParams<'a>> {
+        let mut params = FlatParams::default();
+        if self.peek()? == b'n' {
+            self.literal(b"null")?;
+            params.null = true;
+            return Some(params);
+        }
+        self.eat(b'{')?;
+        if self.peek()? == b'}' {
+            self.eat(b'}')?;
+            return Some(params);
+        }
+        let (mut id, mut data, mut offset) = (false, false, false);
+        loop {
+            let key = self.plain_string()?;
+            self.eat(b':')?;
+            match key {
+                b"id" if !id => {
+                    id = true;
+                    params.stdin.id = self.plain_str()?;
+                }
+                b"data" if !data => {
+                    data = true;
+                    params.stdin.data = self.plain_str()?;
+                }
+                b"offset" if !offset => {
+                    offset = true;
+                    params.stdin.offset = self.offset()?;
+                }
+                _ => return None,
+            }
+            params.members += 1;
+            match self.peek()? {
+                b',' => self.eat(b',')?,
+                _ => break,
             }
         }
+        self.eat(b'}')?;
+        Some(params)
+    }
+
+    /// [`Scan::plain_string`] as text.
+    fn plain_str(&mut self) -> Option<&'a str> {
+        std::str::from_utf8(self.plain_string()?).ok()
     }
 }
 
-/// The id to echo if `line` is a plain, authorised `server.ping`.
-pub fn ping(line: &[u8], token: &[u8]) -> Option<ShortId> {
+/// What the quick path answers for `line`, if it is a plain, authorised
+/// `server.ping` or `process.stdin` (see the module comment).
+pub fn request<'a>(line: &'a [u8], token: &[u8]) -> Option<Quick<'a>> {
     let mut scan = Scan { rest: line };
     scan.eat(b'{')?;
-    let (mut jsonrpc, mut id, mut method, mut auth, mut params) = (None, None, None, None, false);
+    let (mut jsonrpc, mut id, mut method, mut auth, mut params) = (None, None, None, None, None);
     if scan.peek()? != b'}' {
         loop {
             let key = scan.plain_string()?;
@@ -151,10 +241,7 @@ pub fn ping(line: &[u8], token: &[u8]) -> Option<ShortId> {
                 b"method" if method.is_none() => method = Some(scan.plain_string()?),
                 b"auth" if auth.is_none() => auth = Some(scan.plain_string()?),
                 b"id" if id.is_none() => id = Some(scan.plain_id()?),
-                b"params" if !params => {
-                    scan.empty_params()?;
-                    params = true;
-                }
+                b"params" if params.is_none() => params = Some(scan.flat_params()?),
                 _ => return None,
             }
             match scan.peek()? {
@@ -168,10 +255,24 @@ pub fn ping(line: &[u8], token: &[u8]) -> Option<ShortId> {
     if !scan.rest.is_empty() {
         return None;
     }
-    if !super::constant_time_eq(auth?, token) || jsonrpc? != b"2.0" || method? != b"server.ping" {
+    if !super::constant_time_eq(auth?, token) || jsonrpc? != b"2.0" {
         return None;
     }
-    ShortId::new(id.unwrap_or(b"null"))
+    let id = ShortId::new(id.unwrap_or(b"null"))?;
+    match method? {
+        // server.* ignores params; only the plainest forms are taken here.
+        b"server.ping" => match params {
+            None => Some(Quick::Ping(id)),
+            Some(p) if p.null || p.members == 0 => Some(Quick::Ping(id)),
+            Some(_) => None,
+        },
+        // Absent or `null` params are the params gate's business.
+        b"process.stdin" => match params {
+            Some(p) if !p.null => Some(Quick::Stdin(id, p.stdin)),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -180,6 +281,14 @@ mod tests {
     use crate::rpc::{check, success_line, Checked};
 
     const TOKEN: &[u8] = b"tok";
+
+    /// The id to echo if `line` is a plain, authorised `server.ping`.
+    fn ping(line: &[u8], token: &[u8]) -> Option<ShortId> {
+        match request(line, token)? {
+            Quick::Ping(id) => Some(id),
+            Quick::Stdin(..) => None,
+        }
+    }
 
     /// What the full path answers for a ping line, if it is a valid ping.
     fn full(line: &str) -> Option<Vec<u8>> {
