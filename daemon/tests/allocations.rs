@@ -243,6 +243,14 @@ fn steady_state_allocations() {
         pings < (PINGS / 10) as u64,
         "{pings} allocations for {PINGS} pings: the ping path allocates per request again"
     );
+    // A stdin call allocated 42 times on the full decoder (the Value
+    // tree, the envelope's and params' strings, the decoded bytes and
+    // their copy for the queue, the result and the reply line); the quick
+    // path keeps one: the decoded bytes the child's queue then owns.
+    assert!(
+        stdin < 2_000,
+        "{stdin} allocations for 1000 process.stdin calls: the stdin path allocates more than its data buffer again"
+    );
     // Live: 108 per MiB at first, 78 with a `spawn_blocking` task per disk
     // job (about one per frame), 42 with the store's disk-writer threads
     // (one buffer per 32 KiB read left), about 6 with frame buffers reused

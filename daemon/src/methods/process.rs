@@ -333,6 +333,62 @@ mod tests {
         assert_eq!(decode_go_base64("!!!!"), None);
     }
 
+    /// Go's decoder as the engine gives it, without the size hint.
+    fn decode_plainly(data: &str) -> Option<Vec<u8>> {
+        use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+        let engine = GeneralPurpose::new(
+            &base64::alphabet::STANDARD,
+            GeneralPurposeConfig::new()
+                .with_decode_allow_trailing_bits(true)
+                .with_decode_padding_mode(DecodePaddingMode::RequireCanonical),
+        );
+        let cleaned: Vec<u8> = data.bytes().filter(|&b| b != b'\r' && b != b'\n').collect();
+        engine.decode(cleaned).ok()
+    }
+
+    proptest::proptest! {
+        /// The sized decode answers as the engine does, in a buffer no
+        /// larger than the bytes (what the stdin queue charges).
+        #[test]
+        fn the_sized_decode_is_the_engines(
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
+            cut in 0usize..4,
+            noise in proptest::sample::select(vec!["", "=", "==", "\r\n", "A", "-", "===", "=A"]),
+            at in proptest::prelude::any::<proptest::sample::Index>(),
+        ) {
+            let text = base64::engine::general_purpose::STANDARD.encode(&bytes);
+            let text = &text[..text.len().saturating_sub(cut)];
+            let at = at.index(text.len() + 1);
+            let text = format!("{}{noise}{}", &text[..at], &text[at..]);
+            let got = decode_go_base64(&text);
+            proptest::prop_assert_eq!(&got, &decode_plainly(&text), "{}", text);
+            if let Some(got) = got {
+                proptest::prop_assert_eq!(got.capacity(), got.len());
+            }
+        }
+    }
+
+    #[test]
+    fn the_ack_encodes_as_the_reference_struct() {
+        #[derive(Serialize)]
+        struct StdinReply {
+            success: bool,
+            applied: u64,
+            #[serde(skip_serializing_if = "is_false")]
+            duplicate: bool,
+        }
+        for (applied, duplicate) in [(0, false), (9, true), (u64::MAX, false), (u64::MAX, true)] {
+            let mut out = Vec::new();
+            StdinAck { applied, duplicate }.write_json(&mut out);
+            let want = crate::gojson::to_go_json(&StdinReply {
+                success: true,
+                applied,
+                duplicate,
+            });
+            assert_eq!(out, want);
+        }
+    }
+
     #[test]
     fn grace_defaults_and_caps() {
         assert_eq!(grace_ms(0, 30_000), 3000);

@@ -279,6 +279,8 @@ pub fn request<'a>(line: &'a [u8], token: &[u8]) -> Option<Quick<'a>> {
 mod tests {
     use super::*;
     use crate::rpc::{check, success_line, Checked};
+    use base64::Engine;
+    use proptest::strategy::Strategy;
 
     const TOKEN: &[u8] = b"tok";
 
@@ -353,6 +355,271 @@ mod tests {
             "{\"jsonrpc\":\"2.0\",\"id\":\"a\tb\",\"method\":\"server.ping\",\"auth\":\"tok\"}",
         ] {
             assert_eq!(quick(line), None, "{line}");
+        }
+    }
+
+    /// What the full decoder binds for a line: the id as Go writes it
+    /// back, and for `process.stdin` the params through the params gate.
+    fn full_binding(line: &[u8]) -> Option<(Vec<u8>, Option<crate::params::ProcessParams>)> {
+        use crate::method::{Method, ProcessMethod, ServerMethod};
+        let Checked::Valid(r) = check(line, TOKEN) else {
+            return None;
+        };
+        let mut id = Vec::new();
+        crate::gojson::write_value(&mut id, &r.id);
+        match r.method {
+            Method::Server(ServerMethod::Ping) => Some((id, None)),
+            Method::Process(ProcessMethod::Stdin) => {
+                let params =
+                    crate::dispatch::bind_params(&r.params, crate::params::ProcessParams::from_go_value).ok()?;
+                Some((id, Some(params)))
+            }
+            _ => None,
+        }
+    }
+
+    /// Asserts the quick path either gives up on `line` or yields exactly
+    /// what the full decoder binds; returns whether it took the line.
+    fn agrees_with_the_full_path(line: &[u8]) -> bool {
+        let Some(quick) = request(line, TOKEN) else {
+            return false;
+        };
+        let shown = String::from_utf8_lossy(line);
+        let (id, params) =
+            full_binding(line).unwrap_or_else(|| panic!("quick took a line the full path rejects: {shown}"));
+        match quick {
+            Quick::Ping(quick_id) => {
+                assert_eq!(quick_id.as_bytes(), id.as_slice(), "{shown}");
+                assert!(params.is_none(), "{shown}");
+            }
+            Quick::Stdin(quick_id, quick_params) => {
+                assert_eq!(quick_id.as_bytes(), id.as_slice(), "{shown}");
+                let params = params.unwrap_or_else(|| panic!("quick stdin for another method: {shown}"));
+                assert_eq!(quick_params, params.stdin(), "{shown}");
+            }
+        }
+        true
+    }
+
+    const STDIN: &str = r#"{"jsonrpc":"2.0","id":1,"method":"process.stdin","params":{"id":"p","data":"aGk=","offset":2},"auth":"tok"}"#;
+
+    #[test]
+    fn plain_stdin_calls_are_taken_with_their_params() {
+        for line in [
+            STDIN,
+            r#"{"jsonrpc":"2.0","id":1,"method":"process.stdin","params":{"id":"p","data":"aGk="},"auth":"tok"}"#,
+            r#"{"auth":"tok","params":{"offset":null,"data":"","id":"p"},"method":"process.stdin","jsonrpc":"2.0"}"#,
+            r#" {"jsonrpc" : "2.0", "id" : "x y", "method" : "process.stdin", "params" : { "offset" : 18446744073709551615 } , "auth" : "tok" } "#,
+            r#"{"jsonrpc":"2.0","id":-3,"method":"process.stdin","params":{},"auth":"tok"}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"process.stdin","params":{"id":"é","data":"!!","offset":0},"auth":"tok"}"#,
+        ] {
+            assert!(agrees_with_the_full_path(line.as_bytes()), "{line}");
+        }
+        let Some(Quick::Stdin(id, params)) = request(STDIN.as_bytes(), TOKEN) else {
+            panic!("not taken");
+        };
+        assert_eq!(id.as_bytes(), b"1");
+        assert_eq!(
+            params,
+            StdinParams {
+                id: "p",
+                data: "aGk=",
+                offset: Some(2)
+            }
+        );
+    }
+
+    #[test]
+    fn unusual_stdin_calls_go_to_the_full_path() {
+        for (from, to) in [
+            // Case-folded, repeated or unknown members.
+            (r#""data""#, r#""Data""#),
+            (r#""id":"p""#, r#""id":"p","id":"p""#),
+            (r#""offset":2"#, r#""offset":2,"offset":2"#),
+            (r#""offset":2"#, r#""offset":2,"cwd":"/""#),
+            (r#""auth":"tok""#, r#""auth":"tok","x":1"#),
+            (r#""method""#, r#""Method""#),
+            // Escapes and control characters in strings.
+            ("aGk=", r"aG\u0073="),
+            ("aGk=", r"aG\r\nk="),
+            (r#""id":"p""#, r#""id":"\u0070""#),
+            (r#""id":"p""#, "\"id\":\"p\t\""),
+            ("process.stdin", r"process.std\u0069n"),
+            // Ids Go re-encodes, or too long to carry inline.
+            (r#""id":1"#, r#""id":1.0"#),
+            (r#""id":1"#, r#""id":01"#),
+            (r#""id":1"#, r#""id":"a<b""#),
+            (r#""id":1"#, r#""id":{"a":1}"#),
+            (r#""id":1"#, r#""id":"0123456789012345678901234567890123456789""#),
+            // Offsets that are not canonical unsigned integers.
+            (r#""offset":2"#, r#""offset":02"#),
+            (r#""offset":2"#, r#""offset":2.0"#),
+            (r#""offset":2"#, r#""offset":2e0"#),
+            (r#""offset":2"#, r#""offset":-2"#),
+            (r#""offset":2"#, r#""offset":-0"#),
+            (r#""offset":2"#, r#""offset":"2""#),
+            (r#""offset":2"#, r#""offset":18446744073709551616"#),
+            // Params the gate decides, or of the wrong kind.
+            (r#""params":{"id":"p","data":"aGk=","offset":2},"#, ""),
+            (r#"{"id":"p","data":"aGk=","offset":2}"#, "null"),
+            (r#"{"id":"p","data":"aGk=","offset":2}"#, "[]"),
+            (r#""id":"p""#, r#""id":null"#),
+            (r#""data":"aGk=""#, r#""data":5"#),
+            // Envelope rules: token, version, method, trailing bytes.
+            (r#""auth":"tok""#, r#""auth":"bad""#),
+            (r#""auth":"tok""#, ""),
+            ("2.0", "1.0"),
+            ("process.stdin", "process.kill"),
+            (r#""tok"}"#, r#""tok"} x"#),
+            (r#""tok"}"#, r#""tok",}"#),
+        ] {
+            assert!(STDIN.contains(from), "{from}");
+            let line = STDIN.replacen(from, to, 1);
+            assert_eq!(request(line.as_bytes(), TOKEN), None, "{line}");
+        }
+    }
+
+    /// A `process.stdin` (sometimes `server.ping`) line assembled from
+    /// parts that are mostly plain and sometimes not.
+    fn stdin_line() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        fn space() -> impl Strategy<Value = &'static str> + Clone {
+            prop::sample::select(vec!["", "", "", " ", "\t", "\n ", "\r"])
+        }
+        let string = |plain: Vec<&'static str>| {
+            prop_oneof![
+                20 => prop::sample::select(plain).prop_map(|s| format!("\"{s}\"")),
+                1 => prop::sample::select(vec![
+                    r#""a\u0041""#, r#""\/""#, "\"\u{e9}\"", "\"\u{2028}\"", "\"a\tb\"", r#""""#, "null", "1", "[]", "{}", "true",
+                ]).prop_map(str::to_string),
+            ]
+        };
+        let base64 = prop_oneof![
+            12 => prop::collection::vec(any::<u8>(), 0..40)
+                .prop_map(|b| format!("\"{}\"", base64::engine::general_purpose::STANDARD.encode(b))),
+            1 => prop::sample::select(vec![
+                r#""aGk""#, r#""aGk=aGk=""#, r#""a-_=""#, r#""aG\r\nk=""#, r#""aG\u006b=""#, r#""!!""#, "\"\u{e9}\"", "null", "7",
+            ]).prop_map(str::to_string),
+        ];
+        let offset = prop_oneof![
+            3 => any::<u64>().prop_map(|o| o.to_string()),
+            3 => (0u64..20).prop_map(|o| o.to_string()),
+            2 => prop::sample::select(vec![
+                "null", "0", "-0", "00", "01", "1.0", "1e2", "1E2", "-1", "18446744073709551615", "18446744073709551616",
+                "99999999999999999999", "\"3\"", "true", "[]", "0.5",
+            ]).prop_map(str::to_string),
+        ];
+        // Each member is present once, most of the time (an absent one is
+        // a `None`), plus now and then one that is case-folded, unknown or
+        // repeated; the order is shuffled.
+        fn object(
+            members: Vec<Option<(&'static str, String)>>,
+            extra: Vec<(&'static str, String)>,
+        ) -> impl Strategy<Value = String> {
+            let all: Vec<(&'static str, String)> = members.into_iter().flatten().chain(extra).collect();
+            let spaces = prop::collection::vec(space(), all.len());
+            (Just(all).prop_shuffle(), spaces).prop_map(|(all, spaces)| {
+                let inner: Vec<String> = all
+                    .iter()
+                    .zip(spaces)
+                    .map(|((k, v), s)| format!("{s}\"{k}\"{s}:{s}{v}{s}"))
+                    .collect();
+                format!("{{{}}}", inner.join(","))
+            })
+        }
+        let present = |weight: u32| {
+            move |v: BoxedStrategy<(&'static str, String)>| prop::option::weighted(f64::from(weight) / 10.0, v)
+        };
+        let extra = |keys: Vec<&'static str>| {
+            prop_oneof![
+                8 => Just(Vec::new()),
+                1 => prop::collection::vec(
+                    prop::sample::select(keys).prop_flat_map(move |k| string(vec!["p", "/", "tok", "2.0", "process.stdin"]).prop_map(move |v| (k, v))),
+                    1..3,
+                ),
+            ]
+        };
+        let params = prop_oneof![
+            8 => (
+                present(8)(string(vec!["p", "q", ""]).prop_map(|v| ("id", v)).boxed()),
+                present(8)(base64.prop_map(|v| ("data", v)).boxed()),
+                present(6)(offset.prop_map(|v| ("offset", v)).boxed()),
+                extra(vec!["ID", "Data", "oFFSET", "cwd", "x", "id", "data", "offset"]),
+            )
+                .prop_flat_map(move |(id, data, offset, extra)| object(vec![id, data, offset], extra)),
+            1 => prop::sample::select(vec!["null", "[]", "\"x\"", "{\"id\":{}}", "{}"]).prop_map(str::to_string),
+        ];
+        let id = prop_oneof![
+            3 => (-1000i64..1000).prop_map(|i| i.to_string()),
+            1 => any::<i64>().prop_map(|i| i.to_string()),
+            2 => string(vec!["a", "a b", "~", "0123456789012345678901234567890123456", ""]),
+            1 => prop::sample::select(vec!["null", "1.0", "1e3", "-0", "01", "[1]", "{}", "true", "123456789012345", "1234567890123456"])
+                .prop_map(str::to_string),
+        ];
+        (
+            present(9)(
+                string(vec!["2.0", "2.0", "2.0", "1.0"])
+                    .prop_map(|v| ("jsonrpc", v))
+                    .boxed(),
+            ),
+            present(9)(id.prop_map(|v| ("id", v)).boxed()),
+            present(9)(
+                string(vec![
+                    "process.stdin",
+                    "process.stdin",
+                    "process.stdin",
+                    "server.ping",
+                    "process.kill",
+                ])
+                .prop_map(|v| ("method", v))
+                .boxed(),
+            ),
+            present(9)(params.prop_map(|v| ("params", v)).boxed()),
+            present(9)(
+                string(vec!["tok", "tok", "tok", "bad"])
+                    .prop_map(|v| ("auth", v))
+                    .boxed(),
+            ),
+            extra(vec![
+                "JSONRPC", "Auth", "METHOD", "Params", "x", "id", "auth", "method", "params",
+            ]),
+            space(),
+        )
+            .prop_flat_map(move |(jsonrpc, id, method, params, auth, extra, end)| {
+                object(vec![jsonrpc, id, method, params, auth], extra).prop_map(move |o| format!("{o}{end}"))
+            })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4096))]
+
+        /// The quick path gives up, or binds what the full decoder binds.
+        #[test]
+        fn the_quick_path_binds_what_the_full_decoder_binds(line in stdin_line()) {
+            agrees_with_the_full_path(line.as_bytes());
+        }
+
+        /// The same for a well-formed call with every part plain, in any
+        /// member order: always taken.
+        #[test]
+        fn plain_calls_in_any_order_are_taken(
+            order in proptest::sample::subsequence(vec![0usize, 1, 2, 3, 4], 5).prop_shuffle(),
+            process in "[a-z0-9_.-]{0,12}",
+            data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
+            offset in proptest::option::of(proptest::prelude::any::<u64>()),
+            rid in proptest::prelude::any::<i32>(),
+        ) {
+            let data = base64::engine::general_purpose::STANDARD.encode(data);
+            let offset = offset.map(|o| format!(r#","offset":{o}"#)).unwrap_or_default();
+            let members = [
+                r#""jsonrpc":"2.0""#.to_string(),
+                format!(r#""id":{rid}"#),
+                r#""method":"process.stdin""#.to_string(),
+                format!(r#""params":{{"id":"{process}","data":"{data}"{offset}}}"#),
+                r#""auth":"tok""#.to_string(),
+            ];
+            let line = format!("{{{}}}", order.iter().map(|&i| members[i].as_str()).collect::<Vec<_>>().join(","));
+            proptest::prop_assert!(agrees_with_the_full_path(line.as_bytes()), "{}", line);
         }
     }
 }
