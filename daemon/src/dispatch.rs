@@ -131,10 +131,11 @@ fn handler_panicked(method: Method) -> RpcError {
     RpcError::internal(format!("internal error in {}", method))
 }
 
-/// Lines longer than this are never classified on the connection's
-/// reader: they take their in-flight permits first and are parsed in their
-/// own task, so the reader never holds a big parsed tree beside the line
-/// waiting for a permit. Instant requests are about 100 bytes.
+/// Lines longer than this are never decoded on the connection's reader
+/// (only [`quick`]'s scan, which builds nothing, looks at them): they take
+/// their in-flight permits first and are parsed in their own task, so the
+/// reader never holds a big parsed tree beside the line waiting for a
+/// permit. Instant requests are about 100 bytes.
 pub const INSTANT_LINE_MAX: usize = 4096;
 
 /// Handles one non-blank request line in its own task; returns what to
