@@ -7,7 +7,7 @@ mod common;
 
 use common::TestDaemon;
 use std::fs;
-use std::os::unix::fs::{symlink, FileTypeExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{symlink, FileTypeExt, PermissionsExt};
 use std::path::Path;
 
 fn ok(id: u32, result: &str) -> String {
@@ -516,6 +516,7 @@ fn threads_in_open(pid: i32) -> usize {
 /// writing fails with ENXIO without one). Opening it lets that reader on.
 #[cfg(target_os = "linux")]
 fn release_reader(path: &Path) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
     fs::OpenOptions::new()
         .write(true)
         .custom_flags(libc::O_NONBLOCK)

@@ -197,7 +197,9 @@ pub(crate) struct BenchArgs {
     pub(crate) stream_bytes: u64,
     #[arg(long, default_value_t = 2000)]
     pub(crate) pings: usize,
-    #[arg(long, default_value_t = 20000)]
+    /// Pipelined pings in all, on one connection and then spread over 64
+    /// (sized so each figure spans a few hundred milliseconds).
+    #[arg(long, default_value_t = 200_000)]
     pub(crate) pipelined: usize,
     #[arg(long, default_value_t = 30)]
     pub(crate) spawns: usize,
