@@ -144,6 +144,20 @@ pub enum StdinResult {
 /// the 1 MiB line cap keeps it far below.
 pub const STDIN_QUEUE_CAP: usize = 16 << 20;
 
+/// The least a queued stdin chunk is charged against [`STDIN_QUEUE_CAP`].
+/// A chunk costs its bytes plus its allocation's header and the channel
+/// slot that holds it (about 60 bytes together): a flood of one-byte calls
+/// charged by length alone would queue 16 Mi chunks and hold ~1 GiB. At
+/// 256 bytes a chunk never holds more than 1.25 times its charge, so a
+/// process's queue holds at most 20 MiB whatever the chunk sizes; a chunk
+/// of 256 bytes or more is charged exactly its length.
+pub const STDIN_CHUNK_MIN_CHARGE: usize = 256;
+
+/// What a queued stdin chunk of `len` bytes counts against the cap.
+fn stdin_charge(len: usize) -> usize {
+    len.max(STDIN_CHUNK_MIN_CHARGE)
+}
+
 struct StdinState {
     applied: u64,
     queue: Option<mpsc::UnboundedSender<Vec<u8>>>,
@@ -191,8 +205,9 @@ pub struct ManagedProcess {
     /// the exit frame whatever the child then did with the signal.
     killed_by: Mutex<Option<KilledBy>>,
     stdin: Mutex<StdinState>,
-    /// Bytes enqueued for stdin and not yet written to the pipe. Raised
-    /// under the `stdin` lock, lowered by the writer task after each write.
+    /// What the chunks enqueued for stdin and not yet written to the pipe
+    /// are charged ([`stdin_charge`]). Raised under the `stdin` lock,
+    /// lowered by the writer task after each write.
     stdin_queued: Arc<AtomicUsize>,
     /// When the exit frame was appended (starts the retention clock).
     finished_at: std::sync::OnceLock<std::time::Instant>,
@@ -331,18 +346,19 @@ impl ManagedProcess {
             if let Some(why) = &st.broken {
                 return (StdinResult::Broken(why.clone()), 0);
             }
+            let charge = stdin_charge(fresh_len);
             let queued = self.stdin_queued.load(Ordering::Acquire);
-            if queued > 0 && queued.saturating_add(fresh_len) > STDIN_QUEUE_CAP {
+            if queued > 0 && queued.saturating_add(charge) > STDIN_QUEUE_CAP {
                 return (StdinResult::QueueFull, 0);
             }
             let fresh = match skip {
                 0 => data,
                 _ => data.get(skip..).unwrap_or_default().to_vec(),
             };
-            self.stdin_queued.fetch_add(fresh_len, Ordering::AcqRel);
+            self.stdin_queued.fetch_add(charge, Ordering::AcqRel);
             let sent = st.queue.as_ref().is_some_and(|q| q.send(fresh).is_ok());
             if !sent {
-                self.stdin_queued.fetch_sub(fresh_len, Ordering::AcqRel);
+                self.stdin_queued.fetch_sub(charge, Ordering::AcqRel);
                 // The writer is gone only after the exit was observed.
                 return (StdinResult::NotRunning, 0);
             }
@@ -875,7 +891,7 @@ async fn feed_stdin(
 ) {
     while let Some(chunk) = queue.recv().await {
         let written = pipe.write_all(&chunk).await;
-        queued.fetch_sub(chunk.len(), Ordering::AcqRel);
+        queued.fetch_sub(stdin_charge(chunk.len()), Ordering::AcqRel);
         drop(chunk);
         if let Err(e) = written {
             if let Some(p) = process.upgrade() {

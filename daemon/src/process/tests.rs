@@ -112,3 +112,55 @@ async fn exit_frame_waits_for_a_grandchild_holding_the_pipe() {
     }
     assert!(*lock(&p.reaped));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_byte_stdin_chunks_are_charged_their_allocation() {
+    // A child that never reads: its pipe takes up to 64 KiB of one-byte
+    // writes, then the queue fills. Charged by length alone, 16 Mi
+    // one-byte chunks (about 1 GiB held) would be accepted first.
+    let stop = Shutdown::new();
+    let processes = manager(&stop);
+    let args = ["1000".to_string()];
+    let p = processes.spawn(&spec("slow", "sleep", &args)).await.unwrap();
+    let per_queue = STDIN_QUEUE_CAP / STDIN_CHUNK_MIN_CHARGE;
+    let mut accepted = 0usize;
+    let refused = loop {
+        match p.write_stdin(None, vec![b'x']).0 {
+            StdinResult::Accepted { .. } => accepted += 1,
+            other => break other,
+        }
+        assert!(
+            accepted <= 4 * per_queue,
+            "still accepting after {accepted} one-byte chunks"
+        );
+    };
+    assert_eq!(refused, StdinResult::QueueFull);
+    // The queue's share is exactly what the minimum charge allows; the
+    // pipe's share (what the writer task moved on) is at most its buffer.
+    assert!(accepted >= per_queue, "{accepted}");
+    assert!(accepted <= per_queue + (1 << 20), "{accepted}");
+    processes.shutdown(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_stdin_chunks_fill_the_queue_to_the_byte() {
+    // Chunks of 256 bytes or more are charged exactly their length: a
+    // child that never reads takes 16 MiB of queued chunks before a write
+    // is refused.
+    let stop = Shutdown::new();
+    let processes = manager(&stop);
+    let args = ["1000".to_string()];
+    let p = processes.spawn(&spec("slow", "sleep", &args)).await.unwrap();
+    let chunk = 64 << 10;
+    let mut accepted = 0usize;
+    loop {
+        match p.write_stdin(None, vec![b'y'; chunk]).0 {
+            StdinResult::Accepted { .. } => accepted += chunk,
+            StdinResult::QueueFull => break,
+            other => panic!("{other:?}"),
+        }
+        assert!(accepted <= 2 * STDIN_QUEUE_CAP, "{accepted}");
+    }
+    assert!(accepted >= STDIN_QUEUE_CAP, "{accepted}");
+    processes.shutdown(false).await;
+}
