@@ -48,10 +48,42 @@ pub(super) type Shared = Arc<(Mutex<ConnState>, Condvar)>;
 
 pub(super) struct Conn {
     pub(super) writer: Option<Box<dyn Write + Send>>,
+    /// The request lines written so far (see [`SentLines`]).
+    pub(super) sent: SentLines,
     pub(super) shared: Shared,
     pub(super) stream: Option<UnixStream>,
     pub(super) bridge: Option<Child>,
     pub(super) bridge_err: Option<std::thread::JoinHandle<Vec<u8>>>,
+}
+
+/// Counts the lines written on a connection that a daemon answers: every
+/// complete line that is not empty once one trailing CR is dropped gets
+/// exactly one reply (a line of spaces gets a parse error; an empty line
+/// nothing). The end-of-case barrier waits for that many replies: its own
+/// ping is answered at once, while an earlier request may still be running
+/// in its task.
+#[derive(Debug, Default)]
+pub(super) struct SentLines {
+    pub(super) complete: usize,
+    open_len: usize,
+    open_ends_in_cr: bool,
+}
+
+impl SentLines {
+    pub(super) fn observe(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            if b == b'\n' {
+                if self.open_len > usize::from(self.open_ends_in_cr) {
+                    self.complete += 1;
+                }
+                self.open_len = 0;
+                self.open_ends_in_cr = false;
+            } else {
+                self.open_len += 1;
+                self.open_ends_in_cr = b == b'\r';
+            }
+        }
+    }
 }
 
 /// Replaces `"seq":<n>` with `"seq":<seq>` and `"data":"…"` with `"data":<data>`.
@@ -212,6 +244,19 @@ pub(super) fn seq_runs(seqs: &[i64]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sent_lines_count_what_a_daemon_answers() {
+        let mut sent = SentLines::default();
+        sent.observe(b"{\"id\":1}\n\n\r\n");
+        assert_eq!(sent.complete, 1, "empty lines (CR or not) get no count");
+        sent.observe(b"{\"id\"");
+        assert_eq!(sent.complete, 1, "an open line is not counted yet");
+        sent.observe(b":2}\r\n{}\n   ");
+        assert_eq!(sent.complete, 3);
+        sent.observe(b"\n\t\n \r\n\r\r\n");
+        assert_eq!(sent.complete, 7, "white space is content: a parse error answers it");
+    }
 
     #[test]
     fn frames_reassemble_and_check_seq() {

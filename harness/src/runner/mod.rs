@@ -35,6 +35,10 @@ use std::time::{Duration, Instant};
 
 /// The id of the end-of-probe barrier ping.
 const BARRIER_ID: &str = "\"__harness_barrier__\"";
+/// How long the end-of-case barrier waits, after its ping, for the replies
+/// of requests still running (a daemon that answers fewer lines than were
+/// sent costs a case this much, nothing else).
+const BARRIER_SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// How to run probes.
 #[derive(Debug, Clone)]
@@ -360,6 +364,11 @@ impl Runner<'_> {
                     }
                     st.eof
                 });
+                // The ping is answered on the daemon's reader, possibly
+                // before a request sent earlier finishes in its own task:
+                // also wait (briefly) for one reply per line sent.
+                let expected = self.conns[conn].sent.complete;
+                let _ = self.wait_conn_for(conn, BARRIER_SETTLE, |st| st.eof || st.replies.len() > expected);
             }
         }
         let rest = self.take_unawaited(conn);

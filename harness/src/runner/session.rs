@@ -47,6 +47,7 @@ impl Runner<'_> {
                             stream: None,
                             bridge: Some(child),
                             bridge_err: Some(h),
+                            sent: Default::default(),
                         },
                     );
                 }
@@ -69,6 +70,7 @@ impl Runner<'_> {
                         stream: Some(s),
                         bridge: None,
                         bridge_err: None,
+                        sent: Default::default(),
                     },
                 );
             }
@@ -91,6 +93,7 @@ impl Runner<'_> {
             Some(w) => w.write_all(bytes).and_then(|_| w.flush()),
             None => Err(std::io::Error::other("closed")),
         };
+        c.sent.observe(bytes);
         // A write to a peer that already closed is not recorded: whether it
         // fails depends on timing. The awaits that follow show the closure.
         let _ = res;
@@ -110,10 +113,20 @@ impl Runner<'_> {
     }
 
     /// Waits until `cond` holds on `conn`'s state; `None` if no such conn.
-    pub(super) fn wait_conn(&self, conn: &str, mut cond: impl FnMut(&mut ConnState) -> bool) -> Option<bool> {
+    pub(super) fn wait_conn(&self, conn: &str, cond: impl FnMut(&mut ConnState) -> bool) -> Option<bool> {
+        self.wait_conn_for(conn, self.timeout(), cond)
+    }
+
+    /// [`Self::wait_conn`] with its own limit (never past the case's).
+    pub(super) fn wait_conn_for(
+        &self,
+        conn: &str,
+        limit: Duration,
+        mut cond: impl FnMut(&mut ConnState) -> bool,
+    ) -> Option<bool> {
         let c = self.conns.get(conn)?;
         let (m, cv) = &*c.shared;
-        let deadline = Instant::now() + self.timeout();
+        let deadline = Instant::now() + limit.min(self.timeout());
         let mut st = m.lock().unwrap();
         loop {
             if cond(&mut st) {
