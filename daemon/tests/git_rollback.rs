@@ -278,7 +278,42 @@ fn the_repositorys_git_directory_is_never_deleted_by_hand() {
         "git.worktree_remove",
         &format!(r#"{{"baseRepo":"{}","worktreePath":"{}"}}"#, p(&r), p(&r.join(".git"))),
     );
-    assert_eq!(reply, r#"{"jsonrpc":"2.0","id":1,"result":{"success":true}}"#);
+    let left = |path: &std::path::Path| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{"success":false,"error":"failed to remove worktree: git did not remove {}, and it is not a worktree of this repository or a plain directory, so it is left in place"}}}}"#,
+            p(path)
+        )
+    };
+    assert_eq!(reply, left(&r.join(".git")));
+    // Inside the git directory: the object store, the refs, another
+    // worktree's registration.
+    for inside in [".git/objects", ".git/refs"] {
+        let reply = call(
+            &d,
+            "git.worktree_remove",
+            &format!(r#"{{"baseRepo":"{}","worktreePath":"{}"}}"#, p(&r), p(&r.join(inside))),
+        );
+        assert_eq!(reply, left(&r.join(inside)));
+    }
     assert_eq!(git(&r, &["rev-parse", "--verify", "HEAD^{commit}"]).len(), 40);
     assert!(r.join(".git/objects").is_dir());
+    assert!(r.join(".git/refs/heads").is_dir());
+    // A nested clone (its own .git directory) and a folder whose .git file
+    // names another repository are not this repository's worktrees.
+    let nested = r.join("vendor/lib");
+    repo(&nested, false);
+    let foreign = r.join("other");
+    fs::create_dir_all(&foreign).unwrap();
+    fs::write(foreign.join(".git"), format!("gitdir: {}\n", p(&nested.join(".git")))).unwrap();
+    fs::write(foreign.join("work.txt"), "keep").unwrap();
+    for kept in [&nested, &foreign] {
+        let reply = call(
+            &d,
+            "git.worktree_remove",
+            &format!(r#"{{"baseRepo":"{}","worktreePath":"{}"}}"#, p(&r), p(kept)),
+        );
+        assert_eq!(reply, left(kept));
+    }
+    assert!(nested.join(".git/objects").is_dir());
+    assert_eq!(fs::read_to_string(foreign.join("work.txt")).unwrap(), "keep");
 }

@@ -6,8 +6,18 @@
 //! directory is gone. Then the branch `branchName` goes ([`branch_step`],
 //! whatever the branch holds: the 5db5e4a golden file and f6010b97).
 //!
-//! The delete by hand walks from a descriptor of the leaf's parent and
-//! follows no link: the entries other than `.git` go first, in the order
+//! remora deletes by hand only a plain directory (no `.git` entry) or a
+//! worktree of this repository (a `.git` file naming an entry of its
+//! `worktrees` directory), and never a path that is, holds or sits inside
+//! the repository's git directories: the reference would delete whatever
+//! git refused, so a `worktreePath` of `<repo>/.git/objects`, a nested
+//! clone or a submodule's checkout would go. Such a path is left in place
+//! and the remove fails.
+//!
+//! The delete by hand walks from a descriptor of the repository down the
+//! path's components (the location check refused links among them; the
+//! walk follows none, so one planted since cannot redirect it) and follows
+//! no link below: the entries other than `.git` go first, in the order
 //! the directory lists them, and the first that will not go stops it
 //! (`failed to remove worktree: RemoveAll <entry>: <reason>`, with `.git`,
 //! the registration and the branch left, so the worktree stays whole
@@ -15,13 +25,14 @@
 
 use super::branch_step;
 use super::containment::open_dir;
-use super::paths::clean;
+use super::paths::{clean, names_below};
 use super::WorktreeResult;
 use crate::gitcli::{self, MUTATE_TIMEOUT};
 use crate::goerr::io_text;
 use crate::methods::Outcome;
 use crate::safedir;
 use crate::tarx;
+use std::os::fd::AsRawFd;
 use std::path::Path;
 
 pub(super) async fn remove(repo: &str, worktree: &str, branch: &str) -> Outcome {
@@ -32,9 +43,18 @@ pub(super) async fn remove(repo: &str, worktree: &str, branch: &str) -> Outcome 
         MUTATE_TIMEOUT,
     )
     .await;
-    if !by_git.success && !holds_the_repository(repo, worktree).await {
-        let path = worktree.to_string();
-        let by_hand = tokio::task::spawn_blocking(move || delete_tree(&path))
+    if !by_git.success {
+        if !may_delete_by_hand(repo, worktree).await {
+            return Outcome::ok(&WorktreeResult {
+                success: false,
+                error: format!(
+                    "failed to remove worktree: git did not remove {worktree}, and it is not a worktree of this repository or a plain directory, so it is left in place"
+                ),
+                ..WorktreeResult::default()
+            });
+        }
+        let (repo_path, path) = (repo.to_string(), worktree.to_string());
+        let by_hand = tokio::task::spawn_blocking(move || delete_tree(&repo_path, &path))
             .await
             .unwrap_or_else(|_| Err("the delete did not finish".to_string()));
         if let Err(text) = by_hand {
@@ -54,37 +74,87 @@ pub(super) async fn remove(repo: &str, worktree: &str, branch: &str) -> Outcome 
     })
 }
 
-/// Whether `worktree` (links resolved) is or holds the repository's git
-/// directory: remora's own guard, so a `worktreePath` of `<repo>/.git`
-/// is never deleted by hand. Unknown counts as holding it.
-async fn holds_the_repository(repo: &str, worktree: &str) -> bool {
-    let common = gitcli::run(repo, &["rev-parse", "--git-common-dir"], true, gitcli::QUERY_TIMEOUT).await;
-    let Some(common) = common.ok_text() else {
+/// Whether git's refusal may be followed by a delete by hand (see the
+/// module comment). Unknown counts as no; a path that is not there may be
+/// "deleted" (the walk finds nothing).
+async fn may_delete_by_hand(repo: &str, worktree: &str) -> bool {
+    let Ok(leaf) = std::fs::canonicalize(worktree) else {
         return true;
     };
-    let Ok(leaf) = std::fs::canonicalize(worktree) else {
-        // Nothing there: nothing to delete either.
+    let mut common = None;
+    for which in ["--git-common-dir", "--git-dir"] {
+        let out = gitcli::run(repo, &["rev-parse", which], true, gitcli::QUERY_TIMEOUT).await;
+        let Some(dir) = out
+            .ok_text()
+            .and_then(|t| std::fs::canonicalize(Path::new(repo).join(t)).ok())
+        else {
+            return false;
+        };
+        if dir.starts_with(&leaf) || leaf.starts_with(&dir) {
+            return false;
+        }
+        common.get_or_insert(dir);
+    }
+    let Some(common) = common else {
         return false;
     };
-    std::fs::canonicalize(Path::new(repo).join(common)).map_or(true, |git_dir| git_dir.starts_with(&leaf))
+    names_a_registration(&leaf, &common.join("worktrees"))
+}
+
+/// Whether the directory `leaf` has no `.git` entry, or a `.git` file
+/// (at most 4 KiB, as git writes it) naming a directory under
+/// `registrations`.
+fn names_a_registration(leaf: &Path, registrations: &Path) -> bool {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let dot_git = leaf.join(".git");
+    match std::fs::symlink_metadata(&dot_git) {
+        Err(e) => return e.kind() == std::io::ErrorKind::NotFound,
+        Ok(meta) if !meta.is_file() => return false,
+        Ok(_) => {}
+    }
+    let mut text = String::new();
+    let read = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&dot_git)
+        .and_then(|f| f.take(4096).read_to_string(&mut text));
+    let Some(target) = read
+        .ok()
+        .and_then(|_| text.trim_end().strip_prefix("gitdir: ").map(str::to_string))
+    else {
+        return false;
+    };
+    let target = leaf.join(target);
+    let target = std::fs::canonicalize(&target).unwrap_or_else(|_| clean(&target.to_string_lossy()).into());
+    target.starts_with(registrations) && target != registrations
 }
 
 /// Deletes the directory `worktree` and everything in it (see the module
 /// comment); a directory already gone is no error.
-fn delete_tree(worktree: &str) -> Result<(), String> {
-    let cleaned = clean(worktree);
-    let path = Path::new(&cleaned);
-    let (Some(parent), Some(name)) = (path.parent().and_then(Path::to_str), path.file_name()) else {
+fn delete_tree(repo: &str, worktree: &str) -> Result<(), String> {
+    // The location check made sure the path lies below the repository.
+    let Some(names) = names_below(worktree, repo) else {
         return Ok(());
     };
-    let name = name.as_encoded_bytes();
-    let shown = String::from_utf8_lossy(name).into_owned();
+    let Some((name, parents)) = names.split_last() else {
+        return Ok(());
+    };
+    let shown = name.clone();
+    let name = name.as_bytes();
     let removeall = |entry: &str, e: &std::io::Error| format!("RemoveAll {entry}: {}", io_text(e));
-    let parent = match open_dir(libc::AT_FDCWD, parent, true) {
+    let mut parent = match open_dir(libc::AT_FDCWD, &clean(repo), true) {
         Ok(dir) => dir,
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(()),
         Err(e) => return Err(removeall(&shown, &e)),
     };
+    for component in parents {
+        parent = match open_dir(parent.as_raw_fd(), component, false) {
+            Ok(dir) => dir,
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(()),
+            Err(e) => return Err(removeall(&shown, &e)),
+        };
+    }
     let leaf = match safedir::open_dir_in(&parent, name) {
         Ok(dir) => dir,
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(()),
