@@ -22,10 +22,14 @@
 //! * a spawn never fails because of this step; each shell run and each
 //!   give-up logs one `[shellenv]` line.
 //!
-//! Remora's own addition (a divergence, `docs/PROTOCOL.md`): the path must
-//! be a socket owned by the daemon's user before it is dialled or handed
-//! on, so a socket another local user planted at a path a profile names
-//! (a stale `/tmp` agent path, say) never reaches a child.
+//! Remora's own additions (divergences, `docs/PROTOCOL.md`): the path must
+//! be a socket owned by the daemon's user, reached only through links of
+//! that user and directories no one else can change (owned by the user or
+//! root, not writable by others unless sticky), before it is dialled or
+//! handed on, so a socket another local user planted at a path a profile
+//! names (a stale `/tmp` agent path, say) never reaches a child; and the
+//! socket the daemon itself inherited passes the same test ([`HandOff::vet`])
+//! before a child gets it.
 //!
 //! One [`HandOff`] serves the whole daemon; its lock is held across a
 //! shell run, so concurrent spawns that need a socket wait for the one run
@@ -203,6 +207,33 @@ impl HandOff {
         }
     }
 
+    /// Whether `path`, an agent socket the daemon inherited, may reach a
+    /// child: the same test as the login shell's answer. A refusal is
+    /// logged; an empty value (an opt-out) passes.
+    pub async fn vet(&self, path: &str) -> bool {
+        if path.is_empty() {
+            return true;
+        }
+        match check(path).await {
+            Check::Live => true,
+            Check::Hung => {
+                crate::log_warn!(
+                    "[shellenv] The daemon's own {AGENT_SOCK_ENV}={} did not answer in time; not handed on",
+                    crate::logging::Untrusted(path)
+                );
+                false
+            }
+            Check::Dead(why) => {
+                crate::log_warn!(
+                    "[shellenv] The daemon's own {AGENT_SOCK_ENV}={} is not handed on: {}",
+                    crate::logging::Untrusted(path),
+                    crate::logging::Untrusted(&why)
+                );
+                false
+            }
+        }
+    }
+
     fn budget_note(&self, failures: u32) -> String {
         if failures >= MAX_FAILURES {
             format!("failed run {failures} of {MAX_FAILURES}, not asking again")
@@ -243,27 +274,61 @@ async fn check(path: &str) -> Check {
 }
 
 fn check_blocking(path: &str) -> Result<(), String> {
-    // `connect` follows links, so the kind and owner that matter are those
-    // of the link's target: `metadata`, not `symlink_metadata`.
-    let meta = std::fs::metadata(path).map_err(|e| crate::goerr::io_text(&e))?;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    let io = |e: std::io::Error| crate::goerr::io_text(&e);
+    // The path is handed on as it is (a link a profile keeps pointing at
+    // the newest forwarded agent stays useful), and a child resolves it
+    // again later: so the link itself, the socket it leads to, and every
+    // directory above either must be beyond another user's reach.
+    let entry = std::fs::symlink_metadata(path).map_err(io)?;
+    if entry.file_type().is_symlink() {
+        if entry.uid() != me {
+            return Err(format!(
+                "it is a link that belongs to uid {}, not to this daemon's user",
+                entry.uid()
+            ));
+        }
+        let parent = std::path::Path::new(path).parent().unwrap_or(std::path::Path::new("/"));
+        safe_directories(&std::fs::canonicalize(parent).map_err(io)?, me)?;
+    }
+    let socket = std::fs::canonicalize(path).map_err(io)?;
+    let meta = std::fs::symlink_metadata(&socket).map_err(io)?;
     if !meta.file_type().is_socket() {
         return Err("it is not a socket".to_string());
     }
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let me = unsafe { libc::geteuid() };
     if meta.uid() != me {
         return Err(format!("it belongs to uid {}, not to this daemon's user", meta.uid()));
     }
+    safe_directories(socket.parent().unwrap_or(std::path::Path::new("/")), me)?;
     connect_within(path, DIAL_TIMEOUT)
+}
+
+/// Whether `dir` (links resolved) and every directory above it are owned
+/// by `me` or root and writable by no one else, unless sticky (where
+/// others cannot rename or delete our entries): otherwise another user
+/// could swap what lies below for their own socket.
+fn safe_directories(dir: &std::path::Path, me: u32) -> Result<(), String> {
+    for level in dir.ancestors() {
+        let meta = std::fs::metadata(level).map_err(|e| crate::goerr::io_text(&e))?;
+        let shared = meta.mode() & 0o022 != 0 && meta.mode() & 0o1000 == 0;
+        if (meta.uid() != me && meta.uid() != 0) || shared {
+            return Err(format!(
+                "{} is not private to this daemon's user (owner uid {}, mode {:o})",
+                level.display(),
+                meta.uid(),
+                meta.mode() & 0o7777
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A non-blocking connect, waited for up to `limit`, then closed.
 fn connect_within(path: &str, limit: Duration) -> Result<(), String> {
-    use nix::sys::socket::{connect, socket, AddressFamily, SockFlag, SockType, UnixAddr};
+    use nix::sys::socket::{connect, UnixAddr};
     let addr = UnixAddr::new(path).map_err(|e| e.desc().to_string())?;
-    let fd =
-        socket(AddressFamily::Unix, SockType::Stream, SockFlag::empty(), None).map_err(|e| e.desc().to_string())?;
-    set_nonblocking(&fd)?;
+    let fd = probe_socket()?;
     match connect(std::os::fd::AsRawFd::as_raw_fd(&fd), &addr) {
         Ok(()) => return Ok(()),
         Err(nix::errno::Errno::EINPROGRESS) => {}
@@ -285,6 +350,37 @@ fn connect_within(path: &str, limit: Duration) -> Result<(), String> {
     }
 }
 
+/// A non-blocking, close-on-exec Unix stream socket: a child forked while
+/// a check runs must not keep a connection to the user's agent.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn probe_socket() -> Result<std::os::fd::OwnedFd, String> {
+    use nix::sys::socket::{socket, AddressFamily, SockFlag, SockType};
+    socket(
+        AddressFamily::Unix,
+        SockType::Stream,
+        SockFlag::SOCK_CLOEXEC | SockFlag::SOCK_NONBLOCK,
+        None,
+    )
+    .map_err(|e| e.desc().to_string())
+}
+
+/// As on Linux; macOS has no atomic flags, so they are set right after.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn probe_socket() -> Result<std::os::fd::OwnedFd, String> {
+    use nix::fcntl::{fcntl, FcntlArg, FdFlag};
+    use nix::sys::socket::{socket, AddressFamily, SockFlag, SockType};
+    let fd =
+        socket(AddressFamily::Unix, SockType::Stream, SockFlag::empty(), None).map_err(|e| e.desc().to_string())?;
+    fcntl(
+        std::os::fd::AsRawFd::as_raw_fd(&fd),
+        FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC),
+    )
+    .map_err(|e| e.desc().to_string())?;
+    set_nonblocking(&fd)?;
+    Ok(fd)
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
 fn set_nonblocking(fd: &std::os::fd::OwnedFd) -> Result<(), String> {
     use nix::fcntl::{fcntl, FcntlArg, OFlag};
     let raw = std::os::fd::AsRawFd::as_raw_fd(fd);
@@ -361,6 +457,11 @@ async fn ask_shell(shell: &str, deadline: Duration) -> Result<Option<String>, St
     let read = tokio::time::timeout(deadline, read).await;
     // Whatever the outcome, the shell's group gets the same deadline to
     // finish, then it is killed; reaping happens in the background.
+    // A shell that did not answer is killed before the reaper may reap it,
+    // so its group id is still its own when signalled.
+    if read.is_err() {
+        kill_group(pid);
+    }
     tokio::spawn(async move {
         if tokio::time::timeout(deadline, child.wait()).await.is_err() {
             kill_group(pid);
@@ -368,7 +469,6 @@ async fn ask_shell(shell: &str, deadline: Duration) -> Result<Option<String>, St
         }
     });
     let Ok(out) = read else {
-        kill_group(pid);
         return Err(format!("it did not answer within {}s", deadline.as_secs()));
     };
     match answer_after(&out, &marker) {
@@ -380,7 +480,7 @@ async fn ask_shell(shell: &str, deadline: Duration) -> Result<Option<String>, St
 }
 
 fn kill_group(pid: Option<u32>) {
-    if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
+    if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()).filter(|&p| p > 1) {
         // SAFETY: signalling the process group created for the shell.
         unsafe { libc::kill(-pid, libc::SIGKILL) };
     }

@@ -120,3 +120,51 @@ fn capabilities_list_the_feature_where_f6010b97_does() {
         "{reply}"
     );
 }
+
+#[test]
+fn the_daemons_own_socket_is_checked_before_a_child_gets_it() {
+    let scratch = tempfile::tempdir().unwrap();
+    let sock = scratch.path().join("agent.sock");
+    let _agent = UnixListener::bind(&sock).unwrap();
+    let shell = fake_shell(scratch.path(), &sock);
+    // A live socket of ours, inherited: passed on as it is.
+    let own = scratch.path().join("own.sock");
+    let _own = UnixListener::bind(&own).unwrap();
+    let d = TestDaemon::start_without(&[], &[("SHELL", &shell), ("SSH_AUTH_SOCK", &own.to_string_lossy())]);
+    assert_eq!(child_sees(&d, "kept", ""), own.to_string_lossy());
+    // A stale one (here a plain file where the socket was): dropped, and
+    // the login shell's socket handed on instead.
+    let stale = scratch.path().join("stale.sock");
+    std::fs::write(&stale, "").unwrap();
+    let d = TestDaemon::start_without(&[], &[("SHELL", &shell), ("SSH_AUTH_SOCK", &stale.to_string_lossy())]);
+    assert_eq!(child_sees(&d, "replaced", ""), sock.to_string_lossy());
+    assert!(d.log().contains("is not handed on: it is not a socket"), "{}", d.log());
+}
+
+#[test]
+fn a_link_to_the_socket_counts_only_where_no_one_else_can_change_it() {
+    let scratch = tempfile::tempdir().unwrap();
+    let sock = scratch.path().join("agent.sock");
+    let _agent = UnixListener::bind(&sock).unwrap();
+    // A link in a private folder (a profile's stable name for the newest
+    // agent) is handed on as the link.
+    let private = scratch.path().join("private");
+    std::fs::create_dir(&private).unwrap();
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let link = private.join("agent");
+    std::os::unix::fs::symlink(&sock, &link).unwrap();
+    let shell = fake_shell(scratch.path(), &link);
+    let d = TestDaemon::start_without(&["SSH_AUTH_SOCK"], &[("SHELL", &shell)]);
+    assert_eq!(child_sees(&d, "linked", ""), link.to_string_lossy());
+    // The same link in a folder anyone may write (no sticky bit): anyone
+    // could point it elsewhere later, so it is not handed on.
+    let shared = scratch.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let link = shared.join("agent");
+    std::os::unix::fs::symlink(&sock, &link).unwrap();
+    let shell = fake_shell(scratch.path(), &link);
+    let d = TestDaemon::start_without(&["SSH_AUTH_SOCK"], &[("SHELL", &shell)]);
+    assert_eq!(child_sees(&d, "shared", ""), "-");
+    assert!(d.log().contains("is not private to this daemon's user"), "{}", d.log());
+}

@@ -479,6 +479,17 @@ impl ProcessManager {
     pub async fn spawn(&self, spec: &SpawnSpec<'_>) -> Result<Arc<ManagedProcess>, SpawnError> {
         command::check_cwd(spec.cwd).map_err(SpawnError::Failed)?;
         let mut env = command::merged_env(self.login_path.get().map(String::as_str), spec.env);
+        // An agent socket the daemon itself inherited (say from an SSH
+        // session with forwarding, long gone) is checked like the login
+        // shell's before a child gets it: its path may since have been
+        // re-created by another user. One the caller names is its choice.
+        if !spec.env.iter().any(|(k, _)| k == agentsock::AGENT_SOCK_ENV) {
+            if let Some(at) = env.iter().position(|(k, _)| k == agentsock::AGENT_SOCK_ENV) {
+                if !self.agent.vet(&env[at].1.to_string_lossy()).await {
+                    env.remove(at);
+                }
+            }
+        }
         // The hand-off comes after the caller's entries, and only when no
         // entry names the variable at all (an empty value opts out too).
         if !spec.no_agent_socket && !env.iter().any(|(k, _)| k == agentsock::AGENT_SOCK_ENV) {
@@ -520,9 +531,9 @@ impl ProcessManager {
         for old in rivals {
             crate::log_info!(
                 "[process.Manager] Process {} (pid {}) superseded by {} (same session)",
-                old.id,
+                crate::logging::Untrusted(&old.id),
                 old.pid,
-                id
+                crate::logging::Untrusted(id)
             );
             old.terminate(libc::SIGTERM, SUPERSEDE_GRACE, true, KilledBy::Client)
                 .await;
@@ -632,9 +643,9 @@ impl ProcessManager {
         }
         crate::log_info!(
             "[process.Manager] Spawned process {} (pid {}): {}",
-            spec.id,
+            crate::logging::Untrusted(spec.id),
             pid,
-            spec.command
+            crate::logging::Untrusted(spec.command)
         );
         let previous = lock(&self.table).insert(spec.id.to_string(), process.clone());
         if let Some(old) = previous {
@@ -647,7 +658,7 @@ impl ProcessManager {
             old.kill_tree(None);
             crate::log_info!(
                 "[process.Manager] Process id {} reused: killed previous process (pid {})",
-                old.id,
+                crate::logging::Untrusted(&old.id),
                 old.pid
             );
         }
@@ -677,7 +688,7 @@ impl ProcessManager {
             if !p.wait_exit(left).await {
                 crate::log_warn!(
                     "[process.Manager] Process {} (pid {}) did not exit after SIGKILL",
-                    p.id,
+                    crate::logging::Untrusted(&p.id),
                     p.pid
                 );
             }
@@ -896,7 +907,11 @@ async fn feed_stdin(
         if let Err(e) = written {
             if let Some(p) = process.upgrade() {
                 let why = format!("write |1: {}", crate::goerr::io_text(&e));
-                crate::log_warn!("[process.Manager] Process {} stdin: {}", p.id, why);
+                crate::log_warn!(
+                    "[process.Manager] Process {} stdin: {}",
+                    crate::logging::Untrusted(&p.id),
+                    why
+                );
                 let mut st = lock(&p.stdin);
                 st.broken = Some(why);
                 st.queue = None;
@@ -955,7 +970,11 @@ async fn supervise(
     let status = match sys::wait_exit(process.pid).await {
         Ok(status) => status,
         Err(e) => {
-            crate::log_error!("[process.Manager] Process {} wait failed: {}", process.id, e);
+            crate::log_error!(
+                "[process.Manager] Process {} wait failed: {}",
+                crate::logging::Untrusted(&process.id),
+                e
+            );
             sys::ExitStatus { code: -1, signal: None }
         }
     };
@@ -976,7 +995,11 @@ async fn supervise(
     process.finished.send_replace(true);
     process.reap();
     metrics.process_exits.fetch_add(1, Ordering::Relaxed);
-    crate::log_info!("[process.Manager] Process {} exited with code {}", process.id, code);
+    crate::log_info!(
+        "[process.Manager] Process {} exited with code {}",
+        crate::logging::Untrusted(&process.id),
+        code
+    );
 }
 
 #[cfg(test)]
