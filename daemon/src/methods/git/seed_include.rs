@@ -211,10 +211,13 @@ async fn directory_scan(top: &str, manifest: &[u8], exclude_from: &str) -> Vec<S
     let fixed = ["ls-files", "--others", "--ignored", exclude_from, "-z", "--"];
     let from_files = batched_listing(top, &fixed, &files).await;
     let from_dirs = batched_listing(top, &fixed, &dir_specs).await;
+    // Sets, not lists: a planted manifest can make both listings long.
+    let listed: std::collections::HashSet<&String> = from_files.iter().collect();
     let via_check: Vec<String> = copyable(from_dirs)
         .into_iter()
-        .filter(|p| !from_files.contains(p))
+        .filter(|p| !listed.contains(p))
         .collect();
+    drop(listed);
     let mut paths = from_files;
     if !via_check.is_empty() {
         paths.extend(check_ignored(top, &via_check).await.unwrap_or_default());
@@ -250,7 +253,7 @@ async fn check_ignored(top: &str, paths: &[String]) -> Option<Vec<String>> {
         if !run.success && run.status_text != "exit status 1" {
             return None;
         }
-        let printed: Vec<&[u8]> = run.stdout.split(|&b| b == b'\n').collect();
+        let printed: std::collections::HashSet<&[u8]> = run.stdout.split(|&b| b == b'\n').collect();
         kept.extend(batch.iter().filter(|p| printed.contains(&p.as_bytes())).cloned());
     }
     for path in quoted {
