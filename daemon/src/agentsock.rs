@@ -37,9 +37,7 @@
 //! one ends the hand-off, so at most one is ever left behind.
 
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
-use tokio::io::AsyncReadExt;
 
 /// The variable a child's agent socket is passed in.
 pub const AGENT_SOCK_ENV: &str = "SSH_AUTH_SOCK";
@@ -53,26 +51,10 @@ pub const DIAL_BOUND: Duration = Duration::from_millis(500);
 pub const REPROBE_AFTER: Duration = Duration::from_secs(600);
 /// Failed runs in a row after which the shell is not asked again.
 pub const MAX_FAILURES: u32 = 3;
-/// Bytes of shell output read at most; a profile printing more is broken.
-const MAX_OUTPUT: usize = 1 << 20;
 /// How much of a bad answer a log line quotes.
 const QUOTE_BYTES: usize = 200;
 
-/// The user's login shell: `$SHELL` when it names an executable file,
-/// else the first of `/bin/zsh`, `/bin/bash`, `/bin/sh` that is one (the
-/// choice both the PATH extraction and the agent hand-off make).
-pub fn login_shell() -> String {
-    let from_env = std::env::var("SHELL").ok().filter(|s| s.starts_with('/'));
-    from_env
-        .into_iter()
-        .chain(["/bin/zsh", "/bin/bash"].map(String::from))
-        .find(|s| is_executable_file(s))
-        .unwrap_or_else(|| "/bin/sh".to_string())
-}
-
-fn is_executable_file(path: &str) -> bool {
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.mode() & 0o111 != 0)
-}
+pub use crate::loginshell::login_shell;
 
 /// The hand-off's tunable clock, so tests need not wait ten minutes.
 #[derive(Debug, Clone, Copy)]
@@ -422,67 +404,18 @@ fn shell_env() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
 async fn ask_shell(shell: &str, deadline: Duration) -> Result<Option<String>, String> {
     let marker = format!("__REMORA_AGENT_SOCK_{}__", crate::instance::Instance::new().id);
     let script = format!("printf '%s\\n%s\\n' {marker} \"${AGENT_SOCK_ENV}\"");
-    let mut child = tokio::process::Command::new(shell)
-        .args(["-l", "-i", "-c", &script])
-        .env_clear()
-        .envs(shell_env())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| format!("it did not start: {}", crate::goerr::io_text(&e)))?;
-    let pid = child.id();
-    let Some(mut stdout) = child.stdout.take() else {
-        return Err("no stdout pipe".to_string());
-    };
-    let read = async {
-        let mut out = Vec::new();
-        let mut buf = [0u8; 4096];
-        loop {
-            match stdout.read(&mut buf).await {
-                Ok(0) | Err(_) => return out,
-                Ok(n) => {
-                    out.extend_from_slice(&buf[..n]);
-                    // Done once the answer line is complete: something the
-                    // profile started may keep the pipe open.
-                    if answer_after(&out, &marker).is_some() || out.len() > MAX_OUTPUT {
-                        return out;
-                    }
-                }
-            }
-        }
-    };
-    let read = tokio::time::timeout(deadline, read).await;
-    // Whatever the outcome, the shell's group gets the same deadline to
-    // finish, then it is killed; reaping happens in the background.
-    // A shell that did not answer is killed before the reaper may reap it,
-    // so its group id is still its own when signalled.
-    if read.is_err() {
-        kill_group(pid);
-    }
-    tokio::spawn(async move {
-        if tokio::time::timeout(deadline, child.wait()).await.is_err() {
-            kill_group(pid);
-            let _ = child.wait().await;
-        }
-    });
-    let Ok(out) = read else {
-        return Err(format!("it did not answer within {}s", deadline.as_secs()));
+    let answered = |out: &[u8]| answer_after(out, &marker).is_some();
+    let run = crate::loginshell::ask(shell, &script, Some(shell_env()), deadline, answered).await;
+    let out = match run {
+        Err(e) => return Err(format!("it did not start: {}", crate::goerr::io_text(&e))),
+        Ok(None) => return Err(format!("it did not answer within {}s", deadline.as_secs())),
+        Ok(Some(out)) => out,
     };
     match answer_after(&out, &marker) {
         Some(line) if line.is_empty() => Ok(None),
         Some(line) if line.starts_with('/') => Ok(Some(line)),
         Some(line) => Err(format!("it printed something other than a path: {}", quote(&line))),
         None => Err("it did not print the variable".to_string()),
-    }
-}
-
-fn kill_group(pid: Option<u32>) {
-    if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()).filter(|&p| p > 1) {
-        // SAFETY: signalling the process group created for the shell.
-        unsafe { libc::kill(-pid, libc::SIGKILL) };
     }
 }
 

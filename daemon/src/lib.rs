@@ -77,6 +77,7 @@ pub mod install;
 pub(crate) mod instance;
 pub(crate) mod logging;
 pub(crate) mod logind;
+pub(crate) mod loginshell;
 pub(crate) mod method;
 pub(crate) mod methods;
 pub(crate) mod metrics;

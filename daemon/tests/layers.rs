@@ -46,6 +46,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "childrec",
             "probecli",
             "agentsock",
+            "loginshell",
             "trampoline",
         ],
     ),
