@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{pid_gone, remora_bin, wait_until, Client, TestDaemon, TOKEN};
+use common::{pid_gone, wait_until, Client, TestDaemon, TOKEN};
 use std::io::BufRead;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -103,14 +103,7 @@ fn a_killed_daemons_children_are_ended_by_the_next_daemon() {
     let token = root.join("token2");
     std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
     let log = root.join("second.log");
-    let mut launcher = Command::new(remora_bin())
-        .args([
-            "-serve",
-            "-socket",
-            socket.to_str().unwrap(),
-            "-token-file",
-            token.to_str().unwrap(),
-        ])
+    let mut launcher = common::serve_command(&socket, &token)
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
@@ -236,14 +229,7 @@ fn children_name_themselves_and_what_they_start_is_never_reaped() {
     let token = root.join("token2");
     std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
     let log = root.join("second.log");
-    let mut launcher = Command::new(remora_bin())
-        .args([
-            "-serve",
-            "-socket",
-            socket.to_str().unwrap(),
-            "-token-file",
-            token.to_str().unwrap(),
-        ])
+    let mut launcher = common::serve_command(&socket, &token)
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()

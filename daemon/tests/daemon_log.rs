@@ -6,12 +6,12 @@
 
 mod common;
 
-use common::{peer_pid, pid_gone, remora_bin, request_line, wait_until, TOKEN};
+use common::{peer_pid, pid_gone, request_line, wait_until, TOKEN};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 /// Starts `remora -serve` on `<dir>/rpc.sock` with its stderr on a pipe
@@ -26,14 +26,7 @@ fn one_session_with(dir: &Path, env: &[(&str, &str)], connections: usize) {
     let socket = dir.join("rpc.sock");
     let token = dir.join("token");
     std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
-    let mut launcher = Command::new(remora_bin())
-        .args([
-            "-serve",
-            "-socket",
-            socket.to_str().unwrap(),
-            "-token-file",
-            token.to_str().unwrap(),
-        ])
+    let mut launcher = common::serve_command(&socket, &token)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -412,16 +412,7 @@ fn a_live_foreign_listener_is_not_clobbered() {
     let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
     let token = dir.path().join("token2");
     std::fs::write(&token, "other\n").unwrap();
-    let out = Command::new(remora_bin())
-        .args([
-            "-serve",
-            "-socket",
-            socket.to_str().unwrap(),
-            "-token-file",
-            token.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
+    let out = common::serve_command(&socket, &token).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "");
     assert_eq!(
@@ -443,14 +434,7 @@ fn a_stale_socket_file_is_replaced() {
     assert!(socket.exists());
     let token = dir.path().join("token");
     std::fs::write(&token, "tok\n").unwrap();
-    let out = Command::new(remora_bin())
-        .args([
-            "-serve",
-            "-socket",
-            socket.to_str().unwrap(),
-            "-token-file",
-            token.to_str().unwrap(),
-        ])
+    let out = common::serve_command(&socket, &token)
         .stderr(Stdio::null())
         .output()
         .unwrap();
@@ -544,14 +528,7 @@ fn a_successor_started_during_teardown_keeps_its_socket() {
     // down; the first must not delete the successor's socket on its way out.
     let token = first.root().join("token2");
     std::fs::write(&token, "next\n").unwrap();
-    let out = Command::new(remora_bin())
-        .args([
-            "-serve",
-            "-socket",
-            first.socket.to_str().unwrap(),
-            "-token-file",
-            token.to_str().unwrap(),
-        ])
+    let out = common::serve_command(&first.socket, &token)
         .stderr(Stdio::null())
         .output()
         .unwrap();

@@ -22,6 +22,19 @@ pub fn remora_bin() -> &'static str {
     env!("CARGO_BIN_EXE_remora")
 }
 
+/// `remora -serve -socket <socket> -token-file <token>`, ready for the
+/// caller's stdio and environment.
+pub fn serve_command(socket: &Path, token: &Path) -> Command {
+    let mut command = Command::new(remora_bin());
+    command
+        .arg("-serve")
+        .arg("-socket")
+        .arg(socket)
+        .arg("-token-file")
+        .arg(token);
+    command
+}
+
 pub struct TestDaemon {
     pub dir: tempfile::TempDir,
     pub socket: PathBuf,
