@@ -46,6 +46,8 @@ use tokio::sync::{mpsc, watch};
 /// One read of a pipe, hence the largest frame (seed 000: "at most one
 /// 32 KiB read").
 pub const READ_BUF: usize = 32 * 1024;
+// A read goes straight into a buffer of the replay store's frame pool.
+const _: () = assert!(READ_BUF == crate::replay::frame::POOLED_BUF);
 /// How long graceful shutdown waits for SIGKILLed children to exit.
 /// Size of an enlarged stdout pipe (see [`grow_pipe`]).
 const PIPE_SIZE: i32 = 256 << 10;
@@ -869,13 +871,20 @@ async fn pump<R: tokio::io::AsyncRead + Unpin>(
     log: Arc<ReplayLog>,
     metrics: Arc<Metrics>,
 ) {
-    let mut buf = vec![0u8; READ_BUF];
+    // Reads go straight into a buffer of the store's frame pool, which the
+    // log then keeps as the frame: no copy per read.
+    let mut buf = log.read_buffer();
     loop {
-        match pipe.read(&mut buf).await {
+        let Some(space) = Arc::get_mut(&mut buf) else {
+            // Not reached (the pool hands out only buffers nothing else
+            // holds), but a shared one must never be written.
+            buf = std::iter::repeat_n(0u8, READ_BUF).collect();
+            continue;
+        };
+        match pipe.read(space).await {
             Ok(0) => return,
             Ok(n) => {
-                let data = buf.get(..n).unwrap_or_default();
-                log.push_output(stream, data);
+                buf = log.push_read(stream, buf, n).unwrap_or_else(|| log.read_buffer());
                 metrics.stream_bytes_out.fetch_add(n as u64, Ordering::Relaxed);
                 // Waits only when the disk writer is a whole bound behind:
                 // the child then sees pipe backpressure, not our memory.

@@ -263,10 +263,37 @@ impl ReplayLog {
             return self.last_seq();
         }
         let payload = match data.len() {
-            POOLED_MIN..=POOLED_BUF => self.store.frame_buffer().and_then(|buf| Payload::pooled(buf, data)),
+            POOLED_MIN..=POOLED_BUF => Payload::pooled(self.store.frame_buffer(), data),
             _ => None,
         };
         self.append(Frame::Data(stream, payload.unwrap_or_else(|| Payload::from(data))))
+    }
+
+    /// A buffer of the store's frame pool for the next pipe read, which
+    /// [`ReplayLog::push_read`] then keeps without a copy. Nothing else
+    /// holds it.
+    pub fn read_buffer(&self) -> Arc<[u8]> {
+        self.store.frame_buffer()
+    }
+
+    /// Appends the first `len` bytes of `buf` (from
+    /// [`ReplayLog::read_buffer`]) as one read of `stream`. A read of at
+    /// least [`POOLED_MIN`] bytes keeps the buffer, charged whole, as
+    /// [`ReplayLog::push_output`] would; a shorter one is copied into a
+    /// buffer of its own size (so a trickle of small reads never holds
+    /// 32 KiB each) and `buf` comes back for the next read.
+    pub fn push_read(self: &Arc<Self>, stream: Stream, buf: Arc<[u8]>, len: usize) -> Option<Arc<[u8]>> {
+        if !(POOLED_MIN..=POOLED_BUF).contains(&len) {
+            self.push_output(stream, buf.get(..len).unwrap_or_default());
+            return Some(buf);
+        }
+        match Payload::read_into_pooled(buf, len) {
+            Ok(payload) => {
+                self.append(Frame::Data(stream, payload));
+                None
+            }
+            Err(buf) => Some(buf),
+        }
     }
 
     /// Appends the exit frame; returns its seq.

@@ -36,6 +36,8 @@ const TAG_STDERR: u8 = 2;
 const TAG_EXIT: u8 = 3;
 /// Bytes of a record header.
 pub const HEADER: u64 = 5;
+/// Records per `writev` (two slices each, well under any `IOV_MAX`).
+const RECORDS_PER_WRITE: usize = 64;
 
 /// Global age stamps, so eviction can find the oldest segment of all.
 static NEXT_STAMP: AtomicU64 = AtomicU64::new(1);
@@ -84,7 +86,7 @@ pub struct Segments {
     next_number: u64,
     /// Sum of `bytes` over `segs`.
     bytes: u64,
-    /// Reused record buffer for appends.
+    /// Reused buffer of record heads for appends.
     scratch: Vec<u8>,
 }
 
@@ -182,25 +184,36 @@ impl Segments {
             }
             let Some(back) = self.segs.back() else { break };
             let room = self.seg_size.saturating_sub(back.bytes);
-            // Encode as many records as fit the segment (at least one).
-            let mut scratch = std::mem::take(&mut self.scratch);
-            scratch.clear();
-            let mut n = 0;
-            for frame in rest {
+            // As many records as fit the segment (at least one) and one
+            // `writev`. Only their heads are encoded (into `heads`); the
+            // data is written from the frames' own buffers, not copied.
+            let mut heads = std::mem::take(&mut self.scratch);
+            heads.clear();
+            let (mut n, mut chunk) = (0, 0u64);
+            for frame in rest.iter().take(RECORDS_PER_WRITE) {
                 let len = record_len(frame);
-                if n > 0 && scratch.len() as u64 + len > room {
+                if n > 0 && chunk + len > room {
                     break;
                 }
-                encode_record(frame, &mut scratch);
+                encode_head(frame, &mut heads);
+                chunk += len;
                 n += 1;
             }
-            let (number, offset) = (back.number, back.bytes);
-            let written = self.write_at(number, offset, &scratch);
-            let chunk = scratch.len() as u64;
-            self.scratch = scratch;
-            if self.scratch.capacity() > (4 << 20) {
-                self.scratch = Vec::new();
+            let mut slices = [io::IoSlice::new(&[]); 2 * RECORDS_PER_WRITE];
+            let (mut used, mut at) = (0, 0);
+            for frame in &rest[..n] {
+                let head = head_len(frame);
+                slices[used] = io::IoSlice::new(heads.get(at..at + head).unwrap_or_default());
+                used += 1;
+                at += head;
+                if let Frame::Data(_, data) = frame {
+                    slices[used] = io::IoSlice::new(data);
+                    used += 1;
+                }
             }
+            let (number, offset) = (back.number, back.bytes);
+            let written = self.write_at(number, offset, &mut slices[..used]);
+            self.scratch = heads;
             if let Err(e) = written {
                 if let Some(back) = self.segs.back() {
                     if back.frames == 0 {
@@ -228,7 +241,7 @@ impl Segments {
         Ok(added)
     }
 
-    fn write_at(&mut self, number: u64, offset: u64, bytes: &[u8]) -> io::Result<()> {
+    fn write_at(&mut self, number: u64, offset: u64, mut bytes: &mut [io::IoSlice<'_>]) -> io::Result<()> {
         if self.writing.as_ref().is_none_or(|(n, _)| *n != number) {
             // A new segment: created here, exclusively, so nothing planted
             // under its name is ever written through.
@@ -244,7 +257,21 @@ impl Segments {
             return Err(io::Error::other("no segment open"));
         };
         file.seek(SeekFrom::Start(offset))?;
-        let result = file.write_all(bytes);
+        let mut result = Ok(());
+        while !bytes.is_empty() {
+            match file.write_vectored(bytes) {
+                Ok(0) => {
+                    result = Err(io::ErrorKind::WriteZero.into());
+                    break;
+                }
+                Ok(n) => io::IoSlice::advance_slices(&mut bytes, n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
         if result.is_err() {
             // Drop the partial record so the file matches the index.
             let _ = file.set_len(offset);
@@ -344,7 +371,18 @@ fn decode_exit(payload: &[u8]) -> Option<ExitFrame> {
     })
 }
 
-fn encode_record(frame: &Frame, out: &mut Vec<u8>) {
+/// Bytes of a record that [`encode_head`] writes: a data record's header,
+/// or the whole of an exit record.
+fn head_len(frame: &Frame) -> usize {
+    match frame {
+        Frame::Data(..) => HEADER as usize,
+        Frame::Exit(_) => record_len(frame) as usize,
+    }
+}
+
+/// Appends a record without its data: a data record's header (the data is
+/// written from the frame's buffer), or a whole exit record.
+fn encode_head(frame: &Frame, out: &mut Vec<u8>) {
     match frame {
         Frame::Data(stream, data) => {
             out.push(match stream {
@@ -353,7 +391,6 @@ fn encode_record(frame: &Frame, out: &mut Vec<u8>) {
             });
             // A frame is one pipe read (≤ 32 KiB): the length fits.
             out.extend_from_slice(&(data.len() as u32).to_le_bytes());
-            out.extend_from_slice(data);
         }
         Frame::Exit(exit) => {
             let payload = exit_payload(exit);

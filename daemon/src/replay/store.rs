@@ -302,11 +302,11 @@ impl ReplayStore {
         self.dir.as_ref().map(|d| d.fd.clone())
     }
 
-    /// A frame buffer of [`POOLED_BUF`] bytes: one the logs gave back,
-    /// else a new one.
-    pub(crate) fn frame_buffer(&self) -> Option<Arc<[u8]>> {
+    /// A frame buffer of [`POOLED_BUF`] bytes that nothing else holds: one
+    /// the logs gave back (the pool keeps only those), else a new one.
+    pub(crate) fn frame_buffer(&self) -> Arc<[u8]> {
         let reused = lock(&self.frame_pool).pop();
-        Some(reused.unwrap_or_else(|| std::iter::repeat_n(0u8, POOLED_BUF).collect()))
+        reused.unwrap_or_else(|| std::iter::repeat_n(0u8, POOLED_BUF).collect())
     }
 
     /// Keeps a dropped frame's buffer for the next read when it was the

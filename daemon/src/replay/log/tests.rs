@@ -385,3 +385,37 @@ fn large_reads_reuse_pooled_buffers_charged_whole() {
     let data = line.split("\"data\":\"").nth(1).unwrap().trim_end_matches("\"}\n");
     assert_eq!(base64::engine::general_purpose::STANDARD.decode(data).unwrap(), want);
 }
+
+#[test]
+fn a_pipe_read_into_a_pool_buffer_is_kept_without_a_copy() {
+    let store = ReplayStore::in_memory();
+    let log = ReplayLog::new("p", &store);
+    // A read of 20 KiB: the frame is the very buffer the read went into,
+    // charged whole, and the reader needs a new one.
+    let mut buf = log.read_buffer();
+    let at = buf.as_ptr();
+    Arc::get_mut(&mut buf).unwrap()[..20 * 1024].fill(9);
+    assert!(log.push_read(Stream::Stdout, buf, 20 * 1024).is_none());
+    assert_eq!(log.footprint().0, 32 * 1024 + 48);
+    {
+        let state = log.lock();
+        let Some(Frame::Data(_, payload)) = state.hot.back() else {
+            panic!("no data frame")
+        };
+        assert_eq!(payload.as_ptr(), at);
+        assert_eq!(&payload[..], &[9u8; 20 * 1024][..]);
+    }
+    // A short read is copied into a buffer of its size, and the pool
+    // buffer comes back for the next read.
+    let mut buf = log.read_buffer();
+    let at = buf.as_ptr();
+    Arc::get_mut(&mut buf).unwrap()[..5].copy_from_slice(b"hello");
+    let back = log.push_read(Stream::Stderr, buf, 5).expect("the buffer comes back");
+    assert_eq!(back.as_ptr(), at);
+    assert_eq!(log.footprint().0, 32 * 1024 + 48 + 5 + 48);
+    // An empty read is no frame.
+    let back = log.push_read(Stream::Stderr, back, 0).expect("the buffer comes back");
+    assert_eq!(back.as_ptr(), at);
+    assert_eq!(log.last_seq(), 2);
+    assert!(encode_all(&log, 1).contains(r#""stream":"stderr","seq":2,"data":"aGVsbG8="}"#));
+}
