@@ -312,7 +312,7 @@ fn accept(
     handoff: &Handoff,
 ) {
     match item {
-        Reply::Line(_) | Reply::Pong(_) | Reply::StdinAck(..) => item.write_line(out),
+        Reply::Line(_) | Reply::Pong(_) | Reply::StdinAck(..) | Reply::StdinRefused(..) => item.write_line(out),
         Reply::Follow {
             log,
             after,

@@ -11,7 +11,7 @@
 use crate::gojson::Value;
 use crate::logging::Quota;
 use crate::method::{Method, ProcessMethod, ServerMethod};
-use crate::methods::process::StdinAck;
+use crate::methods::process::{StdinAck, StdinError, StdinRefusal};
 use crate::methods::{self, Outcome};
 use crate::metrics;
 use crate::params::{GitParams, HomeExpansion, PathParams, ProcessParams};
@@ -45,6 +45,9 @@ pub enum Reply {
     /// The success reply to a plain `process.stdin` ([`rpc::quick`]),
     /// written by the writer straight into its buffer.
     StdinAck(ShortId, PackedAck),
+    /// A plain `process.stdin` refused with a fixed code and text
+    /// ([`rpc::quick`]), written by the writer straight into its buffer.
+    StdinRefused(ShortId, StdinRefusal),
 }
 
 /// A [`StdinAck`] stored byte-aligned, so [`Reply::StdinAck`] fits in the
@@ -84,6 +87,10 @@ impl Reply {
             Reply::StdinAck(id, ack) => {
                 rpc::write_success_line_with(out, id.as_bytes(), |out| ack.ack().write_json(out))
             }
+            Reply::StdinRefused(id, refusal) => {
+                let (code, message) = refusal.code_and_message();
+                rpc::write_error_line(out, id.as_bytes(), code, message)
+            }
             Reply::Follow { line, .. } => out.extend_from_slice(line),
         }
     }
@@ -110,10 +117,11 @@ pub fn quick(line: &[u8], daemon: &Daemon, handlers: Handlers) -> Option<Reply> 
             let verdict = std::panic::catch_unwind(AssertUnwindSafe(|| {
                 methods::process::stdin(params, &daemon.processes, &daemon.metrics)
             }))
-            .unwrap_or_else(|_| Err(handler_panicked(method)));
+            .unwrap_or_else(|_| Err(StdinError::Failed(handler_panicked(method))));
             let (reply, class) = match verdict {
                 Ok(ack) => (Reply::StdinAck(id, PackedAck::new(ack)), metrics::Outcome::Ok),
-                Err(error) => (
+                Err(StdinError::Refused(refusal)) => (Reply::StdinRefused(id, refusal), metrics::Outcome::Error),
+                Err(StdinError::Failed(error)) => (
                     Reply::Line(rpc::error_line_for_id_json(id.as_bytes(), &error)),
                     metrics::Outcome::Error,
                 ),
@@ -401,6 +409,7 @@ mod tests {
         // (REPLY_QUEUE replies) costs what it did.
         assert!(std::mem::size_of::<ShortId>() <= 48);
         assert!(std::mem::size_of::<(ShortId, PackedAck)>() <= 55);
+        assert!(std::mem::size_of::<(ShortId, StdinRefusal)>() <= 55);
         assert!(std::mem::size_of::<Reply>() <= 56, "{}", std::mem::size_of::<Reply>());
     }
 

@@ -205,6 +205,23 @@ fn allocations_per_1k_stdin(d: &TestDaemon, addr: &str) -> u64 {
     (allocations(addr) - before).saturating_sub(cost)
 }
 
+/// `process.stdin` calls of 1 KiB each for a process that does not
+/// exist: each is refused (-32602 `Process not found`).
+fn allocations_per_1k_refused_stdin(d: &TestDaemon, addr: &str) -> u64 {
+    let mut c = Conn::open(d);
+    let params = format!(r#"{{"id":"nobody","data":"{}"}}"#, base64_of_1k());
+    for i in 0..100 {
+        c.call(10 + i, "process.stdin", &params);
+    }
+    let cost = scrape_cost(addr);
+    let before = allocations(addr);
+    for i in 0..1_000 {
+        let reply = String::from_utf8(c.call(1_000 + i, "process.stdin", &params)).unwrap();
+        assert!(reply.contains(r#""message":"Process not found""#), "{reply}");
+    }
+    (allocations(addr) - before).saturating_sub(cost)
+}
+
 fn base64_of_1k() -> String {
     // 768 zero bytes per 1 KiB of base64.
     "A".repeat(1024)
@@ -220,6 +237,7 @@ fn steady_state_allocations() {
     let small = allocations_streamed(&d, &addr, &mut c, "small", SMALL_MIB);
     let large = allocations_streamed(&d, &addr, &mut c, "large", LARGE_MIB);
     let stdin = allocations_per_1k_stdin(&d, &addr);
+    let refused = allocations_per_1k_refused_stdin(&d, &addr);
     let mib = (LARGE_MIB - SMALL_MIB) as f64;
     let frames = (large.2 - small.2) as f64;
     let live = large.0 as f64 - small.0 as f64;
@@ -237,6 +255,7 @@ fn steady_state_allocations() {
         replay / frames
     );
     println!("allocations per 1000 process.stdin calls of 1 KiB: {stdin}");
+    println!("allocations per 1000 refused process.stdin calls of 1 KiB: {refused}");
     // A ping allocated 20 times before the quick path (200 090 per
     // 10 000); what is left is the runtime's occasional bookkeeping.
     assert!(
@@ -250,6 +269,13 @@ fn steady_state_allocations() {
     assert!(
         stdin < 2_000,
         "{stdin} allocations for 1000 process.stdin calls: the stdin path allocates more than its data buffer again"
+    );
+    // A refused call allocated 3 times (the decoded bytes, the error's
+    // text and the reply line); the writer now encodes the fixed
+    // refusals, and only the decoded bytes are left.
+    assert!(
+        refused < 2_000,
+        "{refused} allocations for 1000 refused process.stdin calls: a refusal allocates its text or line again"
     );
     // Live: 108 per MiB at first, 78 with a `spawn_blocking` task per disk
     // job (about one per frame), 42 with the store's disk-writer threads

@@ -17,6 +17,6 @@ pub mod walk;
 pub use bind::{DecodeError, GoDecode, Raw, StringMap};
 #[cfg(any(test, feature = "fuzzing"))]
 pub use encode::value_to_json;
-pub use encode::{format_go_v, to_go_json, write_go_json, write_go_string, write_value};
+pub use encode::{format_go_v, to_go_json, write_go_string, write_value};
 pub use text::go_lossy;
 pub use value::{parse, Value};

@@ -109,7 +109,7 @@ pub async fn handle(
                 ack.write_json(&mut result);
                 Outcome::Result(result)
             }
-            Err(error) => Outcome::Error(error),
+            Err(error) => Outcome::Error(error.into()),
         },
         ProcessMethod::Kill => kill(params, processes),
         ProcessMethod::KillAndWait => kill_and_wait(params, processes).await,
@@ -197,23 +197,69 @@ fn decode_exact(input: &[u8]) -> Option<Vec<u8>> {
     }
 }
 
+/// A `process.stdin` refusal whose code and text are fixed: the quick
+/// path's reply carries only which one (a byte), and the writer encodes
+/// the line, so a refused call (a client retrying against a full queue,
+/// say) allocates no error text or reply line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StdinRefusal {
+    BadBase64,
+    NotFound,
+    NotRunning,
+    OffsetGap,
+    QueueFull,
+}
+
+impl StdinRefusal {
+    /// The wire error: code and message.
+    pub fn code_and_message(self) -> (i64, &'static str) {
+        match self {
+            StdinRefusal::BadBase64 => (crate::rpc::INVALID_PARAMS, MSG_BAD_BASE64),
+            StdinRefusal::NotFound => (crate::rpc::INVALID_PARAMS, MSG_NOT_FOUND),
+            StdinRefusal::NotRunning => (crate::rpc::INVALID_PARAMS, MSG_NOT_RUNNING),
+            StdinRefusal::OffsetGap => (STDIN_OFFSET_GAP, MSG_OFFSET_GAP),
+            StdinRefusal::QueueFull => (STDIN_BACKPRESSURE, crate::rpc::MSG_STDIN_BACKPRESSURE),
+        }
+    }
+}
+
+/// Why a `process.stdin` call did not go through.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StdinError {
+    Refused(StdinRefusal),
+    /// The child's stdin broke earlier; the text names the OS error.
+    Failed(RpcError),
+}
+
+impl From<StdinError> for RpcError {
+    fn from(e: StdinError) -> RpcError {
+        match e {
+            StdinError::Refused(r) => {
+                let (code, message) = r.code_and_message();
+                RpcError::new(code, message)
+            }
+            StdinError::Failed(e) => e,
+        }
+    }
+}
+
 /// `process.stdin`, on either path: base64, then the process, then the
 /// verdict of [`crate::process::stdin`] as the process applies it.
-pub fn stdin(p: StdinParams<'_>, processes: &ProcessManager, metrics: &Metrics) -> Result<StdinAck, RpcError> {
+pub fn stdin(p: StdinParams<'_>, processes: &ProcessManager, metrics: &Metrics) -> Result<StdinAck, StdinError> {
     let Some(data) = decode_go_base64(p.data) else {
-        return Err(RpcError::invalid_params(MSG_BAD_BASE64));
+        return Err(StdinError::Refused(StdinRefusal::BadBase64));
     };
     let Some(process) = processes.get(p.id) else {
-        return Err(RpcError::invalid_params(MSG_NOT_FOUND));
+        return Err(StdinError::Refused(StdinRefusal::NotFound));
     };
     let (result, enqueued) = process.write_stdin(p.offset, data);
     metrics.stdin_bytes_in.fetch_add(enqueued as u64, Ordering::Relaxed);
     match result {
         StdinResult::Accepted { applied, duplicate } => Ok(StdinAck { applied, duplicate }),
-        StdinResult::NotRunning => Err(RpcError::invalid_params(MSG_NOT_RUNNING)),
-        StdinResult::Gap => Err(RpcError::new(STDIN_OFFSET_GAP, MSG_OFFSET_GAP)),
-        StdinResult::QueueFull => Err(RpcError::new(STDIN_BACKPRESSURE, crate::rpc::MSG_STDIN_BACKPRESSURE)),
-        StdinResult::Broken(why) => Err(RpcError::internal(why)),
+        StdinResult::NotRunning => Err(StdinError::Refused(StdinRefusal::NotRunning)),
+        StdinResult::Gap => Err(StdinError::Refused(StdinRefusal::OffsetGap)),
+        StdinResult::QueueFull => Err(StdinError::Refused(StdinRefusal::QueueFull)),
+        StdinResult::Broken(why) => Err(StdinError::Failed(RpcError::internal(why))),
     }
 }
 

@@ -203,12 +203,25 @@ pub fn error_line_for_id_json(id_json: &[u8], error: &RpcError) -> Vec<u8> {
 
 fn error_line_with(write_id: impl FnOnce(&mut Vec<u8>), error: &RpcError) -> Vec<u8> {
     let mut out = Vec::with_capacity(96);
-    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-    write_id(&mut out);
-    out.extend_from_slice(br#","error":"#);
-    gojson::write_go_json(&mut out, error);
-    out.extend_from_slice(b"}\n");
+    write_error_line_with(&mut out, write_id, error.code, &error.message);
     out
+}
+
+/// Appends `{"jsonrpc":"2.0","id":…,"error":{"code":…,"message":…}}\n`
+/// with an id already encoded (the writer's form of [`error_line`]).
+pub fn write_error_line(out: &mut Vec<u8>, id_json: &[u8], code: i64, message: &str) {
+    write_error_line_with(out, |out| out.extend_from_slice(id_json), code, message);
+}
+
+fn write_error_line_with(out: &mut Vec<u8>, write_id: impl FnOnce(&mut Vec<u8>), code: i64, message: &str) {
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    write_id(out);
+    out.extend_from_slice(br#","error":{"code":"#);
+    // Formatted straight into `out` (`io::Write` for `Vec`): no allocation.
+    let _ = std::io::Write::write_fmt(out, format_args!("{code}"));
+    out.extend_from_slice(br#","message":"#);
+    gojson::write_go_string(out, message);
+    out.extend_from_slice(b"}}\n");
 }
 
 /// How an id appears in the log: Go's `%v` of the decoded `interface{}`
@@ -224,6 +237,28 @@ mod tests {
     use super::*;
 
     const TOKEN: &[u8] = b"tok";
+
+    #[test]
+    fn the_writers_error_line_is_the_error_object_go_encodes() {
+        // Written field by field, it must match the object as encoding/json
+        // writes the struct: escapes, HTML-safe characters, U+2028, codes.
+        for (code, message) in [
+            (INVALID_PARAMS, "Process not found"),
+            (-32003, "stdin backpressure: queue full"),
+            (INTERNAL_ERROR, "write |1: broken pipe <&> \"q\" \\ \u{2028}\u{0}\n\té"),
+            (i64::MIN, ""),
+            (0, "\u{7f}\u{1b}"),
+        ] {
+            let error = RpcError::new(code, message);
+            let mut want = br#"{"jsonrpc":"2.0","id":"x","error":"#.to_vec();
+            want.extend_from_slice(&gojson::to_go_json(&error));
+            want.extend_from_slice(b"}\n");
+            let mut got = Vec::new();
+            write_error_line(&mut got, br#""x""#, code, message);
+            assert_eq!(String::from_utf8_lossy(&got), String::from_utf8_lossy(&want));
+            assert_eq!(error_line_for_id_json(br#""x""#, &error), want);
+        }
+    }
 
     fn reply(line: &str) -> String {
         match check(line.as_bytes(), TOKEN) {
