@@ -101,7 +101,7 @@ impl Reply {
 /// which answers any other line (and any such request in an unusual form)
 /// itself. A stdin call is handed to the same handler as on the full path
 /// ([`methods::process::stdin`]), so every verdict comes from one place;
-/// only its success reply is new, and it is encoded by the writer. Stdin
+/// its ack and its fixed refusals are encoded by the writer. Stdin
 /// calls are left to the full path unless `handlers` is
 /// [`Handlers::All`].
 pub fn quick(line: &[u8], daemon: &Daemon, handlers: Handlers) -> Option<Reply> {

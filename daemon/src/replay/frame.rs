@@ -82,10 +82,11 @@ impl Payload {
     }
 
     /// The first `len` bytes of `buf`, a buffer of the pool that a pipe
-    /// read went straight into (no copy); `None` if `len` is past its end.
+    /// read went straight into (no copy); `buf` back if `len` is past its
+    /// end or it is not a pool buffer's size.
     pub fn read_into_pooled(buf: Arc<[u8]>, len: usize) -> Result<Payload, Arc<[u8]>> {
         match u32::try_from(len) {
-            Ok(end) if len <= buf.len() => Ok(Payload {
+            Ok(end) if len <= buf.len() && buf.len() == POOLED_BUF => Ok(Payload {
                 buf,
                 start: 0,
                 end,

@@ -36,8 +36,13 @@ const TAG_STDERR: u8 = 2;
 const TAG_EXIT: u8 = 3;
 /// Bytes of a record header.
 pub const HEADER: u64 = 5;
-/// Records per `writev` (two slices each, well under any `IOV_MAX`).
-const RECORDS_PER_WRITE: usize = 64;
+/// Records per `writev`: at most two slices each and one more, under the
+/// 1024 of Linux's and macOS's `IOV_MAX`.
+const RECORDS_PER_WRITE: usize = 256;
+/// Data from this size on is written from the frame's buffer; smaller
+/// records are copied into one run (a chatty child's 100-byte reads would
+/// otherwise cost a slice each).
+const IN_PLACE_MIN: usize = 4096;
 
 /// Global age stamps, so eviction can find the oldest segment of all.
 static NEXT_STAMP: AtomicU64 = AtomicU64::new(1);
@@ -185,8 +190,10 @@ impl Segments {
             let Some(back) = self.segs.back() else { break };
             let room = self.seg_size.saturating_sub(back.bytes);
             // As many records as fit the segment (at least one) and one
-            // `writev`. Only their heads are encoded (into `heads`); the
-            // data is written from the frames' own buffers, not copied.
+            // `writev`. A large frame's data is written from its own
+            // buffer, not copied; everything else (heads, small records
+            // whole) is encoded into `heads`, and each run of it between
+            // two large frames is one slice.
             let mut heads = std::mem::take(&mut self.scratch);
             heads.clear();
             let (mut n, mut chunk) = (0, 0u64);
@@ -199,17 +206,21 @@ impl Segments {
                 chunk += len;
                 n += 1;
             }
-            let mut slices = [io::IoSlice::new(&[]); 2 * RECORDS_PER_WRITE];
-            let (mut used, mut at) = (0, 0);
+            let mut slices = [io::IoSlice::new(&[]); 2 * RECORDS_PER_WRITE + 1];
+            let (mut used, mut run, mut at) = (0, 0, 0);
             for frame in &rest[..n] {
-                let head = head_len(frame);
-                slices[used] = io::IoSlice::new(heads.get(at..at + head).unwrap_or_default());
-                used += 1;
-                at += head;
-                if let Frame::Data(_, data) = frame {
-                    slices[used] = io::IoSlice::new(data);
-                    used += 1;
+                at += head_len(frame);
+                if let Some(data) = written_in_place(frame) {
+                    slices[used] = io::IoSlice::new(heads.get(run..at).unwrap_or_default());
+                    slices[used + 1] = io::IoSlice::new(data);
+                    used += 2;
+                    run = at;
                 }
+            }
+            debug_assert_eq!(at, heads.len(), "head_len and encode_head disagree");
+            if run < heads.len() {
+                slices[used] = io::IoSlice::new(heads.get(run..).unwrap_or_default());
+                used += 1;
             }
             let (number, offset) = (back.number, back.bytes);
             let written = self.write_at(number, offset, &mut slices[..used]);
@@ -371,17 +382,26 @@ fn decode_exit(payload: &[u8]) -> Option<ExitFrame> {
     })
 }
 
-/// Bytes of a record that [`encode_head`] writes: a data record's header,
-/// or the whole of an exit record.
-fn head_len(frame: &Frame) -> usize {
+/// The data of a frame whose record is written from the frame's own
+/// buffer (`writev`) rather than copied: one of at least
+/// [`IN_PLACE_MIN`] bytes.
+fn written_in_place(frame: &Frame) -> Option<&[u8]> {
     match frame {
-        Frame::Data(..) => HEADER as usize,
-        Frame::Exit(_) => record_len(frame) as usize,
+        Frame::Data(_, data) if data.len() >= IN_PLACE_MIN => Some(data),
+        _ => None,
     }
 }
 
-/// Appends a record without its data: a data record's header (the data is
-/// written from the frame's buffer), or a whole exit record.
+/// Bytes of a record that [`encode_head`] writes: the header of one
+/// written in place, else the whole record.
+fn head_len(frame: &Frame) -> usize {
+    match written_in_place(frame) {
+        Some(_) => HEADER as usize,
+        None => record_len(frame) as usize,
+    }
+}
+
+/// Appends a record, without its data if that is written in place.
 fn encode_head(frame: &Frame, out: &mut Vec<u8>) {
     match frame {
         Frame::Data(stream, data) => {
@@ -391,6 +411,9 @@ fn encode_head(frame: &Frame, out: &mut Vec<u8>) {
             });
             // A frame is one pipe read (≤ 32 KiB): the length fits.
             out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+            if written_in_place(frame).is_none() {
+                out.extend_from_slice(data);
+            }
         }
         Frame::Exit(exit) => {
             let payload = exit_payload(exit);
@@ -636,6 +659,49 @@ mod tests {
             0,
             "drop removes the files"
         );
+    }
+
+    #[test]
+    fn one_append_of_many_small_and_large_frames_splits_into_writes_and_segments() {
+        // 700 records in one append: more than one `writev` takes
+        // (RECORDS_PER_WRITE), small ones copied in runs and large ones
+        // written from their buffers, across several segments, some
+        // chunks starting part-way into one.
+        let dir = tempfile::tempdir().unwrap();
+        let mut segs = Segments::new(dir_fd(dir.path()), 4, 256 << 10);
+        let mut frames: Vec<Frame> = (0..700usize)
+            .map(|i| {
+                let len = match i % 7 {
+                    0 => IN_PLACE_MIN,
+                    1 => IN_PLACE_MIN - 1,
+                    2 => 0,
+                    3 => 32 << 10,
+                    _ => i % 300,
+                };
+                let stream = if i % 3 == 0 { Stream::Stderr } else { Stream::Stdout };
+                data(stream, &(0..len).map(|j| (i * 31 + j) as u8).collect::<Vec<u8>>())
+            })
+            .collect();
+        frames.push(Frame::Exit(ExitFrame {
+            code: 3,
+            signal: None,
+            killed_by: Some("shutdown"),
+        }));
+        let want: u64 = frames.iter().map(record_len).sum();
+        assert_eq!(
+            segs.append(1, &frames[..10]).unwrap() + segs.append(11, &frames[10..]).unwrap(),
+            want
+        );
+        assert_eq!(segs.bytes(), want);
+        assert!(segs.count() > 3, "{} segments", segs.count());
+        let on_disk: u64 = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().metadata().unwrap().len())
+            .sum();
+        assert_eq!(on_disk, want);
+        let back = read_all(&segs, 1, 100_000);
+        assert_eq!(back.len(), frames.len());
+        assert!(back.iter().zip(&frames).all(|(a, b)| same(a, b)));
     }
 
     #[test]
