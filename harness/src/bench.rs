@@ -1,9 +1,10 @@
-//! `harness bench`: performance comparison of two daemons. Every item
-//! runs against each binary in its own fresh daemon and fails soft — an
-//! item that cannot run (e.g. `process.*` not implemented) is reported as
+//! `harness bench`: performance comparison of two daemons. In each round
+//! both binaries run side by side, each in its own fresh daemon, and every
+//! item is taken on one and then the other. Items fail soft: one that
+//! cannot run (e.g. `process.*` not implemented) is reported as
 //! `n/a: <reason>`.
 
-use crate::bench_daemon::{read_line, req, rss_kib, Live};
+use crate::bench_daemon::{cpu_seconds_of, read_line, req, rss_kib, Live};
 use crate::bench_lean::{is_pong, with_cpu_share, zero_base64_len, Floors, Lines};
 use serde_json::Value;
 use std::io::{BufReader, Write};
@@ -236,9 +237,31 @@ impl ZeroStream {
 type RateAndShare = (f64, f64);
 type Shared = Result<RateAndShare, String>;
 
-fn stream(d: &Live, bytes: u64) -> (Shared, Shared, Result<f64, String>) {
-    let run = || -> Result<(RateAndShare, RateAndShare, f64), String> {
-        let pid = d.pid();
+/// What the stream step measured: the live and replay rates with the
+/// client's share, the daemon's peak RSS while streaming, and the daemon's
+/// own CPU seconds per GiB live and replayed.
+struct StreamFigures {
+    live: Shared,
+    replay: Shared,
+    peak_rss: Result<f64, String>,
+    live_daemon_cpu: Result<f64, String>,
+    replay_daemon_cpu: Result<f64, String>,
+}
+
+/// The daemon's CPU seconds per GiB of `bytes` between two readings.
+fn per_gib(before: Option<f64>, after: Option<f64>, bytes: u64) -> Result<f64, String> {
+    match (before, after) {
+        (Some(a), Some(b)) if bytes > 0 => Ok((b - a) * (1u64 << 30) as f64 / bytes as f64),
+        _ => Err("n/a: daemon CPU not readable".into()),
+    }
+}
+
+fn stream(d: &Live, bytes: u64) -> StreamFigures {
+    let pid = d.pid();
+    let daemon_cpu = || pid.and_then(cpu_seconds_of);
+    let mut live_cpu_secs = Err("n/a".to_string());
+    let mut replay_cpu_secs = Err("n/a".to_string());
+    let mut run = || -> Result<(RateAndShare, RateAndShare, f64), String> {
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let peak = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
         let sampler = {
@@ -255,6 +278,7 @@ fn stream(d: &Live, bytes: u64) -> (Shared, Shared, Result<f64, String>) {
         let mut s = d.conn()?;
         let mut r = Lines::new(s.try_clone().map_err(|e| e.to_string())?, 1 << 20);
         let p = format!("{{\"id\":\"big\",\"command\":\"head\",\"args\":[\"-c\",\"{bytes}\",\"/dev/zero\"]}}");
+        let cpu_before = daemon_cpu();
         let t = Instant::now();
         s.write_all(req(1, "process.spawn", &p).as_bytes())
             .map_err(|e| e.to_string())?;
@@ -273,10 +297,13 @@ fn stream(d: &Live, bytes: u64) -> (Shared, Shared, Result<f64, String>) {
         .map_result()?;
         live.finish(bytes).map_err(|e| format!("live stream: {e}"))?;
         let streamed = bytes as f64 / (1 << 20) as f64 / t.elapsed().as_secs_f64();
+        let cpu_after = daemon_cpu();
+        live_cpu_secs = per_gib(cpu_before, cpu_after, bytes);
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         let _ = sampler.join();
         let mut s2 = d.conn()?;
         let mut r2 = Lines::new(s2.try_clone().map_err(|e| e.to_string())?, 1 << 20);
+        let cpu_before = daemon_cpu();
         let t = Instant::now();
         s2.write_all(req(2, "process.reattach", "{\"id\":\"big\",\"fromSeq\":0}").as_bytes())
             .map_err(|e| e.to_string())?;
@@ -296,13 +323,14 @@ fn stream(d: &Live, bytes: u64) -> (Shared, Shared, Result<f64, String>) {
         .map_result()?;
         replay.finish(bytes).map_err(|e| format!("replay from seq 0: {e}"))?;
         let replayed = bytes as f64 / (1 << 20) as f64 / t.elapsed().as_secs_f64();
+        replay_cpu_secs = per_gib(cpu_before, daemon_cpu(), bytes);
         Ok((
             (streamed, live_cpu),
             (replayed, replay_cpu),
             peak.load(std::sync::atomic::Ordering::Relaxed) as f64,
         ))
     };
-    match run() {
+    let (live, replay, peak_rss) = match run() {
         Ok((a, b, c)) => (
             Ok(a),
             Ok(b),
@@ -313,6 +341,13 @@ fn stream(d: &Live, bytes: u64) -> (Shared, Shared, Result<f64, String>) {
             },
         ),
         Err(e) => (Err(e.clone()), Err(e.clone()), Err(e)),
+    };
+    StreamFigures {
+        live_daemon_cpu: live.as_ref().map_err(Clone::clone).and(live_cpu_secs),
+        replay_daemon_cpu: replay.as_ref().map_err(Clone::clone).and(replay_cpu_secs),
+        live,
+        replay,
+        peak_rss,
     }
 }
 
@@ -393,9 +428,10 @@ pub struct Item {
     pub higher_is_better: bool,
     pub reference: Result<f64, String>,
     pub candidate: Result<f64, String>,
-    /// The median of the rounds' candidate/reference ratios: each ratio
-    /// is of two figures taken minutes apart, so it is steadier on a
-    /// shared machine than the ratio of the two medians.
+    /// The rounds' candidate/reference ratios, paired across rounds of
+    /// opposite order ([`paired_ratio`]): each is of two figures taken
+    /// seconds apart, so it is steadier on a shared machine than the
+    /// ratio of the two medians.
     pub ratio: Option<f64>,
     /// The figure of each round (`None` where it failed).
     pub reference_rounds: Vec<Option<f64>>,
@@ -429,74 +465,121 @@ impl Figure {
     }
 }
 
-fn measure(bin: &Path, o: &BenchOptions, memory: Option<&crate::bench_mem::MemoryOptions>) -> Vec<Figure> {
-    let mut out = Vec::new();
-    let d = match Live::start(bin) {
-        Ok(d) => d,
-        Err(e) => {
-            for (n, u, h) in names() {
-                out.push(Figure::plain((n.into(), u.into(), h, Err(e.clone()))));
-            }
-            out.push(Figure::plain((
-                "daemon VmHWM after stream + replay".into(),
-                "KiB".into(),
-                false,
-                Err(e.clone()),
-            )));
-            if let Some(m) = memory {
-                out.extend(crate::bench_mem::measure(bin, m).into_iter().map(Figure::plain));
-            }
-            return out;
-        }
+/// A figure of one step: its place in [`names`] (or [`HWM`]), its value
+/// and the client's CPU share while it was taken.
+type Taken = (usize, Result<f64, String>, Option<f64>);
+
+/// Where the figures after [`names`] go: the high-water mark, then the
+/// daemon's own CPU per unit of work (a cost, steadier than a rate on a
+/// shared machine: it does not count the time the daemon waited for a
+/// core).
+const HWM: usize = 9;
+const CPU_PINGS_1: usize = 10;
+const CPU_PINGS_64: usize = 11;
+const CPU_LIVE: usize = 12;
+const CPU_REPLAY: usize = 13;
+const AFTER_NAMES: [(&str, &str, bool); 5] = [
+    ("daemon VmHWM after stream + replay", "KiB", false),
+    ("daemon CPU, 1000 pings, 1 connection", "ms", false),
+    ("daemon CPU, 1000 pings, 64 connections", "ms", false),
+    ("daemon CPU per GiB streamed", "s", false),
+    ("daemon CPU per GiB replayed", "s", false),
+];
+
+/// A pipelined-pings step: the rate (figure `at`) with the client's
+/// share, and the daemon's CPU per 1000 pings (figure `cpu_at`).
+fn pipelined_step(d: &Live, conns: usize, per: usize, at: usize, cpu_at: usize) -> Vec<Taken> {
+    let pid = d.pid();
+    let before = pid.and_then(cpu_seconds_of);
+    let rate = with_cpu_share(|| pipelined(d, conns, per)).map_result();
+    let cpu = match (&rate, before, pid.and_then(cpu_seconds_of)) {
+        (Ok(_), Some(a), Some(b)) => Ok((b - a) * 1e3 * 1000.0 / (conns * per) as f64),
+        (Err(e), ..) => Err(e.clone()),
+        _ => Err("n/a: daemon CPU not readable".into()),
     };
-    let idle = d
-        .pid()
-        .and_then(rss_kib)
-        .map(|k| k as f64)
-        .ok_or_else(|| "n/a: daemon pid not found".to_string());
-    let (stream_r, replay_r, rss_load) = stream(&d, o.stream_bytes);
-    // Read before the other items run, so it is the stream's and the
-    // replay's high-water mark alone.
-    let hwm = d
-        .pid()
-        .and_then(crate::bench_daemon::hwm_kib)
-        .map(|k| k as f64)
-        .ok_or_else(|| "n/a: daemon pid not found".to_string());
-    let split = |r: Result<(f64, f64), String>| match r {
-        Ok((v, cpu)) => (Ok(v), Some(cpu)),
-        Err(e) => (Err(e), None),
-    };
-    let results = [
-        (ping_rtt(&d, o.pings), None),
-        split(with_cpu_share(|| pipelined(&d, 1, o.pipelined)).map_result()),
-        split(with_cpu_share(|| pipelined(&d, 64, (o.pipelined / 64).max(10))).map_result()),
-        (spawn_exit(&d, o.spawns), None),
-        split(stream_r),
-        split(replay_r),
-        split(beside_stalled(&d, o.stream_bytes)),
-        (idle, None),
-        (rss_load, None),
-    ];
-    for ((n, u, h), (value, client_cpu)) in names().into_iter().zip(results) {
-        out.push(Figure {
-            name: n.into(),
-            unit: u.into(),
-            higher_is_better: h,
-            value,
-            client_cpu,
-        });
+    vec![with_share(at, rate), (cpu_at, cpu, None)]
+}
+
+/// One step of a round, run on both daemons back to back (see [`run`]).
+type Step = fn(&Live, &BenchOptions) -> Vec<Taken>;
+
+fn with_share(at: usize, r: Result<(f64, f64), String>) -> Taken {
+    match r {
+        Ok((v, cpu)) => (at, Ok(v), Some(cpu)),
+        Err(e) => (at, Err(e), None),
     }
-    out.push(Figure::plain((
-        "daemon VmHWM after stream + replay".into(),
-        "KiB".into(),
-        false,
-        hwm,
-    )));
-    drop(d);
-    if let Some(m) = memory {
-        out.extend(crate::bench_mem::measure(bin, m).into_iter().map(Figure::plain));
+}
+
+/// The steps in the order they run: idle RSS first, the stream and its
+/// replay next (so the high-water mark read after them is theirs alone),
+/// then the rest.
+const STEPS: [Step; 7] = [
+    |d, _| {
+        let idle = d.pid().and_then(rss_kib).map(|k| k as f64);
+        vec![(7, idle.ok_or_else(|| "n/a: daemon pid not found".to_string()), None)]
+    },
+    |d, o| {
+        let f = stream(d, o.stream_bytes);
+        let hwm = d.pid().and_then(crate::bench_daemon::hwm_kib).map(|k| k as f64);
+        vec![
+            with_share(4, f.live),
+            with_share(5, f.replay),
+            (8, f.peak_rss, None),
+            (HWM, hwm.ok_or_else(|| "n/a: daemon pid not found".to_string()), None),
+            (CPU_LIVE, f.live_daemon_cpu, None),
+            (CPU_REPLAY, f.replay_daemon_cpu, None),
+        ]
+    },
+    |d, o| vec![(0, ping_rtt(d, o.pings), None)],
+    |d, o| pipelined_step(d, 1, o.pipelined, 1, CPU_PINGS_1),
+    |d, o| pipelined_step(d, 64, (o.pipelined / 64).max(10), 2, CPU_PINGS_64),
+    |d, o| vec![(3, spawn_exit(d, o.spawns), None)],
+    |d, o| vec![with_share(6, beside_stalled(d, o.stream_bytes))],
+];
+
+/// The figures of one binary in one round, in [`names`] order then the
+/// high-water mark, from what its steps took (or its start-up error).
+fn figures(taken: Result<Vec<Taken>, String>) -> Vec<Figure> {
+    let mut names = names();
+    names.extend(AFTER_NAMES);
+    let mut out: Vec<Figure> = names
+        .into_iter()
+        .map(|(n, u, h)| Figure::plain((n.into(), u.into(), h, Err("n/a: not measured".into()))))
+        .collect();
+    match taken {
+        Ok(taken) => {
+            for (at, value, client_cpu) in taken {
+                if let Some(f) = out.get_mut(at) {
+                    f.value = value;
+                    f.client_cpu = client_cpu;
+                }
+            }
+        }
+        Err(e) => out.iter_mut().for_each(|f| f.value = Err(e.clone())),
     }
     out
+}
+
+/// One round: both daemons started, then each step run on one and at
+/// once on the other, `first` (0 = reference) leading in every step.
+/// Taking the two figures of an item seconds apart rather than a whole
+/// binary's run apart keeps the machine's drift out of their ratio.
+fn measure_round(bins: [&Path; 2], first: usize, o: &BenchOptions) -> [Vec<Figure>; 2] {
+    let order = [first, 1 - first];
+    let lives = bins.map(Live::start);
+    let mut taken: [Result<Vec<Taken>, String>; 2] = [0, 1].map(|i| match &lives[i] {
+        Ok(_) => Ok(Vec::new()),
+        Err(e) => Err(e.clone()),
+    });
+    for step in STEPS {
+        for i in order {
+            if let (Ok(d), Ok(t)) = (&lives[i], &mut taken[i]) {
+                t.extend(step(d, o));
+            }
+        }
+    }
+    drop(lives);
+    taken.map(figures)
 }
 
 /// The names of the figures shown against the floors.
@@ -553,29 +636,49 @@ fn median_of(v: impl IntoIterator<Item = f64>) -> Option<f64> {
     }
 }
 
-/// Runs the bench on both binaries, `o.rounds` times. Rounds alternate
-/// the order (reference first in odd rounds, candidate first in even
-/// ones), so drift in the machine's load falls on both; the memory items
-/// run in the first round only.
+/// The candidate/reference ratio of an item over the rounds. Rounds
+/// come in pairs of opposite order (reference first, then candidate
+/// first), and a pair's ratio is the geometric mean of its two rounds'
+/// ratios, which cancels any advantage of going first or second (on this
+/// project's 2-vCPU machine going second was worth up to ±40% on
+/// pipelined pings). The result is the median over pairs; an odd last
+/// round counts alone.
+fn paired_ratio(rounds: &[Option<f64>]) -> Option<f64> {
+    let pairs = rounds.chunks(2).filter_map(|pair| match pair {
+        [Some(a), Some(b)] => Some((a * b).sqrt()),
+        [Some(a)] | [Some(a), None] | [None, Some(a)] => Some(*a),
+        _ => None,
+    });
+    median_of(pairs)
+}
+
+/// Runs the bench on both binaries, `o.rounds` times. In a round both
+/// daemons run side by side and every item is taken on one and then the
+/// other ([`measure_round`]); rounds alternate who goes first (the
+/// reference in odd rounds, the candidate in even ones) and the ratio
+/// pairs them ([`paired_ratio`]). The memory items run in the first round
+/// only, each binary in a daemon of its own.
 pub fn run(reference: &Path, candidate: &Path, o: &BenchOptions) -> Bench {
     let rounds = o.rounds.max(1);
     let (mut refs, mut cands, mut floors, mut load) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds {
-        let memory = if round == 0 { o.memory.as_ref() } else { None };
         let load_start = load_average();
         eprintln!("bench: round {} of {rounds}, load {load_start:.2}: floors", round + 1);
         let before = crate::bench_lean::floors(o.stream_bytes);
-        if round % 2 == 0 {
-            eprintln!("bench: reference {}", reference.display());
-            refs.push(measure(reference, o, memory));
-            eprintln!("bench: candidate {}", candidate.display());
-            cands.push(measure(candidate, o, memory));
-        } else {
-            eprintln!("bench: candidate {}", candidate.display());
-            cands.push(measure(candidate, o, memory));
-            eprintln!("bench: reference {}", reference.display());
-            refs.push(measure(reference, o, memory));
+        let first = round % 2;
+        eprintln!(
+            "bench: {} first, then {}",
+            [reference, candidate][first].display(),
+            [reference, candidate][1 - first].display()
+        );
+        let [mut r, mut c] = measure_round([reference, candidate], first, o);
+        if let (0, Some(m)) = (round, o.memory.as_ref()) {
+            eprintln!("bench: memory items");
+            r.extend(crate::bench_mem::measure(reference, m).into_iter().map(Figure::plain));
+            c.extend(crate::bench_mem::measure(candidate, m).into_iter().map(Figure::plain));
         }
+        refs.push(r);
+        cands.push(c);
         eprintln!("bench: floors again");
         let after = crate::bench_lean::floors(o.stream_bytes);
         floors.push(match (before, after) {
@@ -614,10 +717,15 @@ pub fn run(reference: &Path, candidate: &Path, o: &BenchOptions) -> Bench {
                 })
             };
             let cpu = |c: &[Option<(f64, Option<f64>)>]| median_of(c.iter().flatten().filter_map(|x| x.1));
-            let ratio = median_of(rc.iter().zip(&cc).filter_map(|(a, b)| match (a, b) {
-                (Some(a), Some(b)) if a.0 > 0.0 => Some(b.0 / a.0),
-                _ => None,
-            }));
+            let per_round: Vec<Option<f64>> = rc
+                .iter()
+                .zip(&cc)
+                .map(|(a, b)| match (a, b) {
+                    (Some(a), Some(b)) if a.0 > 0.0 => Some(b.0 / a.0),
+                    _ => None,
+                })
+                .collect();
+            let ratio = paired_ratio(&per_round);
             let rf = &refs[0][k];
             Item {
                 against_floors: STREAM_FIGURES.contains(&rf.name.as_str()),
@@ -666,7 +774,7 @@ pub fn table(bench: &Bench) -> String {
         ));
     }
     o.push_str(&format!(
-        "{} round(s), orders alternated; figures are medians over the rounds, ratio the median of the rounds' ratios\n",
+        "{} round(s), both daemons side by side, each item taken on one then the other, who goes first alternated; figures are medians over the rounds, ratio the median over pairs of rounds of the geometric mean of their two ratios (use an even count)\n",
         bench.rounds
     ));
     let loads: Vec<String> = bench
@@ -708,7 +816,21 @@ pub fn table(bench: &Bench) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::ZeroStream;
+    use super::{paired_ratio, ZeroStream};
+
+    #[test]
+    fn paired_ratios_cancel_the_advantage_of_going_second() {
+        // The candidate is 10% slower, and whoever goes second gains 40%:
+        // reference-first rounds show 0.9 x 1.4, candidate-first 0.9 / 1.4.
+        let rounds = [Some(0.9 * 1.4), Some(0.9 / 1.4), Some(0.9 * 1.4), Some(0.9 / 1.4)];
+        let r = paired_ratio(&rounds).unwrap();
+        assert!((r - 0.9).abs() < 1e-9, "{r}");
+        // A failed round leaves its partner alone; an odd last one counts
+        // alone; none at all is no ratio.
+        assert_eq!(paired_ratio(&[Some(2.0), None, Some(1.0)]), Some(1.5));
+        assert_eq!(paired_ratio(&[None, None]), None);
+        assert_eq!(paired_ratio(&[]), None);
+    }
 
     fn frame(seq: u64, data: &str) -> Vec<u8> {
         format!(r#"{{"type":"stream","processId":"big","stream":"stdout","seq":{seq},"data":"{data}"}}"#).into_bytes()

@@ -165,6 +165,22 @@ pub(crate) fn read_line(r: &mut impl BufRead) -> Result<Vec<u8>, String> {
 }
 
 /// `VmHWM` from `/proc`: the peak resident set so far (`None` without `/proc`).
+/// CPU seconds process `pid` has used so far, all its threads (those that
+/// ended too), user and system, from `/proc/<pid>/stat` (clock-tick
+/// resolution, 10 ms on Linux). Its children are not counted.
+pub(crate) fn cpu_seconds_of(pid: i32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name, which is in parentheses and may hold
+    // anything: the 14th and 15th of the line (utime, stime) are the 12th
+    // and 13th after it.
+    let mut after = stat.get(stat.rfind(')')? + 1..)?.split_whitespace();
+    let utime: u64 = after.nth(11)?.parse().ok()?;
+    let stime: u64 = after.next()?.parse().ok()?;
+    // SAFETY: sysconf only reads a configuration value.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (ticks > 0).then(|| (utime + stime) as f64 / ticks as f64)
+}
+
 pub(crate) fn hwm_kib(pid: i32) -> Option<u64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     s.lines()

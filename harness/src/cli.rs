@@ -203,8 +203,9 @@ pub(crate) struct BenchArgs {
     pub(crate) pipelined: usize,
     #[arg(long, default_value_t = 30)]
     pub(crate) spawns: usize,
-    /// Rounds, each measuring both binaries in alternating order; the
-    /// table shows medians.
+    /// Rounds, each taking every item on both binaries back to back, who
+    /// goes first alternating; the table shows medians, and ratios paired
+    /// over rounds of opposite order (give an even count).
     #[arg(long, default_value_t = 1)]
     pub(crate) rounds: usize,
     /// Skip the memory items (they run in the first round otherwise).
