@@ -398,6 +398,12 @@ fn beside_stalled(d: &Live, bytes: u64) -> Shared {
     live.finish(bytes)
         .map_err(|e| format!("beside a stalled reader: {e}"))?;
     let rate = bytes as f64 / (1 << 20) as f64 / t.elapsed().as_secs_f64();
+    // The stalled child may still be writing into its log: stop it, so the
+    // other daemon's half of this step runs beside a quiet one.
+    s.write_all(req(2, "process.killAndWait", r#"{"id":"stalled"}"#).as_bytes())
+        .map_err(|e| e.to_string())?;
+    let reply_2 = reply_prefix(2);
+    while !r.next_line()?.starts_with(&reply_2) {}
     drop((stalled, stalled_lines));
     Ok((rate, cpu))
 }
@@ -465,8 +471,8 @@ impl Figure {
     }
 }
 
-/// A figure of one step: its place in [`names`] (or [`HWM`]), its value
-/// and the client's CPU share while it was taken.
+/// A figure of one step: its place in [`names`] then [`AFTER_NAMES`],
+/// its value and the client's CPU share while it was taken.
 type Taken = (usize, Result<f64, String>, Option<f64>);
 
 /// Where the figures after [`names`] go: the high-water mark, then the
@@ -537,8 +543,8 @@ const STEPS: [Step; 7] = [
     |d, o| vec![with_share(6, beside_stalled(d, o.stream_bytes))],
 ];
 
-/// The figures of one binary in one round, in [`names`] order then the
-/// high-water mark, from what its steps took (or its start-up error).
+/// The figures of one binary in one round, in [`names`] order then
+/// [`AFTER_NAMES`], from what its steps took (or its start-up error).
 fn figures(taken: Result<Vec<Taken>, String>) -> Vec<Figure> {
     let mut names = names();
     names.extend(AFTER_NAMES);
@@ -639,17 +645,25 @@ fn median_of(v: impl IntoIterator<Item = f64>) -> Option<f64> {
 /// The candidate/reference ratio of an item over the rounds. Rounds
 /// come in pairs of opposite order (reference first, then candidate
 /// first), and a pair's ratio is the geometric mean of its two rounds'
-/// ratios, which cancels any advantage of going first or second (on this
-/// project's 2-vCPU machine going second was worth up to ±40% on
-/// pipelined pings). The result is the median over pairs; an odd last
-/// round counts alone.
+/// ratios, which cancels a constant advantage of going first or second
+/// (on this project's 2-vCPU machine going second was worth up to ±40%
+/// on pipelined pings). The result is the median over complete pairs; a
+/// round without a partner (an odd last one, or one whose partner failed)
+/// counts only where there is no complete pair at all.
 fn paired_ratio(rounds: &[Option<f64>]) -> Option<f64> {
-    let pairs = rounds.chunks(2).filter_map(|pair| match pair {
-        [Some(a), Some(b)] => Some((a * b).sqrt()),
-        [Some(a)] | [Some(a), None] | [None, Some(a)] => Some(*a),
-        _ => None,
-    });
-    median_of(pairs)
+    let pairs: Vec<f64> = rounds
+        .chunks(2)
+        .filter_map(|pair| match pair {
+            [Some(a), Some(b)] => Some((a * b).sqrt()),
+            _ => None,
+        })
+        .collect();
+    if !pairs.is_empty() {
+        return median_of(pairs);
+    }
+    // No complete pair (one round, or partners that failed): the single
+    // rounds, order effect and all; the footer says so.
+    median_of(rounds.iter().flatten().copied())
 }
 
 /// Runs the bench on both binaries, `o.rounds` times. In a round both
@@ -774,8 +788,15 @@ pub fn table(bench: &Bench) -> String {
         ));
     }
     o.push_str(&format!(
-        "{} round(s), both daemons side by side, each item taken on one then the other, who goes first alternated; figures are medians over the rounds, ratio the median over pairs of rounds of the geometric mean of their two ratios (use an even count)\n",
-        bench.rounds
+        "{} round(s), both daemons side by side, each item taken on one then the other, who goes first alternated; figures are medians over the rounds, ratio the median over pairs of rounds of the geometric mean of their two ratios{}\n",
+        bench.rounds,
+        if bench.rounds < 2 {
+            " (one round: no pair, so its ratio keeps the advantage of going second; the memory items are always of one round, each binary alone)"
+        } else if bench.rounds % 2 == 1 {
+            " (the odd last round is left out of the ratios; the memory items are of the first round, each binary alone)"
+        } else {
+            " (the memory items are of the first round, each binary alone)"
+        }
     ));
     let loads: Vec<String> = bench
         .load_average
@@ -787,7 +808,7 @@ pub fn table(bench: &Bench) -> String {
         loads.join(", ")
     ));
     o.push_str(
-        "ratio = candidate / reference (for req/s and MiB/s higher is better; for µs, ms, KiB lower is better)\n",
+        "ratio = candidate / reference (for req/s and MiB/s higher is better; for µs, ms, s, KiB lower is better)\n",
     );
     o.push_str("[n%] = the bench client's own CPU share while it took that figure (100% = one core)\n");
     match &bench.floors {
@@ -819,14 +840,26 @@ mod tests {
     use super::{paired_ratio, ZeroStream};
 
     #[test]
+    fn figure_places_cover_the_names_once() {
+        use super::{names, AFTER_NAMES, CPU_LIVE, CPU_PINGS_1, CPU_PINGS_64, CPU_REPLAY, HWM};
+        assert_eq!(names().len(), HWM);
+        assert_eq!(
+            [HWM, CPU_PINGS_1, CPU_PINGS_64, CPU_LIVE, CPU_REPLAY],
+            [HWM, HWM + 1, HWM + 2, HWM + 3, HWM + 4]
+        );
+        assert_eq!(HWM + AFTER_NAMES.len(), CPU_REPLAY + 1);
+    }
+
+    #[test]
     fn paired_ratios_cancel_the_advantage_of_going_second() {
         // The candidate is 10% slower, and whoever goes second gains 40%:
         // reference-first rounds show 0.9 x 1.4, candidate-first 0.9 / 1.4.
         let rounds = [Some(0.9 * 1.4), Some(0.9 / 1.4), Some(0.9 * 1.4), Some(0.9 / 1.4)];
         let r = paired_ratio(&rounds).unwrap();
         assert!((r - 0.9).abs() < 1e-9, "{r}");
-        // A failed round leaves its partner alone; an odd last one counts
-        // alone; none at all is no ratio.
+        // Rounds without a partner count only where no pair is complete;
+        // none at all is no ratio.
+        assert_eq!(paired_ratio(&[Some(4.0), Some(1.0), Some(9.0)]), Some(2.0));
         assert_eq!(paired_ratio(&[Some(2.0), None, Some(1.0)]), Some(1.5));
         assert_eq!(paired_ratio(&[None, None]), None);
         assert_eq!(paired_ratio(&[]), None);

@@ -164,7 +164,6 @@ pub(crate) fn read_line(r: &mut impl BufRead) -> Result<Vec<u8>, String> {
     }
 }
 
-/// `VmHWM` from `/proc`: the peak resident set so far (`None` without `/proc`).
 /// CPU seconds process `pid` has used so far, all its threads (those that
 /// ended too), user and system, from `/proc/<pid>/stat` (clock-tick
 /// resolution, 10 ms on Linux). Its children are not counted.
@@ -181,6 +180,7 @@ pub(crate) fn cpu_seconds_of(pid: i32) -> Option<f64> {
     (ticks > 0).then(|| (utime + stime) as f64 / ticks as f64)
 }
 
+/// `VmHWM` from `/proc`: the peak resident set so far (`None` without `/proc`).
 pub(crate) fn hwm_kib(pid: i32) -> Option<u64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     s.lines()
