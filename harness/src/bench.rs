@@ -275,6 +275,16 @@ fn stream(d: &Live, bytes: u64) -> StreamFigures {
                 }
             })
         };
+        // Stops the sampler however this closure ends (an early `?` too),
+        // so a failed stream leaves no thread reading `/proc` for the rest
+        // of the run.
+        struct StopOnDrop(std::sync::Arc<std::sync::atomic::AtomicBool>);
+        impl Drop for StopOnDrop {
+            fn drop(&mut self) {
+                self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+        let stop_guard = StopOnDrop(stop.clone());
         let mut s = d.conn()?;
         let mut r = Lines::new(s.try_clone().map_err(|e| e.to_string())?, 1 << 20);
         let p = format!("{{\"id\":\"big\",\"command\":\"head\",\"args\":[\"-c\",\"{bytes}\",\"/dev/zero\"]}}");
@@ -299,7 +309,7 @@ fn stream(d: &Live, bytes: u64) -> StreamFigures {
         let streamed = bytes as f64 / (1 << 20) as f64 / t.elapsed().as_secs_f64();
         let cpu_after = daemon_cpu();
         live_cpu_secs = per_gib(cpu_before, cpu_after, bytes);
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        drop(stop_guard);
         let _ = sampler.join();
         let mut s2 = d.conn()?;
         let mut r2 = Lines::new(s2.try_clone().map_err(|e| e.to_string())?, 1 << 20);

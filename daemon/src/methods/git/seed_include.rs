@@ -82,25 +82,50 @@ fn read_manifest(top: &str) -> Option<Vec<u8>> {
 /// A private temporary copy of the manifest, removed when dropped.
 struct TempCopy(PathBuf);
 
+/// Names tried before a copy gives up (each is new and unguessable, so
+/// only a name taken by chance or by our own leftovers costs a try).
+const TEMP_NAME_TRIES: usize = 8;
+
 impl TempCopy {
     fn new(bytes: &[u8]) -> Option<TempCopy> {
+        Self::new_in(&std::env::temp_dir(), bytes)
+    }
+
+    /// The copy in `dir` (shared, like `/tmp`): created exclusively, 0600,
+    /// never through a link. Its name carries 64 bits another user cannot
+    /// predict, so nobody can take it first and keep the seeding from
+    /// running (a counter after the pid could be planted in advance).
+    fn new_in(dir: &std::path::Path, bytes: &[u8]) -> Option<TempCopy> {
         static NEXT: AtomicU64 = AtomicU64::new(0);
-        let name = format!(
-            "remora-worktreeinclude-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
-        let path = std::env::temp_dir().join(name);
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&path)
-            .ok()?;
-        let copy = TempCopy(path);
-        file.write_all(bytes).ok()?;
-        Some(copy)
+        for _ in 0..TEMP_NAME_TRIES {
+            // `RandomState` keys come from the OS's random source once
+            // per process; hashing a fresh counter under them gives a
+            // value only this process can know.
+            let mut h = std::hash::BuildHasher::build_hasher(&std::collections::hash_map::RandomState::new());
+            std::hash::Hasher::write_u64(&mut h, NEXT.fetch_add(1, Ordering::Relaxed));
+            let name = format!(
+                "remora-worktreeinclude-{}-{:016x}",
+                std::process::id(),
+                std::hash::Hasher::finish(&h)
+            );
+            let path = dir.join(name);
+            let opened = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .open(&path);
+            match opened {
+                Ok(mut file) => {
+                    let copy = TempCopy(path);
+                    file.write_all(bytes).ok()?;
+                    return Some(copy);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(_) => return None,
+            }
+        }
+        None
     }
 }
 
@@ -306,6 +331,32 @@ mod tests {
         assert!(!version_at_least(b"git version 2.31.9", (2, 32)));
         assert!(!version_at_least(b"git version x2.40", (2, 32)));
         assert!(!version_at_least(b"version 2.40", (2, 32)));
+    }
+
+    #[test]
+    fn a_manifest_copy_cannot_be_blocked_by_names_planted_in_advance() {
+        // Another user fills the shared directory with every name a
+        // counter after our pid would give (the old naming), as links.
+        let shared = tempfile::tempdir().unwrap();
+        let target = shared.path().join("target");
+        for n in 0..2_000 {
+            let planted = shared
+                .path()
+                .join(format!("remora-worktreeinclude-{}-{n}", std::process::id()));
+            std::os::unix::fs::symlink(&target, planted).unwrap();
+        }
+        let a = TempCopy::new_in(shared.path(), b"*.env\n").expect("a copy despite the planted names");
+        let b = TempCopy::new_in(shared.path(), b"x").expect("a second copy");
+        assert_ne!(a.0, b.0);
+        assert_eq!(std::fs::read(&a.0).unwrap(), b"*.env\n");
+        use std::os::unix::fs::PermissionsExt;
+        let meta = std::fs::symlink_metadata(&a.0).unwrap();
+        assert!(meta.is_file());
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        assert!(!target.exists(), "nothing was written through a link");
+        let path = a.0.clone();
+        drop(a);
+        assert!(!path.exists(), "removed when dropped");
     }
 
     #[test]
