@@ -29,6 +29,21 @@ fn fake_shell(dir: &Path, sock: &Path) -> String {
 }
 
 /// What the child `id` sees in `SSH_AUTH_SOCK` (`-` when unset).
+/// A daemon whose login shell reports a link to `sock`, made in a new
+/// folder `folder` of `scratch` with mode `mode`; the link and the daemon.
+fn daemon_shown_a_link_in(scratch: &Path, folder: &str, mode: u32, sock: &Path) -> (std::path::PathBuf, TestDaemon) {
+    let dir = scratch.join(folder);
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).unwrap();
+    let link = dir.join("agent");
+    std::os::unix::fs::symlink(sock, &link).unwrap();
+    let shell = fake_shell(scratch, &link);
+    (
+        link,
+        TestDaemon::start_without(&["SSH_AUTH_SOCK"], &[("SHELL", &shell)]),
+    )
+}
+
 fn child_sees(d: &TestDaemon, id: &str, extra: &str) -> String {
     let mut c = d.connect();
     let params =
@@ -148,23 +163,11 @@ fn a_link_to_the_socket_counts_only_where_no_one_else_can_change_it() {
     let _agent = UnixListener::bind(&sock).unwrap();
     // A link in a private folder (a profile's stable name for the newest
     // agent) is handed on as the link.
-    let private = scratch.path().join("private");
-    std::fs::create_dir(&private).unwrap();
-    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let link = private.join("agent");
-    std::os::unix::fs::symlink(&sock, &link).unwrap();
-    let shell = fake_shell(scratch.path(), &link);
-    let d = TestDaemon::start_without(&["SSH_AUTH_SOCK"], &[("SHELL", &shell)]);
+    let (link, d) = daemon_shown_a_link_in(scratch.path(), "private", 0o700, &sock);
     assert_eq!(child_sees(&d, "linked", ""), link.to_string_lossy());
     // The same link in a folder anyone may write (no sticky bit): anyone
     // could point it elsewhere later, so it is not handed on.
-    let shared = scratch.path().join("shared");
-    std::fs::create_dir(&shared).unwrap();
-    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let link = shared.join("agent");
-    std::os::unix::fs::symlink(&sock, &link).unwrap();
-    let shell = fake_shell(scratch.path(), &link);
-    let d = TestDaemon::start_without(&["SSH_AUTH_SOCK"], &[("SHELL", &shell)]);
+    let (_, d) = daemon_shown_a_link_in(scratch.path(), "shared", 0o777, &sock);
     assert_eq!(child_sees(&d, "shared", ""), "-");
     assert!(d.log().contains("is not private to this daemon's user"), "{}", d.log());
 }

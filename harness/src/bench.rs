@@ -248,12 +248,17 @@ struct StreamFigures {
     replay_daemon_cpu: Result<f64, String>,
 }
 
-/// The daemon's CPU seconds per GiB of `bytes` between two readings.
-fn per_gib(before: Option<f64>, after: Option<f64>, bytes: u64) -> Result<f64, String> {
+/// The daemon's CPU seconds between two readings, per `units` of work.
+fn cpu_per(before: Option<f64>, after: Option<f64>, units: f64) -> Result<f64, String> {
     match (before, after) {
-        (Some(a), Some(b)) if bytes > 0 => Ok((b - a) * (1u64 << 30) as f64 / bytes as f64),
+        (Some(a), Some(b)) if units > 0.0 => Ok((b - a) / units),
         _ => Err("n/a: daemon CPU not readable".into()),
     }
+}
+
+/// [`cpu_per`] GiB of `bytes`.
+fn per_gib(before: Option<f64>, after: Option<f64>, bytes: u64) -> Result<f64, String> {
+    cpu_per(before, after, bytes as f64 / (1u64 << 30) as f64)
 }
 
 fn stream(d: &Live, bytes: u64) -> StreamFigures {
@@ -508,10 +513,10 @@ fn pipelined_step(d: &Live, conns: usize, per: usize, at: usize, cpu_at: usize) 
     let pid = d.pid();
     let before = pid.and_then(cpu_seconds_of);
     let rate = with_cpu_share(|| pipelined(d, conns, per)).map_result();
-    let cpu = match (&rate, before, pid.and_then(cpu_seconds_of)) {
-        (Ok(_), Some(a), Some(b)) => Ok((b - a) * 1e3 * 1000.0 / (conns * per) as f64),
-        (Err(e), ..) => Err(e.clone()),
-        _ => Err("n/a: daemon CPU not readable".into()),
+    // Milliseconds per 1000 pings: seconds per million.
+    let cpu = match &rate {
+        Ok(_) => cpu_per(before, pid.and_then(cpu_seconds_of), (conns * per) as f64 / 1e6),
+        Err(e) => Err(e.clone()),
     };
     vec![with_share(at, rate), (cpu_at, cpu, None)]
 }

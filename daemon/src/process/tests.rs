@@ -27,12 +27,17 @@ fn spec<'a>(id: &'a str, command: &'a str, args: &'a [String]) -> SpawnSpec<'a> 
     }
 }
 
+/// A child that sleeps for good and never reads its stdin.
+async fn sleeper(processes: &ProcessManager, id: &str) -> Arc<ManagedProcess> {
+    let args = ["1000".to_string()];
+    processes.spawn(&spec(id, "sleep", &args)).await.unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_keeps_or_kills_children() {
     let stop = Shutdown::new();
     let processes = manager(&stop);
-    let args = ["1000".to_string()];
-    let p = processes.spawn(&spec("k", "sleep", &args)).await.unwrap();
+    let p = sleeper(&processes, "k").await;
     processes.shutdown(true).await;
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert!(
@@ -120,8 +125,7 @@ async fn one_byte_stdin_chunks_are_charged_their_allocation() {
     // one-byte chunks (about 1 GiB held) would be accepted first.
     let stop = Shutdown::new();
     let processes = manager(&stop);
-    let args = ["1000".to_string()];
-    let p = processes.spawn(&spec("slow", "sleep", &args)).await.unwrap();
+    let p = sleeper(&processes, "slow").await;
     let per_queue = STDIN_QUEUE_CAP / STDIN_CHUNK_MIN_CHARGE;
     let mut accepted = 0usize;
     let refused = loop {
@@ -149,8 +153,7 @@ async fn large_stdin_chunks_fill_the_queue_to_the_byte() {
     // is refused.
     let stop = Shutdown::new();
     let processes = manager(&stop);
-    let args = ["1000".to_string()];
-    let p = processes.spawn(&spec("slow", "sleep", &args)).await.unwrap();
+    let p = sleeper(&processes, "slow").await;
     let chunk = 64 << 10;
     let mut accepted = 0usize;
     loop {

@@ -67,6 +67,12 @@ pub const POOLED_BUF: usize = 32 * 1024;
 /// more than twice its bytes.
 pub const POOLED_MIN: usize = POOLED_BUF / 2;
 
+/// Whether a read of `len` bytes is kept in a pooled buffer (charged
+/// whole) rather than in one of its own size.
+pub fn keeps_pool_buffer(len: usize) -> bool {
+    (POOLED_MIN..=POOLED_BUF).contains(&len)
+}
+
 impl Payload {
     /// `data` copied into `buf`, a buffer of the pool that nothing else
     /// holds; `None` (and `buf` dropped) if it does not fit or is shared.

@@ -21,7 +21,7 @@
 //! exit share one sequence. The last frame always stays in RAM, so a log
 //! with frames always keeps at least one.
 
-use super::frame::{raw_len, ExitFrame, Frame, FrameEncoder, Payload, Stream, POOLED_BUF, POOLED_MIN};
+use super::frame::{keeps_pool_buffer, raw_len, ExitFrame, Frame, FrameEncoder, Payload, Stream};
 use super::segments::{read_segment, ReadHint, Segments};
 use super::store::{ReplayStore, StoredLog, GLOBAL_WRITE_BEHIND, RING_BYTES, WRITE_BEHIND};
 use std::collections::VecDeque;
@@ -262,10 +262,9 @@ impl ReplayLog {
         if data.is_empty() {
             return self.last_seq();
         }
-        let payload = match data.len() {
-            POOLED_MIN..=POOLED_BUF => Payload::pooled(self.store.frame_buffer(), data),
-            _ => None,
-        };
+        let payload = keeps_pool_buffer(data.len())
+            .then(|| Payload::pooled(self.store.frame_buffer(), data))
+            .flatten();
         self.append(Frame::Data(stream, payload.unwrap_or_else(|| Payload::from(data))))
     }
 
@@ -283,7 +282,7 @@ impl ReplayLog {
     /// buffer of its own size (so a trickle of small reads never holds
     /// 32 KiB each) and `buf` comes back for the next read.
     pub fn push_read(self: &Arc<Self>, stream: Stream, buf: Arc<[u8]>, len: usize) -> Option<Arc<[u8]>> {
-        if !(POOLED_MIN..=POOLED_BUF).contains(&len) {
+        if !keeps_pool_buffer(len) {
             self.push_output(stream, buf.get(..len).unwrap_or_default());
             return Some(buf);
         }
