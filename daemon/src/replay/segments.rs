@@ -43,6 +43,8 @@ const RECORDS_PER_WRITE: usize = 256;
 /// records are copied into one run (a chatty child's 100-byte reads would
 /// otherwise cost a slice each).
 const IN_PLACE_MIN: usize = 4096;
+/// The record buffer a log keeps between writes (see [`Segments::append`]).
+const SCRATCH_KEEP: usize = 64 << 10;
 
 /// Global age stamps, so eviction can find the oldest segment of all.
 static NEXT_STAMP: AtomicU64 = AtomicU64::new(1);
@@ -224,7 +226,12 @@ impl Segments {
             }
             let (number, offset) = (back.number, back.bytes);
             let written = self.write_at(number, offset, &mut slices[..used]);
-            self.scratch = heads;
+            // Heads of large frames take a few bytes each, but a run of
+            // small records can fill a whole batch: a log keeps at most
+            // SCRATCH_KEEP of it between writes, not a batch per log.
+            if heads.capacity() <= SCRATCH_KEEP {
+                self.scratch = heads;
+            }
             if let Err(e) = written {
                 if let Some(back) = self.segs.back() {
                     if back.frames == 0 {
@@ -246,8 +253,10 @@ impl Segments {
         }
         if matches!(frames.last(), Some(Frame::Exit(_))) {
             // Nothing follows an exit frame: an exited process's log keeps
-            // no descriptor while it waits out the retention.
+            // no descriptor (nor a record buffer) while it waits out the
+            // retention.
             self.writing = None;
+            self.scratch = Vec::new();
         }
         Ok(added)
     }
