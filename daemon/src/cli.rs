@@ -42,7 +42,7 @@ pub fn main() -> i32 {
         .first()
         .map(|a| a.to_string_lossy().into_owned())
         .unwrap_or_else(|| "remora".to_string());
-    let flags = match flags::parse(args.get(1..).unwrap_or_default()) {
+    let mut flags = match flags::parse(args.get(1..).unwrap_or_default()) {
         Ok(f) => f,
         Err(ParseError::Help) => {
             eprint!("{}", flags::usage(&argv0));
@@ -53,12 +53,31 @@ pub fn main() -> i32 {
             return 2;
         }
     };
+    // `remora.conf` beside the binary fills what the command line left
+    // unset; its warnings are logged by the modes that keep a log.
+    let settings = crate::settings::load_beside_executable();
+    let provenance = crate::settings::apply(&mut flags, &settings, std::env::var("REMORA_LOG_LEVEL").ok().as_deref());
+    if let Some(level) = flags.log_level {
+        crate::logging::set_threshold(level);
+    }
+    if flags.print_config {
+        print!("{}", crate::settings::print_config(&flags, &settings, &provenance));
+        return 0;
+    }
+    if flags.install || (flags.serve && daemon_child) {
+        for warning in &settings.warnings {
+            crate::log_warn!("[daemon] settings: {warning}");
+        }
+    }
+    if flags.serve && daemon_child {
+        crate::log_info!("[daemon] {}", crate::settings::summary_line(&flags, &provenance));
+    }
     run(&flags, daemon_child)
 }
 
 fn run(flags: &Flags, daemon_child: bool) -> i32 {
     if flags.version {
-        println!("{}", crate::version::banner());
+        println!("{}", crate::version::banner(&flags.reference_build));
         return 0;
     }
     if flags.install {
@@ -105,7 +124,8 @@ pub fn socket_path(flags: &Flags) -> PathBuf {
     home_dir().join(".claude").join("remote").join("rpc.sock")
 }
 
-fn home_dir() -> PathBuf {
+/// `HOME`, else the passwd entry's home, else `/`.
+pub(crate) fn home_dir() -> PathBuf {
     if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
         return PathBuf::from(home);
     }

@@ -94,16 +94,34 @@ const SPECS: &[Spec] = &[
         usage: "leave spawned children running across a graceful shutdown (-serve)",
     },
     Spec {
+        name: "log-level",
+        kind: Kind::Str,
+        default: "",
+        usage: "log threshold: debug, info, warn or error; empty means REMORA_LOG_LEVEL, else debug",
+    },
+    Spec {
         name: "metrics-addr",
         kind: Kind::Str,
         default: "",
         usage: "serve Prometheus counters at http://ADDR/metrics (-serve; off when empty)",
     },
     Spec {
+        name: "print-config",
+        kind: Kind::Bool,
+        default: "false",
+        usage: "print the effective settings (flags, remora.conf beside the binary, defaults) with where each came from, and exit",
+    },
+    Spec {
         name: "probe-cli",
         kind: Kind::Str,
         default: "",
         usage: "run PATH --version (30s bound) and exit 0, printing nothing if it ran, __CLI_HUNG__ if it was killed at the bound, __CLI_BAD__ if it is missing or failed",
+    },
+    Spec {
+        name: "reference-build",
+        kind: Kind::Str,
+        default: "",
+        usage: "the reference build this install stands in for (40 or 64 hex digits): -version then prints claude-ssh <sha> (via remora ...)",
     },
     Spec {
         name: "replay-budget-mb",
@@ -164,6 +182,7 @@ pub struct Flags {
     pub stop: bool,
     pub version: bool,
     pub install: bool,
+    pub print_config: bool,
     /// `-probe-cli PATH`; empty = not this mode.
     pub probe_cli: OsString,
     pub socket: OsString,
@@ -180,6 +199,13 @@ pub struct Flags {
     pub cli_checksum: OsString,
     pub cli_zst: OsString,
     pub cli_keep: i64,
+    /// `-log-level`, already checked; `None` = not set.
+    pub log_level: Option<crate::logging::Level>,
+    /// `-reference-build`, lower-cased; empty = not set.
+    pub reference_build: String,
+    /// The flags given on the command line, by name (precedence over
+    /// `remora.conf`, see [`crate::settings`]).
+    pub explicit: Vec<&'static str>,
     /// Arguments after the flags (ignored by every mode, as in Go).
     pub rest: Vec<OsString>,
 }
@@ -192,6 +218,7 @@ impl Default for Flags {
             stop: false,
             version: false,
             install: false,
+            print_config: false,
             probe_cli: OsString::new(),
             socket: OsString::new(),
             token_file: OsString::new(),
@@ -206,6 +233,9 @@ impl Default for Flags {
             cli_checksum: OsString::new(),
             cli_zst: OsString::new(),
             cli_keep: 3,
+            log_level: None,
+            reference_build: String::new(),
+            explicit: Vec::new(),
             rest: Vec::new(),
         }
     }
@@ -221,11 +251,15 @@ pub enum ParseError {
 }
 
 impl Flags {
-    fn set(&mut self, name: &str, value: &OsStr) -> Result<(), String> {
+    /// Sets flag `name` from `value` with the flag grammar; the error is
+    /// the reason Go's `flag` package would print. `remora.conf` values go
+    /// through here too, so a key and its flag accept the same text.
+    pub fn set(&mut self, name: &str, value: &OsStr) -> Result<(), String> {
         let text = || value.to_os_string();
         match name {
             "bridge" => self.bridge = parse_bool(value)?,
             "install" => self.install = parse_bool(value)?,
+            "print-config" => self.print_config = parse_bool(value)?,
             "keep-children" => self.keep_children = parse_bool(value)?,
             "serve" => self.serve = parse_bool(value)?,
             "stop" => self.stop = parse_bool(value)?,
@@ -240,6 +274,8 @@ impl Flags {
             "cli-version" => self.cli_version = text(),
             "cli-zst" => self.cli_zst = text(),
             "metrics-addr" => self.metrics_addr = text(),
+            "log-level" => self.log_level = parse_log_level(value)?,
+            "reference-build" => self.reference_build = parse_build_id(value)?,
             "probe-cli" => self.probe_cli = text(),
             "socket" => self.socket = text(),
             "token-file" => self.token_file = text(),
@@ -295,6 +331,7 @@ pub fn parse(args: &[OsString]) -> Result<Flags, ParseError> {
                     go_quote(value.as_bytes())
                 )));
             }
+            flags.explicit.push(spec.name);
             continue;
         }
         let value = match inline {
@@ -313,6 +350,7 @@ pub fn parse(args: &[OsString]) -> Result<Flags, ParseError> {
                 go_quote(value.as_bytes())
             )));
         }
+        flags.explicit.push(spec.name);
     }
     flags.rest = args[i..].to_vec();
     Ok(flags)
@@ -348,6 +386,30 @@ pub fn usage(argv0: &str) -> String {
         out.push('\n');
     }
     out
+}
+
+/// A `-log-level` value: one of the level names (case-insensitive).
+fn parse_log_level(value: &OsStr) -> Result<Option<crate::logging::Level>, String> {
+    let text = value.to_string_lossy();
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    crate::logging::Level::parse(&text)
+        .map(Some)
+        .ok_or_else(|| "want debug, info, warn or error".to_string())
+}
+
+/// A `-reference-build` value: a git commit id of 40 (SHA-1) or 64
+/// (SHA-256) hex digits, lower-cased; empty unsets it.
+fn parse_build_id(value: &OsStr) -> Result<String, String> {
+    let bytes = value.as_bytes();
+    if bytes.is_empty() {
+        return Ok(String::new());
+    }
+    if (bytes.len() == 40 || bytes.len() == 64) && bytes.iter().all(u8::is_ascii_hexdigit) {
+        return Ok(String::from_utf8_lossy(bytes).to_ascii_lowercase());
+    }
+    Err("want a commit id of 40 or 64 hex digits".to_string())
 }
 
 fn lossy(bytes: &[u8]) -> String {

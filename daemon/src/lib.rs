@@ -18,6 +18,7 @@
 //! | [`logind`] | whether logout kills the daemon (`KillUserProcesses`), and escaping the session scope |
 //! | [`bridge`] | the `-bridge` relay |
 //! | [`stop`] | `-stop`: authenticated shutdown, the lock path, its one-word outcome |
+//! | [`settings`] | `remora.conf` beside the binary: keys, trust checks, precedence, the effective-settings report |
 //! | [`shellenv`] | login-shell PATH extraction |
 //! | [`agentsock`] | the login shell's SSH agent socket for `process.spawn` children |
 //! | [`metrics_http`] | the `-metrics-addr` HTTP endpoint |
@@ -93,6 +94,7 @@ pub(crate) mod rpc;
 pub mod runlock;
 pub(crate) mod safedir;
 pub(crate) mod server;
+pub(crate) mod settings;
 pub(crate) mod shellenv;
 pub(crate) mod shutdown;
 pub(crate) mod signals;

@@ -32,11 +32,28 @@ impl Level {
 
     /// Parses a `REMORA_LOG_LEVEL` value; anything unknown is `Debug`.
     pub fn from_setting(value: Option<&str>) -> Level {
-        match value.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
-            Some("info") => Level::Info,
-            Some("warn") | Some("warning") => Level::Warn,
-            Some("error") => Level::Error,
-            _ => Level::Debug,
+        value.and_then(Level::parse).unwrap_or(Level::Debug)
+    }
+
+    /// A level by name (case-insensitive, surrounding blanks ignored);
+    /// `None` for anything else.
+    pub fn parse(value: &str) -> Option<Level> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "debug" => Some(Level::Debug),
+            "info" => Some(Level::Info),
+            "warn" | "warning" => Some(Level::Warn),
+            "error" => Some(Level::Error),
+            _ => None,
+        }
+    }
+
+    /// The level's name as `-log-level` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Debug => "debug",
+            Level::Info => "info",
+            Level::Warn => "warn",
+            Level::Error => "error",
         }
     }
 }

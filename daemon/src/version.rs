@@ -8,9 +8,17 @@ pub const ID: &str = env!("REMORA_VERSION_ID");
 /// UTC build time, RFC 3339.
 pub const BUILT: &str = env!("REMORA_BUILD_TIME");
 
-/// `-version` output (without the newline).
-pub fn banner() -> String {
-    format!("remora {ID} (built {BUILT})")
+/// `-version` output (without the newline). With a `reference-build`
+/// (a lower-case commit id, `remora.conf` or `-reference-build`) the line
+/// starts the way the reference's does, `claude-ssh <sha>`, which is what
+/// Claude Desktop matches (`/claude-ssh\s+(\S+)/`) against the build it
+/// pins before it decides to upload its own over this file.
+pub fn banner(reference_build: &str) -> String {
+    if reference_build.is_empty() {
+        format!("remora {ID} (built {BUILT})")
+    } else {
+        format!("claude-ssh {reference_build} (via remora {ID}, built {BUILT})")
+    }
 }
 
 /// Go's `runtime.GOOS` for this build.
@@ -44,6 +52,12 @@ mod tests {
         let want = if cfg!(target_os = "macos") { "darwin" } else { "linux" };
         assert_eq!(super::goos(), want);
         assert!(["amd64", "arm64", "386", "riscv64", "ppc64le", "s390x"].contains(&super::goarch()));
-        assert!(super::banner().starts_with("remora "));
+        assert!(super::banner("").starts_with("remora "));
+        let sha = "90fca6e6".repeat(5);
+        let stamped = super::banner(&sha);
+        assert!(
+            stamped.starts_with(&format!("claude-ssh {sha} (via remora {}, built ", super::ID)),
+            "{stamped}"
+        );
     }
 }

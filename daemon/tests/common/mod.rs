@@ -73,7 +73,24 @@ impl TestDaemon {
         TestDaemon::start_full(&[], env, &[], &[], Some(fd_limit))
     }
 
+    /// Starts `binary` (a copy of remora placed elsewhere) with `-serve`
+    /// and extra flags.
+    pub fn start_binary(binary: &Path, extra_args: &[&str]) -> TestDaemon {
+        TestDaemon::start_from(binary, extra_args, &[], &[], &[], None)
+    }
+
     fn start_full(
+        extra_args: &[&str],
+        env: &[(&str, &str)],
+        unset: &[&str],
+        ignored: &[libc::c_int],
+        fd_limit: Option<u64>,
+    ) -> TestDaemon {
+        TestDaemon::start_from(Path::new(remora_bin()), extra_args, env, unset, ignored, fd_limit)
+    }
+
+    fn start_from(
+        binary: &Path,
         extra_args: &[&str],
         env: &[(&str, &str)],
         unset: &[&str],
@@ -86,7 +103,7 @@ impl TestDaemon {
         std::fs::write(&token_file, format!("{TOKEN}\n")).unwrap();
         let stderr_path = dir.path().join("daemon.log");
         let stderr = std::fs::File::create(&stderr_path).unwrap();
-        let mut cmd = Command::new(remora_bin());
+        let mut cmd = Command::new(binary);
         cmd.arg("-serve")
             .arg("-socket")
             .arg(&socket)
