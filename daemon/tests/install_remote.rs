@@ -281,10 +281,14 @@ impl Sshd {
     }
 
     fn install(&self, dist: &Path) -> Output {
-        let mut cmd = Command::new("bash");
-        cmd.arg(workspace().join("ci/install-remote"))
-            .arg("--dist")
-            .arg(dist)
+        self.install_remote(&["--dist".as_ref(), dist.as_os_str()])
+    }
+
+    /// `ci/install-remote <options> HOST <ssh options>`, executed as the
+    /// README calls it (so a missing run bit fails here).
+    fn install_remote(&self, options: &[&std::ffi::OsStr]) -> Output {
+        let mut cmd = Command::new(workspace().join("ci/install-remote"));
+        cmd.args(options)
             .arg(&self.destination)
             .args(&self.ssh_options)
             .stdin(Stdio::null());
@@ -370,34 +374,57 @@ fn the_readme_shows_the_remote_commands_this_test_runs() {
     }
 }
 
-#[test]
-fn install_upgrade_refusal_and_bridge_over_a_real_sshd() {
+/// What both tests run against: an account, its sshd, and a temp dir.
+struct Remote {
+    // Field order is drop order: sshd first, then the account, then the files.
+    server: Sshd,
+    account: Account,
+    tmp: tempfile::TempDir,
+}
+
+/// The remote, or `None` (after saying why) where the tools are missing.
+fn remote() -> Option<Remote> {
     let Some(sshd_bin) = find_tool("sshd") else {
-        return skip("no sshd (Debian: apt-get install openssh-server)");
+        skip("no sshd (Debian: apt-get install openssh-server)");
+        return None;
     };
     for tool in ["ssh", "ssh-keygen"] {
         if find_tool(tool).is_none() {
-            return skip(&format!("no {tool} (Debian: apt-get install openssh-client)"));
+            skip(&format!("no {tool} (Debian: apt-get install openssh-client)"));
+            return None;
         }
     }
     let arch = std::env::consts::ARCH;
     if !["x86_64", "aarch64"].contains(&arch) {
-        return skip(&format!(
+        skip(&format!(
             "release tarballs exist for x86_64 and aarch64, not this {arch}"
         ));
+        return None;
     }
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
     let tmp = tempfile::tempdir().unwrap();
     let account = match Account::make(tmp.path(), root) {
         Ok(a) => a,
-        Err(why) => return skip(&why),
+        Err(why) => {
+            skip(&why);
+            return None;
+        }
     };
     let server = Sshd::start(&tmp.path().join("sshd"), &sshd_bin, &account, root);
-
     // The remote's HOME must be the temp home before anything is installed.
     let home = run_ok(&mut server.ssh("echo $HOME")).stdout;
     assert_eq!(String::from_utf8_lossy(&home).trim(), account.home.to_str().unwrap());
+    Some(Remote { server, account, tmp })
+}
+
+#[test]
+fn install_upgrade_refusal_and_bridge_over_a_real_sshd() {
+    // Bound in this order so they drop as sshd, account, temp dir.
+    let Some(Remote { tmp, account, server }) = remote() else {
+        return;
+    };
+    let arch = std::env::consts::ARCH;
 
     // Two releases of this build: v1 carries a trailing byte (it still
     // runs), so the upgrade visibly replaces the file.
@@ -484,8 +511,154 @@ fn install_upgrade_refusal_and_bridge_over_a_real_sshd() {
 
     // A ping and a spawn through the upgraded binary's bridge, over ssh, to
     // the daemon the first version started.
+    ping_and_spawn_through(&server, BRIDGE);
+
+    // The daemon's log, kept by `2>>`, saw those connections.
+    let log = std::fs::read_to_string(account.home.join(".remora/daemon.log")).unwrap();
+    assert!(log.contains("New connection"), "daemon log: {log}");
+    let out = server.ssh_with_input(STOP, &format!("{TOKEN}\n"));
+    assert!(out.status.success(), "-stop over ssh failed");
+}
+
+/// Desktop's regex on `--version` output: /claude-ssh\s+(\S+)/.
+fn desktop_token(version: &str) -> Option<&str> {
+    let at = version.find("claude-ssh")?;
+    let rest = &version[at + "claude-ssh".len()..];
+    let trimmed = rest.trim_start();
+    if trimmed.len() == rest.len() {
+        return None; // \s+ needs at least one blank
+    }
+    trimmed.split_whitespace().next()
+}
+
+#[test]
+fn desktops_regex_as_the_test_reads_it() {
+    let sha = "90fca6e6".repeat(5);
+    assert_eq!(
+        desktop_token(&format!("claude-ssh {sha} (via remora v1, built x)\n")),
+        Some(sha.as_str())
+    );
+    assert_eq!(desktop_token("remora v0.1.0 (built x)\n"), None);
+    assert_eq!(desktop_token("claude-sshX y"), None);
+}
+
+/// Plays Claude Desktop's part against `ci/install-remote --desktop`:
+/// a cached reference at `srv/<sha>/server`, the install, the client's
+/// version check, a daemon started with the client's argv, a bridge, a CLI
+/// install into the client's cli-dir, `-stop`, and `--restore`.
+#[test]
+fn desktop_install_and_restore_over_a_real_sshd() {
+    let Some(Remote { tmp, account, server }) = remote() else {
+        return;
+    };
+    let arch = std::env::consts::ARCH;
+    let sha = "f6010b97".repeat(5);
+    let srv = account.home.join(".claude/remote/srv").join(&sha);
+    std::fs::create_dir_all(&srv).unwrap();
+    let reference = format!("#!/bin/sh\necho \"claude-ssh {sha} (built 2026-09-24T00:00:00Z)\"\n");
+    std::fs::write(srv.join("server"), &reference).unwrap();
+    std::fs::set_permissions(srv.join("server"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    account.own(&account.home.join(".claude"));
+
+    let dist = tmp.path().join("dist");
+    pack(
+        &stripped_build(tmp.path()),
+        "v0.0.3",
+        &format!("{arch}-unknown-linux-musl"),
+        &dist,
+    );
+
+    // The install, as the README calls it.
+    let out = server.install_remote(&["--desktop".as_ref(), "--dist".as_ref(), dist.as_os_str()]);
+    assert!(out.status.success(), "--desktop failed");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!(
+            "srv/{sha}/server: claude-ssh {sha} (via remora {}, built ",
+            remora::version::ID
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("(the reference is kept as server.reference)"),
+        "{stdout}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(srv.join("server.reference")).unwrap(),
+        reference
+    );
+
+    // What Desktop does before a session: run the cached file's --version,
+    // take the token after claude-ssh, compare it with the pin.
+    let server_path = format!("~/.claude/remote/srv/{sha}/server");
+    let version = String::from_utf8(run_ok(&mut server.ssh(&format!("{server_path} --version"))).stdout).unwrap();
+    assert_eq!(desktop_token(&version), Some(sha.as_str()), "{version}");
+    assert!(version.contains("(via remora "), "{version}");
+
+    // A session: the daemon with the client's argv, a token file, the
+    // socket under ~/.claude/remote/run.
+    let run = "~/.claude/remote/run/0a1b2c3d";
+    let out = server.ssh_with_input(
+        &format!(
+            "mkdir -p -m 700 {run} && umask 077 && cat >{run}/token && \
+             {server_path} --serve --socket {run}/rpc.sock --token-file {run}/token"
+        ),
+        &format!("{TOKEN}\n"),
+    );
+    assert!(out.status.success(), "--serve failed");
+    let stop = format!("{server_path} --stop --socket {run}/rpc.sock");
+    struct StopOnDrop<'a>(&'a Sshd, String);
+    impl Drop for StopOnDrop<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.ssh_with_input(&self.1, "");
+        }
+    }
+    let daemon_guard = StopOnDrop(&server, stop.clone());
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("Remora remote server listening on "));
+    ping_and_spawn_through(&server, &format!("{server_path} --bridge --socket {run}/rpc.sock"));
+
+    // A CLI into the client's cli-dir, from an uploaded zstd blob.
+    let cli = b"#!/bin/sh\necho \"2.1.300 (Claude Code)\"\n";
+    let blob = zstd::encode_all(&cli[..], 3).unwrap();
+    let mut upload = server
+        .ssh("umask 077 && cat >~/.claude/remote/cli.zst")
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    upload.stdin.take().unwrap().write_all(&blob).unwrap();
+    assert!(upload.wait().unwrap().success(), "upload failed");
+    let out = run_ok(&mut server.ssh(&format!(
+        "{server_path} --install --cli-dir ~/.claude/remote/ccd-cli --cli-version 2.1.300 --cli-zst ~/.claude/remote/cli.zst"
+    )));
+    let facts = String::from_utf8_lossy(&out.stdout);
+    let cli_path = account.home.join(".claude/remote/ccd-cli/2.1.300");
+    assert!(facts.starts_with("__INSTALL_RESULT__{"), "{facts}");
+    assert!(
+        facts.contains(&format!("\"cliPath\":\"{}\"", cli_path.display())),
+        "{facts}"
+    );
+    assert!(!facts.contains("cliError"), "{facts}");
+    assert_eq!(std::fs::read(&cli_path).unwrap(), cli);
+
+    // -stop as Desktop runs it (no token in the environment).
+    let out = run_ok(&mut server.ssh(&stop));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "stopped");
+    drop(daemon_guard);
+
+    // Restore: the reference is back and remora's settings are gone.
+    let out = server.install_remote(&["--desktop".as_ref(), "--restore".as_ref()]);
+    assert!(out.status.success(), "--restore failed");
+    assert_eq!(std::fs::read_to_string(srv.join("server")).unwrap(), reference);
+    assert!(!srv.join("server.reference").exists());
+    assert!(!srv.join("remora.conf").exists());
+    let version = String::from_utf8(run_ok(&mut server.ssh(&format!("{server_path} --version"))).stdout).unwrap();
+    assert_eq!(version, format!("claude-ssh {sha} (built 2026-09-24T00:00:00Z)\n"));
+}
+
+/// A ping and a spawn of `echo hi` through `bridge_command` run over ssh.
+fn ping_and_spawn_through(server: &Sshd, bridge_command: &str) {
     let mut bridge = server
-        .ssh(BRIDGE)
+        .ssh(bridge_command)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -534,10 +707,4 @@ fn install_upgrade_refusal_and_bridge_over_a_real_sshd() {
     assert_eq!(stdout, b"hi\n");
     drop(to_bridge);
     assert!(bridge.wait().unwrap().success(), "the bridge failed");
-
-    // The daemon's log, kept by `2>>`, saw those connections.
-    let log = std::fs::read_to_string(account.home.join(".remora/daemon.log")).unwrap();
-    assert!(log.contains("New connection"), "daemon log: {log}");
-    let out = server.ssh_with_input(STOP, &format!("{TOKEN}\n"));
-    assert!(out.status.success(), "-stop over ssh failed");
 }
