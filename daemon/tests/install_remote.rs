@@ -98,7 +98,10 @@ impl Account {
         let useradd = find_tool("useradd").ok_or("running as root without useradd to make a throwaway account")?;
         // The home sits in the temp dir, which the account must traverse.
         std::fs::set_permissions(base, std::fs::Permissions::from_mode(0o711)).unwrap();
-        let name = format!("remora-it-{}", std::process::id());
+        // Tests run in parallel in one process: one account each.
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("remora-it-{}-{n}", std::process::id());
         // `*`: no password, but not locked (sshd refuses a locked account).
         run_ok(
             Command::new(useradd)
