@@ -124,8 +124,7 @@ pub fn socket_path(flags: &Flags) -> PathBuf {
     home_dir().join(".claude").join("remote").join("rpc.sock")
 }
 
-/// `HOME`, else the passwd entry's home, else `/`.
-pub(crate) fn home_dir() -> PathBuf {
+fn home_dir() -> PathBuf {
     if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
         return PathBuf::from(home);
     }

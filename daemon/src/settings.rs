@@ -287,11 +287,13 @@ fn check_value(key: &'static str, value: &str) -> Result<(), String> {
     Flags::default().set(key, OsStr::new(&expand_home(key, value)))
 }
 
-/// `~/x` in a path key becomes `$HOME/x`.
+/// `~/x` in a path key becomes `$HOME/x`, by the same rule as the `~` of
+/// request paths ([`crate::gopath::expand_home`]).
 fn expand_home(key: &str, value: &str) -> String {
-    match value.strip_prefix("~/") {
-        Some(rest) if key == "replay-dir" => crate::cli::home_dir().join(rest).to_string_lossy().into_owned(),
-        _ => value.to_string(),
+    if key == "replay-dir" {
+        crate::gopath::expand_home(value, crate::gopath::home_dir().as_deref())
+    } else {
+        value.to_string()
     }
 }
 

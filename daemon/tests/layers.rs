@@ -69,7 +69,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "logind",
         ],
     ),
-    ("entry", &["cli", "fuzzing"]),
+    ("entry", &["cli", "settings", "fuzzing"]),
 ];
 
 /// Exported macros, by the module that defines them (`crate::log_info!`).
