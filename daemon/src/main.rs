@@ -3,8 +3,8 @@
 /// Counts heap allocations (feature `alloc-count`, tests only).
 #[cfg(feature = "alloc-count")]
 #[global_allocator]
-static ALLOCATOR: remora::alloccount::Counting = remora::alloccount::Counting;
+static ALLOCATOR: remora::base::alloccount::Counting = remora::base::alloccount::Counting;
 
 fn main() {
-    std::process::exit(remora::cli::main());
+    std::process::exit(remora::launch::cli::main());
 }

@@ -187,18 +187,18 @@ fn zst_without_checksum_installs_and_is_consumed() {
     assert!(!Path::new(&o.cli_zst).exists(), "the upload is consumed");
     assert_eq!(names(&dir), ["2.0.1"], "no temporaries left");
     // The facts carry the host identity.
-    assert_eq!(r.server_version, remora::version::ID);
-    assert_eq!(r.os, remora::version::goos());
-    assert_eq!(r.arch, remora::version::goarch());
+    assert_eq!(r.server_version, remora::base::version::ID);
+    assert_eq!(r.os, remora::base::version::goos());
+    assert_eq!(r.arch, remora::base::version::goarch());
     assert!(r.libc == "glibc" || r.libc == "musl");
     assert_eq!(
         r.line(),
         format!(
             "__INSTALL_RESULT__{{\"serverVersion\":\"{}\",\"os\":\"{}\",\"arch\":\"{}\",\"libc\":\"{}\",\
              \"cliPath\":\"{}/2.0.1\",\"cliWasPresent\":false}}",
-            remora::version::ID,
-            remora::version::goos(),
-            remora::version::goarch(),
+            remora::base::version::ID,
+            remora::base::version::goos(),
+            remora::base::version::goarch(),
             r.libc,
             dir.display()
         )

@@ -39,9 +39,9 @@ fn facts(cli_path: &str, was_present: bool, error: Option<&str>) -> String {
     let mut line = format!(
         "__INSTALL_RESULT__{{\"serverVersion\":\"{}\",\"os\":\"{}\",\"arch\":\"{}\",\"libc\":\"{}\",\
          \"cliPath\":\"{cli_path}\",\"cliWasPresent\":{was_present}",
-        remora::version::ID,
-        remora::version::goos(),
-        remora::version::goarch(),
+        remora::base::version::ID,
+        remora::base::version::goos(),
+        remora::base::version::goarch(),
         remora::install::detect_libc(),
     );
     if let Some(e) = error {

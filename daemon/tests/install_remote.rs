@@ -578,7 +578,7 @@ fn desktop_install_and_restore_over_a_real_sshd() {
     assert!(
         stdout.contains(&format!(
             "srv/{sha}/server: claude-ssh {sha} (via remora {}, built ",
-            remora::version::ID
+            remora::base::version::ID
         )),
         "{stdout}"
     );

@@ -9,86 +9,34 @@
 
 use std::path::{Path, PathBuf};
 
-/// The layers, lowest first. A module may import its own layer and the
-/// ones before it. `process::sys` is a platform module and sits apart from
-/// the rest of `process`. Keep in step with `docs/ARCHITECTURE.md`.
+/// The layers, lowest first, each the list of top-level folders of
+/// `daemon/src` it is made of. A module may import its own layer and the
+/// ones before it. Keep in step with `docs/ARCHITECTURE.md`.
 const LAYERS: &[(&str, &[&str])] = &[
-    ("platform", &["os", "process::sys"]),
-    (
-        "foundation",
-        &[
-            "logging",
-            "goerr",
-            "gojson",
-            "gopath",
-            "filemode",
-            "version",
-            "shutdown",
-            "frame",
-            "instance",
-            "flags",
-            "signals",
-            "safedir",
-            "alloccount",
-        ],
-    ),
-    ("protocol", &["method", "rpc", "params", "metrics", "admission"]),
-    (
-        "engines",
-        &[
-            "replay",
-            "tarx",
-            "gitcli",
-            "install",
-            "tokenfile",
-            "runlock",
-            "plugindirs",
-            "childrec",
-            "probecli",
-            "agentsock",
-            "loginshell",
-            "trampoline",
-        ],
-    ),
+    ("platform", &["sys"]),
+    ("foundation", &["base"]),
+    ("protocol", &["protocol"]),
+    ("engines", &["replay", "tarx", "install", "rundir", "agent"]),
     ("supervisor", &["process"]),
     ("handlers", &["methods"]),
-    ("state", &["state"]),
-    ("dispatch", &["dispatch"]),
-    ("connection", &["connection"]),
-    (
-        "serving",
-        &[
-            "server",
-            "orphan",
-            "metrics_http",
-            "shellenv",
-            "bridge",
-            "stop",
-            "daemonize",
-            "daemonlog",
-            "logind",
-        ],
-    ),
-    ("entry", &["cli", "settings", "fuzzing"]),
+    ("serving", &["serve"]),
+    ("entry", &["launch", "fuzzing"]),
 ];
 
 /// Exported macros, by the module that defines them (`crate::log_info!`).
 const MACROS: &[(&str, &str)] = &[
-    ("log_debug", "logging"),
-    ("log_info", "logging"),
-    ("log_warn", "logging"),
-    ("log_error", "logging"),
-    ("go_struct", "gojson"),
+    ("log_debug", "base"),
+    ("log_info", "base"),
+    ("log_warn", "base"),
+    ("log_error", "base"),
+    ("go_struct", "base"),
 ];
 
-/// The layer unit a module path (`["process", "sys", "linux"]`) belongs to.
+/// The layer unit (top-level folder) a module path (`["sys", "process", "linux"]`) belongs to.
 fn unit_of(path: &[String]) -> Option<&'static str> {
     let first = path.first()?;
     if let Some((_, module)) = MACROS.iter().find(|(m, _)| m == first) {
         return Some(module);
-    }
-    if first == "process" && path.get(1).is_some_and(|s| s == "sys") {
-        return Some("process::sys");
     }
     LAYERS
         .iter()
@@ -296,37 +244,70 @@ fn every_top_level_module_has_a_layer() {
 }
 
 #[test]
+fn the_root_holds_only_layer_folders() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut loose = Vec::new();
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if path.is_dir() {
+            assert!(
+                unit_of(std::slice::from_ref(&name)).is_some(),
+                "folder `{name}` has no layer in LAYERS"
+            );
+        } else if name != "lib.rs" && name != "main.rs" {
+            loose.push(name);
+        }
+    }
+    assert!(loose.is_empty(), "files outside a layer folder: {loose:?}");
+}
+
+#[test]
 fn planted_violations_are_caught() {
     let check = |file: &str, source: &str| violations(Path::new(file), source);
     // Upward, by plain path, group and `super::`.
     assert_eq!(
-        check("replay/log.rs", "use crate::connection::Reply;"),
-        ["replay/log.rs: `connection::Reply` reaches up from replay (engines) to connection (connection)"]
+        check("replay/log.rs", "use crate::serve::connection::Reply;"),
+        ["replay/log.rs: `serve::connection::Reply` reaches up from replay (engines) to serve (serving)"]
     );
     assert_eq!(
-        check("methods/git/mod.rs", "use crate::{gitcli, dispatch::Call};").len(),
+        check(
+            "methods/git/mod.rs",
+            "use crate::{base::gojson, serve::dispatch::Call};"
+        )
+        .len(),
         1
     );
-    assert_eq!(check("methods/git/mod.rs", "use super::super::state::Daemon;").len(), 1);
+    assert_eq!(
+        check("methods/git/mod.rs", "use super::super::serve::state::Daemon;").len(),
+        1
+    );
     assert_eq!(
         check("replay/store.rs", "fn f() { crate::process::retention(); }").len(),
         1
     );
-    assert_eq!(check("process/sys/mod.rs", "use super::Termination;").len(), 1);
+    assert_eq!(check("sys/process/mod.rs", "use crate::process::Termination;").len(), 1);
+    assert_eq!(check("base/frame.rs", "use super::super::protocol::rpc;").len(), 1);
     // Downward and sideways within a layer are fine; comments and test
     // code are not imports.
-    assert!(check("replay/segments.rs", "use crate::process::sys::signal_name;").is_empty());
+    assert!(check("replay/segments.rs", "use crate::sys::process::signal_name;").is_empty());
+    assert!(check("replay/store.rs", "use crate::rundir::tokenfile;").is_empty());
     assert!(check(
         "process/mod.rs",
         "use crate::replay::log::ReplayLog; crate::log_info!(\"x\");"
     )
     .is_empty());
     assert!(check(
-        "dispatch.rs",
-        "//! see [`crate::connection`]\nuse crate::state::Daemon;"
+        "serve/dispatch.rs",
+        "//! see [`crate::launch::cli`]\nuse crate::serve::state::Daemon;"
     )
     .is_empty());
-    assert!(check("replay/log.rs", "#[cfg(test)]\nmod tests { use crate::state::Daemon; }").is_empty());
-    // A new module must be given a layer.
+    assert!(check(
+        "replay/log.rs",
+        "#[cfg(test)]\nmod tests { use crate::serve::state::Daemon; }"
+    )
+    .is_empty());
+    // A new top-level module must be given a layer.
     assert_eq!(check("newthing.rs", "").len(), 1);
+    assert_eq!(check("newfolder/mod.rs", "").len(), 1);
 }

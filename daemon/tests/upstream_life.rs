@@ -212,7 +212,7 @@ fn forge_record(dir: &Path, pid: u32) -> PathBuf {
     let record = serde_json::json!({
         "pid": pid,
         "role": "serve",
-        "node": remora::runlock::node_id(),
+        "node": remora::rundir::runlock::node_id(),
         "instanceId": "00000000000000000000000000000000",
         "startedAt": 1,
     });

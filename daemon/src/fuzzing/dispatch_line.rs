@@ -27,13 +27,13 @@
 //! that does not decode); only `server.shutdown` goes unanswered; and
 //! every log line is one line, bounded, without a raw control character.
 
-use crate::dispatch::{self, Handlers, Reply};
-use crate::frame::MAX_LINE;
-use crate::gojson::{self, Value};
-use crate::logging::{self, Quota};
-use crate::method::{Method, ServerMethod};
-use crate::rpc::{self, Checked, Envelope};
-use crate::state::{Daemon, Options};
+use crate::base::frame::MAX_LINE;
+use crate::base::gojson::{self, Value};
+use crate::base::logging::{self, Quota};
+use crate::protocol::method::{Method, ServerMethod};
+use crate::protocol::rpc::{self, Checked, Envelope};
+use crate::serve::dispatch::{self, Handlers, Reply};
+use crate::serve::state::{Daemon, Options};
 use arbitrary::{Result, Unstructured};
 use std::sync::{Arc, OnceLock};
 
@@ -142,7 +142,7 @@ fn daemon() -> &'static (tokio::runtime::Runtime, Arc<Daemon>) {
             Daemon::with_instance(
                 TOKEN.as_bytes().to_vec(),
                 Options::default(),
-                crate::instance::Instance::new(),
+                crate::base::instance::Instance::new(),
             )
         };
         (runtime, daemon)

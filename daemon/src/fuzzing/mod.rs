@@ -3,11 +3,11 @@
 //! fuzzers and the stable-Rust corpus replay test (`tests/fuzz_corpora.rs`)
 //! run exactly the same code. Every check panics on a violated property.
 
-use crate::frame::{Framed, LineBuffer};
-use crate::gojson::{self, bind::GoEncode, Value};
-use crate::params::{GitParams, PathParams, ProcessParams};
+use crate::base::frame::{Framed, LineBuffer};
+use crate::base::gojson::{self, bind::GoEncode, Value};
 use crate::process::stdin::{plan_stdin_write, StdinPlan};
-use crate::rpc::{self, Checked, Envelope};
+use crate::protocol::params::{GitParams, PathParams, ProcessParams};
+use crate::protocol::rpc::{self, Checked, Envelope};
 use arbitrary::{Arbitrary, Unstructured};
 
 mod dispatch_line;
@@ -155,11 +155,11 @@ pub fn request_envelope(data: &[u8]) {
             if let Some(method) = unauthorized {
                 // The warning the daemon logs for it, at any nesting and
                 // length: one line, bounded.
-                let line = crate::logging::format_line(
-                    crate::logging::Level::Warn,
+                let line = crate::base::logging::format_line(
+                    crate::base::logging::Level::Warn,
                     format_args!(
                         "[Server] Unauthorized request: method={}, id={}",
-                        crate::logging::Untrusted(&method),
+                        crate::base::logging::Untrusted(&method),
                         rpc::id_for_log(&id)
                     ),
                 );
@@ -541,7 +541,7 @@ pub fn tar_extract(data: &[u8]) {
         // `.synced` counts before the marker truncates it. Typeflag NUL is
         // a regular file unless the name ends in `/` (Go's TypeRegA).
         let dest_bytes = dest.as_os_str().as_encoded_bytes();
-        let marker = crate::gopath::join(&[dest_bytes, b".synced"]);
+        let marker = crate::base::gopath::join(&[dest_bytes, b".synced"]);
         let regular: Vec<Vec<u8>> = input
             .entries
             .iter()
@@ -558,7 +558,7 @@ pub fn tar_extract(data: &[u8]) {
                 0 => !name.ends_with(b"/"),
                 _ => false,
             })
-            .map(|(_, name)| crate::gopath::join(&[dest_bytes, &name]))
+            .map(|(_, name)| crate::base::gopath::join(&[dest_bytes, &name]))
             .collect();
         let corrupted = input.flip.is_some() || input.truncate.is_some();
         if corrupted {
@@ -596,7 +596,7 @@ mod tests {
 
     #[test]
     fn framing_model_agrees_on_the_cap() {
-        use crate::frame::MAX_LINE;
+        use crate::base::frame::MAX_LINE;
         let mut stream = vec![b'a'; MAX_LINE - 1];
         stream.extend_from_slice(b"\nb\r\n");
         stream.extend(std::iter::repeat_n(b'c', MAX_LINE));

@@ -18,8 +18,8 @@
 
 use super::stage::{create_error_text, TempFile};
 use super::{hex, Limits};
-use crate::goerr::go_quote;
-use crate::goerr::{io_text, path_error};
+use crate::base::goerr::go_quote;
+use crate::base::goerr::{io_text, path_error};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::io::{self, Read, Write};
@@ -55,7 +55,7 @@ struct Progress {
 pub type ProgressSink<'a> = &'a (dyn Fn(&str) + Sync);
 
 fn progress_line(bytes: u64, total: Option<u64>) -> String {
-    let json = crate::gojson::to_go_json(&Progress {
+    let json = crate::base::gojson::to_go_json(&Progress {
         phase: "download",
         bytes,
         total,
@@ -213,7 +213,7 @@ fn agent_for(url: &str, limits: &Limits) -> Result<ureq::Agent, String> {
         .redirects(0)
         .timeout_connect(limits.connect_timeout)
         .timeout_read(limits.read_timeout)
-        .user_agent(&format!("remora/{}", crate::version::ID));
+        .user_agent(&format!("remora/{}", crate::base::version::ID));
     if let Some(proxy) = env_proxy(url) {
         let parsed =
             ureq::Proxy::new(&proxy).map_err(|_| format!("invalid proxy URL {}", go_quote(proxy.as_bytes())))?;

@@ -23,7 +23,7 @@ mod probe;
 mod prune;
 mod stage;
 
-use crate::goerr::{go_quote, path_error};
+use crate::base::goerr::{go_quote, path_error};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::fs::{self, File};
@@ -124,7 +124,7 @@ pub struct InstallResult {
 impl InstallResult {
     /// The facts line, `__INSTALL_RESULT__{json}`, without the newline.
     pub fn line(&self) -> String {
-        let json = crate::gojson::to_go_json(self);
+        let json = crate::base::gojson::to_go_json(self);
         format!("{RESULT_PREFIX}{}", String::from_utf8_lossy(&json))
     }
 }
@@ -158,11 +158,11 @@ pub fn install_with(options: &InstallOptions, limits: &Limits) -> InstallResult 
 /// returns the facts.
 pub fn install_reporting(options: &InstallOptions, limits: &Limits, progress: &(dyn Fn(&str) + Sync)) -> InstallResult {
     let mut result = InstallResult {
-        server_version: crate::version::ID.to_string(),
-        os: crate::version::goos().to_string(),
-        arch: crate::version::goarch().to_string(),
+        server_version: crate::base::version::ID.to_string(),
+        os: crate::base::version::goos().to_string(),
+        arch: crate::base::version::goarch().to_string(),
         libc: detect_libc().to_string(),
-        cli_path: crate::gojson::go_lossy(&crate::gopath::join(&[
+        cli_path: crate::base::gojson::go_lossy(&crate::base::gopath::join(&[
             options.cli_dir.as_bytes(),
             options.cli_version.as_bytes(),
         ])),
@@ -191,7 +191,7 @@ pub fn install_reporting(options: &InstallOptions, limits: &Limits, progress: &(
     result.fetch = run.fetch;
     result.cli_dir_moved_aside = run
         .moved_aside
-        .map(|p| crate::gojson::go_lossy(p.as_os_str().as_bytes()));
+        .map(|p| crate::base::gojson::go_lossy(p.as_os_str().as_bytes()));
     result
 }
 
@@ -361,7 +361,7 @@ fn move_aside_non_directory(dir: &Path) -> Result<Option<PathBuf>, String> {
                 "creating cli dir: rename {} {}: {}",
                 dir.to_string_lossy(),
                 aside.to_string_lossy(),
-                crate::goerr::io_text(&e)
+                crate::base::goerr::io_text(&e)
             )),
         };
     }

@@ -98,7 +98,7 @@ pub fn classify(output: &[u8]) -> Option<&'static str> {
 /// arrived until the pipe closed or [`LDD_DRAIN`] passed. The group is
 /// killed before returning either way, so nothing it started lingers.
 fn ldd_version_output() -> Vec<u8> {
-    let Ok((read_end, write_end)) = crate::os::pipe_cloexec() else {
+    let Ok((read_end, write_end)) = crate::sys::os::pipe_cloexec() else {
         return Vec::new();
     };
     let Ok(write_err) = write_end.try_clone() else {
@@ -139,7 +139,7 @@ fn ldd_version_output() -> Vec<u8> {
         let _ = tx.send(());
     });
     let pid = child.id() as i32;
-    let in_time = crate::probecli::exited_within(pid, LDD_LIMIT);
+    let in_time = crate::agent::probecli::exited_within(pid, LDD_LIMIT);
     if in_time {
         let _ = rx.recv_timeout(LDD_DRAIN);
     }

@@ -8,7 +8,7 @@
 //! which [`sweep_stale`] removes on the next run.
 
 use super::probe;
-use crate::goerr::{io_text, path_error};
+use crate::base::goerr::{io_text, path_error};
 use std::collections::hash_map::RandomState;
 use std::fs::{self, File, OpenOptions};
 use std::hash::BuildHasher;

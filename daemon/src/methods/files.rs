@@ -1,7 +1,7 @@
 //! `files.*`: stat, list, read, validate, extract_tar.
 //!
 //! Every handler does its filesystem work in `spawn_blocking`, and every OS
-//! error that reaches the wire goes through [`crate::goerr`] so it reads the
+//! error that reaches the wire goes through [`crate::base::goerr`] so it reads the
 //! way Go's `*PathError` does (`stat /x: permission denied`).
 //!
 //! Choices where the contract is silent (also listed in `docs/PROTOCOL.md`):
@@ -29,12 +29,12 @@
 //! the replay store's disk work.
 
 use super::Outcome;
-use crate::filemode;
-use crate::goerr::path_error;
-use crate::gojson::go_lossy;
-use crate::gopath;
-use crate::method::FilesMethod;
-use crate::params::PathParams;
+use crate::base::filemode;
+use crate::base::goerr::path_error;
+use crate::base::gojson::go_lossy;
+use crate::base::gopath;
+use crate::protocol::method::FilesMethod;
+use crate::protocol::params::PathParams;
 use serde::Serialize;
 use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions};

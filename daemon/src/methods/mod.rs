@@ -9,9 +9,9 @@ pub mod plugins;
 pub mod process;
 pub mod server;
 
-use crate::gojson::to_go_json;
+use crate::base::gojson::to_go_json;
+use crate::protocol::rpc::RpcError;
 use crate::replay::log::ReplayLog;
-use crate::rpc::RpcError;
 use serde::Serialize;
 use std::sync::Arc;
 

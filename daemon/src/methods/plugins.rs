@@ -1,15 +1,15 @@
 //! `plugins.prune` (reference `19f30c46`): binds its params with the
 //! decoder's detail in the `-32602` text, and reports the sweep of
-//! [`crate::plugindirs`] in the reference's member order.
+//! [`crate::rundir::plugindirs`] in the reference's member order.
 
 use super::Outcome;
-use crate::gojson::text::fold_key;
-use crate::gojson::typeerror::{value_kind, value_kind_for_int, Target, TypeError};
-use crate::gojson::Value;
-use crate::method::PluginsMethod;
-use crate::plugindirs::{self, Layout};
+use crate::base::gojson::text::fold_key;
+use crate::base::gojson::typeerror::{value_kind, value_kind_for_int, Target, TypeError};
+use crate::base::gojson::Value;
 use crate::process::ProcessManager;
-use crate::rpc::MSG_INVALID_PARAMS;
+use crate::protocol::method::PluginsMethod;
+use crate::protocol::rpc::MSG_INVALID_PARAMS;
+use crate::rundir::plugindirs::{self, Layout};
 use serde::Serialize;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
@@ -88,7 +88,7 @@ impl PruneParams {
 fn bind_int(value: &Value) -> Result<Option<i64>, TypeError> {
     match value {
         Value::Null => Ok(None),
-        Value::Number(literal) => crate::gojson::bind::parse_go_int(literal)
+        Value::Number(literal) => crate::base::gojson::bind::parse_go_int(literal)
             .map(Some)
             .ok_or_else(|| field_error(value_kind_for_int(value), "minAgeDays", "int")),
         other => Err(field_error(value_kind_for_int(other), "minAgeDays", "int")),
@@ -179,7 +179,7 @@ async fn prune(params: PruneParams, socket: &Path, processes: &ProcessManager) -
     let sibling = plugindirs::blocking_sibling(&layout).await;
     let work = move || {
         let mut result = PruneResult {
-            root: crate::gojson::go_lossy(layout.install_root().as_os_str().as_encoded_bytes()),
+            root: crate::base::gojson::go_lossy(layout.install_root().as_os_str().as_encoded_bytes()),
             pruned: Vec::new(),
             pruned_legacy: Vec::new(),
             stale_archives: 0,
@@ -202,10 +202,11 @@ async fn prune(params: PruneParams, socket: &Path, processes: &ProcessManager) -
             }
             Ok(None) => {}
             Err(e) => {
-                let shown = crate::gojson::go_lossy(install_root.as_os_str().as_encoded_bytes());
-                result
-                    .errors
-                    .push(format!("{shown}: {}", crate::goerr::path_error("open", &shown, &e)));
+                let shown = crate::base::gojson::go_lossy(install_root.as_os_str().as_encoded_bytes());
+                result.errors.push(format!(
+                    "{shown}: {}",
+                    crate::base::goerr::path_error("open", &shown, &e)
+                ));
             }
         }
         let legacy_root = layout.legacy_root();
@@ -236,7 +237,7 @@ async fn prune(params: PruneParams, socket: &Path, processes: &ProcessManager) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gojson::parse;
+    use crate::base::gojson::parse;
 
     fn bind(json: &str) -> Result<PruneParams, String> {
         PruneParams::bind(Some(&parse(json.as_bytes()).unwrap())).map_err(|e| e.to_string())

@@ -6,11 +6,12 @@
 //! fields are `omitempty` in Go, hence `skip_serializing_if`.
 
 use super::Outcome;
-use crate::method::ProcessMethod;
-use crate::metrics::Metrics;
-use crate::params::{ProcessParams, StdinParams};
-use crate::process::{sys, KilledBy, ProcessManager, SpawnError, SpawnSpec, StdinResult, Termination};
-use crate::rpc::{RpcError, STDIN_BACKPRESSURE, STDIN_OFFSET_GAP};
+use crate::process::{KilledBy, ProcessManager, SpawnError, SpawnSpec, StdinResult, Termination};
+use crate::protocol::method::ProcessMethod;
+use crate::protocol::metrics::Metrics;
+use crate::protocol::params::{ProcessParams, StdinParams};
+use crate::protocol::rpc::{RpcError, STDIN_BACKPRESSURE, STDIN_OFFSET_GAP};
+use crate::sys::process as sys;
 use base64::Engine;
 use serde::Serialize;
 use std::sync::atomic::Ordering;
@@ -21,7 +22,7 @@ const MSG_COMMAND_REQUIRED: &str = "Command is required";
 const MSG_NOT_FOUND: &str = "Process not found";
 const MSG_NOT_RUNNING: &str = "Process not running";
 const MSG_BAD_BASE64: &str = "Invalid base64 data";
-const MSG_OFFSET_GAP: &str = crate::rpc::MSG_STDIN_OFFSET_GAP;
+const MSG_OFFSET_GAP: &str = crate::protocol::rpc::MSG_STDIN_OFFSET_GAP;
 
 /// killAndWait grace when `timeoutMs` is absent or not positive.
 const DEFAULT_GRACE_MS: i64 = 3000;
@@ -153,7 +154,7 @@ async fn spawn(p: ProcessParams, processes: &ProcessManager) -> Outcome {
         log: process.log.clone(),
         after: 0,
         reply_after: 0,
-        result: crate::gojson::to_go_json(&result),
+        result: crate::base::gojson::to_go_json(&result),
     }
 }
 
@@ -214,11 +215,11 @@ impl StdinRefusal {
     /// The wire error: code and message.
     pub fn code_and_message(self) -> (i64, &'static str) {
         match self {
-            StdinRefusal::BadBase64 => (crate::rpc::INVALID_PARAMS, MSG_BAD_BASE64),
-            StdinRefusal::NotFound => (crate::rpc::INVALID_PARAMS, MSG_NOT_FOUND),
-            StdinRefusal::NotRunning => (crate::rpc::INVALID_PARAMS, MSG_NOT_RUNNING),
+            StdinRefusal::BadBase64 => (crate::protocol::rpc::INVALID_PARAMS, MSG_BAD_BASE64),
+            StdinRefusal::NotFound => (crate::protocol::rpc::INVALID_PARAMS, MSG_NOT_FOUND),
+            StdinRefusal::NotRunning => (crate::protocol::rpc::INVALID_PARAMS, MSG_NOT_RUNNING),
             StdinRefusal::OffsetGap => (STDIN_OFFSET_GAP, MSG_OFFSET_GAP),
-            StdinRefusal::QueueFull => (STDIN_BACKPRESSURE, crate::rpc::MSG_STDIN_BACKPRESSURE),
+            StdinRefusal::QueueFull => (STDIN_BACKPRESSURE, crate::protocol::rpc::MSG_STDIN_BACKPRESSURE),
         }
     }
 }
@@ -354,7 +355,7 @@ fn reattach(p: ProcessParams, processes: &ProcessManager, metrics: &Metrics) -> 
         log: process.log.clone(),
         after,
         reply_after: last_seq,
-        result: crate::gojson::to_go_json(&result),
+        result: crate::base::gojson::to_go_json(&result),
     }
 }
 
@@ -426,7 +427,7 @@ mod tests {
         for (applied, duplicate) in [(0, false), (9, true), (u64::MAX, false), (u64::MAX, true)] {
             let mut out = Vec::new();
             StdinAck { applied, duplicate }.write_json(&mut out);
-            let want = crate::gojson::to_go_json(&StdinReply {
+            let want = crate::base::gojson::to_go_json(&StdinReply {
                 success: true,
                 applied,
                 duplicate,

@@ -1,11 +1,11 @@
 //! `server.*`: ping, capabilities, shutdown. These take no params.
 
 use super::Outcome;
-use crate::instance::Instance;
-use crate::method::ServerMethod;
-use crate::rpc::{FEATURES, METHODS};
-use crate::shutdown::Shutdown;
-use crate::version;
+use crate::base::instance::Instance;
+use crate::base::shutdown::Shutdown;
+use crate::base::version;
+use crate::protocol::method::ServerMethod;
+use crate::protocol::rpc::{FEATURES, METHODS};
 use serde::Serialize;
 
 #[derive(Serialize)]

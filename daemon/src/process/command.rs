@@ -68,7 +68,8 @@ pub fn resolve(command: &str, path_var: &OsString) -> Result<String, String> {
     if command.contains('/') {
         return Ok(command.to_string());
     }
-    look_path(command, path_var).map_err(|why| format!("exec: {}: {}", crate::goerr::go_quote(command.as_bytes()), why))
+    look_path(command, path_var)
+        .map_err(|why| format!("exec: {}: {}", crate::base::goerr::go_quote(command.as_bytes()), why))
 }
 
 /// Go's `exec.LookPath` for a name without `/`: each `PATH` entry in order
@@ -121,13 +122,16 @@ pub fn check_cwd(cwd: &str) -> Result<(), String> {
     match std::fs::metadata(cwd) {
         Ok(meta) if meta.is_dir() => Ok(()),
         Ok(_) => Err(format!("chdir {cwd}: not a directory")),
-        Err(e) => Err(format!("chdir {cwd}: {}", crate::goerr::path_error("stat", cwd, &e))),
+        Err(e) => Err(format!(
+            "chdir {cwd}: {}",
+            crate::base::goerr::path_error("stat", cwd, &e)
+        )),
     }
 }
 
 /// The wire message for a failed fork/exec of `path`.
 pub fn fork_exec_error(path: &str, err: &std::io::Error) -> String {
-    format!("fork/exec {path}: {}", crate::goerr::io_text(err))
+    format!("fork/exec {path}: {}", crate::base::goerr::io_text(err))
 }
 
 #[cfg(test)]
@@ -136,9 +140,9 @@ mod tests {
 
     #[test]
     fn quote_matches_go() {
-        assert_eq!(crate::goerr::go_quote(b"nonexistent-cmd"), "\"nonexistent-cmd\"");
+        assert_eq!(crate::base::goerr::go_quote(b"nonexistent-cmd"), "\"nonexistent-cmd\"");
         assert_eq!(
-            crate::goerr::go_quote("a\"b\\c\n\u{1}é\u{a0}".as_bytes()),
+            crate::base::goerr::go_quote("a\"b\\c\n\u{1}é\u{a0}".as_bytes()),
             "\"a\\\"b\\\\c\\n\\x01é\\u00a0\""
         );
     }

@@ -25,14 +25,16 @@
 pub mod command;
 pub mod session;
 pub mod stdin;
-pub mod sys;
+// The platform half of the supervisor (signals, group kill, exit watch) is
+// `crate::sys::process`; `sys::` below names it.
+use crate::sys::process as sys;
 
-use crate::agentsock;
-use crate::metrics::Metrics;
+use crate::agent::agentsock;
+use crate::base::shutdown::ShutdownWatch;
+use crate::protocol::metrics::Metrics;
 use crate::replay::frame::{ExitFrame, Stream};
 use crate::replay::log::ReplayLog;
 use crate::replay::store;
-use crate::shutdown::ShutdownWatch;
 use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt;
 use std::process::Stdio;
@@ -119,7 +121,7 @@ pub struct SpawnSpec<'a> {
     pub args: &'a [String],
     pub cwd: &'a str,
     pub env: &'a [(String, String)],
-    /// Skip the SSH agent hand-off ([`crate::agentsock`]).
+    /// Skip the SSH agent hand-off ([`crate::agent::agentsock`]).
     pub no_agent_socket: bool,
 }
 
@@ -201,7 +203,7 @@ pub struct ManagedProcess {
     /// The agent CLI session its arguments name ([`session::key_of`]).
     pub session: Option<String>,
     /// The plugin hashes its argv names (`plugins.prune` keeps those
-    /// directories while it runs), from [`crate::plugindirs::hashes_in`].
+    /// directories while it runs), from [`crate::rundir::plugindirs::hashes_in`].
     plugin_hashes: Vec<String>,
     /// The last kill request that signalled the running child; stamped on
     /// the exit frame whatever the child then did with the signal.
@@ -413,7 +415,7 @@ pub struct ProcessManager {
     keep: AtomicBool,
     /// The retention sweeper runs once the first process was spawned.
     sweeper: AtomicBool,
-    /// PATH from the login shell, once known ([`crate::shellenv`]);
+    /// PATH from the login shell, once known ([`crate::serve::shellenv`]);
     /// children get it.
     login_path: OnceLock<String>,
     /// The login shell's SSH agent socket, asked for at the first spawn
@@ -533,9 +535,9 @@ impl ProcessManager {
         for old in rivals {
             crate::log_info!(
                 "[process.Manager] Process {} (pid {}) superseded by {} (same session)",
-                crate::logging::Untrusted(&old.id),
+                crate::base::logging::Untrusted(&old.id),
                 old.pid,
-                crate::logging::Untrusted(id)
+                crate::base::logging::Untrusted(id)
             );
             old.terminate(libc::SIGTERM, SUPERSEDE_GRACE, true, KilledBy::Client)
                 .await;
@@ -552,7 +554,7 @@ impl ProcessManager {
         let mut child = launch(spec, program, env)?;
         let start_time = epoch_seconds();
         let pid = i32::try_from(child.id()).unwrap_or(0);
-        crate::childrec::record(pid, spec.command);
+        crate::rundir::childrec::record(pid, spec.command);
         // From here on the child exists: every path must end in a
         // supervisor that reaps it.
         let grown = child.stdout.as_ref().is_some_and(grow_pipe);
@@ -579,7 +581,7 @@ impl ProcessManager {
             exit: exit_tx,
             reaped: Mutex::new(false),
             session,
-            plugin_hashes: crate::plugindirs::hashes_in(
+            plugin_hashes: crate::rundir::plugindirs::hashes_in(
                 std::iter::once(spec.command).chain(spec.args.iter().map(String::as_str)),
             ),
             killed_by: Mutex::new(None),
@@ -645,9 +647,9 @@ impl ProcessManager {
         }
         crate::log_info!(
             "[process.Manager] Spawned process {} (pid {}): {}",
-            crate::logging::Untrusted(spec.id),
+            crate::base::logging::Untrusted(spec.id),
             pid,
-            crate::logging::Untrusted(spec.command)
+            crate::base::logging::Untrusted(spec.command)
         );
         let previous = lock(&self.table).insert(spec.id.to_string(), process.clone());
         if let Some(old) = previous {
@@ -660,7 +662,7 @@ impl ProcessManager {
             old.kill_tree(None);
             crate::log_info!(
                 "[process.Manager] Process id {} reused: killed previous process (pid {})",
-                crate::logging::Untrusted(&old.id),
+                crate::base::logging::Untrusted(&old.id),
                 old.pid
             );
         }
@@ -690,7 +692,7 @@ impl ProcessManager {
             if !p.wait_exit(left).await {
                 crate::log_warn!(
                     "[process.Manager] Process {} (pid {}) did not exit after SIGKILL",
-                    crate::logging::Untrusted(&p.id),
+                    crate::base::logging::Untrusted(&p.id),
                     p.pid
                 );
             }
@@ -726,8 +728,8 @@ fn child_command(
     use std::os::unix::process::CommandExt;
     let mut cmd = match report {
         Some(fd) => {
-            let mut cmd = std::process::Command::new(crate::trampoline::SELF_EXE);
-            cmd.args(crate::trampoline::arguments(
+            let mut cmd = std::process::Command::new(crate::agent::trampoline::SELF_EXE);
+            cmd.args(crate::agent::trampoline::arguments(
                 fd.as_raw_fd(),
                 program,
                 spec.command,
@@ -761,14 +763,14 @@ fn child_command(
     if !spec.cwd.is_empty() {
         cmd.current_dir(spec.cwd);
     }
-    if let Some((name, run_dir)) = crate::childrec::child_marker() {
+    if let Some((name, run_dir)) = crate::rundir::childrec::child_marker() {
         cmd.env(name, run_dir);
     }
     cmd
 }
 
 /// Starts the child: through the trampoline while children are recorded
-/// ([`crate::trampoline`]), answering an exec failure there exactly as a
+/// ([`crate::agent::trampoline`]), answering an exec failure there exactly as a
 /// direct spawn's; directly otherwise, or when the trampoline itself
 /// cannot start.
 fn launch(
@@ -781,10 +783,10 @@ fn launch(
             .spawn()
             .map_err(|e| command::fork_exec_error(program, &e))
     };
-    if !crate::trampoline::enabled() {
+    if !crate::agent::trampoline::enabled() {
         return direct(&env);
     }
-    let (read, write) = match crate::trampoline::report_pipe() {
+    let (read, write) = match crate::agent::trampoline::report_pipe() {
         Ok(pair) => pair,
         Err(_) => return direct(&env),
     };
@@ -795,13 +797,13 @@ fn launch(
         Err(e) => {
             crate::log_warn!(
                 "[process.Manager] exec trampoline failed for {} ({}); starting it directly \u{2014} a successor daemon will not be able to reap it",
-                crate::logging::Untrusted(spec.id),
-                command::fork_exec_error(crate::trampoline::SELF_EXE, &e)
+                crate::base::logging::Untrusted(spec.id),
+                command::fork_exec_error(crate::agent::trampoline::SELF_EXE, &e)
             );
             return direct(&env);
         }
     };
-    match crate::trampoline::read_report(&read) {
+    match crate::agent::trampoline::read_report(&read) {
         None => Ok(child),
         Some(errno) => {
             // The trampoline exits right after its report.
@@ -915,10 +917,10 @@ async fn feed_stdin(
         drop(chunk);
         if let Err(e) = written {
             if let Some(p) = process.upgrade() {
-                let why = format!("write |1: {}", crate::goerr::io_text(&e));
+                let why = format!("write |1: {}", crate::base::goerr::io_text(&e));
                 crate::log_warn!(
                     "[process.Manager] Process {} stdin: {}",
-                    crate::logging::Untrusted(&p.id),
+                    crate::base::logging::Untrusted(&p.id),
                     why
                 );
                 let mut st = lock(&p.stdin);
@@ -960,10 +962,10 @@ async fn sweep_exited(table: Weak<Table>, retention: Duration, mut shutdown: Shu
             );
             // Give freed pages back to the system: a burst of short-lived
             // processes should not leave the daemon's RSS raised.
-            crate::os::trim_heap();
+            crate::sys::os::trim_heap();
             trim_again = Some(std::time::Instant::now() + Duration::from_secs(11));
         } else if trim_again.is_some_and(|at| std::time::Instant::now() >= at) {
-            crate::os::trim_heap();
+            crate::sys::os::trim_heap();
             trim_again = None;
         }
     }
@@ -981,7 +983,7 @@ async fn supervise(
         Err(e) => {
             crate::log_error!(
                 "[process.Manager] Process {} wait failed: {}",
-                crate::logging::Untrusted(&process.id),
+                crate::base::logging::Untrusted(&process.id),
                 e
             );
             sys::ExitStatus { code: -1, signal: None }
@@ -989,7 +991,7 @@ async fn supervise(
     };
     let code = status.code;
     process.exit.send_replace(Some(code));
-    crate::childrec::forget(process.pid);
+    crate::rundir::childrec::forget(process.pid);
     process.stop_stdin();
     if let Some((out, err)) = readers {
         let _ = out.await;
@@ -1006,7 +1008,7 @@ async fn supervise(
     metrics.process_exits.fetch_add(1, Ordering::Relaxed);
     crate::log_info!(
         "[process.Manager] Process {} exited with code {}",
-        crate::logging::Untrusted(&process.id),
+        crate::base::logging::Untrusted(&process.id),
         code
     );
 }

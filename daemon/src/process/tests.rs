@@ -2,7 +2,7 @@
 //! frames (killedBy), and the exit-frame/pipe ordering.
 
 use super::*;
-use crate::shutdown::Shutdown;
+use crate::base::shutdown::Shutdown;
 
 /// A registry with an in-memory replay store, as the daemon would make it.
 fn manager(shutdown: &Shutdown) -> ProcessManager {

@@ -181,7 +181,7 @@ pub struct FrameEncoder {
 impl FrameEncoder {
     pub fn new(process_id: &str) -> FrameEncoder {
         let mut prefix = br#"{"type":"stream","processId":"#.to_vec();
-        crate::gojson::write_go_string(&mut prefix, process_id);
+        crate::base::gojson::write_go_string(&mut prefix, process_id);
         prefix.extend_from_slice(br#","stream":""#);
         FrameEncoder { prefix }
     }

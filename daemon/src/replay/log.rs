@@ -413,7 +413,7 @@ impl ReplayLog {
             crate::log_warn!(
                 "[replay] process {}: writing its replay log failed ({}): keeping the last {} MiB in memory",
                 self.process_id,
-                crate::goerr::io_text(e),
+                crate::base::goerr::io_text(e),
                 RING_BYTES >> 20
             );
             self.store.metrics.fallbacks.fetch_add(1, Ordering::Relaxed);
@@ -716,7 +716,7 @@ impl ReplayLog {
         crate::log_warn!(
             "[replay] process {}: reading its replay log failed ({}): {} bytes lost",
             self.process_id,
-            crate::goerr::io_text(error),
+            crate::base::goerr::io_text(error),
             freed
         );
     }

@@ -13,7 +13,7 @@
 //! reader never rescans.
 //!
 //! Files are reached only through the log directory's descriptor, which
-//! the store verified when it made the directory ([`crate::safedir`]):
+//! the store verified when it made the directory ([`crate::base::safedir`]):
 //! `openat` with `O_NOFOLLOW`, `unlinkat`. The segment being written stays
 //! open, so a write never resolves a name again.
 //!
@@ -23,7 +23,7 @@
 //! describing exactly what is readable.
 
 use super::frame::{ExitFrame, Frame, Payload, Stream};
-use crate::safedir;
+use crate::base::safedir;
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -369,7 +369,7 @@ fn static_name(bytes: &[u8]) -> Option<&'static str> {
     let text = std::str::from_utf8(bytes).ok()?;
     ["client", "shutdown"].into_iter().find(|w| *w == text).or_else(|| {
         (1..=64)
-            .filter_map(crate::process::sys::signal_name)
+            .filter_map(crate::sys::process::signal_name)
             .find(|n| *n == text)
     })
 }
@@ -584,7 +584,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn dir_fd(path: &std::path::Path) -> Arc<OwnedFd> {
-        Arc::new(crate::safedir::open_private_dir(path).expect("private dir"))
+        Arc::new(crate::base::safedir::open_private_dir(path).expect("private dir"))
     }
 
     #[test]

@@ -13,8 +13,8 @@
 //! held, or that another host wrote, is never touched.
 
 use super::frame::{Frame, POOLED_BUF};
-use crate::metrics::ReplayMetrics;
-use crate::safedir;
+use crate::base::safedir;
+use crate::protocol::metrics::ReplayMetrics;
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;

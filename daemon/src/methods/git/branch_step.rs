@@ -9,7 +9,7 @@
 //! branch whose commits no other ref reaches (`branchKept`); the pinned
 //! build wins, see `docs/PROTOCOL.md`.
 
-use crate::gitcli;
+use crate::methods::git::gitcli;
 use std::path::Path;
 use std::time::Duration;
 

@@ -9,7 +9,7 @@
 //! between the check and the walk cannot carry the create elsewhere.
 
 use super::paths::{clean, has_dotdot, names_below};
-use crate::goerr::path_error;
+use crate::base::goerr::path_error;
 use std::ffi::CString;
 use std::fs;
 use std::io;

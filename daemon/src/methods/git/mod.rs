@@ -1,5 +1,5 @@
 //! `git.*`: info, status, list_branches, worktree_create, worktree_remove,
-//! all by running the real `git` CLI (see [`crate::gitcli`]).
+//! all by running the real `git` CLI (see [`crate::methods::git::gitcli`]).
 //!
 //! Before git runs, every method has the git directory judged by
 //! [`trust`] (build f6010b97). Choices where the contract is silent (also
@@ -43,6 +43,7 @@
 
 mod branch_step;
 mod containment;
+mod gitcli;
 mod include_rules;
 mod paths;
 mod seed;
@@ -55,11 +56,11 @@ mod worktree_remove;
 mod worktree_undo;
 
 use super::Outcome;
-use crate::gitcli::{self, porcelain_lines, repo_slug, QUERY_TIMEOUT};
-use crate::gojson::go_lossy;
-use crate::method::GitMethod;
-use crate::params::GitParams;
+use crate::base::gojson::go_lossy;
+use crate::protocol::method::GitMethod;
+use crate::protocol::params::GitParams;
 use containment::{Refusal, Verb};
+use gitcli::{porcelain_lines, repo_slug, QUERY_TIMEOUT};
 use serde::Serialize;
 use std::os::unix::ffi::OsStrExt;
 use trust::Verdict;

@@ -23,7 +23,7 @@
 //! ([`super::seed_include`]); both copy through [`copy_into`].
 
 use super::containment::{cstring, open_dir};
-use crate::gitcli::{self, QUERY_TIMEOUT};
+use crate::methods::git::gitcli::{self, QUERY_TIMEOUT};
 use std::ffi::CString;
 use std::fs::{self, File};
 use std::io;

@@ -31,8 +31,8 @@
 
 use super::include_rules;
 use super::seed;
-use crate::gitcli::{self, GitOutput, QUERY_TIMEOUT};
-use crate::safedir;
+use crate::base::safedir;
+use crate::methods::git::gitcli::{self, GitOutput, QUERY_TIMEOUT};
 use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::OpenOptionsExt;

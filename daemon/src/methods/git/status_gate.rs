@@ -13,7 +13,7 @@
 //! gets the non-repo body, as the reference measured.
 
 use super::paths::{clean, has_dotdot, names_below};
-use crate::gitcli::{self, QUERY_TIMEOUT};
+use crate::methods::git::gitcli::{self, QUERY_TIMEOUT};
 use std::fs;
 use std::path::PathBuf;
 

@@ -28,7 +28,7 @@
 //! characters and quoted as Go's `%q` does.
 
 use super::paths::clean;
-use crate::goerr::go_quote;
+use crate::base::goerr::go_quote;
 use std::fs::{self, File};
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;

@@ -21,7 +21,7 @@
 
 use super::containment::Leaf;
 use super::WorktreeResult;
-use crate::gitcli::{self, GitOutput, QUERY_TIMEOUT};
+use crate::methods::git::gitcli::{self, GitOutput, QUERY_TIMEOUT};
 use std::time::Duration;
 
 /// Git's stderr is quoted up to this many bytes.
@@ -180,7 +180,7 @@ pub fn git_text(out: &GitOutput) -> String {
     let mut text = String::with_capacity(head.len());
     for chunk in head.utf8_chunks() {
         for c in chunk.valid().chars() {
-            text.push(if c == ' ' || crate::goerr::is_go_printable(c) {
+            text.push(if c == ' ' || crate::base::goerr::is_go_printable(c) {
                 c
             } else {
                 ' '

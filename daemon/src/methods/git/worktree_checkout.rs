@@ -15,9 +15,9 @@
 use super::worktree_add::{self, AddPlan, Added};
 use super::worktree_undo::Undo;
 use super::{containment::Leaf, WorktreeResult};
-use crate::gitcli::{self, MUTATE_TIMEOUT};
+use crate::methods::git::gitcli::{self, MUTATE_TIMEOUT};
 use crate::methods::Outcome;
-use crate::params::GitParams;
+use crate::protocol::params::GitParams;
 use std::time::Duration;
 use tokio::time::Instant;
 

@@ -20,9 +20,9 @@
 
 use super::branch_step;
 use super::containment::{open_dir, Leaf};
-use crate::gitcli::{self, QUERY_TIMEOUT};
-use crate::goerr::io_text;
-use crate::safedir;
+use crate::base::goerr::io_text;
+use crate::base::safedir;
+use crate::methods::git::gitcli::{self, QUERY_TIMEOUT};
 use crate::tarx;
 use std::io::Read;
 use std::os::fd::OwnedFd;

@@ -1,0 +1,16 @@
+//! Layer 3 (engines), the agent's surroundings: what a spawned agent CLI
+//! gets from the daemon besides its pipes (the login shell's SSH agent
+//! socket, the exec trampoline), and whether an agent CLI binary runs here
+//! at all.
+//!
+//! | module | owns |
+//! | --- | --- |
+//! | [`loginshell`] | which login shell, and one bounded run of it |
+//! | [`agentsock`] | the login shell's SSH agent socket for `process.spawn` children |
+//! | [`trampoline`] | the exec-child trampoline that stamps `CLAUDE_SSH_CHILD` |
+//! | [`probecli`] | `-probe-cli`: the bounded `--version` probe (also run by `install`) |
+
+pub mod agentsock;
+pub mod loginshell;
+pub mod probecli;
+pub mod trampoline;

@@ -1,0 +1,190 @@
+//! The exec-child trampoline (reference build `19f30c46`): on Linux, while
+//! the daemon records its children ([`crate::rundir::childrec`]), a spawned child
+//! starts as `/proc/self/exe --exec-child <report fd> <path> <argv0>
+//! <args…>`, a fresh copy of this binary that stamps the child's own
+//! identity into its environment and then `execve`s the real program in
+//! the same process.
+//!
+//! The stamp is `CLAUDE_SSH_CHILD=<pid>:<start ticks>` (the process's own
+//! pid and its `/proc` start time), appended after `CLAUDE_SSH_RUN_DIR` so
+//! the two markers are always the last two entries. The next daemon's
+//! orphan reap only signals a recorded process whose marker names itself:
+//! a process that merely inherited the environment of one of our children
+//! (anything a child started) carries its parent's pid and start, so it
+//! is never mistaken for a child even when it leads its own group and runs
+//! the recorded program at a reused pid. A caller's values for the two
+//! variables never reach the program.
+//!
+//! The spawn reply must stay what a direct spawn answers: an `execve`
+//! failure in the trampoline (missing file, no permission, not an
+//! executable format) is written as the 4-byte errno to the report pipe
+//! (close-on-exec, so a successful exec leaves it empty) and the daemon
+//! answers `fork/exec <path>: <errno text>` as before. If the trampoline
+//! itself cannot start, the daemon logs it and starts the program
+//! directly (without the marker, so a successor will not reap it).
+//!
+//! The reference also parks Go runtime variables (`GODEBUG`, `GOGC`, …)
+//! across its re-exec because its trampoline is a Go program; this one is
+//! not affected by them, so they pass through unchanged and the program
+//! sees the same values either way. macOS has no `/proc`: no records are
+//! written there, so no trampoline runs.
+
+use crate::rundir::childrec::{CHILD_ENV, RUN_DIR_ENV};
+use std::ffi::{CString, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+
+/// The first argument that selects trampoline mode.
+pub const FLAG: &str = "--exec-child";
+/// What the daemon executes to start the trampoline.
+pub const SELF_EXE: &str = "/proc/self/exe";
+/// Exit status of a trampoline whose `execve` failed.
+const EXEC_FAILED: i32 = 127;
+
+/// Whether children start through the trampoline in this daemon.
+pub fn enabled() -> bool {
+    cfg!(target_os = "linux") && crate::rundir::childrec::child_marker().is_some()
+}
+
+/// The trampoline's arguments (after the program name) for running
+/// `program` as `argv0 args…`, reporting an exec failure on `report_fd`.
+pub fn arguments(report_fd: i32, program: &str, argv0: &str, args: &[String]) -> Vec<String> {
+    let mut out = vec![
+        FLAG.to_string(),
+        report_fd.to_string(),
+        program.to_string(),
+        argv0.to_string(),
+    ];
+    out.extend(args.iter().cloned());
+    out
+}
+
+/// Trampoline mode: `args` is the whole argv (`[self, FLAG, fd, path,
+/// argv0, …]`). Returns only when the exec failed (the exit status).
+pub fn run(args: &[OsString]) -> i32 {
+    let report_fd = args
+        .get(2)
+        .and_then(|a| a.to_str())
+        .and_then(|a| a.parse::<i32>().ok())
+        .filter(|fd| *fd > 2);
+    let (Some(program), Some(_)) = (args.get(3), args.get(4)) else {
+        return EXEC_FAILED;
+    };
+    if let Some(fd) = report_fd {
+        // SAFETY: marks our own descriptor close-on-exec; a bad number fails harmlessly.
+        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    }
+    let errno = exec(program, &args[4..]);
+    if let Some(fd) = report_fd {
+        let bytes = errno.to_le_bytes();
+        // SAFETY: writes 4 bytes from a live buffer to our descriptor.
+        unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+    }
+    EXEC_FAILED
+}
+
+/// `execve(program, argv, env + markers)`; returns the errno on failure.
+fn exec(program: &OsString, argv: &[OsString]) -> i32 {
+    // SAFETY: getpid cannot fail.
+    let pid = unsafe { libc::getpid() };
+    let mut env: Vec<OsString> = Vec::new();
+    let mut run_dir = None;
+    for (k, v) in std::env::vars_os() {
+        if k == RUN_DIR_ENV {
+            run_dir = Some(v);
+        } else if k != CHILD_ENV {
+            env.push(pair(&k, &v));
+        }
+    }
+    if let Some(dir) = run_dir {
+        env.push(pair(&OsString::from(RUN_DIR_ENV), &dir));
+    }
+    if let Some(start) = crate::rundir::childrec::start_ticks(pid) {
+        env.push(pair(
+            &OsString::from(CHILD_ENV),
+            &OsString::from(format!("{pid}:{start}")),
+        ));
+    }
+    let to_c = |s: &OsString| CString::new(s.as_bytes().to_vec()).ok();
+    let (Some(path), Some(argv), Some(env)) = (
+        to_c(program),
+        argv.iter().map(to_c).collect::<Option<Vec<_>>>(),
+        env.iter().map(to_c).collect::<Option<Vec<_>>>(),
+    ) else {
+        return libc::EINVAL;
+    };
+    let mut argv_ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    argv_ptrs.push(std::ptr::null());
+    let mut env_ptrs: Vec<*const libc::c_char> = env.iter().map(|e| e.as_ptr()).collect();
+    env_ptrs.push(std::ptr::null());
+    // The Rust runtime of this copy ignored SIGPIPE at start-up; the
+    // program must start with the default, as a direct spawn does.
+    // SAFETY: resetting a disposition, then execve with NUL-terminated
+    // arrays that outlive the call.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::execve(path.as_ptr(), argv_ptrs.as_ptr(), env_ptrs.as_ptr());
+    }
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
+}
+
+fn pair(k: &OsString, v: &OsString) -> OsString {
+    let mut bytes = k.as_bytes().to_vec();
+    bytes.push(b'=');
+    bytes.extend_from_slice(v.as_bytes());
+    OsString::from_vec(bytes)
+}
+
+/// The daemon's end of the report pipe: `(read, write)`, both
+/// close-on-exec (the trampoline's copy of `write` is made inheritable
+/// only in the forked child).
+pub fn report_pipe() -> std::io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills two descriptors we then own.
+    #[cfg(target_os = "linux")]
+    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
+    #[cfg(not(target_os = "linux"))]
+    // SAFETY: as above (never used off Linux: `enabled` is false there).
+    let rc = unsafe { libc::pipe(fds.as_mut_ptr()) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    Ok(unsafe {
+        (
+            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
+    })
+}
+
+/// How long the daemon waits for the trampoline's verdict: an exec that
+/// takes longer (a program on a stalled file system) is treated as
+/// started, and the supervisor sees whatever it does.
+pub const REPORT_WAIT_MS: i32 = 2000;
+
+/// Reads the verdict: `Some(errno)` when the exec failed, `None` when
+/// the program runs (the pipe closed empty) or the wait ran out.
+pub fn read_report(read: &std::os::fd::OwnedFd) -> Option<i32> {
+    use std::os::fd::AsRawFd;
+    let mut pfd = libc::pollfd {
+        fd: read.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: poll on one live descriptor.
+    if unsafe { libc::poll(&mut pfd, 1, REPORT_WAIT_MS) } <= 0 {
+        return None;
+    }
+    let mut buf = [0u8; 4];
+    let mut got = 0;
+    while got < buf.len() {
+        // SAFETY: reads into the rest of a live buffer.
+        let n = unsafe { libc::read(read.as_raw_fd(), buf[got..].as_mut_ptr().cast(), buf.len() - got) };
+        if n <= 0 {
+            break;
+        }
+        got += n as usize;
+    }
+    (got == buf.len()).then(|| i32::from_le_bytes(buf))
+}

@@ -1,0 +1,318 @@
+//! The operational log: leveled lines on stderr in Go's `log` format.
+//!
+//! Every line is `2006/01/02 15:04:05 LEVEL [Component] message`, the level
+//! tag padded to five characters so the `[Component]` prefixes stay
+//! byte-identical to the reference's and any grep for them keeps matching.
+//! The threshold comes once from `REMORA_LOG_LEVEL` (debug, info, warn,
+//! error; unset or unknown means debug). Tokens never reach this module:
+//! callers log method names and ids, never request bodies.
+
+use std::fmt;
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Level {
+    Debug = 0,
+    Info = 1,
+    Warn = 2,
+    Error = 3,
+}
+
+impl Level {
+    fn tag(self) -> &'static str {
+        match self {
+            Level::Debug => "DEBUG",
+            Level::Info => "INFO ",
+            Level::Warn => "WARN ",
+            Level::Error => "ERROR",
+        }
+    }
+
+    /// Parses a `REMORA_LOG_LEVEL` value; anything unknown is `Debug`.
+    pub fn from_setting(value: Option<&str>) -> Level {
+        value.and_then(Level::parse).unwrap_or(Level::Debug)
+    }
+
+    /// A level by name (case-insensitive, surrounding blanks ignored);
+    /// `None` for anything else.
+    pub fn parse(value: &str) -> Option<Level> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "debug" => Some(Level::Debug),
+            "info" => Some(Level::Info),
+            "warn" | "warning" => Some(Level::Warn),
+            "error" => Some(Level::Error),
+            _ => None,
+        }
+    }
+
+    /// The level's name as `-log-level` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Debug => "debug",
+            Level::Info => "info",
+            Level::Warn => "warn",
+            Level::Error => "error",
+        }
+    }
+}
+
+static THRESHOLD: AtomicU8 = AtomicU8::new(Level::Debug as u8);
+
+/// Reads `REMORA_LOG_LEVEL` and sets the threshold.
+pub fn init_from_env() {
+    let setting = std::env::var("REMORA_LOG_LEVEL").ok();
+    set_threshold(Level::from_setting(setting.as_deref()));
+}
+
+pub fn set_threshold(level: Level) {
+    THRESHOLD.store(level as u8, Ordering::Relaxed);
+}
+
+pub fn enabled(level: Level) -> bool {
+    level as u8 >= THRESHOLD.load(Ordering::Relaxed)
+}
+
+/// Formats one log line (without the trailing newline's write) for `level`.
+pub fn format_line(level: Level, args: fmt::Arguments<'_>) -> String {
+    format!("{} {} {}\n", timestamp(), level.tag(), args)
+}
+
+/// The size stderr may reach before it is started over; 0 = no cap.
+static CAP: AtomicU64 = AtomicU64::new(0);
+/// Bytes written to stderr since it was (last) started over.
+static WRITTEN: AtomicU64 = AtomicU64::new(0);
+
+/// Caps stderr, a log file of the daemon's own, at `cap` bytes: a line
+/// that would pass it truncates the file first (it is opened for append,
+/// so writing goes on at its new end) and says so.
+pub fn cap_stderr(cap: u64) {
+    use std::os::fd::AsRawFd;
+    let size = std::fs::metadata(format!("/dev/fd/{}", std::io::stderr().as_raw_fd()))
+        .map(|m| m.len())
+        .unwrap_or(0);
+    WRITTEN.store(size, Ordering::Relaxed);
+    CAP.store(cap, Ordering::Relaxed);
+}
+
+/// Writes one line to stderr if `level` passes the threshold.
+pub fn write(level: Level, args: fmt::Arguments<'_>) {
+    if !enabled(level) {
+        return;
+    }
+    let line = format_line(level, args);
+    #[cfg(feature = "fuzzing")]
+    if capture::take(&line) {
+        return;
+    }
+    let mut err = std::io::stderr().lock();
+    let cap = CAP.load(Ordering::Relaxed);
+    let len = line.len() as u64;
+    if cap > 0 && WRITTEN.fetch_add(len, Ordering::Relaxed).saturating_add(len) > cap {
+        use std::os::fd::AsRawFd;
+        // SAFETY: truncating our own stderr, a regular file we were given.
+        if unsafe { libc::ftruncate(err.as_raw_fd(), 0) } == 0 {
+            let note = format_line(
+                Level::Warn,
+                format_args!("[daemon] the log reached {cap} bytes and was started over"),
+            );
+            let _ = err.write_all(note.as_bytes());
+            WRITTEN.store(note.len() as u64 + len, Ordering::Relaxed);
+        }
+    }
+    // One write per line so concurrent tasks never interleave mid-line.
+    let _ = err.write_all(line.as_bytes());
+}
+
+/// Log lines kept in memory instead of written, for the fuzzing build's
+/// checks of what a request logs (per thread, so each fuzzer thread sees
+/// only its own lines; off unless [`capture::lines`] is running).
+#[cfg(feature = "fuzzing")]
+pub mod capture {
+    use std::cell::RefCell;
+
+    thread_local! {
+        static LINES: RefCell<Option<Vec<String>>> = const { RefCell::new(None) };
+    }
+
+    /// Keeps `line` if this thread is capturing; returns whether it did.
+    pub(super) fn take(line: &str) -> bool {
+        LINES.with(|lines| match lines.borrow_mut().as_mut() {
+            Some(kept) => {
+                kept.push(line.to_string());
+                true
+            }
+            None => false,
+        })
+    }
+
+    /// Runs `body` with this thread's log lines captured; returns its
+    /// result and the lines, each formatted as it would have been written.
+    pub fn lines<R>(body: impl FnOnce() -> R) -> (R, Vec<String>) {
+        let outer = LINES.with(|lines| lines.borrow_mut().replace(Vec::new()));
+        let result = body();
+        let kept = LINES.with(|lines| std::mem::replace(&mut *lines.borrow_mut(), outer));
+        (result, kept.unwrap_or_default())
+    }
+}
+
+/// Local wall-clock time as Go's `log` prints it: `2006/01/02 15:04:05`.
+fn timestamp() -> String {
+    // SAFETY: `time` and `localtime_r` only write into the locals we pass.
+    unsafe {
+        let now = libc::time(std::ptr::null_mut());
+        let mut tm: libc::tm = std::mem::zeroed();
+        if libc::localtime_r(&now, &mut tm).is_null() {
+            return "0000/00/00 00:00:00".to_string();
+        }
+        format!(
+            "{:04}/{:02}/{:02} {:02}:{:02}:{:02}",
+            tm.tm_year + 1900,
+            tm.tm_mon + 1,
+            tm.tm_mday,
+            tm.tm_hour,
+            tm.tm_min,
+            tm.tm_sec
+        )
+    }
+}
+
+/// How many characters of one client-controlled string a log line shows.
+pub const UNTRUSTED_MAX_CHARS: usize = 256;
+
+/// A client-controlled string as a log line may show it: control
+/// characters (`\n`, `\r`, ESC, DEL, C1, U+2028/U+2029) escaped so a
+/// client cannot forge or split lines, and cut after
+/// [`UNTRUSTED_MAX_CHARS`] characters with the number of bytes left out, so
+/// one request cannot write megabytes of log.
+pub struct Untrusted<'a>(pub &'a str);
+
+impl fmt::Display for Untrusted<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (count, (at, c)) in self.0.char_indices().enumerate() {
+            if count == UNTRUSTED_MAX_CHARS {
+                return write!(f, "…(+{} bytes)", self.0.len() - at);
+            }
+            match c {
+                '\n' => f.write_str("\\n")?,
+                '\r' => f.write_str("\\r")?,
+                '\t' => f.write_str("\\t")?,
+                c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => {
+                    if (c as u32) < 0x80 {
+                        write!(f, "\\x{:02x}", c as u32)?
+                    } else {
+                        write!(f, "\\u{:04x}", c as u32)?
+                    }
+                }
+                c => fmt::Write::write_char(f, c)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How many warnings of one kind one connection may log: the first
+/// `limit` go through, the rest are only counted, so a client repeating a
+/// bad request cannot flood the log.
+#[derive(Debug)]
+pub struct Quota {
+    left: std::sync::atomic::AtomicU32,
+    suppressed: std::sync::atomic::AtomicU64,
+}
+
+impl Quota {
+    pub fn new(limit: u32) -> Quota {
+        Quota {
+            left: std::sync::atomic::AtomicU32::new(limit),
+            suppressed: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// Whether one more warning may be logged; counts it otherwise.
+    pub fn allow(&self) -> bool {
+        let took = self
+            .left
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| left.checked_sub(1))
+            .is_ok();
+        if !took {
+            self.suppressed.fetch_add(1, Ordering::Relaxed);
+        }
+        took
+    }
+
+    /// Warnings counted but not logged.
+    pub fn suppressed(&self) -> u64 {
+        self.suppressed.load(Ordering::Relaxed)
+    }
+}
+
+// The macros test the threshold before building their arguments, so a
+// quiet level costs nothing, whatever the arguments compute.
+#[macro_export]
+macro_rules! log_debug { ($($t:tt)*) => { if $crate::base::logging::enabled($crate::base::logging::Level::Debug) { $crate::base::logging::write($crate::base::logging::Level::Debug, format_args!($($t)*)) } } }
+#[macro_export]
+macro_rules! log_info { ($($t:tt)*) => { if $crate::base::logging::enabled($crate::base::logging::Level::Info) { $crate::base::logging::write($crate::base::logging::Level::Info, format_args!($($t)*)) } } }
+#[macro_export]
+macro_rules! log_warn { ($($t:tt)*) => { if $crate::base::logging::enabled($crate::base::logging::Level::Warn) { $crate::base::logging::write($crate::base::logging::Level::Warn, format_args!($($t)*)) } } }
+#[macro_export]
+macro_rules! log_error { ($($t:tt)*) => { if $crate::base::logging::enabled($crate::base::logging::Level::Error) { $crate::base::logging::write($crate::base::logging::Level::Error, format_args!($($t)*)) } } }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_format_is_go_log_with_padded_level() {
+        let line = format_line(Level::Info, format_args!("[Server] New connection from: @"));
+        let (stamp, rest) = line.split_at(19);
+        assert_eq!(rest, " INFO  [Server] New connection from: @\n");
+        let b = stamp.as_bytes();
+        assert!(
+            b[4] == b'/' && b[7] == b'/' && b[10] == b' ' && b[13] == b':' && b[16] == b':',
+            "{stamp}"
+        );
+        assert!(format_line(Level::Warn, format_args!("x")).ends_with(" WARN  x\n"));
+        assert!(format_line(Level::Error, format_args!("x")).ends_with(" ERROR x\n"));
+        assert!(format_line(Level::Debug, format_args!("x")).ends_with(" DEBUG x\n"));
+    }
+
+    #[test]
+    fn untrusted_strings_cannot_split_lines_or_flood() {
+        let shown = Untrusted("a\nb\r\tc\u{1b}[31m\u{7f}\u{85}\u{2028}é").to_string();
+        assert_eq!(shown, "a\\nb\\r\\tc\\x1b[31m\\x7f\\u0085\\u2028é");
+        let long = "x".repeat(10_000);
+        let shown = Untrusted(&long).to_string();
+        assert_eq!(
+            shown,
+            format!(
+                "{}…(+{} bytes)",
+                "x".repeat(UNTRUSTED_MAX_CHARS),
+                10_000 - UNTRUSTED_MAX_CHARS
+            )
+        );
+        assert_eq!(
+            Untrusted(&"y".repeat(UNTRUSTED_MAX_CHARS)).to_string().len(),
+            UNTRUSTED_MAX_CHARS
+        );
+    }
+
+    #[test]
+    fn a_quota_lets_the_first_warnings_through_and_counts_the_rest() {
+        let q = Quota::new(2);
+        assert!(q.allow());
+        assert!(q.allow());
+        assert!(!q.allow());
+        assert!(!q.allow());
+        assert_eq!(q.suppressed(), 2);
+    }
+
+    #[test]
+    fn level_setting_parses_with_debug_default() {
+        assert_eq!(Level::from_setting(None), Level::Debug);
+        assert_eq!(Level::from_setting(Some("bogus")), Level::Debug);
+        assert_eq!(Level::from_setting(Some("INFO")), Level::Info);
+        assert_eq!(Level::from_setting(Some("warn")), Level::Warn);
+        assert_eq!(Level::from_setting(Some("error")), Level::Error);
+    }
+}

@@ -1,0 +1,33 @@
+//! Layer 1, the foundation: the Go-compatible building blocks (JSON, error
+//! texts, paths, file modes), logging, framing and the daemon-wide signals
+//! every layer above uses. Knows nothing of the protocol, processes or
+//! connections.
+//!
+//! | module | owns |
+//! | --- | --- |
+//! | [`logging`] | leveled Go-format log lines on stderr |
+//! | [`goerr`] | Go-style OS error text |
+//! | [`gojson`] | Go-compatible JSON decoding and encoding |
+//! | [`gopath`] | Go's `filepath.Clean`/`Join` on bytes, `~` expansion |
+//! | [`filemode`] | Go's `FileMode.String()` for `files.stat` |
+//! | [`version`] | build id, GOOS/GOARCH names |
+//! | [`shutdown`] | the daemon-wide stop signal |
+//! | [`frame`] | NDJSON framing and the 1 MiB line cap |
+//! | [`instance`] | per-boot `instanceId` / `startedAt` |
+//! | [`signals`] | inherited signal dispositions, reset for children |
+//! | [`safedir`] | opening a directory path no other user can tamper with |
+//! | `alloccount` | heap allocation counting (feature `alloc-count`) |
+
+#[cfg(feature = "alloc-count")]
+pub mod alloccount;
+pub(crate) mod filemode;
+pub(crate) mod frame;
+pub(crate) mod goerr;
+pub(crate) mod gojson;
+pub(crate) mod gopath;
+pub(crate) mod instance;
+pub(crate) mod logging;
+pub(crate) mod safedir;
+pub(crate) mod shutdown;
+pub(crate) mod signals;
+pub mod version;

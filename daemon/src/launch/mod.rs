@@ -1,0 +1,21 @@
+//! The entry layer: the command line, and every mode that runs once and
+//! exits or hands over to the server (`-serve`'s start-up and
+//! self-daemonizing, `-stop`, `-bridge`).
+//!
+//! | module | owns |
+//! | --- | --- |
+//! | [`cli`] | mode selection, the `-serve` start-up sequence |
+//! | [`flags`] | Go `flag` parsing, messages and usage text |
+//! | [`daemonize`] | self-daemonize re-exec, token and readiness pipes |
+//! | [`logind`] | whether logout kills the daemon (`KillUserProcesses`), and escaping the session scope |
+//! | [`stop`] | `-stop`: authenticated shutdown, the lock path, its one-word outcome |
+//! | [`bridge`] | the `-bridge` relay |
+//! | [`settings`] | `remora.conf` beside the binary: keys, trust checks, precedence, the effective-settings report |
+
+pub(crate) mod bridge;
+pub mod cli;
+pub(crate) mod daemonize;
+pub(crate) mod flags;
+pub(crate) mod logind;
+pub(crate) mod settings;
+pub(crate) mod stop;

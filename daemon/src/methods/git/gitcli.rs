@@ -1,0 +1,273 @@
+//! Running the `git` CLI for the `git.*` methods, and parsing what it says.
+//!
+//! Every invocation is `git --no-pager …` with stdin closed, in a process
+//! group of its own, with a timeout (the whole group — git's helpers and
+//! hooks too — is killed when it expires), `LC_ALL=C` so messages are not
+//! translated, `GIT_TERMINAL_PROMPT=0` so a credential prompt can never hang
+//! the daemon, and, for read-only queries, `GIT_OPTIONAL_LOCKS=0` so a status
+//! never takes the index lock a user's own git might need. Repository
+//! selectors inherited from the daemon's environment (`GIT_DIR`, …) are
+//! removed: the repo is always the directory the request names.
+//!
+//! Output is parsed from plumbing-style formats only (`--porcelain`,
+//! `--format`, `symbolic-ref`, `rev-parse`), never from human text.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::process::Command;
+
+/// Time limit for read-only queries.
+pub const QUERY_TIMEOUT: Duration = Duration::from_secs(30);
+/// Time limit for worktree creation/removal (a checkout can be large).
+pub const MUTATE_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Variables that would point git at a repository other than `dir`.
+const SCRUBBED_ENV: &[&str] = &[
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+];
+
+/// What one git invocation produced.
+#[derive(Debug, Default)]
+pub struct GitOutput {
+    /// Exited with status 0.
+    pub success: bool,
+    /// `exit status N` (Go's `ExitError` text), or why git did not run.
+    pub status_text: String,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    /// The time limit expired and git was killed.
+    pub timed_out: bool,
+}
+
+impl GitOutput {
+    /// stdout with surrounding white space removed, as Go's
+    /// `strings.TrimSpace(string(out))`.
+    pub fn text(&self) -> String {
+        crate::base::gojson::go_lossy(self.stdout.trim_ascii())
+    }
+
+    /// stdout when successful.
+    pub fn ok_text(&self) -> Option<String> {
+        self.success.then(|| self.text())
+    }
+}
+
+/// Runs `git <args>` in `dir` (the daemon's cwd when `dir` is empty, like
+/// Go's `cmd.Dir = ""`). A failure to start (missing `dir`, no git) or a
+/// timeout is an unsuccessful output, never a panic.
+pub async fn run(dir: &str, args: &[&str], read_only: bool, timeout: Duration) -> GitOutput {
+    let mut cmd = Command::new("git");
+    cmd.arg("--no-pager")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        // Its own group: git runs helpers and hooks as children (`worktree
+        // add -b` runs `git branch`, which runs the reference-transaction
+        // hook), and a timeout must take them all down, not orphan them.
+        .process_group(0)
+        .env("LC_ALL", "C")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_PAGER", "cat");
+    if read_only {
+        cmd.env("GIT_OPTIONAL_LOCKS", "0");
+    }
+    for var in SCRUBBED_ENV {
+        cmd.env_remove(var);
+    }
+    if !dir.is_empty() {
+        cmd.current_dir(Path::new(dir));
+    }
+    let child = match cmd.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            return GitOutput {
+                status_text: e.to_string(),
+                ..GitOutput::default()
+            }
+        }
+    };
+    let group = child.id().and_then(|pid| i32::try_from(pid).ok());
+    let output = child.wait_with_output();
+    tokio::pin!(output);
+    let finished = tokio::select! {
+        out = &mut output => Ok(out),
+        _ = tokio::time::sleep(timeout) => Err(()),
+    };
+    if finished.is_err() {
+        // Before the child is dropped (and reaped): while the output is
+        // pending, the leader is unreaped or a member holds its pipes, so
+        // the group id still names this group.
+        if let Some(pgid) = group {
+            // SAFETY: signals the process group this call created.
+            unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        }
+    }
+    match finished {
+        Ok(Ok(out)) => GitOutput {
+            success: out.status.success(),
+            status_text: match out.status.code() {
+                Some(code) => format!("exit status {code}"),
+                None => "signal: killed".to_string(),
+            },
+            stdout: out.stdout,
+            stderr: out.stderr,
+            timed_out: false,
+        },
+        Ok(Err(e)) => GitOutput {
+            status_text: e.to_string(),
+            ..GitOutput::default()
+        },
+        // The future (and with it the child, kill_on_drop) is dropped.
+        Err(_) => GitOutput {
+            status_text: "signal: killed".to_string(),
+            timed_out: true,
+            ..GitOutput::default()
+        },
+    }
+}
+
+/// Whether `dir` is inside a git work tree (`rev-parse
+/// --is-inside-work-tree` prints `true`; a bare repo or a `.git` directory
+/// prints `false`).
+pub async fn is_work_tree(dir: &str) -> bool {
+    let out = run(dir, &["rev-parse", "--is-inside-work-tree"], true, QUERY_TIMEOUT).await;
+    out.success && out.text() == "true"
+}
+
+/// `owner/repo` from a remote URL, or `""`.
+///
+/// Accepted forms: scp-like `[user@]host:owner/repo`, and URLs with a
+/// scheme (`https://`, `ssh://`, `git://`, …) with optional userinfo and
+/// port. One trailing `/` and then one trailing `.git` are stripped; the
+/// path after the host must then be exactly two non-empty segments.
+pub fn repo_slug(url: &str) -> String {
+    let url = url.trim();
+    let path = if let Some(i) = url.find("://") {
+        let rest = &url[i + 3..];
+        match rest.find('/') {
+            Some(j) => &rest[j..],
+            None => return String::new(),
+        }
+    } else {
+        // scp-like: a colon before any slash; otherwise a local path,
+        // which has no host and so no slug.
+        match (url.find(':'), url.find('/')) {
+            (Some(c), Some(s)) if c < s => &url[c + 1..],
+            (Some(c), None) => &url[c + 1..],
+            _ => return String::new(),
+        }
+    };
+    let path = path.trim_start_matches('/');
+    let path = path.strip_suffix('/').unwrap_or(path);
+    let path = path.strip_suffix(".git").unwrap_or(path);
+    let mut segments = path.split('/');
+    match (segments.next(), segments.next(), segments.next()) {
+        (Some(owner), Some(repo), None) if !owner.is_empty() && !repo.is_empty() => format!("{owner}/{repo}"),
+        _ => String::new(),
+    }
+}
+
+/// Porcelain v1 lines from `git status --porcelain` output, verbatim
+/// minus their line endings (reference builds 7d193f89 and 4534d86; seed
+/// 000's reference trimmed the whole output first, which took the leading
+/// space of an unstaged first entry such as ` M a.txt`).
+pub fn porcelain_lines(stdout: &[u8]) -> Vec<String> {
+    stdout
+        .split(|&b| b == b'\n')
+        .filter(|line| !line.is_empty())
+        .map(crate::base::gojson::go_lossy)
+        .collect()
+}
+
+/// The empty tree of a repository's object format, for `--attr-source`.
+pub fn empty_tree(object_format: &str) -> &'static str {
+    match object_format {
+        "sha256" => "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321",
+        _ => "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+    }
+}
+
+/// Whether the `git` on PATH has `--attr-source` (git 2.40+). Asked once;
+/// a git that cannot be run or parsed counts as too old.
+pub async fn supports_attr_source() -> bool {
+    static ANSWER: tokio::sync::OnceCell<bool> = tokio::sync::OnceCell::const_new();
+    *ANSWER
+        .get_or_init(|| async {
+            let out = run("", &["version"], true, QUERY_TIMEOUT).await;
+            out.success && version_at_least(&out.text(), (2, 40))
+        })
+        .await
+}
+
+/// Whether `git version X.Y…` is at least `want`.
+fn version_at_least(banner: &str, want: (u32, u32)) -> bool {
+    let Some(version) = banner.strip_prefix("git version ") else {
+        return false;
+    };
+    let mut parts = version.split(|c: char| !c.is_ascii_digit());
+    let major = parts.next().and_then(|p| p.parse::<u32>().ok());
+    let minor = parts.next().and_then(|p| p.parse::<u32>().ok());
+    match (major, minor) {
+        (Some(major), Some(minor)) => (major, minor) >= want,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs() {
+        for (url, want) in [
+            ("git@github.com:owner/repo.git", "owner/repo"),
+            ("git@github.com:owner/repo", "owner/repo"),
+            ("github.com:Owner-1/Re_po.js", "Owner-1/Re_po.js"),
+            ("https://github.com/owner/repo.git", "owner/repo"),
+            ("https://github.com/owner/repo", "owner/repo"),
+            ("https://github.com/owner/repo/", "owner/repo"),
+            ("https://github.com/owner/repo.git/", "owner/repo"),
+            ("https://user:pw@github.com/owner/repo", "owner/repo"),
+            ("ssh://git@github.com:22/owner/repo.git", "owner/repo"),
+            ("ssh://git@host/owner/repo.git.git", "owner/repo.git"),
+            ("git://host/owner/repo", "owner/repo"),
+            ("https://gitlab.com/group/sub/proj.git", ""),
+            ("https://github.com/owner", ""),
+            ("https://github.com", ""),
+            ("/srv/git/owner/repo.git", ""),
+            ("owner/repo", ""),
+            ("", ""),
+            ("https://github.com//repo", ""),
+        ] {
+            assert_eq!(repo_slug(url), want, "{url}");
+        }
+    }
+
+    #[test]
+    fn porcelain() {
+        assert_eq!(porcelain_lines(b""), Vec::<String>::new());
+        assert_eq!(porcelain_lines(b" M a.txt\n?? new\n"), vec![" M a.txt", "?? new"]);
+        assert_eq!(porcelain_lines(b"?? x\n M b\n"), vec!["?? x", " M b"]);
+        assert_eq!(porcelain_lines(b"?? \"a b \"\n"), vec!["?? \"a b \""]);
+    }
+
+    #[test]
+    fn git_versions() {
+        assert!(version_at_least("git version 2.47.3", (2, 40)));
+        assert!(version_at_least("git version 2.40.0.windows.1", (2, 40)));
+        assert!(version_at_least("git version 3.0", (2, 40)));
+        assert!(!version_at_least("git version 2.39.5 (Apple Git-154)", (2, 40)));
+        assert!(!version_at_least("git version 1.9", (2, 40)));
+        assert!(!version_at_least("garbage", (2, 40)));
+    }
+}

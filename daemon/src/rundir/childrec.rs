@@ -1,0 +1,680 @@
+//! Child records and the orphan reap (reference build `19f30c46`): a
+//! SIGKILLed daemon cannot end its children, so the next daemon of the same
+//! run directory (the socket's folder) does.
+//!
+//! While serving, the run-dir lock holder keeps one small JSON file per
+//! running child, `<runDir>/children/<pid>.json`:
+//! `{"pid","node","host","instance","daemonPid","daemonStart","argv0","start","at"}`
+//! (written to a `.rec-<pid>.json.<random>` name and renamed, removed when
+//! the child's exit is observed, all removed at graceful shutdown). Every
+//! child also gets `CLAUDE_SSH_RUN_DIR=<runDir>` in its environment.
+//!
+//! At the next start, before binding and only as the lock holder, the
+//! records are read (first 128 per start, regular files of at most 4096
+//! bytes) and a recorded child is signalled only when all of this holds:
+//! it was recorded on this machine and boot (`node`), its daemon
+//! (`daemonPid` + `daemonStart`) is gone, and the process with that pid
+//! now started at the recorded clock tick, leads its own process group,
+//! runs the recorded program, carries `CLAUDE_SSH_RUN_DIR` naming this
+//! run directory, and carries `CLAUDE_SSH_CHILD` naming its own pid and
+//! start (the exec-child trampoline's stamp, [`crate::agent::trampoline`]). Anything else is dropped without a signal (logged when
+//! the pid exists but does not verify) or, for another machine, kept. At
+//! most 64 groups are ended per start: SIGTERM, up to 2 s, re-verified on
+//! every poll, then SIGKILL.
+//!
+//! Files are reached through a descriptor of the `children` directory
+//! (opened without following a link, and only if it is a real directory
+//! of our own), never by path; nothing follows a link.
+
+use std::ffi::{CString, OsStr};
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// The variable that names a child's run directory.
+pub const RUN_DIR_ENV: &str = "CLAUDE_SSH_RUN_DIR";
+/// The variable in which a child names itself, `<pid>:<start ticks>`
+/// (stamped by [`crate::agent::trampoline`]).
+pub const CHILD_ENV: &str = "CLAUDE_SSH_CHILD";
+/// Records read per start; groups ended per start; a record's size cap.
+const MAX_RECORDS: usize = 128;
+const MAX_GROUPS: usize = 64;
+const MAX_RECORD_BYTES: u64 = 4096;
+/// SIGTERM's grace, then how long SIGKILL is given to take effect.
+const TERM_GRACE: Duration = Duration::from_secs(2);
+const KILL_WAIT: Duration = Duration::from_secs(1);
+const POLL: Duration = Duration::from_millis(20);
+
+/// One record, members in the reference's order.
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, Default)]
+#[serde(default)]
+pub struct Record {
+    pub pid: i64,
+    pub node: String,
+    pub host: String,
+    pub instance: String,
+    #[serde(rename = "daemonPid")]
+    pub daemon_pid: i64,
+    #[serde(rename = "daemonStart")]
+    pub daemon_start: String,
+    pub argv0: String,
+    pub start: String,
+    pub at: i64,
+}
+
+/// This daemon's recorder, set once it holds the run-dir lock.
+struct Recorder {
+    dir: OwnedFd,
+    run_dir: PathBuf,
+    own: Record,
+}
+
+static RECORDER: OnceLock<Recorder> = OnceLock::new();
+
+/// The run directory of `socket`, as children see it in
+/// [`RUN_DIR_ENV`]: the socket's folder, lexically cleaned.
+pub fn run_dir_of(socket: &Path) -> PathBuf {
+    let dir = crate::rundir::tokenfile::socket_dir(socket);
+    PathBuf::from(OsStr::from_bytes(&crate::base::gopath::clean(
+        dir.as_os_str().as_bytes(),
+    )))
+}
+
+/// The `(name, value)` every child gets, once recording is on.
+pub fn child_marker() -> Option<(&'static str, &'static Path)> {
+    RECORDER.get().map(|r| (RUN_DIR_ENV, r.run_dir.as_path()))
+}
+
+/// Turns recording on for this daemon (the lock holder): opens, creating
+/// it 0700 if missing, `<runDir>/children`.
+pub fn start_recording(run_dir: &Path, instance: &crate::base::instance::Instance) {
+    let shown = run_dir.join("children");
+    let dir = match open_children_dir(run_dir, true) {
+        Ok(Some(fd)) => fd,
+        Ok(None) | Err(_) => {
+            crate::log_warn!(
+                "[process.Registry] {} is not a directory; recording nothing",
+                shown.display()
+            );
+            return;
+        }
+    };
+    let own = Record {
+        pid: i64::from(std::process::id() as i32),
+        node: crate::rundir::runlock::node_id(),
+        host: host_id(),
+        instance: instance.id.clone(),
+        daemon_pid: i64::from(std::process::id() as i32),
+        daemon_start: start_ticks(std::process::id() as i32).unwrap_or_default(),
+        ..Default::default()
+    };
+    let _ = RECORDER.set(Recorder {
+        dir,
+        run_dir: run_dir.to_path_buf(),
+        own,
+    });
+}
+
+/// Records child `pid`, started as `argv0`. A no-op when recording is off
+/// or the child's start time cannot be read (it already ended).
+pub fn record(pid: i32, argv0: &str) {
+    let Some(r) = RECORDER.get() else {
+        return;
+    };
+    if pid < 2 {
+        return;
+    }
+    let Some(start) = start_ticks(pid) else {
+        return;
+    };
+    let rec = Record {
+        pid: i64::from(pid),
+        argv0: argv0.to_string(),
+        start,
+        at: epoch_ms(),
+        ..r.own.clone()
+    };
+    if let Err(e) = write_record(&r.dir, pid, &rec) {
+        crate::log_warn!("[process.Registry] cannot record child {pid}: {e}");
+    }
+}
+
+/// Removes child `pid`'s record (its exit was observed).
+pub fn forget(pid: i32) {
+    let Some(r) = RECORDER.get() else {
+        return;
+    };
+    if let Err(e) = unlink_at(&r.dir, &format!("{pid}.json")) {
+        if e.raw_os_error() != Some(libc::ENOENT) {
+            crate::log_warn!(
+                "[process.Registry] cannot remove record of child {pid}: removeat children/{pid}.json: {}",
+                crate::base::goerr::io_text(&e)
+            );
+        }
+    }
+}
+
+/// Graceful shutdown: this daemon's remaining records go (children kept
+/// by `-keep-children` were left running on purpose).
+pub fn forget_all() {
+    let Some(r) = RECORDER.get() else {
+        return;
+    };
+    for name in list_dir(&r.dir) {
+        if let Some(rec) = read_record(&r.dir, &name) {
+            if rec.instance == r.own.instance {
+                let _ = unlink_at(&r.dir, &name);
+            }
+        }
+    }
+}
+
+/// Counts for the summary line.
+#[derive(Default)]
+struct Tally {
+    on_term: usize,
+    on_kill: usize,
+    survived: usize,
+    dropped: usize,
+    kept: usize,
+}
+
+/// A verified orphan group about to be ended.
+struct Target {
+    name: String,
+    rec: Record,
+    run_dir: PathBuf,
+}
+
+/// Ends the orphaned children a dead predecessor recorded under `run_dir`.
+/// Call before binding, only while holding the run-dir lock.
+pub fn reap_orphans(run_dir: &Path) {
+    let Ok(Some(dir)) = open_children_dir(run_dir, false) else {
+        return;
+    };
+    let node = crate::rundir::runlock::node_id();
+    let host = host_id();
+    let mut names: Vec<String> = list_dir(&dir)
+        .into_iter()
+        .filter(|n| n.ends_with(".json") && !n.starts_with('.'))
+        .collect();
+    if names.len() > MAX_RECORDS {
+        crate::log_warn!(
+            "[process.Registry] more than {MAX_RECORDS} records in {}/children; leaving the rest for the next start",
+            run_dir.display()
+        );
+        names.truncate(MAX_RECORDS);
+    }
+    let mut tally = Tally::default();
+    let mut targets = Vec::new();
+    for name in names {
+        let Some(rec) = read_record(&dir, &name) else {
+            // Not a regular file, or not one record: not ours to keep.
+            let _ = unlink_at(&dir, &name);
+            continue;
+        };
+        if rec.node != node {
+            // Another boot of this machine: its processes are gone.
+            // Another machine (or pid namespace) sharing the folder: not
+            // ours to judge.
+            let same_host = !host.is_empty() && rec.host == host;
+            if same_host && boot_of(&rec.node) != boot_of(&node) {
+                let _ = unlink_at(&dir, &name);
+                tally.dropped += 1;
+            } else {
+                tally.kept += 1;
+            }
+            continue;
+        }
+        // A zombie daemon (killed, not yet reaped by its new parent) is gone.
+        let daemon_alive = i32::try_from(rec.daemon_pid)
+            .ok()
+            .filter(|&pid| !process_is_zombie(pid))
+            .and_then(start_ticks)
+            .is_some_and(|t| t == rec.daemon_start);
+        if daemon_alive {
+            tally.kept += 1;
+            continue;
+        }
+        let pid = i32::try_from(rec.pid).unwrap_or(0);
+        if pid < 2 || start_ticks(pid).is_none() {
+            let _ = unlink_at(&dir, &name);
+            tally.dropped += 1;
+            continue;
+        }
+        if let Err(reason) = verify(&rec, run_dir) {
+            crate::log_warn!(
+                "[process.Registry] record {name}: pid {pid} is not a child to end ({reason}); dropping the record, signalling nothing"
+            );
+            let _ = unlink_at(&dir, &name);
+            tally.dropped += 1;
+            continue;
+        }
+        targets.push(Target {
+            name,
+            rec,
+            run_dir: run_dir.to_path_buf(),
+        });
+    }
+    if targets.len() > MAX_GROUPS {
+        crate::log_warn!(
+            "[process.Registry] {} more orphaned group(s) recorded in {}/children than the {MAX_GROUPS} one start ends; leaving those for the next start",
+            targets.len() - MAX_GROUPS,
+            run_dir.display()
+        );
+        targets.truncate(MAX_GROUPS);
+    }
+    let groups = targets.len();
+    end_groups(&targets, &mut tally);
+    for t in &targets {
+        let _ = unlink_at(&dir, &t.name);
+    }
+    if groups > 0 || tally.kept > 0 {
+        crate::log_info!(
+            "[daemon] serve: predecessor's children \u{2014} {groups} orphaned group(s): {} ended on SIGTERM, {} on SIGKILL, {} survived; {} stale record(s) dropped, {} kept",
+            tally.on_term,
+            tally.on_kill,
+            tally.survived,
+            tally.dropped,
+            tally.kept
+        );
+    }
+}
+
+/// SIGTERM to every group, 2 s with re-verification, SIGKILL to the rest.
+fn end_groups(targets: &[Target], tally: &mut Tally) {
+    // Per target: still to watch (and signal) or settled.
+    let mut live: Vec<bool> = targets.iter().map(|_| true).collect();
+    for t in targets {
+        crate::log_info!(
+            "[process.Registry] ending orphaned process group {} recorded by daemon instance {} (pid {}): SIGTERM",
+            t.rec.pid,
+            crate::base::goerr::go_quote(t.rec.instance.as_bytes()),
+            t.rec.daemon_pid
+        );
+        signal_group(t.rec.pid, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + TERM_GRACE;
+    loop {
+        for (i, t) in targets.iter().enumerate() {
+            if !live[i] {
+                continue;
+            }
+            if group_gone(t.rec.pid) {
+                live[i] = false;
+                tally.on_term += 1;
+            } else if let Err(reason) = still_ours(t) {
+                crate::log_warn!(
+                    "[process.Registry] group {} no longer verifies ({reason}); nothing more is sent to it",
+                    t.rec.pid
+                );
+                live[i] = false;
+                tally.survived += 1;
+            }
+        }
+        if !live.contains(&true) || Instant::now() >= deadline {
+            break;
+        }
+        std::thread::sleep(POLL);
+    }
+    let mut killed = Vec::new();
+    for (i, t) in targets.iter().enumerate() {
+        if live[i] {
+            crate::log_warn!(
+                "[process.Registry] group {} outlived SIGTERM for 2s: SIGKILL",
+                t.rec.pid
+            );
+            signal_group(t.rec.pid, libc::SIGKILL);
+            killed.push(i);
+        }
+    }
+    let deadline = Instant::now() + KILL_WAIT;
+    while killed.iter().any(|&i| !group_gone(targets[i].rec.pid)) && Instant::now() < deadline {
+        std::thread::sleep(POLL);
+    }
+    for i in killed {
+        if group_gone(targets[i].rec.pid) {
+            tally.on_kill += 1;
+        } else {
+            tally.survived += 1;
+        }
+    }
+}
+
+/// Re-verification while a group is being ended: once the leader is
+/// gone, its pid stays reserved as long as the group has members, so only
+/// a present leader can have been replaced.
+fn still_ours(t: &Target) -> Result<(), String> {
+    let pid = t.rec.pid as i32;
+    match start_ticks(pid) {
+        None => Ok(()),
+        Some(_) if !process_is_zombie(pid) => verify(&t.rec, &t.run_dir),
+        Some(_) => Ok(()),
+    }
+}
+
+/// Whether the process `rec.pid` is the child `rec` describes (see the
+/// module docs); the reason when it is not.
+fn verify(rec: &Record, run_dir: &Path) -> Result<(), String> {
+    let pid = i32::try_from(rec.pid).map_err(|_| "no usable pid".to_string())?;
+    match start_ticks(pid) {
+        Some(t) if t == rec.start => {}
+        _ => {
+            return Err(format!(
+                "it did not start at the recorded {}: the pid has been reused",
+                crate::base::goerr::go_quote(rec.start.as_bytes())
+            ))
+        }
+    }
+    // SAFETY: getpgid only reads.
+    if unsafe { libc::getpgid(pid) } != pid {
+        return Err("it does not lead its own process group".to_string());
+    }
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let argv0 = cmdline.split(|b| *b == 0).next().unwrap_or_default();
+    let base = |p: &[u8]| p.rsplit(|b| *b == b'/').next().unwrap_or(p).to_vec();
+    let recorded = rec.argv0.as_bytes();
+    if recorded.is_empty() || (argv0 != recorded && base(argv0) != base(recorded)) {
+        return Err(format!(
+            "it does not run the recorded program {}",
+            crate::base::goerr::go_quote(recorded)
+        ));
+    }
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+    let prefix = format!("{RUN_DIR_ENV}=");
+    let named = environ
+        .split(|b| *b == 0)
+        .filter_map(|e| e.strip_prefix(prefix.as_bytes()))
+        .next_back();
+    match named {
+        None => {
+            return Err("it was not started by a daemon of this run dir: no CLAUDE_SSH_RUN_DIR names it".to_string())
+        }
+        Some(v) if v != run_dir.as_os_str().as_bytes() => {
+            return Err(
+                "it belongs to a daemon of another run dir: its CLAUDE_SSH_RUN_DIR names a different one".to_string(),
+            )
+        }
+        Some(_) => {}
+    }
+    // The trampoline's stamp: only the process a daemon started names
+    // itself; whatever a child started inherited its parent's stamp.
+    let own = format!("{CHILD_ENV}={pid}:{}", rec.start);
+    let stamped = environ.split(|b| *b == 0).any(|e| e == own.as_bytes());
+    if !stamped {
+        return Err("it was not started by a daemon itself: its CLAUDE_SSH_CHILD does not name its own pid and start (something a child started)".to_string());
+    }
+    Ok(())
+}
+
+fn signal_group(pgid: i64, sig: i32) {
+    if let Ok(pgid) = i32::try_from(pgid) {
+        if pgid > 1 {
+            // SAFETY: kill(2) on a group verified to be our orphan.
+            unsafe { libc::kill(-pgid, sig) };
+        }
+    }
+}
+
+/// No member of group `pgid` is left (zombies awaiting their reaper do not
+/// count: they cannot act any more).
+fn group_gone(pgid: i64) -> bool {
+    let Ok(pgid) = i32::try_from(pgid) else {
+        return true;
+    };
+    // SAFETY: signal 0 only checks for existence.
+    if unsafe { libc::kill(-pgid, 0) } != 0 {
+        return true;
+    }
+    // Members left: all zombies?
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    !entries.flatten().any(|e| {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            return false;
+        };
+        stat_fields(pid).is_some_and(|f| f.get(2).and_then(|g| g.parse::<i32>().ok()) == Some(pgid) && f[0] != "Z")
+    })
+}
+
+fn process_is_zombie(pid: i32) -> bool {
+    stat_fields(pid).is_some_and(|f| f[0] == "Z")
+}
+
+/// `/proc/<pid>/stat` after the command name: index 0 is the state,
+/// 2 the pgid, 19 the start time in clock ticks.
+fn stat_fields(pid: i32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = stat.get(stat.rfind(')')? + 2..)?;
+    Some(rest.split(' ').map(str::to_string).collect())
+}
+
+/// A process's start time in clock ticks since boot, as decimal text.
+pub fn start_ticks(pid: i32) -> Option<String> {
+    stat_fields(pid)?.get(19).cloned()
+}
+
+/// `machine-id:<id>`, empty when unknown.
+fn host_id() -> String {
+    std::fs::read_to_string("/etc/machine-id")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .map(|s| format!("machine-id:{s}"))
+        .unwrap_or_default()
+}
+
+/// The boot-id part of a `node`.
+fn boot_of(node: &str) -> &str {
+    node.split('/').next().unwrap_or("")
+}
+
+fn epoch_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Opens `<run_dir>/children` without following a link; `Ok(None)` when
+/// it is missing (and not to be created) or is not a directory of ours.
+fn open_children_dir(run_dir: &Path, create: bool) -> std::io::Result<Option<OwnedFd>> {
+    let path = run_dir.join("children");
+    if create {
+        use std::os::unix::fs::DirBuilderExt;
+        match std::fs::DirBuilder::new().mode(0o700).create(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let c = CString::new(path.as_os_str().as_bytes()).map_err(std::io::Error::other)?;
+    // SAFETY: open(2) on a NUL-terminated path; the result is checked.
+    let fd = unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        let e = std::io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::ENOENT) if !create => Ok(None),
+            Some(libc::ENOTDIR) | Some(libc::ELOOP) => Ok(None),
+            _ => Err(e),
+        };
+    }
+    // SAFETY: `fd` was just opened and is owned by nobody else.
+    let dir = unsafe { OwnedFd::from_raw_fd(fd) };
+    let meta = File::from(dir.try_clone()?).metadata()?;
+    // SAFETY: geteuid cannot fail.
+    if std::os::unix::fs::MetadataExt::uid(&meta) != unsafe { libc::geteuid() } {
+        return Ok(None);
+    }
+    Ok(Some(dir))
+}
+
+/// Names in the directory, in directory order.
+fn list_dir(dir: &OwnedFd) -> Vec<String> {
+    let Ok(fd) = dir.try_clone() else {
+        return Vec::new();
+    };
+    let Ok(path) = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())) else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(path) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        .collect()
+}
+
+fn cstr(name: &str) -> std::io::Result<CString> {
+    CString::new(name).map_err(std::io::Error::other)
+}
+
+/// Reads one record: a regular file (not followed), ≤ 4096 bytes, one
+/// JSON record.
+fn read_record(dir: &OwnedFd, name: &str) -> Option<Record> {
+    let c = cstr(name).ok()?;
+    // SAFETY: openat relative to our directory descriptor; checked below.
+    let fd = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            c.as_ptr(),
+            libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: `fd` was just opened and is owned by nobody else.
+    let file = unsafe { File::from_raw_fd(fd) };
+    if !file.metadata().ok()?.file_type().is_file() {
+        return None;
+    }
+    let mut body = Vec::new();
+    file.take(MAX_RECORD_BYTES + 1).read_to_end(&mut body).ok()?;
+    if body.len() as u64 > MAX_RECORD_BYTES {
+        return None;
+    }
+    serde_json::from_slice(&body).ok()
+}
+
+fn unlink_at(dir: &OwnedFd, name: &str) -> std::io::Result<()> {
+    let c = cstr(name)?;
+    // SAFETY: unlinkat relative to our directory descriptor.
+    if unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), 0) } == 0 {
+        return Ok(());
+    }
+    let e = std::io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EISDIR) {
+        // SAFETY: as above, removing an (empty) directory planted there.
+        if unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), libc::AT_REMOVEDIR) } == 0 {
+            return Ok(());
+        }
+    }
+    Err(e)
+}
+
+/// Writes `rec` as `<pid>.json` through a fresh temp name and a rename.
+fn write_record(dir: &OwnedFd, pid: i32, rec: &Record) -> Result<(), String> {
+    let body = serde_json::to_vec(rec).map_err(|e| e.to_string())?;
+    let mut random = [0u8; 6];
+    let _ = crate::sys::os::fill_random(&mut random);
+    let suffix: String = random.iter().map(|b| format!("{b:02x}")).collect();
+    let temp = format!(".rec-{pid}.json.{suffix}");
+    let final_name = format!("{pid}.json");
+    let (t, f) = (
+        cstr(&temp).map_err(|e| e.to_string())?,
+        cstr(&final_name).map_err(|e| e.to_string())?,
+    );
+    // SAFETY: openat relative to our directory descriptor, exclusive create.
+    let fd = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            t.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            0o600 as libc::c_uint,
+        )
+    };
+    if fd < 0 {
+        return Err(format!(
+            "open children/{temp}: {}",
+            crate::base::goerr::io_text(&std::io::Error::last_os_error())
+        ));
+    }
+    // SAFETY: `fd` was just opened and is owned by nobody else.
+    let mut file = unsafe { File::from_raw_fd(fd) };
+    let written = file.write_all(&body);
+    drop(file);
+    // SAFETY: renameat within our directory descriptor.
+    let renamed =
+        written.is_ok() && unsafe { libc::renameat(dir.as_raw_fd(), t.as_ptr(), dir.as_raw_fd(), f.as_ptr()) } == 0;
+    if !renamed {
+        let e = std::io::Error::last_os_error();
+        let _ = unlink_at(dir, &temp);
+        return Err(match written {
+            Err(w) => format!("write children/{temp}: {}", crate::base::goerr::io_text(&w)),
+            Ok(()) => format!("rename children/{temp}: {}", crate::base::goerr::io_text(&e)),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_members_in_order() {
+        let r = Record {
+            pid: 7,
+            node: "b/pid:[1]".into(),
+            host: "machine-id:ab".into(),
+            instance: "i".into(),
+            daemon_pid: 3,
+            daemon_start: "100".into(),
+            argv0: "sleep".into(),
+            start: "200".into(),
+            at: 5,
+        };
+        assert_eq!(
+            serde_json::to_string(&r).unwrap(),
+            r#"{"pid":7,"node":"b/pid:[1]","host":"machine-id:ab","instance":"i","daemonPid":3,"daemonStart":"100","argv0":"sleep","start":"200","at":5}"#
+        );
+    }
+
+    #[test]
+    fn run_dir_is_the_cleaned_socket_folder() {
+        assert_eq!(
+            run_dir_of(Path::new("/r//run/./c1/rpc.sock")),
+            PathBuf::from("/r/run/c1")
+        );
+        assert_eq!(run_dir_of(Path::new("s.sock")), PathBuf::from("."));
+    }
+
+    #[test]
+    fn own_process_verifies_only_with_the_right_marker() {
+        let me = std::process::id() as i32;
+        let rec = Record {
+            pid: i64::from(me),
+            argv0: "x".into(),
+            start: start_ticks(me).unwrap(),
+            ..Default::default()
+        };
+        // The test binary is not "x" (or does not lead its group): refused.
+        assert!(verify(&rec, Path::new("/nowhere")).is_err());
+        let reused = Record {
+            start: "1".into(),
+            ..rec
+        };
+        assert!(verify(&reused, Path::new("/nowhere")).unwrap_err().contains("reused"));
+    }
+}

@@ -1,0 +1,380 @@
+//! The cached plugin directories `plugins.prune` sweeps (reference
+//! `19f30c46`): where they are, which are kept, and removing the rest
+//! without ever leaving the two roots or following a link.
+//!
+//! The layout derives from the daemon's own socket. A socket at
+//! `<X>/run/<clientId>/rpc.sock` gives the per-install root
+//! `<X>/plugins/<clientId>` and the shared legacy root `<X>/plugins`; any
+//! other socket has no root at all. Under a root, only directories named
+//! by 16 lowercase hex digits (a content hash) are candidates. One is kept
+//! when a running child names its hash in its argv (*live*) or when it was
+//! used within the retention window (*young*: the newer of its own mtime
+//! and its `.synced` marker's); anything else is removed. The legacy root
+//! may be in use by another install's daemon on the same host, so it is
+//! swept only when no sibling socket under `<X>/run` answers or could.
+
+use crate::base::goerr::{io_text, path_error};
+use crate::base::gojson::go_lossy;
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+/// `minAgeDays` is clamped to this range; absent reads as 0, so 7.
+pub const MIN_AGE_DAYS: i64 = 7;
+pub const MAX_AGE_DAYS: i64 = 3650;
+
+/// How long a sibling socket may take to accept before it counts as
+/// "cannot rule out".
+pub const SIBLING_DIAL_TIMEOUT: Duration = Duration::from_millis(300);
+
+/// Why a daemon whose socket is off the run layout prunes nothing.
+pub const NOT_RUN_SHAPED: &str =
+    "this daemon's socket is not under run/<clientId>/, so it has no per-install plugin root to prune";
+
+/// The candidate hash length.
+const HASH_LEN: usize = 16;
+
+/// The run layout around a socket at `<base>/run/<client_id>/rpc.sock`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    /// `<X>`.
+    pub base: PathBuf,
+    pub client_id: OsString,
+}
+
+impl Layout {
+    /// The layout of `socket`, if it is run-shaped: the last component is
+    /// exactly `rpc.sock`, its folder's folder exactly `run` (case
+    /// matters), and the client id is neither empty nor `.`.
+    pub fn of(socket: &Path) -> Option<Layout> {
+        let cleaned = PathBuf::from(OsString::from_vec(crate::base::gopath::clean(
+            socket.as_os_str().as_bytes(),
+        )));
+        if cleaned.file_name()? != "rpc.sock" {
+            return None;
+        }
+        let client_dir = cleaned.parent()?;
+        let client_id = client_dir.file_name()?;
+        if client_id.is_empty() || client_id == "." || client_id == ".." {
+            return None;
+        }
+        let run = client_dir.parent()?;
+        if run.file_name()? != "run" {
+            return None;
+        }
+        let base = match run.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        Some(Layout {
+            base,
+            client_id: client_id.to_os_string(),
+        })
+    }
+
+    pub fn run_dir(&self) -> PathBuf {
+        self.base.join("run")
+    }
+
+    pub fn legacy_root(&self) -> PathBuf {
+        self.base.join("plugins")
+    }
+
+    pub fn install_root(&self) -> PathBuf {
+        self.legacy_root().join(&self.client_id)
+    }
+}
+
+/// The plugin hashes a child's argv names: every maximal run of exactly
+/// 16 characters of `[0-9a-f]` in any word (`--plugin-dir <…>/<hash>`).
+pub fn hashes_in<'a>(words: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let mut found = Vec::new();
+    for word in words {
+        let bytes = word.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            if !is_hash_byte(bytes[i]) {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < bytes.len() && is_hash_byte(bytes[i]) {
+                i += 1;
+            }
+            if i - start == HASH_LEN {
+                if let Ok(hash) = std::str::from_utf8(&bytes[start..i]) {
+                    found.push(hash.to_string());
+                }
+            }
+        }
+    }
+    found
+}
+
+fn is_hash_byte(b: u8) -> bool {
+    matches!(b, b'0'..=b'9' | b'a'..=b'f')
+}
+
+fn is_hash_name(name: &[u8]) -> bool {
+    name.len() == HASH_LEN && name.iter().all(|&b| is_hash_byte(b))
+}
+
+/// The first sibling daemon that blocks the legacy sweep, as the detail of
+/// the `skipped: another install's daemon is running (<detail>)` text; or
+/// `None` when every other socket under `<X>/run` is provably gone.
+pub async fn blocking_sibling(layout: &Layout) -> Option<String> {
+    let run_dir = layout.run_dir();
+    let mut names = match std::fs::read_dir(&run_dir) {
+        Ok(entries) => entries
+            .filter_map(|e| e.ok().map(|e| e.file_name()))
+            .collect::<Vec<_>>(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
+        Err(e) => {
+            let shown = go_lossy(run_dir.as_os_str().as_bytes());
+            return Some(format!("cannot read {shown}: {}", path_error("open", &shown, &e)));
+        }
+    };
+    names.sort();
+    for name in names {
+        if name == layout.client_id {
+            continue;
+        }
+        let socket = run_dir.join(&name).join("rpc.sock");
+        let shown = go_lossy(socket.as_os_str().as_bytes());
+        match std::fs::metadata(&socket) {
+            Ok(_) => {}
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ENOTDIR)) => continue,
+            Err(e) => return Some(format!("cannot inspect {shown}: {}", path_error("stat", &shown, &e))),
+        }
+        let rel = format!("run/{}/rpc.sock", go_lossy(name.as_bytes()));
+        match tokio::time::timeout(SIBLING_DIAL_TIMEOUT, tokio::net::UnixStream::connect(&socket)).await {
+            Ok(Ok(_)) => return Some(format!("{rel} answers")),
+            Ok(Err(e))
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ECONNREFUSED) | Some(libc::ENOTSOCK) | Some(libc::ENOENT)
+                ) =>
+            {
+                continue
+            }
+            Ok(Err(e)) => {
+                return Some(format!(
+                    "cannot rule out {rel}: dial unix {shown}: connect: {}",
+                    io_text(&e)
+                ))
+            }
+            Err(_) => return Some(format!("cannot rule out {rel}: dial unix {shown}: i/o timeout")),
+        }
+    }
+    None
+}
+
+/// What sweeping one root did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Swept {
+    /// Hashes removed, sorted.
+    pub removed: Vec<String>,
+    pub live: u64,
+    pub young: u64,
+    pub errors: Vec<String>,
+}
+
+/// Opens `name` inside `dir` as a directory without following a link.
+fn open_dir_nofollow(dir: Option<&OwnedFd>, name: &Path) -> io::Result<OwnedFd> {
+    let c =
+        std::ffi::CString::new(name.as_os_str().as_bytes()).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let dirfd = dir.map_or(libc::AT_FDCWD, |d| d.as_raw_fd());
+    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK;
+    // SAFETY: `c` is NUL-terminated and `dirfd` is open or AT_FDCWD.
+    let fd = unsafe { libc::openat(dirfd, c.as_ptr(), flags) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just returned by openat and belongs to nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `fstatat(dir, name, flags)`.
+fn stat_at(dir: &OwnedFd, name: &[u8], flags: libc::c_int) -> io::Result<libc::stat> {
+    let c = std::ffi::CString::new(name).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: valid dirfd, NUL-terminated name, `st` is writable.
+    if unsafe { libc::fstatat(dir.as_raw_fd(), c.as_ptr(), st.as_mut_ptr(), flags) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fstatat succeeded and filled `st`.
+    Ok(unsafe { st.assume_init() })
+}
+
+fn mtime_of(st: &libc::stat) -> SystemTime {
+    let secs = st.st_mtime;
+    let nanos = u32::try_from(st.st_mtime_nsec).unwrap_or(0);
+    match u64::try_from(secs) {
+        Ok(s) => SystemTime::UNIX_EPOCH + Duration::new(s, nanos),
+        Err(_) => SystemTime::UNIX_EPOCH,
+    }
+}
+
+/// Opens a root: the base folder as given (the daemon's own), then each
+/// level below it without following a link. `Ok(None)` when it is missing.
+pub fn open_root(base: &Path, below: &[&Path]) -> io::Result<Option<OwnedFd>> {
+    let open = |dir: Option<&OwnedFd>, name: &Path| match dir {
+        Some(_) => open_dir_nofollow(dir, name),
+        None => {
+            let c = std::ffi::CString::new(name.as_os_str().as_bytes())
+                .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+            // SAFETY: NUL-terminated path.
+            let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: a fresh descriptor we own.
+            Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+        }
+    };
+    let mut fd = match open(None, base) {
+        Ok(fd) => fd,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    for level in below {
+        fd = match open(Some(&fd), level) {
+            Ok(fd) => fd,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+    }
+    Ok(Some(fd))
+}
+
+/// Sweeps the open root `root` (shown as `root_path`): every hash
+/// directory that is neither live nor used after `cutoff` is removed.
+/// `legacy` only changes the log line.
+pub fn sweep(root: &OwnedFd, root_path: &Path, live: &HashSet<String>, cutoff: SystemTime, legacy: bool) -> Swept {
+    let mut out = Swept::default();
+    let shown_root = go_lossy(root_path.as_os_str().as_bytes());
+    let mut names = match crate::base::safedir::read_names(root) {
+        Ok(names) => names,
+        Err(e) => {
+            out.errors
+                .push(format!("{shown_root}: {}", path_error("open", &shown_root, &e)));
+            return out;
+        }
+    };
+    names.sort();
+    for name in names {
+        if !is_hash_name(&name) {
+            continue;
+        }
+        // Only a real directory: a link named like a hash is left alone.
+        let Ok(st) = stat_at(root, &name, libc::AT_SYMLINK_NOFOLLOW) else {
+            continue;
+        };
+        if st.st_mode & libc::S_IFMT != libc::S_IFDIR {
+            continue;
+        }
+        let hash = String::from_utf8_lossy(&name).into_owned();
+        if live.contains(&hash) {
+            out.live += 1;
+            continue;
+        }
+        let mut last_used = mtime_of(&st);
+        if let Ok(dir) = open_dir_nofollow(Some(root), Path::new(std::ffi::OsStr::from_bytes(&name))) {
+            if let Ok(synced) = stat_at(&dir, b".synced", 0) {
+                last_used = last_used.max(mtime_of(&synced));
+            }
+        }
+        if last_used > cutoff {
+            out.young += 1;
+            continue;
+        }
+        let dir_path = root_path.join(std::ffi::OsStr::from_bytes(&name));
+        let shown_dir = go_lossy(dir_path.as_os_str().as_bytes());
+        match crate::tarx::remove_tree_in(root, &name, root_path.as_os_str().as_bytes()) {
+            Ok(()) => {
+                let kind = if legacy { "legacy plugin dir" } else { "plugin dir" };
+                crate::log_info!(
+                    "[Plugins] pruned {kind} {} (last used {})",
+                    crate::base::logging::Untrusted(&shown_dir),
+                    rfc3339(last_used)
+                );
+                out.removed.push(hash);
+            }
+            Err(e) => out.errors.push(format!("{shown_dir}: {e}")),
+        }
+    }
+    out
+}
+
+/// `2006-01-02T15:04:05Z` (UTC) for a log line.
+fn rfc3339(t: SystemTime) -> String {
+    let secs = t.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let rem = secs % 86_400;
+    // Civil date from days since the epoch (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_shape_is_exact() {
+        let l = Layout::of(Path::new("/r/run/c1/rpc.sock")).unwrap();
+        assert_eq!(l.base, PathBuf::from("/r"));
+        assert_eq!(l.install_root(), PathBuf::from("/r/plugins/c1"));
+        assert_eq!(
+            Layout::of(Path::new("/r//run/./c1/rpc.sock")).unwrap().base,
+            PathBuf::from("/r")
+        );
+        for off in [
+            "/r/RUN/c1/rpc.sock",
+            "/r/run/c1/rpc.sock2",
+            "/r/run/rpc.sock",
+            "/r/b/s.sock",
+            "rpc.sock",
+        ] {
+            assert_eq!(Layout::of(Path::new(off)), None, "{off}");
+        }
+    }
+
+    #[test]
+    fn hashes_are_maximal_16_hex_runs() {
+        let words = [
+            "--plugin-dir",
+            "/x/plugins/c1/0123456789abcdef",
+            "0123456789abcdef0",
+            "0123456789ABCDEF",
+            "a-fedcba9876543210-b",
+        ];
+        assert_eq!(hashes_in(words), ["0123456789abcdef", "fedcba9876543210"]);
+    }
+
+    #[test]
+    fn log_times_are_utc_rfc3339() {
+        assert_eq!(rfc3339(SystemTime::UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        assert_eq!(
+            rfc3339(SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000)),
+            "2023-11-14T22:13:20Z"
+        );
+    }
+}

@@ -1,0 +1,397 @@
+//! One client connection: the reader that frames and dispatches requests,
+//! and the single ordered writer that owns the socket's write half.
+//!
+//! Every byte a client receives goes through the writer task, so replies
+//! and stream frames never interleave mid-line. Replies arrive over a
+//! bounded channel; stream frames are pulled by the writer from the replay
+//! logs it follows, one [`Cursor::fill`] per log and pass (see
+//! [`crate::replay`]), so a slow client only ever slows its own writer.
+//!
+//! Each request runs on its own task, so a slow request never delays a
+//! fast one, except instant ones (rejections, `server.ping`,
+//! `capabilities`, and plain `process.stdin` calls, which never wait),
+//! which the reader answers itself (see [`dispatch::quick`] and
+//! [`dispatch::is_instant`]). When the client half-closes, in-flight requests still get their
+//! replies; then the connection closes and its subscriptions end (the
+//! processes keep running and can be reattached).
+//!
+//! A process streams to one connection at a time: a reattach from another
+//! connection cuts this one at the reply's `lastSeq` and closes it (the
+//! [`Handoff`] carries the process id for the log line).
+
+use crate::base::frame::{LineReader, ReadEvent};
+use crate::base::logging::Quota;
+use crate::replay::cursor::Cursor;
+use crate::replay::log::Handoff;
+use crate::serve::admission::Ticket;
+use crate::serve::dispatch::{self, Reply};
+use crate::serve::state::Daemon;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::io::AsyncWriteExt;
+use tokio::net::unix::OwnedWriteHalf;
+use tokio::net::UnixStream;
+use tokio::sync::{mpsc, Notify, Semaphore};
+
+/// Requests of one connection that may run at once; past this the reader
+/// stops reading, which pushes back on the client.
+const MAX_IN_FLIGHT: usize = 1024;
+/// Request-line bytes of one connection that running requests may hold.
+/// A line takes `min(len, MAX_IN_FLIGHT_BYTES)` of it, so one line of any
+/// allowed size always fits; past the bound the reader stops reading.
+const MAX_IN_FLIGHT_BYTES: usize = crate::base::frame::MAX_LINE;
+/// Replies that may wait for the writer.
+const REPLY_QUEUE: usize = 1024;
+/// Raw stream bytes the writer takes per pass before it checks for replies.
+const FRAME_BUDGET: usize = 256 * 1024;
+/// Unauthorized-request warnings one connection may log.
+const UNAUTHORIZED_WARNINGS: u32 = 5;
+
+static NEXT_CONN_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Serves one accepted connection until it closes or the daemon stops.
+/// Until it sends a request with the token it is held to the bounds of
+/// [`crate::serve::admission`]: its lines are checked on the reader, its buffer
+/// is charged to the shared unauthenticated budget, and it is closed
+/// after its grace ([`crate::serve::admission::AUTH_GRACE`]) or when a newer connection needs its place.
+pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>, mut ticket: Ticket) {
+    let conn_id = NEXT_CONN_ID.fetch_add(1, Ordering::Relaxed);
+    crate::log_info!("[Server] New connection from: @");
+    daemon.metrics.connections.fetch_add(1, Ordering::Relaxed);
+    let _open = OpenClient::count(&daemon);
+    let (read_half, write_half) = stream.into_split();
+    let (tx, rx) = mpsc::channel(REPLY_QUEUE);
+    let mut shutdown = daemon.shutdown.subscribe();
+    let handoff: Handoff = Arc::new(tokio::sync::watch::channel(None).0);
+    let mut replaced = handoff.subscribe();
+    let writer = tokio::spawn(write_loop(
+        write_half,
+        rx,
+        conn_id,
+        daemon.shutdown.subscribe(),
+        handoff.clone(),
+    ));
+    let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    let in_flight_bytes = Arc::new(Semaphore::new(MAX_IN_FLIGHT_BYTES));
+    let mut reader = LineReader::new(read_half);
+    reader.charge_to(ticket.line_budget());
+    let warnings = Arc::new(Quota::new(UNAUTHORIZED_WARNINGS));
+    let grace = tokio::time::sleep(daemon.admission.grace());
+    tokio::pin!(grace);
+    let mut abort_writer = false;
+    loop {
+        let unauthenticated = !ticket.is_authenticated();
+        let event = tokio::select! {
+            event = reader.next() => event,
+            _ = shutdown.wait() => {
+                abort_writer = true;
+                break;
+            }
+            _ = &mut grace, if unauthenticated => {
+                crate::log_warn!("[Server] closing connection: no authenticated request within {:?}", daemon.admission.grace());
+                abort_writer = true;
+                break;
+            }
+            process = replaced.wait_for(Option::is_some) => {
+                // Another connection reattached a process this one
+                // followed (90fca6e6): the writer stops by itself.
+                if let Ok(process) = process {
+                    crate::log_info!(
+                        "[Server] closing connection @: process {} reattached from another connection",
+                        crate::base::logging::Untrusted(process.as_deref().unwrap_or_default())
+                    );
+                }
+                break;
+            }
+            _ = ticket.evicted() => {
+                crate::log_warn!("[Server] closing an unauthenticated connection: the connection limit ({}) is reached", daemon.admission.cap());
+                abort_writer = true;
+                break;
+            }
+        };
+        match event {
+            ReadEvent::Line(line) => {
+                // Only a line with nothing in it (after the one `\r` the
+                // framer drops) gets no reply. A line of spaces is a line
+                // that does not decode: -32700 with id null, as 90fca6e6
+                // and f6010b97 answer it.
+                if line.is_empty() {
+                    continue;
+                }
+                // Until the token is seen, every line is checked here, one
+                // at a time, so no unauthenticated request waits in a task.
+                // The cost fits in u32: a line is at most MAX_LINE bytes.
+                let cost = line.len().min(MAX_IN_FLIGHT_BYTES) as u32;
+                // Plain pings and stdin calls, of any length, are answered
+                // here without a tree (`dispatch::quick`); a stdin call
+                // never waits, it is queued or refused at once.
+                if let Some(reply) = dispatch::quick(line, &daemon, dispatch::Handlers::All) {
+                    if unauthenticated {
+                        ticket.authenticate();
+                        reader.stop_charging();
+                    }
+                    send(&tx, reply).await;
+                    continue;
+                }
+                let pending = if line.len() <= dispatch::INSTANT_LINE_MAX || unauthenticated {
+                    let Some(checked) = dispatch::check_line(line, &daemon) else {
+                        continue;
+                    };
+                    if unauthenticated && checked.authenticated() {
+                        ticket.authenticate();
+                        reader.stop_charging();
+                    }
+                    if dispatch::is_instant(&checked) {
+                        if let Some(reply) = dispatch::handle_instant(checked, &daemon, &warnings).await {
+                            send(&tx, reply).await;
+                        }
+                        continue;
+                    }
+                    Pending::Checked(checked)
+                } else {
+                    Pending::Line(line.to_vec())
+                };
+                let Ok(permit) = in_flight.clone().acquire_owned().await else {
+                    break;
+                };
+                let Ok(bytes_permit) = in_flight_bytes.clone().acquire_many_owned(cost).await else {
+                    break;
+                };
+                let tx = tx.clone();
+                let daemon = daemon.clone();
+                let warnings = warnings.clone();
+                tokio::spawn(async move {
+                    let reply = match pending {
+                        Pending::Checked(checked) => dispatch::handle_checked(checked, &daemon, &warnings).await,
+                        Pending::Line(line) => dispatch::handle_line(line, &daemon, &warnings).await,
+                    };
+                    if let Some(reply) = reply {
+                        send(&tx, reply).await;
+                    }
+                    drop(bytes_permit);
+                    drop(permit);
+                });
+            }
+            ReadEvent::TooLong => {
+                crate::log_warn!("[Server] request line exceeds 1 MiB, closing connection");
+                abort_writer = true;
+                break;
+            }
+            ReadEvent::OverBudget => {
+                crate::log_warn!(
+                    "[Server] closing an unauthenticated connection: partial lines of all such connections reach {} MiB",
+                    crate::serve::admission::UNAUTH_LINE_BUDGET >> 20
+                );
+                abort_writer = true;
+                break;
+            }
+            ReadEvent::Eof => break,
+        }
+    }
+    drop(tx);
+    if abort_writer {
+        writer.abort();
+    }
+    let _ = writer.await;
+    if warnings.suppressed() > 0 {
+        crate::log_warn!(
+            "[Server] {} more unauthorized request(s) on this connection were not logged",
+            warnings.suppressed()
+        );
+    }
+    crate::log_info!("[Server] Connection closed");
+}
+
+/// Queues `reply` for the writer. Silently dropped if the writer is gone
+/// (write error, shutdown): there is nobody left to tell.
+async fn send(tx: &mpsc::Sender<Reply>, reply: Reply) {
+    let _ = tx.send(reply).await;
+}
+
+/// A request line on its way to its task: short lines were already
+/// validated on the reader (to find instant ones), long ones are parsed in
+/// the task.
+enum Pending {
+    Checked(crate::protocol::rpc::Checked),
+    Line(Vec<u8>),
+}
+
+/// Keeps [`Daemon::clients`] equal to the number of open connections.
+struct OpenClient(Arc<Daemon>);
+
+impl OpenClient {
+    fn count(daemon: &Arc<Daemon>) -> OpenClient {
+        daemon.clients.fetch_add(1, Ordering::Relaxed);
+        OpenClient(daemon.clone())
+    }
+}
+
+impl Drop for OpenClient {
+    fn drop(&mut self) {
+        self.0.clients.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A log this connection follows, and the reply that waits for its frames.
+struct Followed {
+    cursor: Cursor,
+    /// Written once frames up to seq `.0` are out (reattach's reply
+    /// follows the replayed frames; spawn's precedes frame 1).
+    reply: Option<(u64, Vec<u8>)>,
+}
+
+/// The connection's only writer. Ends when every sender is gone (reader
+/// finished and all handlers replied), on a write error, or on shutdown.
+async fn write_loop(
+    mut sink: OwnedWriteHalf,
+    mut rx: mpsc::Receiver<Reply>,
+    conn_id: u64,
+    mut shutdown: crate::base::shutdown::ShutdownWatch,
+    handoff: Handoff,
+) {
+    let mut replaced = handoff.subscribe();
+    let wake = Arc::new(Notify::new());
+    let mut cursors: Vec<Followed> = Vec::new();
+    let mut out: Vec<u8> = Vec::with_capacity(16 * 1024);
+    let mut senders_gone = false;
+    loop {
+        // Take everything queued so far.
+        while let Ok(item) = rx.try_recv() {
+            accept(item, &mut cursors, &mut out, conn_id, &wake, &handoff);
+        }
+        if replaced.borrow().is_some() {
+            break;
+        }
+        let behind = pull_frames(&mut cursors, &mut out, conn_id).await;
+        if !out.is_empty() {
+            let written = tokio::select! {
+                r = sink.write_all(&out) => r,
+                _ = shutdown.wait() => break,
+                _ = replaced.wait_for(Option::is_some) => break,
+            };
+            if written.is_err() {
+                crate::log_warn!("[frameSink] replay write failed, detaching");
+                break;
+            }
+            out.clear();
+            if out.capacity() > 1024 * 1024 {
+                out.shrink_to(64 * 1024);
+            }
+            continue;
+        }
+        if behind {
+            // A disk read came back empty (its segment was evicted): the
+            // cursor relocates on the next pass.
+            continue;
+        }
+        if senders_gone {
+            break;
+        }
+        tokio::select! {
+            item = rx.recv() => match item {
+                Some(item) => accept(item, &mut cursors, &mut out, conn_id, &wake, &handoff),
+                None => senders_gone = true,
+            },
+            _ = wake.notified() => {}
+            _ = replaced.wait_for(Option::is_some) => break,
+            _ = shutdown.wait() => break,
+        }
+    }
+    for followed in &cursors {
+        followed.cursor.log().unsubscribe(conn_id);
+    }
+    let _ = sink.shutdown().await;
+}
+
+fn accept(
+    item: Reply,
+    cursors: &mut Vec<Followed>,
+    out: &mut Vec<u8>,
+    conn_id: u64,
+    wake: &Arc<Notify>,
+    handoff: &Handoff,
+) {
+    match item {
+        Reply::Line(_) | Reply::Pong(_) | Reply::StdinAck(..) | Reply::StdinRefused(..) => item.write_line(out),
+        Reply::Follow {
+            log,
+            after,
+            line_after,
+            line,
+        } => {
+            let reply = Some((line_after, line));
+            // The process streams to this connection only from now on;
+            // any other that followed it is closed (reattach transfers).
+            if !log.follow_exclusively(conn_id, wake.clone(), handoff.clone()) {
+                // Process id reused meanwhile: nothing more to deliver.
+                if let Some((_, line)) = reply {
+                    out.extend_from_slice(&line);
+                }
+                return;
+            }
+            match cursors.iter_mut().find(|f| f.cursor.log().key() == log.key()) {
+                Some(followed) => {
+                    // Replace any reply still waiting: it is written now, in
+                    // order, before the new replay starts.
+                    if let Some((_, pending)) = followed.reply.take() {
+                        out.extend_from_slice(&pending);
+                    }
+                    followed.cursor.restart(after);
+                    followed.reply = reply;
+                }
+                None => cursors.push(Followed {
+                    cursor: Cursor::new(log, after),
+                    reply,
+                }),
+            }
+        }
+    }
+}
+
+/// Moves frames from followed logs into `out`, round-robin within a budget
+/// (each pass starts where the last one ran out), one [`Cursor::fill`] per log (RAM, or a disk batch only this connection
+/// waits for). Returns true if a cursor made no progress but is still
+/// behind (call again).
+async fn pull_frames(cursors: &mut Vec<Followed>, out: &mut Vec<u8>, conn_id: u64) -> bool {
+    let mut budget = FRAME_BUDGET;
+    let mut behind = false;
+    let mut visited = 0;
+    for followed in cursors.iter_mut() {
+        if budget == 0 {
+            break;
+        }
+        visited += 1;
+        // A cut (another connection reattached the process) caps what
+        // this connection may still deliver.
+        let cut = followed.cursor.log().limit_for(conn_id);
+        let upto = followed.reply.as_ref().map_or(u64::MAX, |(upto, _)| *upto).min(cut);
+        let before = out.len();
+        behind |= followed.cursor.fill(upto, out, budget).await;
+        budget = budget.saturating_sub(out.len() - before);
+        if let Some((upto, _)) = &followed.reply {
+            if followed.cursor.position() >= *upto || followed.cursor.log().is_detached() {
+                if let Some((_, line)) = followed.reply.take() {
+                    out.extend_from_slice(&line);
+                }
+            }
+        }
+    }
+    // Take turns: the next pass starts with the first log this one did
+    // not reach. Always starting from the oldest let one log that stays
+    // behind (a child writing faster than the client reads) take every
+    // pass's budget, and a later spawn's reply and frames waited for good.
+    if visited < cursors.len() {
+        cursors.rotate_left(visited);
+    }
+    // Forget logs with nothing more to give: detached, or exited and fully
+    // written.
+    cursors.retain(|f| {
+        if f.cursor.is_finished() && f.reply.is_none() {
+            f.cursor.log().unsubscribe(conn_id);
+            false
+        } else {
+            true
+        }
+    });
+    behind
+}

@@ -1,0 +1,426 @@
+//! From a request line to what to send: envelope checks (see
+//! [`crate::protocol::rpc`]), the params gate, the method table, and panic
+//! isolation. The answer is a [`Reply`] the connection's writer carries
+//! out; nothing here sees the connection.
+//!
+//! The params gate is the one place that decides `-32602 Invalid params`
+//! for absent or mistyped params: it runs after method resolution, only for
+//! the files/git/process namespaces; `server.*` ignores params entirely, and
+//! `plugins.*` binds its own (its -32602 carries the decoder's detail).
+
+use crate::base::gojson::Value;
+use crate::base::logging::Quota;
+use crate::methods::process::{StdinAck, StdinError, StdinRefusal};
+use crate::methods::{self, Outcome};
+use crate::protocol::method::{Method, ProcessMethod, ServerMethod};
+use crate::protocol::metrics;
+use crate::protocol::params::{GitParams, HomeExpansion, PathParams, ProcessParams};
+use crate::protocol::rpc::quick::{Quick, ShortId};
+use crate::protocol::rpc::{self, Checked, Request, RpcError};
+use crate::replay::log::ReplayLog;
+use crate::serve::state::Daemon;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+/// What the connection's writer sends for one request.
+pub enum Reply {
+    /// One complete NDJSON line, newline included.
+    Line(Vec<u8>),
+    /// Follow `log` from seq `after + 1`, and write `line` right after the
+    /// frame with seq `line_after` (spawn and reattach, whose reply is
+    /// ordered with the stream).
+    Follow {
+        log: Arc<ReplayLog>,
+        after: u64,
+        line_after: u64,
+        line: Vec<u8>,
+    },
+    /// The reply to a plain `server.ping` ([`rpc::quick`]), written by the
+    /// writer straight into its buffer: no allocation per ping.
+    Pong(ShortId),
+    /// The success reply to a plain `process.stdin` ([`rpc::quick`]),
+    /// written by the writer straight into its buffer.
+    StdinAck(ShortId, PackedAck),
+    /// A plain `process.stdin` refused with a fixed code and text
+    /// ([`rpc::quick`]), written by the writer straight into its buffer.
+    StdinRefused(ShortId, StdinRefusal),
+}
+
+/// A [`StdinAck`] stored byte-aligned, so [`Reply::StdinAck`] fits in the
+/// room the largest variant already takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PackedAck {
+    applied: [u8; 8],
+    duplicate: bool,
+}
+
+impl PackedAck {
+    pub fn new(ack: StdinAck) -> PackedAck {
+        PackedAck {
+            applied: ack.applied.to_ne_bytes(),
+            duplicate: ack.duplicate,
+        }
+    }
+
+    pub fn ack(&self) -> StdinAck {
+        StdinAck {
+            applied: u64::from_ne_bytes(self.applied),
+            duplicate: self.duplicate,
+        }
+    }
+}
+
+/// The result of `server.ping`, as every ping reply carries it.
+pub const PONG_RESULT: &[u8] = br#"{"pong":true}"#;
+
+impl Reply {
+    /// Appends the reply's line to `out`, for the variants that are one
+    /// line by themselves ([`Reply::Follow`] is ordered by the writer).
+    pub fn write_line(&self, out: &mut Vec<u8>) {
+        match self {
+            Reply::Line(line) => out.extend_from_slice(line),
+            Reply::Pong(id) => rpc::write_success_line(out, id.as_bytes(), PONG_RESULT),
+            Reply::StdinAck(id, ack) => {
+                rpc::write_success_line_with(out, id.as_bytes(), |out| ack.ack().write_json(out))
+            }
+            Reply::StdinRefused(id, refusal) => {
+                let (code, message) = refusal.code_and_message();
+                rpc::write_error_line(out, id.as_bytes(), code, message)
+            }
+            Reply::Follow { line, .. } => out.extend_from_slice(line),
+        }
+    }
+}
+
+/// Answers a plain `server.ping` or `process.stdin` ([`rpc::quick`])
+/// without building a tree; `None` sends the line down the full path,
+/// which answers any other line (and any such request in an unusual form)
+/// itself. A stdin call is handed to the same handler as on the full path
+/// ([`methods::process::stdin`]), so every verdict comes from one place;
+/// its ack and its fixed refusals are encoded by the writer. Stdin
+/// calls are left to the full path unless `handlers` is
+/// [`Handlers::All`].
+pub fn quick(line: &[u8], daemon: &Daemon, handlers: Handlers) -> Option<Reply> {
+    match rpc::quick::request(line, &daemon.token)? {
+        Quick::Ping(id) => {
+            daemon
+                .metrics
+                .count_request(Method::Server(ServerMethod::Ping), metrics::Outcome::Ok);
+            Some(Reply::Pong(id))
+        }
+        Quick::Stdin(id, params) if handlers == Handlers::All => {
+            let method = Method::Process(ProcessMethod::Stdin);
+            let verdict = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                methods::process::stdin(params, &daemon.processes, &daemon.metrics)
+            }))
+            .unwrap_or_else(|_| Err(StdinError::Failed(handler_panicked(method))));
+            let (reply, class) = match verdict {
+                Ok(ack) => (Reply::StdinAck(id, PackedAck::new(ack)), metrics::Outcome::Ok),
+                Err(StdinError::Refused(refusal)) => (Reply::StdinRefused(id, refusal), metrics::Outcome::Error),
+                Err(StdinError::Failed(error)) => (
+                    Reply::Line(rpc::error_line_for_id_json(id.as_bytes(), &error)),
+                    metrics::Outcome::Error,
+                ),
+            };
+            daemon.metrics.count_request(method, class);
+            Some(reply)
+        }
+        Quick::Stdin(..) => None,
+    }
+}
+
+/// The error a request gets when its handler panicked (logged here).
+fn handler_panicked(method: Method) -> RpcError {
+    crate::log_error!("[Server] handler for {} panicked", method);
+    RpcError::internal(format!("internal error in {}", method))
+}
+
+/// Lines longer than this are never decoded on the connection's reader
+/// (only [`quick`]'s scan, which builds nothing, looks at them): they take
+/// their in-flight permits first and are parsed in their own task, so the
+/// reader never holds a big parsed tree beside the line waiting for a
+/// permit. Instant requests are about 100 bytes.
+pub const INSTANT_LINE_MAX: usize = 4096;
+
+/// Handles one non-blank request line in its own task; returns what to
+/// send, if anything.
+pub async fn handle_line(line: Vec<u8>, daemon: &Daemon, warnings: &Quota) -> Option<Reply> {
+    let checked = check_line(&line, daemon)?;
+    drop(line);
+    handle_checked(checked, daemon, warnings).await
+}
+
+/// Answers an instant request on the connection's reader. A panic loses
+/// this reply, never the connection.
+pub async fn handle_instant(checked: Checked, daemon: &Daemon, warnings: &Quota) -> Option<Reply> {
+    match CatchUnwind(handle_checked(checked, daemon, warnings)).await {
+        Ok(reply) => reply,
+        Err(()) => {
+            crate::log_error!("[Server] instant request panicked");
+            None
+        }
+    }
+}
+
+/// Validates one non-blank request line ([`rpc::check`]). A panic is
+/// caught here and the line dropped unanswered, on the reader as in a
+/// request task.
+pub fn check_line(line: &[u8], daemon: &Daemon) -> Option<Checked> {
+    match std::panic::catch_unwind(AssertUnwindSafe(|| rpc::check(line, &daemon.token))) {
+        Ok(checked) => Some(checked),
+        Err(_) => {
+            crate::log_error!("[Server] request validation panicked");
+            None
+        }
+    }
+}
+
+/// Whether a checked request is answered without waiting on anything but
+/// the connection's reply queue: every envelope rejection, and the
+/// `server.*` methods that only read state. The connection's reader runs
+/// these itself instead of spawning a task, so a client pipelining
+/// thousands of pings cannot queue thousands of tasks ahead of another
+/// client's request, and a ping costs no task.
+pub fn is_instant(checked: &Checked) -> bool {
+    match checked {
+        Checked::Rejected { .. } => true,
+        Checked::Valid(request) => {
+            matches!(
+                request.method,
+                Method::Server(ServerMethod::Ping | ServerMethod::Capabilities)
+            )
+        }
+    }
+}
+
+/// Which handlers a validated request reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handlers {
+    /// Every method runs: the daemon.
+    All,
+    /// `server.*` and `plugins.*` run; `files.*`, `git.*` and `process.*`
+    /// stop after the params gate with an empty result. The fuzzing build
+    /// drives arbitrary lines through dispatch this way, without letting
+    /// them write files or spawn programs.
+    #[cfg(feature = "fuzzing")]
+    WithoutSideEffects,
+}
+
+/// Runs a request [`rpc::check`] has validated (or answers its rejection);
+/// returns what to send, if anything. Unauthorized requests are logged
+/// within the connection's `warnings` quota.
+pub async fn handle_checked(checked: Checked, daemon: &Daemon, warnings: &Quota) -> Option<Reply> {
+    handle_checked_with(checked, daemon, warnings, Handlers::All).await
+}
+
+/// [`handle_checked`], reaching only the given `handlers`.
+pub async fn handle_checked_with(
+    checked: Checked,
+    daemon: &Daemon,
+    warnings: &Quota,
+    handlers: Handlers,
+) -> Option<Reply> {
+    let request = match checked {
+        Checked::Valid(request) => request,
+        Checked::Rejected {
+            id,
+            error,
+            unauthorized,
+        } => {
+            if let Some(method) = unauthorized.filter(|_| warnings.allow()) {
+                crate::log_warn!(
+                    "[Server] Unauthorized request: method={}, id={}",
+                    crate::base::logging::Untrusted(&method),
+                    rpc::id_for_log(&id)
+                );
+            }
+            daemon.metrics.rejected.fetch_add(1, Ordering::Relaxed);
+            return Some(Reply::Line(rpc::error_line(&id, &error)));
+        }
+    };
+    let outcome = match CatchUnwind(dispatch(&request, daemon, handlers)).await {
+        Ok(outcome) => outcome,
+        Err(()) => Outcome::Error(handler_panicked(request.method)),
+    };
+    let (reply, class) = match outcome {
+        Outcome::Result(result) => (
+            Some(Reply::Line(rpc::success_line(&request.id, &result))),
+            metrics::Outcome::Ok,
+        ),
+        Outcome::Error(error) => (
+            Some(Reply::Line(rpc::error_line(&request.id, &error))),
+            metrics::Outcome::Error,
+        ),
+        Outcome::NoReply => (None, metrics::Outcome::NoReply),
+        Outcome::Follow {
+            log,
+            after,
+            reply_after,
+            result,
+        } => (
+            Some(Reply::Follow {
+                log,
+                after,
+                line_after: reply_after,
+                line: rpc::success_line(&request.id, &result),
+            }),
+            // The follower answers with a success line: counted as `ok`.
+            metrics::Outcome::Ok,
+        ),
+    };
+    daemon.metrics.count_request(request.method, class);
+    reply
+}
+
+/// Binds params for the namespace and runs the method.
+///
+/// The files/git/process handler futures are boxed: an `async fn` is as
+/// large as its largest branch, and without the boxes every request task —
+/// a `server.ping` too — would carry the biggest handler's state (this
+/// cost 40% of pipelined ping throughput and tripled peak memory).
+async fn dispatch(request: &Request, daemon: &Daemon, handlers: Handlers) -> Outcome {
+    let effects = handlers == Handlers::All;
+    match request.method {
+        Method::Server(method) => methods::server::handle(method, &daemon.instance, &daemon.shutdown).await,
+        // Paths enter here: a leading `~` is expanded once, for every
+        // handler (`params::HomeExpansion`).
+        Method::Files(method) => {
+            match bind_params(&request.params, PathParams::from_go_value).map(HomeExpansion::expand_home) {
+                Ok(params) if effects => Box::pin(methods::files::handle(method, params)).await,
+                Ok(_) => Outcome::Result(b"{}".to_vec()),
+                Err(outcome) => outcome,
+            }
+        }
+        Method::Git(method) => {
+            match bind_params(&request.params, GitParams::from_go_value).map(HomeExpansion::expand_home) {
+                Ok(params) if effects => Box::pin(methods::git::handle(method, params)).await,
+                Ok(_) => Outcome::Result(b"{}".to_vec()),
+                Err(outcome) => outcome,
+            }
+        }
+        Method::Process(method) => {
+            match bind_params(&request.params, ProcessParams::from_go_value).map(HomeExpansion::expand_home) {
+                Ok(_) if !effects => Outcome::Result(b"{}".to_vec()),
+                Ok(params) => {
+                    Box::pin(methods::process::handle(
+                        method,
+                        params,
+                        &daemon.processes,
+                        &daemon.metrics,
+                    ))
+                    .await
+                }
+                Err(outcome) => outcome,
+            }
+        }
+        Method::Plugins(method) => {
+            Box::pin(methods::plugins::handle(
+                method,
+                request.params.as_ref(),
+                &daemon.options.socket_path,
+                &daemon.processes,
+            ))
+            .await
+        }
+    }
+}
+
+/// The params gate: absent params or a failed Go-style decode are both
+/// `-32602 Invalid params`.
+pub fn bind_params<P>(
+    params: &Option<Value>,
+    decode: impl Fn(&Value) -> Result<P, crate::base::gojson::DecodeError>,
+) -> Result<P, Outcome> {
+    let invalid = || Outcome::invalid_params(rpc::MSG_INVALID_PARAMS);
+    let value = params.as_ref().ok_or_else(invalid)?;
+    decode(value).map_err(|_| invalid())
+}
+
+/// Turns a panic while polling the inner future into `Err(())`, so one
+/// failing handler becomes a -32603 reply instead of a dead task.
+struct CatchUnwind<F>(F);
+
+impl<F: Future> Future for CatchUnwind<F> {
+    type Output = Result<F::Output, ()>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // SAFETY: structural pinning; the inner future is never moved.
+        let inner = unsafe { self.map_unchecked_mut(|s| &mut s.0) };
+        match std::panic::catch_unwind(AssertUnwindSafe(|| inner.poll(cx))) {
+            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(_) => Poll::Ready(Err(())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_state_reads_and_rejections_run_on_the_reader() {
+        let checked = |method: &str, auth: &str| {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{{}},"auth":"{auth}"}}"#);
+            rpc::check(line.as_bytes(), b"t")
+        };
+        // server.version is an unknown method (a rejection) since 7d193f89.
+        for method in ["server.ping", "server.version", "server.capabilities"] {
+            assert!(is_instant(&checked(method, "t")), "{method}");
+        }
+        for method in [
+            "server.shutdown",
+            "process.spawn",
+            "process.killAndWait",
+            "files.read",
+            "git.status",
+        ] {
+            assert!(!is_instant(&checked(method, "t")), "{method}");
+        }
+        assert!(is_instant(&checked("process.spawn", "wrong")), "unauthorized");
+        assert!(is_instant(&checked("nope.nothing", "t")), "unknown method");
+        assert!(is_instant(&rpc::check(b"{not json", b"t")), "parse error");
+    }
+
+    #[tokio::test]
+    async fn a_panicking_handler_is_caught() {
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let caught = CatchUnwind(async {
+            tokio::task::yield_now().await;
+            let input: Vec<u8> = Vec::new();
+            // Deliberately index out of bounds, as a buggy handler might.
+            input[usize::from(input.is_empty())]
+        })
+        .await;
+        std::panic::set_hook(prev);
+        assert!(caught.is_err());
+        assert_eq!(CatchUnwind(async { 7 }).await, Ok(7));
+    }
+
+    #[test]
+    fn quick_replies_do_not_grow_the_reply_queue() {
+        // The quick path's inline id (and a stdin ack beside it) fits in
+        // the room the largest variant takes, so the writer's queue
+        // (REPLY_QUEUE replies) costs what it did.
+        assert!(std::mem::size_of::<ShortId>() <= 48);
+        assert!(std::mem::size_of::<(ShortId, PackedAck)>() <= 55);
+        assert!(std::mem::size_of::<(ShortId, StdinRefusal)>() <= 55);
+        assert!(std::mem::size_of::<Reply>() <= 56, "{}", std::mem::size_of::<Reply>());
+    }
+
+    #[test]
+    fn params_gate() {
+        let decode = PathParams::from_go_value;
+        assert!(
+            matches!(bind_params(&None, decode), Err(Outcome::Error(e)) if e.code == rpc::INVALID_PARAMS && e.message == "Invalid params")
+        );
+        assert!(bind_params(&Some(Value::Null), decode).is_ok());
+        assert!(bind_params(&Some(Value::String("x".into())), decode).is_err());
+        assert!(bind_params(&Some(Value::Array(vec![])), decode).is_err());
+    }
+}

@@ -1,0 +1,25 @@
+//! The serving layer: the daemon's shared state, the way from a request
+//! line to its reply, one connection's reader and writer, and the accept
+//! loop with what runs beside it. Inside the folder the files import in
+//! one direction only, `state` ← `dispatch` ← `connection` ← `server`
+//! (`import-circles` keeps it free of circles).
+//!
+//! | module | owns |
+//! | --- | --- |
+//! | [`admission`] | the connection cap and the bounds on connections without the token |
+//! | [`state`] | daemon-wide state shared by connections and handlers |
+//! | [`dispatch`] | params gate, dispatch by method, panic isolation |
+//! | [`connection`] | one client: line reader, request tasks, ordered writer |
+//! | [`server`] | the owner-only socket, the accept loop |
+//! | [`orphan`] | shutting down once the socket path leads elsewhere |
+//! | [`metrics_http`] | the `-metrics-addr` HTTP endpoint |
+//! | [`shellenv`] | login-shell PATH extraction into the state |
+
+pub mod admission;
+pub mod connection;
+pub mod dispatch;
+pub mod metrics_http;
+pub mod orphan;
+pub mod server;
+pub mod shellenv;
+pub mod state;

@@ -1,0 +1,124 @@
+//! The RPC server: the owner-only socket and the accept loop. The state it
+//! serves lives in [`crate::serve::state`]; lifecycle concerns (flags,
+//! daemonizing, signals) live in [`crate::launch::cli`]; this module only serves.
+
+use crate::serve::admission::Admitted;
+use crate::serve::state::Daemon;
+use std::io;
+use std::os::unix::fs::FileTypeExt;
+use std::os::unix::net::UnixListener as StdUnixListener;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Why the socket could not be opened, phrased like Go's `net.Listen`.
+#[derive(Debug)]
+pub struct BindError {
+    pub path: PathBuf,
+    pub source: io::Error,
+}
+
+impl std::fmt::Display for BindError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "listen unix: {}: bind: {}",
+            self.path.display(),
+            crate::base::goerr::io_text(&self.source)
+        )
+    }
+}
+
+impl std::error::Error for BindError {}
+
+/// Creates the listening socket at `path`, mode 0600 from the moment it
+/// exists (the file is created under a 0177 umask, so there is no
+/// bind-then-chmod window). A stale socket left by a dead daemon is
+/// replaced; a live daemon's socket is left alone and reported as in use.
+///
+/// Call this before starting any threads: the umask is process-wide.
+pub fn bind_socket(path: &Path) -> Result<StdUnixListener, BindError> {
+    let fail = |source| BindError {
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if !meta.file_type().is_socket() {
+            return Err(fail(io::Error::from_raw_os_error(libc::EADDRINUSE)));
+        }
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            return Err(fail(io::Error::from_raw_os_error(libc::EADDRINUSE)));
+        }
+        // Nobody is listening: a stale socket from a dead daemon.
+        let _ = std::fs::remove_file(path);
+    }
+    // SAFETY: umask only swaps the process file-creation mask.
+    let previous = unsafe { libc::umask(0o177) };
+    let bound = StdUnixListener::bind(path);
+    // SAFETY: as above; this restores the mask saved before the bind.
+    unsafe { libc::umask(previous) };
+    let listener = bound.map_err(fail)?;
+    listener.set_nonblocking(true).map_err(fail)?;
+    Ok(listener)
+}
+
+/// Accepts connections until shutdown is triggered, then closes the
+/// listener. Connections notice shutdown themselves.
+pub async fn accept_loop(listener: StdUnixListener, daemon: Arc<Daemon>) -> io::Result<()> {
+    let listener = tokio::net::UnixListener::from_std(listener)?;
+    let mut shutdown = daemon.shutdown.subscribe();
+    let refusals = crate::base::logging::Quota::new(5);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => match daemon.admission.admit().await {
+                    Admitted::Yes(ticket) => {
+                        tokio::spawn(crate::serve::connection::serve(stream, daemon.clone(), ticket));
+                    }
+                    // Every place is held by an authenticated client: close
+                    // this one at once rather than run out of descriptors.
+                    Admitted::Full => {
+                        if refusals.allow() {
+                            crate::log_warn!(
+                                "[Server] refusing a connection: {} authenticated connections are open (the limit)",
+                                daemon.admission.cap()
+                            );
+                        }
+                        drop(stream);
+                    }
+                },
+                Err(e) => {
+                    crate::log_error!("[Server] accept failed: {e}");
+                    // Out of descriptors and the like: back off briefly
+                    // instead of spinning.
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+            },
+            _ = shutdown.wait() => return Ok(()),
+        }
+    }
+}
+
+/// Serves `listener` until shutdown, then tears down: children are killed
+/// (or kept with `-keep-children`) and the socket file is removed. The
+/// teardown completes before this returns.
+pub async fn run(listener: StdUnixListener, daemon: Arc<Daemon>) -> io::Result<()> {
+    let path = &daemon.options.socket_path;
+    let ours = socket_identity(path);
+    accept_loop(listener, daemon.clone()).await?;
+    crate::log_info!("[Server] Shutting down");
+    daemon.processes.shutdown(daemon.options.keep_children).await;
+    daemon.replay.remove_own_dir();
+    // Only remove the socket if it is still the one we bound: a successor
+    // started during teardown (e.g. `-stop` then `-serve`) may already have
+    // replaced it as stale, and its socket must survive our exit.
+    if ours.is_none() || socket_identity(path) == ours {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
+
+/// Device and inode of the file at `path`, if any.
+fn socket_identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}

@@ -1,0 +1,85 @@
+//! The daemon-wide state every connection and handler shares: the token,
+//! the per-boot identity, the counters, the stop signal, the process
+//! registry and the replay store. Built once by [`crate::launch::cli`]; the
+//! server's accept loop only hands it to connections, and the process
+//! supervisor gets the few parts it needs ([`crate::process::Supervision`])
+//! instead of this whole struct.
+
+use crate::base::instance::Instance;
+use crate::base::shutdown::Shutdown;
+use crate::process::{ProcessManager, Supervision};
+use crate::protocol::metrics::Metrics;
+use crate::replay::store::{ReplayStore, StoreConfig};
+use crate::serve::admission::Admission;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicUsize;
+use std::sync::Arc;
+
+/// Settings fixed when the daemon starts.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub socket_path: PathBuf,
+    /// `-keep-children`: leave children running across a graceful shutdown.
+    pub keep_children: bool,
+    /// `-replay-dir` and `-replay-budget-mb`: where replay logs spill.
+    pub replay: StoreConfig,
+    /// How long a connection may stay without an authenticated request
+    /// ([`crate::serve::admission::AUTH_GRACE`] unless a test shortens it).
+    pub auth_grace: std::time::Duration,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            socket_path: PathBuf::new(),
+            keep_children: false,
+            replay: StoreConfig::default(),
+            auth_grace: crate::serve::admission::AUTH_GRACE,
+        }
+    }
+}
+
+/// State shared by every connection and handler.
+pub struct Daemon {
+    pub token: Vec<u8>,
+    /// Per-boot identity (`server.capabilities`, run-dir lock, orphan check).
+    pub instance: Instance,
+    /// Connections open right now (the orphan check needs "no client").
+    pub clients: AtomicUsize,
+    pub options: Options,
+    pub metrics: Arc<Metrics>,
+    pub shutdown: Shutdown,
+    pub processes: ProcessManager,
+    /// Where replay logs keep their frames (RAM tails, disk segments).
+    pub replay: Arc<ReplayStore>,
+    /// The connection cap and the bounds on connections without the token.
+    pub admission: Arc<Admission>,
+}
+
+impl Daemon {
+    /// The daemon state, with an identity made earlier (the run-dir lock
+    /// records it before the daemon state exists).
+    pub fn with_instance(token: Vec<u8>, options: Options, instance: Instance) -> Arc<Daemon> {
+        let metrics = Arc::new(Metrics::default());
+        let replay = ReplayStore::open(options.replay.clone(), metrics.replay.clone());
+        let shutdown = Shutdown::new();
+        let processes = ProcessManager::new(Supervision {
+            replay: replay.clone(),
+            metrics: metrics.clone(),
+            shutdown: shutdown.subscribe(),
+            retention: crate::process::retention(),
+            kill_grace_cap: crate::process::kill_grace_cap_from_env(),
+        });
+        Arc::new(Daemon {
+            token,
+            instance,
+            clients: AtomicUsize::new(0),
+            metrics,
+            shutdown,
+            processes,
+            replay,
+            admission: Admission::from_fd_limit(options.auth_grace),
+            options,
+        })
+    }
+}

@@ -1,0 +1,702 @@
+//! `files.extract_tar`: streaming, confined extraction of a gzip'd tar.
+//!
+//! [`extract`] is the whole operation behind the method (and the entry point
+//! the fuzz target calls). It streams file → [`gzip`] → [`reader`] → disk
+//! with fixed-size buffers, so memory does not grow with the archive.
+//!
+//! Order of operations (mirrors the Go daemon, see `docs/PROTOCOL.md`):
+//! 1. `destDir` must be absolute and not `/` after cleaning — otherwise the
+//!    `{success:false,error}` body, and the archive is untouched;
+//! 2. the archive is opened non-blocking and must not be a FIFO, socket or
+//!    device (failure: `open archive: open <p>: …`, as at reference build
+//!    5db5e4a; nothing else changes);
+//!    from here on it is removed when extraction ends, whatever the outcome
+//!    (removal failures are ignored, as Go ignores its deferred `os.Remove`);
+//! 3. `destDir` is removed (a port of Go's `os.RemoveAll`, for its error
+//!    texts) and recreated 0700: parents as Go's `os.MkdirAll`, the last
+//!    level by an exclusive `mkdirat`, verified through its fd;
+//! 4. entries are extracted: the target is `filepath.Join(destDir, name)`,
+//!    which must be `destDir` or lie under it (so an absolute name lands
+//!    inside, and a `../` that comes back inside is fine); only regular
+//!    files (0600) and directories (0700) are created, anything else is
+//!    `unsupported tar entry type <c>: <name>`; a directory or file that
+//!    cannot be made names the entry first (`mkdir parent <name>: `,
+//!    `mkdir <name>: `, `create <name>: `, as build 89cb6289 does);
+//! 5. `.synced` is written empty at the root.
+//!
+//! Confinement does not rely on the lexical check alone: every directory is
+//! walked from an fd of `destDir` with `openat(O_NOFOLLOW|O_DIRECTORY)`, and
+//! files are created with `O_CREAT|O_EXCL|O_NOFOLLOW` after unlinking any
+//! previous entry of the same name, so nothing is ever written through a
+//! symlink or into a pre-existing inode (a hard link), even if another
+//! process plants one in `destDir` while we extract.
+
+pub mod gzip;
+pub mod reader;
+
+use crate::base::goerr::path_error;
+use crate::base::gojson::go_lossy;
+use crate::base::gopath;
+use serde::Serialize;
+use std::ffi::{CString, OsStr};
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+/// The `files.extract_tar` result body. `fileCount` is absent only on the
+/// destDir rejection, which the contract shows without it.
+#[derive(Debug, Serialize, PartialEq, Eq)]
+pub struct ExtractResult {
+    pub success: bool,
+    #[serde(rename = "fileCount", skip_serializing_if = "Option::is_none")]
+    pub file_count: Option<u64>,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub error: String,
+}
+
+impl ExtractResult {
+    fn failed(error: String) -> Self {
+        ExtractResult {
+            success: false,
+            file_count: Some(0),
+            error,
+        }
+    }
+}
+
+const COPY_BUFFER: usize = 64 * 1024;
+
+/// Linux `PATH_MAX`. Walking with `openat` could go deeper than a path
+/// lookup can; Go's path-based calls fail there with ENAMETOOLONG, and so
+/// do we, which also keeps later `RemoveAll` recursion shallow.
+const PATH_MAX: usize = 4096;
+
+fn too_long(op: &str, path: &[u8]) -> String {
+    path_error(op, &go_lossy(path), &io::Error::from_raw_os_error(libc::ENAMETOOLONG))
+}
+
+/// Extracts the gzip'd tar at `archive` into `dest`. Never panics on input
+/// and never writes outside `dest`.
+pub fn extract(archive: &Path, dest: &Path) -> ExtractResult {
+    let dest_b = dest.as_os_str().as_bytes();
+    if !gopath::is_abs(dest_b) || gopath::clean(dest_b) == b"/" {
+        return ExtractResult {
+            success: false,
+            file_count: None,
+            error: format!("destDir must be an absolute, non-root path: {}", go_lossy(dest_b)),
+        };
+    }
+    let archive_text = go_lossy(archive.as_os_str().as_bytes());
+    let file = match open_archive(archive) {
+        Ok(f) => f,
+        Err(e) => return ExtractResult::failed(e.text(&archive_text)),
+    };
+    let result = match unpack(file, &archive_text, dest_b) {
+        Ok(count) => ExtractResult {
+            success: true,
+            file_count: Some(count),
+            error: String::new(),
+        },
+        Err(e) => ExtractResult::failed(e),
+    };
+    remove(archive.as_os_str().as_bytes());
+    result
+}
+
+/// Why the archive could not be used; nothing was consumed.
+enum OpenError {
+    Os(io::Error),
+    /// A FIFO, socket or device: never read (a FIFO would block a pool
+    /// thread until some writer came) and never removed.
+    NotRegular,
+}
+
+impl OpenError {
+    fn text(&self, archive_text: &str) -> String {
+        match self {
+            OpenError::Os(e) => format!("open archive: {}", path_error("open", archive_text, e)),
+            OpenError::NotRegular => format!("open archive: open {archive_text}: not a regular file"),
+        }
+    }
+}
+
+/// Opens the archive without blocking on its kind (`O_NONBLOCK`, so a
+/// FIFO without a writer opens at once), then checks that kind on the
+/// descriptor: a regular file (or a directory, which fails later as in
+/// Go) is used; anything else is refused before a byte is read.
+fn open_archive(archive: &Path) -> Result<File, OpenError> {
+    use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(archive)
+        .map_err(OpenError::Os)?;
+    let kind = file.metadata().map_err(OpenError::Os)?.file_type();
+    if kind.is_fifo() || kind.is_socket() || kind.is_char_device() || kind.is_block_device() {
+        return Err(OpenError::NotRegular);
+    }
+    Ok(file)
+}
+
+/// Go's `os.Remove`: unlink, else rmdir; the outcome is not reported.
+fn remove(path: &[u8]) {
+    if let Ok(c) = CString::new(path) {
+        // SAFETY: `c` is a valid NUL-terminated path.
+        unsafe {
+            if libc::unlink(c.as_ptr()) != 0 {
+                libc::rmdir(c.as_ptr());
+            }
+        }
+    }
+}
+
+fn unpack(file: File, archive_text: &str, dest: &[u8]) -> Result<u64, String> {
+    remove_all(dest).map_err(|e| format!("clean destDir: {e}"))?;
+    let clean_dest = gopath::clean(dest);
+    let root = create_dest(&clean_dest).map_err(|e| format!("mkdir destDir: {e}"))?;
+    let archive_text = archive_text.to_string();
+    let source_error = Box::new(move |e: &io::Error| path_error("read", &archive_text, e));
+    let gz = gzip::GzipReader::new(file, source_error)?;
+    let mut tar = reader::TarReader::new(gz);
+    let mut buf = vec![0u8; COPY_BUFFER];
+    let mut count = 0u64;
+    while let Some(hdr) = tar.next_entry()? {
+        let name = &hdr.name;
+        let target = gopath::join(&[dest, name]);
+        let rel: &[u8] = if target == clean_dest {
+            b""
+        } else if target.starts_with(&clean_dest) && target.get(clean_dest.len()) == Some(&b'/') {
+            &target[clean_dest.len() + 1..]
+        } else {
+            return Err(format!("unsafe path in archive: {}", go_lossy(name)));
+        };
+        let comps: Vec<&[u8]> = rel.split(|&c| c == b'/').filter(|c| !c.is_empty()).collect();
+        match hdr.typeflag {
+            b'5' => {
+                walk_dirs(&root, &clean_dest, &comps).map_err(|e| format!("mkdir {}: {e}", go_lossy(name)))?;
+            }
+            b'0' => {
+                // Build 89cb6289 names the entry before the OS error:
+                // `mkdir parent <entry>: ` when a directory above it cannot
+                // be made, `create <entry>: ` when the file cannot.
+                let entry = go_lossy(name);
+                let Some((leaf, parents)) = comps.split_last() else {
+                    // The entry names destDir itself.
+                    let eisdir = io::Error::from_raw_os_error(libc::EISDIR);
+                    return Err(format!(
+                        "create {entry}: {}",
+                        path_error("open", &go_lossy(&target), &eisdir)
+                    ));
+                };
+                let parent =
+                    walk_dirs(&root, &clean_dest, parents).map_err(|e| format!("mkdir parent {entry}: {e}"))?;
+                if target.len() >= PATH_MAX {
+                    return Err(format!("create {entry}: {}", too_long("open", &target)));
+                }
+                let dir = parent.as_ref().unwrap_or(&root);
+                let target_text = go_lossy(&target);
+                let mut out = create_file(dir, leaf)
+                    .map_err(|e| format!("create {entry}: {}", path_error("open", &target_text, &e)))?;
+                if let Err(e) = copy_data(&mut tar, &mut out, &mut buf, &target_text) {
+                    // No half-written file survives a failure: the archive
+                    // was cut short, corrupt, or the disk was full.
+                    drop(out);
+                    unlink_at(dir, leaf);
+                    return Err(e);
+                }
+                count += 1;
+            }
+            other => {
+                return Err(format!(
+                    "unsupported tar entry type {}: {}",
+                    char::from(other),
+                    go_lossy(name)
+                ));
+            }
+        }
+    }
+    // Integrity of the whole stream, trailers included (see
+    // `TarReader::drain_to_end`): an archive whose gzip is cut or corrupt
+    // after the last entry fails instead of reporting success.
+    tar.drain_to_end()?;
+    let marker = gopath::join(&[dest, b".synced"]);
+    create_marker(&root).map_err(|e| format!("write .synced: {}", path_error("open", &go_lossy(&marker), &e)))?;
+    Ok(count)
+}
+
+/// Copies the current entry's data from `tar` into `out`.
+fn copy_data<R: reader::GoRead>(
+    tar: &mut reader::TarReader<R>,
+    out: &mut File,
+    buf: &mut [u8],
+    target_text: &str,
+) -> Result<(), String> {
+    loop {
+        let n = tar.read_data(buf)?;
+        if n == 0 {
+            return Ok(());
+        }
+        out.write_all(&buf[..n])
+            .map_err(|e| path_error("write", target_text, &e))?;
+    }
+}
+
+/// Removes the file `name` in `dir`; a failure is not reported (the
+/// extraction is already failing with a better error).
+fn unlink_at(dir: &OwnedFd, name: &[u8]) {
+    if let Ok(c) = cstr(name) {
+        // SAFETY: valid dirfd and NUL-terminated name.
+        unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), 0) };
+    }
+}
+
+fn cstr(name: &[u8]) -> io::Result<CString> {
+    // Go reports a NUL in a path as EINVAL.
+    CString::new(name).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+}
+
+fn last_err() -> io::Error {
+    io::Error::last_os_error()
+}
+
+/// `openat(dir, name, O_DIRECTORY|O_NOFOLLOW)`; `dir: None` is the cwd.
+fn open_dir_at(dir: Option<&OwnedFd>, name: &[u8]) -> io::Result<OwnedFd> {
+    let c = cstr(name)?;
+    let dirfd = dir.map_or(libc::AT_FDCWD, |d| d.as_raw_fd());
+    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    loop {
+        // SAFETY: valid dirfd and NUL-terminated name.
+        let fd = unsafe { libc::openat(dirfd, c.as_ptr(), flags) };
+        if fd >= 0 {
+            // SAFETY: `fd` is a fresh descriptor we own.
+            return Ok(unsafe { OwnedFd::from_raw_fd(fd) });
+        }
+        let e = last_err();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Walks (creating 0700 as needed) `comps` below `root`; returns the last
+/// directory's fd, `None` for `root` itself. Errors read like Go's
+/// `os.MkdirAll`: `mkdir <path>: <err>`, `not a directory` when a
+/// component exists and is not a directory (or is a symlink).
+fn walk_dirs(root: &OwnedFd, root_path: &[u8], comps: &[&[u8]]) -> Result<Option<OwnedFd>, String> {
+    let mut current: Option<OwnedFd> = None;
+    let mut path = root_path.to_vec();
+    for comp in comps {
+        path.push(b'/');
+        path.extend_from_slice(comp);
+        if path.len() >= PATH_MAX {
+            return Err(too_long("mkdir", &path));
+        }
+        let parent = current.as_ref().unwrap_or(root);
+        let mkdir_err = |e: &io::Error| path_error("mkdir", &go_lossy(&path), e);
+        let fd = match open_dir_at(Some(parent), comp) {
+            Ok(fd) => fd,
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+                let c = cstr(comp).map_err(|e| mkdir_err(&e))?;
+                // SAFETY: valid dirfd and NUL-terminated name.
+                if unsafe { libc::mkdirat(parent.as_raw_fd(), c.as_ptr(), 0o700) } != 0 {
+                    let e = last_err();
+                    if e.raw_os_error() != Some(libc::EEXIST) {
+                        return Err(mkdir_err(&e));
+                    }
+                }
+                open_dir_at(Some(parent), comp).map_err(|e| mkdir_err(&not_dir(e)))?
+            }
+            Err(e) => return Err(mkdir_err(&not_dir(e))),
+        };
+        current = Some(fd);
+    }
+    Ok(current)
+}
+
+/// A symlink met with O_NOFOLLOW (ELOOP) is reported as Go's MkdirAll
+/// reports any existing non-directory.
+fn not_dir(e: io::Error) -> io::Error {
+    match e.raw_os_error() {
+        Some(libc::ELOOP) => io::Error::from_raw_os_error(libc::ENOTDIR),
+        _ => e,
+    }
+}
+
+/// Creates `name` in `dir` as a fresh 0600 file. A previous entry of that
+/// name (a duplicate in the archive) is unlinked first, as Go's `O_TRUNC`
+/// would replace its content, but we never write into an existing inode.
+fn create_file(dir: &OwnedFd, name: &[u8]) -> io::Result<File> {
+    let c = cstr(name)?;
+    // SAFETY: valid dirfd and NUL-terminated name.
+    if unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), 0) } != 0 {
+        let e = last_err();
+        if e.raw_os_error() != Some(libc::ENOENT) {
+            return Err(e);
+        }
+    }
+    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    // SAFETY: valid dirfd and NUL-terminated name.
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), flags, 0o600 as libc::c_uint) };
+    if fd < 0 {
+        return Err(last_err());
+    }
+    // SAFETY: `fd` is a fresh descriptor we own.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+/// `os.WriteFile(destDir/.synced, nil, 0600)`, without following a link.
+fn create_marker(root: &OwnedFd) -> io::Result<()> {
+    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    // SAFETY: valid dirfd and NUL-terminated name.
+    let fd = unsafe { libc::openat(root.as_raw_fd(), c".synced".as_ptr(), flags, 0o600 as libc::c_uint) };
+    if fd < 0 {
+        return Err(last_err());
+    }
+    // SAFETY: `fd` is a fresh descriptor we own; dropping closes it.
+    drop(unsafe { OwnedFd::from_raw_fd(fd) });
+    Ok(())
+}
+
+/// Creates the cleaned, absolute `dest` (just wiped) as a fresh 0700
+/// directory and returns an fd of it, verified through that fd.
+///
+/// Go's `MkdirAll` accepts a directory that already exists, so in a
+/// directory other users can write (`/tmp`) a directory planted between
+/// the wipe and the mkdir would be extracted into. Here the parents are
+/// made as `MkdirAll` does (a parent that is a symlink is followed, as in
+/// the reference), but the last level is created with an exclusive
+/// `mkdirat` on the parent's fd — a name that reappeared meanwhile is
+/// `mkdir <dest>: file exists` — then opened `O_NOFOLLOW|O_DIRECTORY` and
+/// `fstat`ed: it must be a directory owned by the daemon's effective uid,
+/// else `<dest>: not a directory this daemon created (owner uid <n>)`.
+fn create_dest(dest: &[u8]) -> Result<OwnedFd, String> {
+    let text = go_lossy(dest);
+    let (parent, base) = split_path(dest);
+    mkdir_all(&parent)?;
+    let parent_fd = open_parent(&parent).map_err(|e| path_error("open", &go_lossy(&parent), &e))?;
+    let c = cstr(&base).map_err(|e| path_error("mkdir", &text, &e))?;
+    // SAFETY: valid dirfd and NUL-terminated name.
+    if unsafe { libc::mkdirat(parent_fd.as_raw_fd(), c.as_ptr(), 0o700) } != 0 {
+        return Err(path_error("mkdir", &text, &last_err()));
+    }
+    let fd = open_dir_at(Some(&parent_fd), &base).map_err(|e| path_error("open", &text, &e))?;
+    // SAFETY: an all-zero `stat` is a valid value to be overwritten.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: valid fd and a properly sized out-parameter.
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
+        return Err(path_error("stat", &text, &last_err()));
+    }
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if st.st_mode & libc::S_IFMT != libc::S_IFDIR || st.st_uid != me {
+        return Err(format!(
+            "{text}: not a directory this daemon created (owner uid {})",
+            st.st_uid
+        ));
+    }
+    Ok(fd)
+}
+
+/// Go's `os.MkdirAll(path, 0700)`, with its error texts.
+fn mkdir_all(path: &[u8]) -> Result<(), String> {
+    let text = || go_lossy(path);
+    match std::fs::metadata(OsStr::from_bytes(path)) {
+        Ok(m) if m.is_dir() => return Ok(()),
+        Ok(_) => {
+            let e = io::Error::from_raw_os_error(libc::ENOTDIR);
+            return Err(path_error("mkdir", &text(), &e));
+        }
+        Err(_) => {}
+    }
+    let mut i = path.len();
+    while i > 0 && path[i - 1] == b'/' {
+        i -= 1;
+    }
+    let mut j = i;
+    while j > 0 && path[j - 1] != b'/' {
+        j -= 1;
+    }
+    if j > 1 {
+        mkdir_all(&path[..j - 1])?;
+    }
+    let c = cstr(path).map_err(|e| path_error("mkdir", &text(), &e))?;
+    // SAFETY: NUL-terminated path.
+    if unsafe { libc::mkdir(c.as_ptr(), 0o700) } != 0 {
+        let e = last_err();
+        if std::fs::symlink_metadata(OsStr::from_bytes(path)).is_ok_and(|m| m.is_dir()) {
+            return Ok(());
+        }
+        return Err(path_error("mkdir", &text(), &e));
+    }
+    Ok(())
+}
+
+/// Go's `os.RemoveAll` (the `removeall_at.go` variant Linux uses), ported
+/// for its error texts (`unlinkat <path>: …`, `openfdat <path>: …`). It
+/// never follows symlinks: a link is removed, not its target.
+fn remove_all(path: &[u8]) -> Result<(), String> {
+    if path.is_empty() {
+        return Ok(());
+    }
+    if path == b"." || path.ends_with(b"/.") {
+        let e = io::Error::from_raw_os_error(libc::EINVAL);
+        return Err(path_error("RemoveAll", &go_lossy(path), &e));
+    }
+    // os.Remove first: a file, a link or an empty directory.
+    let c = cstr(path).map_err(|e| path_error("remove", &go_lossy(path), &e))?;
+    // SAFETY: NUL-terminated path.
+    if unsafe { libc::unlink(c.as_ptr()) } == 0 {
+        return Ok(());
+    }
+    let unlink_errno = last_err().raw_os_error();
+    // SAFETY: NUL-terminated path.
+    if unsafe { libc::rmdir(c.as_ptr()) } == 0 {
+        return Ok(());
+    }
+    let rmdir_errno = last_err().raw_os_error();
+    // Go's Remove reports the rmdir error unless it is ENOTDIR.
+    let errno = if rmdir_errno != Some(libc::ENOTDIR) {
+        rmdir_errno
+    } else {
+        unlink_errno
+    };
+    if errno == Some(libc::ENOENT) {
+        return Ok(());
+    }
+    let (parent_dir, base) = split_path(path);
+    let parent = match open_parent(&parent_dir) {
+        Ok(fd) => fd,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(path_error("open", &go_lossy(&parent_dir), &e)),
+    };
+    remove_all_from(&parent, &base).map_err(|(op, rel, e)| {
+        let mut full = parent_dir.clone();
+        full.push(b'/');
+        full.extend_from_slice(&rel);
+        path_error(op, &go_lossy(&full), &e)
+    })
+}
+
+/// Removes the entry `name` of the open directory `parent` and everything
+/// below it, as Go's `removeAllFrom` does, never following a link (a link
+/// is removed, not its target). `parent_path` is only for the error text
+/// (`unlinkat <parent_path>/<rel>: …`). Used by `plugins.prune` too.
+pub fn remove_tree_in(parent: &OwnedFd, name: &[u8], parent_path: &[u8]) -> Result<(), String> {
+    remove_all_from(parent, name).map_err(|(op, rel, e)| {
+        let mut full = parent_path.to_vec();
+        full.push(b'/');
+        full.extend_from_slice(&rel);
+        path_error(op, &go_lossy(&full), &e)
+    })
+}
+
+/// [`remove_tree_in`] for callers whose texts name the entry themselves
+/// (`RemoveAll <entry>: …`): the bare OS error of the first failure.
+pub fn remove_tree_errno(parent: &OwnedFd, name: &[u8]) -> io::Result<()> {
+    remove_all_from(parent, name).map_err(|(_, _, e)| e)
+}
+
+/// Go's `os.Open` of the parent directory (it may be a symlink: Go follows).
+fn open_parent(dir: &[u8]) -> io::Result<OwnedFd> {
+    let c = cstr(dir)?;
+    // SAFETY: NUL-terminated path.
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(last_err());
+    }
+    // SAFETY: `fd` is a fresh descriptor we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Go's `splitPath` for RemoveAll.
+fn split_path(path: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let mut p = path;
+    while p.len() > 1 && p[0] == b'/' && p[1] == b'/' {
+        p = &p[1..];
+    }
+    let mut i = p.len().saturating_sub(1);
+    while i > 0 && p[i] == b'/' {
+        p = &p[..i];
+        i -= 1;
+    }
+    let mut dirname: &[u8] = b".";
+    let mut basename = p;
+    let mut k = i;
+    while k > 0 {
+        k -= 1;
+        if p[k] == b'/' {
+            dirname = if k == 0 { &p[..1] } else { &p[..k] };
+            basename = &p[k + 1..];
+            break;
+        }
+    }
+    (dirname.to_vec(), basename.to_vec())
+}
+
+type RemoveError = (&'static str, Vec<u8>, io::Error);
+
+/// A directory being emptied by [`remove_all_from`].
+struct Level {
+    fd: OwnedFd,
+    /// Path relative to the top-level parent, for error texts.
+    rel: Vec<u8>,
+    names: std::vec::IntoIter<Vec<u8>>,
+    /// Go's `recurseErr`: the first failure among the children.
+    first_err: Option<RemoveError>,
+}
+
+/// Go's `removeAllFrom(parent, base)`, iterative so that a deep tree
+/// cannot overflow a thread stack (Go's goroutine stacks grow; ours do
+/// not). The error's path is relative to `parent`. Semantics per entry:
+/// unlink; on `EISDIR`/`EPERM`/`EACCES` empty it as a directory and rmdir
+/// it; a child's failure is kept and reported only if the rmdir fails.
+fn remove_all_from(parent: &OwnedFd, base: &[u8]) -> Result<(), RemoveError> {
+    let mut stack: Vec<Level> = Vec::new();
+    match descend(parent, base, base.to_vec())? {
+        Some(level) => stack.push(level),
+        None => return Ok(()),
+    }
+    loop {
+        let Some(top) = stack.last_mut() else {
+            return Ok(());
+        };
+        if let Some(name) = top.names.next() {
+            let mut rel = top.rel.clone();
+            rel.push(b'/');
+            rel.extend_from_slice(&name);
+            match descend(&top.fd, &name, rel) {
+                Ok(Some(level)) => stack.push(level),
+                Ok(None) => {}
+                Err(e) => {
+                    top.first_err.get_or_insert(e);
+                }
+            }
+            continue;
+        }
+        // All children handled: remove the directory itself.
+        let Some(done) = stack.pop() else {
+            return Ok(());
+        };
+        let holder = stack.last().map_or(parent, |l| &l.fd);
+        let leaf = done.rel.rsplit(|&b| b == b'/').next().unwrap_or(&done.rel);
+        let result = match cstr(leaf) {
+            Err(e) => Err(done.first_err.unwrap_or(("unlinkat", done.rel.clone(), e))),
+            // SAFETY: valid dirfd and NUL-terminated name.
+            Ok(c) => match unsafe { libc::unlinkat(holder.as_raw_fd(), c.as_ptr(), libc::AT_REMOVEDIR) } {
+                0 => Ok(()),
+                _ => {
+                    let e = last_err();
+                    if e.raw_os_error() == Some(libc::ENOENT) {
+                        Ok(())
+                    } else {
+                        Err(done.first_err.unwrap_or(("unlinkat", done.rel, e)))
+                    }
+                }
+            },
+        };
+        match (result, stack.last_mut()) {
+            (Err(e), Some(up)) => {
+                up.first_err.get_or_insert(e);
+            }
+            (Err(e), None) => return Err(e),
+            (Ok(()), _) => {}
+        }
+    }
+}
+
+/// One step of `removeAllFrom`: removes `name` in `dir` if it is not a
+/// directory (`Ok(None)`), or opens it for emptying (`Ok(Some)`).
+fn descend(dir: &OwnedFd, name: &[u8], rel: Vec<u8>) -> Result<Option<Level>, RemoveError> {
+    let c = match cstr(name) {
+        Ok(c) => c,
+        Err(e) => return Err(("unlinkat", rel, e)),
+    };
+    // SAFETY: valid dirfd and NUL-terminated name.
+    if unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), 0) } == 0 {
+        return Ok(None);
+    }
+    let unlink_err = last_err();
+    match unlink_err.raw_os_error() {
+        Some(libc::ENOENT) => return Ok(None),
+        Some(libc::EISDIR) | Some(libc::EPERM) | Some(libc::EACCES) => {}
+        _ => return Err(("unlinkat", rel, unlink_err)),
+    }
+    let (fd, first_err, names) = match open_dir_at(Some(dir), name) {
+        Ok(fd) => match crate::base::safedir::read_names(&fd) {
+            Ok(names) => (fd, None, names),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(("readdirnames", rel, e)),
+        },
+        Err(e) => match e.raw_os_error() {
+            Some(libc::ENOENT) => return Ok(None),
+            Some(libc::ENOTDIR) | Some(libc::ELOOP) => return Err(("unlinkat", rel, unlink_err)),
+            // Go still tries the rmdir, reporting this error if it fails;
+            // an empty level does exactly that. It needs an fd to sit on
+            // the stack: the parent's, duplicated, with no names.
+            _ => {
+                // SAFETY: `dir` is a valid descriptor.
+                let dup = unsafe { libc::fcntl(dir.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };
+                if dup < 0 {
+                    return Err(("openfdat", rel, e));
+                }
+                // SAFETY: `dup` is a fresh descriptor we own.
+                let fd = unsafe { OwnedFd::from_raw_fd(dup) };
+                (fd, Some(("openfdat", rel.clone(), e)), Vec::new())
+            }
+        },
+    };
+    Ok(Some(Level {
+        fd,
+        rel,
+        names: names.into_iter(),
+        first_err,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remove_all_is_iterative_on_deep_trees() {
+        let tmp = tempfile::tempdir().unwrap();
+        let top = tmp.path().join("deep");
+        std::fs::create_dir(&top).unwrap();
+        let mut fd = open_dir_at(None, top.as_os_str().as_bytes()).unwrap();
+        // Deeper than PATH_MAX allows by path: only reachable via openat.
+        for _ in 0..3000 {
+            // SAFETY: valid dirfd and NUL-terminated name.
+            assert_eq!(unsafe { libc::mkdirat(fd.as_raw_fd(), c"d".as_ptr(), 0o700) }, 0);
+            fd = open_dir_at(Some(&fd), b"d").unwrap();
+        }
+        drop(fd);
+        std::fs::write(top.parent().unwrap().join("keep"), b"").unwrap();
+        let path = top.as_os_str().as_bytes().to_vec();
+        // A small stack: a recursive port would overflow here.
+        let result = std::thread::Builder::new()
+            .stack_size(128 * 1024)
+            .spawn(move || remove_all(&path))
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(result, Ok(()));
+        assert!(!top.exists());
+        assert!(tmp.path().join("keep").exists());
+        assert_eq!(remove_all(top.as_os_str().as_bytes()), Ok(()), "missing is fine");
+    }
+
+    #[test]
+    fn split_path_matches_go() {
+        let s = |p: &str| {
+            let (d, b) = split_path(p.as_bytes());
+            (String::from_utf8(d).unwrap(), String::from_utf8(b).unwrap())
+        };
+        assert_eq!(s("/a/b"), ("/a".into(), "b".into()));
+        assert_eq!(s("/a"), ("/".into(), "a".into()));
+        assert_eq!(s("//a//"), ("/".into(), "a".into()));
+        assert_eq!(s("a"), (".".into(), "a".into()));
+        assert_eq!(s("/a/b/"), ("/a".into(), "b".into()));
+    }
+}
