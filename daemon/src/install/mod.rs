@@ -3,7 +3,9 @@
 //!
 //! The steps, each in its own submodule:
 //!
-//! 1. validate the flags (a version never escapes `-cli-dir`);
+//! 1. validate the flags (a version never escapes `-cli-dir`; neither the
+//!    CLI path nor `-cli-dir` is or contains the user's home directory,
+//!    [`crate::base::homeguard`]);
 //!    before the directory is first needed, move aside whatever
 //!    non-directory an older protocol version left at `-cli-dir`;
 //! 2. sweep temporaries left by a killed earlier run ([`stage`]);
@@ -235,6 +237,7 @@ impl Run<'_> {
         let dir = Path::new(&options.cli_dir);
         let version = options.cli_version.as_str();
         let final_path = dir.join(version);
+        refuse_home(dir, &final_path, cli_path)?;
 
         // A killed earlier run is garbage whatever happens next.
         stage::sweep_stale(dir);
@@ -319,6 +322,21 @@ impl Run<'_> {
             self.moved_aside = Some(aside);
         }
         create_dir(dir)
+    }
+}
+
+/// remora's own guard ([`crate::base::homeguard`]; the reference replaces the
+/// home directory with the CLI file): the CLI path, which the install
+/// replaces, and the cli dir, whose files the sweep and the prune delete,
+/// must not be or contain the daemon user's home. Checked before anything
+/// on disk changes.
+fn refuse_home(dir: &Path, final_path: &Path, cli_path: &str) -> Result<(), String> {
+    if crate::base::homeguard::check("cli path", final_path).is_some() {
+        return Err(crate::base::homeguard::refusal("cli path", cli_path));
+    }
+    match crate::base::homeguard::check("cli dir", dir) {
+        Some(text) => Err(text),
+        None => Ok(()),
     }
 }
 
