@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::git::repo;
+use common::git::{git, repo};
 use common::TestDaemon;
 use flate2::write::GzEncoder;
 use flate2::Compression;
@@ -212,6 +212,55 @@ fn worktree_remove_refuses_a_home_below_the_repository() {
     // (git refuses it, it is no worktree), as the home would have been.
     assert_eq!(remove(&p(&top.join("plain"))), reply(r#"{"success":true}"#));
     assert!(!top.join("plain").exists());
+}
+
+#[test]
+fn a_create_rollback_never_empties_the_home() {
+    // The home does not exist yet when the create makes the leaf at its
+    // path (the create refuses an existing leaf), so only the rollback's
+    // own guard stands between a failed checkout and the home's files.
+    let tmp = tempfile::tempdir().unwrap();
+    let r = repo(&tmp.path().join("r"), false);
+    fs::write(r.join(".gitattributes"), "a.txt filter=broken\n").unwrap();
+    git(&r, &["add", ".gitattributes"]);
+    git(&r, &["commit", "-q", "-m", "attrs"]);
+    // The failing filter runs in the new worktree: it leaves a file there.
+    git(
+        &r,
+        &["config", "filter.broken.smudge", "echo mine > precious.txt; exit 3"],
+    );
+    git(&r, &["config", "filter.broken.required", "true"]);
+    let wt = r.join(".claude/worktrees/wt");
+    let state = tmp.path().join("state");
+    let d = TestDaemon::start_with(
+        &[],
+        &[
+            ("HOME", &p(&wt)),
+            ("XDG_STATE_HOME", &p(&state)),
+            ("GIT_CONFIG_NOSYSTEM", "1"),
+            ("GIT_CONFIG_GLOBAL", "/dev/null"),
+        ],
+    );
+    let reply = d.call(
+        "git.worktree_create",
+        &format!(
+            r#"{{"baseRepo":"{}","branchName":"b","worktreePath":"{}"}}"#,
+            p(&r),
+            p(&wt)
+        ),
+    );
+    let tail = format!(
+        "; and the undo could not finish for {0}: worktreePath must not be or contain the home directory: \\\"{0}\\\"; the worktree directory, its registration, and the branch all remain\",\"errorCode\":\"worktree_add_failed\"}}}}",
+        p(&wt)
+    );
+    assert!(reply.contains("git worktree add failed (checkout): "), "{reply}");
+    assert!(reply.ends_with(&tail), "{reply}\nwant the end {tail}");
+    assert_eq!(fs::read(wt.join("precious.txt")).unwrap(), b"mine\n");
+    assert!(wt.join(".git").is_file(), "the registration's link stays");
+    assert_eq!(
+        git(&r, &["for-each-ref", "--format=%(refname:short)", "refs/heads/b"]),
+        "b"
+    );
 }
 
 // ---------------------------------------------------------------- -install
