@@ -413,6 +413,19 @@ mod tests {
     }
 
     #[test]
+    fn the_passwd_home_is_guarded_whatever_home_says() {
+        // Read-only: only asks the guard, never deletes anything.
+        let Some(passwd) = passwd_home() else {
+            return; // No passwd entry for this uid: nothing to compare.
+        };
+        assert!(Homes::of_daemon_user().holds(&passwd));
+        let env_home = std::env::var_os("HOME").map(PathBuf::from);
+        if let Some(home) = env_home.filter(|h| !h.as_os_str().is_empty()) {
+            assert!(Homes::of_daemon_user().holds(&home));
+        }
+    }
+
+    #[test]
     fn the_texts_name_the_path_and_the_rule() {
         assert_eq!(
             refusal("destDir", "/home/u"),

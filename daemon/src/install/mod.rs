@@ -331,13 +331,16 @@ impl Run<'_> {
 /// must not be or contain the daemon user's home. Checked before anything
 /// on disk changes.
 fn refuse_home(dir: &Path, final_path: &Path, cli_path: &str) -> Result<(), String> {
-    if crate::base::homeguard::check("cli path", final_path).is_some() {
-        return Err(crate::base::homeguard::refusal("cli path", cli_path));
+    use crate::base::homeguard::{refusal, Homes};
+    let homes = Homes::of_daemon_user();
+    if homes.holds(final_path) {
+        // Named as the facts line names it (`cliPath`, cleaned).
+        return Err(refusal("cli path", cli_path));
     }
-    match crate::base::homeguard::check("cli dir", dir) {
-        Some(text) => Err(text),
-        None => Ok(()),
+    if homes.holds(dir) {
+        return Err(refusal("cli dir", dir));
     }
+    Ok(())
 }
 
 /// Renames whatever non-directory sits at `dir` (a file, a link to one, a
