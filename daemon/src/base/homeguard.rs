@@ -413,7 +413,7 @@ mod tests {
     }
 
     #[test]
-    fn the_passwd_home_is_guarded_whatever_home_says() {
+    fn both_homes_of_the_daemon_user_are_guarded() {
         // Read-only: only asks the guard, never deletes anything.
         let Some(passwd) = passwd_home() else {
             return; // No passwd entry for this uid: nothing to compare.
