@@ -9,6 +9,7 @@
 //! | [`goerr`] | Go-style OS error text |
 //! | [`gojson`] | Go-compatible JSON decoding and encoding |
 //! | [`gopath`] | Go's `filepath.Clean`/`Join` on bytes, `~` expansion |
+//! | [`homeguard`] | no destructive target is, or contains, the user's home directory |
 //! | [`filemode`] | Go's `FileMode.String()` for `files.stat` |
 //! | [`version`] | build id, GOOS/GOARCH names |
 //! | [`shutdown`] | the daemon-wide stop signal |
@@ -25,6 +26,7 @@ pub(crate) mod frame;
 pub(crate) mod goerr;
 pub(crate) mod gojson;
 pub(crate) mod gopath;
+pub(crate) mod homeguard;
 pub(crate) mod instance;
 pub(crate) mod logging;
 pub(crate) mod safedir;

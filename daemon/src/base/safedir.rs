@@ -308,8 +308,11 @@ pub fn own_uid() -> u32 {
 
 /// Renames the entry `from` of `dir` to `to` in the same directory (a
 /// link is renamed itself, never followed; an entry already at `to` is
-/// replaced).
+/// replaced). Neither may be or contain the user's home
+/// ([`crate::base::homeguard`]).
 pub fn rename_in(dir: &OwnedFd, from: &[u8], to: &[u8]) -> io::Result<()> {
+    crate::base::homeguard::check_entry(dir, from)?;
+    crate::base::homeguard::check_entry(dir, to)?;
     let (from, to) = (c_name(from)?, c_name(to)?);
     // SAFETY: `dir` is open and both names are NUL-terminated.
     if unsafe { libc::renameat(dir.as_raw_fd(), from.as_ptr(), dir.as_raw_fd(), to.as_ptr()) } != 0 {
@@ -328,6 +331,8 @@ pub fn unlink_in(dir: &OwnedFd, name: &[u8]) -> io::Result<()> {
     }
     let e = io::Error::last_os_error();
     if matches!(e.raw_os_error(), Some(libc::EISDIR) | Some(libc::EPERM)) {
+        // An (empty) directory: never the user's home.
+        crate::base::homeguard::check_entry(dir, name)?;
         // SAFETY: as above.
         if unsafe { libc::unlinkat(dir.as_raw_fd(), cname.as_ptr(), libc::AT_REMOVEDIR) } == 0 {
             return Ok(());
@@ -339,8 +344,11 @@ pub fn unlink_in(dir: &OwnedFd, name: &[u8]) -> io::Result<()> {
 
 /// Removes the directory `name` of `parent` and the files in it (one
 /// level: replay directories hold only files). A subdirectory that is not
-/// empty makes it fail, with nothing followed.
+/// empty makes it fail, with nothing followed. A directory that is or
+/// holds the user's home is refused before anything goes
+/// ([`crate::base::homeguard`]).
 pub fn remove_flat_dir_in(parent: &OwnedFd, name: &[u8]) -> io::Result<()> {
+    crate::base::homeguard::check_entry(parent, name)?;
     let dir = open_dir_in(parent, name)?;
     for entry in read_names(&dir)? {
         unlink_in(&dir, &entry)?;

@@ -3,7 +3,9 @@
 //!
 //! The steps, each in its own submodule:
 //!
-//! 1. validate the flags (a version never escapes `-cli-dir`);
+//! 1. validate the flags (a version never escapes `-cli-dir`; neither the
+//!    CLI path nor `-cli-dir` is or contains the user's home directory,
+//!    [`crate::base::homeguard`]);
 //!    before the directory is first needed, move aside whatever
 //!    non-directory an older protocol version left at `-cli-dir`;
 //! 2. sweep temporaries left by a killed earlier run ([`stage`]);
@@ -235,6 +237,7 @@ impl Run<'_> {
         let dir = Path::new(&options.cli_dir);
         let version = options.cli_version.as_str();
         let final_path = dir.join(version);
+        refuse_home(dir, &final_path, cli_path)?;
 
         // A killed earlier run is garbage whatever happens next.
         stage::sweep_stale(dir);
@@ -320,6 +323,24 @@ impl Run<'_> {
         }
         create_dir(dir)
     }
+}
+
+/// remora's own guard ([`crate::base::homeguard`]; the reference replaces the
+/// home directory with the CLI file): the CLI path, which the install
+/// replaces, and the cli dir, whose files the sweep and the prune delete,
+/// must not be or contain the daemon user's home. Checked before anything
+/// on disk changes.
+fn refuse_home(dir: &Path, final_path: &Path, cli_path: &str) -> Result<(), String> {
+    use crate::base::homeguard::{refusal, Homes};
+    let homes = Homes::of_daemon_user();
+    if homes.holds(final_path) {
+        // Named as the facts line names it (`cliPath`, cleaned).
+        return Err(refusal("cli path", cli_path));
+    }
+    if homes.holds(dir) {
+        return Err(refusal("cli dir", dir));
+    }
+    Ok(())
 }
 
 /// Renames whatever non-directory sits at `dir` (a file, a link to one, a

@@ -574,8 +574,9 @@ fn unlink_at(dir: &OwnedFd, name: &str) -> std::io::Result<()> {
         return Ok(());
     }
     let e = std::io::Error::last_os_error();
-    if e.raw_os_error() == Some(libc::EISDIR) {
-        // SAFETY: as above, removing an (empty) directory planted there.
+    if e.raw_os_error() == Some(libc::EISDIR) && crate::base::homeguard::check_entry(dir, c.as_bytes()).is_ok() {
+        // SAFETY: as above, removing an (empty) directory planted there
+        // (never the user's home, [`crate::base::homeguard`]).
         if unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), libc::AT_REMOVEDIR) } == 0 {
             return Ok(());
         }

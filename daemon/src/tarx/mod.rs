@@ -5,8 +5,10 @@
 //! with fixed-size buffers, so memory does not grow with the archive.
 //!
 //! Order of operations (mirrors the Go daemon, see `docs/PROTOCOL.md`):
-//! 1. `destDir` must be absolute and not `/` after cleaning — otherwise the
-//!    `{success:false,error}` body, and the archive is untouched;
+//! 1. `destDir` must be absolute and not `/` after cleaning, and must not
+//!    be or contain the daemon user's home directory ([`crate::base::homeguard`],
+//!    remora's own rule) — otherwise the `{success:false,error}` body, and
+//!    the archive is untouched;
 //! 2. the archive is opened non-blocking and must not be a FIFO, socket or
 //!    device (failure: `open archive: open <p>: …`, as at reference build
 //!    5db5e4a; nothing else changes);
@@ -86,6 +88,15 @@ pub fn extract(archive: &Path, dest: &Path) -> ExtractResult {
             success: false,
             file_count: None,
             error: format!("destDir must be an absolute, non-root path: {}", go_lossy(dest_b)),
+        };
+    }
+    // remora's own refusal (the reference wipes the home directory): the
+    // same body as the check above, before the archive is opened.
+    if let Some(error) = crate::base::homeguard::check("destDir", dest) {
+        return ExtractResult {
+            success: false,
+            file_count: None,
+            error,
         };
     }
     let archive_text = go_lossy(archive.as_os_str().as_bytes());

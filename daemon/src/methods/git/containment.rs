@@ -189,6 +189,9 @@ impl Leaf {
 
     /// [`Leaf::remove_if_empty`], with the reason it failed.
     pub fn remove_empty(&self) -> io::Result<()> {
+        // Never the home directory, even an empty one ([`crate::base::homeguard`]).
+        let name = self.name.to_bytes();
+        crate::base::homeguard::check_entry(&self.parent, name)?;
         // SAFETY: valid directory descriptor and NUL-terminated name.
         if unsafe { libc::unlinkat(self.parent.as_raw_fd(), self.name.as_ptr(), libc::AT_REMOVEDIR) } != 0 {
             return Err(io::Error::last_os_error());

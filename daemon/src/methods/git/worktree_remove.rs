@@ -1,5 +1,8 @@
 //! The removal step of `git.worktree_remove`, once the path passed the
-//! location, leaf and lock checks: `git worktree remove --force`; when git
+//! location, leaf and lock checks. A path that is or contains the daemon
+//! user's home is refused first ([`crate::base::homeguard`]: `worktreePath must
+//! not be or contain the home directory: "<p>"`), whatever git would say.
+//! Then `git worktree remove --force`; when git
 //! will not (the directory is no registered worktree, or a damaged one),
 //! the directory is deleted by hand, as the reference deletes it itself
 //! (build f6010b97), and `git worktree prune` drops a registration whose
@@ -36,6 +39,15 @@ use std::os::fd::AsRawFd;
 use std::path::Path;
 
 pub(super) async fn remove(repo: &str, worktree: &str, branch: &str) -> Outcome {
+    // remora's own refusal, in front of both deletes (git's and ours): a
+    // repository above the home lets the home pass the location checks.
+    if let Some(error) = crate::base::homeguard::check("worktreePath", worktree) {
+        return Outcome::ok(&WorktreeResult {
+            success: false,
+            error,
+            ..WorktreeResult::default()
+        });
+    }
     let by_git = gitcli::run(
         repo,
         &["worktree", "remove", "--force", worktree],

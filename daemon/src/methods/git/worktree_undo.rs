@@ -10,7 +10,11 @@
 //! 4. say what stayed.
 //!
 //! The answer keeps its `errorCode`; what could not be undone is appended
-//! as `; and the undo could not finish for <worktreePath>: …`.
+//! as `; and the undo could not finish for <worktreePath>: …`. A leaf that
+//! is or contains the daemon user's home ([`crate::base::homeguard`], remora's
+//! own guard) is not undone at all: `…: worktreePath must not be or
+//! contain the home directory: "<p>"; the worktree directory, its
+//! registration, and the branch all remain`.
 //!
 //! Every delete is relative to a directory descriptor and follows no
 //! link: the leaf is the directory the create made (its identity is
@@ -21,6 +25,7 @@
 use super::branch_step;
 use super::containment::{open_dir, Leaf};
 use crate::base::goerr::io_text;
+use crate::base::homeguard;
 use crate::base::safedir;
 use crate::methods::git::gitcli::{self, QUERY_TIMEOUT};
 use crate::tarx;
@@ -45,6 +50,9 @@ pub struct Undo<'a> {
 impl Undo<'_> {
     /// Runs the four steps; the text to append to the error, or nothing.
     pub async fn run(&self) -> String {
+        if let Some(refused) = self.home_refusal() {
+            return format!("; and the undo could not finish for {}: {refused}", self.worktree);
+        }
         let registration = self.registration().await;
         let parts = match self.steps(registration).await {
             Ok(()) => return String::new(),
@@ -110,6 +118,28 @@ impl Undo<'_> {
         }
     }
 
+    /// remora's own guard, defense in depth behind the create's location
+    /// checks: a leaf that is or contains the daemon user's home (by its
+    /// path, or by the identity of the directory the create made) is not
+    /// undone at all; the text says so and what remains.
+    fn home_refusal(&self) -> Option<String> {
+        let by_path = homeguard::check("worktreePath", self.worktree);
+        let by_identity = || {
+            let held = self
+                .leaf
+                .open()
+                .is_ok_and(|dir| homeguard::Homes::of_daemon_user().holds_dir(&dir));
+            held.then(|| homeguard::refusal("worktreePath", self.worktree))
+        };
+        let text = by_path.or_else(by_identity)?;
+        let what = if self.created {
+            "the worktree directory, its registration, and the branch all remain"
+        } else {
+            "the worktree directory and its registration both remain"
+        };
+        Some(format!("{text}; {what}"))
+    }
+
     /// Step 1: every entry of the leaf, in the order the directory lists
     /// them; the first that will not go, with why.
     fn empty_leaf(&self) -> Result<(), (String, std::io::Error)> {
@@ -143,6 +173,10 @@ impl Undo<'_> {
         // The entry must be a directory (not a link to one) whose own
         // record names this leaf: never another worktree's registration.
         let entry = safedir::open_dir_in(&dir, name.as_bytes()).ok()?;
+        // Never a registration that is or holds the home (left in place).
+        if homeguard::Homes::of_daemon_user().holds_dir(&entry) {
+            return None;
+        }
         let record = read_small(&entry, b"gitdir")?;
         let leaf_git = std::fs::canonicalize(Path::new(self.worktree).join(".git")).ok()?;
         (std::fs::canonicalize(record.trim_end()).ok()? == leaf_git).then_some((dir, name))
