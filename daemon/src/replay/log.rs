@@ -21,6 +21,7 @@
 //! exit share one sequence. The last frame always stays in RAM, so a log
 //! with frames always keeps at least one.
 
+use super::followers::{Followers, Handoff};
 use super::frame::{keeps_pool_buffer, raw_len, ExitFrame, Frame, FrameEncoder, Payload, Stream};
 use super::segments::{read_segment, ReadHint, Segments};
 use super::store::{ReplayStore, StoredLog, GLOBAL_WRITE_BEHIND, RING_BYTES, WRITE_BEHIND};
@@ -45,23 +46,6 @@ fn cost(frame: &Frame) -> u64 {
 /// Raw bytes a disk writer takes per write.
 const WRITE_BATCH: u64 = 1 << 20;
 
-/// A follower's registration with a log: who to wake on new frames.
-struct Subscriber {
-    follower: u64,
-    wake: Arc<Notify>,
-    /// The newest seq this follower may still deliver: `u64::MAX` while
-    /// it owns the stream, the reattach's `lastSeq` once another
-    /// connection took the process over ([`ReplayLog::cut_followers`]).
-    limit: u64,
-    /// How to tell the follower's connection it was replaced.
-    handoff: Option<Handoff>,
-}
-
-/// Tells a connection that another connection reattached a process it
-/// followed (reference `90fca6e6`: the replaced connection is closed).
-/// Holds the process id once that happened.
-pub type Handoff = Arc<tokio::sync::watch::Sender<Option<String>>>;
-
 struct LogState {
     /// Frames `hot_first() ..= last_seq`, never empty once a frame exists.
     hot: VecDeque<Frame>,
@@ -84,9 +68,9 @@ struct LogState {
     disk_bytes: u64,
     /// Set with the exit frame: daemon-wide order of exits.
     exit_stamp: Option<u64>,
-    subscribers: Vec<Subscriber>,
-    /// Set when the process id was reused: no more delivery from this log.
-    detached: bool,
+    /// Who to wake on new frames, and how far each may deliver; kept
+    /// under this lock so a cut and an append never interleave.
+    followers: Followers,
 }
 
 impl LogState {
@@ -189,8 +173,7 @@ impl ReplayLog {
                 disk_last: None,
                 disk_bytes: 0,
                 exit_stamp: None,
-                subscribers: Vec::new(),
-                detached: false,
+                followers: Followers::default(),
             }),
             disk: Mutex::new(None),
             store: store.clone(),
@@ -235,9 +218,7 @@ impl ReplayLog {
         } else {
             self.trim_ring(&mut state);
         }
-        for s in &state.subscribers {
-            s.wake.notify_one();
-        }
+        state.followers.wake_all();
         let seq = state.last_seq;
         drop(state);
         if start_writer {
@@ -488,103 +469,50 @@ impl ReplayLog {
         self.lock().exit_stamp.is_some()
     }
 
+    /// Whether the process id was reused: no more delivery from this log.
     pub fn is_detached(&self) -> bool {
-        self.lock().detached
+        self.lock().followers.is_detached()
     }
 
-    /// Registers follower `follower` (an id its owner picks) to be woken
-    /// on new frames. Returns false if
-    /// the log was detached (its process id has been reused).
-    /// (Connections use [`ReplayLog::follow_exclusively`]; this plain
-    /// registration is for the log's own tests.)
+    /// Registers `follower` with no cut and no handoff; false if the log
+    /// was detached ([`Followers::subscribe`], for the log's own tests).
     #[cfg(test)]
     pub fn subscribe(&self, follower: u64, wake: Arc<Notify>) -> bool {
-        let mut state = self.lock();
-        if state.detached {
-            return false;
-        }
-        if !state.subscribers.iter().any(|s| s.follower == follower) {
-            state.subscribers.push(Subscriber {
-                follower,
-                wake,
-                limit: u64::MAX,
-                handoff: None,
-            });
-        }
-        true
+        self.lock().followers.subscribe(follower, wake)
     }
 
     /// Cuts every current follower at the newest frame and returns its
-    /// seq: the `lastSeq` of a reattach. Frames after it go only to the
-    /// connection that reattached (it lifts its own cut when it follows,
-    /// [`ReplayLog::follow_exclusively`]), so a replaced connection never
-    /// gets a frame past the reply's `lastSeq`.
+    /// seq: the `lastSeq` of a reattach ([`Followers::cut_at`]), so a
+    /// replaced connection never gets a frame past the reply's `lastSeq`.
     pub fn cut_followers(&self) -> u64 {
         let mut state = self.lock();
         let last = state.last_seq;
-        for s in &mut state.subscribers {
-            s.limit = s.limit.min(last);
-        }
+        state.followers.cut_at(last);
         last
     }
 
     /// The newest seq `follower` may deliver (`u64::MAX`: no cut).
     pub fn limit_for(&self, follower: u64) -> u64 {
-        self.lock()
-            .subscribers
-            .iter()
-            .find(|s| s.follower == follower)
-            .map_or(u64::MAX, |s| s.limit)
+        self.lock().followers.limit_for(follower)
     }
 
-    /// Makes `follower` the one connection this process streams to: it is
-    /// registered (or its cut lifted), and every other follower is told
-    /// through its [`Handoff`] that it was replaced. Returns false if the
-    /// log was detached (its process id has been reused).
+    /// Makes `follower` the one connection this process streams to
+    /// ([`Followers::follow_exclusively`]). Returns false if the log was
+    /// detached (its process id has been reused).
     pub fn follow_exclusively(&self, follower: u64, wake: Arc<Notify>, handoff: Handoff) -> bool {
-        let mut state = self.lock();
-        if state.detached {
-            return false;
-        }
-        match state.subscribers.iter_mut().find(|s| s.follower == follower) {
-            Some(s) => {
-                s.limit = u64::MAX;
-                s.handoff = Some(handoff);
-            }
-            None => state.subscribers.push(Subscriber {
-                follower,
-                wake,
-                limit: u64::MAX,
-                handoff: Some(handoff),
-            }),
-        }
-        for s in state.subscribers.iter().filter(|s| s.follower != follower) {
-            if let Some(h) = &s.handoff {
-                h.send_if_modified(|replaced| {
-                    if replaced.is_none() {
-                        *replaced = Some(self.process_id.clone());
-                        true
-                    } else {
-                        false
-                    }
-                });
-            }
-        }
-        true
+        self.lock()
+            .followers
+            .follow_exclusively(follower, wake, handoff, &self.process_id)
     }
 
     pub fn unsubscribe(&self, follower: u64) {
-        self.lock().subscribers.retain(|s| s.follower != follower);
+        self.lock().followers.unsubscribe(follower);
     }
 
-    /// Drops every subscriber and stops all further delivery (used when a
+    /// Drops every follower and stops all further delivery (used when a
     /// live process id is reused, before the old tree is torn down).
     pub fn detach_all(&self) {
-        let mut state = self.lock();
-        state.detached = true;
-        for s in state.subscribers.drain(..) {
-            s.wake.notify_one();
-        }
+        self.lock().followers.detach_all();
     }
 
     /// Encodes frames with seq in `after+1 ..= upto` (capped at the newest)
@@ -747,7 +675,7 @@ impl StoredLog for ReplayLog {
     /// still has bytes on disk.
     fn idle_exit_stamp(&self) -> Option<u64> {
         let state = self.lock();
-        if state.subscribers.is_empty() && state.disk_bytes > 0 {
+        if state.followers.is_empty() && state.disk_bytes > 0 {
             state.exit_stamp
         } else {
             None
@@ -858,8 +786,8 @@ impl ReplayLog {
     }
 
     /// Number of subscribed followers.
-    pub fn subscriber_count(&self) -> usize {
-        self.lock().subscribers.len()
+    pub fn follower_count(&self) -> usize {
+        self.lock().followers.len()
     }
 
     /// Blocking convenience for tests and tools: encodes frames

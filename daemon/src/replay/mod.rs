@@ -7,13 +7,15 @@
 //! | [`segments`] | segment files: record format, per-segment index, hinted reads |
 //! | [`store`] | the replay directory, disk budget and eviction, RAM accounting |
 //! | [`log`] | one process's log: hot tail, disk writer, RAM ring fallback |
+//! | [`followers`] | who follows a log: wake-ups, cuts, the hand-over between connections |
 //! | [`cursor`] | a follower's position and the batch fill (RAM or disk) |
 //!
-//! Imports run one way: `cursor → log → {store, segments} → frame`; the
+//! Imports run one way: `cursor → log → {followers, store, segments} → frame`; the
 //! store reaches the logs only through its [`store::StoredLog`] trait.
 //! Nothing here knows who follows a log (connections, tests, tools).
 
 pub mod cursor;
+pub mod followers;
 pub mod frame;
 pub mod log;
 pub mod segments;

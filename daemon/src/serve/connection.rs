@@ -22,7 +22,7 @@
 use crate::base::frame::{LineReader, ReadEvent};
 use crate::base::logging::Quota;
 use crate::replay::cursor::Cursor;
-use crate::replay::log::Handoff;
+use crate::replay::followers::Handoff;
 use crate::serve::admission::Ticket;
 use crate::serve::dispatch::{self, Reply};
 use crate::serve::state::Daemon;

@@ -84,9 +84,9 @@ fn detach_stops_subscriptions() {
     let wake = Arc::new(Notify::new());
     assert!(log.subscribe(7, wake.clone()));
     assert!(log.subscribe(7, wake.clone()));
-    assert_eq!(log.subscriber_count(), 1);
+    assert_eq!(log.follower_count(), 1);
     log.detach_all();
-    assert_eq!(log.subscriber_count(), 0);
+    assert_eq!(log.follower_count(), 0);
     assert!(!log.subscribe(8, wake));
     assert!(log.is_detached());
 }

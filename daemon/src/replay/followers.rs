@@ -1,0 +1,195 @@
+//! Who follows one replay log: the followers a new frame wakes, how far
+//! each may still deliver, and the hand-over of a process from one
+//! connection to another.
+//!
+//! A log holds its [`Followers`] under the same lock as its frames
+//! ([`super::log`]), so cutting the followers at the newest frame and
+//! appending the next one never interleave: a replaced follower never sees
+//! a frame past the seq it was cut at. Nothing here reads frames.
+
+use std::sync::Arc;
+use tokio::sync::Notify;
+
+/// Tells a connection that another connection reattached a process it
+/// followed (reference `90fca6e6`: the replaced connection is closed).
+/// Holds the process id once that happened.
+pub type Handoff = Arc<tokio::sync::watch::Sender<Option<String>>>;
+
+/// One follower's registration: who to wake on new frames.
+struct Follower {
+    /// The id its owner picked (a connection's id).
+    id: u64,
+    wake: Arc<Notify>,
+    /// The newest seq this follower may still deliver: `u64::MAX` while
+    /// it owns the stream, the reattach's `lastSeq` once another
+    /// connection took the process over ([`Followers::cut_at`]).
+    limit: u64,
+    /// How to tell the follower's connection it was replaced.
+    handoff: Option<Handoff>,
+}
+
+/// The followers of one log, and whether the log still delivers at all.
+#[derive(Default)]
+pub struct Followers {
+    list: Vec<Follower>,
+    /// Set when the process id was reused: no more delivery from this log.
+    detached: bool,
+}
+
+impl Followers {
+    /// Wakes every follower (a frame was appended).
+    pub fn wake_all(&self) {
+        for f in &self.list {
+            f.wake.notify_one();
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    pub fn is_detached(&self) -> bool {
+        self.detached
+    }
+
+    /// Registers `follower` to be woken on new frames, with no cut and no
+    /// handoff. Returns false if the log was detached.
+    /// (Connections use [`Followers::follow_exclusively`]; this plain
+    /// registration is for the log's own tests.)
+    #[cfg(test)]
+    pub fn subscribe(&mut self, follower: u64, wake: Arc<Notify>) -> bool {
+        if self.detached {
+            return false;
+        }
+        if !self.list.iter().any(|f| f.id == follower) {
+            self.list.push(Follower {
+                id: follower,
+                wake,
+                limit: u64::MAX,
+                handoff: None,
+            });
+        }
+        true
+    }
+
+    /// Cuts every current follower at seq `last` (the newest frame): frames
+    /// after it go only to the connection that reattached, which lifts its
+    /// own cut when it follows ([`Followers::follow_exclusively`]).
+    pub fn cut_at(&mut self, last: u64) {
+        for f in &mut self.list {
+            f.limit = f.limit.min(last);
+        }
+    }
+
+    /// The newest seq `follower` may deliver (`u64::MAX`: no cut).
+    pub fn limit_for(&self, follower: u64) -> u64 {
+        self.list
+            .iter()
+            .find(|f| f.id == follower)
+            .map_or(u64::MAX, |f| f.limit)
+    }
+
+    /// Makes `follower` the one connection the process `process_id` streams
+    /// to: it is registered (or its cut lifted), and every other follower
+    /// is told through its [`Handoff`] that it was replaced. Returns false
+    /// if the log was detached.
+    pub fn follow_exclusively(&mut self, follower: u64, wake: Arc<Notify>, handoff: Handoff, process_id: &str) -> bool {
+        if self.detached {
+            return false;
+        }
+        match self.list.iter_mut().find(|f| f.id == follower) {
+            Some(f) => {
+                f.limit = u64::MAX;
+                f.handoff = Some(handoff);
+            }
+            None => self.list.push(Follower {
+                id: follower,
+                wake,
+                limit: u64::MAX,
+                handoff: Some(handoff),
+            }),
+        }
+        for f in self.list.iter().filter(|f| f.id != follower) {
+            if let Some(h) = &f.handoff {
+                h.send_if_modified(|replaced| {
+                    if replaced.is_none() {
+                        *replaced = Some(process_id.to_string());
+                        true
+                    } else {
+                        false
+                    }
+                });
+            }
+        }
+        true
+    }
+
+    pub fn unsubscribe(&mut self, follower: u64) {
+        self.list.retain(|f| f.id != follower);
+    }
+
+    /// Drops every follower, waking each so it sees the log is gone, and
+    /// stops all further delivery.
+    pub fn detach_all(&mut self) {
+        self.detached = true;
+        for f in self.list.drain(..) {
+            f.wake.notify_one();
+        }
+    }
+
+    /// Number of registered followers.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn handoff() -> Handoff {
+        Arc::new(tokio::sync::watch::channel(None).0)
+    }
+
+    #[test]
+    fn a_cut_holds_until_the_follower_takes_the_stream_back() {
+        let mut followers = Followers::default();
+        let wake = Arc::new(Notify::new());
+        assert!(followers.follow_exclusively(1, wake.clone(), handoff(), "p"));
+        assert_eq!(followers.limit_for(1), u64::MAX);
+        followers.cut_at(5);
+        followers.cut_at(9);
+        assert_eq!(followers.limit_for(1), 5, "a later cut never raises the limit");
+        assert_eq!(followers.limit_for(2), u64::MAX, "not a follower: no cut");
+        assert!(followers.follow_exclusively(1, wake, handoff(), "p"));
+        assert_eq!(followers.limit_for(1), u64::MAX);
+        assert_eq!(followers.len(), 1);
+    }
+
+    #[test]
+    fn following_exclusively_tells_the_others_once() {
+        let mut followers = Followers::default();
+        let first = handoff();
+        let mut replaced = first.subscribe();
+        assert!(followers.follow_exclusively(1, Arc::new(Notify::new()), first.clone(), "p<1>"));
+        assert!(!replaced.has_changed().unwrap());
+        assert!(followers.follow_exclusively(2, Arc::new(Notify::new()), handoff(), "p<1>"));
+        assert_eq!(replaced.borrow_and_update().as_deref(), Some("p<1>"));
+        assert!(followers.follow_exclusively(3, Arc::new(Notify::new()), handoff(), "other"));
+        assert!(!replaced.has_changed().unwrap(), "the first replacement is kept");
+        assert_eq!(first.borrow().as_deref(), Some("p<1>"));
+    }
+
+    #[test]
+    fn a_detached_log_takes_no_followers() {
+        let mut followers = Followers::default();
+        let wake = Arc::new(Notify::new());
+        assert!(followers.subscribe(7, wake.clone()));
+        followers.detach_all();
+        assert!(followers.is_detached() && followers.is_empty());
+        assert!(!followers.subscribe(8, wake.clone()));
+        assert!(!followers.follow_exclusively(8, wake, handoff(), "p"));
+        assert!(followers.is_empty());
+    }
+}
