@@ -2,6 +2,7 @@
 //! budget eviction and the RAM-ring fallback.
 
 use super::*;
+use crate::replay::store::RING_BYTES;
 
 fn encode_all(log: &ReplayLog, after: u64) -> String {
     let mut out = Vec::new();
@@ -234,7 +235,7 @@ async fn unwritable_directory_falls_back_to_a_ram_ring() {
         log.wait_writable().await;
     }
     let (ram, disk) = log.footprint();
-    assert!(ram <= super::RING_BYTES + 64 * 1024, "{ram}");
+    assert!(ram <= RING_BYTES + 64 * 1024, "{ram}");
     assert_eq!(disk, 0);
     assert!(log.first_seq() > 1, "the ring dropped the oldest frames");
 }
