@@ -11,12 +11,11 @@
 //! are described by a number, so the deep and long cases cost a few input
 //! bytes while most lines stay short and fast.
 //!
-//! Each line goes the way the connection's reader sends it: the quick
-//! path (pings only here: it leaves stdin calls, which have effects, to
-//! the full path in this mode), then [`dispatch::check_line`], then the instant path or a request
-//! task's ([`dispatch::handle_line`] for long authenticated lines), with
+//! Each line goes the way the connection's reader sends it, through
+//! [`Dispatcher::on_line`] (the quick path takes pings only here: it leaves
+//! stdin calls, which have effects, to the full path in this mode), with
 //! the connection's warning quota and its unauthenticated → authenticated
-//! switch. Handlers with effects (files, git, process) stop after the
+//! switch; a request task is awaited in place. Handlers with effects (files, git, process) stop after the
 //! params gate ([`Handlers::WithoutSideEffects`]); `plugins.prune` runs,
 //! and does nothing, because the daemon's socket path is not run-shaped.
 //!
@@ -29,10 +28,10 @@
 
 use crate::base::frame::MAX_LINE;
 use crate::base::gojson::{self, Value};
-use crate::base::logging::{self, Quota};
+use crate::base::logging;
 use crate::protocol::method::{Method, ServerMethod};
 use crate::protocol::rpc::{self, Checked, Envelope};
-use crate::serve::dispatch::{self, Handlers, Reply};
+use crate::serve::dispatch::{Dispatcher, Handlers, Reply, Step};
 use crate::serve::state::{Daemon, Options};
 use arbitrary::{Result, Unstructured};
 use std::sync::{Arc, OnceLock};
@@ -153,7 +152,7 @@ fn daemon() -> &'static (tokio::runtime::Runtime, Arc<Daemon>) {
 fn run_connection(lines: &[Vec<u8>]) {
     let (runtime, daemon) = daemon();
     logging::set_threshold(logging::Level::Debug);
-    let warnings = Quota::new(5);
+    let dispatcher = Dispatcher::new(daemon.clone(), 5, Handlers::WithoutSideEffects);
     let mut authenticated = false;
     runtime.block_on(async {
         for line in lines {
@@ -162,27 +161,15 @@ fn run_connection(lines: &[Vec<u8>]) {
             if line.is_empty() || line.len() >= MAX_LINE {
                 continue;
             }
-            if let Some(reply) = dispatch::quick(line, daemon, Handlers::WithoutSideEffects) {
-                authenticated = true;
-                check_reply(line, Some(reply), true);
-                continue;
-            }
-            let (reply, shutdown) = if line.len() <= dispatch::INSTANT_LINE_MAX || !authenticated {
-                let checked = dispatch::check_line(line, daemon).expect("validation panicked");
-                authenticated |= checked.authenticated();
-                let shutdown = is_shutdown(&checked);
-                let reply = if dispatch::is_instant(&checked) {
-                    dispatch::handle_instant(checked, daemon, &warnings).await
-                } else {
-                    dispatch::handle_checked_with(checked, daemon, &warnings, Handlers::WithoutSideEffects).await
-                };
-                (reply, shutdown)
-            } else {
-                let checked = dispatch::check_line(line, daemon).expect("validation panicked");
-                let shutdown = is_shutdown(&checked);
-                let reply =
-                    dispatch::handle_checked_with(checked, daemon, &warnings, Handlers::WithoutSideEffects).await;
-                (reply, shutdown)
+            // Whether no reply is right: the oracle decodes the line
+            // itself (a panic here is a finding too).
+            let shutdown = is_shutdown(&rpc::check(line, TOKEN.as_bytes()));
+            let dispatched = dispatcher.on_line(line, authenticated).await;
+            authenticated |= dispatched.authenticates;
+            let reply = match dispatched.step {
+                Step::Reply(reply) => Some(reply),
+                Step::Task(task) => task.await,
+                Step::Skip => None,
             };
             check_reply(line, reply, !shutdown);
         }

@@ -23,15 +23,26 @@ pub enum Outcome {
     Error(RpcError),
     /// Nothing to send: the daemon is stopping.
     NoReply,
-    /// Follow `log` from seq `after + 1`, and send the encoded `result`
-    /// right after the frame with seq `reply_after` (spawn: before any
-    /// frame; reattach: after the replayed ones).
+    /// Stream a log to the connection, and send the encoded `result` at
+    /// the place in it the [`Follow`] names.
     Follow {
-        log: Arc<ReplayLog>,
-        after: u64,
-        reply_after: u64,
+        follow: Follow,
         result: Vec<u8>,
     },
+}
+
+/// A log for the connection to stream, and where in it the request's
+/// reply goes. Handlers make it ([`Outcome::Follow`]) and the connection's
+/// writer carries it out (`serve::dispatch::Reply::Follow`).
+#[derive(Debug)]
+pub struct Follow {
+    pub log: Arc<ReplayLog>,
+    /// Stream from seq `after + 1`.
+    pub after: u64,
+    /// The reply is written once frames up to this seq are out (spawn: 0,
+    /// before any frame; reattach: the `lastSeq` it reports, after the
+    /// replayed frames).
+    pub reply_after: u64,
 }
 
 impl Outcome {

@@ -5,7 +5,7 @@
 //! structs. Result structs are declared in wire field order; optional
 //! fields are `omitempty` in Go, hence `skip_serializing_if`.
 
-use super::Outcome;
+use super::{Follow, Outcome};
 use crate::process::{KilledBy, ProcessManager, SpawnError, SpawnSpec, StdinResult, Termination};
 use crate::protocol::method::ProcessMethod;
 use crate::protocol::metrics::Metrics;
@@ -151,9 +151,11 @@ async fn spawn(p: ProcessParams, processes: &ProcessManager) -> Outcome {
     // before any frame of the new process, and the connection is
     // subscribed from seq 1.
     Outcome::Follow {
-        log: process.log.clone(),
-        after: 0,
-        reply_after: 0,
+        follow: Follow {
+            log: process.log.clone(),
+            after: 0,
+            reply_after: 0,
+        },
         result: crate::base::gojson::to_go_json(&result),
     }
 }
@@ -352,9 +354,11 @@ fn reattach(p: ProcessParams, processes: &ProcessManager, metrics: &Metrics) -> 
     // lastSeq.
     let after = p.from_seq.min(last_seq);
     Outcome::Follow {
-        log: process.log.clone(),
-        after,
-        reply_after: last_seq,
+        follow: Follow {
+            log: process.log.clone(),
+            after,
+            reply_after: last_seq,
+        },
         result: crate::base::gojson::to_go_json(&result),
     }
 }

@@ -7,31 +7,32 @@
 //! logs it follows, one [`Cursor::fill`] per log and pass (see
 //! [`crate::replay`]), so a slow client only ever slows its own writer.
 //!
-//! Each request runs on its own task, so a slow request never delays a
-//! fast one, except instant ones (rejections, `server.ping`,
-//! `capabilities`, and plain `process.stdin` calls, which never wait),
-//! which the reader answers itself (see [`dispatch::quick`] and
-//! [`dispatch::is_instant`]). When the client half-closes, in-flight requests still get their
-//! replies; then the connection closes and its subscriptions end (the
-//! processes keep running and can be reattached).
+//! The reader hands every line to [`Dispatcher::on_line`], which decides
+//! what it becomes ([`Step`]): a reply the reader sends at once (rejections,
+//! `server.ping`, `capabilities`, and plain `process.stdin` calls, which
+//! never wait), a task of its own (every other request, so a slow request
+//! never delays a fast one), or nothing. The reader only carries that out,
+//! within the connection's bounds. When the client half-closes, in-flight
+//! requests still get their replies; then the connection closes and its
+//! subscriptions end (the processes keep running and can be reattached).
 //!
 //! A process streams to one connection at a time: a reattach from another
 //! connection cuts this one at the reply's `lastSeq` and closes it (the
 //! [`Handoff`] carries the process id for the log line).
 
 use crate::base::frame::{LineReader, ReadEvent};
-use crate::base::logging::Quota;
+use crate::methods::Follow;
 use crate::replay::cursor::Cursor;
 use crate::replay::followers::Handoff;
 use crate::serve::admission::Ticket;
-use crate::serve::dispatch::{self, Reply};
+use crate::serve::dispatch::{Dispatcher, Handlers, Reply, Step};
 use crate::serve::state::Daemon;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
-use tokio::net::unix::OwnedWriteHalf;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixStream;
-use tokio::sync::{mpsc, Notify, Semaphore};
+use tokio::sync::{mpsc, Notify, OwnedSemaphorePermit, Semaphore};
 
 /// Requests of one connection that may run at once; past this the reader
 /// stops reading, which pushes back on the client.
@@ -61,9 +62,7 @@ pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>, mut ticket: Ticket) 
     let _open = OpenClient::count(&daemon);
     let (read_half, write_half) = stream.into_split();
     let (tx, rx) = mpsc::channel(REPLY_QUEUE);
-    let mut shutdown = daemon.shutdown.subscribe();
     let handoff: Handoff = Arc::new(tokio::sync::watch::channel(None).0);
-    let mut replaced = handoff.subscribe();
     let writer = tokio::spawn(write_loop(
         write_half,
         rx,
@@ -71,26 +70,60 @@ pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>, mut ticket: Ticket) 
         daemon.shutdown.subscribe(),
         handoff.clone(),
     ));
-    let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
-    let in_flight_bytes = Arc::new(Semaphore::new(MAX_IN_FLIGHT_BYTES));
+    let dispatcher = Dispatcher::new(daemon.clone(), UNAUTHORIZED_WARNINGS, Handlers::All);
+    let close = read_requests(read_half, &daemon, &mut ticket, &dispatcher, &tx, &handoff).await;
+    drop(tx);
+    if close == Close::Abort {
+        writer.abort();
+    }
+    let _ = writer.await;
+    let unlogged = dispatcher.unlogged_warnings();
+    if unlogged > 0 {
+        crate::log_warn!(
+            "[Server] {} more unauthorized request(s) on this connection were not logged",
+            unlogged
+        );
+    }
+    crate::log_info!("[Server] Connection closed");
+}
+
+/// How the reader stopped: whether the writer may still send what is
+/// queued and what running requests return.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Close {
+    /// The client half-closed, or another connection took a process over:
+    /// in-flight requests still get their replies.
+    Drain,
+    /// Shutdown, an over-long line, or the admission bounds: the writer
+    /// stops at once.
+    Abort,
+}
+
+/// The reader: frames lines and hands each to [`Dispatcher::on_line`],
+/// then carries out the [`Step`] it returns, until the connection ends.
+async fn read_requests(
+    read_half: OwnedReadHalf,
+    daemon: &Daemon,
+    ticket: &mut Ticket,
+    dispatcher: &Dispatcher,
+    tx: &mpsc::Sender<Reply>,
+    handoff: &Handoff,
+) -> Close {
+    let mut shutdown = daemon.shutdown.subscribe();
+    let mut replaced = handoff.subscribe();
+    let in_flight = InFlight::new();
     let mut reader = LineReader::new(read_half);
     reader.charge_to(ticket.line_budget());
-    let warnings = Arc::new(Quota::new(UNAUTHORIZED_WARNINGS));
     let grace = tokio::time::sleep(daemon.admission.grace());
     tokio::pin!(grace);
-    let mut abort_writer = false;
     loop {
         let unauthenticated = !ticket.is_authenticated();
         let event = tokio::select! {
             event = reader.next() => event,
-            _ = shutdown.wait() => {
-                abort_writer = true;
-                break;
-            }
+            _ = shutdown.wait() => return Close::Abort,
             _ = &mut grace, if unauthenticated => {
                 crate::log_warn!("[Server] closing connection: no authenticated request within {:?}", daemon.admission.grace());
-                abort_writer = true;
-                break;
+                return Close::Abort;
             }
             process = replaced.wait_for(Option::is_some) => {
                 // Another connection reattached a process this one
@@ -101,105 +134,51 @@ pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>, mut ticket: Ticket) 
                         crate::base::logging::Untrusted(process.as_deref().unwrap_or_default())
                     );
                 }
-                break;
+                return Close::Drain;
             }
             _ = ticket.evicted() => {
                 crate::log_warn!("[Server] closing an unauthenticated connection: the connection limit ({}) is reached", daemon.admission.cap());
-                abort_writer = true;
-                break;
+                return Close::Abort;
             }
         };
-        match event {
-            ReadEvent::Line(line) => {
-                // Only a line with nothing in it (after the one `\r` the
-                // framer drops) gets no reply. A line of spaces is a line
-                // that does not decode: -32700 with id null, as 90fca6e6
-                // and f6010b97 answer it.
-                if line.is_empty() {
-                    continue;
-                }
-                // Until the token is seen, every line is checked here, one
-                // at a time, so no unauthenticated request waits in a task.
-                // The cost fits in u32: a line is at most MAX_LINE bytes.
-                let cost = line.len().min(MAX_IN_FLIGHT_BYTES) as u32;
-                // Plain pings and stdin calls, of any length, are answered
-                // here without a tree (`dispatch::quick`); a stdin call
-                // never waits, it is queued or refused at once.
-                if let Some(reply) = dispatch::quick(line, &daemon, dispatch::Handlers::All) {
-                    if unauthenticated {
-                        ticket.authenticate();
-                        reader.stop_charging();
-                    }
-                    send(&tx, reply).await;
-                    continue;
-                }
-                let pending = if line.len() <= dispatch::INSTANT_LINE_MAX || unauthenticated {
-                    let Some(checked) = dispatch::check_line(line, &daemon) else {
-                        continue;
-                    };
-                    if unauthenticated && checked.authenticated() {
-                        ticket.authenticate();
-                        reader.stop_charging();
-                    }
-                    if dispatch::is_instant(&checked) {
-                        if let Some(reply) = dispatch::handle_instant(checked, &daemon, &warnings).await {
-                            send(&tx, reply).await;
-                        }
-                        continue;
-                    }
-                    Pending::Checked(checked)
-                } else {
-                    Pending::Line(line.to_vec())
-                };
-                let Ok(permit) = in_flight.clone().acquire_owned().await else {
-                    break;
-                };
-                let Ok(bytes_permit) = in_flight_bytes.clone().acquire_many_owned(cost).await else {
-                    break;
-                };
-                let tx = tx.clone();
-                let daemon = daemon.clone();
-                let warnings = warnings.clone();
-                tokio::spawn(async move {
-                    let reply = match pending {
-                        Pending::Checked(checked) => dispatch::handle_checked(checked, &daemon, &warnings).await,
-                        Pending::Line(line) => dispatch::handle_line(line, &daemon, &warnings).await,
-                    };
-                    if let Some(reply) = reply {
-                        send(&tx, reply).await;
-                    }
-                    drop(bytes_permit);
-                    drop(permit);
-                });
-            }
+        let line = match event {
+            ReadEvent::Line(line) => line,
             ReadEvent::TooLong => {
                 crate::log_warn!("[Server] request line exceeds 1 MiB, closing connection");
-                abort_writer = true;
-                break;
+                return Close::Abort;
             }
             ReadEvent::OverBudget => {
                 crate::log_warn!(
                     "[Server] closing an unauthenticated connection: partial lines of all such connections reach {} MiB",
                     crate::serve::admission::UNAUTH_LINE_BUDGET >> 20
                 );
-                abort_writer = true;
-                break;
+                return Close::Abort;
             }
-            ReadEvent::Eof => break,
+            ReadEvent::Eof => return Close::Drain,
+        };
+        let len = line.len();
+        let dispatched = dispatcher.on_line(line, !unauthenticated).await;
+        if unauthenticated && dispatched.authenticates {
+            ticket.authenticate();
+            reader.stop_charging();
+        }
+        match dispatched.step {
+            Step::Skip => {}
+            Step::Reply(reply) => send(tx, reply).await,
+            Step::Task(task) => {
+                let Some(permits) = in_flight.admit(len).await else {
+                    return Close::Drain;
+                };
+                let tx = tx.clone();
+                tokio::spawn(async move {
+                    if let Some(reply) = task.await {
+                        send(&tx, reply).await;
+                    }
+                    drop(permits);
+                });
+            }
         }
     }
-    drop(tx);
-    if abort_writer {
-        writer.abort();
-    }
-    let _ = writer.await;
-    if warnings.suppressed() > 0 {
-        crate::log_warn!(
-            "[Server] {} more unauthorized request(s) on this connection were not logged",
-            warnings.suppressed()
-        );
-    }
-    crate::log_info!("[Server] Connection closed");
 }
 
 /// Queues `reply` for the writer. Silently dropped if the writer is gone
@@ -208,12 +187,31 @@ async fn send(tx: &mpsc::Sender<Reply>, reply: Reply) {
     let _ = tx.send(reply).await;
 }
 
-/// A request line on its way to its task: short lines were already
-/// validated on the reader (to find instant ones), long ones are parsed in
-/// the task.
-enum Pending {
-    Checked(crate::protocol::rpc::Checked),
-    Line(Vec<u8>),
+/// The bounds on one connection's running requests: how many, and how
+/// many request-line bytes they hold. Past either the reader stops
+/// reading, which pushes back on the client.
+struct InFlight {
+    requests: Arc<Semaphore>,
+    bytes: Arc<Semaphore>,
+}
+
+impl InFlight {
+    fn new() -> InFlight {
+        InFlight {
+            requests: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+            bytes: Arc::new(Semaphore::new(MAX_IN_FLIGHT_BYTES)),
+        }
+    }
+
+    /// Waits for room for one more request whose line is `len` bytes; the
+    /// permits are its room until dropped. `None` once the bounds closed.
+    async fn admit(&self, len: usize) -> Option<(OwnedSemaphorePermit, OwnedSemaphorePermit)> {
+        // The cost fits in u32: a line is at most MAX_LINE bytes.
+        let cost = len.min(MAX_IN_FLIGHT_BYTES) as u32;
+        let request = self.requests.clone().acquire_owned().await.ok()?;
+        let bytes = self.bytes.clone().acquire_many_owned(cost).await.ok()?;
+        Some((request, bytes))
+    }
 }
 
 /// Keeps [`Daemon::clients`] equal to the number of open connections.
@@ -235,9 +233,10 @@ impl Drop for OpenClient {
 /// A log this connection follows, and the reply that waits for its frames.
 struct Followed {
     cursor: Cursor,
-    /// Written once frames up to seq `.0` are out (reattach's reply
-    /// follows the replayed frames; spawn's precedes frame 1).
-    reply: Option<(u64, Vec<u8>)>,
+    /// The request's reply line, written once frames up to seq
+    /// `reply_after` are out ([`Follow::reply_after`]); `None` once sent.
+    reply: Option<Vec<u8>>,
+    reply_after: u64,
 }
 
 /// The connection's only writer. Ends when every sender is gone (reader
@@ -314,34 +313,35 @@ fn accept(
     match item {
         Reply::Line(_) | Reply::Pong(_) | Reply::StdinAck(..) | Reply::StdinRefused(..) => item.write_line(out),
         Reply::Follow {
-            log,
-            after,
-            line_after,
+            follow: Follow {
+                log,
+                after,
+                reply_after,
+            },
             line,
         } => {
-            let reply = Some((line_after, line));
             // The process streams to this connection only from now on;
             // any other that followed it is closed (reattach transfers).
             if !log.follow_exclusively(conn_id, wake.clone(), handoff.clone()) {
                 // Process id reused meanwhile: nothing more to deliver.
-                if let Some((_, line)) = reply {
-                    out.extend_from_slice(&line);
-                }
+                out.extend_from_slice(&line);
                 return;
             }
             match cursors.iter_mut().find(|f| f.cursor.log().key() == log.key()) {
                 Some(followed) => {
                     // Replace any reply still waiting: it is written now, in
                     // order, before the new replay starts.
-                    if let Some((_, pending)) = followed.reply.take() {
+                    if let Some(pending) = followed.reply.take() {
                         out.extend_from_slice(&pending);
                     }
                     followed.cursor.restart(after);
-                    followed.reply = reply;
+                    followed.reply = Some(line);
+                    followed.reply_after = reply_after;
                 }
                 None => cursors.push(Followed {
                     cursor: Cursor::new(log, after),
-                    reply,
+                    reply: Some(line),
+                    reply_after,
                 }),
             }
         }
@@ -364,15 +364,14 @@ async fn pull_frames(cursors: &mut Vec<Followed>, out: &mut Vec<u8>, conn_id: u6
         // A cut (another connection reattached the process) caps what
         // this connection may still deliver.
         let cut = followed.cursor.log().limit_for(conn_id);
-        let upto = followed.reply.as_ref().map_or(u64::MAX, |(upto, _)| *upto).min(cut);
+        let waiting = followed.reply.is_some();
+        let upto = if waiting { followed.reply_after } else { u64::MAX }.min(cut);
         let before = out.len();
         behind |= followed.cursor.fill(upto, out, budget).await;
         budget = budget.saturating_sub(out.len() - before);
-        if let Some((upto, _)) = &followed.reply {
-            if followed.cursor.position() >= *upto || followed.cursor.log().is_detached() {
-                if let Some((_, line)) = followed.reply.take() {
-                    out.extend_from_slice(&line);
-                }
+        if waiting && (followed.cursor.position() >= followed.reply_after || followed.cursor.log().is_detached()) {
+            if let Some(line) = followed.reply.take() {
+                out.extend_from_slice(&line);
             }
         }
     }

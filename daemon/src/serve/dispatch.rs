@@ -3,6 +3,20 @@
 //! isolation. The answer is a [`Reply`] the connection's writer carries
 //! out; nothing here sees the connection.
 //!
+//! The connection's reader has one way in, [`Dispatcher::on_line`], and
+//! gets back one [`Step`]: a reply answered on the reader (a quick or an
+//! instant request), a task to run, or nothing. Which line is which is
+//! decided here, in this order:
+//!
+//! 1. a plain `server.ping` or `process.stdin` ([`quick`]): answered
+//!    without building a tree;
+//! 2. a line of at most [`INSTANT_LINE_MAX`] bytes, or any line before the
+//!    connection showed the token, is validated on the reader
+//!    ([`check_line`]); a rejection, `server.ping` or `capabilities`
+//!    ([`is_instant`]) is answered there too;
+//! 3. everything else becomes a task: validated (if not yet) and run in a
+//!    task of its own, as a Go daemon runs a goroutine per request.
+//!
 //! The params gate is the one place that decides `-32602 Invalid params`
 //! for absent or mistyped params: it runs after method resolution, only for
 //! the files/git/process namespaces; `server.*` ignores params entirely, and
@@ -11,13 +25,12 @@
 use crate::base::gojson::Value;
 use crate::base::logging::Quota;
 use crate::methods::process::{StdinAck, StdinError, StdinRefusal};
-use crate::methods::{self, Outcome};
+use crate::methods::{self, Follow, Outcome};
 use crate::protocol::method::{Method, ProcessMethod, ServerMethod};
 use crate::protocol::metrics;
 use crate::protocol::params::{GitParams, HomeExpansion, PathParams, ProcessParams};
 use crate::protocol::rpc::quick::{Quick, ShortId};
 use crate::protocol::rpc::{self, Checked, Request, RpcError};
-use crate::replay::log::ReplayLog;
 use crate::serve::state::Daemon;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -30,15 +43,10 @@ use std::task::{Context, Poll};
 pub enum Reply {
     /// One complete NDJSON line, newline included.
     Line(Vec<u8>),
-    /// Follow `log` from seq `after + 1`, and write `line` right after the
-    /// frame with seq `line_after` (spawn and reattach, whose reply is
-    /// ordered with the stream).
-    Follow {
-        log: Arc<ReplayLog>,
-        after: u64,
-        line_after: u64,
-        line: Vec<u8>,
-    },
+    /// Stream a log, and write the reply `line` at the place in it the
+    /// [`Follow`] names (spawn and reattach, whose reply is ordered with
+    /// the stream).
+    Follow { follow: Follow, line: Vec<u8> },
     /// The reply to a plain `server.ping` ([`rpc::quick`]), written by the
     /// writer straight into its buffer: no allocation per ping.
     Pong(ShortId),
@@ -96,6 +104,130 @@ impl Reply {
     }
 }
 
+/// What the connection's reader does with one line.
+pub enum Step<T> {
+    /// Send this now: the line was answered on the reader.
+    Reply(Reply),
+    /// Run this future in a task of its own and send what it returns.
+    Task(T),
+    /// Send nothing: a blank line, or a line whose validation or instant
+    /// handler panicked (logged), or an instant request with no reply.
+    Skip,
+}
+
+/// One line's [`Step`], and whether the line carried the right token
+/// (the connection is then authenticated).
+pub struct Dispatched<T> {
+    pub step: Step<T>,
+    pub authenticates: bool,
+}
+
+/// What every line of one connection is dispatched with: the daemon, the
+/// connection's quota of unauthorized-request warnings, and which
+/// handlers its requests reach.
+pub struct Dispatcher {
+    daemon: Arc<Daemon>,
+    warnings: Arc<Quota>,
+    handlers: Handlers,
+}
+
+impl Dispatcher {
+    /// A dispatcher that logs at most `warnings` unauthorized requests.
+    pub fn new(daemon: Arc<Daemon>, warnings: u32, handlers: Handlers) -> Dispatcher {
+        Dispatcher {
+            daemon,
+            warnings: Arc::new(Quota::new(warnings)),
+            handlers,
+        }
+    }
+
+    /// Unauthorized requests that were past the warning quota (not logged).
+    pub fn unlogged_warnings(&self) -> u64 {
+        self.warnings.suppressed()
+    }
+
+    /// The reader's one way in: decides what one framed line (its `\n`
+    /// and one `\r` already gone) becomes, answering quick and instant
+    /// requests on the spot (see the module comment for the order).
+    /// `authenticated`: whether the connection already showed the token.
+    ///
+    /// The task future owns what it needs, so it can outlive the line and
+    /// run in a task of its own.
+    pub async fn on_line(
+        &self,
+        line: &[u8],
+        authenticated: bool,
+    ) -> Dispatched<impl Future<Output = Option<Reply>> + Send + 'static> {
+        // Only a line with nothing in it gets no reply. A line of spaces is
+        // a line that does not decode: -32700 with id null, as 90fca6e6
+        // and f6010b97 answer it.
+        if line.is_empty() {
+            return Dispatched {
+                step: Step::Skip,
+                authenticates: false,
+            };
+        }
+        // Plain pings and stdin calls, of any length, are answered here
+        // without a tree; a stdin call never waits, it is queued or
+        // refused at once.
+        if let Some(reply) = quick(line, &self.daemon, self.handlers) {
+            return Dispatched {
+                step: Step::Reply(reply),
+                authenticates: true,
+            };
+        }
+        // Until the token is seen, every line is checked here, one at a
+        // time, so no unauthenticated request waits in a task.
+        let (pending, authenticates) = if line.len() <= INSTANT_LINE_MAX || !authenticated {
+            let Some(checked) = check_line(line, &self.daemon) else {
+                return Dispatched {
+                    step: Step::Skip,
+                    authenticates: false,
+                };
+            };
+            let authenticates = checked.authenticated();
+            if is_instant(&checked) {
+                let step = match answer_instant(checked, &self.daemon, &self.warnings, self.handlers).await {
+                    Some(reply) => Step::Reply(reply),
+                    None => Step::Skip,
+                };
+                return Dispatched { step, authenticates };
+            }
+            (Pending::Checked(checked), authenticates)
+        } else {
+            (Pending::Line(line.to_vec()), false)
+        };
+        let task = run_task(pending, self.daemon.clone(), self.warnings.clone(), self.handlers);
+        Dispatched {
+            step: Step::Task(task),
+            authenticates,
+        }
+    }
+}
+
+/// A request line on its way to its task: short lines were already
+/// validated on the reader (to find instant ones), long ones are parsed in
+/// the task.
+enum Pending {
+    Checked(Checked),
+    Line(Vec<u8>),
+}
+
+/// A request's task: validates a long line, runs the request, and returns
+/// what to send, if anything.
+async fn run_task(pending: Pending, daemon: Arc<Daemon>, warnings: Arc<Quota>, handlers: Handlers) -> Option<Reply> {
+    let checked = match pending {
+        Pending::Checked(checked) => checked,
+        Pending::Line(line) => {
+            let checked = check_line(&line, &daemon);
+            // The line is not kept while the request runs.
+            drop(line);
+            checked?
+        }
+    };
+    handle_checked(checked, &daemon, &warnings, handlers).await
+}
+
 /// Answers a plain `server.ping` or `process.stdin` ([`rpc::quick`])
 /// without building a tree; `None` sends the line down the full path,
 /// which answers any other line (and any such request in an unusual form)
@@ -104,7 +236,7 @@ impl Reply {
 /// its ack and its fixed refusals are encoded by the writer. Stdin
 /// calls are left to the full path unless `handlers` is
 /// [`Handlers::All`].
-pub fn quick(line: &[u8], daemon: &Daemon, handlers: Handlers) -> Option<Reply> {
+fn quick(line: &[u8], daemon: &Daemon, handlers: Handlers) -> Option<Reply> {
     match rpc::quick::request(line, &daemon.token)? {
         Quick::Ping(id) => {
             daemon
@@ -146,18 +278,10 @@ fn handler_panicked(method: Method) -> RpcError {
 /// permit. Instant requests are about 100 bytes.
 pub const INSTANT_LINE_MAX: usize = 4096;
 
-/// Handles one non-blank request line in its own task; returns what to
-/// send, if anything.
-pub async fn handle_line(line: Vec<u8>, daemon: &Daemon, warnings: &Quota) -> Option<Reply> {
-    let checked = check_line(&line, daemon)?;
-    drop(line);
-    handle_checked(checked, daemon, warnings).await
-}
-
 /// Answers an instant request on the connection's reader. A panic loses
 /// this reply, never the connection.
-pub async fn handle_instant(checked: Checked, daemon: &Daemon, warnings: &Quota) -> Option<Reply> {
-    match CatchUnwind(handle_checked(checked, daemon, warnings)).await {
+async fn answer_instant(checked: Checked, daemon: &Daemon, warnings: &Quota, handlers: Handlers) -> Option<Reply> {
+    match CatchUnwind(handle_checked(checked, daemon, warnings, handlers)).await {
         Ok(reply) => reply,
         Err(()) => {
             crate::log_error!("[Server] instant request panicked");
@@ -169,7 +293,7 @@ pub async fn handle_instant(checked: Checked, daemon: &Daemon, warnings: &Quota)
 /// Validates one non-blank request line ([`rpc::check`]). A panic is
 /// caught here and the line dropped unanswered, on the reader as in a
 /// request task.
-pub fn check_line(line: &[u8], daemon: &Daemon) -> Option<Checked> {
+fn check_line(line: &[u8], daemon: &Daemon) -> Option<Checked> {
     match std::panic::catch_unwind(AssertUnwindSafe(|| rpc::check(line, &daemon.token))) {
         Ok(checked) => Some(checked),
         Err(_) => {
@@ -185,7 +309,7 @@ pub fn check_line(line: &[u8], daemon: &Daemon) -> Option<Checked> {
 /// these itself instead of spawning a task, so a client pipelining
 /// thousands of pings cannot queue thousands of tasks ahead of another
 /// client's request, and a ping costs no task.
-pub fn is_instant(checked: &Checked) -> bool {
+fn is_instant(checked: &Checked) -> bool {
     match checked {
         Checked::Rejected { .. } => true,
         Checked::Valid(request) => {
@@ -210,20 +334,11 @@ pub enum Handlers {
     WithoutSideEffects,
 }
 
-/// Runs a request [`rpc::check`] has validated (or answers its rejection);
-/// returns what to send, if anything. Unauthorized requests are logged
-/// within the connection's `warnings` quota.
-pub async fn handle_checked(checked: Checked, daemon: &Daemon, warnings: &Quota) -> Option<Reply> {
-    handle_checked_with(checked, daemon, warnings, Handlers::All).await
-}
-
-/// [`handle_checked`], reaching only the given `handlers`.
-pub async fn handle_checked_with(
-    checked: Checked,
-    daemon: &Daemon,
-    warnings: &Quota,
-    handlers: Handlers,
-) -> Option<Reply> {
+/// Runs a request [`rpc::check`] has validated (or answers its rejection),
+/// reaching only the given `handlers`; returns what to send, if anything.
+/// Unauthorized requests are logged within the connection's `warnings`
+/// quota.
+async fn handle_checked(checked: Checked, daemon: &Daemon, warnings: &Quota, handlers: Handlers) -> Option<Reply> {
     let request = match checked {
         Checked::Valid(request) => request,
         Checked::Rejected {
@@ -256,16 +371,9 @@ pub async fn handle_checked_with(
             metrics::Outcome::Error,
         ),
         Outcome::NoReply => (None, metrics::Outcome::NoReply),
-        Outcome::Follow {
-            log,
-            after,
-            reply_after,
-            result,
-        } => (
+        Outcome::Follow { follow, result } => (
             Some(Reply::Follow {
-                log,
-                after,
-                line_after: reply_after,
+                follow,
                 line: rpc::success_line(&request.id, &result),
             }),
             // The follower answers with a success line: counted as `ok`.
@@ -384,6 +492,74 @@ mod tests {
         assert!(is_instant(&checked("process.spawn", "wrong")), "unauthorized");
         assert!(is_instant(&checked("nope.nothing", "t")), "unknown method");
         assert!(is_instant(&rpc::check(b"{not json", b"t")), "parse error");
+    }
+
+    /// The reader's one way in: each kind of line takes the step the
+    /// module comment promises, and says whether it carried the token.
+    #[tokio::test]
+    async fn each_line_takes_one_step() {
+        use crate::serve::state::Options;
+        let daemon = Daemon::with_instance(
+            b"t".to_vec(),
+            Options::default(),
+            crate::base::instance::Instance::new(),
+        );
+        let dispatcher = Dispatcher::new(daemon, 5, Handlers::All);
+        // Go decoding ignores the unknown `pad` member: it only makes a
+        // line long.
+        let request = |method: &str, auth: &str, pad: usize| {
+            let pad = "x".repeat(pad);
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{{"path":"/nonexistent/x","pad":"{pad}"}},"auth":"{auth}"}}"#
+            )
+            .into_bytes()
+        };
+        let line_of = |reply: &Reply| {
+            let mut out = Vec::new();
+            reply.write_line(&mut out);
+            String::from_utf8(out).unwrap()
+        };
+        let step = |d: &Dispatched<_>| match &d.step {
+            Step::Reply(Reply::Pong(_)) => "pong",
+            Step::Reply(_) => "reply",
+            Step::Task(_) => "task",
+            Step::Skip => "skip",
+        };
+
+        let blank = dispatcher.on_line(b"", false).await;
+        assert_eq!((step(&blank), blank.authenticates), ("skip", false));
+        let ping = br#"{"jsonrpc":"2.0","id":1,"method":"server.ping","auth":"t"}"#;
+        let quick = dispatcher.on_line(ping, false).await;
+        assert_eq!((step(&quick), quick.authenticates), ("pong", true));
+        let instant = dispatcher.on_line(&request("server.capabilities", "t", 0), false).await;
+        assert_eq!((step(&instant), instant.authenticates), ("reply", true));
+        // An unauthenticated line of any length is checked on the reader.
+        let refused = dispatcher
+            .on_line(&request("files.read", "no", 2 * INSTANT_LINE_MAX), false)
+            .await;
+        assert_eq!((step(&refused), refused.authenticates), ("reply", false));
+        let Step::Reply(reply) = &refused.step else {
+            unreachable!()
+        };
+        assert!(line_of(reply).contains(r#""code":-32001"#), "{}", line_of(reply));
+
+        let short = dispatcher.on_line(&request("files.read", "t", 0), true).await;
+        assert!(short.authenticates, "checked on the reader");
+        // A long line from an authenticated connection is checked in its task.
+        let long = dispatcher
+            .on_line(&request("files.read", "t", 2 * INSTANT_LINE_MAX), true)
+            .await;
+        assert!(!long.authenticates, "not checked on the reader");
+        for task in [short, long] {
+            let Step::Task(task) = task.step else {
+                panic!("files.read is a task");
+            };
+            let reply = task.await.expect("a reply");
+            assert_eq!(
+                line_of(&reply),
+                "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":\"\",\"exists\":false}}\n"
+            );
+        }
     }
 
     #[tokio::test]
