@@ -4,6 +4,11 @@
 //! A tidy test in the spirit of rust-analyzer's: it reads the files, it
 //! does not compile them, so it fails the moment an import crosses the
 //! layers, with the file and the path that did it.
+//!
+//! A folder that holds several steps of one path (today `serve/`) also has
+//! an order inside it ([`INNER`]): there a module may import only modules
+//! of its own rank or a lower one, so folding layers into one folder did
+//! not let them import each other both ways.
 
 #![allow(clippy::unwrap_used)] // a test that unwraps fails loudly; the lint guards the daemon
 
@@ -22,6 +27,27 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("serving", &["serve"]),
     ("entry", &["launch", "fuzzing"]),
 ];
+
+/// The order inside a layer folder, lowest first: each rank lists modules
+/// (files directly in the folder) that may import one another and every
+/// lower rank, never a higher one. Every module of such a folder must have
+/// a rank. Keep in step with the folder's `mod.rs` and
+/// `docs/ARCHITECTURE.md`.
+const INNER: &[(&str, &[&[&str]])] = &[(
+    "serve",
+    &[
+        // The connection cap and the unauthenticated bounds (state holds them).
+        &["admission"],
+        // Daemon-wide state, shared by all that follows.
+        &["state"],
+        // A request line to its reply.
+        &["dispatch"],
+        // One client: reader and writer.
+        &["connection"],
+        // The accept loop, and what runs beside it from the entry layer.
+        &["server", "orphan", "metrics_http", "shellenv"],
+    ],
+)];
 
 /// Exported macros, by the module that defines them (`crate::log_info!`).
 const MACROS: &[(&str, &str)] = &[
@@ -47,6 +73,41 @@ fn unit_of(path: &[String]) -> Option<&'static str> {
 
 fn layer_of(unit: &str) -> usize {
     LAYERS.iter().position(|(_, units)| units.contains(&unit)).unwrap()
+}
+
+/// The ranks of `unit`'s inner order, if it has one.
+fn inner_order(unit: &str) -> Option<&'static [&'static [&'static str]]> {
+    INNER.iter().find(|(u, _)| *u == unit).map(|(_, ranks)| *ranks)
+}
+
+/// The rank of `module` in an inner order.
+fn rank_of(ranks: &[&[&str]], module: &str) -> Option<usize> {
+    ranks.iter().position(|rank| rank.contains(&module))
+}
+
+/// The inner-order violations of one path named in module `own`
+/// (`["serve", "state"]`), if both sit in a folder with an inner order.
+fn inner_violation(file: &Path, own: &[String], path: &[String]) -> Option<String> {
+    let ranks = inner_order(own.first()?)?;
+    if path.first() != own.first() {
+        return None;
+    }
+    let (mine, theirs) = (own.get(1)?, path.get(1)?);
+    let (Some(my_rank), Some(their_rank)) = (rank_of(ranks, mine), rank_of(ranks, theirs)) else {
+        return None; // a module without a rank is reported once, by its own file
+    };
+    (their_rank > my_rank).then(|| {
+        format!(
+            "{}: `{}` reaches up inside {} from {} (rank {}) to {} (rank {})",
+            file.display(),
+            path.join("::"),
+            own[0],
+            mine,
+            my_rank,
+            theirs,
+            their_rank
+        )
+    })
 }
 
 /// The module path of a file under `src` (`replay/log.rs` → `replay::log`).
@@ -165,6 +226,15 @@ fn violations(file: &Path, source: &str) -> Vec<String> {
         return vec![format!("{}: module has no layer in LAYERS", file.display())];
     };
     let mut found = Vec::new();
+    if let (Some(ranks), Some(name)) = (inner_order(own), module.get(1)) {
+        if rank_of(ranks, name).is_none() {
+            found.push(format!(
+                "{}: module has no rank in {}'s order (INNER)",
+                file.display(),
+                own
+            ));
+        }
+    }
     for path in crate_paths(&module, &code_of(source)) {
         if path.is_empty() {
             continue;
@@ -179,6 +249,7 @@ fn violations(file: &Path, source: &str) -> Vec<String> {
             ));
             continue;
         };
+        found.extend(inner_violation(file, &module, &path));
         if target != own && layer_of(target) > layer_of(own) {
             found.push(format!(
                 "{}: `{}` reaches up from {} ({}) to {} ({})",
@@ -310,4 +381,42 @@ fn planted_violations_are_caught() {
     // A new top-level module must be given a layer.
     assert_eq!(check("newthing.rs", "").len(), 1);
     assert_eq!(check("newfolder/mod.rs", "").len(), 1);
+}
+
+#[test]
+fn planted_violations_inside_serve_are_caught() {
+    let check = |file: &str, source: &str| violations(Path::new(file), source);
+    // Upward inside the folder, by plain path, group and `super::`.
+    assert_eq!(
+        check("serve/state.rs", "use crate::serve::dispatch::Reply;"),
+        ["serve/state.rs: `serve::dispatch::Reply` reaches up inside serve from state (rank 1) to dispatch (rank 2)"]
+    );
+    assert_eq!(check("serve/dispatch.rs", "use super::connection::serve;").len(), 1);
+    assert_eq!(
+        check("serve/dispatch.rs", "use crate::{base::frame, serve::server::run};").len(),
+        1
+    );
+    assert_eq!(
+        check("serve/admission.rs", "fn f(d: &crate::serve::state::Daemon) {}").len(),
+        1
+    );
+    assert_eq!(check("serve/connection.rs", "use super::metrics_http::serve;").len(), 1);
+    // Downward and within a rank are fine, and so is the folder's mod.rs.
+    assert!(check(
+        "serve/connection.rs",
+        "use crate::serve::dispatch::Reply; use super::state::Daemon; use super::admission::Ticket;"
+    )
+    .is_empty());
+    assert!(check("serve/server.rs", "use crate::serve::orphan::watch;").is_empty());
+    assert!(check("serve/mod.rs", "pub mod state;\npub mod dispatch;").is_empty());
+    // Test code is exempt here too.
+    assert!(check(
+        "serve/state.rs",
+        "#[cfg(test)]\nmod tests { use crate::serve::server::run; }"
+    )
+    .is_empty());
+    // A new module of the folder must be given a rank.
+    assert_eq!(check("serve/newthing.rs", "").len(), 1);
+    // Other folders have no inner order.
+    assert!(check("replay/store.rs", "use crate::replay::cursor::Cursor;").is_empty());
 }

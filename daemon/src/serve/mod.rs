@@ -1,15 +1,17 @@
 //! The serving layer: the daemon's shared state, the way from a request
 //! line to its reply, one connection's reader and writer, and the accept
 //! loop with what runs beside it. Inside the folder the files import in
-//! one direction only, `state` ← `dispatch` ← `connection` ← `server`
-//! (`import-circles` keeps it free of circles).
+//! one direction only, `admission` ← `state` ← `dispatch` ← `connection` ←
+//! {`server`, `orphan`, `metrics_http`, `shellenv`}: `daemon/tests/layers.rs`
+//! (`INNER`) fails on an import that reaches up this order, and
+//! `import-circles` keeps each rank free of circles.
 //!
 //! | module | owns |
 //! | --- | --- |
 //! | [`admission`] | the connection cap and the bounds on connections without the token |
 //! | [`state`] | daemon-wide state shared by connections and handlers |
-//! | [`dispatch`] | params gate, dispatch by method, panic isolation |
-//! | [`connection`] | one client: line reader, request tasks, ordered writer |
+//! | [`dispatch`] | the reader's one way in (`on_line`): quick, instant or task; params gate, dispatch by method, panic isolation |
+//! | [`connection`] | one client: line reader and its bounds, request tasks, ordered writer |
 //! | [`server`] | the owner-only socket, the accept loop |
 //! | [`orphan`] | shutting down once the socket path leads elsewhere |
 //! | [`metrics_http`] | the `-metrics-addr` HTTP endpoint |
