@@ -343,6 +343,9 @@ fn serve_child(flags: &Flags) -> i32 {
             socket_path: socket,
             keep_children: flags.keep_children,
             replay: replay_config(flags),
+            retention: crate::process::retention::Retention::from_minutes(
+                u64::try_from(flags.exited_retention_min).unwrap_or(0),
+            ),
             auth_grace,
         },
         instance,
