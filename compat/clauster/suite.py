@@ -406,6 +406,54 @@ async def hosted_lifecycle(dep: Deployment) -> None:
     check(await wait_gone(inst.agent_pid, 5), "the killed agent still runs")
 
 
+# One minute of the daemon's retention clock, in ms, for the next case: the
+# reference's 15 minutes last 15 ms, remora's default day 1.44 s.
+RETENTION_MINUTE_MS = 1
+
+
+async def session_ended_while_clauster_was_away(dep: Deployment) -> None:
+    """an agent that ended while clauster was away for 100 (shortened) minutes is found, not lost."""
+    # The daemon inherits this at spawn.
+    os.environ["REMORA_TEST_RETENTION_MINUTE_MS"] = str(RETENTION_MINUTE_MS)
+    try:
+        _, client = await dep.clauster()
+    finally:
+        del os.environ["REMORA_TEST_RETENTION_MINUTE_MS"]
+    manager = dep.manager()
+    cwd = dep.project("away", on_int="exit")
+    inst = await manager.spawn(
+        client, project="away", label="away", cwd=str(cwd), claude_binary=str(FAKE_CLAUDE),
+        permission_mode="default",
+    )
+    hid, agent = inst.claustrum_process_id, inst.agent_pid
+    dep.agent_pids.append(agent)
+    events = Events(manager.session(hid).subscribe())
+    await events.until("ack", frame_event("system", "mcp_acknowledged"))
+    await manager.aclose()
+    await dep.claustera[-1].aclose()
+    # clauster is down; the agent finishes (an interrupt ends it with 0).
+    os.kill(agent, signal.SIGINT)
+    check(await wait_gone(agent, 5), "the agent did not end")
+    ended = time.monotonic()
+    await asyncio.sleep(100 * RETENTION_MINUTE_MS / 1000)
+
+    _, client = await dep.clauster()
+    manager = dep.manager()
+    rows = await manager.reattach_all(client)
+    check(rows[0].error_detail is None, f"after 100 minutes away: {rows[0].status} {rows[0].error_detail}")
+    session = manager.session(hid)
+    check(session is not None, "clauster did not reattach the session")
+    await eventually("the replayed exit", lambda: session.status == "stopped" and session.exit_code == 0)
+    # The daemon's clock really is shortened: a day (1440 minutes) later it
+    # has forgotten the process.
+    deadline = time.monotonic() + 10
+    while (await client.reattach(hid, 10**9)).get("found"):
+        check(time.monotonic() < deadline, "the process was never dropped")
+        await asyncio.sleep(0.05)
+    # (`ended` was seen after the exit; a little slack for that.)
+    check(time.monotonic() - ended >= 0.8 * 1440 * RETENTION_MINUTE_MS / 1000, "dropped before a day")
+
+
 async def _kept_agent_across_restart(dep: Deployment, restart: Callable[[int], Awaitable[None]]) -> None:
     """Spawns a hosted agent, restarts the daemon with `restart(daemon_pid)`, reattaches."""
     _, client = await dep.clauster()
@@ -519,6 +567,7 @@ CASES: dict[str, tuple[Callable[[Deployment], Awaitable[None]], bool]] = {
     "long_line_and_big_stdin": (long_line_and_big_stdin, False),
     "kill_int_kill_and_default": (kill_int_kill_and_default, False),
     "restart_then_reattach_from_zero": (restart_then_reattach_from_zero, False),
+    "session_ended_while_clauster_was_away": (session_ended_while_clauster_was_away, False),
     "hosted_lifecycle": (hosted_lifecycle, False),
     "keep_children_graceful_restart": (keep_children_graceful_restart, True),
     "keep_children_sigkill": (keep_children_sigkill, True),

@@ -317,7 +317,7 @@ fn serve_child(flags: &Flags) -> i32 {
     if run_lock.is_some() {
         let run_dir = crate::rundir::childrec::run_dir_of(&socket);
         crate::rundir::childrec::reap_orphans(&run_dir);
-        crate::rundir::childrec::start_recording(&run_dir, &instance);
+        crate::rundir::childrec::start_recording(&run_dir, &instance, flags.keep_children);
     } else {
         crate::log_warn!(
             "[daemon] serve: not the run dir's lock holder; leaving any predecessor's children alone and recording none"
