@@ -59,8 +59,33 @@ struct Subscriber {
 
 /// Tells a connection that another connection reattached a process it
 /// followed (reference `90fca6e6`: the replaced connection is closed).
-/// Holds the process id once that happened.
-pub type Handoff = Arc<tokio::sync::watch::Sender<Option<String>>>;
+pub type Handoff = Arc<HandoffSlot>;
+
+/// One connection's [`Handoff`].
+pub struct HandoffSlot {
+    /// The connection as log lines name it.
+    pub name: String,
+    /// Set once another connection took over a process this one followed.
+    pub replaced: tokio::sync::watch::Sender<Option<Replaced>>,
+}
+
+impl HandoffSlot {
+    pub fn new(name: String) -> Handoff {
+        Arc::new(HandoffSlot {
+            name,
+            replaced: tokio::sync::watch::channel(None).0,
+        })
+    }
+}
+
+/// What took a process from a connection.
+#[derive(Debug, Clone)]
+pub struct Replaced {
+    /// The process's id.
+    pub process: String,
+    /// The [`HandoffSlot::name`] of the connection that reattached it.
+    pub by: String,
+}
 
 struct LogState {
     /// Frames `hot_first() ..= last_seq`, never empty once a frame exists.
@@ -553,6 +578,7 @@ impl ReplayLog {
     /// through its [`Handoff`] that it was replaced. Returns false if the
     /// log was detached (its process id has been reused).
     pub fn follow_exclusively(&self, follower: u64, wake: Arc<Notify>, handoff: Handoff) -> bool {
+        let taker = handoff.name.clone();
         let mut state = self.lock();
         if state.detached {
             return false;
@@ -571,9 +597,12 @@ impl ReplayLog {
         }
         for s in state.subscribers.iter().filter(|s| s.follower != follower) {
             if let Some(h) = &s.handoff {
-                h.send_if_modified(|replaced| {
+                h.replaced.send_if_modified(|replaced| {
                     if replaced.is_none() {
-                        *replaced = Some(self.process_id.clone());
+                        *replaced = Some(Replaced {
+                            process: self.process_id.clone(),
+                            by: taker.clone(),
+                        });
                         true
                     } else {
                         false
