@@ -47,7 +47,7 @@ FAKE_CLAUDE = HERE / "bin" / "claude"
 EVENT_TIMEOUT = 10.0
 # clauster waits this long after INT before KILL (5 s in clauster; shortened
 # here so the escalation case stays quick, as clauster's own tests do).
-STOP_GRACE = 1.0
+STOP_GRACE = 2.0
 
 
 class CaseFailed(AssertionError):
@@ -60,13 +60,17 @@ def check(condition: bool, what: str) -> None:
 
 
 def pid_alive(pid: int) -> bool:
-    """Whether `pid` runs (a zombie counts as gone)."""
+    """Whether `pid` runs. A zombie nobody reaped yet counts as gone, but
+    only once all its threads are: the leader of a multi-threaded process
+    shows `Z` while the others still exit, its descriptors (the daemon's
+    listening socket) still open."""
     try:
         with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
             state = f.read().rsplit(")", 1)[1].split()[0]
+        threads = len(os.listdir(f"/proc/{pid}/task"))
     except (FileNotFoundError, ProcessLookupError, IndexError):
         return False
-    return state not in ("Z", "X")
+    return state not in ("Z", "X") or threads > 1
 
 
 async def wait_gone(pid: int, timeout: float) -> bool:
@@ -84,6 +88,20 @@ async def eventually(what: str, predicate: Callable[[], bool], timeout: float = 
         if time.monotonic() > deadline:
             raise CaseFailed(f"timed out waiting for {what}")
         await asyncio.sleep(0.02)
+
+
+async def drop_connection(daemon: ClaustrumDaemon) -> None:
+    """clauster's `aclose`, after its daemon went away under it.
+
+    `ClaustrumClient.close` awaits its reader task, and that task re-raises
+    an `OSError` it met (a reset from a daemon that died with bytes of ours
+    unread); clauster itself would surface it from `ensure`'s close of a
+    dead connection. The connection is gone either way.
+    """
+    try:
+        await daemon.aclose()
+    except OSError:
+        pass
 
 
 def peer_pid(client: ClaustrumClient) -> int:
@@ -187,7 +205,7 @@ class Deployment:
             for session in list(manager._sessions.values()):  # noqa: SLF001
                 await session.detach()
         for daemon in self.claustera:
-            await daemon.aclose()
+            await drop_connection(daemon)
         for pid in self.daemon_pids:
             if pid_alive(pid):
                 os.kill(pid, signal.SIGTERM)
@@ -382,11 +400,9 @@ async def hosted_lifecycle(dep: Deployment) -> None:
     await manager.respond(hid, parked["request_id"], {"behavior": "deny", "message": "no"})
     result = await events.until("second result", lambda e: frame_event("result")(e) and e["frame"]["result"] == "tool deny")
 
-    started = time.monotonic()
     row = await manager.stop(hid)
-    took = time.monotonic() - started
+    # Exit code 0: the INT ended it within the grace (a KILL reads -1).
     check(row.status == "stopped" and session.exit_code == 0, f"stop: {row.status} {session.exit_code}")
-    check(took < STOP_GRACE, f"a cooperative stop took {took:.2f}s, past the grace")
     check(await wait_gone(inst.agent_pid, 5), "the stopped agent still runs")
 
     # An agent that ignores INT: clauster escalates to KILL after the grace.
@@ -408,8 +424,8 @@ async def hosted_lifecycle(dep: Deployment) -> None:
 
 
 # One minute of the daemon's retention clock, in ms, for the next case: the
-# reference's 15 minutes last 15 ms, remora's default day 1.44 s.
-RETENTION_MINUTE_MS = 1
+# reference's 15 minutes last 30 ms, remora's default day 2.88 s.
+RETENTION_MINUTE_MS = 2
 
 
 async def session_ended_while_clauster_was_away(dep: Deployment) -> None:
@@ -472,7 +488,7 @@ async def _kept_agent_across_restart(dep: Deployment, restart: Callable[[int], A
     old_daemon = dep.daemon_pids[-1]
     await restart(old_daemon)
     check(await wait_gone(old_daemon, 10), "the old daemon is still running")
-    await dep.claustera[-1].aclose()
+    await drop_connection(dep.claustera[-1])
 
     _, client = await dep.clauster()
     check(dep.daemon_pids[-1] != old_daemon, "no new daemon was started")
@@ -528,7 +544,7 @@ async def sigkill_without_keep_children_reaps(dep: Deployment) -> None:
     old_daemon = dep.daemon_pids[-1]
     os.kill(old_daemon, signal.SIGKILL)
     check(await wait_gone(old_daemon, 10), "the old daemon is still running")
-    await dep.claustera[-1].aclose()
+    await drop_connection(dep.claustera[-1])
     _, client = await dep.clauster()
     check(await wait_gone(inst.agent_pid, 10), f"the orphan was not ended; daemon log:\n{dep.daemon_log}")
     check("ending orphaned process group" in dep.daemon_log, f"daemon log:\n{dep.daemon_log}")
@@ -539,8 +555,9 @@ async def sigkill_without_keep_children_reaps(dep: Deployment) -> None:
 async def second_clauster_takes_the_process(dep: Deployment) -> None:
     """two clausters on one daemon: a reattach from the second closes the first's connection."""
     first, client1 = await dep.clauster()
+    first_events = Events(client1.stream("shared").subscribe())
     await client1.spawn("shared", "/bin/sh", args=["-c", "echo s1; read x; echo s2"])
-    await Events(client1.stream("shared").subscribe()).until("s1", line_event("stdout", "s1"))
+    await first_events.until("s1", line_event("stdout", "s1"))
     second, client2 = await dep.clauster()
     events = Events(client2.stream("shared").subscribe())
     reply = await client2.reattach("shared", 0)
