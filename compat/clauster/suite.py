@@ -201,25 +201,46 @@ class Deployment:
         return path
 
     async def close(self) -> None:
+        """Ends every daemon and agent of this deployment by pid, whatever
+        fails on the way (the first failure is raised at the end)."""
+        failures: list[BaseException] = []
+
+        async def attempt(step: Awaitable[None]) -> None:
+            try:
+                await step
+            except Exception as exc:  # noqa: BLE001 - keep cleaning, report after
+                failures.append(exc)
+
         for manager in self.managers:
             for session in list(manager._sessions.values()):  # noqa: SLF001
-                await session.detach()
+                await attempt(session.detach())
         for daemon in self.claustera:
-            await drop_connection(daemon)
+            await attempt(drop_connection(daemon))
         for pid in self.daemon_pids:
-            if pid_alive(pid):
-                os.kill(pid, signal.SIGTERM)
-                if not await wait_gone(pid, 5):
-                    os.kill(pid, signal.SIGKILL)
-                    await wait_gone(pid, 5)
+            await attempt(end_process(pid, group=False))
         for pid in self.agent_pids:
-            if pid_alive(pid):
-                try:
-                    os.killpg(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                await wait_gone(pid, 5)
+            await attempt(end_process(pid, group=True))
         shutil.rmtree(self.dir, ignore_errors=True)
+        if failures:
+            raise failures[0]
+
+
+async def end_process(pid: int, *, group: bool) -> None:
+    """SIGTERM then SIGKILL for a daemon; SIGKILL to an agent's group."""
+    if not pid_alive(pid):
+        return
+    try:
+        if group:
+            os.killpg(pid, signal.SIGKILL)
+        else:
+            os.kill(pid, signal.SIGTERM)
+            if await wait_gone(pid, 5):
+                return
+            os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    if not await wait_gone(pid, 5):
+        raise CaseFailed(f"pid {pid} outlived SIGKILL")
 
 
 # -- the cases -------------------------------------------------------------
@@ -612,7 +633,7 @@ async def run_case(name: str, binary: str) -> tuple[bool, float, str]:
     took = time.monotonic() - started
     try:
         await dep.close()
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - a cleanup that fails may leave a process: report it
         ok, detail = False, detail + "\ncleanup failed:\n" + traceback.format_exc()
     return ok, took, detail
 
@@ -626,7 +647,8 @@ async def main() -> int:
     if unknown:
         parser.error(f"unknown case(s): {', '.join(unknown)}")
     binary = str(Path(args.binary).resolve())
-    hosted._STOP_GRACE_SECONDS = STOP_GRACE  # noqa: SLF001 - clauster's own tests shorten it so
+    # Read when a session is built, so set before any; clauster's tests do the same.
+    hosted._STOP_GRACE_SECONDS = STOP_GRACE  # noqa: SLF001
     logging.basicConfig(level=logging.WARNING, format="    clauster %(levelname)s %(name)s: %(message)s")
     # The daemons' replay dirs go under one temp dir, not the user's state dir.
     state = tempfile.mkdtemp(prefix="clst-xdg-")
