@@ -584,7 +584,9 @@ async def second_clauster_takes_the_process(dep: Deployment) -> None:
     reply = await client2.reattach("shared", 0)
     check(reply.get("found") is True, f"reattach {reply}")
     await events.until("s1 replayed to the second", line_event("stdout", "s1"))
-    # The first clauster is told nothing; its next call finds the connection gone.
+    # The first clauster is told nothing; once the daemon has dropped that
+    # connection (it logs it, then closes), its next call finds it gone.
+    await eventually("the daemon to drop the first connection", lambda: "reattached from another" in dep.daemon_log)
     try:
         await client1.ping()
         raise CaseFailed("the first clauster's connection is still open")
