@@ -259,7 +259,7 @@ async def connect_or_spawn_then_reconnect(dep: Deployment) -> None:
     await first.aclose()
     check(pid_alive(daemon_pid), "the daemon stopped when clauster dropped its connection")
 
-    _, client2 = await dep.clauster()
+    second, client2 = await dep.clauster()
     check(peer_pid(client2) == daemon_pid, "the restarted clauster started a second daemon")
     check(dep.token_path.read_text(encoding="utf-8") == token, "the persisted token changed")
     check(dep.daemon_log.count("listening on") == 1, f"daemon log:\n{dep.daemon_log}")
