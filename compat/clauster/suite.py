@@ -653,8 +653,17 @@ async def main() -> int:
     # Read when a session is built, so set before any; clauster's tests do the same.
     hosted._STOP_GRACE_SECONDS = STOP_GRACE  # noqa: SLF001
     logging.basicConfig(level=logging.WARNING, format="    clauster %(levelname)s %(name)s: %(message)s")
-    # The daemons' replay dirs go under one temp dir, not the user's state dir.
-    state = tempfile.mkdtemp(prefix="clst-xdg-")
+    # The daemons (which inherit this environment, as clauster's do) get a
+    # home of their own: their replay dirs land there, not in the user's
+    # state dir, and the login shell a daemon asks at its first spawn reads
+    # this profile rather than the user's (a slow one delays every first
+    # spawn by up to 4 s). The profile puts this interpreter first on the
+    # PATH that children get, for the fake `claude`'s `env python3`.
+    state = tempfile.mkdtemp(prefix="clst-home-")
+    Path(state, ".profile").write_text(
+        f'PATH="{Path(sys.executable).parent}:$PATH"; export PATH\n', encoding="utf-8"
+    )
+    os.environ["HOME"] = state
     os.environ["XDG_STATE_HOME"] = state
     failed = 0
     total = time.monotonic()
