@@ -80,6 +80,7 @@ fn usage_text_is_go_print_defaults() {
             "-cli-url string",
             "-cli-version string",
             "-cli-zst string",
+            "-exited-retention-min int",
             "-install",
             "-keep-children",
             "-log-level string",

@@ -16,6 +16,17 @@ fn is_frame(line: &str, seq: u64) -> bool {
     line.starts_with(r#"{"type":"stream","processId":"p1""#) && line.contains(&format!(r#""seq":{seq},"#))
 }
 
+/// The two connection numbers of a "closing connection" line.
+fn connections_named(line: &str) -> (u64, u64) {
+    let numbers: Vec<u64> = line
+        .split("(connection ")
+        .skip(1)
+        .map(|rest| rest.split(',').next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(numbers.len(), 2, "{line}");
+    (numbers[0], numbers[1])
+}
+
 #[test]
 fn reattach_cuts_the_old_connection_at_last_seq_and_closes_it() {
     let d = TestDaemon::start();
@@ -34,9 +45,24 @@ fn reattach_cuts_the_old_connection_at_last_seq_and_closes_it() {
     let second = b.recv_line();
     assert!(is_frame(&second, 2), "{second}");
     assert!(second.contains(r#""data":"Yg==""#), "{second}");
-    assert!(wait_until(Duration::from_secs(10), || d.log().contains(
-        "[Server] closing connection @: process p1 reattached from another connection"
-    )));
+    // The line names both connections (number and peer pid) and the process.
+    assert!(wait_until(Duration::from_secs(10), || d
+        .log()
+        .contains("reattached from another connection")));
+    let log = d.log();
+    let line = log
+        .lines()
+        .find(|l| l.contains("[Server] closing connection @ ("))
+        .unwrap();
+    let me = std::process::id();
+    let (closed, taker) = connections_named(line);
+    assert_eq!(
+        line.split_once(" INFO  ").unwrap().1,
+        format!(
+            "[Server] closing connection @ (connection {closed}, peer pid {me}): process p1 reattached from another connection (connection {taker}, peer pid {me})"
+        )
+    );
+    assert!(closed < taker, "{line}");
     // The new owner is still served.
     assert!(b.call(4, "server.ping", "{}").contains("pong"));
 }

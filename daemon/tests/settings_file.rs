@@ -72,7 +72,7 @@ fn every_key_changes_its_setting() {
         &bin,
         format!(
             "# written by the test\nreference-build = {SHA}\nreplay-dir = {}\nreplay-budget-mb = 7\n\
-             metrics-addr = {metrics}\nkeep-children = true\nlog-level = info\n",
+             metrics-addr = {metrics}\nkeep-children = true\nexited-retention-min = 90\nlog-level = info\n",
             replay.display()
         )
         .as_bytes(),
@@ -97,7 +97,8 @@ fn every_key_changes_its_setting() {
         (4, "replay-budget-mb = 7".to_string()),
         (5, format!("metrics-addr = {metrics}")),
         (6, "keep-children = true".to_string()),
-        (7, "log-level = info".to_string()),
+        (7, "exited-retention-min = 90".to_string()),
+        (8, "log-level = info".to_string()),
     ] {
         assert!(
             printed.contains(&format!("# from {c}:{line}\n{setting}\n")),
@@ -115,12 +116,19 @@ fn every_key_changes_its_setting() {
         "replay-budget-mb",
         "metrics-addr",
         "keep-children",
+        "exited-retention-min",
         "log-level",
     ] {
         assert!(summary.contains(&format!("{key}=")), "{key}: {summary}");
     }
-    assert_eq!(summary.matches(&format!("({c}:")).count(), 6, "{summary}");
+    assert_eq!(summary.matches(&format!("({c}:")).count(), 7, "{summary}");
     assert!(summary.contains("replay-budget-mb=7 ("), "{summary}");
+    // exited-retention-min: what the sweeper applies (its effect is
+    // tests/exited_retention.rs's, through the same flag field).
+    assert!(
+        summary.contains(&format!("exited-retention-min=90 ({c}:7)")),
+        "{summary}"
+    );
     // log-level = info: no debug line was written.
     assert!(!log.contains(" DEBUG "), "{log}");
     // metrics-addr: served.
@@ -178,7 +186,7 @@ fn a_flag_outranks_the_file() {
 fn assert_all_defaults(bin: &Path, state: &str) -> String {
     let printed = stdout_of(bin, &["-print-config"]);
     assert!(printed.lines().next().unwrap().ends_with(state), "{printed}");
-    assert_eq!(printed.matches("(default)\n").count(), 6, "{printed}");
+    assert_eq!(printed.matches("(default)\n").count(), 7, "{printed}");
     assert!(stdout_of(bin, &["-version"]).starts_with("remora "));
     printed
 }

@@ -317,7 +317,7 @@ fn serve_child(flags: &Flags) -> i32 {
     if run_lock.is_some() {
         let run_dir = crate::rundir::childrec::run_dir_of(&socket);
         crate::rundir::childrec::reap_orphans(&run_dir);
-        crate::rundir::childrec::start_recording(&run_dir, &instance);
+        crate::rundir::childrec::start_recording(&run_dir, &instance, flags.keep_children);
     } else {
         crate::log_warn!(
             "[daemon] serve: not the run dir's lock holder; leaving any predecessor's children alone and recording none"
@@ -343,6 +343,9 @@ fn serve_child(flags: &Flags) -> i32 {
             socket_path: socket,
             keep_children: flags.keep_children,
             replay: replay_config(flags),
+            retention: crate::process::retention::Retention::from_minutes(
+                u64::try_from(flags.exited_retention_min).unwrap_or(0),
+            ),
             auth_grace,
         },
         instance,

@@ -82,6 +82,12 @@ const SPECS: &[Spec] = &[
         usage: "local zstd-compressed CLI blob to install (-install)",
     },
     Spec {
+        name: "exited-retention-min",
+        kind: Kind::Int,
+        default: "1440",
+        usage: "minutes an exited process stays answerable; past 15 only while its whole replay log is kept (-serve)",
+    },
+    Spec {
         name: "install",
         kind: Kind::Bool,
         default: "false",
@@ -193,6 +199,8 @@ pub struct Flags {
     pub keep_children: bool,
     pub replay_dir: OsString,
     pub replay_budget_mb: i64,
+    /// Minutes an exited process stays registered (never negative).
+    pub exited_retention_min: i64,
     pub cli_dir: OsString,
     pub cli_version: OsString,
     pub cli_url: OsString,
@@ -227,6 +235,7 @@ impl Default for Flags {
             keep_children: false,
             replay_dir: OsString::new(),
             replay_budget_mb: 2048,
+            exited_retention_min: 1440,
             cli_dir: OsString::new(),
             cli_version: OsString::new(),
             cli_url: OsString::new(),
@@ -267,6 +276,13 @@ impl Flags {
             "cli-keep" => self.cli_keep = parse_int(value.as_bytes())?,
             "token-fd" => self.token_fd = parse_int(value.as_bytes())?,
             "replay-budget-mb" => self.replay_budget_mb = parse_int(value.as_bytes())?,
+            "exited-retention-min" => {
+                let minutes = parse_int(value.as_bytes())?;
+                if minutes < 0 {
+                    return Err("parse error".to_string());
+                }
+                self.exited_retention_min = minutes;
+            }
             "replay-dir" => self.replay_dir = text(),
             "cli-checksum" => self.cli_checksum = text(),
             "cli-dir" => self.cli_dir = text(),
@@ -632,5 +648,19 @@ mod tests {
         let mut sorted = names.clone();
         sorted.sort_unstable();
         assert_eq!(names, sorted);
+    }
+
+    #[test]
+    fn the_run_lock_skips_the_value_of_every_value_flag() {
+        // (`-socket` is the one value the lock reads rather than skips.)
+        let mut value_flags: Vec<&str> = SPECS
+            .iter()
+            .filter(|s| s.kind != Kind::Bool && s.name != "socket")
+            .map(|s| s.name)
+            .collect();
+        let mut listed = crate::rundir::runlock::VALUE_FLAGS.to_vec();
+        value_flags.sort_unstable();
+        listed.sort_unstable();
+        assert_eq!(value_flags, listed);
     }
 }

@@ -49,6 +49,7 @@ pub const KEYS: &[&str] = &[
     "metrics-addr",
     "keep-children",
     "log-level",
+    "exited-retention-min",
 ];
 
 /// Where an effective value came from.
@@ -342,6 +343,7 @@ fn value_text(flags: &Flags, key: &str, quote: bool) -> String {
         "replay-budget-mb" => flags.replay_budget_mb.to_string(),
         "metrics-addr" => quoted(&flags.metrics_addr),
         "keep-children" => flags.keep_children.to_string(),
+        "exited-retention-min" => flags.exited_retention_min.to_string(),
         "log-level" => flags.log_level.unwrap_or(Level::Debug).name().to_string(),
         _ => String::new(),
     }

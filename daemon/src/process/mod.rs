@@ -18,11 +18,12 @@
 //!
 //! So every output byte precedes the exit frame, and a signal to the group
 //! can never reach a recycled pgid. Exited processes stay in the registry
-//! (reattach replays them, killAndWait reports `alreadyExited`) for 15
-//! minutes after their exit frame, until the id is reused, or until the
+//! (reattach replays them, killAndWait reports `alreadyExited`) for as long
+//! as [`retention`] keeps them, until the id is reused, or until the
 //! daemon stops, whichever comes first; then their log is released.
 
 pub mod command;
+pub mod retention;
 pub mod session;
 pub mod stdin;
 // The platform half of the supervisor (signals, group kill, exit watch) is
@@ -396,8 +397,8 @@ pub struct Supervision {
     /// The daemon-wide stop signal: no spawn once it fired, and the
     /// retention sweeper ends with it.
     pub shutdown: ShutdownWatch,
-    /// How long exited processes stay registered ([`retention`]).
-    pub retention: Duration,
+    /// How long exited processes stay registered.
+    pub retention: retention::Retention,
     /// The clamp on `process.killAndWait`'s grace ([`MAX_KILL_GRACE`]).
     pub kill_grace_cap: Duration,
 }
@@ -639,7 +640,7 @@ impl ProcessManager {
         tokio::spawn(supervise(process.clone(), readers, self.deps.metrics.clone()));
         self.deps.metrics.process_spawns.fetch_add(1, Ordering::Relaxed);
         if !self.sweeper.swap(true, Ordering::AcqRel) {
-            tokio::spawn(sweep_exited(
+            tokio::spawn(retention::sweep_exited(
                 Arc::downgrade(&self.table),
                 self.deps.retention,
                 self.deps.shutdown.clone(),
@@ -816,25 +817,6 @@ fn launch(
     }
 }
 
-/// Drops exited processes of `table` whose exit frame is older than
-/// `retention` (their logs are freed once no connection still holds
-/// them); returns how many.
-fn drop_exited(table: &Table, retention: Duration) -> usize {
-    let now = std::time::Instant::now();
-    let mut table = lock(table);
-    let before = table.len();
-    table.retain(|_, p| {
-        p.finished_at
-            .get()
-            .is_none_or(|at| now.saturating_duration_since(*at) < retention)
-    });
-    let dropped = before - table.len();
-    if dropped > 0 && table.capacity() > 2 * table.len() + 64 {
-        table.shrink_to_fit();
-    }
-    dropped
-}
-
 /// Enlarges a child's stdout pipe to [`PIPE_SIZE`] while the daemon-wide
 /// budget allows. A bigger pipe lets a fast writer run ahead of the reader
 /// instead of ping-ponging every 64 KiB (about +50% stream throughput).
@@ -928,45 +910,6 @@ async fn feed_stdin(
                 st.queue = None;
             }
             return;
-        }
-    }
-}
-
-/// How long exited processes stay registered: [`store::RETENTION`], or
-/// `REMORA_TEST_RETENTION_MS` (tests only).
-pub fn retention() -> Duration {
-    store::test_env("REMORA_TEST_RETENTION_MS").map_or(store::RETENTION, Duration::from_millis)
-}
-
-/// The retention sweeper: every `retention / 15` (at most a minute), drops
-/// processes whose exit frame is older than the retention. Ends with the
-/// registry or at shutdown.
-async fn sweep_exited(table: Weak<Table>, retention: Duration, mut shutdown: ShutdownWatch) {
-    let period = (retention / 15).clamp(Duration::from_millis(10), Duration::from_secs(60));
-    // A second trim once the blocking pool's idle threads (kept 10 s) are
-    // gone, so what they freed is returned too.
-    let mut trim_again: Option<std::time::Instant> = None;
-    loop {
-        tokio::select! {
-            _ = tokio::time::sleep(period) => {}
-            _ = shutdown.wait() => return,
-        }
-        let Some(table) = table.upgrade() else { return };
-        let dropped = drop_exited(&table, retention);
-        drop(table);
-        if dropped > 0 {
-            crate::log_info!(
-                "[process.Manager] Dropped {} exited process(es) after {} s of retention",
-                dropped,
-                retention.as_secs()
-            );
-            // Give freed pages back to the system: a burst of short-lived
-            // processes should not leave the daemon's RSS raised.
-            crate::sys::os::trim_heap();
-            trim_again = Some(std::time::Instant::now() + Duration::from_secs(11));
-        } else if trim_again.is_some_and(|at| std::time::Instant::now() >= at) {
-            crate::sys::os::trim_heap();
-            trim_again = None;
         }
     }
 }

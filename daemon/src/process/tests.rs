@@ -10,7 +10,7 @@ fn manager(shutdown: &Shutdown) -> ProcessManager {
         replay: store::ReplayStore::in_memory(),
         metrics: Arc::default(),
         shutdown: shutdown.subscribe(),
-        retention: store::RETENTION,
+        retention: retention::Retention::from_minutes(15),
         kill_grace_cap: super::MAX_KILL_GRACE,
     })
 }

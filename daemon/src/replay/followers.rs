@@ -12,8 +12,33 @@ use tokio::sync::Notify;
 
 /// Tells a connection that another connection reattached a process it
 /// followed (reference `90fca6e6`: the replaced connection is closed).
-/// Holds the process id once that happened.
-pub type Handoff = Arc<tokio::sync::watch::Sender<Option<String>>>;
+pub type Handoff = Arc<HandoffSlot>;
+
+/// One connection's [`Handoff`].
+pub struct HandoffSlot {
+    /// The connection as log lines name it.
+    pub name: String,
+    /// Set once another connection took over a process this one followed.
+    pub replaced: tokio::sync::watch::Sender<Option<Replaced>>,
+}
+
+impl HandoffSlot {
+    pub fn new(name: String) -> Handoff {
+        Arc::new(HandoffSlot {
+            name,
+            replaced: tokio::sync::watch::channel(None).0,
+        })
+    }
+}
+
+/// What took a process from a connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Replaced {
+    /// The process's id.
+    pub process: String,
+    /// The [`HandoffSlot::name`] of the connection that reattached it.
+    pub by: String,
+}
 
 /// One follower's registration: who to wake on new frames.
 struct Follower {
@@ -97,6 +122,7 @@ impl Followers {
         if self.detached {
             return false;
         }
+        let taker = handoff.name.clone();
         match self.list.iter_mut().find(|f| f.id == follower) {
             Some(f) => {
                 f.limit = u64::MAX;
@@ -111,9 +137,12 @@ impl Followers {
         }
         for f in self.list.iter().filter(|f| f.id != follower) {
             if let Some(h) = &f.handoff {
-                h.send_if_modified(|replaced| {
+                h.replaced.send_if_modified(|replaced| {
                     if replaced.is_none() {
-                        *replaced = Some(process_id.to_string());
+                        *replaced = Some(Replaced {
+                            process: process_id.to_string(),
+                            by: taker.clone(),
+                        });
                         true
                     } else {
                         false
@@ -149,7 +178,7 @@ mod tests {
     use super::*;
 
     fn handoff() -> Handoff {
-        Arc::new(tokio::sync::watch::channel(None).0)
+        HandoffSlot::new("connection 2".to_string())
     }
 
     #[test]
@@ -171,14 +200,20 @@ mod tests {
     fn following_exclusively_tells_the_others_once() {
         let mut followers = Followers::default();
         let first = handoff();
-        let mut replaced = first.subscribe();
+        let mut replaced = first.replaced.subscribe();
         assert!(followers.follow_exclusively(1, Arc::new(Notify::new()), first.clone(), "p<1>"));
         assert!(!replaced.has_changed().unwrap());
         assert!(followers.follow_exclusively(2, Arc::new(Notify::new()), handoff(), "p<1>"));
-        assert_eq!(replaced.borrow_and_update().as_deref(), Some("p<1>"));
+        let taken = |process: &str| {
+            Some(Replaced {
+                process: process.to_string(),
+                by: "connection 2".to_string(),
+            })
+        };
+        assert_eq!(*replaced.borrow_and_update(), taken("p<1>"));
         assert!(followers.follow_exclusively(3, Arc::new(Notify::new()), handoff(), "other"));
         assert!(!replaced.has_changed().unwrap(), "the first replacement is kept");
-        assert_eq!(first.borrow().as_deref(), Some("p<1>"));
+        assert_eq!(*first.replaced.borrow(), taken("p<1>"));
     }
 
     #[test]

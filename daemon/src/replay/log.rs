@@ -290,6 +290,17 @@ impl ReplayLog {
         state.disk_first.map_or(hot_first, |d| d.min(hot_first))
     }
 
+    /// Whether every frame since seq 1 is still kept, on disk: nothing was
+    /// evicted and the log never fell back to a RAM ring (whose frames
+    /// cost RAM for as long as it is kept).
+    pub fn kept_whole(&self) -> bool {
+        let state = self.lock();
+        if !state.spill || state.last_seq == 0 {
+            return state.spill;
+        }
+        state.disk_first.map_or(state.hot_first(), |d| d.min(state.hot_first())) <= 1
+    }
+
     /// Whether the exit frame has been appended.
     pub fn has_exited(&self) -> bool {
         self.lock().exit_stamp.is_some()
@@ -530,6 +541,11 @@ impl ReplayLog {
     pub fn footprint(&self) -> (u64, u64) {
         let state = self.lock();
         (state.hot_bytes, state.disk_bytes)
+    }
+
+    /// Drops every segment, as the disk budget does to an idle exited log.
+    pub fn evict_whole_for_test(&self) -> bool {
+        StoredLog::evict_disk(self, true)
     }
 
     /// Whether the log spills to disk (false: a RAM ring).

@@ -8,6 +8,9 @@
 //! (written to a `.rec-<pid>.json.<random>` name and renamed, removed when
 //! the child's exit is observed, all removed at graceful shutdown). Every
 //! child also gets `CLAUDE_SSH_RUN_DIR=<runDir>` in its environment.
+//! A `-keep-children` daemon writes no record (remora's own): it promised
+//! its children they outlive it, so no successor may end them, whether it
+//! stopped gracefully or was SIGKILLed.
 //!
 //! At the next start, before binding and only as the lock holder, the
 //! records are read (first 128 per start, regular files of at most 4096
@@ -71,6 +74,8 @@ struct Recorder {
     dir: OwnedFd,
     run_dir: PathBuf,
     own: Record,
+    /// `-keep-children`: children are marked, never recorded.
+    keep_children: bool,
 }
 
 static RECORDER: OnceLock<Recorder> = OnceLock::new();
@@ -90,8 +95,10 @@ pub fn child_marker() -> Option<(&'static str, &'static Path)> {
 }
 
 /// Turns recording on for this daemon (the lock holder): opens, creating
-/// it 0700 if missing, `<runDir>/children`.
-pub fn start_recording(run_dir: &Path, instance: &crate::base::instance::Instance) {
+/// it 0700 if missing, `<runDir>/children`. With `keep_children` the
+/// children still get the run-dir marker and the trampoline's stamp, but
+/// no record.
+pub fn start_recording(run_dir: &Path, instance: &crate::base::instance::Instance, keep_children: bool) {
     let shown = run_dir.join("children");
     let dir = match open_children_dir(run_dir, true) {
         Ok(Some(fd)) => fd,
@@ -112,17 +119,24 @@ pub fn start_recording(run_dir: &Path, instance: &crate::base::instance::Instanc
         daemon_start: start_ticks(std::process::id() as i32).unwrap_or_default(),
         ..Default::default()
     };
+    if keep_children {
+        crate::log_info!(
+            "[process.Registry] -keep-children: no child is recorded, so no later daemon of this run dir ends one"
+        );
+    }
     let _ = RECORDER.set(Recorder {
         dir,
         run_dir: run_dir.to_path_buf(),
         own,
+        keep_children,
     });
 }
 
-/// Records child `pid`, started as `argv0`. A no-op when recording is off
-/// or the child's start time cannot be read (it already ended).
+/// Records child `pid`, started as `argv0`. A no-op when recording is off,
+/// under `-keep-children`, or when the child's start time cannot be read
+/// (it already ended).
 pub fn record(pid: i32, argv0: &str) {
-    let Some(r) = RECORDER.get() else {
+    let Some(r) = RECORDER.get().filter(|r| !r.keep_children) else {
         return;
     };
     if pid < 2 {

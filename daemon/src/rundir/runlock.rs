@@ -27,6 +27,27 @@ use std::io::{self, Read, Seek, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
+
+/// The `-serve` flags that take a value, to walk a holder's command line
+/// read from `/proc` without parsing it. `launch::flags` tests that this is
+/// every value flag it defines.
+pub(crate) const VALUE_FLAGS: &[&str] = &[
+    "token-file",
+    "token-fd",
+    "metrics-addr",
+    "cli-dir",
+    "cli-version",
+    "cli-url",
+    "cli-checksum",
+    "cli-zst",
+    "cli-keep",
+    "replay-dir",
+    "replay-budget-mb",
+    "exited-retention-min",
+    "log-level",
+    "reference-build",
+    "probe-cli",
+];
 use std::time::{Duration, Instant};
 
 /// The fixed name, beside the socket.
@@ -445,10 +466,7 @@ pub fn is_serve_of(cmdline: &[u8], cwd: Option<&Path>, socket: &Path, program: &
                 }
             },
             // Flags that take a value: skip it so it is not read as a flag.
-            b"token-file" | b"token-fd" | b"metrics-addr" | b"cli-dir" | b"cli-version" | b"cli-url"
-            | b"cli-checksum" | b"cli-zst" | b"cli-keep" | b"replay-dir" | b"replay-budget-mb" | b"probe-cli"
-                if value.is_none() =>
-            {
+            _ if value.is_none() && VALUE_FLAGS.iter().any(|f| f.as_bytes() == key) => {
                 i += 1;
             }
             _ => {}

@@ -18,12 +18,14 @@
 //!
 //! A process streams to one connection at a time: a reattach from another
 //! connection cuts this one at the reply's `lastSeq` and closes it (the
-//! [`Handoff`] carries the process id for the log line).
+//! [`Handoff`] carries the process id and the taker's name for the log
+//! line, which names both connections by number and peer pid: `@` alone,
+//! the reference's address of a Unix socket peer, says nothing).
 
 use crate::base::frame::{LineReader, ReadEvent};
 use crate::methods::Follow;
 use crate::replay::cursor::Cursor;
-use crate::replay::followers::Handoff;
+use crate::replay::followers::{Handoff, HandoffSlot};
 use crate::serve::admission::Ticket;
 use crate::serve::dispatch::{Dispatcher, Handlers, Reply, Step};
 use crate::serve::state::Daemon;
@@ -50,6 +52,15 @@ const UNAUTHORIZED_WARNINGS: u32 = 5;
 
 static NEXT_CONN_ID: AtomicU64 = AtomicU64::new(1);
 
+/// How log lines name a connection: its number in this daemon's life and
+/// the pid of the process at the other end (when the OS tells it).
+fn connection_name(conn_id: u64, peer: Option<i32>) -> String {
+    match peer {
+        Some(pid) => format!("connection {conn_id}, peer pid {pid}"),
+        None => format!("connection {conn_id}"),
+    }
+}
+
 /// Serves one accepted connection until it closes or the daemon stops.
 /// Until it sends a request with the token it is held to the bounds of
 /// [`crate::serve::admission`]: its lines are checked on the reader, its buffer
@@ -58,11 +69,12 @@ static NEXT_CONN_ID: AtomicU64 = AtomicU64::new(1);
 pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>, mut ticket: Ticket) {
     let conn_id = NEXT_CONN_ID.fetch_add(1, Ordering::Relaxed);
     crate::log_info!("[Server] New connection from: @");
+    let peer = crate::sys::os::peer_pid(std::os::fd::AsRawFd::as_raw_fd(&stream));
     daemon.metrics.connections.fetch_add(1, Ordering::Relaxed);
     let _open = OpenClient::count(&daemon);
     let (read_half, write_half) = stream.into_split();
     let (tx, rx) = mpsc::channel(REPLY_QUEUE);
-    let handoff: Handoff = Arc::new(tokio::sync::watch::channel(None).0);
+    let handoff = HandoffSlot::new(connection_name(conn_id, peer));
     let writer = tokio::spawn(write_loop(
         write_half,
         rx,
@@ -110,7 +122,7 @@ async fn read_requests(
     handoff: &Handoff,
 ) -> Close {
     let mut shutdown = daemon.shutdown.subscribe();
-    let mut replaced = handoff.subscribe();
+    let mut replaced = handoff.replaced.subscribe();
     let in_flight = InFlight::new();
     let mut reader = LineReader::new(read_half);
     reader.charge_to(ticket.line_budget());
@@ -125,13 +137,15 @@ async fn read_requests(
                 crate::log_warn!("[Server] closing connection: no authenticated request within {:?}", daemon.admission.grace());
                 return Close::Abort;
             }
-            process = replaced.wait_for(Option::is_some) => {
+            taken = replaced.wait_for(Option::is_some) => {
                 // Another connection reattached a process this one
                 // followed (90fca6e6): the writer stops by itself.
-                if let Ok(process) = process {
+                if let Some(taken) = taken.ok().as_deref().and_then(Option::as_ref) {
                     crate::log_info!(
-                        "[Server] closing connection @: process {} reattached from another connection",
-                        crate::base::logging::Untrusted(process.as_deref().unwrap_or_default())
+                        "[Server] closing connection @ ({}): process {} reattached from another connection ({})",
+                        handoff.name,
+                        crate::base::logging::Untrusted(&taken.process),
+                        taken.by
                     );
                 }
                 return Close::Drain;
@@ -248,7 +262,7 @@ async fn write_loop(
     mut shutdown: crate::base::shutdown::ShutdownWatch,
     handoff: Handoff,
 ) {
-    let mut replaced = handoff.subscribe();
+    let mut replaced = handoff.replaced.subscribe();
     let wake = Arc::new(Notify::new());
     let mut cursors: Vec<Followed> = Vec::new();
     let mut out: Vec<u8> = Vec::with_capacity(16 * 1024);

@@ -7,6 +7,7 @@
 
 use crate::base::instance::Instance;
 use crate::base::shutdown::Shutdown;
+use crate::process::retention::Retention;
 use crate::process::{ProcessManager, Supervision};
 use crate::protocol::metrics::Metrics;
 use crate::replay::store::{ReplayStore, StoreConfig};
@@ -23,6 +24,8 @@ pub struct Options {
     pub keep_children: bool,
     /// `-replay-dir` and `-replay-budget-mb`: where replay logs spill.
     pub replay: StoreConfig,
+    /// `-exited-retention-min`: how long exited processes stay answerable.
+    pub retention: Retention,
     /// How long a connection may stay without an authenticated request
     /// ([`crate::serve::admission::AUTH_GRACE`] unless a test shortens it).
     pub auth_grace: std::time::Duration,
@@ -34,6 +37,7 @@ impl Default for Options {
             socket_path: PathBuf::new(),
             keep_children: false,
             replay: StoreConfig::default(),
+            retention: Retention::from_minutes(crate::process::retention::DEFAULT_MINUTES),
             auth_grace: crate::serve::admission::AUTH_GRACE,
         }
     }
@@ -67,7 +71,7 @@ impl Daemon {
             replay: replay.clone(),
             metrics: metrics.clone(),
             shutdown: shutdown.subscribe(),
-            retention: crate::process::retention(),
+            retention: options.retention,
             kill_grace_cap: crate::process::kill_grace_cap_from_env(),
         });
         Arc::new(Daemon {
