@@ -43,6 +43,16 @@ pub struct SpawnSpec<'a> {
     pub no_agent_socket: bool,
 }
 
+/// A new child's pipes, as registered with the tokio reactor.
+type ChildPipes = (
+    std::io::Result<tokio::process::ChildStdin>,
+    std::io::Result<tokio::process::ChildStdout>,
+    std::io::Result<tokio::process::ChildStderr>,
+);
+
+/// The output pumps of a child, stdout's then stderr's.
+type Readers = (tokio::task::JoinHandle<()>, tokio::task::JoinHandle<()>);
+
 impl ProcessManager {
     /// Starts a child and registers it under `spec.id`, replacing (and
     /// tearing down) a previous process with that id. When the arguments
@@ -164,17 +174,51 @@ impl ProcessManager {
             finished_at: std::sync::OnceLock::new(),
             finished: watch::channel(false).0,
         });
-        let readers = match (stdin, stdout, stderr) {
+        let readers = Some(self.start_pumps(&process, (stdin, stdout, stderr), queue_rx, grown, program)?);
+        // The std handle is not needed any more: the supervisor reaps by
+        // pid. Dropping it neither kills nor waits.
+        drop(child);
+        tokio::spawn(supervise(process.clone(), readers, self.deps.metrics.clone()));
+        self.deps.metrics.process_spawns.fetch_add(1, Ordering::Relaxed);
+        if !self.sweeper.swap(true, Ordering::AcqRel) {
+            tokio::spawn(retention::sweep_exited(
+                Arc::downgrade(&self.table),
+                self.deps.retention,
+                self.deps.shutdown.clone(),
+            ));
+        }
+        crate::log_info!(
+            "[process.Manager] Spawned process {} (pid {}): {}",
+            crate::base::logging::Untrusted(spec.id),
+            pid,
+            crate::base::logging::Untrusted(spec.command)
+        );
+        self.register(spec.id, &process);
+        Ok(process)
+    }
+
+    /// Starts the stdin writer and the two output pumps of a new child.
+    /// When a pipe cannot be registered with the reactor the child is
+    /// killed and left to a supervisor of its own, which reaps it.
+    fn start_pumps(
+        &self,
+        process: &Arc<ManagedProcess>,
+        pipes: ChildPipes,
+        queue_rx: mpsc::UnboundedReceiver<Vec<u8>>,
+        grown: bool,
+        program: &str,
+    ) -> Result<Readers, String> {
+        match pipes {
             (Ok(stdin), Ok(stdout), Ok(stderr)) => {
                 let writer = tokio::spawn(feed_stdin(
                     stdin,
                     queue_rx,
                     process.stdin_queued.clone(),
-                    Arc::downgrade(&process),
+                    Arc::downgrade(process),
                 ));
                 lock(&process.stdin).writer = Some(writer.abort_handle());
                 let (log_out, metrics_out) = (process.log.clone(), self.deps.metrics.clone());
-                Some((
+                Ok((
                     tokio::spawn(async move {
                         pump(stdout, Stream::Stdout, log_out, metrics_out).await;
                         if grown {
@@ -196,31 +240,18 @@ impl ProcessManager {
                 if grown {
                     GROWN_PIPES.fetch_sub(1, Ordering::AcqRel);
                 }
-                sys::signal_group(pid, libc::SIGKILL);
+                sys::signal_group(process.pid, libc::SIGKILL);
                 tokio::spawn(supervise(process.clone(), None, self.deps.metrics.clone()));
                 let err = err.unwrap_or_else(|| std::io::Error::other("pipe setup failed"));
-                return Err(command::fork_exec_error(program, &err));
+                Err(command::fork_exec_error(program, &err))
             }
-        };
-        // The std handle is not needed any more: the supervisor reaps by
-        // pid. Dropping it neither kills nor waits.
-        drop(child);
-        tokio::spawn(supervise(process.clone(), readers, self.deps.metrics.clone()));
-        self.deps.metrics.process_spawns.fetch_add(1, Ordering::Relaxed);
-        if !self.sweeper.swap(true, Ordering::AcqRel) {
-            tokio::spawn(retention::sweep_exited(
-                Arc::downgrade(&self.table),
-                self.deps.retention,
-                self.deps.shutdown.clone(),
-            ));
         }
-        crate::log_info!(
-            "[process.Manager] Spawned process {} (pid {}): {}",
-            crate::base::logging::Untrusted(spec.id),
-            pid,
-            crate::base::logging::Untrusted(spec.command)
-        );
-        let previous = lock(&self.table).insert(spec.id.to_string(), process.clone());
+    }
+
+    /// Registers a started child under `id`; a previous process with that
+    /// id is torn down.
+    fn register(&self, id: &str, process: &Arc<ManagedProcess>) {
+        let previous = lock(&self.table).insert(id.to_string(), process.clone());
         if let Some(old) = previous {
             // The old tree would be unreachable: no kill, stdin or
             // reattach can name it any more. Drop its subscribers first so
@@ -235,7 +266,6 @@ impl ProcessManager {
                 old.pid
             );
         }
-        Ok(process)
     }
 }
 
