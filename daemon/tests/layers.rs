@@ -5,7 +5,8 @@
 //! does not compile them, so it fails the moment an import crosses the
 //! layers, with the file and the path that did it.
 //!
-//! A folder that holds several steps of one path (today `serve/`) also has
+//! A folder that holds several steps of one path (today `serve/` and
+//! `process/`) also has
 //! an order inside it ([`INNER`]): there a module may import only modules
 //! of its own rank or a lower one, so folding layers into one folder did
 //! not let them import each other both ways.
@@ -33,21 +34,39 @@ const LAYERS: &[(&str, &[&str])] = &[
 /// lower rank, never a higher one. Every module of such a folder must have
 /// a rank. Keep in step with the folder's `mod.rs` and
 /// `docs/ARCHITECTURE.md`.
-const INNER: &[(&str, &[&[&str]])] = &[(
-    "serve",
-    &[
-        // The connection cap and the unauthenticated bounds (state holds them).
-        &["admission"],
-        // Daemon-wide state, shared by all that follows.
-        &["state"],
-        // A request line to its reply.
-        &["dispatch"],
-        // One client: reader and writer.
-        &["connection"],
-        // The accept loop, and what runs beside it from the entry layer.
-        &["server", "orphan", "metrics_http", "shellenv"],
-    ],
-)];
+const INNER: &[(&str, &[&[&str]])] = &[
+    (
+        "serve",
+        &[
+            // The connection cap and the unauthenticated bounds (state holds them).
+            &["admission"],
+            // Daemon-wide state, shared by all that follows.
+            &["state"],
+            // A request line to its reply.
+            &["dispatch"],
+            // One client: reader and writer.
+            &["connection"],
+            // The accept loop, and what runs beside it from the entry layer.
+            &["server", "orphan", "metrics_http", "shellenv"],
+        ],
+    ),
+    (
+        "process",
+        &[
+            // Pure helpers: lookup and env, the stdin verdict, session keys.
+            &["command", "stdin", "session"],
+            // The process type and the table of them.
+            &["managed"],
+            // What runs beside a child: its pumps, its supervisor, the
+            // retention sweeper.
+            &["pumps", "supervise", "retention"],
+            // The registry and its teardown.
+            &["registry"],
+            // Starting a child, which wires all of the above.
+            &["spawn"],
+        ],
+    ),
+];
 
 /// Exported macros, by the module that defines them (`crate::log_info!`).
 const MACROS: &[(&str, &str)] = &[
@@ -419,4 +438,40 @@ fn planted_violations_inside_serve_are_caught() {
     assert_eq!(check("serve/newthing.rs", "").len(), 1);
     // Other folders have no inner order.
     assert!(check("replay/store.rs", "use crate::replay::cursor::Cursor;").is_empty());
+}
+
+#[test]
+fn planted_violations_inside_process_are_caught() {
+    let check = |file: &str, source: &str| violations(Path::new(file), source);
+    // Upward inside the folder, by plain path, group and `super::`.
+    assert_eq!(
+        check("process/managed.rs", "use super::registry::ProcessManager;"),
+        ["process/managed.rs: `process::registry::ProcessManager` reaches up inside process from managed (rank 1) to registry (rank 3)"]
+    );
+    assert_eq!(
+        check("process/pumps.rs", "use crate::process::spawn::SpawnSpec;").len(),
+        1
+    );
+    assert_eq!(
+        check(
+            "process/registry.rs",
+            "use crate::{base::frame, process::spawn::SpawnError};"
+        )
+        .len(),
+        1
+    );
+    assert_eq!(
+        check("process/stdin.rs", "fn f(p: &super::managed::ManagedProcess) {}").len(),
+        1
+    );
+    // Downward and within a rank are fine, and so is the folder's mod.rs.
+    assert!(check(
+        "process/spawn.rs",
+        "use super::managed::lock; use super::registry::ProcessManager; use super::command::resolve;"
+    )
+    .is_empty());
+    assert!(check("process/supervise.rs", "use super::pumps::pump;").is_empty());
+    assert!(check("process/mod.rs", "pub use spawn::SpawnSpec; pub mod managed;").is_empty());
+    // A new module of the folder must be given a rank.
+    assert_eq!(check("process/newthing.rs", "").len(), 1);
 }

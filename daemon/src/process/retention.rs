@@ -22,7 +22,7 @@
 //! `killAndWait`) and "Process not found" (`stdin`, `kill`), as with the
 //! reference. A running process is never dropped.
 
-use super::{lock, Table};
+use super::managed::{lock, Table};
 use crate::base::shutdown::ShutdownWatch;
 use crate::replay::store;
 use std::sync::Weak;
@@ -212,7 +212,7 @@ mod tests {
             metrics: Arc::default(),
             shutdown: stop.subscribe(),
             retention: Retention::from_minutes(DEFAULT_MINUTES),
-            kill_grace_cap: super::super::MAX_KILL_GRACE,
+            kill_grace_cap: super::super::registry::MAX_KILL_GRACE,
         });
         let args = ["x".to_string()];
         for id in ids {

@@ -1,8 +1,13 @@
 //! Unit tests of the supervisor with real children: shutdown, exit
 //! frames (killedBy), and the exit-frame/pipe ordering.
 
+use super::managed::{lock, ManagedProcess, STDIN_CHUNK_MIN_CHARGE, STDIN_QUEUE_CAP};
 use super::*;
 use crate::base::shutdown::Shutdown;
+use crate::replay::store;
+use crate::sys::process as sys;
+use std::sync::Arc;
+use std::time::Duration;
 
 /// A registry with an in-memory replay store, as the daemon would make it.
 fn manager(shutdown: &Shutdown) -> ProcessManager {
@@ -11,7 +16,7 @@ fn manager(shutdown: &Shutdown) -> ProcessManager {
         metrics: Arc::default(),
         shutdown: shutdown.subscribe(),
         retention: retention::Retention::from_minutes(15),
-        kill_grace_cap: super::MAX_KILL_GRACE,
+        kill_grace_cap: super::registry::MAX_KILL_GRACE,
     })
 }
 

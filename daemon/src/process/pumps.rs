@@ -1,0 +1,115 @@
+//! The pumps: one task per output pipe copying each read into the replay
+//! log as one frame, the stdin writer task draining a process's queue
+//! into its pipe, and the daemon-wide budget of enlarged stdout pipes.
+
+use super::managed::{lock, stdin_charge, ManagedProcess};
+use crate::protocol::metrics::Metrics;
+use crate::replay::frame::Stream;
+use crate::replay::log::ReplayLog;
+use crate::sys::process as sys;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::mpsc;
+
+/// One read of a pipe, hence the largest frame (seed 000: "at most one
+/// 32 KiB read").
+pub const READ_BUF: usize = 32 * 1024;
+// A read goes straight into a buffer of the replay store's frame pool.
+const _: () = assert!(READ_BUF == crate::replay::frame::POOLED_BUF);
+/// Size of an enlarged stdout pipe (see [`grow_pipe`]).
+const PIPE_SIZE: i32 = 256 << 10;
+/// How many enlarged pipes may exist at once.
+const GROWN_PIPES_MAX: usize = 64;
+pub(super) static GROWN_PIPES: AtomicUsize = AtomicUsize::new(0);
+
+/// Enlarges a child's stdout pipe to [`PIPE_SIZE`] while the daemon-wide
+/// budget allows. A bigger pipe lets a fast writer run ahead of the reader
+/// instead of ping-ponging every 64 KiB (about +50% stream throughput).
+/// The budget matters: pipe buffers count against the user's
+/// `pipe-user-pages-soft` (64 MiB by default), and once that is exceeded
+/// every *new* pipe of the user (the children's own pipelines included)
+/// is cut to two pages. So at most [`GROWN_PIPES_MAX`] pipes are grown at
+/// once (16 MiB, a quarter of the default limit); the rest keep the
+/// default size. Returns whether this pipe was grown (and so holds a slot
+/// until its reader reaches EOF).
+pub(super) fn grow_pipe(pipe: &std::process::ChildStdout) -> bool {
+    let taken = GROWN_PIPES.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+        (n < GROWN_PIPES_MAX).then_some(n + 1)
+    });
+    if taken.is_err() {
+        return false;
+    }
+    use std::os::fd::AsRawFd;
+    if !sys::resize_pipe(pipe.as_raw_fd(), PIPE_SIZE) {
+        GROWN_PIPES.fetch_sub(1, Ordering::AcqRel);
+        return false;
+    }
+    true
+}
+
+/// Copies one output pipe into the log, one frame per read.
+pub(super) async fn pump<R: tokio::io::AsyncRead + Unpin>(
+    mut pipe: R,
+    stream: Stream,
+    log: Arc<ReplayLog>,
+    metrics: Arc<Metrics>,
+) {
+    // Reads go straight into a buffer of the store's frame pool, which the
+    // log then keeps as the frame: no copy per read.
+    let mut buf = log.read_buffer();
+    loop {
+        let Some(space) = Arc::get_mut(&mut buf) else {
+            // Not reached (the pool hands out only buffers nothing else
+            // holds), but a shared one must never be written.
+            buf = std::iter::repeat_n(0u8, READ_BUF).collect();
+            continue;
+        };
+        match pipe.read(space).await {
+            Ok(0) => return,
+            Ok(n) => {
+                buf = log.push_read(stream, buf, n).unwrap_or_else(|| log.read_buffer());
+                metrics.stream_bytes_out.fetch_add(n as u64, Ordering::Relaxed);
+                // Waits only when the disk writer is a whole bound behind:
+                // the child then sees pipe backpressure, not our memory.
+                log.wait_writable().await;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                crate::log_warn!("[process.Manager] {} read error: {}", stream.name(), e);
+                return;
+            }
+        }
+    }
+}
+
+/// Drains the stdin queue into the child. A failed write (EPIPE: the child
+/// closed its stdin or exited) drops what is queued and marks stdin
+/// broken; later `process.stdin` calls report the error instead of
+/// pretending to deliver.
+pub(super) async fn feed_stdin(
+    mut pipe: tokio::process::ChildStdin,
+    mut queue: mpsc::UnboundedReceiver<Vec<u8>>,
+    queued: Arc<AtomicUsize>,
+    process: Weak<ManagedProcess>,
+) {
+    while let Some(chunk) = queue.recv().await {
+        let written = pipe.write_all(&chunk).await;
+        queued.fetch_sub(stdin_charge(chunk.len()), Ordering::AcqRel);
+        drop(chunk);
+        if let Err(e) = written {
+            if let Some(p) = process.upgrade() {
+                let why = format!("write |1: {}", crate::base::goerr::io_text(&e));
+                crate::log_warn!(
+                    "[process.Manager] Process {} stdin: {}",
+                    crate::base::logging::Untrusted(&p.id),
+                    why
+                );
+                let mut st = lock(&p.stdin);
+                st.broken = Some(why);
+                st.queue = None;
+            }
+            return;
+        }
+    }
+}
