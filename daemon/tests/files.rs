@@ -5,22 +5,11 @@
 
 mod common;
 
+use common::reply::{err, ok, p};
 use common::TestDaemon;
 use std::fs;
 use std::os::unix::fs::{symlink, FileTypeExt, PermissionsExt};
 use std::path::Path;
-
-fn ok(id: u32, result: &str) -> String {
-    format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#)
-}
-
-fn err(id: u32, code: i64, message: &str) -> String {
-    format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":{code},"message":"{message}"}}}}"#)
-}
-
-fn p(path: &Path) -> String {
-    path.to_str().expect("utf-8 temp path").to_string()
-}
 
 fn chmod(path: &Path, mode: u32) {
     fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();

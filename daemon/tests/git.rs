@@ -7,17 +7,10 @@
 mod common;
 
 use common::git::{git, git_daemon as daemon, repo};
+use common::reply::{ok, p};
 use common::TestDaemon;
 use std::fs;
 use std::path::Path;
-
-fn ok(result: &str) -> String {
-    format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#)
-}
-
-fn p(path: &Path) -> String {
-    path.to_str().expect("utf-8 temp path").to_string()
-}
 
 fn call(d: &TestDaemon, method: &str, params: &str) -> String {
     d.call(method, params)
@@ -36,7 +29,7 @@ fn non_repo_bodies_differ_per_method() {
         let params = path_param(&dir);
         assert_eq!(
             call(&d, "git.info", &params),
-            ok(r#"{"isRepo":false,"repoSlug":"","defaultBranch":""}"#)
+            ok(1, r#"{"isRepo":false,"repoSlug":"","defaultBranch":""}"#)
         );
         // Since 7d193f89 a status needs the repository the worktree belongs to.
         assert_eq!(
@@ -45,18 +38,18 @@ fn non_repo_bodies_differ_per_method() {
         );
         assert_eq!(
             call(&d, "git.status", &format!(r#"{{"path":"{dir}","baseRepo":"{dir}"}}"#)),
-            ok(r#"{"isRepo":false,"clean":false}"#)
+            ok(1, r#"{"isRepo":false,"clean":false}"#)
         );
         assert_eq!(
             call(&d, "git.list_branches", &params),
-            ok(r#"{"isRepo":false,"branches":[]}"#)
+            ok(1, r#"{"isRepo":false,"branches":[]}"#)
         );
     }
     // Inside the .git directory is not a work tree.
     let r = repo(&d.root().join("r"), false);
     assert_eq!(
         call(&d, "git.info", &path_param(&format!("{}/.git", p(&r)))),
-        ok(r#"{"isRepo":false,"repoSlug":"","defaultBranch":""}"#)
+        ok(1, r#"{"isRepo":false,"repoSlug":"","defaultBranch":""}"#)
     );
     // Namespace binding: a mistyped sibling field is Invalid params.
     assert_eq!(
@@ -72,9 +65,12 @@ fn info_branch_root_and_detached() {
     let u = p(&unborn);
     assert_eq!(
         call(&d, "git.info", &path_param(&u)),
-        ok(&format!(
-            r#"{{"isRepo":true,"repo":"empty","branch":"master","root":"{u}","repoSlug":"","defaultBranch":""}}"#
-        ))
+        ok(
+            1,
+            &format!(
+                r#"{{"isRepo":true,"repo":"empty","branch":"master","root":"{u}","repoSlug":"","defaultBranch":""}}"#
+            )
+        )
     );
     let r = repo(&d.root().join("full"), false);
     let rs = p(&r);
@@ -83,25 +79,34 @@ fn info_branch_root_and_detached() {
     let sub = format!("{rs}/sub/deeper");
     assert_eq!(
         call(&d, "git.info", &path_param(&sub)),
-        ok(&format!(
-            r#"{{"isRepo":true,"repo":"full","branch":"feature/x","root":"{rs}","repoSlug":"","defaultBranch":""}}"#
-        ))
+        ok(
+            1,
+            &format!(
+                r#"{{"isRepo":true,"repo":"full","branch":"feature/x","root":"{rs}","repoSlug":"","defaultBranch":""}}"#
+            )
+        )
     );
     // `repo` is the folder name of `root` whatever the spelling of `path`
     // (build 5db5e4a), a trailing slash included.
     assert_eq!(
         call(&d, "git.info", &path_param(&format!("{rs}/"))),
-        ok(&format!(
-            r#"{{"isRepo":true,"repo":"full","branch":"feature/x","root":"{rs}","repoSlug":"","defaultBranch":""}}"#
-        ))
+        ok(
+            1,
+            &format!(
+                r#"{{"isRepo":true,"repo":"full","branch":"feature/x","root":"{rs}","repoSlug":"","defaultBranch":""}}"#
+            )
+        )
     );
     git(&r, &["checkout", "-q", "--detach"]);
     let short = git(&r, &["rev-parse", "--short", "HEAD"]);
     assert_eq!(
         call(&d, "git.info", &path_param(&rs)),
-        ok(&format!(
-            r#"{{"isRepo":true,"repo":"full","branch":"detached:{short}","root":"{rs}","repoSlug":"","defaultBranch":""}}"#
-        ))
+        ok(
+            1,
+            &format!(
+                r#"{{"isRepo":true,"repo":"full","branch":"detached:{short}","root":"{rs}","repoSlug":"","defaultBranch":""}}"#
+            )
+        )
     );
 }
 
@@ -111,9 +116,12 @@ fn info_repo_slug_and_default_branch() {
     let r = repo(&d.root().join("r"), false);
     let rs = p(&r);
     let body = |slug: &str, default: &str| {
-        ok(&format!(
-            r#"{{"isRepo":true,"repo":"r","branch":"master","root":"{rs}","repoSlug":"{slug}","defaultBranch":"{default}"}}"#
-        ))
+        ok(
+            1,
+            &format!(
+                r#"{{"isRepo":true,"repo":"r","branch":"master","root":"{rs}","repoSlug":"{slug}","defaultBranch":"{default}"}}"#
+            ),
+        )
     };
     git(&r, &["remote", "add", "origin", "git@github.com:owner/repo.git"]);
     assert_eq!(call(&d, "git.info", &path_param(&rs)), body("owner/repo", ""));
@@ -170,9 +178,9 @@ fn bare_repositories_and_dot_git_folders_per_method() {
     git(d.root(), &["init", "-q", "--bare", "bare.git"]);
     let full_bare = d.root().join("full.git");
     git(d.root(), &["clone", "-q", "--bare", &rs, "full.git"]);
-    let info_not_repo = ok(r#"{"isRepo":false,"repoSlug":"","defaultBranch":""}"#);
-    let status_not_repo = ok(r#"{"isRepo":false,"clean":false}"#);
-    let branches = ok(r#"{"isRepo":true,"branches":["master","wtbranch"]}"#);
+    let info_not_repo = ok(1, r#"{"isRepo":false,"repoSlug":"","defaultBranch":""}"#);
+    let status_not_repo = ok(1, r#"{"isRepo":false,"clean":false}"#);
+    let branches = ok(1, r#"{"isRepo":true,"branches":["master","wtbranch"]}"#);
 
     for dir in [
         p(&empty_bare),
@@ -191,7 +199,7 @@ fn bare_repositories_and_dot_git_folders_per_method() {
     }
     assert_eq!(
         call(&d, "git.list_branches", &path_param(&p(&empty_bare))),
-        ok(r#"{"isRepo":true,"branches":[]}"#)
+        ok(1, r#"{"isRepo":true,"branches":[]}"#)
     );
     assert_eq!(call(&d, "git.list_branches", &path_param(&p(&full_bare))), branches);
     assert_eq!(call(&d, "git.list_branches", &path_param(&dot_git)), branches);
@@ -223,9 +231,10 @@ fn info_root_is_the_folder_holding_dot_git() {
     let r = repo(&d.root().join("real"), false);
     let rs = p(&r);
     let body = |repo: &str, root: &str| {
-        ok(&format!(
-            r#"{{"isRepo":true,{repo}"branch":"master","root":"{root}","repoSlug":"","defaultBranch":""}}"#
-        ))
+        ok(
+            1,
+            &format!(r#"{{"isRepo":true,{repo}"branch":"master","root":"{root}","repoSlug":"","defaultBranch":""}}"#),
+        )
     };
     // Through a symbolic link, from a subdirectory: the real folder's name.
     fs::create_dir(r.join("sub")).unwrap();
@@ -248,10 +257,13 @@ fn info_root_is_the_folder_holding_dot_git() {
     git(&r, &["worktree", "add", "-q", "-b", "side", &p(&wt)]);
     assert_eq!(
         call(&d, "git.info", &path_param(&p(&wt))),
-        ok(&format!(
-            r#"{{"isRepo":true,"repo":"wt-linked","branch":"side","root":"{}","repoSlug":"","defaultBranch":""}}"#,
-            p(&wt)
-        ))
+        ok(
+            1,
+            &format!(
+                r#"{{"isRepo":true,"repo":"wt-linked","branch":"side","root":"{}","repoSlug":"","defaultBranch":""}}"#,
+                p(&wt)
+            )
+        )
     );
     // A folder name that starts with a sign: no `repo` member.
     for name in ["-repo", "+repo"] {
@@ -279,13 +291,13 @@ fn status_clean_and_dirty() {
     let w = Path::new(&s0);
     assert_eq!(
         call(&d, "git.status", &status_params(&s0, &rs)),
-        ok(r#"{"isRepo":true,"clean":true}"#)
+        ok(1, r#"{"isRepo":true,"clean":true}"#)
     );
     fs::write(w.join("a.txt"), b"changed\n").unwrap();
     fs::write(w.join("new"), b"").unwrap();
     assert_eq!(
         call(&d, "git.status", &status_params(&s0, &rs)),
-        ok(r#"{"isRepo":true,"clean":false,"changes":[" M a.txt","?? new"]}"#)
+        ok(1, r#"{"isRepo":true,"clean":false,"changes":[" M a.txt","?? new"]}"#)
     );
     fs::write(w.join("b.txt"), b"b").unwrap();
     git(w, &["add", "b.txt"]);
@@ -296,10 +308,13 @@ fn status_clean_and_dirty() {
     // an untracked directory is listed file by file (7d193f89).
     assert_eq!(
         call(&d, "git.status", &status_params(&s0, &rs)),
-        ok(r#"{"isRepo":true,"clean":false,"changes":[" M a.txt","A  b.txt","?? dir/deeper/y","?? dir/x","?? new"]}"#)
+        ok(
+            1,
+            r#"{"isRepo":true,"clean":false,"changes":[" M a.txt","A  b.txt","?? dir/deeper/y","?? dir/x","?? new"]}"#
+        )
     );
     // Only the worktree itself: not its subdirectory, not the repository.
-    let not_repo = ok(r#"{"isRepo":false,"clean":false}"#);
+    let not_repo = ok(1, r#"{"isRepo":false,"clean":false}"#);
     assert_eq!(
         call(&d, "git.status", &status_params(&format!("{s0}/dir"), &rs)),
         not_repo
@@ -315,7 +330,7 @@ fn list_branches_sorted_by_bytes() {
     let unborn = repo(&d.root().join("u"), true);
     assert_eq!(
         call(&d, "git.list_branches", &path_param(&p(&unborn))),
-        ok(r#"{"isRepo":true,"branches":[]}"#)
+        ok(1, r#"{"isRepo":true,"branches":[]}"#)
     );
     let r = repo(&d.root().join("r"), false);
     for b in ["feature/x", "Zeta", "alpha", "a-b", "alpha2"] {
@@ -326,7 +341,10 @@ fn list_branches_sorted_by_bytes() {
     git(&r, &["checkout", "-q", "--detach"]);
     assert_eq!(
         call(&d, "git.list_branches", &path_param(&p(&r))),
-        ok(r#"{"isRepo":true,"branches":["Zeta","a-b","alpha","alpha2","feature/x","master"]}"#)
+        ok(
+            1,
+            r#"{"isRepo":true,"branches":["Zeta","a-b","alpha","alpha2","feature/x","master"]}"#
+        )
     );
 }
 
@@ -355,7 +373,10 @@ fn worktree_create_and_remove() {
                 p(&plain)
             )
         ),
-        ok(r#"{"success":false,"error":"not a git repository","errorCode":"not_a_repo"}"#)
+        ok(
+            1,
+            r#"{"success":false,"error":"not a git repository","errorCode":"not_a_repo"}"#
+        )
     );
     assert!(!Path::new(&wt).exists());
 
@@ -370,9 +391,10 @@ fn worktree_create_and_remove() {
     };
     assert_eq!(
         create("nb", &wt, ""),
-        ok(&format!(
-            r#"{{"success":true,"path":"{wt}","sourceBranch":"master","branch":"nb"}}"#
-        ))
+        ok(
+            1,
+            &format!(r#"{{"success":true,"path":"{wt}","sourceBranch":"master","branch":"nb"}}"#)
+        )
     );
     assert_eq!(fs::read(Path::new(&wt).join("a.txt")).unwrap(), b"a\n");
     assert_eq!(git(Path::new(&wt), &["symbolic-ref", "--short", "HEAD"]), "nb");
@@ -382,9 +404,10 @@ fn worktree_create_and_remove() {
     let wt2 = format!("{rs}/elsewhere/wt2");
     assert_eq!(
         create("nb2", &wt2, r#","sourceBranch":"dev""#),
-        ok(&format!(
-            r#"{{"success":true,"path":"{wt2}","sourceBranch":"dev","branch":"nb2"}}"#
-        ))
+        ok(
+            1,
+            &format!(r#"{{"success":true,"path":"{wt2}","sourceBranch":"dev","branch":"nb2"}}"#)
+        )
     );
 
     // Failure: the branch exists. git's stderr, trimmed; the directory the
@@ -404,9 +427,10 @@ fn worktree_create_and_remove() {
     // branch (f6010b97).
     assert_eq!(
         create("nb9", &wt3, r#","sourceBranch":"no-such-branch""#),
-        ok(&format!(
-            r#"{{"success":true,"path":"{wt3}","sourceBranch":"master","branch":"nb9"}}"#
-        ))
+        ok(
+            1,
+            &format!(r#"{{"success":true,"path":"{wt3}","sourceBranch":"master","branch":"nb9"}}"#)
+        )
     );
 
     // A detached HEAD: no current branch to echo (f6010b97).
@@ -414,7 +438,7 @@ fn worktree_create_and_remove() {
     let wt4 = format!("{rs}/.claude/worktrees/wt4");
     assert_eq!(
         create("nb4", &wt4, ""),
-        ok(&format!(r#"{{"success":true,"path":"{wt4}","branch":"nb4"}}"#))
+        ok(1, &format!(r#"{{"success":true,"path":"{wt4}","branch":"nb4"}}"#))
     );
 
     // Remove: a real (dirty) worktree, an already-deleted one, an unknown
@@ -427,29 +451,35 @@ fn worktree_create_and_remove() {
         )
     };
     fs::write(Path::new(&wt).join("dirty"), b"").unwrap();
-    assert_eq!(remove(&rs, &wt), ok(r#"{"success":true}"#));
+    assert_eq!(remove(&rs, &wt), ok(1, r#"{"success":true}"#));
     assert!(!Path::new(&wt).exists());
     fs::remove_dir_all(&wt2).unwrap();
-    assert_eq!(remove(&rs, &wt2), ok(r#"{"success":true}"#));
+    assert_eq!(remove(&rs, &wt2), ok(1, r#"{"success":true}"#));
     let list = git(&r, &["worktree", "list", "--porcelain"]);
     assert!(!list.contains(&wt) && !list.contains(&wt2), "{list}");
     assert!(list.contains(&wt4), "{list}");
     assert_eq!(
         remove(&rs, &format!("{rs}/.claude/worktrees/nope")),
-        ok(r#"{"success":true}"#)
+        ok(1, r#"{"success":true}"#)
     );
     // A non-repo baseRepo: its registrations cannot be examined.
     let plain_wt = format!("{}/.claude/worktrees/wt4", p(&plain));
     assert_eq!(
         remove(&p(&plain), &plain_wt),
-        ok(&format!(
-            r#"{{"success":false,"error":"failed to remove worktree: could not check whether {plain_wt} is locked (its registrations could not be examined); retry"}}"#
-        ))
+        ok(
+            1,
+            &format!(
+                r#"{{"success":false,"error":"failed to remove worktree: could not check whether {plain_wt} is locked (its registrations could not be examined); retry"}}"#
+            )
+        )
     );
     assert!(Path::new(&wt4).exists());
     assert_eq!(
         call(&d, "git.worktree_remove", "{}"),
-        ok(r#"{"success":false,"error":"failed to remove worktree: \"\" does not name a directory"}"#)
+        ok(
+            1,
+            r#"{"success":false,"error":"failed to remove worktree: \"\" does not name a directory"}"#
+        )
     );
 }
 
@@ -483,7 +513,10 @@ fn worktree_on_unborn_head_and_default_repo() {
             "git.worktree_create",
             r#"{"branchName":"b","worktreePath":"wt-rel"}"#
         ),
-        ok(r#"{"success":false,"error":"not a git repository","errorCode":"not_a_repo"}"#)
+        ok(
+            1,
+            r#"{"success":false,"error":"not a git repository","errorCode":"not_a_repo"}"#
+        )
     );
     repo(&root, false);
     // A relative path is refused (7d193f89), and so is every absolute one:
@@ -495,6 +528,7 @@ fn worktree_on_unborn_head_and_default_repo() {
             r#"{"branchName":"b","worktreePath":"wt-rel"}"#
         ),
         ok(
+            1,
             r#"{"success":false,"error":"refusing to create worktree: wt-rel is a relative path; choose the session folder by its absolute path, without \"..\"","errorCode":"unsafe_path"}"#
         )
     );
@@ -505,14 +539,18 @@ fn worktree_on_unborn_head_and_default_repo() {
             "git.worktree_create",
             &format!(r#"{{"branchName":"b","worktreePath":"{inside}"}}"#)
         ),
-        ok(&format!(
-            r#"{{"success":false,"error":"refusing to create worktree: {inside} is not inside the repository ; session worktrees are only created and removed under \u003crepository\u003e/.claude/worktrees","errorCode":"unsafe_path"}}"#
-        ))
+        ok(
+            1,
+            &format!(
+                r#"{{"success":false,"error":"refusing to create worktree: {inside} is not inside the repository ; session worktrees are only created and removed under \u003crepository\u003e/.claude/worktrees","errorCode":"unsafe_path"}}"#
+            )
+        )
     );
     assert!(!root.join("wt-rel").exists() && !root.join(".claude").exists());
     assert_eq!(
         call(&d, "git.worktree_remove", r#"{"worktreePath":"wt-rel"}"#),
         ok(
+            1,
             r#"{"success":false,"error":"refusing to remove worktree: wt-rel is a relative path; choose the session folder by its absolute path, without \"..\""}"#
         )
     );

@@ -9,21 +9,14 @@
 mod common;
 
 use common::git::{git, git_daemon as daemon, repo};
+use common::reply::{ok, p};
 use common::TestDaemon;
 use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
-fn ok(result: &str) -> String {
-    format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#)
-}
-
 fn internal(message: &str) -> String {
     format!(r#"{{"jsonrpc":"2.0","id":1,"error":{{"code":-32603,"message":"{message}"}}}}"#)
-}
-
-fn p(path: &Path) -> String {
-    path.to_str().expect("utf-8 temp path").to_string()
 }
 
 /// A JSON string body (quotes and backslashes escaped, `<`/`>` as Go writes them).
@@ -35,14 +28,17 @@ fn json_text(text: &str) -> String {
 }
 
 fn failed(text: &str, code: &str) -> String {
-    ok(&format!(
-        r#"{{"success":false,"error":"{}","errorCode":"{code}"}}"#,
-        json_text(text)
-    ))
+    ok(
+        1,
+        &format!(
+            r#"{{"success":false,"error":"{}","errorCode":"{code}"}}"#,
+            json_text(text)
+        ),
+    )
 }
 
 fn failed_remove(text: &str) -> String {
-    ok(&format!(r#"{{"success":false,"error":"{}"}}"#, json_text(text)))
+    ok(1, &format!(r#"{{"success":false,"error":"{}"}}"#, json_text(text)))
 }
 
 fn create(d: &TestDaemon, base: &str, branch: &str, path: &str) -> String {
@@ -200,9 +196,10 @@ fn create_refusals_in_order_leave_the_disk_untouched() {
     let good = format!("{rs}/.claude/worktrees/new/leaf");
     assert_eq!(
         create(&d, &rs, "w", &good),
-        ok(&format!(
-            r#"{{"success":true,"path":"{good}","sourceBranch":"master","branch":"w"}}"#
-        ))
+        ok(
+            1,
+            &format!(r#"{{"success":true,"path":"{good}","sourceBranch":"master","branch":"w"}}"#)
+        )
     );
     assert!(Path::new(&good).join("a.txt").exists());
 }
@@ -270,7 +267,7 @@ fn remove_refusals_and_the_locked_worktree() {
         )),
     );
     git(&r, &["worktree", "unlock", &s0]);
-    assert_eq!(remove(&d, &rs, &s0), ok(r#"{"success":true}"#));
+    assert_eq!(remove(&d, &rs, &s0), ok(1, r#"{"success":true}"#));
     assert!(!Path::new(&s0).exists());
     assert!(!r.join(".git/worktrees/s0").exists(), "the registration goes too");
     // The same path can be created again.
@@ -322,8 +319,8 @@ fn status_only_for_a_linked_worktree_of_base_repo() {
     fs::create_dir_all(root.join("T/sub")).unwrap();
     let nested = repo(&root.join("T/nested"), false);
     let status = |path: &str, base: &str| d.call("git.status", &format!(r#"{{"path":"{path}","baseRepo":"{base}"}}"#));
-    let clean = ok(r#"{"isRepo":true,"clean":true}"#);
-    let not_repo = ok(r#"{"isRepo":false,"clean":false}"#);
+    let clean = ok(1, r#"{"isRepo":true,"clean":true}"#);
+    let not_repo = ok(1, r#"{"isRepo":false,"clean":false}"#);
     assert_eq!(status(&s0, &ts), clean);
     assert_eq!(status(&format!("{s0}/."), &ts), clean);
     for (path, base) in [
@@ -375,7 +372,7 @@ fn a_planted_commondir_in_a_main_repository_stops_every_method() {
     assert_eq!(info(&ts), internal(&json_text(&text)));
     assert_eq!(
         list(&format!("{ts}/sub-that-is-missing")),
-        ok(r#"{"isRepo":false,"branches":[]}"#)
+        ok(1, r#"{"isRepo":false,"branches":[]}"#)
     );
     assert_eq!(list(&ts), internal(&json_text(&text)));
     assert_eq!(
@@ -484,7 +481,7 @@ fn a_git_pointer_that_is_not_as_git_writes_it_means_no_repository() {
     git(&t, &["worktree", "add", "-q", "-b", "lw", &p(&tw)]);
     let entry = format!("{}/.git/worktrees/T_wt", p(&t));
     let info = || d.call("git.info", &format!(r#"{{"path":"{}"}}"#, p(&tw)));
-    let no_repo = ok(r#"{"isRepo":false,"repoSlug":"","defaultBranch":""}"#);
+    let no_repo = ok(1, r#"{"isRepo":false,"repoSlug":"","defaultBranch":""}"#);
     fs::write(tw.join(".git"), format!("GITDIR: {entry}\n")).unwrap();
     assert_eq!(info(), no_repo);
     fs::write(tw.join(".git"), format!("gitdir: {entry}\n")).unwrap();
@@ -495,7 +492,7 @@ fn a_git_pointer_that_is_not_as_git_writes_it_means_no_repository() {
     fs::create_dir_all(t.join("a/.git")).unwrap();
     assert_eq!(
         d.call("git.list_branches", &format!(r#"{{"path":"{}/a"}}"#, p(&t))),
-        ok(r#"{"isRepo":false,"branches":[]}"#)
+        ok(1, r#"{"isRepo":false,"branches":[]}"#)
     );
 }
 
@@ -518,9 +515,10 @@ fn existing_branch_attaches_or_falls_back() {
     let wt0 = format!("{rs}/.claude/worktrees/wt0");
     assert_eq!(
         create_with("nb0", &wt0, "existing"),
-        ok(&format!(
-            r#"{{"success":true,"path":"{wt0}","sourceBranch":"master","branch":"existing"}}"#
-        ))
+        ok(
+            1,
+            &format!(r#"{{"success":true,"path":"{wt0}","sourceBranch":"master","branch":"existing"}}"#)
+        )
     );
     assert_eq!(git(Path::new(&wt0), &["symbolic-ref", "--short", "HEAD"]), "existing");
     assert!(!branches(&r).contains("nb0"));
@@ -529,18 +527,20 @@ fn existing_branch_attaches_or_falls_back() {
         let wt = format!("{rs}/.claude/worktrees/wt{n}");
         assert_eq!(
             create_with(&format!("nb{n}"), &wt, existing),
-            ok(&format!(
-                r#"{{"success":true,"path":"{wt}","sourceBranch":"master","branch":"nb{n}"}}"#
-            ))
+            ok(
+                1,
+                &format!(r#"{{"success":true,"path":"{wt}","sourceBranch":"master","branch":"nb{n}"}}"#)
+            )
         );
     }
     // Checked out in baseRepo: git refuses the attach, a new branch is made.
     let wt3 = format!("{rs}/.claude/worktrees/wt3");
     assert_eq!(
         create_with("nb3", &wt3, "master"),
-        ok(&format!(
-            r#"{{"success":true,"path":"{wt3}","sourceBranch":"master","branch":"nb3"}}"#
-        ))
+        ok(
+            1,
+            &format!(r#"{{"success":true,"path":"{wt3}","sourceBranch":"master","branch":"nb3"}}"#)
+        )
     );
     // Both refused: both texts, and the leaf is taken back.
     let wt4 = format!("{rs}/.claude/worktrees/wt4");

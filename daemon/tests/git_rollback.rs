@@ -9,14 +9,11 @@
 mod common;
 
 use common::git::{git, git_daemon as daemon, repo};
+use common::reply::p;
 use common::TestDaemon;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-
-fn p(path: &Path) -> String {
-    path.to_str().expect("utf-8 temp path").to_string()
-}
 
 fn call(d: &TestDaemon, method: &str, params: &str) -> String {
     d.call(method, params)

@@ -10,19 +10,12 @@
 mod common;
 
 use common::git::{git, git_daemon as daemon, repo};
+use common::reply::{ok, p};
 use common::TestDaemon;
 use std::fs;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-fn ok(result: &str) -> String {
-    format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#)
-}
-
-fn p(path: &Path) -> String {
-    path.to_str().expect("utf-8 temp path").to_string()
-}
 
 fn create(d: &TestDaemon, repo: &Path, branch: &str, wt: &str, extra: &str) -> String {
     d.call(
@@ -76,6 +69,7 @@ fn worktree_create_timeout_before_the_checkout() {
     assert_eq!(
         create(&d, &r, "b", &wt, r#","timeoutMs":1"#),
         ok(
+            1,
             r#"{"success":false,"error":"git worktree add timed out after 1ms (deadline expired before the checkout started)","errorCode":"timeout"}"#
         )
     );
@@ -109,6 +103,7 @@ fn worktree_create_timeout_during_the_checkout() {
     assert_eq!(
         create(&d, &r, "b", &wt, r#","timeoutMs":5000"#),
         ok(
+            1,
             r#"{"success":false,"error":"git worktree add timed out after 5000ms (deadline expired during the checkout): signal: killed","errorCode":"timeout"}"#
         )
     );
@@ -129,9 +124,10 @@ fn worktree_create_within_the_deadline_is_unchanged() {
     let wt = p(&r.join(".claude/worktrees/wt"));
     assert_eq!(
         create(&d, &r, "b", &wt, r#","timeoutMs":20000"#),
-        ok(&format!(
-            r#"{{"success":true,"path":"{wt}","sourceBranch":"master","branch":"b"}}"#
-        ))
+        ok(
+            1,
+            &format!(r#"{{"success":true,"path":"{wt}","sourceBranch":"master","branch":"b"}}"#)
+        )
     );
     assert_eq!(fs::read(Path::new(&wt).join("a.txt")).unwrap(), b"a\n");
     assert_eq!(git(Path::new(&wt), &["symbolic-ref", "--short", "HEAD"]), "b");
@@ -156,14 +152,16 @@ fn worktree_create_within_the_deadline_is_unchanged() {
     let wt3 = p(&r.join(".claude/worktrees/wt3"));
     assert_eq!(
         create(&d, &r, "c", &wt3, r#","timeoutMs":0"#),
-        ok(&format!(
-            r#"{{"success":true,"path":"{wt3}","sourceBranch":"master","branch":"c"}}"#
-        ))
+        ok(
+            1,
+            &format!(r#"{{"success":true,"path":"{wt3}","sourceBranch":"master","branch":"c"}}"#)
+        )
     );
     // The location rules come before the deadline (7d193f89).
     assert_eq!(
         create(&d, &r, "rel", "rel-wt", r#","timeoutMs":20000"#),
         ok(
+            1,
             r#"{"success":false,"error":"refusing to create worktree: rel-wt is a relative path; choose the session folder by its absolute path, without \"..\"","errorCode":"unsafe_path"}"#
         )
     );
@@ -198,12 +196,12 @@ fn status_keeps_the_first_lines_leading_space() {
     fs::write(s0.join("new"), b"n").unwrap();
     assert_eq!(
         status(&d, &s0, &r),
-        ok(r#"{"isRepo":true,"clean":false,"changes":[" M a.txt","?? new"]}"#)
+        ok(1, r#"{"isRepo":true,"clean":false,"changes":[" M a.txt","?? new"]}"#)
     );
     git(&s0, &["add", "a.txt"]);
     assert_eq!(
         status(&d, &s0, &r),
-        ok(r#"{"isRepo":true,"clean":false,"changes":["M  a.txt","?? new"]}"#)
+        ok(1, r#"{"isRepo":true,"clean":false,"changes":["M  a.txt","?? new"]}"#)
     );
 }
 
@@ -229,7 +227,7 @@ fn status_ignores_in_repo_gitattributes_and_runs_no_filter() {
         .unwrap()
         .set_modified(old)
         .unwrap();
-    assert_eq!(status(&d, &s0, &r), ok(r#"{"isRepo":true,"clean":true}"#));
+    assert_eq!(status(&d, &s0, &r), ok(1, r#"{"isRepo":true,"clean":true}"#));
     assert!(!marker.exists(), "the repo's filter ran during git.status");
     // Control: plain git, which reads .gitattributes, does run it.
     let _ = Command::new("git")
@@ -252,12 +250,15 @@ fn status_of_a_linked_worktree_is_its_own() {
     fs::write(r.join("a.txt"), b"main\n").unwrap();
     assert_eq!(
         status(&d, &wt, &r),
-        ok(r#"{"isRepo":true,"clean":false,"changes":[" M a.txt","?? only-here"]}"#)
+        ok(
+            1,
+            r#"{"isRepo":true,"clean":false,"changes":[" M a.txt","?? only-here"]}"#
+        )
     );
     // A worktree created beside the repository counts too.
     let beside = d.root().join("beside");
     git(&r, &["worktree", "add", "-q", "-b", "beside", &p(&beside)]);
-    assert_eq!(status(&d, &beside, &r), ok(r#"{"isRepo":true,"clean":true}"#));
+    assert_eq!(status(&d, &beside, &r), ok(1, r#"{"isRepo":true,"clean":true}"#));
 }
 
 #[test]
@@ -282,9 +283,10 @@ fn start_commit_prefers_origin_unless_the_local_branch_is_ahead_cleanly() {
         let reply = create(&d, &r, branch, &wt, &format!(r#","sourceBranch":"{source}""#));
         assert_eq!(
             reply,
-            ok(&format!(
-                r#"{{"success":true,"path":"{wt}","sourceBranch":"{source}","branch":"{branch}"}}"#
-            ))
+            ok(
+                1,
+                &format!(r#"{{"success":true,"path":"{wt}","sourceBranch":"{source}","branch":"{branch}"}}"#)
+            )
         );
         wt
     };

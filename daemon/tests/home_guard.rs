@@ -11,6 +11,7 @@
 mod common;
 
 use common::git::{git, repo};
+use common::reply::{ok, p};
 use common::TestDaemon;
 use flate2::write::GzEncoder;
 use flate2::Compression;
@@ -21,18 +22,10 @@ use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn p(path: &Path) -> String {
-    path.to_str().expect("utf-8 temp path").to_string()
-}
-
 /// A JSON string body as the daemon writes it (quotes and backslashes
 /// escaped).
 fn json_text(text: &str) -> String {
     text.replace('\\', "\\\\").replace('"', "\\\"")
-}
-
-fn reply(result: &str) -> String {
-    format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#)
 }
 
 /// Every file and directory below `dir` with the bytes of each file: what
@@ -145,7 +138,7 @@ fn extract_tar_refuses_every_spelling_of_the_home_and_leaves_it_untouched() {
         let text = format!("destDir must not be or contain the home directory: \"{named}\"");
         assert_eq!(
             extract(&d, &archive, &sent),
-            reply(&format!(r#"{{"success":false,"error":"{}"}}"#, json_text(&text))),
+            ok(1, &format!(r#"{{"success":false,"error":"{}"}}"#, json_text(&text))),
             "destDir {sent}"
         );
         assert_eq!(snapshot(&f.home), before_home, "the home changed after destDir {sent}");
@@ -163,7 +156,7 @@ fn extract_tar_below_the_home_still_works() {
     let archive = f.archive("b.tgz");
     assert_eq!(
         extract(&d, &archive, "~/sub"),
-        reply(r#"{"success":true,"fileCount":1}"#)
+        ok(1, r#"{"success":true,"fileCount":1}"#)
     );
     assert_eq!(fs::read(f.home.join("sub/x.txt")).unwrap(), b"abc");
     assert!(!archive.exists(), "the archive was consumed");
@@ -178,7 +171,7 @@ fn extract_tar_below_the_home_still_works() {
     let again = f.archive("c.tgz");
     assert_eq!(
         extract(&d, &again, &format!("{}/sub", p(&f.home))),
-        reply(r#"{"success":true,"fileCount":1}"#)
+        ok(1, r#"{"success":true,"fileCount":1}"#)
     );
     assert!(!f.home.join("sub/old.txt").exists());
 }
@@ -204,13 +197,13 @@ fn worktree_remove_refuses_a_home_below_the_repository() {
         "worktreePath must not be or contain the home directory: \"{}\"",
         p(&f.home)
     );
-    let refused = reply(&format!(r#"{{"success":false,"error":"{}"}}"#, json_text(&text)));
+    let refused = ok(1, &format!(r#"{{"success":false,"error":"{}"}}"#, json_text(&text)));
     assert_eq!(remove("~"), refused);
     assert_eq!(remove(&p(&f.home)), refused);
     assert_eq!(snapshot(&f.home), before);
     // The control: a plain directory at the same place is deleted by hand
     // (git refuses it, it is no worktree), as the home would have been.
-    assert_eq!(remove(&p(&top.join("plain"))), reply(r#"{"success":true}"#));
+    assert_eq!(remove(&p(&top.join("plain"))), ok(1, r#"{"success":true}"#));
     assert!(!top.join("plain").exists());
 }
 

@@ -10,22 +10,11 @@ mod common;
 
 use common::frames::{frames_until_exit, parse_frame, stdout_of};
 use common::git::{git, repo};
+use common::reply::{err, ok, p};
 use common::TestDaemon;
 use std::fs;
 use std::path::Path;
 use std::process::Command;
-
-fn ok(id: u32, result: &str) -> String {
-    format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#)
-}
-
-fn err(id: u32, code: i64, message: &str) -> String {
-    format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":{code},"message":"{message}"}}}}"#)
-}
-
-fn p(path: &Path) -> String {
-    path.to_str().expect("utf-8 temp path").to_string()
-}
 
 const GAP: &str = "stdin offset gap: offset ahead of applied bytes";
 

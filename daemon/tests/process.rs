@@ -8,6 +8,7 @@ mod common;
 
 use base64::Engine;
 use common::frames::{frames_until_exit, next_line, parse_frame, stdout_of, Frame};
+use common::reply::{err, ok};
 use common::{wait_until, Client, TestDaemon};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -38,14 +39,6 @@ fn assert_seq_contiguous(frames: &[Frame], first: u64) {
     for (i, f) in frames.iter().enumerate() {
         assert_eq!(f.seq, first + i as u64, "seq gap/dup at index {i}: {:?}", f.raw);
     }
-}
-
-fn ok(id: u64, result: &str) -> String {
-    format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{result}}}")
-}
-
-fn err(id: u64, code: i64, message: &str) -> String {
-    format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":{code},\"message\":\"{message}\"}}}}")
 }
 
 fn spawn(c: &mut Client, rid: u64, id: &str, command: &str, args: &[&str]) -> String {

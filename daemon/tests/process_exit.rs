@@ -7,11 +7,8 @@
 
 mod common;
 
+use common::reply::ok;
 use common::{Client, TestDaemon};
-
-fn ok(id: u64, result: &str) -> String {
-    format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{result}}}")
-}
 
 /// The raw exit frame of process `id`, skipping its output frames and any
 /// other line (kept for later replies).

@@ -6,12 +6,9 @@
 
 mod common;
 
+use common::reply::ok;
 use common::{wait_until, Client, TestDaemon};
 use std::time::{Duration, Instant};
-
-fn ok(id: u64, result: &str) -> String {
-    format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{result}}}")
-}
 
 /// A CLI stand-in: prints `ready`, then runs `body`; the session flags
 /// follow as its positional arguments, where the daemon reads them.

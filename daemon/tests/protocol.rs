@@ -5,12 +5,9 @@
 
 mod common;
 
+use common::reply::err;
 use common::{request_line, Client, TestDaemon, TOKEN};
 use std::io::Write;
-
-fn err(id: &str, code: i64, message: &str) -> String {
-    format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":{code},\"message\":\"{message}\"}}}}")
-}
 
 #[test]
 fn server_methods_reply_byte_exact() {

@@ -6,6 +6,7 @@
 
 mod common;
 
+use common::reply::{ok, p};
 use common::TestDaemon;
 use flate2::write::GzEncoder;
 use flate2::Compression;
@@ -14,16 +15,8 @@ use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-fn ok(result: &str) -> String {
-    format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#)
-}
-
 fn failed(error: &str) -> String {
-    ok(&format!(r#"{{"success":false,"fileCount":0,"error":"{error}"}}"#))
-}
-
-fn p(path: &Path) -> String {
-    path.to_str().expect("utf-8 temp path").to_string()
+    ok(1, &format!(r#"{{"success":false,"fileCount":0,"error":"{error}"}}"#))
 }
 
 fn is_root() -> bool {
@@ -139,7 +132,7 @@ fn extracts_files_with_fixed_modes_marker_and_consumes_archive() {
     add(&mut b, "empty", 0o644, b"");
     let bytes = gz(&b.into_inner().unwrap());
     c.write_archive(&bytes);
-    assert_eq!(c.extract(), ok(r#"{"success":true,"fileCount":4}"#));
+    assert_eq!(c.extract(), ok(1, r#"{"success":true,"fileCount":4}"#));
     assert!(!c.archive.exists(), "archive consumed");
     assert_eq!(
         c.tree(),
@@ -167,12 +160,12 @@ fn extracts_files_with_fixed_modes_marker_and_consumes_archive() {
     // Idempotent and destructive: extracting again replaces everything.
     let only = gz(&raw_tar(&[(b"one.txt", b'0', b"1")]));
     c.write_archive(&only);
-    assert_eq!(c.extract(), ok(r#"{"success":true,"fileCount":1}"#));
+    assert_eq!(c.extract(), ok(1, r#"{"success":true,"fileCount":1}"#));
     assert_eq!(c.tree(), vec![".synced", "one.txt"]);
 
     // An empty (but valid) archive: zero files, the marker still written.
     c.write_archive(&gz(&[0u8; 1024]));
-    assert_eq!(c.extract(), ok(r#"{"success":true,"fileCount":0}"#));
+    assert_eq!(c.extract(), ok(1, r#"{"success":true,"fileCount":0}"#));
     assert_eq!(c.tree(), vec![".synced"]);
 }
 
@@ -195,9 +188,10 @@ fn param_and_dest_validation_leave_the_archive() {
     for dest in ["relative/dir", "/", "//", "/..", "/tmp/..", "./x"] {
         assert_eq!(
             c.extract_to(dest),
-            ok(&format!(
-                r#"{{"success":false,"error":"destDir must be an absolute, non-root path: {dest}"}}"#
-            )),
+            ok(
+                1,
+                &format!(r#"{{"success":false,"error":"destDir must be an absolute, non-root path: {dest}"}}"#)
+            ),
             "{dest}"
         );
     }
@@ -303,7 +297,7 @@ fn gzip_with_a_cut_trailer_fails_as_unexpected_eof() {
     }
     // The same archives whole still extract.
     c.write_archive(&gz(&padded));
-    assert_eq!(c.extract(), ok(r#"{"success":true,"fileCount":1}"#));
+    assert_eq!(c.extract(), ok(1, r#"{"success":true,"fileCount":1}"#));
     assert_eq!(c.tree(), [".synced", "a.txt"]);
 }
 
@@ -365,7 +359,7 @@ fn zip_slip_is_refused_and_nothing_escapes() {
         (b"/etc/passwd", b'0', b"not really"),
         (b"//abs//dir/", b'5', b""),
     ])));
-    assert_eq!(c.extract(), ok(r#"{"success":true,"fileCount":3}"#));
+    assert_eq!(c.extract(), ok(1, r#"{"success":true,"fileCount":3}"#));
     assert_eq!(
         c.tree(),
         vec![".synced", "abs/", "abs/dir/", "b.txt", "c.txt", "etc/", "etc/passwd"]
@@ -454,7 +448,7 @@ fn entry_conflicts_and_marker_failures() {
     assert_eq!(c.extract(), failed(&format!("create .: open {dest}: is a directory")));
     // Duplicates: the last one wins, both count.
     c.write_archive(&gz(&raw_tar(&[(b"f", b'0', b"first"), (b"f", b'0', b"2nd")])));
-    assert_eq!(c.extract(), ok(r#"{"success":true,"fileCount":2}"#));
+    assert_eq!(c.extract(), ok(1, r#"{"success":true,"fileCount":2}"#));
     assert_eq!(fs::read(c.dest.join("f")).unwrap(), b"2nd");
     // Paths past PATH_MAX fail like Go's path-based calls (via PAX path).
     let deep = "d/".repeat(2100) + "f";
@@ -482,7 +476,7 @@ fn entry_conflicts_and_marker_failures() {
     );
     // An archive file named .synced is overwritten by the (empty) marker.
     c.write_archive(&gz(&raw_tar(&[(b".synced", b'0', b"data")])));
-    assert_eq!(c.extract(), ok(r#"{"success":true,"fileCount":1}"#));
+    assert_eq!(c.extract(), ok(1, r#"{"success":true,"fileCount":1}"#));
     assert_eq!(fs::read(c.dest.join(".synced")).unwrap(), b"");
 }
 
@@ -513,7 +507,7 @@ fn dest_clean_and_mkdir_failures() {
     let _ = fs::remove_dir_all(&c.dest);
     std::os::unix::fs::symlink(&target, &c.dest).unwrap();
     c.write_archive(&gz(&raw_tar(&[(b"a", b'0', b"x")])));
-    assert_eq!(c.extract(), ok(r#"{"success":true,"fileCount":1}"#));
+    assert_eq!(c.extract(), ok(1, r#"{"success":true,"fileCount":1}"#));
     assert!(target.join("precious").exists());
     assert!(fs::symlink_metadata(&c.dest).unwrap().is_dir());
 
@@ -556,7 +550,7 @@ fn archive_in_read_only_directory_still_extracts() {
     );
     fs::set_permissions(&ro, fs::Permissions::from_mode(0o755)).unwrap();
     // The removal failure is ignored (as Go ignores its deferred os.Remove).
-    assert_eq!(reply, ok(r#"{"success":true,"fileCount":1}"#));
+    assert_eq!(reply, ok(1, r#"{"success":true,"fileCount":1}"#));
     assert!(archive.exists());
 }
 
@@ -570,7 +564,7 @@ fn archive_inside_dest_is_read_from_the_open_descriptor() {
         "files.extract_tar",
         &format!(r#"{{"archivePath":"{}","destDir":"{}"}}"#, p(&inside), p(&c.dest)),
     );
-    assert_eq!(reply, ok(r#"{"success":true,"fileCount":1}"#));
+    assert_eq!(reply, ok(1, r#"{"success":true,"fileCount":1}"#));
     assert_eq!(c.tree(), vec![".synced", "x.txt"]);
 }
 
@@ -656,7 +650,7 @@ fn a_dest_dir_planted_by_another_user_is_never_extracted_into() {
     for _ in 0..500 {
         fs::write(&archive, &bytes).unwrap();
         let reply = c.call(1, "files.extract_tar", &params);
-        if reply == ok(r#"{"success":true,"fileCount":1}"#) {
+        if reply == ok(1, r#"{"success":true,"fileCount":1}"#) {
             let meta = fs::symlink_metadata(&dest).unwrap();
             assert_eq!(meta.uid(), 0, "extracted into another user's directory");
             assert_eq!(fs::read(dest.join("run.sh")).unwrap(), b"echo mine\n");

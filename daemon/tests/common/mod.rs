@@ -8,6 +8,7 @@
 pub mod frames;
 pub mod git;
 pub mod http;
+pub mod reply;
 pub mod skip;
 
 use std::io::{BufRead, BufReader, Read, Write};
