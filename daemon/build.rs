@@ -2,6 +2,11 @@
 
 use std::process::Command;
 
+// The crate's own date code, compiled here as a module: a build script
+// cannot import the crate it builds.
+#[path = "src/base/utctime.rs"]
+mod utctime;
+
 fn main() {
     // ci/version names the build, for this binary and for ci/release's
     // tarballs alike; outside the repository the crate version does.
@@ -25,31 +30,10 @@ fn main() {
                 .unwrap_or(0)
         });
     println!("cargo:rustc-env=REMORA_VERSION_ID={id}");
-    println!("cargo:rustc-env=REMORA_BUILD_TIME={}", rfc3339(built));
+    println!("cargo:rustc-env=REMORA_BUILD_TIME={}", utctime::rfc3339(built));
     println!("cargo:rerun-if-changed=../.git/HEAD");
     println!("cargo:rerun-if-changed=../.git/refs");
     println!("cargo:rerun-if-changed=../.git/packed-refs");
     println!("cargo:rerun-if-changed=../ci/version");
     println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
-}
-
-/// Formats epoch seconds as `YYYY-MM-DDTHH:MM:SSZ` (civil-from-days).
-fn rfc3339(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
 }

@@ -12,6 +12,7 @@
 //! | [`homeguard`] | no destructive target is, or contains, the user's home directory |
 //! | [`filemode`] | Go's `FileMode.String()` for `files.stat` |
 //! | [`version`] | build id, GOOS/GOARCH names |
+//! | [`utctime`] | epoch seconds as a UTC RFC 3339 timestamp (shared with `build.rs`) |
 //! | [`shutdown`] | the daemon-wide stop signal |
 //! | [`frame`] | NDJSON framing and the 1 MiB line cap |
 //! | [`instance`] | per-boot `instanceId` / `startedAt` |
@@ -32,4 +33,5 @@ pub(crate) mod logging;
 pub(crate) mod safedir;
 pub(crate) mod shutdown;
 pub(crate) mod signals;
+pub(crate) mod utctime;
 pub mod version;

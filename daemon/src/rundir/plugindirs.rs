@@ -15,6 +15,7 @@
 
 use crate::base::goerr::{io_text, path_error};
 use crate::base::gojson::go_lossy;
+use crate::base::utctime;
 use std::collections::HashSet;
 use std::ffi::OsString;
 use std::io;
@@ -313,24 +314,7 @@ pub fn sweep(root: &OwnedFd, root_path: &Path, live: &HashSet<String>, cutoff: S
 /// `2006-01-02T15:04:05Z` (UTC) for a log line.
 fn rfc3339(t: SystemTime) -> String {
     let secs = t.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let days = i64::try_from(secs / 86_400).unwrap_or(0);
-    let rem = secs % 86_400;
-    // Civil date from days since the epoch (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    utctime::rfc3339(i64::try_from(secs).unwrap_or(i64::MAX))
 }
 
 #[cfg(test)]
