@@ -276,6 +276,11 @@ impl ReplayStore {
                 None
             }
         };
+        ReplayStore::with_dir(dir, &config, metrics)
+    }
+
+    /// The store itself, over `dir` (or RAM only), with nothing logged yet.
+    fn with_dir(dir: Option<OwnDir>, config: &StoreConfig, metrics: Arc<ReplayMetrics>) -> Arc<ReplayStore> {
         Arc::new(ReplayStore {
             dir,
             budget_bytes: config.budget_bytes,
@@ -552,22 +557,14 @@ fn sweep_stale(base: &OwnedFd, base_path: &Path) {
 impl ReplayStore {
     /// A store that never touches the disk (unit tests).
     pub fn in_memory() -> Arc<ReplayStore> {
-        Arc::new(ReplayStore {
+        let config = StoreConfig {
             dir: None,
             budget_bytes: 0,
             segment_bytes: SEGMENT_BYTES,
             hot_tail_bytes: HOT_TAIL,
             global_hot_bytes: GLOBAL_HOT_TAIL,
-            metrics: Arc::default(),
-            unwritten: AtomicU64::new(0),
-            tails: AtomicU64::new(0),
-            logs: Mutex::new(HashMap::new()),
-            frame_pool: Mutex::new(Vec::new()),
-            writers: Arc::default(),
-            evicting: Mutex::new(()),
-            trimming: Mutex::new(()),
-            removed: AtomicBool::new(false),
-        })
+        };
+        ReplayStore::with_dir(None, &config, Arc::default())
     }
 }
 
