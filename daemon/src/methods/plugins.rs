@@ -137,6 +137,25 @@ struct PruneResult {
     min_age_days: i64,
 }
 
+impl PruneResult {
+    /// A reply for `root` that counts nothing yet: the sweep fills it in.
+    fn nothing_done(root: String, min_age_days: i64) -> PruneResult {
+        PruneResult {
+            root,
+            pruned: Vec::new(),
+            pruned_legacy: Vec::new(),
+            stale_archives: 0,
+            kept: 0,
+            live: 0,
+            young: 0,
+            legacy: String::new(),
+            skipped: String::new(),
+            errors: Vec::new(),
+            min_age_days,
+        }
+    }
+}
+
 pub async fn handle(
     method: PluginsMethod,
     params: Option<&Value>,
@@ -157,17 +176,9 @@ pub async fn handle(
 async fn prune(params: PruneParams, socket: &Path, processes: &ProcessManager) -> Outcome {
     let Some(layout) = Layout::of(socket) else {
         return Outcome::ok(&PruneResult {
-            root: String::new(),
-            pruned: Vec::new(),
-            pruned_legacy: Vec::new(),
-            stale_archives: 0,
-            kept: 0,
-            live: 0,
-            young: 0,
             legacy: format!("skipped: {}", plugindirs::NOT_RUN_SHAPED),
             skipped: plugindirs::NOT_RUN_SHAPED.to_string(),
-            errors: Vec::new(),
-            min_age_days: 0,
+            ..PruneResult::nothing_done(String::new(), 0)
         });
     };
     let min_age_days = params
@@ -178,19 +189,10 @@ async fn prune(params: PruneParams, socket: &Path, processes: &ProcessManager) -
     let live = processes.live_plugin_hashes();
     let sibling = plugindirs::blocking_sibling(&layout).await;
     let work = move || {
-        let mut result = PruneResult {
-            root: crate::base::gojson::go_lossy(layout.install_root().as_os_str().as_encoded_bytes()),
-            pruned: Vec::new(),
-            pruned_legacy: Vec::new(),
-            stale_archives: 0,
-            kept: 0,
-            live: 0,
-            young: 0,
-            legacy: String::new(),
-            skipped: String::new(),
-            errors: Vec::new(),
+        let mut result = PruneResult::nothing_done(
+            crate::base::gojson::go_lossy(layout.install_root().as_os_str().as_encoded_bytes()),
             min_age_days,
-        };
+        );
         let install_root = layout.install_root();
         match plugindirs::open_root(&layout.base, &[Path::new("plugins"), Path::new(&layout.client_id)]) {
             Ok(Some(root)) => {

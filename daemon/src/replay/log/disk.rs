@@ -164,25 +164,23 @@ impl ReplayLog {
         } else {
             self.store.hot_tail_bytes
         };
-        let mut freed = 0;
-        while state.hot.len() > 1
-            && state.hot_first() <= state.written
-            && state.hot_bytes - state.unwritten_bytes > keep
-        {
-            let Some(front) = state.hot.pop_front() else { break };
-            let c = cost(&front);
-            state.hot_bytes -= c;
-            freed += c;
-            self.store.recycle(front);
-        }
-        self.store.metrics.ram_bytes.fetch_sub(freed, Ordering::Relaxed);
+        let freed = self.drop_oldest_while(state, |s| {
+            s.hot_first() <= s.written && s.hot_bytes - s.unwritten_bytes > keep
+        });
         self.store.tails.fetch_sub(freed, Ordering::Relaxed);
     }
 
     /// RAM-ring bound: the oldest frames go once the ring is full.
     pub(super) fn trim_ring(&self, state: &mut LogState) {
+        self.drop_oldest_while(state, |s| s.hot_bytes > RING_BYTES);
+    }
+
+    /// Drops the oldest frames from RAM while `over` holds, always keeping
+    /// the newest one, and returns the bytes freed (already taken off the
+    /// RAM gauge).
+    fn drop_oldest_while(&self, state: &mut LogState, over: impl Fn(&LogState) -> bool) -> u64 {
         let mut freed = 0;
-        while state.hot.len() > 1 && state.hot_bytes > RING_BYTES {
+        while state.hot.len() > 1 && over(state) {
             let Some(front) = state.hot.pop_front() else { break };
             let c = cost(&front);
             state.hot_bytes -= c;
@@ -190,6 +188,7 @@ impl ReplayLog {
             self.store.recycle(front);
         }
         self.store.metrics.ram_bytes.fetch_sub(freed, Ordering::Relaxed);
+        freed
     }
 }
 
