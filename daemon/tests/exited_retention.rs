@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::frames::{parse_frame, Frame};
+use common::frames::reattach;
 use common::{wait_until, TestDaemon};
 use serde_json::Value;
 use std::time::{Duration, Instant};
@@ -40,33 +40,9 @@ fn spawn_and_leave(d: &TestDaemon, id: &str, script: &str) {
     assert!(reply.contains(r#""success":true"#), "{reply}");
 }
 
-/// `process.reattach` from seq 0 on a new connection: the result and the
-/// frames replayed before it.
-fn reattach(d: &TestDaemon, id: &str) -> (Value, Vec<Frame>) {
-    reattach_from(d, id, 0)
-}
-
 /// What a reattach says, replaying nothing.
 fn status(d: &TestDaemon, id: &str) -> Value {
-    reattach_from(d, id, u64::from(u32::MAX)).0
-}
-
-fn reattach_from(d: &TestDaemon, id: &str, from_seq: u64) -> (Value, Vec<Frame>) {
-    let mut c = d.connect();
-    let reply = c.call(
-        1,
-        "process.reattach",
-        &format!(r#"{{"id":"{id}","fromSeq":{from_seq}}}"#),
-    );
-    let frames = c
-        .backlog
-        .iter()
-        .filter_map(|l| parse_frame(l))
-        .filter(|(p, _)| p == id)
-        .map(|(_, f)| f)
-        .collect();
-    let reply: Value = serde_json::from_str(&reply).unwrap();
-    (reply["result"].clone(), frames)
+    reattach(d, id, u64::from(u32::MAX)).0
 }
 
 /// Waits until `id` has exited, without following it; returns when that
@@ -100,7 +76,7 @@ fn an_exited_process_is_answered_past_the_reference_15_minutes_while_its_log_is_
     // 25 minutes of daemon time with no client: the reference would have
     // forgotten it at 15.
     sleep_until(exited + minutes(25));
-    let (result, frames) = reattach(&d, "late");
+    let (result, frames) = reattach(&d, "late", 0);
     assert_eq!(
         result,
         serde_json::json!({"found":true,"running":false,"firstSeq":1,"lastSeq":2,"stdinApplied":0})
@@ -135,7 +111,7 @@ fn with_the_setting_at_15_minutes_it_is_the_reference_retention() {
         "dropped after {:?}",
         spawned.elapsed()
     );
-    let (result, frames) = reattach(&d, "brief");
+    let (result, frames) = reattach(&d, "brief", 0);
     assert_eq!(
         result,
         serde_json::json!({"found":false,"running":false,"firstSeq":0,"lastSeq":0,"stdinApplied":0})
@@ -183,7 +159,7 @@ fn past_15_minutes_a_process_whose_log_was_evicted_answers_found_false() {
     );
     // The whole one is still answered, well past 15 minutes.
     sleep_until(big_exited + minutes(30));
-    let (result, frames) = reattach(&d, "small");
+    let (result, frames) = reattach(&d, "small", 0);
     assert_eq!(result["found"], true, "{result}");
     assert_eq!(frames[0].data, b"kept\n");
     assert!(

@@ -22,6 +22,21 @@ fn spawn_true(c: &mut Client, n: usize) {
     }
 }
 
+/// Reads until `n` replies, every one a result, and `n` exit frames have
+/// arrived.
+fn read_replies_and_exits(c: &mut Client, n: usize) {
+    let (mut replies, mut exits) = (0, 0);
+    while replies < n || exits < n {
+        let line = c.recv_line();
+        if line.starts_with(r#"{"jsonrpc":"2.0","id":"#) {
+            assert!(line.contains(r#""result":"#), "{line}");
+            replies += 1;
+        } else if line.contains(r#""stream":"exit""#) {
+            exits += 1;
+        }
+    }
+}
+
 /// Waits until the daemon closes `s` (EOF or reset) or `limit` passes.
 fn closed_within(s: &mut UnixStream, limit: Duration) -> bool {
     s.set_read_timeout(Some(limit)).unwrap();
@@ -143,7 +158,7 @@ fn repeated_unauthorized_requests_log_a_bounded_number_of_lines() {
 fn a_client_pipelining_thousands_of_spawns_without_reading_is_not_wedged() {
     let d = TestDaemon::start();
     let mut c = d.connect();
-    let n = 3000;
+    let n: usize = 3000;
     let mut lines = String::new();
     for i in 0..n {
         lines.push_str(&common::request_line(
@@ -161,17 +176,7 @@ fn a_client_pipelining_thousands_of_spawns_without_reading_is_not_wedged() {
     // for a while, with its requests piling up behind full buffers.
     std::thread::sleep(Duration::from_secs(2));
     // ...and, once we read, answer every request.
-    let mut replies = 0;
-    let mut exits = 0;
-    while replies < n || exits < n {
-        let line = c.recv_line();
-        if line.starts_with(r#"{"jsonrpc":"2.0","id":"#) {
-            assert!(line.contains(r#""result":"#), "{line}");
-            replies += 1;
-        } else if line.contains(r#""stream":"exit""#) {
-            exits += 1;
-        }
-    }
+    read_replies_and_exits(&mut c, n);
     assert!(writer.join().unwrap());
     assert!(c.call(n + 1, "server.ping", "{}").contains("pong"));
 }
@@ -230,16 +235,7 @@ fn a_client_pipelining_chatty_spawns_without_reading_recovers_when_it_reads() {
     // Not a readiness wait: the scenario is a client that does not read
     // for a while, with its requests and output piling up.
     std::thread::sleep(Duration::from_secs(3));
-    let (mut replies, mut exits) = (0, 0);
-    while replies < n || exits < n {
-        let line = c.recv_line();
-        if line.starts_with(r#"{"jsonrpc":"2.0","id":"#) {
-            assert!(line.contains(r#""result":"#), "{line}");
-            replies += 1;
-        } else if line.contains(r#""stream":"exit""#) {
-            exits += 1;
-        }
-    }
+    read_replies_and_exits(&mut c, n);
     assert!(writer.join().unwrap());
     assert!(c.call(n + 1, "server.ping", "{}").contains("pong"));
 }

@@ -9,7 +9,7 @@
 mod common;
 
 use base64::Engine;
-use common::frames::{frames_until_exit, next_line, parse_frame, stdout_of, Frame};
+use common::frames::{frames_until_exit, next_line, parse_frame, reattach, stdout_of, Frame};
 use common::{wait_until, Client, TestDaemon};
 use serde_json::Value;
 use std::time::{Duration, Instant};
@@ -165,25 +165,6 @@ fn dir_bytes(dir: &std::path::Path) -> u64 {
     std::fs::read_dir(dir)
         .map(|entries| entries.flatten().map(|e| e.metadata().map_or(0, |m| m.len())).sum())
         .unwrap_or(0)
-}
-
-/// Reattaches on a fresh connection; returns the reply's result and the
-/// frames replayed before it.
-fn reattach(d: &TestDaemon, id: &str, from_seq: u64) -> (Value, Vec<Frame>) {
-    let mut c = d.connect();
-    let reply = c.call(
-        1,
-        "process.reattach",
-        &format!(r#"{{"id":"{id}","fromSeq":{from_seq}}}"#),
-    );
-    let frames = c
-        .backlog
-        .iter()
-        .filter_map(|l| parse_frame(l))
-        .filter(|(p, _)| p == id)
-        .map(|(_, f)| f)
-        .collect();
-    (result_of(&reply), frames)
 }
 
 fn spawn(c: &mut Client, rid: u64, id: &str, script: &str) -> Value {

@@ -2,7 +2,7 @@
 //! connection up to one process's exit frame while other lines wait in the
 //! client's backlog.
 
-use super::Client;
+use super::{Client, TestDaemon};
 use base64::Engine;
 use serde_json::Value;
 
@@ -80,4 +80,24 @@ pub fn stdout_of(frames: &[Frame]) -> Vec<u8> {
         .filter(|f| f.stream == "stdout")
         .flat_map(|f| f.data.clone())
         .collect()
+}
+
+/// `process.reattach` of `id` from `from_seq` on a fresh connection: the
+/// reply's result and the frames of `id` replayed before it.
+pub fn reattach(d: &TestDaemon, id: &str, from_seq: u64) -> (Value, Vec<Frame>) {
+    let mut c = d.connect();
+    let reply = c.call(
+        1,
+        "process.reattach",
+        &format!(r#"{{"id":"{id}","fromSeq":{from_seq}}}"#),
+    );
+    let frames = c
+        .backlog
+        .iter()
+        .filter_map(|l| parse_frame(l))
+        .filter(|(p, _)| p == id)
+        .map(|(_, f)| f)
+        .collect();
+    let reply: Value = serde_json::from_str(&reply).expect("reply json");
+    (reply["result"].clone(), frames)
 }
