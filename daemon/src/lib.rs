@@ -5,8 +5,9 @@
 //! Map of the crate (see `docs/ARCHITECTURE.md` for the invariants and
 //! the layers: which module may import which). Only the modules the
 //! binary, tests, benches and fuzz targets use are public: [`cli`],
-//! [`install`], [`runlock`], [`version`] and (feature `fuzzing`)
-//! `fuzzing`; the rest is `pub(crate)`.
+//! [`install`], [`runlock`], [`version`], [`method`] (the harness's
+//! differential fuzzer takes its method vocabulary from it) and (feature
+//! `fuzzing`) `fuzzing`; the rest is `pub(crate)`.
 //!
 //!
 //! | module | owns |
@@ -78,7 +79,7 @@ pub(crate) mod instance;
 pub(crate) mod logging;
 pub(crate) mod logind;
 pub(crate) mod loginshell;
-pub(crate) mod method;
+pub mod method;
 pub(crate) mod methods;
 pub(crate) mod metrics;
 pub(crate) mod metrics_http;
