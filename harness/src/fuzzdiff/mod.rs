@@ -473,7 +473,7 @@ fn fresh_case(ck: &Checker, case: &Case, cov: &mut Coverage) -> CaseResult {
                 &format!("case {n}: DIFFERS ({}), running it again…", found::keys(d)),
             );
             let reruns = ck.rerun(case);
-            let (file, found) = confirmed(ck, case, d, reruns, "differed on fresh daemons");
+            let (file, found) = confirmed(ck, case, d, &reruns, "differed on fresh daemons");
             (outcome, file, found)
         }
         Outcome::Error(e) => {
@@ -491,34 +491,33 @@ fn verdict(
     ck: &Checker,
     case: &Case,
     first: &[EntryDiff],
-    reruns: Reruns,
+    reruns: &Reruns,
     how: &str,
 ) -> Option<(Option<PathBuf>, Found)> {
-    let n = case.n;
     if reruns.every() {
-        say(ck.o, &format!("case {n}: differed in {}, shrinking…", reruns.rate()));
-        let f = written(ck, n, found::write_shrunk(ck, case, &reruns));
+        say(
+            ck.o,
+            &format!("case {}: differed in {}, shrinking…", case.n, reruns.rate()),
+        );
+        let f = written(ck, case.n, found::write_shrunk(ck, case, reruns));
         return Some((f, Found::Reproduced));
     }
-    if reruns.differed == 0 {
-        return None;
-    }
-    say(ck.o, &format!("case {n}: FLAKY, differed in {}", reruns.rate()));
+    (reruns.differed > 0).then(|| flaky(ck, case, first, reruns, how))
+}
+
+/// Writes a difference that did not differ in every rerun, unshrunk, with
+/// its rate; what it shows is from a differing rerun when there was one.
+fn flaky(ck: &Checker, case: &Case, first: &[EntryDiff], reruns: &Reruns, how: &str) -> (Option<PathBuf>, Found) {
+    say(ck.o, &format!("case {}: FLAKY, differed in {}", case.n, reruns.rate()));
     let why = format!("{how}, then in {}", reruns.rate());
     let diffs = if reruns.diffs.is_empty() { first } else { &reruns.diffs };
-    let f = written(ck, n, found::write_flaky(ck, case, diffs, &why));
-    Some((f, Found::Flaky(reruns)))
+    let f = written(ck, case.n, found::write_flaky(ck, case, diffs, &why));
+    (f, Found::Flaky(reruns.clone()))
 }
 
 /// [`verdict`], with no differing rerun written as flaky at rate 0.
-fn confirmed(ck: &Checker, case: &Case, first: &[EntryDiff], reruns: Reruns, how: &str) -> (Option<PathBuf>, Found) {
-    if let Some(v) = verdict(ck, case, first, reruns.clone(), how) {
-        return v;
-    }
-    say(ck.o, &format!("case {}: FLAKY, differed in {}", case.n, reruns.rate()));
-    let why = format!("{how}, then in {}", reruns.rate());
-    let f = written(ck, case.n, found::write_flaky(ck, case, first, &why));
-    (f, Found::Flaky(reruns))
+fn confirmed(ck: &Checker, case: &Case, first: &[EntryDiff], reruns: &Reruns, how: &str) -> (Option<PathBuf>, Found) {
+    verdict(ck, case, first, reruns, how).unwrap_or_else(|| flaky(ck, case, first, reruns, how))
 }
 
 /// One case on the worker's live pair; differences and errors are checked
@@ -556,7 +555,7 @@ fn live_case(ck: &Checker, pair: &mut Pair, case: &Case, cov: &mut Coverage) -> 
             match fresh {
                 Outcome::Differs(d) => {
                     let reruns = ck.rerun(case);
-                    let (f, found) = confirmed(ck, case, &d, reruns, "failed live, then differed on fresh daemons");
+                    let (f, found) = confirmed(ck, case, &d, &reruns, "failed live, then differed on fresh daemons");
                     (Outcome::Differs(d), f, found)
                 }
                 other => (other, None, Found::Nothing),
@@ -570,7 +569,7 @@ fn live_case(ck: &Checker, pair: &mut Pair, case: &Case, cov: &mut Coverage) -> 
             let preceding: Vec<u64> = pair.since[..pair.since.len() - 1].to_vec();
             pair.restart();
             let reruns = ck.rerun(case);
-            if let Some((f, found)) = verdict(ck, case, &d, reruns.clone(), "differed on live daemons") {
+            if let Some((f, found)) = verdict(ck, case, &d, &reruns, "differed on live daemons") {
                 return (Outcome::Differs(d), f, found);
             }
             // Not on fresh daemons: does it need the cases before it?
@@ -584,13 +583,9 @@ fn live_case(ck: &Checker, pair: &mut Pair, case: &Case, cov: &mut Coverage) -> 
                 let f = written(ck, n, found::write_state_dependent(ck, case, &min, &d));
                 (Outcome::Differs(d), f, Found::StateDependent)
             } else {
-                say(o, &format!("case {n}: FLAKY, differed in {}", reruns.rate()));
-                let why = format!(
-                    "differed on live daemons, then in {} and not on a replay of the preceding cases",
-                    reruns.rate()
-                );
-                let f = written(ck, n, found::write_flaky(ck, case, &d, &why));
-                (Outcome::Differs(d), f, Found::Flaky(reruns))
+                let how = "differed on live daemons (not on a replay of the preceding cases)";
+                let (f, found) = flaky(ck, case, &d, &reruns, how);
+                (Outcome::Differs(d), f, found)
             }
         }
     }
