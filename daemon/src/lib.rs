@@ -7,7 +7,9 @@
 //! (`daemon/tests/layers.rs`). Each folder's `mod.rs` lists what its
 //! files own. Public only where the binary, tests, benches and fuzz
 //! targets reach in: `launch::cli`, `install`, `rundir::runlock`,
-//! `base::version`, and the `fuzzing` and `base::alloccount` features.
+//! `base::version`, `protocol::method` (the harness's differential fuzzer
+//! takes its method vocabulary from it), and the `fuzzing` and
+//! `base::alloccount` features.
 //!
 //! | # | layer | folders |
 //! | --- | --- | --- |
@@ -28,7 +30,7 @@ pub mod install;
 pub mod launch;
 pub(crate) mod methods;
 pub(crate) mod process;
-pub(crate) mod protocol;
+pub mod protocol;
 pub(crate) mod replay;
 pub mod rundir;
 pub(crate) mod serve;

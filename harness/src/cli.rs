@@ -263,9 +263,13 @@ pub(crate) struct FuzzDiffArgs {
     #[arg(long, conflicts_with = "minutes")]
     pub(crate) iterations: Option<u64>,
     /// Run cases until this many minutes have passed.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "seconds")]
     pub(crate) minutes: Option<f64>,
-    /// Where minimal differing probes are written (default: <workspace>/corpora/fuzz-diffs).
+    /// Run cases until this many seconds have passed.
+    #[arg(long, conflicts_with = "iterations")]
+    pub(crate) seconds: Option<f64>,
+    /// Where differing probes are written (default: <workspace>/fuzz/artifacts/fuzz-diff,
+    /// which git ignores; move one into probes/ to keep it).
     #[arg(long)]
     pub(crate) out: Option<PathBuf>,
     /// Cases run in parallel.
@@ -274,6 +278,10 @@ pub(crate) struct FuzzDiffArgs {
     /// Maximum case runs spent shrinking one difference.
     #[arg(long, default_value_t = 150)]
     pub(crate) shrink_budget: usize,
+    /// Fresh-daemon runs of a differing case before it is reported: every
+    /// one differs, a difference (shrunk); some, flaky (with the rate).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) reruns: u64,
     /// Product-name rename FROM=TO (as for diff).
     #[arg(long)]
     pub(crate) rename: Vec<String>,
@@ -288,7 +296,7 @@ pub(crate) struct FuzzDiffArgs {
     pub(crate) print: bool,
     /// Run exactly these case numbers, in order, on one pair of daemons
     /// (replays a state-dependent difference), e.g. --cases 3,17,42.
-    #[arg(long, value_delimiter = ',', conflicts_with_all = ["iterations", "minutes"])]
+    #[arg(long, value_delimiter = ',', conflicts_with_all = ["iterations", "minutes", "seconds"])]
     pub(crate) cases: Option<Vec<u64>>,
     /// Restart a worker's daemons after this many cases.
     #[arg(long, default_value_t = 200)]

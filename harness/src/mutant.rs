@@ -51,6 +51,13 @@ pub enum Kind {
     /// `LATE_AFTER`: a difference no single fuzz case shows on fresh
     /// daemons, only after earlier cases ran on the same ones.
     LateErrorByte,
+    /// Answer `server.capabilities` without `plugins.prune` (an older
+    /// build's list): one method answered differently, every time.
+    ForgetPrune,
+    /// Like `error-byte`, but only on every other start of the proxy,
+    /// counted in the file `$MUTANT_STATE`: a difference that comes and
+    /// goes between runs, as a race does, at a rate of exactly one half.
+    EveryOtherStart,
 }
 
 /// Connections `late-error-byte` relays unchanged before it starts altering.
@@ -62,6 +69,8 @@ pub struct MutState {
     stdout_frames: usize,
     /// The connection came after the first `LATE_AFTER` (late-error-byte).
     pub late: bool,
+    /// This start of the proxy is one that alters (every-other-start).
+    pub odd_start: bool,
 }
 
 /// Bytes of one client line past which `die-on-long-line` dies (the real
@@ -75,7 +84,8 @@ pub fn mutate_line(kind: Kind, line: &[u8], st: &mut MutState) -> Vec<Vec<u8>> {
     match kind {
         Kind::InvalidParams if !contains(line, b"\"code\":-32602,") => vec![line.to_vec()],
         Kind::LateErrorByte if !st.late => vec![line.to_vec()],
-        Kind::ErrorByte | Kind::InvalidParams | Kind::LateErrorByte => {
+        Kind::EveryOtherStart if !st.odd_start => vec![line.to_vec()],
+        Kind::ErrorByte | Kind::InvalidParams | Kind::LateErrorByte | Kind::EveryOtherStart => {
             let key = b"\"message\":\"";
             if let Some(i) = find(line, key) {
                 let at = i + key.len();
@@ -136,6 +146,13 @@ pub fn mutate_line(kind: Kind, line: &[u8], st: &mut MutState) -> Vec<Vec<u8>> {
                 return vec![];
             }
             vec![line.to_vec()]
+        }
+        Kind::ForgetPrune if contains(line, b"\"methods\":[") => {
+            let gone = b",\"plugins.prune\"";
+            match find(line, gone) {
+                Some(i) => vec![[&line[..i], &line[i + gone.len()..]].concat()],
+                None => vec![line.to_vec()],
+            }
         }
         Kind::Slow if line.starts_with(b"{\"jsonrpc\"") => {
             // Far above a loaded machine's ping time, so the ratio stays >3×.
@@ -232,12 +249,35 @@ pub fn main(kind: Kind, cmd: &[String]) -> i32 {
             }
         });
     }
+    let odd_start = kind == Kind::EveryOtherStart && count_start() % 2 == 1;
     for (n, client) in listener.incoming().enumerate() {
         let Ok(client) = client else { continue };
         let real = real.clone();
-        std::thread::spawn(move || relay(kind, client, &real, n >= LATE_AFTER));
+        let st = MutState {
+            late: n >= LATE_AFTER,
+            odd_start,
+            ..MutState::default()
+        };
+        std::thread::spawn(move || relay(kind, client, &real, st));
     }
     0
+}
+
+/// Adds one to the start count in `$MUTANT_STATE` and returns the new
+/// count (every-other-start). Starts are sequential in the tests that
+/// use it, so a plain read and write is enough.
+fn count_start() -> u64 {
+    let Some(path) = std::env::var_os("MUTANT_STATE") else {
+        eprintln!("mutant-proxy: every-other-start needs MUTANT_STATE");
+        return 0;
+    };
+    let n = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .unwrap_or(0)
+        + 1;
+    let _ = std::fs::write(&path, n.to_string());
+    n
 }
 
 /// Rewrites a `process.spawn` request line to run its command under
@@ -314,7 +354,7 @@ fn upstream(kind: Kind, c_r: UnixStream, s_w: &mut UnixStream, real: &std::path:
     }
 }
 
-fn relay(kind: Kind, client: UnixStream, real: &std::path::Path, late: bool) {
+fn relay(kind: Kind, client: UnixStream, real: &std::path::Path, mut st: MutState) {
     let Ok(server) = UnixStream::connect(real) else {
         return;
     };
@@ -329,10 +369,6 @@ fn relay(kind: Kind, client: UnixStream, real: &std::path::Path, late: bool) {
     });
     let mut reader = BufReader::new(server);
     let mut w = client;
-    let mut st = MutState {
-        late,
-        ..MutState::default()
-    };
     loop {
         let mut line = Vec::new();
         match reader.read_until(b'\n', &mut line) {
@@ -408,5 +444,21 @@ mod tests {
         );
         let ping = br#"{"jsonrpc":"2.0","id":1,"method":"server.ping"}"#;
         assert_eq!(setsid_spawn(ping), ping.to_vec());
+        let caps =
+            br#"{"jsonrpc":"2.0","id":1,"result":{"methods":["process.reattach","plugins.prune"],"features":[]}}"#;
+        assert_eq!(
+            mutate_line(Kind::ForgetPrune, caps, &mut st)[0],
+            br#"{"jsonrpc":"2.0","id":1,"result":{"methods":["process.reattach"],"features":[]}}"#.to_vec()
+        );
+        assert_eq!(mutate_line(Kind::ForgetPrune, e, &mut st)[0], e.to_vec());
+        assert_eq!(mutate_line(Kind::EveryOtherStart, e, &mut st)[0], e.to_vec());
+        let mut odd = MutState {
+            odd_start: true,
+            ..MutState::default()
+        };
+        assert!(contains(
+            &mutate_line(Kind::EveryOtherStart, e, &mut odd)[0],
+            b"\"message\":\"unknown"
+        ));
     }
 }

@@ -123,6 +123,70 @@ fn a_planted_difference_is_found_shrunk_and_reproduced() {
     assert_eq!(before, after);
 }
 
+/// A mutant that answers one method differently every time
+/// (`server.capabilities` without `plugins.prune`) is a difference: it
+/// differs in every fresh rerun, is shrunk, and the probe's header shows
+/// what differed. It is never counted or written as flaky.
+#[test]
+fn a_planted_real_difference_is_reported_as_a_difference_not_as_flaky() {
+    let dir = tempfile::tempdir().unwrap();
+    let mutant = common::mutant(dir.path(), "forget-prune");
+    let out_dir = dir.path().join("found");
+    let out = fuzz_diff(&mutant, "3", &out_dir, &["--iterations", "6", "--jobs", "2"]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains(": 1 difference(s) (0 flaky, 0 state-dependent, 1 in every fresh rerun)"),
+        "{t}"
+    );
+    assert!(t.contains("differed in 4/4 fresh reruns, shrinking"), "{t}");
+    assert!(!t.contains("FLAKY") && !t.contains("\nflaky: "), "{t}");
+    let files = probe_files(&out_dir);
+    assert_eq!(files.len(), 1, "{t}");
+    let body = std::fs::read_to_string(&files[0]).unwrap();
+    assert!(!body.contains("FLAKY"), "{body}");
+    assert!(body.contains("in 4/4 fresh reruns"), "{body}");
+    assert!(body.contains("# differed (1 entry):"), "{body}");
+    assert!(body.contains("\"method\":\"server.capabilities\""), "{body}");
+}
+
+/// A difference that comes and goes between runs (a mutant that alters
+/// error messages on every other start, a race at rate one half) is
+/// reported as flaky with its rate, written unshrunk, and not counted as
+/// reproduced.
+#[test]
+fn a_difference_that_comes_and_goes_is_flaky_with_its_rate() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let mutant = dir.path().join("mutant-every-other-start");
+    std::fs::write(
+        &mutant,
+        format!(
+            "#!/bin/sh\nMUTANT_STATE='{}'; export MUTANT_STATE\nexec '{}' mutant-proxy --kind every-other-start -- '{}' \"$@\"\n",
+            dir.path().join("starts").display(),
+            common::harness(),
+            common::remora().display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&mutant, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out_dir = dir.path().join("found");
+    let out = fuzz_diff(&mutant, "2", &out_dir, &["--iterations", "1", "--jobs", "1"]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains(": 1 difference(s) (1 flaky, 0 state-dependent, 0 in every fresh rerun)"),
+        "{t}"
+    );
+    assert!(t.contains("\nflaky: case 0 differed in 2/4 fresh reruns\n"), "{t}");
+    let body = std::fs::read_to_string(probe_files(&out_dir).first().expect("a probe written")).unwrap();
+    assert!(
+        body.contains("# FLAKY: differed on live daemons, then in 2/4 fresh reruns"),
+        "{body}"
+    );
+    assert!(!body.contains("# differed (0 entries)"), "{body}");
+}
+
 /// A difference that needs earlier cases on the same daemons (the mutant
 /// alters error messages only from its 13th connection on) is reported as
 /// state-dependent, with a `--cases` replay that reproduces it, while the

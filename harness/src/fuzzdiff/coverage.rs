@@ -80,7 +80,7 @@ impl Coverage {
         }
     }
 
-    /// How many of the 19 methods got a reply that is not an error.
+    /// How many of the table's methods got a reply that is not an error.
     pub fn methods_reached(&self) -> usize {
         METHODS
             .iter()

@@ -3,7 +3,7 @@
 //! differs only after earlier cases on the same live daemons) with the
 //! preceding cases attached.
 
-use super::{shrink::shrink, Checker, Outcome};
+use super::{shrink::shrink, Checker, Reruns};
 use crate::compare::EntryDiff;
 use crate::fuzzgen::Case;
 use std::path::{Path, PathBuf};
@@ -17,24 +17,42 @@ pub(super) fn keys(d: &[EntryDiff]) -> String {
     k.join(", ")
 }
 
-/// Shrinks a difference that reproduces on fresh daemons and writes it.
-pub(super) fn write_shrunk(ck: &Checker, case: &Case) -> Result<PathBuf, String> {
+/// Shrinks a difference that differed in every fresh rerun and writes it.
+/// The shrunk case must differ in every rerun too: shrinking keeps a
+/// candidate that differed once, and a race can do that, so a shrunk case
+/// that does not hold up is dropped for the unshrunk one. What the header
+/// shows comes from a run that differed, never from an identical one.
+pub(super) fn write_shrunk(ck: &Checker, case: &Case, found: &Reruns) -> Result<PathBuf, String> {
     let before = ck.runs.load(Ordering::Relaxed);
     let min = shrink(ck, case);
     let runs = ck.runs.load(Ordering::Relaxed) - before;
-    let note = format!(
-        "shrunk from {} request(s) in {} unit(s) to {} request(s) in {} unit(s) ({runs} runs)",
-        case.requests(),
-        case.units.len(),
-        min.requests(),
-        min.units.len()
-    );
-    // Describe the final difference.
-    let diffs = match ck.check(&min) {
-        Outcome::Differs(d) => d,
-        _ => Vec::new(),
-    };
-    write_probe(ck, &min, vec![note], &diffs, &[])
+    if min == *case {
+        let note = format!(
+            "differed in {}; nothing could be shrunk away ({runs} runs)",
+            found.rate()
+        );
+        return write_probe(ck, case, vec![note], &found.diffs, &[]);
+    }
+    let held = ck.rerun(&min);
+    if held.every() {
+        let note = format!(
+            "shrunk from {} request(s) in {} unit(s) to {} request(s) in {} unit(s) ({runs} runs); differed in {}, and the shrunk case in {}",
+            case.requests(),
+            case.units.len(),
+            min.requests(),
+            min.units.len(),
+            found.rate(),
+            held.rate()
+        );
+        write_probe(ck, &min, vec![note], &held.diffs, &[])
+    } else {
+        let note = format!(
+            "differed in {}; not shrunk: the shrunk case differed in only {} ({runs} runs)",
+            found.rate(),
+            held.rate()
+        );
+        write_probe(ck, case, vec![note], &found.diffs, &[])
+    }
 }
 
 /// Writes a difference that did not repeat, unshrunk.

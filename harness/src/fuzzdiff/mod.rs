@@ -9,14 +9,18 @@
 //! the pair is restarted after a case that shut a daemon down, timed out,
 //! failed to run or differed, and every `--restart-every` cases.
 //!
-//! A live difference is re-run on fresh daemons ([`diff_probe`], exactly
-//! what `harness diff` does). If it reproduces there it is shrunk — delta
-//! debugging over units, unit simplification, removal of JSON members and
-//! of characters — on fresh daemons within a budget of runs and written as
-//! `<out>/<seed>-<n>.probe`. If it does not, the case and the cases that
-//! ran before it on the same pair are replayed on a new pair: a repeat is
-//! a state-dependent divergence (the preceding cases are reduced by ddmin
-//! and attached), otherwise it is written unshrunk as flaky.
+//! A live difference is re-run `--reruns` times on fresh daemons
+//! ([`diff_probe`], exactly what `harness diff` does), and the count that
+//! differed is its verdict ([`Reruns`]). Differing in every rerun, it is
+//! shrunk — delta debugging over units, unit simplification, removal of
+//! JSON members and of characters — on fresh daemons within a budget of
+//! runs and written as `<out>/<seed>-<n>.probe`; the shrunk case must
+//! differ in every rerun too, or the unshrunk one is written. Differing in
+//! some reruns only, it is flaky: written unshrunk with its flake rate.
+//! Differing in none, the case and the cases that ran before it on the
+//! same pair are replayed on a new pair: a repeat is a state-dependent
+//! divergence (the preceding cases are reduced by ddmin and attached),
+//! otherwise it is flaky (rate 0 of the reruns).
 //!
 //! `--fresh` runs every case on fresh daemons instead (the old mode).
 
@@ -54,6 +58,8 @@ pub struct FuzzOptions {
     pub central: Vec<CentralAccept>,
     /// Maximum number of case runs spent shrinking one difference.
     pub shrink_budget: usize,
+    /// Fresh-daemon runs of a differing case before it is reported.
+    pub reruns: usize,
     /// Restart a worker's daemons after this many cases.
     pub restart_every: usize,
     /// Every case on fresh daemons (no live pairs).
@@ -70,6 +76,10 @@ pub struct Summary {
     pub errors: u64,
     pub flaky: u64,
     pub state_dependent: u64,
+    /// Differences that differed in every fresh rerun (and were shrunk).
+    pub reproduced: u64,
+    /// Each flaky difference: case number, fresh reruns that differed, reruns.
+    pub flake_rates: Vec<(u64, usize, usize)>,
     /// Daemon starts (both sides, all workers).
     pub starts: u64,
     pub files: Vec<PathBuf>,
@@ -133,6 +143,44 @@ impl Checker<'_> {
 
     fn differs(&self, c: &Case) -> bool {
         matches!(self.check(c), Outcome::Differs(_))
+    }
+
+    /// Runs `c` `--reruns` times on fresh daemons.
+    fn rerun(&self, c: &Case) -> Reruns {
+        let mut r = Reruns {
+            runs: self.o.reruns.max(1),
+            ..Reruns::default()
+        };
+        for _ in 0..r.runs {
+            if let Outcome::Differs(d) = self.check(c) {
+                r.differed += 1;
+                if r.diffs.is_empty() {
+                    r.diffs = d;
+                }
+            }
+        }
+        r
+    }
+}
+
+/// How a differing case fared when run again on fresh daemons.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Reruns {
+    pub(crate) runs: usize,
+    pub(crate) differed: usize,
+    /// What the first differing rerun differed in (empty if none did).
+    pub(crate) diffs: Vec<EntryDiff>,
+}
+
+impl Reruns {
+    /// Differed every time: a difference, not a race.
+    fn every(&self) -> bool {
+        self.differed == self.runs
+    }
+
+    /// `k/n fresh reruns`, for notes and progress lines.
+    pub(crate) fn rate(&self) -> String {
+        format!("{}/{} fresh reruns", self.differed, self.runs)
     }
 }
 
@@ -307,9 +355,13 @@ pub fn run(o: &FuzzOptions) -> Summary {
                         Outcome::Identical => {}
                     }
                     match kind {
-                        Found::Flaky => sm.flaky += 1,
+                        Found::Flaky(r) => {
+                            sm.flaky += 1;
+                            sm.flake_rates.push((n, r.differed, r.runs));
+                        }
                         Found::StateDependent => sm.state_dependent += 1,
-                        Found::Nothing | Found::Shrunk => {}
+                        Found::Reproduced => sm.reproduced += 1,
+                        Found::Nothing => {}
                     }
                     sm.files.extend(file);
                     let mut lp = last_progress.lock().unwrap();
@@ -346,18 +398,22 @@ pub fn run(o: &FuzzOptions) -> Summary {
 pub fn summary_text(seed: u64, sm: &Summary) -> String {
     let secs = sm.elapsed.as_secs_f64();
     let mut s = format!(
-        "fuzz-diff seed {seed}: {} case(s) in {secs:.1}s ({:.2} cases/s): {} difference(s) ({} flaky, {} state-dependent), {} accepted, {} error(s), {} file(s) written\n",
+        "fuzz-diff seed {seed}: {} case(s) in {secs:.1}s ({:.2} cases/s): {} difference(s) ({} flaky, {} state-dependent, {} in every fresh rerun), {} accepted, {} error(s), {} file(s) written\n",
         sm.cases,
         sm.cases as f64 / secs.max(1e-9),
         sm.differences,
         sm.flaky,
         sm.state_dependent,
+        sm.reproduced,
         sm.accepted,
         sm.errors,
         sm.files.len()
     );
     for f in &sm.files {
         s.push_str(&format!("  {}\n", f.display()));
+    }
+    for (n, differed, runs) in &sm.flake_rates {
+        s.push_str(&format!("flaky: case {n} differed in {differed}/{runs} fresh reruns\n"));
     }
     if sm.starts > 0 {
         s.push_str(&format!("daemon starts: {} (both sides)\n", sm.starts));
@@ -381,8 +437,11 @@ pub fn summary_text(seed: u64, sm: &Summary) -> String {
 /// What was written for a case.
 enum Found {
     Nothing,
-    Shrunk,
-    Flaky,
+    /// Differed in every fresh rerun: shrunk and written.
+    Reproduced,
+    /// Differed in some fresh reruns only (or in none, and not after the
+    /// preceding cases either): written unshrunk with its rate.
+    Flaky(Reruns),
     StateDependent,
 }
 
@@ -401,9 +460,9 @@ fn written(ck: &Checker, n: u64, r: Result<PathBuf, String>) -> Option<PathBuf> 
     }
 }
 
-/// The old mode: one case on fresh daemons, confirmed by a second run.
-/// Coverage counts the first run only, as the live mode counts its one
-/// live run, so the two modes' figures compare.
+/// The old mode: one case on fresh daemons, a difference confirmed by the
+/// reruns. Coverage counts the first run only, as the live mode counts its
+/// one live run, so the two modes' figures compare.
 fn fresh_case(ck: &Checker, case: &Case, cov: &mut Coverage) -> CaseResult {
     let n = case.n;
     let outcome = ck.run_text(&case.name(), &case.render(&[]), Some(cov));
@@ -411,20 +470,11 @@ fn fresh_case(ck: &Checker, case: &Case, cov: &mut Coverage) -> CaseResult {
         Outcome::Differs(d) => {
             say(
                 ck.o,
-                &format!("case {n}: DIFFERS ({}), confirming and shrinking…", found::keys(d)),
+                &format!("case {n}: DIFFERS ({}), running it again…", found::keys(d)),
             );
-            let d = d.clone();
-            if ck.differs(case) {
-                let f = written(ck, n, found::write_shrunk(ck, case));
-                (outcome, f, Found::Shrunk)
-            } else {
-                let f = written(
-                    ck,
-                    n,
-                    found::write_flaky(ck, case, &d, "differed once, identical on a second run"),
-                );
-                (outcome, f, Found::Flaky)
-            }
+            let reruns = ck.rerun(case);
+            let (file, found) = confirmed(ck, case, d, &reruns, "differed on fresh daemons");
+            (outcome, file, found)
         }
         Outcome::Error(e) => {
             say(ck.o, &format!("case {n}: ERROR {e}"));
@@ -432,6 +482,42 @@ fn fresh_case(ck: &Checker, case: &Case, cov: &mut Coverage) -> CaseResult {
         }
         _ => (outcome, None, Found::Nothing),
     }
+}
+
+/// Writes a difference by its reruns: shrunk when every rerun differed,
+/// flaky with its rate when only some did. `None` when no rerun differed
+/// (the caller decides what that means).
+fn verdict(
+    ck: &Checker,
+    case: &Case,
+    first: &[EntryDiff],
+    reruns: &Reruns,
+    how: &str,
+) -> Option<(Option<PathBuf>, Found)> {
+    if reruns.every() {
+        say(
+            ck.o,
+            &format!("case {}: differed in {}, shrinking…", case.n, reruns.rate()),
+        );
+        let f = written(ck, case.n, found::write_shrunk(ck, case, reruns));
+        return Some((f, Found::Reproduced));
+    }
+    (reruns.differed > 0).then(|| flaky(ck, case, first, reruns, how))
+}
+
+/// Writes a difference that did not differ in every rerun, unshrunk, with
+/// its rate; what it shows is from a differing rerun when there was one.
+fn flaky(ck: &Checker, case: &Case, first: &[EntryDiff], reruns: &Reruns, how: &str) -> (Option<PathBuf>, Found) {
+    say(ck.o, &format!("case {}: FLAKY, differed in {}", case.n, reruns.rate()));
+    let why = format!("{how}, then in {}", reruns.rate());
+    let diffs = if reruns.diffs.is_empty() { first } else { &reruns.diffs };
+    let f = written(ck, case.n, found::write_flaky(ck, case, diffs, &why));
+    (f, Found::Flaky(reruns.clone()))
+}
+
+/// [`verdict`], with no differing rerun written as flaky at rate 0.
+fn confirmed(ck: &Checker, case: &Case, first: &[EntryDiff], reruns: &Reruns, how: &str) -> (Option<PathBuf>, Found) {
+    verdict(ck, case, first, reruns, how).unwrap_or_else(|| flaky(ck, case, first, reruns, how))
 }
 
 /// One case on the worker's live pair; differences and errors are checked
@@ -467,9 +553,10 @@ fn live_case(ck: &Checker, pair: &mut Pair, case: &Case, cov: &mut Coverage) -> 
                 say(o, &format!("case {n}: ERROR {e}"));
             }
             match fresh {
-                Outcome::Differs(_) => {
-                    let f = written(ck, n, found::write_shrunk(ck, case));
-                    (fresh, f, Found::Shrunk)
+                Outcome::Differs(d) => {
+                    let reruns = ck.rerun(case);
+                    let (f, found) = confirmed(ck, case, &d, &reruns, "failed live, then differed on fresh daemons");
+                    (Outcome::Differs(d), f, found)
                 }
                 other => (other, None, Found::Nothing),
             }
@@ -481,10 +568,9 @@ fn live_case(ck: &Checker, pair: &mut Pair, case: &Case, cov: &mut Coverage) -> 
             );
             let preceding: Vec<u64> = pair.since[..pair.since.len() - 1].to_vec();
             pair.restart();
-            if ck.differs(case) {
-                say(o, &format!("case {n}: reproduced on fresh daemons, shrinking…"));
-                let f = written(ck, n, found::write_shrunk(ck, case));
-                return (Outcome::Differs(d), f, Found::Shrunk);
+            let reruns = ck.rerun(case);
+            if let Some((f, found)) = verdict(ck, case, &d, &reruns, "differed on live daemons") {
+                return (Outcome::Differs(d), f, found);
             }
             // Not on fresh daemons: does it need the cases before it?
             let mut budget = o.shrink_budget;
@@ -497,17 +583,9 @@ fn live_case(ck: &Checker, pair: &mut Pair, case: &Case, cov: &mut Coverage) -> 
                 let f = written(ck, n, found::write_state_dependent(ck, case, &min, &d));
                 (Outcome::Differs(d), f, Found::StateDependent)
             } else {
-                let f = written(
-                    ck,
-                    n,
-                    found::write_flaky(
-                        ck,
-                        case,
-                        &d,
-                        "differed on live daemons, identical on fresh ones and on a replay of the preceding cases",
-                    ),
-                );
-                (Outcome::Differs(d), f, Found::Flaky)
+                let how = "differed on live daemons (not on a replay of the preceding cases)";
+                let (f, found) = flaky(ck, case, &d, &reruns, how);
+                (Outcome::Differs(d), f, found)
             }
         }
     }

@@ -13,9 +13,11 @@ struct Shrinker<'a, 'b> {
 }
 
 impl Shrinker<'_, '_> {
-    /// Whether `c` still differs (false once the budget is spent).
+    /// Whether `c` still differs (false once the budget is spent). A
+    /// candidate that leaves a process un-awaited is refused unrun: it
+    /// would race, and a race that happens to differ once is no shrink.
     fn test(&mut self, c: &Case) -> bool {
-        if self.used >= self.budget {
+        if self.used >= self.budget || !c.awaits_every_process() {
             return false;
         }
         self.used += 1;

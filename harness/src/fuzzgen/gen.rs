@@ -19,7 +19,20 @@ pub(super) struct Gen<'a> {
     exited: Vec<(String, u8)>,
 }
 
-impl Gen<'_> {
+impl<'a> Gen<'a> {
+    /// A generator for case `case` with one connection (unit tests).
+    #[cfg(test)]
+    pub(super) fn for_test(rng: &'a mut Rng, case: u64) -> Gen<'a> {
+        Gen {
+            rng,
+            nconns: 1,
+            next_id: 0,
+            procs: 0,
+            case,
+            exited: Vec::new(),
+        }
+    }
+
     pub(super) fn conn(&mut self) -> u8 {
         1 + self.rng.below(self.nconns as usize) as u8
     }
@@ -102,18 +115,24 @@ impl Gen<'_> {
             val: Val::Text(v),
             sensitive: true,
         };
+        use remora::protocol::method::{FilesMethod as F, GitMethod as G, Method, PluginsMethod, ProcessMethod as P};
+        // Exhaustive over the daemon's table: a new method does not build
+        // until it has params here.
+        let Ok(method) = Method::from_name(method) else {
+            return Some(vec![]);
+        };
         let p = match method {
-            "server.ping" | "server.version" | "server.capabilities" => {
+            Method::Server(_) => {
                 if r.pct(70) {
                     return None;
                 }
                 vec![Member::new("path", path(r))]
             }
-            "files.stat" | "files.list" | "files.validate" | "git.info" | "git.status" | "git.list_branches" => {
+            Method::Files(F::Stat | F::List | F::Validate) | Method::Git(G::Info | G::Status | G::ListBranches) => {
                 let good = path(r);
                 vec![Member::new("path", field(r, good))]
             }
-            "files.read" => {
+            Method::Files(F::Read) => {
                 let good = path(r);
                 let mut v = vec![Member::new("path", field(r, good))];
                 if r.pct(60) {
@@ -122,7 +141,7 @@ impl Gen<'_> {
                 }
                 v
             }
-            "files.extract_tar" => {
+            Method::Files(F::ExtractTar) => {
                 let a = r.pick(&safe_archive).to_string();
                 let d = r.pick(&safe_dest).to_string();
                 let mut v = vec![sens("archivePath", field(r, a)), sens("destDir", field(r, d))];
@@ -131,7 +150,7 @@ impl Gen<'_> {
                 }
                 v
             }
-            "git.worktree_create" => {
+            Method::Git(G::WorktreeCreate) => {
                 let mut v = vec![];
                 if r.pct(80) {
                     let b = r.pick(&safe_repo).to_string();
@@ -149,26 +168,38 @@ impl Gen<'_> {
                     let s = r.pick(&s).to_string();
                     v.push(Member::new("sourceBranch", field(r, s)));
                 }
+                if r.pct(25) {
+                    // Attach to a local branch instead of creating one.
+                    let e = ["\"side\"", "\"master\"", "\"nope\"", "\"\"", "\"-x\""];
+                    let e = r.pick(&e).to_string();
+                    v.push(sens("existingBranch", field(r, e)));
+                }
+                if r.pct(20) {
+                    // No small positive deadline: whether git finishes
+                    // first would depend on the machine's load.
+                    let t = ["0", "-1", "600000", "\"100\"", "1.5", "null"];
+                    v.push(Member::new("timeoutMs", r.pick(&t).to_string()));
+                }
                 v
             }
-            "git.worktree_remove" => {
+            Method::Git(G::WorktreeRemove) => {
                 let b = r.pick(&safe_repo).to_string();
                 let w = r.pick(&safe_wt).to_string();
                 vec![sens("baseRepo", field(r, b)), sens("worktreePath", field(r, w))]
             }
             // Process methods outside a scenario: unknown ids and missing
             // fields only (never a command).
-            "process.spawn" => match r.below(3) {
+            Method::Process(P::Spawn) => match r.below(3) {
                 0 => vec![],
                 1 => vec![Member::new("id", "\"ghost\"")],
                 _ => vec![Member::new("command", "\"\"")],
             },
-            "process.stdin" => {
+            Method::Process(P::Stdin) => {
                 let d = ["\"YWJj\"", "\"!!\"", "\"\"", "1"];
                 let d = r.pick(&d).to_string();
                 vec![Member::new("id", "\"ghost\""), Member::new("data", d)]
             }
-            "process.kill" | "process.killAndWait" | "process.reattach" => {
+            Method::Process(P::Kill | P::KillAndWait | P::Reattach) => {
                 if r.pct(30) {
                     vec![]
                 } else {
@@ -177,7 +208,20 @@ impl Gen<'_> {
                     vec![Member::new("id", id)]
                 }
             }
-            _ => vec![],
+            // The harness's socket is not under a `run/<client>/` layout,
+            // so the sweep is skipped and nothing on disk is touched.
+            Method::Plugins(PluginsMethod::Prune) => {
+                let mut v = vec![];
+                if r.pct(50) {
+                    let k = ["[]", "[\"abc\"]", "null", "[1]", "\"abc\"", "[null]"];
+                    v.push(Member::new("keep", r.pick(&k).to_string()));
+                }
+                if r.pct(60) {
+                    let n = r.pick(&INTS).to_string();
+                    v.push(Member::new("minAgeDays", field(r, n)));
+                }
+                v
+            }
         };
         Some(p)
     }
@@ -242,22 +286,12 @@ impl Gen<'_> {
                     }
                 }
                 5 => {
-                    let v = [
-                        "\"nodot\"",
-                        "\"server.\"",
-                        "\".ping\"",
-                        "\"Server.Ping\"",
-                        "\"server.PING\"",
-                        "\"bogus.ping\"",
-                        "\"files.nope\"",
-                        "\"server.ping.x\"",
-                        "123",
-                        "null",
-                        "\"\"",
-                        "\"server.ping\\u0000\"",
-                        "\"git.info \"",
-                    ];
-                    set(ms, "method", r.pick_str(&v));
+                    // A name the table does not have, or a mistyped method.
+                    if r.pct(85) {
+                        set(ms, "method", r.pick_str(&NOT_METHODS));
+                    } else {
+                        set(ms, "method", r.pick_str(&["123", "null"]));
+                    }
                 }
                 6 | 7 => {
                     let v = r.pick(&IDS).to_string();
@@ -478,6 +512,15 @@ impl Gen<'_> {
             ];
             v.push(Member::new("env", r.pick(&envs).to_string()));
         }
+        if mutate && r.pct(12) {
+            // CT-1: the reply gains pid and startTime (normalised).
+            let w = ["true", "false", "null", "1", "\"true\""];
+            v.push(Member::new("wantPid", r.pick(&w).to_string()));
+        }
+        if mutate && r.pct(10) {
+            let d = ["true", "false", "null", "0"];
+            v.push(Member::new("disableShellAgentSocket", r.pick(&d).to_string()));
+        }
         if mutate && r.pct(15) {
             // Type confusion in a field spawn reads.
             // A mistyped id is never a string: a string id would register
@@ -654,8 +697,21 @@ impl Gen<'_> {
         if self.rng.pct(85) {
             p.push(Member::new("fromSeq", self.rng.pick(&seqs).to_string()));
         }
-        let mut req = self.plain(conn, "process.reattach", Some(p));
+        if self.rng.pct(15) {
+            p.push(Member::new(
+                "wantPid",
+                self.rng.pick_str(&["true", "false"]).to_string(),
+            ));
+        }
+        let plain = self.plain(conn, "process.reattach", Some(p));
+        let mut req = plain.clone();
         self.mutate(&mut req);
+        if known.is_some() && req.process_request().is_some() && !req.starts_process(&pid) {
+            // The mutation keeps the replay but loses the await-exit after
+            // it (a notification, a folded key): its frames would race the
+            // rest of the case.
+            req = plain;
+        }
         match known {
             // Replayed frames land on this connection: record them.
             Some(_) => Unit::Proc {
@@ -766,5 +822,7 @@ pub fn generate(seed: u64, n: u64) -> Case {
     if let Some(c) = shutdown {
         units.push(Unit::Shutdown(c));
     }
-    Case { seed, n, units }
+    let case = Case { seed, n, units };
+    debug_assert!(case.awaits_every_process(), "{}", case.render(&[]));
+    case
 }

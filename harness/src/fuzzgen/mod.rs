@@ -15,7 +15,7 @@
 //!
 //! Known accepted divergences (seed 000) are avoided by construction:
 //! `server.shutdown` is only ever a final, authenticated, unmutated request;
-//! `wantPid` is never sent; only fields the method reads are mistyped
+//! only fields the method reads are mistyped
 //! (a mistyped namespace field the method does not read is the accepted
 //! per-namespace binding divergence); no path is longer than `PATH_MAX`.
 //! Destructive parameters (`destDir`, `archivePath`, `worktreePath`,
@@ -27,7 +27,7 @@ mod predict;
 mod rng;
 mod vocab;
 
-pub use predict::{expand, fold_eq, predict_method, predict_reply_id};
+pub use predict::{expand, fold_eq, predict_method, predict_process, predict_reply_id, ProcessRequest};
 pub use rng::Rng;
 pub use vocab::METHODS;
 
@@ -191,6 +191,39 @@ impl Case {
         })
     }
 
+    /// Whether every request that may start a process or replay its
+    /// frames is followed by an `await-exit` for it: the first request of
+    /// a [`Unit::Proc`] that [`Req::starts_process`]. Anywhere else such
+    /// a request races the rest of the case (a reattach answering before
+    /// or after the exit, frames arriving before or after the end). The
+    /// generator builds only such cases, and the shrinker keeps to them.
+    pub fn awaits_every_process(&self) -> bool {
+        let reqs = || {
+            self.units.iter().flat_map(|u| match u {
+                Unit::Req(r) => vec![(r, false)],
+                Unit::Pair(a, b) => vec![(a, false), (b, false)],
+                Unit::Proc { reqs, proc_id, .. } => reqs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| (r, i == 0 && r.starts_process(proc_id)))
+                    .collect(),
+                Unit::Fixture(_) | Unit::Close(_) | Unit::Shutdown(_) => vec![],
+            })
+        };
+        // What a spawn may have started: only a process under one of
+        // these ids can be replayed.
+        let started: Vec<String> = reqs()
+            .filter_map(|(r, _)| r.process_request())
+            .filter(|p| p.starts)
+            .map(|p| p.id)
+            .collect();
+        reqs().all(|(r, awaited)| {
+            awaited
+                || r.process_request()
+                    .is_none_or(|p| !p.starts && (p.spawn || !started.contains(&p.id)))
+        })
+    }
+
     /// Number of requests in the case.
     pub fn requests(&self) -> usize {
         self.units
@@ -288,6 +321,11 @@ impl Req {
                     && p.iter().any(|m| m.key == "\"id\"" && m.val == Val::Text(want_id.clone())))
     }
 
+    /// The spawn or reattach this line asks for, as the daemon decodes it.
+    pub fn process_request(&self) -> Option<ProcessRequest> {
+        predict_process(&self.bytes())
+    }
+
     /// The id the reply is predicted to carry; `None`: no reply expected.
     pub fn predict(&self) -> Option<Value> {
         predict_reply_id(&self.bytes())
@@ -355,21 +393,109 @@ mod tests {
         assert_ne!(a, b);
     }
 
+    /// The methods generated cases send are exactly the daemon's table
+    /// (plus the deliberate non-methods), and the params added after the
+    /// first generator are all sent: a method or a vocabulary entry that
+    /// goes missing on either side fails here.
     #[test]
-    fn every_case_parses_and_covers_all_methods() {
-        let mut seen = std::collections::BTreeSet::new();
+    fn every_case_parses_and_covers_the_method_table() {
+        let mut sent = std::collections::BTreeSet::new();
+        let mut keys: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
+        let later_params = [
+            "keep",
+            "minAgeDays",
+            "baseRepo",
+            "existingBranch",
+            "timeoutMs",
+            "wantPid",
+            "disableShellAgentSocket",
+        ];
         for n in 0..3000 {
             let c = generate(7 + n % 5, n);
             let text = c.render(&["header".into()]);
             let p = crate::probe::parse(Path::new("x.probe"), &text).unwrap_or_else(|e| panic!("{e}\n{text}"));
             assert!(!p.steps.is_empty());
-            for m in METHODS {
-                if text.contains(&format!("\"method\":\"{m}\"")) {
-                    seen.insert(m);
+            assert!(c.awaits_every_process(), "a process left un-awaited:\n{text}");
+            if c.units.iter().any(|u| matches!(u, Unit::Shutdown(_))) {
+                sent.insert("server.shutdown".to_string());
+            }
+            let reqs = c.units.iter().flat_map(|u| match u {
+                Unit::Req(r) => vec![r],
+                Unit::Pair(a, b) => vec![a, b],
+                Unit::Proc { reqs, .. } => reqs.iter().collect(),
+                _ => vec![],
+            });
+            // Intact members only: a truncated line is junk, not a method.
+            for r in reqs.filter(|r| r.raw.is_none()) {
+                for m in &r.members {
+                    match (&m.key[..], &m.val) {
+                        ("\"method\"", Val::Text(t)) if t.len() >= 2 && t.starts_with('"') && t.ends_with('"') => {
+                            sent.insert(t[1..t.len() - 1].to_string());
+                        }
+                        ("\"params\"", Val::Obj(ps)) => {
+                            keys.extend(
+                                later_params
+                                    .iter()
+                                    .filter(|k| ps.iter().any(|m| m.key == format!("\"{k}\""))),
+                            );
+                        }
+                        _ => {}
+                    }
                 }
             }
         }
-        assert_eq!(seen.len(), 19, "{seen:?}");
+        let table: std::collections::BTreeSet<String> =
+            remora::protocol::method::ALL.iter().map(|m| m.name().to_string()).collect();
+        let missing: Vec<&String> = table.difference(&sent).collect();
+        assert!(missing.is_empty(), "methods of the table never sent: {missing:?}");
+        let not_methods: Vec<String> = vocab::NOT_METHODS
+            .iter()
+            .map(|m| m.trim_matches('"').to_string())
+            .collect();
+        let stray: Vec<&String> = sent.difference(&table).filter(|m| !not_methods.contains(m)).collect();
+        assert!(stray.is_empty(), "sent as methods but in neither list: {stray:?}");
+        assert_eq!(keys.len(), later_params.len(), "params never sent: {keys:?}");
+        for m in vocab::READ_ONLY {
+            assert!(table.contains(m), "READ_ONLY names {m}, which the table lacks");
+        }
+        assert_eq!(METHODS.len(), remora::protocol::method::COUNT);
+    }
+
+    /// The shapes that raced in the self-diff (a spawn without its
+    /// await-exit, a reattach that lost its await-exit) are refused; the
+    /// same requests inside an awaited scenario, or naming `ghost`, pass.
+    #[test]
+    fn a_process_left_unawaited_is_refused() {
+        let mut rng = Rng::for_case(1, 3);
+        let mut g = gen::Gen::for_test(&mut rng, 3);
+        let pid = g.pid();
+        let p = g.spawn_params(&pid, "sh", &["-c", "exit 0"], false);
+        let spawn = g.spawn_req(1, p);
+        let mut note = g.plain(
+            1,
+            "process.reattach",
+            Some(vec![Member::new("Id", format!("\"{pid}\""))]),
+        );
+        note.members.retain(|m| m.key != "\"id\"");
+        let ghost = g.plain(1, "process.spawn", Some(vec![Member::new("id", "\"ghost\"")]));
+        let unknown = g.plain(1, "process.reattach", Some(vec![Member::new("id", "\"\"")]));
+        let case = |units: Vec<Unit>| Case { seed: 1, n: 3, units };
+        let proc = |r: &Req| Unit::Proc {
+            reqs: vec![r.clone()],
+            conn: 1,
+            proc_id: pid.clone(),
+        };
+        // An intact spawn leading its scenario renders its await-exit.
+        let ok = case(vec![proc(&spawn), Unit::Req(ghost.clone()), Unit::Req(unknown)]);
+        assert!(ok.awaits_every_process(), "{}", ok.render(&[]));
+        assert!(ok.render(&[]).contains(&format!("await-exit c1 {pid}")));
+        // The same spawn on its own (what the shrinker once made of it).
+        assert!(!case(vec![Unit::Req(spawn.clone())]).awaits_every_process());
+        // A reattach notification (folded key) of that process, in or out
+        // of a scenario; alone, there is nothing it could replay.
+        assert!(!case(vec![proc(&spawn), proc(&note)]).awaits_every_process());
+        assert!(!case(vec![proc(&spawn), Unit::Req(note.clone())]).awaits_every_process());
+        assert!(case(vec![Unit::Req(note), Unit::Req(ghost)]).awaits_every_process());
     }
 
     #[test]

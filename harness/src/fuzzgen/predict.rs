@@ -186,6 +186,43 @@ pub fn predict_method(line: &[u8]) -> Option<String> {
     method
 }
 
+/// What a `process.spawn` or `process.reattach` line asks of the daemon.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessRequest {
+    /// The process id it names.
+    pub id: String,
+    /// A spawn (otherwise a reattach, which replays what exists).
+    pub spawn: bool,
+    /// A spawn with a command: the only request that can start a process
+    /// (a spawn without one fails, a reattach only replays).
+    pub starts: bool,
+}
+
+/// The [`ProcessRequest`] of a line, as Go's decoder reads it (last
+/// case-insensitive `params`, then its last case-insensitive members):
+/// `None` for other methods, lines that do not decode, and ids that are
+/// not strings (those start and replay nothing).
+pub fn predict_process(line: &[u8]) -> Option<ProcessRequest> {
+    let method = predict_method(line)?;
+    if method != "process.spawn" && method != "process.reattach" {
+        return None;
+    }
+    let text = mark_overflow(&fix_surrogates(&go_lossy(line)));
+    let Members(ms) = serde_json::from_str::<Members>(&text).ok()?;
+    let params = ms.into_iter().rev().find(|(k, _)| fold_eq(k, "params"))?.1;
+    let Members(ps) = serde_json::from_value::<Members>(params).ok()?;
+    let last = |key: &str| ps.iter().rev().find(|(k, _)| fold_eq(k, key)).map(|(_, v)| v);
+    // A string, and not the marker of a number Go could not decode.
+    let text_of = |v: Option<&Value>| match v {
+        Some(v @ Value::String(s)) if !has_overflow(v) => Some(s.clone()),
+        _ => None,
+    };
+    let id = text_of(last("id"))?;
+    let spawn = method == "process.spawn";
+    let starts = spawn && text_of(last("command")).is_some_and(|c| !c.is_empty());
+    Some(ProcessRequest { id, spawn, starts })
+}
+
 pub(super) const OVERFLOW: &str = "\\u0000overflow";
 
 pub(super) fn has_overflow(v: &Value) -> bool {

@@ -223,8 +223,11 @@ impl Runner<'_> {
         if ps.exit.is_some() && ps.seqs.last() != ps.seqs.iter().max() {
             seq.push_str("; exit not last");
         }
+        // Present or not, never how many: how output is cut into frames
+        // depends on pipe scheduling, and a reattach on the spawning
+        // connection replays them all after the first exit.
         if ps.frames_after_exit > 0 {
-            seq.push_str(&format!("; {} frame(s) after exit", ps.frames_after_exit));
+            seq.push_str("; frames after exit");
         }
         for b in &ps.bad {
             seq.push_str("; ");
