@@ -26,11 +26,41 @@ fn main() {
         });
     println!("cargo:rustc-env=REMORA_VERSION_ID={id}");
     println!("cargo:rustc-env=REMORA_BUILD_TIME={}", rfc3339(built));
-    println!("cargo:rerun-if-changed=../.git/HEAD");
-    println!("cargo:rerun-if-changed=../.git/refs");
-    println!("cargo:rerun-if-changed=../.git/packed-refs");
+    // Rerun when the commit or a tag moves. Only files that exist are
+    // named: cargo reruns a script on every build while a named file is
+    // missing, and a rerun stamps a new build time, so remora would be
+    // recompiled by every `cargo build` (in a `git worktree`, whose `.git`
+    // is a file; in a source tarball; in a clone without packed-refs).
+    for path in git_state_files() {
+        println!("cargo:rerun-if-changed={}", path.display());
+    }
     println!("cargo:rerun-if-changed=../ci/version");
     println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
+}
+
+/// The files whose change moves `ci/version`'s answer: HEAD (per work tree)
+/// and the refs (shared by every work tree of the repository), as git
+/// itself locates them.
+fn git_state_files() -> Vec<std::path::PathBuf> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let Some(out) = Command::new("git")
+        .args(["rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir"])
+        .current_dir(&root)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+    else {
+        return Vec::new();
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut dirs = text.lines().map(std::path::PathBuf::from);
+    let (Some(git_dir), Some(common)) = (dirs.next(), dirs.next()) else {
+        return Vec::new();
+    };
+    [git_dir.join("HEAD"), common.join("refs"), common.join("packed-refs")]
+        .into_iter()
+        .filter(|p| p.exists())
+        .collect()
 }
 
 /// Formats epoch seconds as `YYYY-MM-DDTHH:MM:SSZ` (civil-from-days).
