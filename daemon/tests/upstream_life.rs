@@ -206,6 +206,70 @@ fn a_new_serve_evicts_a_live_predecessor_of_the_same_socket() {
     shutdown(&first.socket, "next");
 }
 
+/// Spawns `sleep 777` in the daemon behind `client`; returns its pid.
+fn spawn_sleeper(client: &mut common::Client) -> i32 {
+    let reply = client.call(
+        2,
+        "process.spawn",
+        r#"{"id":"agent","command":"sleep","args":["777"],"wantPid":true}"#,
+    );
+    let v: serde_json::Value = serde_json::from_str(&reply).unwrap();
+    v["result"]["pid"].as_i64().unwrap_or_else(|| panic!("{reply}")) as i32
+}
+
+/// A second `-serve` started from a terminal or over ssh (stderr not a
+/// file, so the daemons log to `remote-server.log`): its launcher says on
+/// stderr, in one line, that it replaced the running daemon and what
+/// happened to that daemon's children.
+fn replace_and_read_the_launcher(first: &TestDaemon, keep_children: bool) -> (i32, String) {
+    let old_pid = lock_pid(first.root());
+    let mut client = first.connect();
+    let child = spawn_sleeper(&mut client);
+    let token_file = first.root().join("next-token");
+    std::fs::write(&token_file, "next\n").unwrap();
+    let out = common::serve_command(&first.socket, &token_file)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("Remora remote server listening on {}\n", first.socket.display())
+    );
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let expected = if keep_children {
+        format!("replacing the daemon pid {old_pid} on this socket (it runs with -keep-children, so its children keep running)\n")
+    } else {
+        format!(
+            "replacing the daemon pid {old_pid} on this socket (its children are stopped; -keep-children keeps them)\n"
+        )
+    };
+    assert_eq!(stderr, expected);
+    assert!(wait_until(Duration::from_secs(10), || is_dead(old_pid)));
+    (child, stderr)
+}
+
+#[test]
+fn a_second_serve_says_it_replaces_the_daemon_and_stops_its_children() {
+    let first = TestDaemon::start();
+    let (child, _) = replace_and_read_the_launcher(&first, false);
+    assert!(wait_until(Duration::from_secs(10), || common::pid_gone(child)));
+    assert_eq!(ping_with(&first.socket, "next"), PONG);
+    shutdown(&first.socket, "next");
+}
+
+#[test]
+fn a_second_serve_says_when_the_replaced_daemon_keeps_its_children() {
+    let first = TestDaemon::start_with(&["-keep-children"], &[]);
+    let (child, _) = replace_and_read_the_launcher(&first, true);
+    let alive = !common::pid_gone(child);
+    // SAFETY: SIGKILL to the sleeper this test spawned (kept alive by
+    // -keep-children), so that it does not outlive the test.
+    unsafe { libc::kill(child, libc::SIGKILL) };
+    assert!(alive, "the kept child {child} is gone");
+    shutdown(&first.socket, "next");
+}
+
 /// Writes an owner record naming `pid` as a serve daemon of this machine.
 fn forge_record(dir: &Path, pid: u32) -> PathBuf {
     let lock = dir.join("daemon.lock");

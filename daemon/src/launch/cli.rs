@@ -298,7 +298,7 @@ fn serve_child(flags: &Flags) -> i32 {
     raise_open_files_limit();
     // Children spawned by the daemon inherit this, as with the reference.
     std::env::set_var(daemonize::CHILD_MARKER, "1");
-    let (token, readiness) = match daemonize::adopt_pipes() {
+    let (token, mut readiness) = match daemonize::adopt_pipes() {
         Ok(pair) => pair,
         Err(Some(message)) => {
             eprintln!("{message}");
@@ -312,6 +312,9 @@ fn serve_child(flags: &Flags) -> i32 {
     let instance = crate::base::instance::Instance::new();
     // Before binding: a live predecessor of this socket is evicted first.
     let run_lock = crate::rundir::runlock::claim(&socket, &instance);
+    if let Some(replaced) = run_lock.as_ref().and_then(|lock| lock.replaced) {
+        readiness.notice(&replaced.notice());
+    }
     // Still before binding: a killed predecessor's children are ended,
     // then this daemon records its own (lock holder only).
     if run_lock.is_some() {
