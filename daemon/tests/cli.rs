@@ -272,6 +272,49 @@ fn bind_failure_when_a_parent_is_a_file() {
 }
 
 #[test]
+fn a_socket_path_over_the_kernel_limit_is_refused_before_anything_is_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    // A directory name that brings the socket path to `len` bytes.
+    let socket_of = |len: usize| {
+        let base = dir.path().to_str().unwrap().len() + "/".len() + "/rpc.sock".len();
+        assert!(len > base + 1, "the temp dir's path is too long for this test");
+        dir.path().join("d".repeat(len - base)).join("rpc.sock")
+    };
+    let limit = if cfg!(target_os = "linux") { 107 } else { 103 };
+    let system = if cfg!(target_os = "linux") { "Linux" } else { "macOS" };
+    let over = socket_of(limit + 1);
+    std::fs::write(&token, "tok\n").unwrap();
+    assert_eq!(
+        run(&["-serve", "-socket", over.to_str().unwrap(), "-token-file", token.to_str().unwrap()], &[]),
+        (
+            1,
+            String::new(),
+            format!(
+                "remora: socket path too long: {} is {} bytes, and a Unix socket path can have at most {limit} bytes on {system}; choose a shorter -socket\n",
+                over.display(),
+                limit + 1
+            )
+        )
+    );
+    // Refused before the directory was created (the token is still read
+    // first, as the contract orders it).
+    assert!(!over.parent().unwrap().exists());
+    // The longest path that fits serves.
+    let fits = socket_of(limit);
+    std::fs::write(&token, "tok\n").unwrap();
+    let fits = fits.to_str().unwrap();
+    assert_eq!(
+        run(
+            &["-serve", "-socket", fits, "-token-file", token.to_str().unwrap()],
+            &[]
+        ),
+        (0, format!("Remora remote server listening on {fits}\n"), String::new())
+    );
+    stop_daemon(fits);
+}
+
+#[test]
 fn default_socket_is_under_home_and_serve_creates_its_directory() {
     let home = tempfile::tempdir().unwrap();
     let token = home.path().join("token");

@@ -157,6 +157,10 @@ fn serve_launcher(flags: &Flags) -> i32 {
         }
     };
     let socket = socket_path(flags);
+    if let Err(message) = server::check_socket_path_length(&socket) {
+        eprintln!("{message}");
+        return 1;
+    }
     create_socket_dir(&socket);
     daemonize::launch(&socket, &token)
 }
