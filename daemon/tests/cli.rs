@@ -230,6 +230,7 @@ fn missing_socket_directories_are_created_owner_only() {
     std::fs::write(&token, "tok\n").unwrap();
     let socket = dir.path().join("missing").join("sub").join("rpc.sock");
     let socket = socket.to_str().unwrap();
+    let _stop = common::StopOnDrop::new(socket, "tok");
     assert_eq!(
         run(
             &["-serve", "-socket", socket, "-token-file", token.to_str().unwrap()],
@@ -304,6 +305,7 @@ fn a_socket_path_over_the_kernel_limit_is_refused_before_anything_is_made() {
     let fits = socket_of(limit);
     std::fs::write(&token, "tok\n").unwrap();
     let fits = fits.to_str().unwrap();
+    let _stop = common::StopOnDrop::new(fits, "tok");
     assert_eq!(
         run(
             &["-serve", "-socket", fits, "-token-file", token.to_str().unwrap()],
@@ -321,6 +323,7 @@ fn default_socket_is_under_home_and_serve_creates_its_directory() {
     std::fs::write(&token, "tok\n").unwrap();
     let h = home.path().to_str().unwrap();
     let default = format!("{h}/.claude/remote/rpc.sock");
+    let _stop = common::StopOnDrop::new(&default, "tok");
     // -bridge and -stop never create it.
     assert_eq!(
         run(&["-bridge"], &[("HOME", h)]).2,

@@ -124,6 +124,7 @@ fn token_file_survives_sigkill_and_is_replaced_by_the_next_daemon() {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("rpc.sock");
     let (code, log) = serve(&socket, "first", &dir.path().join("a.log"), &[]);
+    let _stop_1 = common::StopOnDrop::new(&socket, "first");
     assert_eq!(code, 0, "{log}");
     let pid = lock_pid(dir.path());
     // SAFETY: kill(2) on the daemon this test started.
@@ -131,6 +132,7 @@ fn token_file_survives_sigkill_and_is_replaced_by_the_next_daemon() {
     assert!(wait_until(Duration::from_secs(10), || is_dead(pid)));
     assert_eq!(std::fs::read(dir.path().join("daemon.token")).unwrap(), b"first");
     let (code, log) = serve(&socket, "second", &dir.path().join("b.log"), &[]);
+    let _stop_2 = common::StopOnDrop::new(&socket, "second");
     assert_eq!(code, 0, "{log}");
     assert_eq!(std::fs::read(dir.path().join("daemon.token")).unwrap(), b"second");
     assert_eq!(ping_with(&socket, "second"), PONG);
@@ -166,6 +168,7 @@ fn capabilities_identity_is_fixed_per_boot_and_new_on_restart() {
     // Graceful shutdown empties the record and keeps the file.
     assert_eq!(std::fs::read(d.root().join("daemon.lock")).unwrap(), b"");
     let (code, log) = serve(&d.socket, "again", &d.root().join("b.log"), &[]);
+    let _stop_3 = common::StopOnDrop::new(&d.socket, "again");
     assert_eq!(code, 0, "{log}");
     let b = capabilities(&d.socket, "again");
     assert_ne!(b["instanceId"], a["instanceId"]);
@@ -182,6 +185,7 @@ fn a_new_serve_evicts_a_live_predecessor_of_the_same_socket() {
     let mut client = first.connect();
     assert_eq!(client.call(1, "server.ping", "{}"), PONG);
     let (code, log) = serve(&first.socket, "next", &first.root().join("b.log"), &[]);
+    let _stop_4 = common::StopOnDrop::new(&first.socket, "next");
     assert_eq!(code, 0, "{log}");
     assert!(wait_until(Duration::from_secs(10), || is_dead(old_pid)));
     assert_eq!(client.read_to_eof(), "");
@@ -322,6 +326,7 @@ fn a_foreign_lock_holder_is_never_signalled() {
     }));
     forge_record(dir.path(), holder_pid);
     let (code, log) = serve(&socket, "tok", &dir.path().join("d.log"), &[]);
+    let _stop_5 = common::StopOnDrop::new(&socket, "tok");
     // The newcomer serves without run-dir ownership; the holder lives.
     assert_eq!(code, 0, "{log}");
     assert!(log.contains(&format!("not signaling pid {holder_pid}")), "{log}");
@@ -350,6 +355,7 @@ fn a_daemon_of_another_socket_named_in_a_record_is_never_signalled() {
         0
     );
     let (code, log) = serve(&socket, "tok", &dir.path().join("d.log"), &[]);
+    let _stop_6 = common::StopOnDrop::new(&socket, "tok");
     assert_eq!(code, 0, "{log}");
     assert!(log.contains(&format!("not signaling pid {other_pid}")), "{log}");
     assert!(log.contains("does not hold the lock"), "{log}");
@@ -367,6 +373,7 @@ fn a_symlinked_lock_file_is_not_followed() {
     std::os::unix::fs::symlink(&victim, dir.path().join("daemon.lock")).unwrap();
     let socket = dir.path().join("rpc.sock");
     let (code, log) = serve(&socket, "tok", &dir.path().join("d.log"), &[]);
+    let _stop_7 = common::StopOnDrop::new(&socket, "tok");
     assert_eq!(code, 0, "{log}");
     assert!(log.contains("proceeding without run-dir ownership"), "{log}");
     assert_eq!(std::fs::read(&victim).unwrap(), b"keep me");
@@ -382,6 +389,7 @@ fn a_hard_linked_lock_file_is_left_untouched() {
     std::fs::hard_link(&victim, dir.path().join("daemon.lock")).unwrap();
     let socket = dir.path().join("rpc.sock");
     let (code, log) = serve(&socket, "tok", &dir.path().join("d.log"), &[]);
+    let _stop_8 = common::StopOnDrop::new(&socket, "tok");
     assert_eq!(code, 0, "{log}");
     assert!(log.contains("has 2 links"), "{log}");
     shutdown(&socket, "tok");
@@ -404,6 +412,7 @@ fn a_daemon_whose_socket_was_taken_over_exits_once_no_client_is_left() {
     let socket = dir.path().join("rpc.sock");
     let log_path = dir.path().join("d.log");
     let (code, log) = serve(&socket, "tok", &log_path, &[FAST]);
+    let _stop_9 = common::StopOnDrop::new(&socket, "tok");
     assert_eq!(code, 0, "{log}");
     let pid = lock_pid(dir.path());
     // A connected client keeps the orphan alive.
@@ -437,6 +446,7 @@ fn a_daemon_still_reachable_at_its_path_does_not_exit() {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("rpc.sock");
     let (code, log) = serve(&socket, "tok", &dir.path().join("d.log"), &[FAST]);
+    let _stop_10 = common::StopOnDrop::new(&socket, "tok");
     assert_eq!(code, 0, "{log}");
     let pid = lock_pid(dir.path());
     // Well past grace plus two probes: nothing happens.
@@ -451,6 +461,7 @@ fn the_orphan_test_hook_does_not_reach_children() {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("rpc.sock");
     let (code, log) = serve(&socket, "tok", &dir.path().join("d.log"), &[FAST]);
+    let _stop_11 = common::StopOnDrop::new(&socket, "tok");
     assert_eq!(code, 0, "{log}");
     let out = dir.path().join("env.txt");
     let params = format!(r#"{{"id":"e","command":"sh","args":["-c","env > {}"]}}"#, out.display());
