@@ -22,8 +22,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-const NO_MODE: &str = "remora: one of --version/--install/--serve/--bridge/--stop is required";
-const NO_TOKEN: &str = "remora: daemonized child requires --token-file or --token-fd";
+// The first line of each is the reference's text, kept byte for byte for
+// whatever matches it; the second says what to do, with the flags as
+// they are written.
+const NO_MODE: &str = "remora: one of --version/--install/--serve/--bridge/--stop is required
+remora: choose a mode: -serve, -bridge, -stop, -install, -probe-cli PATH or -version (remora -h describes each)";
+const NO_TOKEN: &str = "remora: daemonized child requires --token-file or --token-fd
+remora: -serve needs a token: -token-file FILE or -token-fd N";
 
 /// Runs the binary; returns the process exit code.
 pub fn main() -> i32 {
@@ -52,7 +57,7 @@ pub fn main() -> i32 {
             return 0;
         }
         Err(ParseError::Invalid(message)) => {
-            eprint!("{message}\n{}", flags::usage(&argv0));
+            eprint!("{message}\n{}", flags::usage_after_error(&argv0));
             return 2;
         }
     };

@@ -113,10 +113,7 @@ pub fn claim(socket: &Path, instance: &crate::base::instance::Instance) -> Optio
     match try_flock(&file) {
         Ok(true) => {}
         Ok(false) => {
-            let Some(evicted) = evict_holder(&file, &path, socket) else {
-                return None;
-            };
-            replaced = Some(evicted);
+            replaced = Some(evict_holder(&file, &path, socket)?);
             if !matches!(try_flock(&file), Ok(true)) {
                 crate::log_warn!(
                     "[daemon] serve: {shown} changed hands during eviction; proceeding without run-dir ownership"
