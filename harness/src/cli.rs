@@ -52,7 +52,8 @@ pub(crate) struct ReportArgs {
     /// Write a self-contained HTML report.
     #[arg(long)]
     pub(crate) html: Option<PathBuf>,
-    /// List identical probes in the terminal summary too.
+    /// Terminal summary in full: the normalisation rules, the identical
+    /// probes and every accepted difference (by default one line each).
     #[arg(long, short)]
     pub(crate) verbose: bool,
 }
@@ -149,7 +150,8 @@ pub(crate) struct RenderArgs {
     /// Write the self-contained HTML page here.
     #[arg(long)]
     pub(crate) html: Option<PathBuf>,
-    /// List identical probes in the terminal summary too.
+    /// Terminal summary in full: the normalisation rules, the identical
+    /// probes and every accepted difference (by default one line each).
     #[arg(long, short)]
     pub(crate) verbose: bool,
 }

@@ -49,11 +49,9 @@ pub(crate) fn diff(a: DiffArgs) -> Result<ExitCode, String> {
         Reference::Binary(c) => c.bin.display().to_string(),
         Reference::Transcripts(d) => format!("transcripts {}", d.display()),
     };
-    let mode = if matches!(reference, Reference::Binary(_)) {
-        "diff"
-    } else {
-        "check"
-    };
+    // The title says what ran: `harness diff`, against a binary or the
+    // committed transcripts (the reference label says which).
+    let mode = "diff";
     let o = DiffOptions {
         reference,
         jobs: common.jobs,
