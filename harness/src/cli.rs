@@ -11,7 +11,11 @@ use std::path::{Path, PathBuf};
 #[derive(Parser)]
 #[command(
     name = "harness",
-    about = "Differential probe harness: compare a remora build with the reference daemon byte for byte"
+    version,
+    about = "Differential probe harness: compare a remora build with the reference daemon byte for byte",
+    after_help = "Without a reference binary, `diff` and `check` compare with the transcripts committed in corpora/transcripts/. \
+                  bench, fuzz-diff and stress need a --reference: the reference daemon (copy it from a remote where Claude \
+                  Desktop installed it) or an older remora build (git worktree add /tmp/old <tag>; cargo build --release there)."
 )]
 pub(crate) struct Cli {
     #[command(subcommand)]
@@ -99,7 +103,9 @@ pub(crate) enum Cmd {
 // The arguments of `harness diff`.
 #[derive(Args)]
 pub(crate) struct DiffArgs {
-    /// Reference binary; omitted: compare with --transcripts.
+    /// Reference binary; omitted: compare with --transcripts. Where to get
+    /// one: the reference daemon from a remote where Claude Desktop
+    /// installed it, or an older remora (see `harness --help`).
     #[arg(long)]
     pub(crate) reference: Option<PathBuf>,
     /// Candidate binary (default: <workspace>/target/release/remora, built first).
@@ -131,6 +137,7 @@ pub(crate) struct DiffArgs {
 // The arguments of `harness check`.
 #[derive(Args)]
 pub(crate) struct CheckArgs {
+    /// The daemon binary to check (e.g. target/debug/remora).
     #[arg(long)]
     pub(crate) binary: PathBuf,
     /// Transcript directory (default: <workspace>/corpora/transcripts).
@@ -159,6 +166,7 @@ pub(crate) struct RenderArgs {
 // The arguments of `harness record`.
 #[derive(Args)]
 pub(crate) struct RecordArgs {
+    /// The daemon binary whose transcripts are written (e.g. target/release/remora).
     #[arg(long)]
     pub(crate) binary: PathBuf,
     /// Output directory (default: <workspace>/corpora/transcripts).
@@ -190,19 +198,27 @@ pub(crate) struct DeriveArgs {
 // The arguments of `harness bench`.
 #[derive(Args)]
 pub(crate) struct BenchArgs {
+    /// The binary to compare against: the reference daemon (copy it from a
+    /// remote where Claude Desktop installed it: while a session runs,
+    /// `ps -eo args | grep -- -serve` there shows its path) or an older
+    /// remora (`git worktree add /tmp/old <tag>`, then `cargo build
+    /// --release` in it: /tmp/old/target/release/remora).
     #[arg(long)]
     pub(crate) reference: PathBuf,
+    /// The binary measured against it (e.g. target/release/remora).
     #[arg(long)]
     pub(crate) candidate: PathBuf,
     /// Bytes the stream bench child writes.
     #[arg(long, default_value_t = 268_435_456)]
     pub(crate) stream_bytes: u64,
+    /// Sequential pings on one connection, for the round-trip figure.
     #[arg(long, default_value_t = 2000)]
     pub(crate) pings: usize,
     /// Pipelined pings in all, on one connection and then spread over 64
     /// (sized so each figure spans a few hundred milliseconds).
     #[arg(long, default_value_t = 200_000)]
     pub(crate) pipelined: usize,
+    /// Processes spawned one after another, for the spawn-to-exit figure.
     #[arg(long, default_value_t = 30)]
     pub(crate) spawns: usize,
     /// Rounds, each taking every item on both binaries back to back, who
@@ -222,8 +238,10 @@ pub(crate) struct BenchArgs {
     /// Connections flooding stdin at once, and MiB each sends.
     #[arg(long, default_value_t = 64)]
     pub(crate) flood_conns: usize,
+    /// MiB each of the --flood-conns connections sends.
     #[arg(long, default_value_t = 64)]
     pub(crate) flood_mib: u64,
+    /// Also write the figures as JSON here.
     #[arg(long)]
     pub(crate) json: Option<PathBuf>,
 }
@@ -254,8 +272,14 @@ pub(crate) struct CaptureArgs {
 // The arguments of `harness fuzz-diff`.
 #[derive(Args)]
 pub(crate) struct FuzzDiffArgs {
+    /// The binary to compare against: the reference daemon (copy it from a
+    /// remote where Claude Desktop installed it: while a session runs,
+    /// `ps -eo args | grep -- -serve` there shows its path) or an older
+    /// remora (`git worktree add /tmp/old <tag>`, then `cargo build
+    /// --release` in it: /tmp/old/target/release/remora).
     #[arg(long)]
     pub(crate) reference: PathBuf,
+    /// The binary fuzzed against it (e.g. target/release/remora).
     #[arg(long)]
     pub(crate) candidate: PathBuf,
     /// Seed of the case generator (default: derived from the clock, printed).
@@ -306,9 +330,11 @@ pub(crate) struct FuzzDiffArgs {
 // The arguments of `harness stress`.
 #[derive(Args)]
 pub(crate) struct StressArgs {
-    /// Reference binary; omitted: only the candidate runs.
+    /// Reference binary; omitted: only the candidate runs (where to get
+    /// one: see `harness --help`).
     #[arg(long)]
     pub(crate) reference: Option<PathBuf>,
+    /// The binary under load (e.g. target/release/remora).
     #[arg(long)]
     pub(crate) candidate: PathBuf,
     /// Multiplies every count and size (0.1 for CI).
@@ -323,8 +349,10 @@ pub(crate) struct StressArgs {
     /// Fail when a figure is this many times worse than the reference.
     #[arg(long)]
     pub(crate) slower_than: Option<f64>,
+    /// Also write the results as JSON here.
     #[arg(long)]
     pub(crate) json: Option<PathBuf>,
+    /// Also write a self-contained HTML report here.
     #[arg(long)]
     pub(crate) html: Option<PathBuf>,
     /// No progress lines on stderr.
@@ -335,18 +363,27 @@ pub(crate) struct StressArgs {
 // The arguments of `harness stress-client`.
 #[derive(Args)]
 pub(crate) struct StressClientArgs {
+    /// `pattern` (write --bytes of the seeded pattern to stdout), `stream`
+    /// (spawn a pattern child and read its frames slowly) or `request`
+    /// (leave a killAndWait and half a line in flight).
     #[arg(long)]
     pub(crate) mode: String,
+    /// The daemon's socket (stream, request).
     #[arg(long)]
     pub(crate) socket: Option<PathBuf>,
+    /// The process id to spawn (stream, request).
     #[arg(long, default_value = "")]
     pub(crate) id: String,
+    /// Seed of the byte pattern.
     #[arg(long, default_value_t = 0)]
     pub(crate) seed: u64,
+    /// Bytes of pattern to write.
     #[arg(long, default_value_t = 0)]
     pub(crate) bytes: u64,
+    /// How long the pattern child stays after writing (ms).
     #[arg(long, default_value_t = 0)]
     pub(crate) linger_ms: u64,
+    /// The spawned child's `env` params, as a JSON object.
     #[arg(long, default_value = "{}")]
     pub(crate) env: String,
 }
@@ -361,6 +398,7 @@ pub(crate) struct ListArgs {
 // The arguments of `harness mutant-proxy`.
 #[derive(Args)]
 pub(crate) struct MutantProxyArgs {
+    /// How the proxy alters what passes through.
     #[arg(long, value_enum)]
     pub(crate) kind: crate::mutant::Kind,
     /// The real binary and its arguments.
