@@ -201,7 +201,7 @@ const NOTE_CHARS: usize = 120;
 /// the reference-derived provenance and the normalisation rules.
 pub fn html(rep: &Report) -> String {
     let mut o = String::new();
-    let pass = !rep.failed();
+    let pass = !rep.fails_run();
     let _ = write!(
         o,
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>{} · {}</title><style>",

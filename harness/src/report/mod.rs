@@ -80,6 +80,9 @@ pub struct Report {
     /// The reference-derived corpus in one figure (see [`DerivedSummary`]).
     #[serde(default)]
     pub derived: DerivedSummary,
+    /// `--slower-than` was given, so a slow probe fails the run too.
+    #[serde(default)]
+    pub slow_fails: bool,
 }
 
 /// The reference-derived transcripts of a run, summed: how far remora
@@ -152,10 +155,16 @@ impl Report {
         }
     }
 
+    /// Whether the run fails: something unaccepted differs or could not
+    /// run, or a probe is slow and `--slower-than` was given.
+    pub fn fails_run(&self) -> bool {
+        self.failed() || (self.slow_fails && !self.slow().is_empty())
+    }
+
     /// The verdict in a few words: `PASS: nothing unaccepted differs` or
     /// `FAIL: 2 probe(s) differ, 1 could not run`.
     pub fn verdict(&self) -> String {
-        if !self.failed() {
+        if !self.fails_run() {
             return "PASS: nothing unaccepted differs".to_string();
         }
         let (differ, errors) = (self.count(Status::Differs), self.count(Status::Error));
@@ -165,6 +174,13 @@ impl Report {
         }
         if errors > 0 {
             parts.push(format!("{errors} could not run"));
+        }
+        if self.slow_fails && !self.slow().is_empty() {
+            parts.push(format!(
+                "{} probe(s) slower than {:.2}x",
+                self.slow().len(),
+                self.slower_than
+            ));
         }
         format!("FAIL: {}", parts.join(", "))
     }
@@ -242,7 +258,7 @@ pub fn terminal(rep: &Report, verbose: bool) -> String {
     let shown: Vec<&ProbeResult> = rep
         .by_severity()
         .into_iter()
-        .filter(|p| verbose || p.status != Status::Identical || !p.unstable.is_empty())
+        .filter(|p| verbose || p.status != Status::Identical || !p.unstable.is_empty() || (p.slow && rep.slow_fails))
         .collect();
     if !shown.is_empty() {
         let _ = writeln!(
@@ -387,6 +403,7 @@ mod tests {
             overall_ratio: None,
             derived: DerivedSummary::of(&probes),
             probes,
+            slow_fails: false,
         }
     }
 
@@ -540,6 +557,20 @@ mod tests {
         assert!(at("<h2>Transcripts</h2>") < at("<details id=\"normalisation\">"));
         let pass = html(&report(vec![result("same", Status::Identical)]));
         assert!(pass.contains("<h1 id=\"verdict\" class=\"pass\">PASS: nothing unaccepted differs</h1>"));
+    }
+
+    #[test]
+    fn a_slow_probe_fails_the_verdict_only_when_slower_than_was_given() {
+        let mut slow = result("slow", Status::Identical);
+        slow.slow = true;
+        let mut rep = report(vec![slow]);
+        assert!(terminal(&rep, false).contains("PASS"));
+        assert!(!terminal(&rep, false).contains("\nslow "));
+        rep.slow_fails = true;
+        let text = terminal(&rep, false);
+        assert!(text.contains("FAIL: 1 probe(s) slower than 1.50x"), "{text}");
+        assert!(text.contains("\nslow ") && text.contains("SLOW"), "{text}");
+        assert!(html(&rep).contains("class=\"fail\">FAIL: 1 probe(s) slower than 1.50x<"));
     }
 
     #[test]
