@@ -58,7 +58,7 @@ fn a_daemon_left_running_fails_the_check_and_is_killed() {
         .as_i64()
         .unwrap() as i32;
     assert!(
-        stderr.contains("ci/leftovers: 1 process(es) started by")
+        stderr.contains(" process(es) started by")
             && stderr.contains(&format!("  pid {pid} (parent "))
             && stderr.contains(&format!("-socket {} ", socket.display())),
         "{stderr}"
