@@ -457,14 +457,46 @@ pub(crate) fn run_cfg(bin: &Path, c: &Common) -> Result<RunConfig, String> {
     })
 }
 
+/// The variables `cargo run` / `cargo test` set for the program they
+/// start (this crate's manifest and package facts). A nested `cargo build`
+/// must not inherit them: build scripts such as ring's rerun when one of
+/// them changes (`rerun-if-env-changed=CARGO_PKG_NAME`, …), so a build from
+/// inside the harness and the same build typed in a shell would each find
+/// the other's ring stale and recompile ring, rustls, ureq and remora.
+pub(crate) fn runner_set(name: &str) -> bool {
+    name.starts_with("CARGO_PKG_")
+        || matches!(
+            name,
+            "CARGO_MANIFEST_DIR"
+                | "CARGO_MANIFEST_PATH"
+                | "CARGO_MANIFEST_LINKS"
+                | "CARGO_CRATE_NAME"
+                | "CARGO_BIN_NAME"
+                | "CARGO_PRIMARY_PACKAGE"
+                | "CARGO_TARGET_TMPDIR"
+                | "OUT_DIR"
+        )
+}
+
+/// `cargo <args>` in the workspace, in the environment a shell would give
+/// it (see [`runner_set`]).
+pub(crate) fn plain_cargo(args: &[&str]) -> std::process::Command {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = std::process::Command::new(cargo);
+    cmd.args(args).current_dir(workspace());
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_some_and(runner_set) {
+            cmd.env_remove(name);
+        }
+    }
+    cmd
+}
+
 pub(crate) fn default_candidate(no_build: bool) -> Result<PathBuf, String> {
     let ws = workspace();
     if !no_build {
         eprintln!("harness: building the candidate (cargo build --release -p remora)…");
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let st = std::process::Command::new(cargo)
-            .args(["build", "--release", "-p", "remora"])
-            .current_dir(&ws)
+        let st = plain_cargo(&["build", "--release", "-p", "remora"])
             .status()
             .map_err(|e| format!("cargo: {e}"))?;
         if !st.success() {
@@ -489,4 +521,41 @@ pub(crate) fn write_reports(rep: &report::Report, r: &ReportArgs) -> Result<(), 
         eprintln!("harness: HTML report written to {}", p.display());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_nested_cargo_drops_what_cargo_run_set_for_the_harness() {
+        for name in [
+            "CARGO_PKG_NAME",
+            "CARGO_PKG_VERSION_MAJOR",
+            "CARGO_MANIFEST_DIR",
+            "CARGO_BIN_NAME",
+            "OUT_DIR",
+        ] {
+            assert!(runner_set(name), "{name}");
+        }
+        for name in [
+            "CARGO",
+            "CARGO_HOME",
+            "CARGO_TARGET_DIR",
+            "CARGO_BUILD_JOBS",
+            "PATH",
+            "RUSTFLAGS",
+        ] {
+            assert!(!runner_set(name), "{name}");
+        }
+        // Under `cargo test` this process has CARGO_PKG_NAME and friends.
+        let cmd = plain_cargo(&["--version"]);
+        let removed: Vec<String> = cmd
+            .get_envs()
+            .filter(|(_, v)| v.is_none())
+            .map(|(k, _)| k.to_string_lossy().into_owned())
+            .collect();
+        assert!(removed.iter().any(|k| k == "CARGO_PKG_NAME"), "{removed:?}");
+        assert!(removed.iter().any(|k| k == "CARGO_MANIFEST_DIR"), "{removed:?}");
+    }
 }
