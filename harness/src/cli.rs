@@ -406,9 +406,11 @@ pub(crate) struct MutantProxyArgs {
     pub(crate) cmd: Vec<String>,
 }
 
-/// The workspace root (this crate's parent directory).
+/// The workspace root (this crate's parent directory), without `..` so
+/// that reports name paths as a person would type them.
 pub(crate) fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+    let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    ws.canonicalize().unwrap_or(ws)
 }
 
 pub(crate) fn matches_filter(name: &str, filters: &[String]) -> bool {
