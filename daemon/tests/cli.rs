@@ -28,13 +28,17 @@ fn run(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     )
 }
 
-fn usage() -> String {
-    format!("Usage of {}:\n", remora_bin())
+/// What follows a flag error: the modes' synopsis, not every option.
+fn short_usage() -> String {
+    let (_, _, help) = run(&["-h"], &[]);
+    let modes = help.split("\nOptions of ").next().unwrap().to_string();
+    format!("{modes}\nRun remora -h for the options of each mode.\n")
 }
 
 #[test]
 fn no_mode_is_exit_2_without_usage() {
-    let want = "remora: one of --version/--install/--serve/--bridge/--stop is required\n";
+    // The reference's line, then which modes there are.
+    let want = "remora: one of --version/--install/--serve/--bridge/--stop is required\nremora: choose a mode: -serve, -bridge, -stop, -install, -probe-cli PATH or -version (remora -h describes each)\n";
     assert_eq!(run(&[], &[]), (2, String::new(), want.to_string()));
     // Flags without a mode, and arguments after the flags, change nothing.
     assert_eq!(
@@ -47,62 +51,62 @@ fn no_mode_is_exit_2_without_usage() {
 }
 
 #[test]
-fn unknown_flag_prints_go_error_then_usage() {
+fn unknown_flag_prints_go_error_then_the_modes() {
     for arg in ["-bogus", "--bogus", "-bogus=1"] {
         let (code, out, err) = run(&[arg, "-serve"], &[]);
         assert_eq!(code, 2, "{arg}");
         assert_eq!(out, "");
-        let rest = err
-            .strip_prefix("flag provided but not defined: -bogus\n")
-            .unwrap_or_else(|| panic!("{err}"));
-        assert!(rest.starts_with(&usage()), "{err}");
+        assert_eq!(err, format!("flag provided but not defined: -bogus\n{}", short_usage()));
     }
 }
 
 #[test]
-fn usage_text_is_go_print_defaults() {
+fn help_shows_the_modes_then_each_modes_options() {
     let (code, out, err) = run(&["-h"], &[]);
     assert_eq!((code, out.as_str()), (0, ""));
-    let body = err.strip_prefix(&usage()).unwrap_or_else(|| panic!("{err}"));
-    // Every flag, sorted, as "  -name[ type]" then a tab-indented line.
-    let names: Vec<&str> = body
-        .lines()
-        .filter(|l| l.starts_with("  -"))
-        .map(|l| l.trim_start())
-        .collect();
-    assert_eq!(
-        names,
-        [
-            "-bridge",
-            "-cli-checksum string",
-            "-cli-dir string",
-            "-cli-keep int",
-            "-cli-url string",
-            "-cli-version string",
-            "-cli-zst string",
-            "-exited-retention-min int",
-            "-install",
-            "-keep-children",
-            "-log-level string",
-            "-metrics-addr string",
-            "-print-config",
-            "-probe-cli string",
-            "-reference-build string",
-            "-replay-budget-mb int",
-            "-replay-dir string",
-            "-serve",
-            "-socket string",
-            "-stop",
-            "-token-fd int",
-            "-token-file string",
-            "-version",
-        ]
-    );
-    for line in body.lines().filter(|l| !l.starts_with("  -")) {
-        assert!(line.starts_with("    \t"), "{line:?}");
+    assert!(err.starts_with("Usage: remora MODE [OPTION...]"), "{err}");
+    // A synopsis line per mode, in this order, before any option.
+    let at = |needle: &str| err.find(needle).unwrap_or_else(|| panic!("{needle:?} missing: {err}"));
+    let modes = [
+        "\n  remora -serve [-socket PATH] (-token-file FILE | -token-fd N) [OPTION...]\n",
+        "\n  remora -bridge [-socket PATH]\n",
+        "\n  remora -stop [-socket PATH]\n",
+        "\n  remora -install -cli-dir DIR -cli-version VERSION",
+        "\n  remora -probe-cli PATH\n",
+        "\n  remora -version [-reference-build SHA]\n",
+        "\n  remora -print-config [-serve OPTION...]\n",
+        "\nOptions of -serve:\n",
+        "\nOptions of -bridge and -stop:\n",
+        "\nOptions of -install:\n",
+        "\nOptions of -version:\n",
+        "\nOptions of every mode:\n",
+    ];
+    let places: Vec<usize> = modes.iter().map(|m| at(m)).collect();
+    assert!(places.windows(2).all(|w| w[0] < w[1]), "{err}");
+    // Every option under its mode, with its value's name and a description.
+    for option in [
+        "  -socket PATH ",
+        "  -token-file FILE ",
+        "  -token-fd N ",
+        "  -keep-children ",
+        "  -metrics-addr HOST:PORT\n",
+        "  -replay-dir DIR ",
+        "  -replay-budget-mb MIB ",
+        "  -cli-dir DIR ",
+        "  -cli-version VERSION ",
+        "  -cli-url URL ",
+        "  -cli-checksum SHA256 ",
+        "  -cli-zst FILE ",
+        "  -cli-keep N ",
+        "  -reference-build SHA ",
+        "  -log-level LEVEL ",
+    ] {
+        at(option);
     }
-    assert!(body.contains("  -cli-keep int\n    \t") && body.contains(" (default 3)\n"));
-    assert!(body.contains(" (default -1)\n"));
+    assert!(
+        err.contains("(default 3)\n") && err.contains("(default 2048)\n"),
+        "{err}"
+    );
     for help in ["-help", "--help", "--h"] {
         assert_eq!(run(&[help, "-serve"], &[]), (0, String::new(), err.clone()), "{help}");
     }
@@ -126,7 +130,7 @@ fn flag_value_errors_are_gos() {
     for (args, first) in cases {
         let (code, out, err) = run(args, &[]);
         assert_eq!((code, out.as_str()), (2, ""), "{args:?}");
-        assert_eq!(err, format!("{first}{}", &run(&["-h"], &[]).2), "{args:?}");
+        assert_eq!(err, format!("{first}{}", short_usage()), "{args:?}");
     }
 }
 
@@ -150,7 +154,8 @@ fn version_format_and_mode_precedence() {
 
 #[test]
 fn serve_requires_a_token_flag() {
-    let want = "remora: daemonized child requires --token-file or --token-fd\n";
+    // The reference's line, then what to do.
+    let want = "remora: daemonized child requires --token-file or --token-fd\nremora: -serve needs a token: -token-file FILE or -token-fd N\n";
     assert_eq!(run(&["-serve"], &[]), (1, String::new(), want.to_string()));
     // The client-side variable is never a token source for the daemon.
     assert_eq!(
@@ -231,6 +236,7 @@ fn missing_socket_directories_are_created_owner_only() {
     std::fs::write(&token, "tok\n").unwrap();
     let socket = dir.path().join("missing").join("sub").join("rpc.sock");
     let socket = socket.to_str().unwrap();
+    let _stop = common::StopOnDrop::new(socket, "tok");
     assert_eq!(
         run(
             &["-serve", "-socket", socket, "-token-file", token.to_str().unwrap()],
@@ -273,12 +279,57 @@ fn bind_failure_when_a_parent_is_a_file() {
 }
 
 #[test]
+fn a_socket_path_over_the_kernel_limit_is_refused_before_anything_is_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    // A directory name that brings the socket path to `len` bytes.
+    let socket_of = |len: usize| {
+        let base = dir.path().to_str().unwrap().len() + "/".len() + "/rpc.sock".len();
+        assert!(len > base + 1, "the temp dir's path is too long for this test");
+        dir.path().join("d".repeat(len - base)).join("rpc.sock")
+    };
+    let limit = if cfg!(target_os = "linux") { 107 } else { 103 };
+    let system = if cfg!(target_os = "linux") { "Linux" } else { "macOS" };
+    let over = socket_of(limit + 1);
+    std::fs::write(&token, "tok\n").unwrap();
+    assert_eq!(
+        run(&["-serve", "-socket", over.to_str().unwrap(), "-token-file", token.to_str().unwrap()], &[]),
+        (
+            1,
+            String::new(),
+            format!(
+                "remora: socket path too long: {} is {} bytes, and a Unix socket path can have at most {limit} bytes on {system}; choose a shorter -socket\n",
+                over.display(),
+                limit + 1
+            )
+        )
+    );
+    // Refused before the directory was created (the token is still read
+    // first, as the contract orders it).
+    assert!(!over.parent().unwrap().exists());
+    // The longest path that fits serves.
+    let fits = socket_of(limit);
+    std::fs::write(&token, "tok\n").unwrap();
+    let fits = fits.to_str().unwrap();
+    let _stop = common::StopOnDrop::new(fits, "tok");
+    assert_eq!(
+        run(
+            &["-serve", "-socket", fits, "-token-file", token.to_str().unwrap()],
+            &[]
+        ),
+        (0, format!("Remora remote server listening on {fits}\n"), String::new())
+    );
+    stop_daemon(fits);
+}
+
+#[test]
 fn default_socket_is_under_home_and_serve_creates_its_directory() {
     let home = tempfile::tempdir().unwrap();
     let token = home.path().join("token");
     std::fs::write(&token, "tok\n").unwrap();
     let h = home.path().to_str().unwrap();
     let default = format!("{h}/.claude/remote/rpc.sock");
+    let _stop = common::StopOnDrop::new(&default, "tok");
     // -bridge and -stop never create it.
     assert_eq!(
         run(&["-bridge"], &[("HOME", h)]).2,

@@ -26,6 +26,7 @@ fn one_session_with(dir: &Path, env: &[(&str, &str)], connections: usize) {
     let socket = dir.join("rpc.sock");
     let token = dir.join("token");
     std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
+    let _stop = common::StopOnDrop::new(&socket, TOKEN);
     let mut launcher = common::serve_command(&socket, &token)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -20,7 +20,9 @@ struct RunDaemon {
 
 impl Drop for RunDaemon {
     fn drop(&mut self) {
-        let _ = self.child.kill();
+        // The launcher exits once the daemon it detached is ready; the
+        // daemon itself is stopped through its own pid.
+        common::stop_serving(&self.socket, TOKEN);
         let _ = self.child.wait();
     }
 }

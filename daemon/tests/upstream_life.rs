@@ -124,6 +124,7 @@ fn token_file_survives_sigkill_and_is_replaced_by_the_next_daemon() {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("rpc.sock");
     let (code, log) = serve(&socket, "first", &dir.path().join("a.log"), &[]);
+    let _stop_1 = common::StopOnDrop::new(&socket, "first");
     assert_eq!(code, 0, "{log}");
     let pid = lock_pid(dir.path());
     // SAFETY: kill(2) on the daemon this test started.
@@ -131,6 +132,7 @@ fn token_file_survives_sigkill_and_is_replaced_by_the_next_daemon() {
     assert!(wait_until(Duration::from_secs(10), || is_dead(pid)));
     assert_eq!(std::fs::read(dir.path().join("daemon.token")).unwrap(), b"first");
     let (code, log) = serve(&socket, "second", &dir.path().join("b.log"), &[]);
+    let _stop_2 = common::StopOnDrop::new(&socket, "second");
     assert_eq!(code, 0, "{log}");
     assert_eq!(std::fs::read(dir.path().join("daemon.token")).unwrap(), b"second");
     assert_eq!(ping_with(&socket, "second"), PONG);
@@ -166,6 +168,7 @@ fn capabilities_identity_is_fixed_per_boot_and_new_on_restart() {
     // Graceful shutdown empties the record and keeps the file.
     assert_eq!(std::fs::read(d.root().join("daemon.lock")).unwrap(), b"");
     let (code, log) = serve(&d.socket, "again", &d.root().join("b.log"), &[]);
+    let _stop_3 = common::StopOnDrop::new(&d.socket, "again");
     assert_eq!(code, 0, "{log}");
     let b = capabilities(&d.socket, "again");
     assert_ne!(b["instanceId"], a["instanceId"]);
@@ -182,6 +185,7 @@ fn a_new_serve_evicts_a_live_predecessor_of_the_same_socket() {
     let mut client = first.connect();
     assert_eq!(client.call(1, "server.ping", "{}"), PONG);
     let (code, log) = serve(&first.socket, "next", &first.root().join("b.log"), &[]);
+    let _stop_4 = common::StopOnDrop::new(&first.socket, "next");
     assert_eq!(code, 0, "{log}");
     assert!(wait_until(Duration::from_secs(10), || is_dead(old_pid)));
     assert_eq!(client.read_to_eof(), "");
@@ -203,6 +207,70 @@ fn a_new_serve_evicts_a_live_predecessor_of_the_same_socket() {
     assert_eq!(ping_with(&first.socket, "next"), PONG);
     assert_eq!(std::fs::read(first.root().join("daemon.token")).unwrap(), b"next");
     assert_ne!(lock_pid(first.root()), old_pid);
+    shutdown(&first.socket, "next");
+}
+
+/// Spawns `sleep 777` in the daemon behind `client`; returns its pid.
+fn spawn_sleeper(client: &mut common::Client) -> i32 {
+    let reply = client.call(
+        2,
+        "process.spawn",
+        r#"{"id":"agent","command":"sleep","args":["777"],"wantPid":true}"#,
+    );
+    let v: serde_json::Value = serde_json::from_str(&reply).unwrap();
+    v["result"]["pid"].as_i64().unwrap_or_else(|| panic!("{reply}")) as i32
+}
+
+/// A second `-serve` started from a terminal or over ssh (stderr not a
+/// file, so the daemons log to `remote-server.log`): its launcher says on
+/// stderr, in one line, that it replaced the running daemon and what
+/// happened to that daemon's children.
+fn replace_and_read_the_launcher(first: &TestDaemon, keep_children: bool) -> (i32, String) {
+    let old_pid = lock_pid(first.root());
+    let mut client = first.connect();
+    let child = spawn_sleeper(&mut client);
+    let token_file = first.root().join("next-token");
+    std::fs::write(&token_file, "next\n").unwrap();
+    let out = common::serve_command(&first.socket, &token_file)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("Remora remote server listening on {}\n", first.socket.display())
+    );
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let expected = if keep_children {
+        format!("replacing the daemon pid {old_pid} on this socket (it runs with -keep-children, so its children keep running)\n")
+    } else {
+        format!(
+            "replacing the daemon pid {old_pid} on this socket (its children are stopped; -keep-children keeps them)\n"
+        )
+    };
+    assert_eq!(stderr, expected);
+    assert!(wait_until(Duration::from_secs(10), || is_dead(old_pid)));
+    (child, stderr)
+}
+
+#[test]
+fn a_second_serve_says_it_replaces_the_daemon_and_stops_its_children() {
+    let first = TestDaemon::start();
+    let (child, _) = replace_and_read_the_launcher(&first, false);
+    assert!(wait_until(Duration::from_secs(10), || common::pid_gone(child)));
+    assert_eq!(ping_with(&first.socket, "next"), PONG);
+    shutdown(&first.socket, "next");
+}
+
+#[test]
+fn a_second_serve_says_when_the_replaced_daemon_keeps_its_children() {
+    let first = TestDaemon::start_with(&["-keep-children"], &[]);
+    let (child, _) = replace_and_read_the_launcher(&first, true);
+    let alive = !common::pid_gone(child);
+    // SAFETY: SIGKILL to the sleeper this test spawned (kept alive by
+    // -keep-children), so that it does not outlive the test.
+    unsafe { libc::kill(child, libc::SIGKILL) };
+    assert!(alive, "the kept child {child} is gone");
     shutdown(&first.socket, "next");
 }
 
@@ -258,6 +326,7 @@ fn a_foreign_lock_holder_is_never_signalled() {
     }));
     forge_record(dir.path(), holder_pid);
     let (code, log) = serve(&socket, "tok", &dir.path().join("d.log"), &[]);
+    let _stop_5 = common::StopOnDrop::new(&socket, "tok");
     // The newcomer serves without run-dir ownership; the holder lives.
     assert_eq!(code, 0, "{log}");
     assert!(log.contains(&format!("not signaling pid {holder_pid}")), "{log}");
@@ -286,6 +355,7 @@ fn a_daemon_of_another_socket_named_in_a_record_is_never_signalled() {
         0
     );
     let (code, log) = serve(&socket, "tok", &dir.path().join("d.log"), &[]);
+    let _stop_6 = common::StopOnDrop::new(&socket, "tok");
     assert_eq!(code, 0, "{log}");
     assert!(log.contains(&format!("not signaling pid {other_pid}")), "{log}");
     assert!(log.contains("does not hold the lock"), "{log}");
@@ -303,6 +373,7 @@ fn a_symlinked_lock_file_is_not_followed() {
     std::os::unix::fs::symlink(&victim, dir.path().join("daemon.lock")).unwrap();
     let socket = dir.path().join("rpc.sock");
     let (code, log) = serve(&socket, "tok", &dir.path().join("d.log"), &[]);
+    let _stop_7 = common::StopOnDrop::new(&socket, "tok");
     assert_eq!(code, 0, "{log}");
     assert!(log.contains("proceeding without run-dir ownership"), "{log}");
     assert_eq!(std::fs::read(&victim).unwrap(), b"keep me");
@@ -318,6 +389,7 @@ fn a_hard_linked_lock_file_is_left_untouched() {
     std::fs::hard_link(&victim, dir.path().join("daemon.lock")).unwrap();
     let socket = dir.path().join("rpc.sock");
     let (code, log) = serve(&socket, "tok", &dir.path().join("d.log"), &[]);
+    let _stop_8 = common::StopOnDrop::new(&socket, "tok");
     assert_eq!(code, 0, "{log}");
     assert!(log.contains("has 2 links"), "{log}");
     shutdown(&socket, "tok");
@@ -340,6 +412,7 @@ fn a_daemon_whose_socket_was_taken_over_exits_once_no_client_is_left() {
     let socket = dir.path().join("rpc.sock");
     let log_path = dir.path().join("d.log");
     let (code, log) = serve(&socket, "tok", &log_path, &[FAST]);
+    let _stop_9 = common::StopOnDrop::new(&socket, "tok");
     assert_eq!(code, 0, "{log}");
     let pid = lock_pid(dir.path());
     // A connected client keeps the orphan alive.
@@ -373,6 +446,7 @@ fn a_daemon_still_reachable_at_its_path_does_not_exit() {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("rpc.sock");
     let (code, log) = serve(&socket, "tok", &dir.path().join("d.log"), &[FAST]);
+    let _stop_10 = common::StopOnDrop::new(&socket, "tok");
     assert_eq!(code, 0, "{log}");
     let pid = lock_pid(dir.path());
     // Well past grace plus two probes: nothing happens.
@@ -387,6 +461,7 @@ fn the_orphan_test_hook_does_not_reach_children() {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("rpc.sock");
     let (code, log) = serve(&socket, "tok", &dir.path().join("d.log"), &[FAST]);
+    let _stop_11 = common::StopOnDrop::new(&socket, "tok");
     assert_eq!(code, 0, "{log}");
     let out = dir.path().join("env.txt");
     let params = format!(r#"{{"id":"e","command":"sh","args":["-c","env > {}"]}}"#, out.display());

@@ -11,7 +11,11 @@ use std::path::{Path, PathBuf};
 #[derive(Parser)]
 #[command(
     name = "harness",
-    about = "Differential probe harness: compare a remora build with the reference daemon byte for byte"
+    version,
+    about = "Differential probe harness: compare a remora build with the reference daemon byte for byte",
+    after_help = "Without a reference binary, `diff` and `check` compare with the transcripts committed in corpora/transcripts/. \
+                  bench, fuzz-diff and stress need a --reference: the reference daemon (copy it from a remote where Claude \
+                  Desktop installed it) or an older remora build (git worktree add /tmp/old <tag>; cargo build --release there)."
 )]
 pub(crate) struct Cli {
     #[command(subcommand)]
@@ -52,7 +56,8 @@ pub(crate) struct ReportArgs {
     /// Write a self-contained HTML report.
     #[arg(long)]
     pub(crate) html: Option<PathBuf>,
-    /// List identical probes in the terminal summary too.
+    /// Terminal summary in full: the normalisation rules, the identical
+    /// probes and every accepted difference (by default one line each).
     #[arg(long, short)]
     pub(crate) verbose: bool,
 }
@@ -98,7 +103,9 @@ pub(crate) enum Cmd {
 // The arguments of `harness diff`.
 #[derive(Args)]
 pub(crate) struct DiffArgs {
-    /// Reference binary; omitted: compare with --transcripts.
+    /// Reference binary; omitted: compare with --transcripts. Where to get
+    /// one: the reference daemon from a remote where Claude Desktop
+    /// installed it, or an older remora (see `harness --help`).
     #[arg(long)]
     pub(crate) reference: Option<PathBuf>,
     /// Candidate binary (default: <workspace>/target/release/remora, built first).
@@ -130,6 +137,7 @@ pub(crate) struct DiffArgs {
 // The arguments of `harness check`.
 #[derive(Args)]
 pub(crate) struct CheckArgs {
+    /// The daemon binary to check (e.g. target/debug/remora).
     #[arg(long)]
     pub(crate) binary: PathBuf,
     /// Transcript directory (default: <workspace>/corpora/transcripts).
@@ -149,7 +157,8 @@ pub(crate) struct RenderArgs {
     /// Write the self-contained HTML page here.
     #[arg(long)]
     pub(crate) html: Option<PathBuf>,
-    /// List identical probes in the terminal summary too.
+    /// Terminal summary in full: the normalisation rules, the identical
+    /// probes and every accepted difference (by default one line each).
     #[arg(long, short)]
     pub(crate) verbose: bool,
 }
@@ -157,6 +166,7 @@ pub(crate) struct RenderArgs {
 // The arguments of `harness record`.
 #[derive(Args)]
 pub(crate) struct RecordArgs {
+    /// The daemon binary whose transcripts are written (e.g. target/release/remora).
     #[arg(long)]
     pub(crate) binary: PathBuf,
     /// Output directory (default: <workspace>/corpora/transcripts).
@@ -188,19 +198,27 @@ pub(crate) struct DeriveArgs {
 // The arguments of `harness bench`.
 #[derive(Args)]
 pub(crate) struct BenchArgs {
+    /// The binary to compare against: the reference daemon (copy it from a
+    /// remote where Claude Desktop installed it: while a session runs,
+    /// `ps -eo args | grep -- -serve` there shows its path) or an older
+    /// remora (`git worktree add /tmp/old <tag>`, then `cargo build
+    /// --release` in it: /tmp/old/target/release/remora).
     #[arg(long)]
     pub(crate) reference: PathBuf,
+    /// The binary measured against it (e.g. target/release/remora).
     #[arg(long)]
     pub(crate) candidate: PathBuf,
     /// Bytes the stream bench child writes.
     #[arg(long, default_value_t = 268_435_456)]
     pub(crate) stream_bytes: u64,
+    /// Sequential pings on one connection, for the round-trip figure.
     #[arg(long, default_value_t = 2000)]
     pub(crate) pings: usize,
     /// Pipelined pings in all, on one connection and then spread over 64
     /// (sized so each figure spans a few hundred milliseconds).
     #[arg(long, default_value_t = 200_000)]
     pub(crate) pipelined: usize,
+    /// Processes spawned one after another, for the spawn-to-exit figure.
     #[arg(long, default_value_t = 30)]
     pub(crate) spawns: usize,
     /// Rounds, each taking every item on both binaries back to back, who
@@ -220,8 +238,10 @@ pub(crate) struct BenchArgs {
     /// Connections flooding stdin at once, and MiB each sends.
     #[arg(long, default_value_t = 64)]
     pub(crate) flood_conns: usize,
+    /// MiB each of the --flood-conns connections sends.
     #[arg(long, default_value_t = 64)]
     pub(crate) flood_mib: u64,
+    /// Also write the figures as JSON here.
     #[arg(long)]
     pub(crate) json: Option<PathBuf>,
 }
@@ -252,8 +272,14 @@ pub(crate) struct CaptureArgs {
 // The arguments of `harness fuzz-diff`.
 #[derive(Args)]
 pub(crate) struct FuzzDiffArgs {
+    /// The binary to compare against: the reference daemon (copy it from a
+    /// remote where Claude Desktop installed it: while a session runs,
+    /// `ps -eo args | grep -- -serve` there shows its path) or an older
+    /// remora (`git worktree add /tmp/old <tag>`, then `cargo build
+    /// --release` in it: /tmp/old/target/release/remora).
     #[arg(long)]
     pub(crate) reference: PathBuf,
+    /// The binary fuzzed against it (e.g. target/release/remora).
     #[arg(long)]
     pub(crate) candidate: PathBuf,
     /// Seed of the case generator (default: derived from the clock, printed).
@@ -312,9 +338,11 @@ pub(crate) struct FuzzDiffArgs {
 // The arguments of `harness stress`.
 #[derive(Args)]
 pub(crate) struct StressArgs {
-    /// Reference binary; omitted: only the candidate runs.
+    /// Reference binary; omitted: only the candidate runs (where to get
+    /// one: see `harness --help`).
     #[arg(long)]
     pub(crate) reference: Option<PathBuf>,
+    /// The binary under load (e.g. target/release/remora).
     #[arg(long)]
     pub(crate) candidate: PathBuf,
     /// Multiplies every count and size (0.1 for CI).
@@ -329,8 +357,10 @@ pub(crate) struct StressArgs {
     /// Fail when a figure is this many times worse than the reference.
     #[arg(long)]
     pub(crate) slower_than: Option<f64>,
+    /// Also write the results as JSON here.
     #[arg(long)]
     pub(crate) json: Option<PathBuf>,
+    /// Also write a self-contained HTML report here.
     #[arg(long)]
     pub(crate) html: Option<PathBuf>,
     /// No progress lines on stderr.
@@ -341,18 +371,27 @@ pub(crate) struct StressArgs {
 // The arguments of `harness stress-client`.
 #[derive(Args)]
 pub(crate) struct StressClientArgs {
+    /// `pattern` (write --bytes of the seeded pattern to stdout), `stream`
+    /// (spawn a pattern child and read its frames slowly) or `request`
+    /// (leave a killAndWait and half a line in flight).
     #[arg(long)]
     pub(crate) mode: String,
+    /// The daemon's socket (stream, request).
     #[arg(long)]
     pub(crate) socket: Option<PathBuf>,
+    /// The process id to spawn (stream, request).
     #[arg(long, default_value = "")]
     pub(crate) id: String,
+    /// Seed of the byte pattern.
     #[arg(long, default_value_t = 0)]
     pub(crate) seed: u64,
+    /// Bytes of pattern to write.
     #[arg(long, default_value_t = 0)]
     pub(crate) bytes: u64,
+    /// How long the pattern child stays after writing (ms).
     #[arg(long, default_value_t = 0)]
     pub(crate) linger_ms: u64,
+    /// The spawned child's `env` params, as a JSON object.
     #[arg(long, default_value = "{}")]
     pub(crate) env: String,
 }
@@ -367,6 +406,7 @@ pub(crate) struct ListArgs {
 // The arguments of `harness mutant-proxy`.
 #[derive(Args)]
 pub(crate) struct MutantProxyArgs {
+    /// How the proxy alters what passes through.
     #[arg(long, value_enum)]
     pub(crate) kind: crate::mutant::Kind,
     /// The real binary and its arguments.
@@ -374,9 +414,11 @@ pub(crate) struct MutantProxyArgs {
     pub(crate) cmd: Vec<String>,
 }
 
-/// The workspace root (this crate's parent directory).
+/// The workspace root (this crate's parent directory), without `..` so
+/// that reports name paths as a person would type them.
 pub(crate) fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+    let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    ws.canonicalize().unwrap_or(ws)
 }
 
 pub(crate) fn matches_filter(name: &str, filters: &[String]) -> bool {
@@ -425,14 +467,46 @@ pub(crate) fn run_cfg(bin: &Path, c: &Common) -> Result<RunConfig, String> {
     })
 }
 
+/// The variables `cargo run` / `cargo test` set for the program they
+/// start (this crate's manifest and package facts). A nested `cargo build`
+/// must not inherit them: build scripts such as ring's rerun when one of
+/// them changes (`rerun-if-env-changed=CARGO_PKG_NAME`, …), so a build from
+/// inside the harness and the same build typed in a shell would each find
+/// the other's ring stale and recompile ring, rustls, ureq and remora.
+pub(crate) fn runner_set(name: &str) -> bool {
+    name.starts_with("CARGO_PKG_")
+        || matches!(
+            name,
+            "CARGO_MANIFEST_DIR"
+                | "CARGO_MANIFEST_PATH"
+                | "CARGO_MANIFEST_LINKS"
+                | "CARGO_CRATE_NAME"
+                | "CARGO_BIN_NAME"
+                | "CARGO_PRIMARY_PACKAGE"
+                | "CARGO_TARGET_TMPDIR"
+                | "OUT_DIR"
+        )
+}
+
+/// `cargo <args>` in the workspace, in the environment a shell would give
+/// it (see [`runner_set`]).
+pub(crate) fn plain_cargo(args: &[&str]) -> std::process::Command {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = std::process::Command::new(cargo);
+    cmd.args(args).current_dir(workspace());
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_some_and(runner_set) {
+            cmd.env_remove(name);
+        }
+    }
+    cmd
+}
+
 pub(crate) fn default_candidate(no_build: bool) -> Result<PathBuf, String> {
     let ws = workspace();
     if !no_build {
         eprintln!("harness: building the candidate (cargo build --release -p remora)…");
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let st = std::process::Command::new(cargo)
-            .args(["build", "--release", "-p", "remora"])
-            .current_dir(&ws)
+        let st = plain_cargo(&["build", "--release", "-p", "remora"])
             .status()
             .map_err(|e| format!("cargo: {e}"))?;
         if !st.success() {
@@ -457,4 +531,41 @@ pub(crate) fn write_reports(rep: &report::Report, r: &ReportArgs) -> Result<(), 
         eprintln!("harness: HTML report written to {}", p.display());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_nested_cargo_drops_what_cargo_run_set_for_the_harness() {
+        for name in [
+            "CARGO_PKG_NAME",
+            "CARGO_PKG_VERSION_MAJOR",
+            "CARGO_MANIFEST_DIR",
+            "CARGO_BIN_NAME",
+            "OUT_DIR",
+        ] {
+            assert!(runner_set(name), "{name}");
+        }
+        for name in [
+            "CARGO",
+            "CARGO_HOME",
+            "CARGO_TARGET_DIR",
+            "CARGO_BUILD_JOBS",
+            "PATH",
+            "RUSTFLAGS",
+        ] {
+            assert!(!runner_set(name), "{name}");
+        }
+        // Under `cargo test` this process has CARGO_PKG_NAME and friends.
+        let cmd = plain_cargo(&["--version"]);
+        let removed: Vec<String> = cmd
+            .get_envs()
+            .filter(|(_, v)| v.is_none())
+            .map(|(k, _)| k.to_string_lossy().into_owned())
+            .collect();
+        assert!(removed.iter().any(|k| k == "CARGO_PKG_NAME"), "{removed:?}");
+        assert!(removed.iter().any(|k| k == "CARGO_MANIFEST_DIR"), "{removed:?}");
+    }
 }

@@ -37,7 +37,7 @@ pub fn parse_renames(pairs: &[String]) -> Result<Vec<(String, String)>, String> 
 pub fn rules(renames: &[(String, String)]) -> Vec<String> {
     let mut r = vec![
         "paths: the run's fixture root → $ROOT, its socket → $SOCKET, the run directory → $RUN (HOME is $RUN/home), the binary's own path → $BIN (also their canonical forms)".to_string(),
-        "pids: every \"pid\":<n> → \"pid\":<pid:k>, k numbering distinct values in order of appearance within the probe (so the same pid on spawn and reattach stays visibly the same)".to_string(),
+        "pids: every \"pid\":<n> → \"pid\":<pid:k>, k numbering distinct values in order of appearance within the probe (so the same pid on spawn and reattach stays visibly the same); in command output, `the daemon pid <n>` likewise".to_string(),
         "startTime: \"startTime\":<number> → <startTime:k>, numbered like pids".to_string(),
         "boot identity: \"instanceId\":\"<32 lowercase hex>\" → \"<instanceId:k>\" and \"startedAt\":<integer> → <startedAt:k>, numbered like pids (per-boot values; the same boot keeps its number, a restart gets the next; a value of another shape is left as it is)".to_string(),
         "versions: \"version\":\"…\" and \"serverVersion\":\"…\" string values → \"<version>\"; a command-line output line `<name> <id> (built <time>)` → `<name> <version>`".to_string(),
@@ -166,6 +166,8 @@ impl Normalizer {
             }
             let line = strip_log_time(line);
             let line = version_line(&line);
+            // A second -serve names the daemon it replaces.
+            let line = number_placeholder(&line, b"the daemon pid ", "pid", &mut self.pids);
             if line.starts_with(b"__INSTALL_RESULT__") {
                 out.extend(self.json(&line));
             } else {
@@ -403,6 +405,10 @@ mod tests {
         assert_eq!(
             n.output(b"__INSTALL_RESULT__{\"serverVersion\":\"abc\",\"os\":\"linux\"}\n"),
             b"__INSTALL_RESULT__{\"serverVersion\":\"<version>\",\"os\":\"<os>\"}\n".to_vec()
+        );
+        assert_eq!(
+            n.output(b"replacing the daemon pid 4242 on this socket (x)\npid 7\n"),
+            b"replacing the daemon pid <pid:1> on this socket (x)\npid 7\n".to_vec()
         );
     }
 

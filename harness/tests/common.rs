@@ -26,11 +26,31 @@ pub fn remora() -> PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let st = Command::new(cargo)
-            .args(["build", "-q", "-p", "remora"])
-            .current_dir(workspace())
-            .status()
-            .expect("run cargo build -p remora");
+        let mut build = Command::new(cargo);
+        build.args(["build", "-q", "-p", "remora"]).current_dir(workspace());
+        // What `cargo test` set for this test (its package facts) must not
+        // reach the nested build: ring's build script reruns when they
+        // change, so the shell's `cargo build -p remora` and this one would
+        // each rebuild ring and remora (harness/src/cli.rs, `runner_set`).
+        for (name, _) in std::env::vars_os() {
+            let name_text = name.to_string_lossy();
+            if name_text.starts_with("CARGO_PKG_")
+                || [
+                    "CARGO_MANIFEST_DIR",
+                    "CARGO_MANIFEST_PATH",
+                    "CARGO_MANIFEST_LINKS",
+                    "CARGO_CRATE_NAME",
+                    "CARGO_BIN_NAME",
+                    "CARGO_PRIMARY_PACKAGE",
+                    "CARGO_TARGET_TMPDIR",
+                    "OUT_DIR",
+                ]
+                .contains(&name_text.as_ref())
+            {
+                build.env_remove(&name);
+            }
+        }
+        let st = build.status().expect("run cargo build -p remora");
         assert!(st.success(), "cargo build -p remora failed");
         let target = std::env::var_os("CARGO_TARGET_DIR")
             .map(PathBuf::from)

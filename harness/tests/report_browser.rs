@@ -2,7 +2,8 @@
 //! (Debian's `chromium`; `.ci/run` installs it).
 //!
 //! - From a real `harness diff` with identical, differing, accepted and
-//!   errored probes: the summary counts, the first differing byte marked in
+//!   errored probes: the verdict, the counts, the filter and the first
+//!   failing probe inside the first 1400×1000 viewport, the summary counts, the first differing byte marked in
 //!   both columns, the timing bars, the name filter (driven through the URL
 //!   fragment), and that the page loads nothing besides itself.
 //! - From a generated JSON report of 3000 probes (`harness report`): the
@@ -248,6 +249,29 @@ fn the_html_report_renders_in_headless_chromium() {
             );
         }
     }
+    // The first screen a person sees (1400×1000) answers "did anything
+    // change?": the verdict, the counts, the filter and the first probe
+    // that is not identical, all inside the first viewport.
+    match browse(&bin, &["--dump-dom".into(), "--window-size=1400,1000".into()], &url) {
+        Err(e) => check(false, e),
+        Ok(dom) => {
+            check(
+                dom.contains("data-first-screen=\"verdict,counts,filter,first-row\""),
+                format!(
+                    "first screen: {:?}",
+                    tags(&dom, "<body").first().copied().unwrap_or("no body")
+                ),
+            );
+            check(
+                dom.contains("<h1 id=\"verdict\" class=\"fail\">FAIL: 1 probe(s) differ, 1 could not run</h1>"),
+                "the verdict names what failed".into(),
+            );
+            check(
+                dom.contains("<title>FAIL · harness diff: "),
+                "the title says the verdict and what ran".into(),
+            );
+        }
+    }
     // The filter, driven through the fragment: only `differs` stays visible.
     match browse(&bin, &["--dump-dom".into()], &format!("{url}#q=differs")) {
         Err(e) => check(false, e),
@@ -403,6 +427,18 @@ fn a_report_of_thousands_of_probes_stays_usable_in_headless_chromium() {
     };
     let dump = |url: &str| browse(&bin, &["--dump-dom".into()], url);
 
+    // Thousands of rows do not push the verdict or the first failing
+    // probe off the first screen.
+    match browse(&bin, &["--dump-dom".into(), "--window-size=1400,1000".into()], &url) {
+        Err(e) => check(false, e),
+        Ok(dom) => check(
+            dom.contains("data-first-screen=\"verdict,counts,filter,first-row\""),
+            format!(
+                "first screen: {:?}",
+                tags(&dom, "<body").first().copied().unwrap_or("no body")
+            ),
+        ),
+    }
     match dump(&url) {
         Err(e) => check(false, e),
         Ok(dom) => {

@@ -22,8 +22,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-const NO_MODE: &str = "remora: one of --version/--install/--serve/--bridge/--stop is required";
-const NO_TOKEN: &str = "remora: daemonized child requires --token-file or --token-fd";
+// The first line of each is the reference's text, kept byte for byte for
+// whatever matches it; the second says what to do, with the flags as
+// they are written.
+const NO_MODE: &str = "remora: one of --version/--install/--serve/--bridge/--stop is required
+remora: choose a mode: -serve, -bridge, -stop, -install, -probe-cli PATH or -version (remora -h describes each)";
+const NO_TOKEN: &str = "remora: daemonized child requires --token-file or --token-fd
+remora: -serve needs a token: -token-file FILE or -token-fd N";
 
 /// Runs the binary; returns the process exit code.
 pub fn main() -> i32 {
@@ -52,7 +57,7 @@ pub fn main() -> i32 {
             return 0;
         }
         Err(ParseError::Invalid(message)) => {
-            eprint!("{message}\n{}", flags::usage(&argv0));
+            eprint!("{message}\n{}", flags::usage_after_error(&argv0));
             return 2;
         }
     };
@@ -157,6 +162,10 @@ fn serve_launcher(flags: &Flags) -> i32 {
         }
     };
     let socket = socket_path(flags);
+    if let Err(message) = server::check_socket_path_length(&socket) {
+        eprintln!("{message}");
+        return 1;
+    }
     create_socket_dir(&socket);
     daemonize::launch(&socket, &token)
 }
@@ -298,7 +307,7 @@ fn serve_child(flags: &Flags) -> i32 {
     raise_open_files_limit();
     // Children spawned by the daemon inherit this, as with the reference.
     std::env::set_var(daemonize::CHILD_MARKER, "1");
-    let (token, readiness) = match daemonize::adopt_pipes() {
+    let (token, mut readiness) = match daemonize::adopt_pipes() {
         Ok(pair) => pair,
         Err(Some(message)) => {
             eprintln!("{message}");
@@ -312,6 +321,9 @@ fn serve_child(flags: &Flags) -> i32 {
     let instance = crate::base::instance::Instance::new();
     // Before binding: a live predecessor of this socket is evicted first.
     let run_lock = crate::rundir::runlock::claim(&socket, &instance);
+    if let Some(replaced) = run_lock.as_ref().and_then(|lock| lock.replaced) {
+        readiness.notice(&replaced.notice());
+    }
     // Still before binding: a killed predecessor's children are ended,
     // then this daemon records its own (lock holder only).
     if run_lock.is_some() {

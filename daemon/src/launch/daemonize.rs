@@ -12,7 +12,10 @@
 //!   listening (and signals, metrics and the runtime are up), or the full
 //!   error line (`remora: listen unix: …`) if it cannot start, then closes
 //!   it. The launcher blocks on this pipe — no sleeps, no polling — and then
-//!   prints the banner (exit 0) or the error (exit 1).
+//!   prints the banner (exit 0) or the error (exit 1). Before its verdict
+//!   the child may send notices for the operator (each [`NOTICE`], a line,
+//!   `\n`), which the launcher prints on its stderr: the daemon's own log
+//!   is often a file nobody watches.
 //!
 //! The re-executed child renames itself after its executable's file, so
 //! `ps`, `top` and `pgrep -x remora` show `remora` rather than `exe`.
@@ -55,6 +58,8 @@ const TOKEN_FD: RawFd = 3;
 const READY_FD: RawFd = 4;
 /// What the child writes when it is serving.
 const READY: &[u8] = b"ready";
+/// Opens a notice on the readiness pipe: a byte no error line starts with.
+const NOTICE: u8 = 0x1e;
 /// Upper bound on a token, wherever it comes from: a token is a short
 /// secret, and an unbounded read from a descriptor could never end.
 pub const MAX_TOKEN: usize = 1 << 20;
@@ -266,7 +271,8 @@ fn spawn_and_wait(socket: &std::path::Path, token: &[u8]) -> io::Result<Verdict>
     let _ = token_w.write_all(token);
     drop(token_w);
 
-    let report = read_report(ready_r)?;
+    let mut report = read_report(ready_r)?;
+    print_notices(&mut report);
     if report.as_slice() == READY {
         return Ok(Verdict::Ready);
     }
@@ -279,6 +285,18 @@ fn spawn_and_wait(socket: &std::path::Path, token: &[u8]) -> io::Result<Verdict>
     Ok(Verdict::Failed(
         format!("remora: daemon exited before it was ready ({})", go_exit_status(status)).into_bytes(),
     ))
+}
+
+/// Prints the notices at the front of `report` on stderr and leaves the
+/// verdict.
+fn print_notices(report: &mut Vec<u8>) {
+    let mut err = io::stderr().lock();
+    while report.first() == Some(&NOTICE) {
+        let end = report.iter().position(|b| *b == b'\n').unwrap_or(report.len());
+        let _ = err.write_all(&report[1..end]);
+        let _ = err.write_all(b"\n");
+        report.drain(..(end + 1).min(report.len()));
+    }
 }
 
 /// Reads the child's report until it closes the pipe, within the timeout.
@@ -382,6 +400,17 @@ impl Readiness {
     /// Start-up failed: the launcher prints `line` and exits 1.
     pub fn fail(mut self, line: &str) {
         self.send(line.as_bytes());
+    }
+
+    /// One line the launcher prints on its stderr, whatever the verdict.
+    pub fn notice(&mut self, line: &str) {
+        if let Some(pipe) = self.pipe.as_mut() {
+            let mut bytes = Vec::with_capacity(line.len() + 2);
+            bytes.push(NOTICE);
+            bytes.extend(line.bytes().filter(|b| *b != b'\n'));
+            bytes.push(b'\n');
+            let _ = pipe.write_all(&bytes);
+        }
     }
 
     fn send(&mut self, bytes: &[u8]) {

@@ -10,9 +10,10 @@
 //! - Booleans take no separate value (`-serve`, `-serve=false`); string and
 //!   int flags take `=value` or the next argument, whatever it looks like.
 //! - Errors are one line (`flag provided but not defined: -x`, …) followed
-//!   by the usage text; `-h` / `-help` print only the usage.
-//! - The usage text is `Usage of <argv0>:` and then, sorted by name, Go's
-//!   `PrintDefaults` layout.
+//!   by the synopsis of the modes; `-h` / `-help` print only the help.
+//! - The help is remora's own (Go's `PrintDefaults` lists flags
+//!   alphabetically, modes among options): a synopsis of each mode, then
+//!   the options of each mode. Both go to stderr, as Go's do.
 //!
 //! Mode selection and what the values mean live in [`crate::launch::cli`].
 
@@ -43,43 +44,43 @@ const SPECS: &[Spec] = &[
         name: "bridge",
         kind: Kind::Bool,
         default: "false",
-        usage: "relay stdin/stdout to the daemon's socket (the client supplies auth)",
+        usage: "relay stdin/stdout to the daemon's socket (each request carries its own \"auth\")",
     },
     Spec {
         name: "cli-checksum",
         kind: Kind::Str,
         default: "",
-        usage: "expected SHA-256 of the CLI blob (-install)",
+        usage: "expected SHA-256 of the CLI blob; always checked for -cli-url, for -cli-zst when given",
     },
     Spec {
         name: "cli-dir",
         kind: Kind::Str,
         default: "",
-        usage: "directory holding the agent CLI versions (-install)",
+        usage: "directory holding the agent CLI versions (required)",
     },
     Spec {
         name: "cli-keep",
         kind: Kind::Int,
         default: "3",
-        usage: "how many most recent CLI versions to keep (-install)",
+        usage: "how many most recent CLI versions to keep",
     },
     Spec {
         name: "cli-url",
         kind: Kind::Str,
         default: "",
-        usage: "URL to download the CLI blob from (-install)",
+        usage: "URL to download the zstd-compressed CLI from (needs -cli-checksum)",
     },
     Spec {
         name: "cli-version",
         kind: Kind::Str,
         default: "",
-        usage: "agent CLI version to ensure (-install)",
+        usage: "agent CLI version to ensure, installed as <cli-dir>/<version> (required)",
     },
     Spec {
         name: "cli-zst",
         kind: Kind::Str,
         default: "",
-        usage: "local zstd-compressed CLI blob to install (-install)",
+        usage: "local zstd-compressed CLI blob to install (wins over -cli-url; removed once installed)",
     },
     Spec {
         name: "exited-retention-min",
@@ -91,13 +92,13 @@ const SPECS: &[Spec] = &[
         name: "install",
         kind: Kind::Bool,
         default: "false",
-        usage: "ensure the agent CLI is installed, then print one __INSTALL_RESULT__ line",
+        usage: "make sure the agent CLI is installed; prints one __INSTALL_RESULT__ line, exit 0",
     },
     Spec {
         name: "keep-children",
         kind: Kind::Bool,
         default: "false",
-        usage: "leave spawned children running across a graceful shutdown (-serve)",
+        usage: "leave spawned children running when the daemon stops",
     },
     Spec {
         name: "log-level",
@@ -109,7 +110,7 @@ const SPECS: &[Spec] = &[
         name: "metrics-addr",
         kind: Kind::Str,
         default: "",
-        usage: "serve Prometheus counters at http://ADDR/metrics (-serve; off when empty)",
+        usage: "serve Prometheus counters at http://HOST:PORT/metrics (no auth; off when empty)",
     },
     Spec {
         name: "print-config",
@@ -121,7 +122,7 @@ const SPECS: &[Spec] = &[
         name: "probe-cli",
         kind: Kind::Str,
         default: "",
-        usage: "run PATH --version (30s bound) and exit 0, printing nothing if it ran, __CLI_HUNG__ if it was killed at the bound, __CLI_BAD__ if it is missing or failed",
+        usage: "run PATH --version (30s bound): prints nothing if it ran, __CLI_HUNG__ if it was killed at the bound, __CLI_BAD__ if it is missing or failed",
     },
     Spec {
         name: "reference-build",
@@ -133,49 +134,49 @@ const SPECS: &[Spec] = &[
         name: "replay-budget-mb",
         kind: Kind::Int,
         default: "2048",
-        usage: "disk budget in MiB for all replay logs together (-serve)",
+        usage: "disk budget in MiB for all replay logs together (oldest exited first)",
     },
     Spec {
         name: "replay-dir",
         kind: Kind::Str,
         default: "",
-        usage: "directory for replay-log segments; empty means ~/.local/state/remora/replay (-serve)",
+        usage: "directory for replay-log segments; empty means $XDG_STATE_HOME/remora/replay, else ~/.local/state/remora/replay",
     },
     Spec {
         name: "serve",
         kind: Kind::Bool,
         default: "false",
-        usage: "run the daemon in the background; prints a banner once the socket accepts",
+        usage: "start the daemon in the background; prints a banner once the socket accepts",
     },
     Spec {
         name: "socket",
         kind: Kind::Str,
         default: "",
-        usage: "Unix socket path; empty means ~/.claude/remote/rpc.sock",
+        usage: "Unix socket path, at most 107 bytes on Linux (103 on macOS); empty means ~/.claude/remote/rpc.sock",
     },
     Spec {
         name: "stop",
         kind: Kind::Bool,
         default: "false",
-        usage: "stop the daemon on -socket and print what happened (auth from CLAUDE_RPC_TOKEN, else daemon.token)",
+        usage: "stop the daemon of -socket; prints stopped, none, terminated, killed or survivor (token: CLAUDE_RPC_TOKEN, else daemon.token)",
     },
     Spec {
         name: "token-fd",
         kind: Kind::Int,
         default: "-1",
-        usage: "read the auth token from this open file descriptor (-serve; -1 = unset)",
+        usage: "read the token from this open descriptor, e.g. 0 for stdin",
     },
     Spec {
         name: "token-file",
         kind: Kind::Str,
         default: "",
-        usage: "read the auth token from this file, then delete it (-serve)",
+        usage: "read the token from this file, then delete it",
     },
     Spec {
         name: "version",
         kind: Kind::Bool,
         default: "false",
-        usage: "print the version and exit",
+        usage: "print the build id and time",
     },
 ];
 
@@ -372,36 +373,182 @@ pub fn parse(args: &[OsString]) -> Result<Flags, ParseError> {
     Ok(flags)
 }
 
-/// Go's usage text: `Usage of <argv0>:` and `PrintDefaults`.
-pub fn usage(argv0: &str) -> String {
-    let mut out = format!("Usage of {argv0}:\n");
-    for spec in SPECS {
-        out.push_str("  -");
-        out.push_str(spec.name);
-        match spec.kind {
-            Kind::Bool => {}
-            Kind::Str => out.push_str(" string"),
-            Kind::Int => out.push_str(" int"),
+/// The modes in the order the help lists them, each with its synopsis
+/// (what follows `remora -<mode>`).
+const MODES: &[(&str, &str)] = &[
+    ("serve", "[-socket PATH] (-token-file FILE | -token-fd N) [OPTION...]"),
+    ("bridge", "[-socket PATH]"),
+    ("stop", "[-socket PATH]"),
+    (
+        "install",
+        "-cli-dir DIR -cli-version VERSION [-cli-url URL -cli-checksum SHA256 | -cli-zst FILE] [-cli-keep N]",
+    ),
+    ("probe-cli", "PATH"),
+    ("version", "[-reference-build SHA]"),
+    ("print-config", "[-serve OPTION...]"),
+];
+
+/// The options of each mode, in the order the help lists them. A flag in
+/// no mode and not a mode itself is listed under "Other options".
+const OPTIONS: &[(&str, &[&str])] = &[
+    (
+        "-serve",
+        &[
+            "socket",
+            "token-file",
+            "token-fd",
+            "keep-children",
+            "metrics-addr",
+            "replay-dir",
+            "replay-budget-mb",
+            "exited-retention-min",
+        ],
+    ),
+    ("-bridge and -stop", &["socket"]),
+    (
+        "-install",
+        &[
+            "cli-dir",
+            "cli-version",
+            "cli-url",
+            "cli-checksum",
+            "cli-zst",
+            "cli-keep",
+        ],
+    ),
+    ("-version", &["reference-build"]),
+    ("every mode", &["log-level"]),
+];
+
+/// What the help shows after a flag that takes a value.
+fn placeholder(spec: &Spec) -> &'static str {
+    match (spec.name, spec.kind) {
+        (_, Kind::Bool) => "",
+        ("socket" | "probe-cli", _) => "PATH",
+        ("token-file" | "cli-zst", _) => "FILE",
+        ("metrics-addr", _) => "HOST:PORT",
+        ("replay-dir" | "cli-dir", _) => "DIR",
+        ("replay-budget-mb", _) => "MIB",
+        ("exited-retention-min", _) => "MINUTES",
+        ("cli-version", _) => "VERSION",
+        ("cli-url", _) => "URL",
+        ("cli-checksum", _) => "SHA256",
+        ("reference-build", _) => "SHA",
+        ("log-level", _) => "LEVEL",
+        (_, Kind::Int) => "N",
+        (_, Kind::Str) => "VALUE",
+    }
+}
+
+fn spec(name: &str) -> Option<&'static Spec> {
+    SPECS.iter().find(|s| s.name == name)
+}
+
+/// The program's name as the operator typed it, without its directory.
+fn program(argv0: &str) -> &str {
+    argv0.rsplit('/').next().filter(|n| !n.is_empty()).unwrap_or("remora")
+}
+
+/// `text` wrapped at 80 columns, every line indented by `indent` spaces
+/// except the first, which the caller has already started.
+fn wrapped(text: &str, indent: usize, mut column: usize) -> String {
+    let mut out = String::new();
+    for word in text.split(' ') {
+        if column > indent && column + 1 + word.len() > 80 {
+            out.push('\n');
+            out.push_str(&" ".repeat(indent));
+            column = indent;
+        } else if column > indent {
+            out.push(' ');
+            column += 1;
         }
-        // Go keeps a one-letter bool flag's description on the same line;
-        // every name here is longer, so the description goes below.
-        out.push_str("\n    \t");
-        out.push_str(spec.usage);
-        let zero = match spec.kind {
-            Kind::Bool => "false",
-            Kind::Str => "",
-            Kind::Int => "0",
-        };
-        if spec.default != zero {
-            if spec.kind == Kind::Str {
-                out.push_str(&format!(" (default {})", go_quote(spec.default.as_bytes())));
-            } else {
-                out.push_str(&format!(" (default {})", spec.default));
-            }
-        }
-        out.push('\n');
+        out.push_str(word);
+        column += word.len();
     }
     out
+}
+
+/// The synopsis of every mode: what `-h` starts with and what follows a
+/// flag error.
+fn synopsis(argv0: &str) -> String {
+    let name = program(argv0);
+    let mut out = format!("Usage: {name} MODE [OPTION...]   (one mode per run)\n\n");
+    for (mode, args) in MODES {
+        let head = format!("  {name} -{mode}");
+        out.push_str(&head);
+        if !args.is_empty() {
+            out.push_str(&wrapped(args, 8, head.len()));
+        }
+        out.push('\n');
+        if let Some(spec) = spec(mode) {
+            out.push_str("      ");
+            out.push_str(&wrapped(spec.usage, 6, 6));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// One option's lines: `  -name VALUE` padded to a column, then its
+/// description and any non-zero default.
+fn option_line(spec: &Spec) -> String {
+    let head = format!("  -{} {}", spec.name, placeholder(spec));
+    let head = head.trim_end();
+    let mut text = spec.usage.to_string();
+    let zero = match spec.kind {
+        Kind::Bool => "false",
+        Kind::Str => "",
+        Kind::Int => "0",
+    };
+    if spec.default != zero && spec.default != "-1" {
+        text.push_str(&format!(" (default {})", spec.default));
+    }
+    const COLUMN: usize = 26;
+    if head.len() + 2 > COLUMN {
+        format!("{head}\n{}{}\n", " ".repeat(COLUMN), wrapped(&text, COLUMN, COLUMN))
+    } else {
+        format!("{head:<COLUMN$}{}\n", wrapped(&text, COLUMN, COLUMN))
+    }
+}
+
+/// The `-h` text: the synopsis of every mode, then the options of each
+/// mode (a flag in none of them under "Other options"), then how flags
+/// are written. Printed on stderr, as Go's `flag` does.
+pub fn usage(argv0: &str) -> String {
+    let mut out = synopsis(argv0);
+    let mut listed: Vec<&str> = MODES.iter().map(|(m, _)| *m).collect();
+    for (title, names) in OPTIONS {
+        out.push_str(&format!("\nOptions of {title}:\n"));
+        for name in *names {
+            if let Some(spec) = spec(name) {
+                out.push_str(&option_line(spec));
+            }
+            listed.push(name);
+        }
+    }
+    let others: Vec<&Spec> = SPECS.iter().filter(|s| !listed.contains(&s.name)).collect();
+    if !others.is_empty() {
+        out.push_str("\nOther options:\n");
+        for spec in others {
+            out.push_str(&option_line(spec));
+        }
+    }
+    out.push_str(concat!(
+        "\nFlags take one dash or two (-serve, --serve); a value follows as -flag VALUE\n",
+        "or -flag=VALUE. Environment: CLAUDE_RPC_TOKEN (the token for -stop),\n",
+        "REMORA_LOG_LEVEL=debug|info|warn|error (the daemon's log). The protocol:\n",
+        "docs/PROTOCOL.md in the source repository.\n",
+    ));
+    out
+}
+
+/// What follows a flag error: the synopsis, and where the rest is.
+pub fn usage_after_error(argv0: &str) -> String {
+    format!(
+        "{}\nRun {} -h for the options of each mode.\n",
+        synopsis(argv0),
+        program(argv0)
+    )
 }
 
 /// A `-log-level` value: one of the level names (case-insensitive).
@@ -635,15 +782,34 @@ mod tests {
     }
 
     #[test]
-    fn usage_is_go_print_defaults() {
-        let u = usage("remora");
-        assert!(u.starts_with("Usage of remora:\n  -bridge\n    \trelay"), "{u}");
+    fn help_lists_modes_then_each_modes_options() {
+        let u = usage("/usr/local/bin/remora");
+        assert!(u.starts_with("Usage: remora MODE [OPTION...]"), "{u}");
+        let serve = u.find("  remora -serve [-socket PATH]").unwrap();
+        let options = u.find("\nOptions of -serve:\n").unwrap();
+        assert!(serve < options, "{u}");
         assert!(
-            u.contains("\n  -cli-keep int\n    \thow many most recent CLI versions to keep (-install) (default 3)\n")
+            u.contains("\n  -cli-keep N             how many most recent CLI versions to keep (default 3)\n"),
+            "{u}"
         );
-        assert!(u.contains("\n  -socket string\n    \t"));
-        assert!(u.contains("(-serve; -1 = unset) (default -1)\n"));
-        assert!(u.ends_with("  -version\n    \tprint the version and exit\n"));
+        assert!(u.contains("\n  -replay-budget-mb MIB   "), "{u}");
+        // Every flag is described, as a mode or as an option.
+        for spec in SPECS {
+            let named = [format!("-{} ", spec.name), format!("-{}\n", spec.name)];
+            assert!(
+                named.iter().any(|n| u.contains(n.as_str())),
+                "{} missing from {u}",
+                spec.name
+            );
+        }
+        assert!(!u.contains("Other options"), "{u}");
+        for line in u.lines() {
+            assert!(line.chars().count() <= 80, "{line:?}");
+        }
+        let short = usage_after_error("remora");
+        assert!(
+            short.starts_with("Usage: remora MODE") && short.ends_with("Run remora -h for the options of each mode.\n")
+        );
         let names: Vec<&str> = SPECS.iter().map(|s| s.name).collect();
         let mut sorted = names.clone();
         sorted.sort_unstable();

@@ -65,6 +65,31 @@ const MAX_RECORD: u64 = 4096;
 #[derive(Debug)]
 pub struct RunLock {
     file: File,
+    /// The live predecessor this claim evicted, if any.
+    pub replaced: Option<Replaced>,
+}
+
+/// A daemon of the same socket that a claim ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Replaced {
+    pub pid: i32,
+    /// It ran with `-keep-children`, so its children outlive it.
+    pub kept_children: bool,
+}
+
+impl Replaced {
+    /// The line the `-serve` launcher prints for the operator: a restart
+    /// ends the running daemon, and its children with it by default.
+    pub fn notice(&self) -> String {
+        let pid = self.pid;
+        if self.kept_children {
+            format!("replacing the daemon pid {pid} on this socket (it runs with -keep-children, so its children keep running)")
+        } else {
+            format!(
+                "replacing the daemon pid {pid} on this socket (its children are stopped; -keep-children keeps them)"
+            )
+        }
+    }
 }
 
 impl RunLock {
@@ -105,12 +130,11 @@ pub fn claim(socket: &Path, instance: &crate::base::instance::Instance) -> Optio
             return None;
         }
     };
+    let mut replaced = None;
     match try_flock(&file) {
         Ok(true) => {}
         Ok(false) => {
-            if !evict_holder(&file, &path, socket) {
-                return None;
-            }
+            replaced = Some(evict_holder(&file, &path, socket)?);
             if !matches!(try_flock(&file), Ok(true)) {
                 crate::log_warn!(
                     "[daemon] serve: {shown} changed hands during eviction; proceeding without run-dir ownership"
@@ -144,7 +168,7 @@ pub fn claim(socket: &Path, instance: &crate::base::instance::Instance) -> Optio
             crate::base::goerr::io_text(&e)
         );
     }
-    Some(RunLock { file })
+    Some(RunLock { file, replaced })
 }
 
 /// Opens (creating 0600) the lock file without following a link, and
@@ -199,8 +223,19 @@ fn euid() -> u32 {
 }
 
 /// Reads the holder's record and, when it proves to be a live daemon of
-/// this socket, runs SIGTERM → SIGKILL. True once the holder is gone.
-fn evict_holder(file: &File, path: &Path, socket: &Path) -> bool {
+/// this socket, runs SIGTERM → SIGKILL. `Some` once the holder is gone.
+fn evict_holder(file: &File, path: &Path, socket: &Path) -> Option<Replaced> {
+    let pid = read_record(file).map_or(0, |r| r.pid as i32);
+    // Read while the holder is proven (evict_holder_by_signals proves it
+    // again before signalling): its command line says what it does with
+    // its children.
+    let kept_children = std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|c| serve_args(&c).keep_children)
+        .unwrap_or(false);
+    evict_holder_by_signals(file, path, socket).then_some(Replaced { pid, kept_children })
+}
+
+fn evict_holder_by_signals(file: &File, path: &Path, socket: &Path) -> bool {
     let shown = path.display();
     let rundir = crate::rundir::tokenfile::socket_dir(socket);
     let summary = |outcome: &str| {
@@ -444,35 +479,9 @@ pub fn is_serve_of(cmdline: &[u8], cwd: Option<&Path>, socket: &Path, program: &
     if program.is_empty() || base_name(first) != program {
         return false;
     }
-    let (mut serve, mut sock): (bool, Option<&[u8]>) = (false, None);
-    let mut i = 1;
-    while i < argv.len() {
-        let a = argv[i];
-        let name = match a.strip_prefix(b"--").or_else(|| a.strip_prefix(b"-")) {
-            Some(n) if !n.is_empty() && !n.starts_with(b"-") => n,
-            _ => break,
-        };
-        let (key, value) = match name.iter().position(|b| *b == b'=') {
-            Some(eq) => (&name[..eq], Some(&name[eq + 1..])),
-            None => (name, None),
-        };
-        match key {
-            b"serve" => serve = matches!(value, None | Some(b"true" | b"1" | b"t" | b"T" | b"TRUE" | b"True")),
-            b"socket" => match value {
-                Some(v) => sock = Some(v),
-                None => {
-                    i += 1;
-                    sock = argv.get(i).copied();
-                }
-            },
-            // Flags that take a value: skip it so it is not read as a flag.
-            _ if value.is_none() && VALUE_FLAGS.iter().any(|f| f.as_bytes() == key) => {
-                i += 1;
-            }
-            _ => {}
-        }
-        i += 1;
-    }
+    let ServeArgs {
+        serve, socket: sock, ..
+    } = serve_args(cmdline);
     let Some(sock) = sock.filter(|s| !s.is_empty()) else {
         return false;
     };
@@ -487,6 +496,55 @@ pub fn is_serve_of(cmdline: &[u8], cwd: Option<&Path>, socket: &Path, program: &
     let ours = absolute(socket.as_os_str().as_bytes(), own_cwd.as_deref());
     let theirs = absolute(sock, cwd);
     serve && ours.is_some() && ours == theirs
+}
+
+/// What a `-serve` command line says about the daemon it started.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct ServeArgs<'a> {
+    serve: bool,
+    socket: Option<&'a [u8]>,
+    keep_children: bool,
+}
+
+/// Walks a NUL-separated command line's flags as Go's `flag` would.
+fn serve_args(cmdline: &[u8]) -> ServeArgs<'_> {
+    let argv: Vec<&[u8]> = cmdline
+        .strip_suffix(b"\0")
+        .unwrap_or(cmdline)
+        .split(|b| *b == 0)
+        .collect();
+    let is_true = |value: Option<&[u8]>| matches!(value, None | Some(b"true" | b"1" | b"t" | b"T" | b"TRUE" | b"True"));
+    let mut args = ServeArgs::default();
+    let mut i = 1;
+    while i < argv.len() {
+        let a = argv[i];
+        let name = match a.strip_prefix(b"--").or_else(|| a.strip_prefix(b"-")) {
+            Some(n) if !n.is_empty() && !n.starts_with(b"-") => n,
+            _ => break,
+        };
+        let (key, value) = match name.iter().position(|b| *b == b'=') {
+            Some(eq) => (&name[..eq], Some(&name[eq + 1..])),
+            None => (name, None),
+        };
+        match key {
+            b"serve" => args.serve = is_true(value),
+            b"keep-children" => args.keep_children = is_true(value),
+            b"socket" => match value {
+                Some(v) => args.socket = Some(v),
+                None => {
+                    i += 1;
+                    args.socket = argv.get(i).copied();
+                }
+            },
+            // Flags that take a value: skip it so it is not read as a flag.
+            _ if value.is_none() && VALUE_FLAGS.iter().any(|f| f.as_bytes() == key) => {
+                i += 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    args
 }
 
 /// This machine and pid namespace: the boot id and the pid-namespace link,
@@ -558,6 +616,26 @@ mod tests {
             &sock(),
             b"remora"
         ));
+    }
+
+    #[test]
+    fn keep_children_is_read_as_go_flags_are() {
+        let keeps: &[&[u8]] = &[
+            b"remora\0-serve\0-keep-children\0-socket\0/s\0",
+            b"remora\0--keep-children=true\0-serve\0",
+        ];
+        for c in keeps {
+            assert!(serve_args(c).keep_children, "{:?}", String::from_utf8_lossy(c));
+        }
+        let kills: &[&[u8]] = &[
+            b"remora\0-serve\0-socket\0/s\0",
+            b"remora\0-keep-children=false\0-serve\0",
+            b"remora\0-serve\0x\0-keep-children\0",
+            b"remora\0-token-file\0-keep-children\0-serve\0",
+        ];
+        for c in kills {
+            assert!(!serve_args(c).keep_children, "{:?}", String::from_utf8_lossy(c));
+        }
     }
 
     #[test]

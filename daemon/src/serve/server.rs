@@ -30,6 +30,32 @@ impl std::fmt::Display for BindError {
 
 impl std::error::Error for BindError {}
 
+/// The longest socket path `bind(2)` takes, in bytes: `sun_path` less its
+/// terminating NUL (108 bytes on Linux, 104 on macOS and the BSDs).
+#[cfg(target_os = "linux")]
+pub const SOCKET_PATH_MAX: usize = 107;
+#[cfg(not(target_os = "linux"))]
+pub const SOCKET_PATH_MAX: usize = 103;
+#[cfg(target_os = "linux")]
+const SOCKET_PATH_SYSTEM: &str = "Linux";
+#[cfg(not(target_os = "linux"))]
+const SOCKET_PATH_SYSTEM: &str = "macOS";
+
+/// Refuses a socket path the kernel cannot bind, before anything is
+/// created for it: the kernel's own answer is a bare `invalid argument`.
+/// Counted as given (a relative path is not made absolute by the kernel).
+pub fn check_socket_path_length(path: &Path) -> Result<(), String> {
+    use std::os::unix::ffi::OsStrExt;
+    let len = path.as_os_str().as_bytes().len();
+    if len <= SOCKET_PATH_MAX {
+        return Ok(());
+    }
+    Err(format!(
+        "remora: socket path too long: {} is {len} bytes, and a Unix socket path can have at most {SOCKET_PATH_MAX} bytes on {SOCKET_PATH_SYSTEM}; choose a shorter -socket",
+        path.display()
+    ))
+}
+
 /// Creates the listening socket at `path`, mode 0600 from the moment it
 /// exists (the file is created under a 0177 umask, so there is no
 /// bind-then-chmod window). A stale socket left by a dead daemon is

@@ -182,19 +182,7 @@ impl TestDaemon {
     /// Asks the daemon to stop and waits until it has exited (the socket
     /// goes first, the token file and the lock record after it).
     pub fn stop(&mut self) {
-        let mut pid = None;
-        if let Ok(mut s) = UnixStream::connect(&self.socket) {
-            pid = peer_pid(&s);
-            let line = request_line("0", "server.shutdown", None, &self.token);
-            let _ = s.write_all(line.as_bytes());
-            let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
-            let mut sink = Vec::new();
-            let _ = s.read_to_end(&mut sink);
-        }
-        wait_until(Duration::from_secs(10), || !self.socket.exists());
-        if let Some(pid) = pid {
-            wait_until(Duration::from_secs(10), || pid_gone(pid));
-        }
+        stop_serving(&self.socket, &self.token);
         if let Some(mut child) = self.launcher.take() {
             let deadline = Instant::now() + Duration::from_secs(10);
             while Instant::now() < deadline {
@@ -213,6 +201,99 @@ impl Drop for TestDaemon {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// Stops the daemon serving `socket` and waits for it to exit. The
+/// launcher that started it exited long ago (`-serve` detaches), so the
+/// daemon is found by its own pid: the socket's peer (`SO_PEERCRED`), else
+/// the owner record in `daemon.lock` beside it when that process's command
+/// line names the socket. First an authenticated `server.shutdown` (the
+/// daemon ends its children itself); a daemon still there after 10 s
+/// (wrong token, wedged) gets SIGKILL, its children's groups first, so
+/// that nothing a test started outlives it (`ci/leftovers` checks).
+pub fn stop_serving(socket: &Path, token: &str) {
+    let mut pid = None;
+    if let Ok(mut s) = UnixStream::connect(socket) {
+        pid = peer_pid(&s);
+        let line = request_line("0", "server.shutdown", None, token);
+        let _ = s.write_all(line.as_bytes());
+        let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+        let mut sink = Vec::new();
+        let _ = s.read_to_end(&mut sink);
+    }
+    let pid = pid.or_else(|| recorded_daemon(socket));
+    wait_until(Duration::from_secs(10), || !socket.exists());
+    let Some(pid) = pid else {
+        return;
+    };
+    if wait_until(Duration::from_secs(10), || pid_gone(pid)) {
+        return;
+    }
+    for child in children_of(pid) {
+        // SAFETY: SIGKILL to the process group of a child of the daemon
+        // this test started (every child leads a group of its own).
+        unsafe { libc::kill(-child, libc::SIGKILL) };
+    }
+    // SAFETY: SIGKILL to the daemon this test started (found above by its
+    // socket, and not yet gone).
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    wait_until(Duration::from_secs(10), || pid_gone(pid));
+}
+
+/// The pid in `daemon.lock` beside `socket`, if that process is alive and
+/// its command line names the socket (so a recycled pid is never taken).
+fn recorded_daemon(socket: &Path) -> Option<i32> {
+    use std::os::unix::ffi::OsStrExt;
+    let record = std::fs::read_to_string(socket.parent()?.join("daemon.lock")).ok()?;
+    let value: serde_json::Value = serde_json::from_str(&record).ok()?;
+    let pid = i32::try_from(value["pid"].as_i64()?).ok()?;
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let named = cmdline
+        .split(|b| *b == 0)
+        .any(|arg| arg.ends_with(socket.as_os_str().as_bytes()));
+    (named && !pid_gone(pid)).then_some(pid)
+}
+
+/// Stops the daemon on `socket` when dropped ([`stop_serving`]), so a
+/// test that starts a daemon outside [`TestDaemon`] does not leak it when
+/// an assertion fails before its own stop. Cheap when the daemon is gone.
+pub struct StopOnDrop {
+    socket: PathBuf,
+    token: String,
+}
+
+impl StopOnDrop {
+    pub fn new(socket: impl AsRef<Path>, token: &str) -> StopOnDrop {
+        StopOnDrop {
+            socket: socket.as_ref().to_path_buf(),
+            token: token.to_string(),
+        }
+    }
+}
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        stop_serving(&self.socket, &self.token);
+    }
+}
+
+/// The pids whose parent is `pid` (from `/proc/<n>/stat`).
+pub fn children_of(pid: i32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|n| {
+            std::fs::read_to_string(format!("/proc/{n}/stat")).is_ok_and(|stat| {
+                // "pid (comm) state ppid …": comm may hold spaces or ')'.
+                stat.rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<i32>().ok())
+                    == Some(pid)
+            })
+        })
+        .collect()
 }
 
 /// The pid of the process at the other end of a connected Unix socket

@@ -1,261 +1,14 @@
-//! Reports: terminal summary, JSON and a self-contained HTML page.
+//! The HTML report: one self-contained page (no external resources). The
+//! first screen answers "did anything change?": the verdict, what ran, the
+//! counts, the filter, and the probe table with the failing and accepted
+//! probes first. The side-by-side transcripts follow; the provenance of
+//! reference-derived transcripts and the normalisation rules come last,
+//! folded.
 
-use crate::compare::{line_diffs, DerivedCounts, EntryDiff, Status};
+use super::{Report, SideTiming};
+use crate::compare::Status;
 use crate::transcript::Entry;
-use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
-
-/// Timings of one side of one probe.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SideTiming {
-    /// Median over repeats of the probe's summed request latencies (µs).
-    pub median_us: u64,
-    /// Per request label: median latency (µs).
-    pub requests: Vec<(String, u64)>,
-}
-
-/// The result of one probe.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ProbeResult {
-    pub probe: String,
-    pub desc: String,
-    pub status: Status,
-    pub diffs: Vec<EntryDiff>,
-    pub error: Option<String>,
-    pub reference_timing: Option<SideTiming>,
-    pub candidate_timing: Option<SideTiming>,
-    /// candidate / reference.
-    pub ratio: Option<f64>,
-    /// Slower than `--slower-than`.
-    pub slow: bool,
-    /// Keys that varied between repeats of the same binary.
-    pub unstable: Vec<String>,
-    pub reference: Vec<Entry>,
-    pub candidate: Vec<Entry>,
-    /// For a reference-derived transcript (`check`): its frames by verdict.
-    #[serde(default)]
-    pub derived: Option<DerivedCounts>,
-}
-
-impl ProbeResult {
-    /// A probe not yet run: identical so far, nothing recorded.
-    pub fn new(probe: String, desc: String) -> ProbeResult {
-        ProbeResult {
-            probe,
-            desc,
-            status: Status::Identical,
-            diffs: Vec::new(),
-            error: None,
-            reference_timing: None,
-            candidate_timing: None,
-            ratio: None,
-            slow: false,
-            unstable: Vec::new(),
-            reference: Vec::new(),
-            candidate: Vec::new(),
-            derived: None,
-        }
-    }
-}
-
-/// A whole run.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Report {
-    pub mode: String,
-    pub reference: String,
-    pub candidate: String,
-    pub normalisation: Vec<String>,
-    pub slower_than: f64,
-    pub repeat: usize,
-    pub overall_ratio: Option<f64>,
-    pub probes: Vec<ProbeResult>,
-    /// The reference-derived corpus in one figure (see [`DerivedSummary`]).
-    #[serde(default)]
-    pub derived: DerivedSummary,
-}
-
-/// The reference-derived transcripts of a run, summed: how far remora
-/// stands from the reference's own recorded frames.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DerivedSummary {
-    pub transcripts: usize,
-    pub frames: usize,
-    pub identical: usize,
-    /// Differing frames (pending + unexplained).
-    pub differ: usize,
-    pub pending: usize,
-    pub unexplained: usize,
-    pub accepted: usize,
-    /// `probe: key glob` of pending lines that no longer differ.
-    pub resolved_pending: Vec<String>,
-}
-
-impl DerivedSummary {
-    /// Sums the derived counts of every probe.
-    pub fn of(probes: &[ProbeResult]) -> DerivedSummary {
-        let mut s = DerivedSummary::default();
-        for p in probes {
-            let Some(d) = &p.derived else { continue };
-            s.transcripts += 1;
-            s.frames += d.frames;
-            s.identical += d.identical;
-            s.differ += d.differ();
-            s.pending += d.pending;
-            s.unexplained += d.unexplained;
-            s.accepted += d.accepted;
-            s.resolved_pending
-                .extend(d.resolved_pending.iter().map(|k| format!("{}: {k}", p.probe)));
-        }
-        s
-    }
-
-    /// The one-line figure both the terminal and the page print.
-    pub fn line(&self) -> String {
-        format!(
-            "reference-derived: {} transcripts, {} frames — {} identical / {} differ ({} pending an issue, {} unexplained) / {} accepted",
-            self.transcripts, self.frames, self.identical, self.differ, self.pending, self.unexplained, self.accepted
-        )
-    }
-}
-
-impl Report {
-    pub fn count(&self, s: Status) -> usize {
-        self.probes.iter().filter(|p| p.status == s).count()
-    }
-
-    pub fn slow(&self) -> Vec<&ProbeResult> {
-        self.probes.iter().filter(|p| p.slow).collect()
-    }
-
-    /// Whether anything unaccepted differs (or could not run).
-    pub fn failed(&self) -> bool {
-        self.probes.iter().any(|p| p.status.fails())
-    }
-}
-
-/// Overall ratio: total candidate time over total reference time across
-/// the probes that have both.
-pub fn overall_ratio(probes: &[ProbeResult]) -> Option<f64> {
-    let (mut r, mut c) = (0u64, 0u64);
-    for p in probes {
-        if let (Some(a), Some(b)) = (&p.reference_timing, &p.candidate_timing) {
-            r += a.median_us;
-            c += b.median_us;
-        }
-    }
-    (r > 0).then(|| c as f64 / r as f64)
-}
-
-/// The terminal summary.
-pub fn terminal(rep: &Report, verbose: bool) -> String {
-    let mut o = String::new();
-    let _ = writeln!(o, "\n== {} ({} vs {})", rep.mode, rep.reference, rep.candidate);
-    let _ = writeln!(o, "normalisation:");
-    for r in &rep.normalisation {
-        let _ = writeln!(o, "  - {r}");
-    }
-    let _ = writeln!(o);
-    let _ = writeln!(
-        o,
-        "{:<44} {:<10} {:>10} {:>10} {:>7}",
-        "probe", "status", "ref µs", "cand µs", "ratio"
-    );
-    for p in &rep.probes {
-        if !verbose && p.status == Status::Identical && !p.slow && p.unstable.is_empty() {
-            continue;
-        }
-        let us = |t: &Option<SideTiming>| {
-            t.as_ref()
-                .map(|t| t.median_us.to_string())
-                .unwrap_or_else(|| "-".into())
-        };
-        let ratio = p.ratio.map(|r| format!("{r:.2}")).unwrap_or_else(|| "-".into());
-        let _ = writeln!(
-            o,
-            "{:<44} {:<10} {:>10} {:>10} {:>7}{}",
-            p.probe,
-            p.status.label(),
-            us(&p.reference_timing),
-            us(&p.candidate_timing),
-            ratio,
-            if p.slow { "  SLOW" } else { "" }
-        );
-        if let Some(e) = &p.error {
-            let _ = writeln!(o, "    error: {e}");
-        }
-        for k in &p.unstable {
-            let _ = writeln!(o, "    unstable across repeats: {k}");
-        }
-        for d in &p.diffs {
-            let tag = match &d.accepted {
-                Some(r) => format!(" [accepted: {r}]"),
-                None => String::new(),
-            };
-            let _ = writeln!(o, "  {}{tag}", d.key);
-            match (&d.reference, &d.candidate) {
-                (Some(r), Some(c)) => {
-                    for (line, re, ce, caret) in line_diffs(r, c) {
-                        let _ = writeln!(o, "    line {line}:");
-                        let _ = writeln!(o, "      ref : {re}");
-                        let _ = writeln!(o, "      cand: {ce}");
-                        let _ = writeln!(o, "            {}^", " ".repeat(caret));
-                    }
-                }
-                (Some(r), None) => {
-                    let _ = writeln!(o, "      only in reference: {}", short(r));
-                }
-                (None, Some(c)) => {
-                    let _ = writeln!(o, "      only in candidate: {}", short(c));
-                }
-                (None, None) => {}
-            }
-        }
-    }
-    let _ = writeln!(
-        o,
-        "\n{} probes: {} identical, {} accepted, {} differ, {} errors, {} unrecorded",
-        rep.probes.len(),
-        rep.count(Status::Identical),
-        rep.count(Status::Accepted),
-        rep.count(Status::Differs),
-        rep.count(Status::Error),
-        rep.count(Status::Unrecorded),
-    );
-    if rep.derived.transcripts > 0 {
-        let _ = writeln!(o, "{}", rep.derived.line());
-        for k in &rep.derived.resolved_pending {
-            let _ = writeln!(o, "  pending line no longer differs (remove it): {k}");
-        }
-    }
-    if let Some(r) = rep.overall_ratio {
-        let slow = rep.slow();
-        let _ = writeln!(
-            o,
-            "timing: overall candidate/reference = {r:.2} (median of {} run(s)); {} probe(s) slower than {:.2}x{}",
-            rep.repeat,
-            slow.len(),
-            rep.slower_than,
-            if slow.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    ": {}",
-                    slow.iter().map(|p| p.probe.as_str()).collect::<Vec<_>>().join(", ")
-                )
-            }
-        );
-    }
-    o
-}
-
-fn short(s: &str) -> String {
-    let e = crate::transcript::escape(s.as_bytes());
-    if e.chars().count() > 160 {
-        format!("{}…", e.chars().take(160).collect::<String>())
-    } else {
-        e
-    }
-}
 
 fn h(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -271,7 +24,7 @@ const SHOWN_CHARS: usize = 6000;
 /// Failing probes beyond this many start collapsed: a run with thousands
 /// of differences would otherwise lay out thousands of side-by-side tables
 /// before anyone can scroll, and the first few are the ones read anyway.
-const OPEN_FAILING: usize = 10;
+pub(super) const OPEN_FAILING: usize = 10;
 
 /// The page's script: filtering by text and status, expand/collapse all,
 /// the URL fragment (`#q=TEXT&st=DIFFERS,ERROR` sets the filter, `st` being
@@ -279,7 +32,10 @@ const OPEN_FAILING: usize = 10;
 /// first-difference mark into view inside its block when a section opens,
 /// and self-checks the browser test reads: `data-resources` on the body
 /// (resources the page loaded besides itself; it must be 0, the page is
-/// offline) and `data-seen` on each mark that was scrolled into view.
+/// offline), `data-first-screen` on the body (which of the verdict, the
+/// counts, the filter and the first row that is not identical lie wholly
+/// inside the first viewport) and `data-seen` on each mark that was
+/// scrolled into view.
 const SCRIPT: &str = r#"
 (function(){
   var q=document.getElementById('filter'), boxes=document.querySelectorAll('.st');
@@ -334,6 +90,13 @@ const SCRIPT: &str = r#"
     if(d&&d.tagName==='DETAILS')d.open=true;
   });
   apply();
+  // What the first screen shows, before any fragment scrolls: the
+  // browser test reads it at the window size a person uses.
+  function onScreen(e){if(!e)return false;var r=e.getBoundingClientRect();return r.height>0&&r.top>=0&&r.bottom<=window.innerHeight;}
+  var first=[], row=document.querySelector('#probes tr[data-status]:not([data-status="identical"])');
+  [['verdict',document.getElementById('verdict')],['counts',document.getElementById('summary')],['filter',q],['first-row',row]]
+    .forEach(function(p){if(onScreen(p[1]))first.push(p[0]);});
+  document.body.dataset.firstScreen=first.join(',');
   fragment();
   document.querySelectorAll('details.probe[open]').forEach(reveal);
   var res=(performance.getEntriesByType?performance.getEntriesByType('resource').length:0);
@@ -391,15 +154,16 @@ fn window(cs: &[char], from: usize) -> String {
     s
 }
 
-/// The reference-derived section: the corpus figure and one row per
-/// derived transcript (its source and frames by verdict).
+/// The reference-derived provenance, folded: the corpus figure in the
+/// summary line, one row per derived transcript (its source and frames by
+/// verdict) inside.
 fn derived_section(o: &mut String, rep: &Report) {
     if rep.derived.transcripts == 0 {
         return;
     }
     let _ = write!(
         o,
-        "<h2>Reference-derived</h2><p id=\"derived\">{}</p><table id=\"derived-table\"><tr><th>probe</th><th>frames</th><th>identical</th><th>pending</th><th>unexplained</th><th>accepted</th><th>source</th></tr>",
+        "<details id=\"provenance\"><summary>Reference-derived transcripts: <span id=\"derived\">{}</span></summary><table id=\"derived-table\"><tr><th>probe</th><th>frames</th><th>identical</th><th>pending</th><th>unexplained</th><th>accepted</th><th>source</th></tr>",
         h(&rep.derived.line())
     );
     for p in &rep.probes {
@@ -421,16 +185,29 @@ fn derived_section(o: &mut String, rep: &Report) {
     for k in &rep.derived.resolved_pending {
         let _ = write!(o, "<p>pending line no longer differs (remove it): {}</p>", h(k));
     }
+    o.push_str("</details>");
 }
 
-/// A self-contained HTML page (no external resources): summary, a probe
-/// table with timing bars that filters by name and status, and the
-/// side-by-side transcripts of every probe that is not identical, each
-/// differing value's first differing character marked. Only the first
-/// [`OPEN_FAILING`] failing probes start expanded.
+/// Accepted reasons and errors in the probe table are cut to this many
+/// characters (the whole text is the cell's tooltip and in the section).
+const NOTE_CHARS: usize = 120;
+
+/// A self-contained HTML page (no external resources). First screen: the
+/// verdict, what ran, the counts, the filter and the probe table, failing
+/// and accepted probes first, each with its reason or error cut to a line.
+/// Then the side-by-side transcripts of every probe that is not identical,
+/// each differing value's first differing character marked (only the
+/// first [`OPEN_FAILING`] failing probes start expanded); then, folded,
+/// the reference-derived provenance and the normalisation rules.
 pub fn html(rep: &Report) -> String {
     let mut o = String::new();
-    o.push_str("<!doctype html><html><head><meta charset=\"utf-8\"><title>harness report</title><style>");
+    let pass = !rep.fails_run();
+    let _ = write!(
+        o,
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>{} · {}</title><style>",
+        if pass { "PASS" } else { "FAIL" },
+        h(&rep.what_ran())
+    );
     o.push_str(
         "body{font:14px system-ui,sans-serif;margin:1.5em}table{border-collapse:collapse}td,th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}\
          .identical{color:#2a7}.accepted{color:#b80}.DIFFERS,.ERROR{color:#c22;font-weight:bold}.unrecorded{color:#888}\
@@ -438,26 +215,19 @@ pub fn html(rep: &Report) -> String {
          .d{background:#fee}.a{background:#ffd}.bar{height:8px;display:block}.r{background:#69c}.c{background:#c96}\
          details{margin:.5em 0}summary{cursor:pointer}table.side{table-layout:fixed;width:100%}table.side td:first-child,table.side th:first-child{width:16em}\
          mark.fd{background:#f33;color:#fff;outline:1px solid #900}mark.fd.end{padding:0 .3em}.cut{color:#888}\
+         #verdict{margin:0 0 .3em;padding:.3em .6em;border-radius:4px;font-size:1.6em}#verdict.pass{background:#dfd;color:#173}#verdict.fail{background:#fdd;color:#900}\
+         #what{margin:.2em 0;color:#444}#summary{margin:.2em 0 .6em;font-size:1.1em}td.note{color:#555;font-size:12px;max-width:60em}\
          .tools{position:sticky;top:0;background:#fff;padding:.4em 0;border-bottom:1px solid #ccc}[hidden]{display:none!important}",
     );
     o.push_str("</style></head><body>");
     let _ = write!(
         o,
-        "<h1>{}</h1><p>reference <code>{}</code> · candidate <code>{}</code></p>",
-        h(&rep.mode),
-        h(&rep.reference),
-        h(&rep.candidate)
+        "<h1 id=\"verdict\" class=\"{}\">{}</h1><p id=\"what\">{}</p>",
+        if pass { "pass" } else { "fail" },
+        h(&rep.verdict()),
+        h(&rep.what_ran())
     );
-    let _ = write!(
-        o,
-        "<p id=\"summary\">{} probes: {} identical, {} accepted, {} differ, {} errors, {} unrecorded.",
-        rep.probes.len(),
-        rep.count(Status::Identical),
-        rep.count(Status::Accepted),
-        rep.count(Status::Differs),
-        rep.count(Status::Error),
-        rep.count(Status::Unrecorded)
-    );
+    let _ = write!(o, "<p id=\"summary\">{}.", h(&rep.counts()));
     if let Some(r) = rep.overall_ratio {
         let _ = write!(
             o,
@@ -465,15 +235,12 @@ pub fn html(rep: &Report) -> String {
             rep.slower_than
         );
     }
-    o.push_str("</p>");
-    derived_section(&mut o, rep);
-    o.push_str("<details><summary>Normalisation rules</summary><ul>");
-    for r in &rep.normalisation {
-        let _ = write!(o, "<li>{}</li>", h(r));
+    if rep.derived.transcripts > 0 {
+        let _ = write!(o, "<br><small>{}</small>", h(&rep.derived.line()));
     }
-    o.push_str("</ul></details>");
-    // Filtering: failing statuses are shown by default, identical ones too
-    // (the table is one row each), and the text box narrows by name.
+    o.push_str("</p>");
+    // Filtering: every status is shown by default (the table is one row
+    // each, the identical ones last), and the text box narrows by name.
     o.push_str("<div class=\"tools\"><input id=\"filter\" placeholder=\"filter probes by name\" size=\"40\"> ");
     for s in [
         Status::Differs,
@@ -490,7 +257,7 @@ pub fn html(rep: &Report) -> String {
         );
     }
     o.push_str("<button id=\"expand\">expand all</button> <button id=\"collapse\">collapse all</button> <span id=\"shown\"></span> shown</div>");
-    o.push_str("<table id=\"probes\"><tr><th>probe</th><th>status</th><th>ref µs</th><th>cand µs</th><th>ratio</th><th>timing</th></tr>");
+    o.push_str("<table id=\"probes\"><tr><th>probe</th><th>status</th><th>ref µs</th><th>cand µs</th><th>ratio</th><th>timing</th><th>why</th></tr>");
     let max = rep
         .probes
         .iter()
@@ -499,7 +266,8 @@ pub fn html(rep: &Report) -> String {
         .max()
         .unwrap_or(1)
         .max(1) as f64;
-    for p in &rep.probes {
+    let ordered = rep.by_severity();
+    for p in &ordered {
         let us = |t: &Option<SideTiming>| t.as_ref().map(|t| t.median_us);
         let bar = |v: Option<u64>, cls: &str| match v {
             Some(v) => format!(
@@ -513,9 +281,12 @@ pub fn html(rep: &Report) -> String {
         } else {
             format!("<a href=\"#{0}\">{0}</a>", h(&p.probe))
         };
+        let why = p.error.as_deref().or_else(|| p.accepted_reason()).unwrap_or("");
+        let cut: String = why.chars().take(NOTE_CHARS).collect();
+        let ellipsis = if cut.len() < why.len() { "…" } else { "" };
         let _ = write!(
             o,
-            "<tr data-status=\"{1}\" data-probe=\"{0}\"><td>{name}</td><td class=\"{1}\">{1}{2}</td><td>{3}</td><td>{4}</td><td>{5}</td><td>{6}{7}</td></tr>",
+            "<tr data-status=\"{1}\" data-probe=\"{0}\"><td>{name}</td><td class=\"{1}\">{1}{2}</td><td>{3}</td><td>{4}</td><td>{5}</td><td>{6}{7}</td><td class=\"note\" title=\"{8}\">{9}{ellipsis}</td></tr>",
             h(&p.probe),
             p.status.label(),
             if p.slow { " · SLOW" } else { "" },
@@ -524,6 +295,8 @@ pub fn html(rep: &Report) -> String {
             p.ratio.map(|r| format!("{r:.2}")).unwrap_or_default(),
             bar(us(&p.reference_timing), "r"),
             bar(us(&p.candidate_timing), "c"),
+            h(why),
+            h(&cut),
         );
     }
     let identical = rep.count(Status::Identical);
@@ -541,7 +314,7 @@ pub fn html(rep: &Report) -> String {
     }
     o.push_str("</p>");
     let mut opened = 0;
-    for p in rep.probes.iter().filter(|p| p.status != Status::Identical) {
+    for p in ordered.iter().filter(|p| p.status != Status::Identical) {
         let open = if p.status.fails() && opened < OPEN_FAILING {
             opened += 1;
             " open"
@@ -603,6 +376,13 @@ pub fn html(rep: &Report) -> String {
         }
         o.push_str("</table></details>");
     }
+    o.push_str("<h2>Provenance</h2>");
+    derived_section(&mut o, rep);
+    o.push_str("<details id=\"normalisation\"><summary>Normalisation rules</summary><ul>");
+    for r in &rep.normalisation {
+        let _ = write!(o, "<li>{}</li>", h(r));
+    }
+    o.push_str("</ul></details>");
     let _ = writeln!(o, "<script>{SCRIPT}</script></body></html>");
     o
 }
@@ -716,119 +496,5 @@ mod tests {
         let w = window(&long, 0);
         assert!(w.ends_with("… (5 more characters)"), "{}", &w[w.len() - 40..]);
         assert_eq!(w.chars().filter(|c| *c == 'é').count(), SHOWN_CHARS);
-    }
-
-    fn result(name: &str, status: Status) -> ProbeResult {
-        let e = |v: &str| crate::transcript::Entry {
-            key: "L1 c1 reply 1".into(),
-            value: v.as_bytes().to_vec(),
-        };
-        ProbeResult {
-            status,
-            reference: vec![e("ref")],
-            candidate: vec![e("cand")],
-            ..ProbeResult::new(name.into(), String::new())
-        }
-    }
-
-    fn report(probes: Vec<ProbeResult>) -> Report {
-        Report {
-            mode: "diff".into(),
-            reference: "r".into(),
-            candidate: "c".into(),
-            normalisation: Vec::new(),
-            slower_than: 1.5,
-            repeat: 1,
-            overall_ratio: None,
-            derived: DerivedSummary::of(&probes),
-            probes,
-        }
-    }
-
-    /// The start tag of the section with this id.
-    fn section_tag<'a>(page: &'a str, id: &str) -> &'a str {
-        let at = page.find(&format!("<details class=\"probe\" id=\"{id}\"")).unwrap();
-        &page[at..at + page[at..].find('>').unwrap()]
-    }
-
-    #[test]
-    fn only_the_first_failing_probes_start_expanded() {
-        let mut probes = vec![result("acc", Status::Accepted)];
-        for i in 0..25 {
-            let s = if i % 5 == 4 { Status::Error } else { Status::Differs };
-            probes.push(result(&format!("p{i}"), s));
-        }
-        let page = html(&report(probes));
-        assert_eq!(page.matches("<details class=\"probe\"").count(), 26);
-        let open: Vec<usize> = (0..25)
-            .filter(|i| section_tag(&page, &format!("p{i}")).ends_with(" open"))
-            .collect();
-        assert_eq!(open, (0..OPEN_FAILING).collect::<Vec<_>>());
-        assert!(!section_tag(&page, "acc").ends_with(" open"));
-        assert!(
-            page.contains("The first 10 of 25 failing probes are expanded"),
-            "the page says why the rest are collapsed"
-        );
-        assert!(page.contains("<button id=\"expand\">") && page.contains("<button id=\"collapse\">"));
-    }
-
-    #[test]
-    fn a_json_report_reads_back_to_the_same_page() {
-        let mut d = result("d", Status::Differs);
-        d.diffs.push(EntryDiff {
-            key: "L1 c1 reply 1".into(),
-            reference: Some("ref".into()),
-            candidate: Some("cand".into()),
-            first_diff: Some(0),
-            accepted: None,
-        });
-        d.reference_timing = Some(SideTiming {
-            median_us: 7,
-            requests: vec![("L1".into(), 7)],
-        });
-        let rep = report(vec![d, result("a", Status::Accepted)]);
-        let json = serde_json::to_string(&rep).unwrap();
-        let back: Report = serde_json::from_str(&json).unwrap();
-        assert_eq!(html(&back), html(&rep));
-        assert_eq!(terminal(&back, true), terminal(&rep, true));
-    }
-
-    #[test]
-    fn the_derived_corpus_has_its_own_line_section_and_json_counts() {
-        let mut d = result("ref-x", Status::Accepted);
-        d.derived = Some(DerivedCounts {
-            source: "o/r testdata/x.golden.json @ abc".into(),
-            frames: 5,
-            identical: 2,
-            pending: 2,
-            unexplained: 0,
-            accepted: 1,
-            resolved_pending: vec!["L9 c1 reply 9".into()],
-        });
-        let rep = report(vec![d, result("plain", Status::Identical)]);
-        let line = "reference-derived: 1 transcripts, 5 frames — 2 identical / 2 differ (2 pending an issue, 0 unexplained) / 1 accepted";
-        assert_eq!(rep.derived.line(), line);
-        assert!(terminal(&rep, false).contains(line));
-        assert!(terminal(&rep, false).contains("(remove it): ref-x: L9 c1 reply 9"));
-        let page = html(&rep);
-        assert!(page.contains("<h2>Reference-derived</h2>"));
-        assert!(page.contains("o/r testdata/x.golden.json @ abc"));
-        let json: serde_json::Value = serde_json::to_value(&rep).unwrap();
-        assert_eq!(json["derived"]["frames"], 5);
-        assert_eq!(json["derived"]["pending"], 2);
-        assert!(!terminal(&report(vec![result("plain", Status::Identical)]), false).contains("reference-derived"));
-    }
-
-    #[test]
-    fn a_few_failing_probes_are_all_expanded_without_a_note() {
-        let page = html(&report(vec![
-            result("a", Status::Differs),
-            result("b", Status::Error),
-            result("c", Status::Unrecorded),
-        ]));
-        assert!(section_tag(&page, "a").ends_with(" open"));
-        assert!(section_tag(&page, "b").ends_with(" open"));
-        assert!(!section_tag(&page, "c").ends_with(" open"));
-        assert!(!page.contains("id=\"collapsed\""));
     }
 }
