@@ -169,7 +169,7 @@ fn a_link_to_the_socket_counts_only_where_no_one_else_can_change_it() {
     // could point it elsewhere later, so it is not handed on.
     let (_, d) = daemon_shown_a_link_in(scratch.path(), "shared", 0o777, &sock);
     assert_eq!(child_sees(&d, "shared", ""), "-");
-    assert!(d.log().contains("is not private to this daemon's user"), "{}", d.log());
+    assert!(d.log().contains("is not private to this user"), "{}", d.log());
 }
 
 /// Another user's place on the way to the socket (audit N1): the link is
@@ -204,7 +204,7 @@ fn a_link_halfway_in_another_users_place_is_not_handed_on() {
     let shell = fake_shell(scratch.path(), &through);
     let d = TestDaemon::start_without(&["SSH_AUTH_SOCK"], &[("SHELL", &shell)]);
     assert_eq!(child_sees(&d, "halfway", ""), "-");
-    assert!(d.log().contains("is not private to this daemon's user"), "{}", d.log());
+    assert!(d.log().contains("is not private to this user"), "{}", d.log());
 
     // Inherited, with `..` after the link: dropped, and the login shell
     // (here exporting the socket's own private path) is asked instead.

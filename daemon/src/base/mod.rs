@@ -17,6 +17,7 @@
 //! | [`instance`] | per-boot `instanceId` / `startedAt` |
 //! | [`signals`] | inherited signal dispositions, reset for children |
 //! | [`safedir`] | opening a directory path no other user can tamper with |
+//! | [`trustpath`] | resolving a path no other user can redirect, links judged on the way |
 //! | `alloccount` | heap allocation counting (feature `alloc-count`) |
 
 #[cfg(feature = "alloc-count")]
@@ -32,4 +33,5 @@ pub(crate) mod logging;
 pub(crate) mod safedir;
 pub(crate) mod shutdown;
 pub(crate) mod signals;
+pub(crate) mod trustpath;
 pub mod version;

@@ -5,7 +5,8 @@
 //!
 //! 1. validate the flags (a version never escapes `-cli-dir`; neither the
 //!    CLI path nor `-cli-dir` is or contains the user's home directory,
-//!    [`crate::base::homeguard`]);
+//!    [`crate::base::homeguard`]) and refuse a `-cli-dir` another user
+//!    could change ([`trust`]);
 //!    before the directory is first needed, move aside whatever
 //!    non-directory an older protocol version left at `-cli-dir`;
 //! 2. sweep temporaries left by a killed earlier run ([`stage`]);
@@ -24,6 +25,7 @@ mod fetch;
 mod probe;
 mod prune;
 mod stage;
+mod trust;
 
 use crate::base::goerr::{go_quote, path_error};
 use serde::Serialize;
@@ -234,6 +236,7 @@ impl Run<'_> {
             return Err("--cli-dir is required".to_string());
         }
         validate_version(&options.cli_version)?;
+        trust::check_cli_dir(Path::new(&options.cli_dir))?;
         let dir = Path::new(&options.cli_dir);
         let version = options.cli_version.as_str();
         let final_path = dir.join(version);
@@ -321,7 +324,9 @@ impl Run<'_> {
             );
             self.moved_aside = Some(aside);
         }
-        create_dir(dir)
+        create_dir(dir)?;
+        // What now stands there is what the install will write into.
+        trust::check_cli_dir(Path::new(dir))
     }
 }
 
