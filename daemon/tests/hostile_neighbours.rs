@@ -36,21 +36,78 @@ fn closed_within(s: &mut UnixStream, limit: Duration) -> bool {
     }
 }
 
+/// `n` connections to `socket` held by a process of their own (another
+/// same-uid program, as the attacks ran), until the returned guard drops.
+struct Crowd {
+    child: std::process::Child,
+    held: usize,
+}
+
+impl Crowd {
+    fn hold(socket: &std::path::Path, n: usize) -> Crowd {
+        use std::io::BufRead;
+        use std::process::{Command, Stdio};
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["hold_connections_helper", "--exact", "--ignored", "--nocapture"])
+            .env(HOLD_SOCKET_ENV, socket)
+            .env(HOLD_COUNT_ENV, n.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let held = lines
+            .find_map(|l| l.ok()?.strip_prefix("held ")?.parse().ok())
+            .expect("the helper reports what it holds");
+        Crowd { child, held }
+    }
+}
+
+impl Drop for Crowd {
+    fn drop(&mut self) {
+        // Its stdin closing ends the helper; its pid ends it otherwise.
+        drop(self.child.stdin.take());
+        if !wait_until(Duration::from_secs(10), || matches!(self.child.try_wait(), Ok(Some(_)))) {
+            // SAFETY: kill(2) on the helper this test started, by its pid.
+            unsafe { libc::kill(self.child.id() as i32, libc::SIGKILL) };
+            let _ = self.child.wait();
+        }
+    }
+}
+
+const HOLD_SOCKET_ENV: &str = "REMORA_TEST_HOLD_SOCKET";
+const HOLD_COUNT_ENV: &str = "REMORA_TEST_HOLD_COUNT";
+
+/// Not a test of its own: the body of [`Crowd`]'s helper process, which
+/// connects, reports, and holds the connections until its stdin closes.
+#[test]
+#[ignore = "run by the tests as a helper process"]
+fn hold_connections_helper() {
+    let (Some(socket), Some(n)) = (std::env::var_os(HOLD_SOCKET_ENV), std::env::var(HOLD_COUNT_ENV).ok()) else {
+        return;
+    };
+    let n: usize = n.parse().unwrap();
+    let held: Vec<UnixStream> = (0..n).filter_map(|_| UnixStream::connect(&socket).ok()).collect();
+    println!("held {}", held.len());
+    let _ = std::io::stdin().read_to_end(&mut Vec::new());
+}
+
 #[test]
 fn silent_connections_past_the_descriptor_limit_leave_room_for_the_owner() {
     // 256 descriptors: the connection cap is 256 − 128 = 128.
     let d = TestDaemon::start_with_fd_limit(256, &[]);
-    let mut silent: Vec<UnixStream> = (0..300).filter_map(|_| UnixStream::connect(&d.socket).ok()).collect();
-    assert!(silent.len() >= 250, "connects are accepted (and the oldest evicted)");
+    let crowd = Crowd::hold(&d.socket, 300);
+    assert!(crowd.held >= 250, "connects are accepted (and the oldest evicted)");
     // The owner gets in, past the silent crowd, and can still spawn.
     let mut c = d.connect();
     assert!(c.call(1, "server.ping", "{}").contains(r#""pong":true"#));
     spawn_true(&mut c, 20);
-    // The oldest silent connections were closed to make room.
-    assert!(closed_within(&mut silent[0], Duration::from_secs(10)));
+    // Silent connections were closed to make room.
     let log = d.log();
     assert!(log.contains("the connection limit (128) is reached"), "{log}");
     assert!(!log.to_lowercase().contains("too many open files"), "{log}");
+    drop(crowd);
 }
 
 #[test]
@@ -286,4 +343,96 @@ fn an_endless_stream_does_not_starve_another_spawn_on_the_same_connection() {
     }
     let killed = c.call(3, "process.kill", r#"{"id":"flood","signal":"KILL"}"#);
     assert!(killed.contains(r#""result":"#), "{killed}");
+}
+
+/// Connects as fast as it can until `stop`, holding at most `hold`
+/// connections (the oldest dropped first); returns how many it opened.
+fn flood(socket: std::path::PathBuf, hold: usize, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) -> usize {
+    let mut held = std::collections::VecDeque::new();
+    let mut opened = 0;
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        if let Ok(s) = UnixStream::connect(&socket) {
+            opened += 1;
+            held.push_back(s);
+            if held.len() > hold {
+                held.pop_front();
+            }
+        }
+    }
+    opened
+}
+
+/// One fresh client, in a process of its own (`remora -bridge`, as an SSH
+/// session attaches): connect, ping with the token at once, wait for the
+/// pong. `Err` says how it failed.
+fn fresh_ping(socket: &std::path::Path) -> Result<(), String> {
+    use std::process::{Command, Stdio};
+    let mut bridge = Command::new(common::remora_bin())
+        .args(["-bridge", "-socket"])
+        .arg(socket)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("spawn: {e}"))?;
+    let mut stdin = bridge.stdin.take().unwrap();
+    stdin
+        .write_all(common::request_line("1", "server.ping", None, common::TOKEN).as_bytes())
+        .map_err(|e| format!("write: {e}"))?;
+    drop(stdin);
+    let mut stdout = bridge.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut out = String::new();
+        let _ = stdout.read_to_string(&mut out);
+        out
+    });
+    let pid = bridge.id() as i32;
+    let ended = wait_until(Duration::from_secs(20), || matches!(bridge.try_wait(), Ok(Some(_))));
+    if !ended {
+        // SAFETY: kill(2) on the bridge this test started, by its pid.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        let _ = bridge.wait();
+    }
+    let out = reader.join().unwrap_or_default();
+    match (ended, out.contains(r#""pong":true"#)) {
+        (_, true) => Ok(()),
+        (false, false) => Err("no reply within 20 s".into()),
+        (true, false) => Err(format!("closed with {out:?}")),
+    }
+}
+
+/// Audit N6: a same-uid flood of connections no longer evicts fresh
+/// legitimate clients. The eviction took the oldest connection without
+/// the token, which could be a new client whose first line was not read
+/// yet: 15–30% of fresh pings failed under such floods.
+#[test]
+fn a_connection_flood_does_not_evict_fresh_clients() {
+    // 256 descriptors: the connection cap is 128.
+    let d = TestDaemon::start_with_fd_limit(256, &[]);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flooders: Vec<_> = (0..4)
+        .map(|_| {
+            let (socket, stop) = (d.socket.clone(), stop.clone());
+            std::thread::spawn(move || flood(socket, 1500, stop))
+        })
+        .collect();
+    // Let the flood fill the table first.
+    assert!(
+        wait_until(Duration::from_secs(20), || d
+            .log()
+            .contains("the connection limit (128) is reached")),
+        "{}",
+        d.log().lines().rev().take(20).collect::<Vec<_>>().join("\n")
+    );
+    let tries = 20;
+    let failures: Vec<String> = (0..tries).filter_map(|_| fresh_ping(&d.socket).err()).collect();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let opened: usize = flooders.into_iter().map(|f| f.join().unwrap()).sum();
+    assert!(opened > 128 * 2, "the flood kept evicting: {opened} connections");
+    assert!(
+        failures.is_empty(),
+        "{} of {tries} fresh pings failed: {:?}",
+        failures.len(),
+        failures
+    );
 }

@@ -347,6 +347,9 @@ pub(crate) struct StressClientArgs {
     pub(crate) linger_ms: u64,
     #[arg(long, default_value = "{}")]
     pub(crate) env: String,
+    /// `flood`: the most connections held at once (the oldest dropped).
+    #[arg(long, default_value_t = 0)]
+    pub(crate) hold: u64,
 }
 
 // The arguments of `harness list`.

@@ -170,6 +170,11 @@ async fn read_requests(
             }
             ReadEvent::Eof => return Close::Drain,
         };
+        if unauthenticated {
+            // Not silent: evictions at the cap take it after the
+            // connections that have said nothing for longer.
+            ticket.heard();
+        }
         let len = line.len();
         let dispatched = dispatcher.on_line(line, !unauthenticated).await;
         if unauthenticated && dispatched.authenticates {

@@ -67,10 +67,16 @@ pub async fn accept_loop(listener: StdUnixListener, daemon: Arc<Daemon>) -> io::
     let listener = tokio::net::UnixListener::from_std(listener)?;
     let mut shutdown = daemon.shutdown.subscribe();
     let refusals = crate::base::logging::Quota::new(5);
+    let crowded = crate::base::logging::Quota::new(5);
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => match daemon.admission.admit().await {
+                // The admission may wait for a fresh connection's grace
+                // to pass; a shutdown does not wait for it.
+                Ok((stream, _)) => match tokio::select! {
+                    admitted = daemon.admission.admit(peer_of(&stream)) => admitted,
+                    _ = shutdown.wait() => return Ok(()),
+                } {
                     Admitted::Yes(ticket) => {
                         tokio::spawn(crate::serve::connection::serve(stream, daemon.clone(), ticket));
                     }
@@ -81,6 +87,19 @@ pub async fn accept_loop(listener: StdUnixListener, daemon: Arc<Daemon>) -> io::
                             crate::log_warn!(
                                 "[Server] refusing a connection: {} authenticated connections are open (the limit)",
                                 daemon.admission.cap()
+                            );
+                        }
+                        drop(stream);
+                    }
+                    // A process flooding the table with connections that
+                    // never authenticate: it waits no longer than it takes
+                    // to close, so the backlog behind it keeps moving.
+                    Admitted::Crowded => {
+                        if crowded.allow() {
+                            crate::log_warn!(
+                                "[Server] refusing a connection: the connection limit ({}) is reached and its process already has {} new connections without the token",
+                                daemon.admission.cap(),
+                                crate::serve::admission::PEER_FRESH_LIMIT
                             );
                         }
                         drop(stream);
@@ -96,6 +115,11 @@ pub async fn accept_loop(listener: StdUnixListener, daemon: Arc<Daemon>) -> io::
             _ = shutdown.wait() => return Ok(()),
         }
     }
+}
+
+/// The process at the other end of an accepted connection.
+fn peer_of(stream: &tokio::net::UnixStream) -> Option<i32> {
+    crate::sys::os::peer_pid(std::os::fd::AsRawFd::as_raw_fd(stream))
 }
 
 /// Serves `listener` until shutdown, then tears down: children are killed
