@@ -307,6 +307,8 @@ fn serve_child(flags: &Flags) -> i32 {
         Err(None) => return 1,
     };
     let socket = socket_path(flags);
+    // A full `remote-server.log` is rotated, not started over.
+    crate::rundir::daemonlog::arm_rotation(&socket);
     let timers = crate::serve::orphan::Timers::from_env();
     let auth_grace = crate::serve::admission::grace_from_env();
     let instance = crate::base::instance::Instance::new();

@@ -27,6 +27,9 @@
 //!   hold at most [`UNAUTH_LINE_BUDGET`] bytes; a connection whose buffer
 //!   would pass it is closed. Their lines are checked on the reader one at
 //!   a time, so no unauthenticated request is ever queued in a task.
+//! * **Log lines.** Past a burst, connections are logged only once they
+//!   authenticate; the others are counted in a summary line
+//!   ([`crate::serve::connlog`]).
 //!
 //! Authenticated connections are the owner's; their own per-connection
 //! bounds (`connection.rs`) still apply.
@@ -159,7 +162,7 @@ impl Queue {
                 Some(w) => AtCap::Evict(w),
                 None => AtCap::Full,
             },
-            (None, Some(_)) if peer.is_some_and(|p| self.from_peer(p) >= PEER_FRESH_LIMIT) => AtCap::Crowded,
+            (None, Some(_)) if peer.is_some_and(|p| self.count_of_peer(p) >= PEER_FRESH_LIMIT) => AtCap::Crowded,
             (None, Some(t)) => AtCap::WaitUntil(t),
             (None, None) => AtCap::Full,
         }
@@ -168,7 +171,7 @@ impl Queue {
 
 impl Queue {
     /// Unauthenticated connections of process `peer`.
-    fn from_peer(&self, peer: i32) -> usize {
+    fn count_of_peer(&self, peer: i32) -> usize {
         self.unauthenticated.iter().filter(|w| w.peer == Some(peer)).count()
     }
 }
@@ -186,6 +189,8 @@ pub struct Admission {
     epoch: Instant,
     /// Shared by the line buffers of unauthenticated connections.
     pub unauth_lines: Arc<SharedBudget>,
+    /// The log lines connections without the token may cost.
+    pub log_lines: crate::serve::connlog::ConnLog,
 }
 
 /// Whether a new connection was let in.
@@ -217,6 +222,7 @@ impl Admission {
             }),
             epoch: Instant::now(),
             unauth_lines: Arc::new(SharedBudget::new(UNAUTH_LINE_BUDGET)),
+            log_lines: crate::serve::connlog::ConnLog::default(),
         })
     }
 

@@ -117,6 +117,17 @@ pub async fn accept_loop(listener: StdUnixListener, daemon: Arc<Daemon>) -> io::
     }
 }
 
+/// Writes the summary of connections that went unlogged (`connlog`) once
+/// per period, until aborted.
+async fn summarize_unlogged(daemon: Arc<Daemon>) {
+    let mut tick = tokio::time::interval(crate::serve::connlog::SUMMARY_EVERY);
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        daemon.admission.log_lines.summarize();
+    }
+}
+
 /// The process at the other end of an accepted connection.
 fn peer_of(stream: &tokio::net::UnixStream) -> Option<i32> {
     crate::sys::os::peer_pid(std::os::fd::AsRawFd::as_raw_fd(stream))
@@ -128,7 +139,11 @@ fn peer_of(stream: &tokio::net::UnixStream) -> Option<i32> {
 pub async fn run(listener: StdUnixListener, daemon: Arc<Daemon>) -> io::Result<()> {
     let path = &daemon.options.socket_path;
     let ours = socket_identity(path);
-    accept_loop(listener, daemon.clone()).await?;
+    let summaries = tokio::spawn(summarize_unlogged(daemon.clone()));
+    let served = accept_loop(listener, daemon.clone()).await;
+    summaries.abort();
+    daemon.admission.log_lines.summarize();
+    served?;
     crate::log_info!("[Server] Shutting down");
     daemon.processes.shutdown(daemon.options.keep_children).await;
     daemon.replay.remove_own_dir();
