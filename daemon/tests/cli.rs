@@ -76,6 +76,7 @@ fn usage_text_is_go_print_defaults() {
             "-bridge",
             "-cli-checksum string",
             "-cli-dir string",
+            "-cli-download-timeout duration",
             "-cli-keep int",
             "-cli-url string",
             "-cli-version string",

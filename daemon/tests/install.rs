@@ -779,6 +779,7 @@ fn child_install_entry() {
         cli_checksum: "00".into(),
         cli_zst: String::new(),
         cli_keep: 3,
+        ..InstallOptions::default()
     };
     remora::install::run(&o);
 }

@@ -8,6 +8,7 @@
 //! | [`logging`] | leveled Go-format log lines on stderr |
 //! | [`goerr`] | Go-style OS error text |
 //! | [`gojson`] | Go-compatible JSON decoding and encoding |
+//! | [`goduration`] | Go's `time.ParseDuration` and `Duration.String` |
 //! | [`gopath`] | Go's `filepath.Clean`/`Join` on bytes, `~` expansion |
 //! | [`homeguard`] | no destructive target is, or contains, the user's home directory |
 //! | [`filemode`] | Go's `FileMode.String()` for `files.stat` |
@@ -24,6 +25,7 @@
 pub mod alloccount;
 pub(crate) mod filemode;
 pub(crate) mod frame;
+pub(crate) mod goduration;
 pub(crate) mod goerr;
 pub(crate) mod gojson;
 pub(crate) mod gopath;

@@ -52,6 +52,10 @@ pub struct InstallOptions {
     pub cli_zst: String,
     /// `-cli-keep`, default 3.
     pub cli_keep: i64,
+    /// `-cli-download-timeout` (remora's own, a flag and a `remora.conf`
+    /// key): the most a `-cli-url` download may take in all; zero, the
+    /// default, is no deadline, as the reference has none.
+    pub download_timeout: Duration,
 }
 
 /// Time limits of one install. `Default` is what `-install` uses; tests
@@ -295,7 +299,8 @@ impl Run<'_> {
                 // Downloaded in full (and hashed on the way) before the
                 // decompressor sees a byte of it: unverified input never
                 // reaches zstd.
-                let (downloaded, stats) = fetch::download(url, dir, version, limits, self.progress);
+                let deadline = (!options.download_timeout.is_zero()).then_some(options.download_timeout);
+                let (downloaded, stats) = fetch::download(url, dir, version, limits, deadline, self.progress);
                 self.fetch = Some(stats);
                 let (mut blob, actual) = downloaded?;
                 verify_checksum(&options.cli_checksum, &actual)?;

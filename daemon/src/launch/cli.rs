@@ -122,6 +122,7 @@ fn install_options(flags: &Flags) -> crate::install::InstallOptions {
         cli_checksum: text(&flags.cli_checksum),
         cli_zst: text(&flags.cli_zst),
         cli_keep: flags.cli_keep,
+        download_timeout: flags.cli_download_timeout,
     }
 }
 
