@@ -244,8 +244,8 @@ fn a_download_past_its_deadline_ends_with_a_cli_error_and_no_temporary() {
     assert!(started.elapsed() < Duration::from_secs(10), "the deadline did not fire");
     let stdout = String::from_utf8(out.stdout).unwrap();
     let facts = stdout.lines().last().unwrap();
-    let want = format!(r#","cliError":"download timed out: not complete within 1.5s after "#);
-    assert!(facts.contains(&want), "{facts}");
+    let want = r#","cliError":"download timed out: not complete within 1.5s after "#;
+    assert!(facts.contains(want), "{facts}");
     assert!(
         facts.contains(&format!("/{} bytes\",\"fetch\":", body.len())),
         "{facts}"
