@@ -46,6 +46,7 @@ fn child(spec: &str) {
         cli_url: get(3),
         cli_checksum: get(4),
         cli_keep: 3,
+        ..InstallOptions::default()
     };
     let facts = install(&options);
     println!("{}\t{}", vm_hwm_kib().unwrap_or(0), facts.line());

@@ -169,5 +169,51 @@ fn a_link_to_the_socket_counts_only_where_no_one_else_can_change_it() {
     // could point it elsewhere later, so it is not handed on.
     let (_, d) = daemon_shown_a_link_in(scratch.path(), "shared", 0o777, &sock);
     assert_eq!(child_sees(&d, "shared", ""), "-");
-    assert!(d.log().contains("is not private to this daemon's user"), "{}", d.log());
+    assert!(d.log().contains("is not private to this user"), "{}", d.log());
+}
+
+/// Another user's place on the way to the socket (audit N1): the link is
+/// not the last component, so a check of the last one alone passed it,
+/// and its owner could repoint it after the check. `..` after the link
+/// and the daemon's own inherited socket get the same rule.
+#[test]
+fn a_link_halfway_in_another_users_place_is_not_handed_on() {
+    let scratch = tempfile::tempdir().unwrap();
+    let private = scratch.path().join("private");
+    std::fs::create_dir(&private).unwrap();
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::create_dir(private.join("sub")).unwrap();
+    let sock = private.join("agent.sock");
+    let _agent = UnixListener::bind(&sock).unwrap();
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    // The other user's directory: owned by nobody when we can arrange it,
+    // else one anyone may write.
+    let shared = scratch.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    let link = shared.join("agent-dir");
+    std::os::unix::fs::symlink(&private, &link).unwrap();
+    if root {
+        std::os::unix::fs::lchown(&link, Some(65534), None).unwrap();
+        std::os::unix::fs::chown(&shared, Some(65534), None).unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o755)).unwrap();
+    } else {
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    let through = link.join("agent.sock");
+    let shell = fake_shell(scratch.path(), &through);
+    let d = TestDaemon::start_without(&["SSH_AUTH_SOCK"], &[("SHELL", &shell)]);
+    assert_eq!(child_sees(&d, "halfway", ""), "-");
+    assert!(d.log().contains("is not private to this user"), "{}", d.log());
+
+    // Inherited, with `..` after the link: dropped, and the login shell
+    // (here exporting the socket's own private path) is asked instead.
+    let climbing = link.join("sub/../agent.sock");
+    let direct = fake_shell(scratch.path(), &sock);
+    let d = TestDaemon::start_without(
+        &[],
+        &[("SHELL", &direct), ("SSH_AUTH_SOCK", &climbing.to_string_lossy())],
+    );
+    assert_eq!(child_sees(&d, "inherited", ""), sock.to_string_lossy());
+    assert!(d.log().contains("The daemon's own SSH_AUTH_SOCK="), "{}", d.log());
 }

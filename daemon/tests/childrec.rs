@@ -249,3 +249,60 @@ fn children_name_themselves_and_what_they_start_is_never_reaped() {
     assert!(text.contains(&want), "missing {want:?} in\n{text}");
     first.stop();
 }
+
+/// One `-serve` on `<dir>/rpc.sock` with its log in `<dir>/daemon.log`,
+/// stopped again at once; returns the log.
+fn serve_once_in(dir: &Path) -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let socket = dir.join("rpc.sock");
+    let token = dir.join("token");
+    std::fs::write(&token, format!("{}\n", common::TOKEN)).unwrap();
+    let log = dir.join("daemon.log");
+    let mut launcher = common::serve_command(&socket, &token)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut banner = String::new();
+    BufReader::new(launcher.stdout.take().unwrap())
+        .read_line(&mut banner)
+        .unwrap();
+    let _ = launcher.wait();
+    assert!(banner.starts_with("Remora remote server listening on"), "{banner}");
+    let mut s = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+    let pid = common::peer_pid(&s);
+    s.write_all(common::request_line("9", "server.shutdown", None, common::TOKEN).as_bytes())
+        .unwrap();
+    let _ = s.read_to_end(&mut Vec::new());
+    if let Some(pid) = pid {
+        assert!(common::wait_until(std::time::Duration::from_secs(10), || pid_gone(pid)));
+    }
+    std::fs::read_to_string(&log).unwrap()
+}
+
+/// An odd result of the second audit: another user who pre-creates
+/// `children/` in a shared run dir switches child records off (as it
+/// should), and the log line said "not a directory". It says what is
+/// there.
+#[test]
+fn a_children_dir_that_is_not_ours_is_named_for_what_it_is() {
+    let scratch = tempfile::tempdir().unwrap();
+    // A plain file in its place, then (as root) another user's directory.
+    std::fs::write(scratch.path().join("children"), "").unwrap();
+    let log = serve_once_in(scratch.path());
+    assert!(log.contains("children is not a directory; recording nothing"), "{log}");
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return; // only root can make a directory another user's
+    }
+    std::fs::remove_file(scratch.path().join("children")).unwrap();
+    std::fs::create_dir(scratch.path().join("children")).unwrap();
+    std::os::unix::fs::chown(scratch.path().join("children"), Some(65534), None).unwrap();
+    let log = serve_once_in(scratch.path());
+    assert!(
+        log.contains("children belongs to uid 65534, not to this daemon's user; recording nothing"),
+        "{log}"
+    );
+    assert!(!log.contains("is not a directory"), "{log}");
+}

@@ -123,18 +123,76 @@ fn an_unsafe_directory_gets_no_log() {
     );
 }
 
+/// Audit D9: a full log is rotated, never truncated while it is the only
+/// copy. The session's first full file keeps its earliest lines (the
+/// start-up), a later one the lines before the current file, and the
+/// current file the latest; the next launch clears the two.
 #[test]
-fn the_log_starts_over_at_its_cap() {
+fn a_full_log_is_rotated_and_keeps_its_earliest_lines() {
     let dir = tempfile::tempdir().unwrap();
     one_session_with(dir.path(), &[("REMORA_TEST_DAEMON_LOG_CAP", "2000")], 60);
-    let log = std::fs::read_to_string(dir.path().join("remote-server.log")).unwrap();
+    let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap_or_default();
+    let (first, previous, log) = (
+        read("remote-server.log.1"),
+        read("remote-server.log.2"),
+        read("remote-server.log"),
+    );
+    assert!(first.contains("[Server] Listening on"), "the start-up is kept: {first}");
+    assert!(first.len() <= 2000 + 200, "{} bytes", first.len());
+    assert!(!previous.is_empty(), "a later generation is kept too");
     assert!(log.len() <= 2000 + 200, "{} bytes", log.len());
     assert!(
-        log.contains("[daemon] the log reached 2000 bytes and was started over"),
+        log.contains("[daemon] the log reached 2000 bytes; the lines before this one are in remote-server.log.2"),
         "{log}"
     );
     assert!(
         log.contains("[Server] Shutdown complete"),
         "the latest lines are kept: {log}"
     );
+    assert!(!log.contains("started over") && !first.contains("started over"));
+    for name in ["remote-server.log.1", "remote-server.log.2"] {
+        let meta = std::fs::symlink_metadata(dir.path().join(name)).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600, "{name}");
+    }
+    // The next session starts clean: its predecessor's latest is `.old`.
+    one_session(dir.path());
+    assert!(!dir.path().join("remote-server.log.1").exists());
+    assert!(!dir.path().join("remote-server.log.2").exists());
+    assert!(read("remote-server.log.old").contains("[Server] Shutdown complete"));
+}
+
+/// Audit D9: connections without the token cannot flood the log. Each
+/// used to log two lines; past a burst they are only counted, in one
+/// summary line, while an authenticating connection is still logged.
+/// The daemon's stderr is a regular file here, as with `2>>daemon.log`.
+#[test]
+fn a_churn_of_connections_without_the_token_is_summarised() {
+    let d = common::TestDaemon::start();
+    for _ in 0..300 {
+        drop(UnixStream::connect(&d.socket).unwrap());
+    }
+    // An owner connecting after the churn is logged all the same.
+    assert!(d.call("server.ping", "{}").contains(r#""pong":true"#));
+    let opened = |log: &str| log.matches("[Server] New connection from: @").count();
+    assert!(wait_until(Duration::from_secs(20), || d
+        .log()
+        .matches("[Server] Connection closed")
+        .count()
+        == opened(&d.log())));
+    let mut d = d;
+    d.stop();
+    let log = d.log();
+    assert!(opened(&log) <= 30, "{} opening lines for 300 connections", opened(&log));
+    let summary = log
+        .lines()
+        .find(|l| l.contains("connection(s) without the token opened and ended unlogged: "))
+        .unwrap_or_else(|| panic!("no summary: {log}"));
+    let counted: usize = summary
+        .split("[Server] ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    // The 300, the ping and the stop's own connection.
+    assert_eq!(counted + opened(&log), 302, "{summary}");
 }

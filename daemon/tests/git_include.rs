@@ -103,3 +103,38 @@ fn a_manifest_that_is_no_regular_file_copies_nothing() {
     create(&d, &r, "b", &wt);
     assert_eq!(files(&wt), [".gitignore", "a.txt", "sub/tracked.txt"]);
 }
+
+/// Audit N2: a seeded copy never grants more than its source. A `0600`
+/// `.env` and `.claude/settings.local.json` stayed `0600`-private in the
+/// repository but came out `0644` in the worktree, readable by every
+/// user who can traverse it; the reference copies `0666` less the umask.
+#[test]
+fn seeded_copies_are_no_wider_than_their_sources() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = daemon();
+    let r = fixture(d.root());
+    write(&r, ".worktreeinclude", "*.env\nbuild/keep.cfg\n");
+    let private = |rel: &str, mode: u32| {
+        fs::set_permissions(r.join(rel), fs::Permissions::from_mode(mode)).unwrap();
+    };
+    private("app.env", 0o600);
+    private(".secret", 0o700);
+    private(".secret/key.env", 0o640);
+    write(&r, ".claude/settings.local.json", "{\"env\":{\"API_KEY\":\"k\"}}");
+    write(
+        &r,
+        ".gitignore",
+        "build/\n*.env\n.secret/\nnotes.txt\n.claude/settings.local.json\n",
+    );
+    private(".claude/settings.local.json", 0o600);
+    let wt = r.join(".claude/worktrees/wt");
+    create(&d, &r, "b", &wt);
+    let mode = |rel: &str| fs::metadata(wt.join(rel)).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode("app.env"), 0o600, "the manifest pass");
+    assert_eq!(mode(".claude/settings.local.json"), 0o600, "the .claude pass");
+    assert_eq!(mode(".secret/key.env") & 0o007, 0, "no access for others");
+    assert_eq!(mode(".secret") & 0o077, 0, "a directory made on the way is as private");
+    // What was readable stays readable (less the umask, as before).
+    assert_eq!(mode("build/keep.cfg") & 0o600, 0o600);
+    assert_eq!(fs::read_to_string(wt.join("app.env")).unwrap(), "e");
+}

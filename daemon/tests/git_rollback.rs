@@ -314,3 +314,30 @@ fn the_repositorys_git_directory_is_never_deleted_by_hand() {
     assert!(nested.join(".git/objects").is_dir());
     assert_eq!(fs::read_to_string(foreign.join("work.txt")).unwrap(), "keep");
 }
+
+/// An odd result of the second audit: a tree deeper than about 500 levels
+/// could not be removed at a descriptor limit of 1024 (one descriptor per
+/// level). The delete by hand holds a bounded number, so a daemon at 256
+/// removes 600 levels, and says success only once the path is gone.
+#[test]
+fn a_tree_deeper_than_the_descriptor_limit_is_removed_by_hand() {
+    let d = common::TestDaemon::start_with_fd_limit(
+        256,
+        &[("GIT_CONFIG_NOSYSTEM", "1"), ("GIT_CONFIG_GLOBAL", "/dev/null")],
+    );
+    let r = repo(&d.root().join("r"), false);
+    let plain = r.join(".claude/worktrees/deep");
+    let mut bottom = plain.clone();
+    for _ in 0..600 {
+        bottom.push("d");
+    }
+    fs::create_dir_all(&bottom).unwrap();
+    fs::write(bottom.join("f"), "f").unwrap();
+    let reply = call(
+        &d,
+        "git.worktree_remove",
+        &format!(r#"{{"baseRepo":"{}","worktreePath":"{}"}}"#, p(&r), p(&plain)),
+    );
+    assert_eq!(reply, r#"{"jsonrpc":"2.0","id":1,"result":{"success":true}}"#);
+    assert!(!plain.exists());
+}

@@ -685,6 +685,58 @@ fn failed_install_prunes_nothing() {
     assert_eq!(names(&dir).len(), 4);
 }
 
+/// Audit N5: an existing `-cli-dir` another user could change is refused
+/// before anything is written, run or deleted in it. The victim's CLI was
+/// installed into a `0777` directory the attacker owned, who then
+/// replaced the binary.
+#[test]
+fn a_cli_dir_another_user_can_change_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cli");
+    fs::create_dir(&dir).unwrap();
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o777)).unwrap();
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        std::os::unix::fs::chown(&dir, Some(65534), None).unwrap();
+    }
+    let mut o = opts(&dir, "1.0");
+    o.cli_zst = upload(tmp.path(), &zst(&script("1.0", 0)));
+    let r = run(&o);
+    let error = r.cli_error.unwrap_or_default();
+    assert!(
+        error.starts_with(&format!("unsafe cli dir \"{}\": ", dir.display())),
+        "{error}"
+    );
+    assert!(names(&dir).is_empty(), "nothing written there");
+    assert!(tmp.path().join("upload.zst").exists(), "the upload is not consumed");
+    // Below such a directory too, even when the cli dir does not exist yet.
+    let below = dir.join("cli");
+    let r = run(&opts(&below, "1.0"));
+    assert!(r.cli_error.unwrap_or_default().starts_with("unsafe cli dir"));
+    assert!(!below.exists());
+}
+
+/// Audit N5: the prune follows no link. With `-cli-dir` a link to a
+/// directory of the user's own files and `-cli-keep 1`, the prune deleted
+/// those files.
+#[test]
+fn the_prune_never_follows_a_link_at_the_cli_dir() {
+    let tmp = tempfile::tempdir().unwrap();
+    let own = tmp.path().join("documents");
+    fs::create_dir(&own).unwrap();
+    for name in ["notes", "photo"] {
+        fs::write(own.join(name), name).unwrap();
+        set_age(&own.join(name), 1000);
+    }
+    let dir = tmp.path().join("cli");
+    std::os::unix::fs::symlink(&own, &dir).unwrap();
+    let mut o = opts(&dir, "1.0");
+    o.cli_keep = 1;
+    o.cli_zst = upload(tmp.path(), &zst(&script("1.0", 0)));
+    assert_ok(&run(&o), &dir, "1.0", false);
+    assert_eq!(names(&own), ["1.0", "notes", "photo"]);
+}
+
 // ------------------------------------------------------- interrupted runs
 
 #[test]
@@ -727,6 +779,7 @@ fn child_install_entry() {
         cli_checksum: "00".into(),
         cli_zst: String::new(),
         cli_keep: 3,
+        ..InstallOptions::default()
     };
     remora::install::run(&o);
 }

@@ -198,3 +198,99 @@ fn a_stalled_download_is_aborted_with_its_own_cli_error() {
     assert!(pause >= 1000, "{facts}");
     assert!(!tmp.path().join("cli/1.0").exists());
 }
+
+/// The names in `dir`, sorted (empty when it does not exist).
+fn names(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// A server that drips the body (a piece every 400 ms, each far inside
+/// the 60 s read-idle bound), so only an overall deadline ends it.
+fn dripping(body: &[u8]) -> String {
+    serve(Plan {
+        body: body.to_vec(),
+        length: true,
+        pieces: 200,
+        pause: Duration::from_millis(400),
+        stall: None,
+    })
+}
+
+/// Audit D14: `-cli-download-timeout` bounds the whole download. Without
+/// it a server sending a byte every 45 s kept `-install` running until it
+/// was killed, with no facts line and a `.dl` temporary left behind.
+#[test]
+fn a_download_past_its_deadline_ends_with_a_cli_error_and_no_temporary() {
+    let tmp = tempfile::tempdir().unwrap();
+    let body = blob();
+    let url = dripping(&body);
+    let dir = tmp.path().join("cli");
+    let started = std::time::Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_remora"))
+        .args(["-install", "-cli-download-timeout", "1.5s", "-cli-dir"])
+        .arg(&dir)
+        .args(["-cli-version", "1.0", "-cli-url", &url, "-cli-checksum", &sha(&body)])
+        .output()
+        .expect("run remora");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(started.elapsed() < Duration::from_secs(10), "the deadline did not fire");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let facts = stdout.lines().last().unwrap();
+    let want = r#","cliError":"download timed out: not complete within 1.5s after "#;
+    assert!(facts.contains(want), "{facts}");
+    assert!(
+        facts.contains(&format!("/{} bytes\",\"fetch\":", body.len())),
+        "{facts}"
+    );
+    let (bytes, ms, _) = fetch_of(facts);
+    assert!(bytes < body.len() as u64, "{facts}");
+    assert!((1500..10_000).contains(&ms), "{facts}");
+    assert_eq!(names(&dir), Vec::<String>::new(), "no temporary left");
+}
+
+/// The same deadline from `remora.conf` beside the binary: `-install` is
+/// run by Desktop with an argv of its own, so the file is what reaches it.
+/// The default stays the reference's: no deadline.
+#[test]
+fn the_download_deadline_comes_from_the_settings_file_too() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let srv = tmp.path().join("srv");
+    std::fs::create_dir(&srv).unwrap();
+    let bin = srv.join("server");
+    if std::fs::hard_link(env!("CARGO_BIN_EXE_remora"), &bin).is_err() {
+        std::fs::copy(env!("CARGO_BIN_EXE_remora"), &bin).unwrap();
+    }
+    let config = |bin: &std::path::Path| {
+        let out = Command::new(bin).arg("-print-config").output().unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert!(config(&bin).contains("cli-download-timeout = 0s"), "{}", config(&bin));
+    let conf = srv.join("remora.conf");
+    std::fs::write(&conf, "cli-download-timeout = 1s\n").unwrap();
+    std::fs::set_permissions(&conf, std::fs::Permissions::from_mode(0o600)).unwrap();
+    assert!(config(&bin).contains("cli-download-timeout = 1s"), "{}", config(&bin));
+    let body = blob();
+    let url = dripping(&body);
+    let dir = tmp.path().join("cli");
+    let out = Command::new(&bin)
+        .args(["-install", "-cli-dir"])
+        .arg(&dir)
+        .args(["-cli-version", "1.0", "-cli-url", &url])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.contains("download timed out: not complete within 1s after "),
+        "{stdout}"
+    );
+    assert_eq!(names(&dir), Vec::<String>::new(), "no temporary left");
+}

@@ -38,8 +38,9 @@ const INNER: &[(&str, &[&[&str]])] = &[
     (
         "serve",
         &[
-            // The connection cap and the unauthenticated bounds (state holds them).
-            &["admission"],
+            // The connection cap and the unauthenticated bounds (state holds
+            // them), with the log lines such connections may cost.
+            &["admission", "connlog"],
             // Daemon-wide state, shared by all that follows.
             &["state"],
             // A request line to its reply.

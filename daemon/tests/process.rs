@@ -893,3 +893,25 @@ fn a_ping_is_answered_while_every_request_slot_is_held() {
         assert!(reply.contains(r#""found":true"#), "{reply}");
     }
 }
+
+/// Audit D15: an `env` key holding `=` is read the way the reference's Go
+/// reads it. `{"A=B":"1"}` is the entry `A=B=1`, that is `A` set to `B=1`,
+/// and it replaces the daemon's own `A` (Go's `dedupEnv`, the last entry
+/// of a name wins). remora used to pass it as a variable of its own beside
+/// the daemon's, so the child got two `A` entries.
+#[test]
+fn an_env_key_holding_an_equals_sign_sets_the_name_before_it() {
+    let d = TestDaemon::start_with(&[], &[("REMORA_T_D15", "daemon's")]);
+    let mut c = d.connect();
+    let reply = c.call(
+        1,
+        "process.spawn",
+        r#"{"id":"e","command":"env","args":[],"env":{"REMORA_T_D15=B":"1","PATH=/usr/bin:/bin":"x"}}"#,
+    );
+    assert_eq!(reply, r#"{"jsonrpc":"2.0","id":1,"result":{"success":true}}"#);
+    let out = String::from_utf8(stdout_of(&frames_until_exit(&mut c, "e"))).unwrap();
+    let named = |name: &str| -> Vec<&str> { out.lines().filter(|l| l.starts_with(name)).collect() };
+    assert_eq!(named("REMORA_T_D15="), ["REMORA_T_D15=B=1"], "{out}");
+    // The lookup of `env` used the same PATH the child got, the one entry.
+    assert_eq!(named("PATH="), ["PATH=/usr/bin:/bin=x"], "{out}");
+}

@@ -72,7 +72,8 @@ fn every_key_changes_its_setting() {
         &bin,
         format!(
             "# written by the test\nreference-build = {SHA}\nreplay-dir = {}\nreplay-budget-mb = 7\n\
-             metrics-addr = {metrics}\nkeep-children = true\nexited-retention-min = 90\nlog-level = info\n",
+             metrics-addr = {metrics}\nkeep-children = true\nexited-retention-min = 90\nlog-level = info\n\
+             cli-download-timeout = 1h30m\n",
             replay.display()
         )
         .as_bytes(),
@@ -99,6 +100,7 @@ fn every_key_changes_its_setting() {
         (6, "keep-children = true".to_string()),
         (7, "exited-retention-min = 90".to_string()),
         (8, "log-level = info".to_string()),
+        (9, "cli-download-timeout = 1h30m0s".to_string()),
     ] {
         assert!(
             printed.contains(&format!("# from {c}:{line}\n{setting}\n")),
@@ -118,10 +120,17 @@ fn every_key_changes_its_setting() {
         "keep-children",
         "exited-retention-min",
         "log-level",
+        "cli-download-timeout",
     ] {
         assert!(summary.contains(&format!("{key}=")), "{key}: {summary}");
     }
-    assert_eq!(summary.matches(&format!("({c}:")).count(), 7, "{summary}");
+    assert_eq!(summary.matches(&format!("({c}:")).count(), 8, "{summary}");
+    // cli-download-timeout: what `-install` applies (its effect is
+    // tests/install_progress.rs's, through the same flag field).
+    assert!(
+        summary.contains(&format!("cli-download-timeout=1h30m0s ({c}:9)")),
+        "{summary}"
+    );
     assert!(summary.contains("replay-budget-mb=7 ("), "{summary}");
     // exited-retention-min: what the sweeper applies (its effect is
     // tests/exited_retention.rs's, through the same flag field).
@@ -186,7 +195,7 @@ fn a_flag_outranks_the_file() {
 fn assert_all_defaults(bin: &Path, state: &str) -> String {
     let printed = stdout_of(bin, &["-print-config"]);
     assert!(printed.lines().next().unwrap().ends_with(state), "{printed}");
-    assert_eq!(printed.matches("(default)\n").count(), 7, "{printed}");
+    assert_eq!(printed.matches("(default)\n").count(), 8, "{printed}");
     assert!(stdout_of(bin, &["-version"]).starts_with("remora "));
     printed
 }

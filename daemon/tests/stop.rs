@@ -220,3 +220,45 @@ fn the_daemon_token_beside_the_socket_authenticates_stop() {
     let line = server.join().unwrap();
     assert_eq!(line, request_line("1", "server.shutdown", None, "file-token"));
 }
+
+/// Audit N3: the cleanup after a failed connect goes through the socket's
+/// directory opened without following links, and never through a
+/// directory another user controls. A root `-stop` on a path through a
+/// user's link removed root's own `rpc.sock` and `daemon.token` in a
+/// root-only directory the link pointed at.
+#[test]
+fn the_cleanup_follows_no_link_and_no_directory_of_another_user() {
+    let scratch = tempfile::tempdir().unwrap();
+    let private = scratch.path().join("private");
+    std::fs::create_dir(&private).unwrap();
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let plant = |dir: &Path| {
+        drop(std::os::unix::net::UnixListener::bind(dir.join("rpc.sock")).unwrap());
+        std::fs::write(dir.join("daemon.token"), "tok").unwrap();
+    };
+    plant(&private);
+    // The user's directory, holding a link to the private one.
+    let users = scratch.path().join("users");
+    std::fs::create_dir(&users).unwrap();
+    std::os::unix::fs::symlink(&private, users.join("run")).unwrap();
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if root {
+        std::os::unix::fs::lchown(users.join("run"), Some(65534), None).unwrap();
+        std::os::unix::fs::chown(&users, Some(65534), None).unwrap();
+    }
+    let out = stop(&users.join("run/rpc.sock"), None);
+    assert_eq!(stdout(&out), "none\n");
+    assert!(private.join("rpc.sock").exists(), "removed through a link");
+    assert!(private.join("daemon.token").exists(), "removed through a link");
+    assert!(stderr(&out).contains("not removing the socket"), "{}", stderr(&out));
+    if root {
+        // A stale socket in a directory the user owns: root leaves it.
+        plant(&users);
+        let out = stop(&users.join("rpc.sock"), None);
+        assert_eq!(stdout(&out), "none\n");
+        assert!(users.join("rpc.sock").exists());
+        assert!(users.join("daemon.token").exists());
+        assert!(stderr(&out).contains("owned by uid 65534"), "{}", stderr(&out));
+    }
+}

@@ -394,6 +394,9 @@ pub(crate) struct StressClientArgs {
     /// The spawned child's `env` params, as a JSON object.
     #[arg(long, default_value = "{}")]
     pub(crate) env: String,
+    /// `flood`: the most connections held at once (the oldest dropped).
+    #[arg(long, default_value_t = 0)]
+    pub(crate) hold: u64,
 }
 
 // The arguments of `harness list`.

@@ -23,10 +23,10 @@
 //!   give-up logs one `[shellenv]` line.
 //!
 //! Remora's own additions (divergences, `docs/PROTOCOL.md`): the path must
-//! be a socket owned by the daemon's user, reached only through links of
-//! that user and directories no one else can change (owned by the user or
-//! root, not writable by others unless sticky), before it is dialled or
-//! handed on, so a socket another local user planted at a path a profile
+//! be an absolute path to a socket owned by the daemon's user, every link
+//! on the way owned by that user or root and every directory it passes
+//! through beyond another user's reach ([`crate::agent::sockpath`]),
+//! before it is dialled or handed on, so a socket another local user planted at a path a profile
 //! names (a stale `/tmp` agent path, say) never reaches a child; and the
 //! socket the daemon itself inherited passes the same test ([`HandOff::vet`])
 //! before a child gets it.
@@ -36,7 +36,6 @@
 //! in flight. Abandoned connection attempts are bounded: a thread stuck in
 //! one ends the hand-off, so at most one is ever left behind.
 
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::time::{Duration, Instant};
 
 /// The variable a child's agent socket is passed in.
@@ -258,52 +257,11 @@ async fn check(path: &str) -> Check {
 fn check_blocking(path: &str) -> Result<(), String> {
     // SAFETY: geteuid has no preconditions and cannot fail.
     let me = unsafe { libc::geteuid() };
-    let io = |e: std::io::Error| crate::base::goerr::io_text(&e);
-    // The path is handed on as it is (a link a profile keeps pointing at
-    // the newest forwarded agent stays useful), and a child resolves it
-    // again later: so the link itself, the socket it leads to, and every
-    // directory above either must be beyond another user's reach.
-    let entry = std::fs::symlink_metadata(path).map_err(io)?;
-    if entry.file_type().is_symlink() {
-        if entry.uid() != me {
-            return Err(format!(
-                "it is a link that belongs to uid {}, not to this daemon's user",
-                entry.uid()
-            ));
-        }
-        let parent = std::path::Path::new(path).parent().unwrap_or(std::path::Path::new("/"));
-        safe_directories(&std::fs::canonicalize(parent).map_err(io)?, me)?;
-    }
-    let socket = std::fs::canonicalize(path).map_err(io)?;
-    let meta = std::fs::symlink_metadata(&socket).map_err(io)?;
-    if !meta.file_type().is_socket() {
-        return Err("it is not a socket".to_string());
-    }
-    if meta.uid() != me {
-        return Err(format!("it belongs to uid {}, not to this daemon's user", meta.uid()));
-    }
-    safe_directories(socket.parent().unwrap_or(std::path::Path::new("/")), me)?;
+    // The path is handed on as it is and a child resolves it again later:
+    // every link and directory it passes through must be beyond another
+    // user's reach, not only the last one.
+    crate::agent::sockpath::vet(path, me)?;
     connect_within(path, DIAL_TIMEOUT)
-}
-
-/// Whether `dir` (links resolved) and every directory above it are owned
-/// by `me` or root and writable by no one else, unless sticky (where
-/// others cannot rename or delete our entries): otherwise another user
-/// could swap what lies below for their own socket.
-fn safe_directories(dir: &std::path::Path, me: u32) -> Result<(), String> {
-    for level in dir.ancestors() {
-        let meta = std::fs::metadata(level).map_err(|e| crate::base::goerr::io_text(&e))?;
-        let shared = meta.mode() & 0o022 != 0 && meta.mode() & 0o1000 == 0;
-        if (meta.uid() != me && meta.uid() != 0) || shared {
-            return Err(format!(
-                "{} is not private to this daemon's user (owner uid {}, mode {:o})",
-                level.display(),
-                meta.uid(),
-                meta.mode() & 0o7777
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// A non-blocking connect, waited for up to `limit`, then closed.

@@ -7,10 +7,12 @@
 //! | --- | --- |
 //! | [`loginshell`] | which login shell, and one bounded run of it |
 //! | [`agentsock`] | the login shell's SSH agent socket for `process.spawn` children |
+//! | [`sockpath`] | whether an agent socket path can be redirected by anyone else |
 //! | [`trampoline`] | the exec-child trampoline that stamps `CLAUDE_SSH_CHILD` |
 //! | [`probecli`] | `-probe-cli`: the bounded `--version` probe (also run by `install`) |
 
 pub mod agentsock;
 pub mod loginshell;
 pub mod probecli;
+pub mod sockpath;
 pub mod trampoline;

@@ -84,9 +84,29 @@ static CAP: AtomicU64 = AtomicU64::new(0);
 /// Bytes written to stderr since it was (last) started over.
 static WRITTEN: AtomicU64 = AtomicU64::new(0);
 
+/// What replaces a full capped stderr: a fresh file, and the name the
+/// full one now has (for the note). Set by the daemon once it knows its
+/// log's directory ([`rotate_with`]); it must not log.
+pub type Rotator = Box<dyn Fn() -> Option<(std::fs::File, &'static str)> + Send + Sync>;
+
+static ROTATOR: std::sync::OnceLock<Rotator> = std::sync::OnceLock::new();
+
+/// Sets how a full capped stderr is rotated (once; later calls are
+/// ignored). Without one, or when it fails, the file is started over.
+pub fn rotate_with(rotator: Rotator) {
+    let _ = ROTATOR.set(rotator);
+}
+
+/// Whether stderr is capped ([`cap_stderr`]).
+pub fn stderr_capped() -> bool {
+    CAP.load(Ordering::Relaxed) > 0
+}
+
 /// Caps stderr, a log file of the daemon's own, at `cap` bytes: a line
-/// that would pass it truncates the file first (it is opened for append,
-/// so writing goes on at its new end) and says so.
+/// that would pass it first rotates the file ([`rotate_with`]: the full
+/// file is renamed, a fresh one takes its place on stderr), or, when that
+/// cannot be done, truncates it (it is opened for append, so writing goes
+/// on at its new end); either way a first line says so.
 pub fn cap_stderr(cap: u64) {
     use std::os::fd::AsRawFd;
     let size = std::fs::metadata(format!("/dev/fd/{}", std::io::stderr().as_raw_fd()))
@@ -111,12 +131,24 @@ pub fn write(level: Level, args: fmt::Arguments<'_>) {
     let len = line.len() as u64;
     if cap > 0 && WRITTEN.fetch_add(len, Ordering::Relaxed).saturating_add(len) > cap {
         use std::os::fd::AsRawFd;
-        // SAFETY: truncating our own stderr, a regular file we were given.
-        if unsafe { libc::ftruncate(err.as_raw_fd(), 0) } == 0 {
-            let note = format_line(
+        let rotated = ROTATOR.get().and_then(|rotate| rotate()).and_then(|(fresh, kept_in)| {
+            // SAFETY: dup2 of a file we just opened onto our own stderr;
+            // the full file stays whole under its new name.
+            (unsafe { libc::dup2(fresh.as_raw_fd(), err.as_raw_fd()) } >= 0).then_some(kept_in)
+        });
+        let note = match rotated {
+            Some(kept_in) => Some(format_line(
+                Level::Warn,
+                format_args!("[daemon] the log reached {cap} bytes; the lines before this one are in {kept_in}"),
+            )),
+            // SAFETY: truncating our own stderr, a regular file we were given.
+            None if unsafe { libc::ftruncate(err.as_raw_fd(), 0) } == 0 => Some(format_line(
                 Level::Warn,
                 format_args!("[daemon] the log reached {cap} bytes and was started over"),
-            );
+            )),
+            None => None,
+        };
+        if let Some(note) = note {
             let _ = err.write_all(note.as_bytes());
             WRITTEN.store(note.len() as u64 + len, Ordering::Relaxed);
         }

@@ -8,6 +8,7 @@
 //! | [`logging`] | leveled Go-format log lines on stderr |
 //! | [`goerr`] | Go-style OS error text |
 //! | [`gojson`] | Go-compatible JSON decoding and encoding |
+//! | [`goduration`] | Go's `time.ParseDuration` and `Duration.String` |
 //! | [`gopath`] | Go's `filepath.Clean`/`Join` on bytes, `~` expansion |
 //! | [`homeguard`] | no destructive target is, or contains, the user's home directory |
 //! | [`filemode`] | Go's `FileMode.String()` for `files.stat` |
@@ -18,12 +19,14 @@
 //! | [`instance`] | per-boot `instanceId` / `startedAt` |
 //! | [`signals`] | inherited signal dispositions, reset for children |
 //! | [`safedir`] | opening a directory path no other user can tamper with |
+//! | [`trustpath`] | resolving a path no other user can redirect, links judged on the way |
 //! | `alloccount` | heap allocation counting (feature `alloc-count`) |
 
 #[cfg(feature = "alloc-count")]
 pub mod alloccount;
 pub(crate) mod filemode;
 pub(crate) mod frame;
+pub(crate) mod goduration;
 pub(crate) mod goerr;
 pub(crate) mod gojson;
 pub(crate) mod gopath;
@@ -33,5 +36,6 @@ pub(crate) mod logging;
 pub(crate) mod safedir;
 pub(crate) mod shutdown;
 pub(crate) mod signals;
+pub(crate) mod trustpath;
 pub(crate) mod utctime;
 pub mod version;

@@ -154,13 +154,40 @@ pub fn open_own_dir(path: &Path) -> Result<OwnedFd, UnsafeDir> {
     walk(path, Identity::current(), false)
 }
 
+/// Opens an existing directory `path` that nobody but us and root can
+/// change, without creating or changing anything: every level, the last
+/// one included, is judged by the rule for the levels above it (owned by
+/// us or root; others cannot write to it unless it is sticky). For
+/// removing an entry the caller named in a place that may be root's own
+/// (`-stop` clearing a socket in `/tmp`); as root, a directory another
+/// user owns or can write is refused.
+pub fn open_trusted_dir(path: &Path) -> Result<OwnedFd, UnsafeDir> {
+    walk_to(path, Identity::current(), Last::Trusted)
+}
+
 fn open_private_dir_as(path: &Path, me: Identity) -> Result<OwnedFd, UnsafeDir> {
     walk(path, me, true)
 }
 
-/// The walk behind both openers; `private` creates missing levels and
-/// makes the last one `0700`.
+/// What the last level of a walk must be.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Last {
+    /// Ours and 0700 (created or narrowed).
+    Private,
+    /// Ours, judged like the levels above.
+    Own,
+    /// Judged like the levels above (ours or root's).
+    Trusted,
+}
+
+/// The walk behind [`open_private_dir`] and [`open_own_dir`]; `private`
+/// creates missing levels and makes the last one `0700`.
 fn walk(path: &Path, me: Identity, private: bool) -> Result<OwnedFd, UnsafeDir> {
+    walk_to(path, me, if private { Last::Private } else { Last::Own })
+}
+
+fn walk_to(path: &Path, me: Identity, last_rule: Last) -> Result<OwnedFd, UnsafeDir> {
+    let private = last_rule == Last::Private;
     if !path.is_absolute() || path.components().any(|c| c == Component::ParentDir) {
         return Err(UnsafeDir::NotPlain(path.to_path_buf()));
     }
@@ -204,7 +231,9 @@ fn walk(path: &Path, me: Identity, private: bool) -> Result<OwnedFd, UnsafeDir> 
             Err(e) => return Err(refine(e, &walked, io_error)),
         };
         let st = fstat(&next).map_err(|e| io_error("fstat", &walked, e))?;
-        if last {
+        if last && last_rule == Last::Trusted {
+            check_level(&st, &walked, me)?;
+        } else if last {
             if st.st_uid != me.uid {
                 return Err(UnsafeDir::ForeignOwner {
                     path: walked,
@@ -480,6 +509,40 @@ mod tests {
         assert!(matches!(got, Err(UnsafeDir::ForeignOwner { .. })), "{got:?}");
         let got = open_private_dir_as(&level, stranger);
         assert!(matches!(got, Err(UnsafeDir::ForeignOwner { .. })), "{got:?}");
+    }
+
+    #[test]
+    fn a_trusted_dir_may_be_roots_but_never_anothers_or_shared() {
+        let t = tmp();
+        open_trusted_dir(t.path()).expect("our own");
+        open_trusted_dir(Path::new("/tmp")).expect("root's, sticky");
+        let open = t.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let got = open_trusted_dir(&open);
+        assert!(matches!(got, Err(UnsafeDir::WritableByOthers { .. })), "{got:?}");
+        std::os::unix::fs::symlink(t.path(), t.path().join("link")).unwrap();
+        let got = open_trusted_dir(&t.path().join("link"));
+        assert!(matches!(got, Err(UnsafeDir::NotADirectory(_))), "{got:?}");
+        let theirs = t.path().join("theirs");
+        std::fs::create_dir(&theirs).unwrap();
+        let got = if me().uid == 0 {
+            std::os::unix::fs::chown(&theirs, Some(65534), None).unwrap();
+            open_trusted_dir(&theirs)
+        } else {
+            // Judged as another user, our directory is a stranger's.
+            let stranger = Identity {
+                uid: me().uid.wrapping_add(4242),
+                gid: me().gid,
+            };
+            walk_to(&theirs, stranger, Last::Trusted)
+        };
+        assert!(matches!(got, Err(UnsafeDir::ForeignOwner { .. })), "{got:?}");
+        assert!(!t.path().join("missing").exists());
+        assert!(
+            open_trusted_dir(&t.path().join("missing")).is_err(),
+            "nothing is created"
+        );
     }
 
     #[test]

@@ -25,7 +25,7 @@ use sha2::{Digest, Sha256};
 use std::io::{self, Read, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The prefix of a progress line.
@@ -75,72 +75,232 @@ const MAX_REDIRECTS: u32 = 10;
 /// outcome. The temporary is removed when the returned value drops.
 /// Progress lines go to `sink`: one `bytes:0` line once the answer is a
 /// success, then one per `limits.progress_interval` until the body ends.
+///
+/// The request and the body run on a thread of their own ([`fetch`]);
+/// this one prints the progress and, with a `deadline` (`-cli-download-
+/// timeout`, remora's own and off by default), gives up once it passes:
+/// `download timed out: not complete within <d> after <got>/<total>
+/// bytes`. A read in flight cannot be interrupted, so the thread is left
+/// to end by itself (at the read-idle bound at the latest, or with the
+/// process); its temporary is removed here first, and one it had not made
+/// yet is never made.
 pub fn download(
     url: &str,
     dir: &Path,
     version: &str,
     limits: &Limits,
+    deadline: Option<Duration>,
     sink: ProgressSink<'_>,
 ) -> (Result<(TempFile, String), String>, FetchStats) {
     let started = Instant::now();
-    let read = AtomicU64::new(0);
-    let mut longest_pause = Duration::ZERO;
-    let result = std::thread::scope(|scope| {
-        let fail = |text: String| format!("download failed: {text}");
-        let response = get_following_redirects(url, limits).map_err(fail)?;
-        let total: Option<u64> = response.header("Content-Length").and_then(|v| v.trim().parse().ok());
-
-        // The ticker: a first line at once, then one per interval, until
-        // the body is done (the sender drops).
-        let (done_tx, done_rx) = mpsc::channel::<()>();
-        let read = &read;
-        scope.spawn(move || {
-            sink(&progress_line(0, total));
-            while let Err(mpsc::RecvTimeoutError::Timeout) = done_rx.recv_timeout(limits.progress_interval) {
-                sink(&progress_line(read.load(Ordering::Relaxed), total));
-            }
-        });
-
-        let mut temp = TempFile::create(dir, version, "dl")
-            .map_err(|e| fail(format!("creating temp file: {}", create_error_text(&e))))?;
-        let temp_name = temp.path().to_string_lossy().into_owned();
-        let mut body = response.into_reader();
-        let mut hasher = Sha256::new();
-        let mut buf = vec![0u8; 64 * 1024];
-        let mut last = Instant::now();
-        let outcome = loop {
-            let n = match body.read(&mut buf) {
-                Ok(0) => break Ok(()),
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) if is_idle_timeout(&e) => {
-                    longest_pause = longest_pause.max(last.elapsed());
-                    let total = total.map_or_else(|| "-1".to_string(), |t| t.to_string());
-                    break Err(format!(
-                        "download stalled: no data for {}s after {}/{total} bytes",
-                        limits.read_timeout.as_secs(),
-                        read.load(Ordering::Relaxed)
-                    ));
-                }
-                Err(e) => break Err(fail(body_error(&e))),
-            };
-            longest_pause = longest_pause.max(last.elapsed());
-            last = Instant::now();
-            read.fetch_add(n as u64, Ordering::Relaxed);
-            hasher.update(&buf[..n]);
-            if let Err(e) = temp.file.write_all(&buf[..n]) {
-                break Err(fail(path_error("write", &temp_name, &e)));
-            }
-        };
-        drop(done_tx);
-        outcome.map(|()| (temp, hex(&hasher.finalize())))
+    let shared = Arc::new(Shared {
+        started,
+        read: AtomicU64::new(0),
+        last_read_ms: AtomicU64::new(0),
+        longest_pause_ms: AtomicU64::new(0),
+        temp: Mutex::new(TempSlot::default()),
     });
+    let (tx, rx) = mpsc::channel();
+    let job = Job {
+        url: url.to_string(),
+        dir: dir.to_path_buf(),
+        version: version.to_string(),
+        limits: limits.clone(),
+    };
+    let worker = shared.clone();
+    let spawned = std::thread::Builder::new()
+        .name("download".into())
+        .spawn(move || fetch(&job, &worker, &tx));
+    let result = match spawned {
+        Ok(_) => supervise(&rx, &shared, deadline, limits.progress_interval, sink),
+        Err(e) => Err(format!("download failed: {}", io_text(&e))),
+    };
     let stats = FetchStats {
-        bytes: read.load(Ordering::Relaxed),
+        bytes: shared.read.load(Ordering::Relaxed),
         ms: millis(started.elapsed()),
-        longest_pause_ms: millis(longest_pause),
+        longest_pause_ms: shared.longest_pause_ms.load(Ordering::Relaxed),
     };
     (result, stats)
+}
+
+/// What the download thread reports.
+enum Event {
+    /// The answer is a success; the body's announced length.
+    Answered(Option<u64>),
+    /// The download is over.
+    Done(Result<(TempFile, String), String>),
+}
+
+/// What the download thread needs, owned (it may outlive the call).
+struct Job {
+    url: String,
+    dir: std::path::PathBuf,
+    version: String,
+    limits: Limits,
+}
+
+/// Counters the thread updates and the caller reads.
+struct Shared {
+    started: Instant,
+    read: AtomicU64,
+    /// When the last bytes arrived, in ms since `started`.
+    last_read_ms: AtomicU64,
+    longest_pause_ms: AtomicU64,
+    temp: Mutex<TempSlot>,
+}
+
+impl Shared {
+    fn since_start_ms(&self) -> u64 {
+        millis(self.started.elapsed())
+    }
+
+    /// Notes a gap between reads that ends now.
+    fn pause_ends_now(&self) {
+        let pause = self
+            .since_start_ms()
+            .saturating_sub(self.last_read_ms.load(Ordering::Relaxed));
+        self.longest_pause_ms.fetch_max(pause, Ordering::Relaxed);
+    }
+
+    fn lock_temp(&self) -> std::sync::MutexGuard<'_, TempSlot> {
+        self.temp.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The download's temporary, as far as the deadline needs it.
+#[derive(Default)]
+struct TempSlot {
+    /// The caller gave up: no temporary may be made any more.
+    abandoned: bool,
+    path: Option<std::path::PathBuf>,
+}
+
+/// The caller's side: progress lines, the deadline, the result.
+fn supervise(
+    rx: &mpsc::Receiver<Event>,
+    shared: &Shared,
+    deadline: Option<Duration>,
+    interval: Duration,
+    sink: ProgressSink<'_>,
+) -> Result<(TempFile, String), String> {
+    let ends = deadline.map(|d| shared.started + d);
+    let mut total: Option<u64> = None;
+    let mut next_tick: Option<Instant> = None;
+    loop {
+        let now = Instant::now();
+        if let (Some(ends), Some(limit)) = (ends, deadline) {
+            if now >= ends {
+                return Err(give_up(shared, limit, total));
+            }
+        }
+        let wait = [ends, next_tick]
+            .into_iter()
+            .flatten()
+            .min()
+            .map(|t| t.saturating_duration_since(now));
+        let event = match wait {
+            Some(wait) => match rx.recv_timeout(wait) {
+                Ok(event) => Some(event),
+                Err(mpsc::RecvTimeoutError::Timeout) => None,
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Err(thread_gone()),
+            },
+            None => Some(rx.recv().map_err(|_| thread_gone())?),
+        };
+        match event {
+            Some(Event::Answered(announced)) => {
+                total = announced;
+                sink(&progress_line(0, total));
+                next_tick = Some(Instant::now() + interval);
+            }
+            Some(Event::Done(result)) => return result,
+            None => {
+                if let Some(tick) = next_tick.filter(|t| Instant::now() >= *t) {
+                    sink(&progress_line(shared.read.load(Ordering::Relaxed), total));
+                    next_tick = Some(tick + interval);
+                }
+            }
+        }
+    }
+}
+
+fn thread_gone() -> String {
+    "download failed: the download thread ended without a result".to_string()
+}
+
+/// Gives the download up at its deadline: its temporary goes now, and the
+/// thread may make none after this.
+fn give_up(shared: &Shared, limit: Duration, total: Option<u64>) -> String {
+    {
+        let mut slot = shared.lock_temp();
+        slot.abandoned = true;
+        if let Some(path) = slot.path.take() {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+    shared.pause_ends_now();
+    let total = total.map_or_else(|| "-1".to_string(), |t| t.to_string());
+    format!(
+        "download timed out: not complete within {} after {}/{total} bytes",
+        crate::base::goduration::text(limit),
+        shared.read.load(Ordering::Relaxed)
+    )
+}
+
+/// The download thread: request, temporary, body. Reports through `tx`.
+fn fetch(job: &Job, shared: &Shared, tx: &mpsc::Sender<Event>) {
+    let done = |result| {
+        let _ = tx.send(Event::Done(result));
+    };
+    let fail = |text: String| format!("download failed: {text}");
+    let response = match get_following_redirects(&job.url, &job.limits) {
+        Ok(response) => response,
+        Err(text) => return done(Err(fail(text))),
+    };
+    let total: Option<u64> = response.header("Content-Length").and_then(|v| v.trim().parse().ok());
+    let _ = tx.send(Event::Answered(total));
+    let mut temp = {
+        let mut slot = shared.lock_temp();
+        if slot.abandoned {
+            return;
+        }
+        match TempFile::create(&job.dir, &job.version, "dl") {
+            Ok(temp) => {
+                slot.path = Some(temp.path().to_path_buf());
+                temp
+            }
+            Err(e) => return done(Err(fail(format!("creating temp file: {}", create_error_text(&e))))),
+        }
+    };
+    let temp_name = temp.path().to_string_lossy().into_owned();
+    let mut body = response.into_reader();
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    shared.last_read_ms.store(shared.since_start_ms(), Ordering::Relaxed);
+    let outcome = loop {
+        let n = match body.read(&mut buf) {
+            Ok(0) => break Ok(()),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) if is_idle_timeout(&e) => {
+                shared.pause_ends_now();
+                let total = total.map_or_else(|| "-1".to_string(), |t| t.to_string());
+                break Err(format!(
+                    "download stalled: no data for {}s after {}/{total} bytes",
+                    job.limits.read_timeout.as_secs(),
+                    shared.read.load(Ordering::Relaxed)
+                ));
+            }
+            Err(e) => break Err(fail(body_error(&e))),
+        };
+        shared.pause_ends_now();
+        shared.last_read_ms.store(shared.since_start_ms(), Ordering::Relaxed);
+        shared.read.fetch_add(n as u64, Ordering::Relaxed);
+        hasher.update(&buf[..n]);
+        if let Err(e) = temp.file.write_all(&buf[..n]) {
+            break Err(fail(path_error("write", &temp_name, &e)));
+        }
+    };
+    done(outcome.map(|()| (temp, hex(&hasher.finalize()))));
 }
 
 /// GET `url`, following up to [`MAX_REDIRECTS`] redirects the way Go's

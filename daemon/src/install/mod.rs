@@ -5,7 +5,8 @@
 //!
 //! 1. validate the flags (a version never escapes `-cli-dir`; neither the
 //!    CLI path nor `-cli-dir` is or contains the user's home directory,
-//!    [`crate::base::homeguard`]);
+//!    [`crate::base::homeguard`]) and refuse a `-cli-dir` another user
+//!    could change ([`trust`]);
 //!    before the directory is first needed, move aside whatever
 //!    non-directory an older protocol version left at `-cli-dir`;
 //! 2. sweep temporaries left by a killed earlier run ([`stage`]);
@@ -24,6 +25,7 @@ mod fetch;
 mod probe;
 mod prune;
 mod stage;
+mod trust;
 
 use crate::base::goerr::{go_quote, path_error};
 use serde::Serialize;
@@ -50,6 +52,10 @@ pub struct InstallOptions {
     pub cli_zst: String,
     /// `-cli-keep`, default 3.
     pub cli_keep: i64,
+    /// `-cli-download-timeout` (remora's own, a flag and a `remora.conf`
+    /// key): the most a `-cli-url` download may take in all; zero, the
+    /// default, is no deadline, as the reference has none.
+    pub download_timeout: Duration,
 }
 
 /// Time limits of one install. `Default` is what `-install` uses; tests
@@ -234,6 +240,7 @@ impl Run<'_> {
             return Err("--cli-dir is required".to_string());
         }
         validate_version(&options.cli_version)?;
+        trust::check_cli_dir(Path::new(&options.cli_dir))?;
         let dir = Path::new(&options.cli_dir);
         let version = options.cli_version.as_str();
         let final_path = dir.join(version);
@@ -292,7 +299,8 @@ impl Run<'_> {
                 // Downloaded in full (and hashed on the way) before the
                 // decompressor sees a byte of it: unverified input never
                 // reaches zstd.
-                let (downloaded, stats) = fetch::download(url, dir, version, limits, self.progress);
+                let deadline = (!options.download_timeout.is_zero()).then_some(options.download_timeout);
+                let (downloaded, stats) = fetch::download(url, dir, version, limits, deadline, self.progress);
                 self.fetch = Some(stats);
                 let (mut blob, actual) = downloaded?;
                 verify_checksum(&options.cli_checksum, &actual)?;
@@ -321,7 +329,9 @@ impl Run<'_> {
             );
             self.moved_aside = Some(aside);
         }
-        create_dir(dir)
+        create_dir(dir)?;
+        // What now stands there is what the install will write into.
+        trust::check_cli_dir(Path::new(dir))
     }
 }
 

@@ -127,6 +127,7 @@ fn install_options(flags: &Flags) -> crate::install::InstallOptions {
         cli_checksum: text(&flags.cli_checksum),
         cli_zst: text(&flags.cli_zst),
         cli_keep: flags.cli_keep,
+        download_timeout: flags.cli_download_timeout,
     }
 }
 
@@ -316,6 +317,8 @@ fn serve_child(flags: &Flags) -> i32 {
         Err(None) => return 1,
     };
     let socket = socket_path(flags);
+    // A full `remote-server.log` is rotated, not started over.
+    crate::rundir::daemonlog::arm_rotation(&socket);
     let timers = crate::serve::orphan::Timers::from_env();
     let auth_grace = crate::serve::admission::grace_from_env();
     let instance = crate::base::instance::Instance::new();

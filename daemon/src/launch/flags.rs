@@ -28,6 +28,8 @@ enum Kind {
     Bool,
     Str,
     Int,
+    /// Go's `flag.Duration` ([`crate::base::goduration`]).
+    Duration,
 }
 
 struct Spec {
@@ -57,6 +59,12 @@ const SPECS: &[Spec] = &[
         kind: Kind::Str,
         default: "",
         usage: "directory holding the agent CLI versions (required)",
+    },
+    Spec {
+        name: "cli-download-timeout",
+        kind: Kind::Duration,
+        default: "0s",
+        usage: "give up a -cli-url download not complete within this long, e.g. 10m (-install; 0 = no deadline, as the reference)",
     },
     Spec {
         name: "cli-keep",
@@ -208,6 +216,8 @@ pub struct Flags {
     pub cli_checksum: OsString,
     pub cli_zst: OsString,
     pub cli_keep: i64,
+    /// `-cli-download-timeout`; zero (the default) is no deadline.
+    pub cli_download_timeout: std::time::Duration,
     /// `-log-level`, already checked; `None` = not set.
     pub log_level: Option<crate::base::logging::Level>,
     /// `-reference-build`, lower-cased; empty = not set.
@@ -243,6 +253,7 @@ impl Default for Flags {
             cli_checksum: OsString::new(),
             cli_zst: OsString::new(),
             cli_keep: 3,
+            cli_download_timeout: std::time::Duration::ZERO,
             log_level: None,
             reference_build: String::new(),
             explicit: Vec::new(),
@@ -275,6 +286,7 @@ impl Flags {
             "stop" => self.stop = parse_bool(value)?,
             "version" => self.version = parse_bool(value)?,
             "cli-keep" => self.cli_keep = parse_int(value.as_bytes())?,
+            "cli-download-timeout" => self.cli_download_timeout = parse_duration(value)?,
             "token-fd" => self.token_fd = parse_int(value.as_bytes())?,
             "replay-budget-mb" => self.replay_budget_mb = parse_int(value.as_bytes())?,
             "exited-retention-min" => {
@@ -414,6 +426,7 @@ const OPTIONS: &[(&str, &[&str])] = &[
             "cli-checksum",
             "cli-zst",
             "cli-keep",
+            "cli-download-timeout",
         ],
     ),
     ("-version", &["reference-build"]),
@@ -436,6 +449,7 @@ fn placeholder(spec: &Spec) -> &'static str {
         ("reference-build", _) => "SHA",
         ("log-level", _) => "LEVEL",
         (_, Kind::Int) => "N",
+        (_, Kind::Duration) => "DURATION",
         (_, Kind::Str) => "VALUE",
     }
 }
@@ -499,6 +513,7 @@ fn option_line(spec: &Spec) -> String {
         Kind::Bool => "false",
         Kind::Str => "",
         Kind::Int => "0",
+        Kind::Duration => "0s",
     };
     if spec.default != zero && spec.default != "-1" {
         text.push_str(&format!(" (default {})", spec.default));
@@ -549,6 +564,13 @@ pub fn usage_after_error(argv0: &str) -> String {
         synopsis(argv0),
         program(argv0)
     )
+}
+
+/// A Go duration as `flag.Duration` takes it (every failure is `parse
+/// error`); a negative one means no deadline, like zero.
+fn parse_duration(value: &OsStr) -> Result<std::time::Duration, String> {
+    let ns = crate::base::goduration::parse(&value.to_string_lossy()).map_err(|_| "parse error".to_string())?;
+    Ok(std::time::Duration::from_nanos(u64::try_from(ns).unwrap_or(0)))
 }
 
 /// A `-log-level` value: one of the level names (case-insensitive).

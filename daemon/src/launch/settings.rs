@@ -40,8 +40,11 @@ pub const MAX_FILE_BYTES: u64 = 64 * 1024;
 const MAX_WARNINGS: usize = 8;
 
 /// The keys the file may set, in the order they are reported. Each is a
-/// flag of the same name ([`crate::launch::flags`]); modes, the token, the socket
-/// and the per-call `-cli-*` values are the driver's and stay out.
+/// flag of the same name ([`crate::launch::flags`]); modes, the token, the
+/// socket and the per-call `-cli-*` values (what to install, from where)
+/// are the driver's and stay out. `cli-download-timeout` is the operator's:
+/// Desktop runs `-install` with an argv of its own, so this file is the
+/// knob that reaches it.
 pub const KEYS: &[&str] = &[
     "reference-build",
     "replay-dir",
@@ -50,6 +53,7 @@ pub const KEYS: &[&str] = &[
     "keep-children",
     "log-level",
     "exited-retention-min",
+    "cli-download-timeout",
 ];
 
 /// Where an effective value came from.
@@ -344,6 +348,7 @@ fn value_text(flags: &Flags, key: &str, quote: bool) -> String {
         "metrics-addr" => quoted(&flags.metrics_addr),
         "keep-children" => flags.keep_children.to_string(),
         "exited-retention-min" => flags.exited_retention_min.to_string(),
+        "cli-download-timeout" => crate::base::goduration::text(flags.cli_download_timeout),
         "log-level" => flags.log_level.unwrap_or(Level::Debug).name().to_string(),
         _ => String::new(),
     }

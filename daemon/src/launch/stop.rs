@@ -20,8 +20,11 @@
 //!   `killed`, or `survivor` if it outlives both. A holder that is not
 //!   provably ours is never signalled: `survivor`. Except after
 //!   `survivor`, the socket path and `daemon.token` are then removed,
-//!   stale or not. `daemon.lock` itself is never created, locked, written
-//!   or removed here.
+//!   stale or not, through a directory descriptor that follows no link
+//!   and only where nobody else can change the directory (remora's rule:
+//!   the reference removes by path, so a root `-stop` followed a user's
+//!   link). `daemon.lock` itself is never created, locked, written or
+//!   removed here.
 //!
 //! The exit code is always 0.
 
@@ -284,14 +287,39 @@ fn wait_free(pid: i32, inode: u64, grace: Duration) -> bool {
 
 /// Removes the socket path (a socket or regular file; an empty directory)
 /// and `daemon.token`, as the reference's `-stop` does after a failed
-/// connect. Failures are ignored: they change nothing about the outcome.
+/// connect. Both go through a descriptor of the socket's directory opened
+/// by [`crate::base::safedir::open_trusted_dir`]: no link on the way is
+/// followed, and a directory another user owns or can write (as root: any
+/// but root's own) is left alone, with a warning. Failures are ignored:
+/// they change nothing about the outcome.
 fn remove_leftovers(socket: &Path) {
-    if let Err(e) = std::fs::remove_file(socket) {
-        if matches!(e.raw_os_error(), Some(libc::EISDIR) | Some(libc::EPERM)) {
-            let _ = std::fs::remove_dir(socket);
+    let Some(name) = socket.file_name() else {
+        return;
+    };
+    let dir = crate::rundir::tokenfile::socket_dir(socket);
+    let dir = if dir.is_absolute() {
+        dir
+    } else {
+        match std::env::current_dir() {
+            Ok(cwd) => cwd.join(dir),
+            Err(_) => return,
         }
-    }
-    let _ = std::fs::remove_file(crate::rundir::tokenfile::path_for(socket));
+    };
+    let fd = match crate::base::safedir::open_trusted_dir(&dir) {
+        Ok(fd) => fd,
+        // Nothing there to remove.
+        Err(crate::base::safedir::UnsafeDir::Io { error, .. }) if error.kind() == io::ErrorKind::NotFound => return,
+        Err(why) => {
+            crate::log_warn!(
+                "[daemon] stop: not removing the socket or {} there: {why}",
+                crate::rundir::tokenfile::NAME
+            );
+            return;
+        }
+    };
+    use std::os::unix::ffi::OsStrExt;
+    let _ = crate::base::safedir::unlink_in(&fd, name.as_bytes());
+    let _ = crate::base::safedir::unlink_in(&fd, crate::rundir::tokenfile::NAME.as_bytes());
 }
 
 #[cfg(test)]

@@ -21,7 +21,13 @@
 //!   contains a `/`). A `cwd` that stops being a directory between the
 //!   check and the fork still ends up here.
 //! * an environment entry holding a NUL is refused before the fork with
-//!   `exec: environment variable contains NUL` (Go 1.20+ `dedupEnv`).
+//!   `exec: environment variable contains NUL` (Go 1.20+ `dedupEnv`);
+//! * a request's `env` key holding `=` is taken as Go takes it
+//!   ([`go_entry`]): the entry is `key=value`, and Go's `dedupEnv` reads
+//!   the variable's name up to its first `=`, so `{"A=B":"1"}` sets `A` to
+//!   `B=1`, replacing any `A` before it. remora merges by that same name,
+//!   so its own view of the child's environment (the `PATH` it looks the
+//!   command up in, whether an agent socket is set) is the child's.
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
@@ -50,6 +56,28 @@ pub fn merged_env(login_path: Option<&str>, overrides: &[(String, String)]) -> V
         set(k.into(), v.into());
     }
     env
+}
+
+/// A request's `env` entry as the child gets it: the name Go's
+/// `dedupEnv` reads in `key=value` (up to the first `=`; a leading `=` is
+/// part of the name), and the rest as the value. A key without `=` is
+/// unchanged. (Audit D15: remora passed `{"A=B":"1"}` on as a variable of
+/// its own next to the daemon's `A`, so the child saw two.)
+pub fn go_entry(key: &str, value: &str) -> (String, String) {
+    let Some(eq) = key.find('=') else {
+        return (key.to_string(), value.to_string());
+    };
+    let entry = format!("{key}={value}");
+    // Go: `i := strings.Index(kv, "=")`; at 0, the next `=` after it.
+    let at = if eq == 0 {
+        entry[1..].find('=').map_or(0, |i| i + 1)
+    } else {
+        eq
+    };
+    let value = entry.get(at + 1..).unwrap_or_default().to_string();
+    let mut name = entry;
+    name.truncate(at);
+    (name, value)
 }
 
 /// The value of `PATH` in `env`, empty if unset.
@@ -185,6 +213,20 @@ mod tests {
                 "exec: \"tool\": cannot run executable found relative to current directory"
             );
         }
+    }
+
+    #[test]
+    fn keys_holding_an_equals_sign_are_split_as_go_reads_them() {
+        let pair = |k: &str, v: &str| go_entry(k, v);
+        assert_eq!(pair("A", "1"), ("A".into(), "1".into()));
+        assert_eq!(pair("A=B", "1"), ("A".into(), "B=1".into()));
+        assert_eq!(pair("A==", ""), ("A".into(), "==".into()));
+        assert_eq!(pair("=X=Y", "1"), ("=X".into(), "Y=1".into()));
+        assert_eq!(pair("=X", "1"), ("=X".into(), "1".into()));
+        assert_eq!(pair("", "v"), ("".into(), "v".into()));
+        let env = merged_env(None, &[go_entry("PATH=/mine", "x")]);
+        assert_eq!(path_of(&env), OsString::from("/mine=x"));
+        assert_eq!(env.iter().filter(|(k, _)| k == "PATH").count(), 1);
     }
 
     #[test]

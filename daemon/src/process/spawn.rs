@@ -61,12 +61,14 @@ impl ProcessManager {
     /// a time. Must run inside the tokio runtime.
     pub async fn spawn(&self, spec: &SpawnSpec<'_>) -> Result<Arc<ManagedProcess>, SpawnError> {
         command::check_cwd(spec.cwd).map_err(SpawnError::Failed)?;
-        let mut env = command::merged_env(self.login_path.get().map(String::as_str), spec.env);
+        // The request's entries named as the child will read them.
+        let requested: Vec<(String, String)> = spec.env.iter().map(|(k, v)| command::go_entry(k, v)).collect();
+        let mut env = command::merged_env(self.login_path.get().map(String::as_str), &requested);
         // An agent socket the daemon itself inherited (say from an SSH
         // session with forwarding, long gone) is checked like the login
         // shell's before a child gets it: its path may since have been
         // re-created by another user. One the caller names is its choice.
-        if !spec.env.iter().any(|(k, _)| k == agentsock::AGENT_SOCK_ENV) {
+        if !requested.iter().any(|(k, _)| k == agentsock::AGENT_SOCK_ENV) {
             if let Some(at) = env.iter().position(|(k, _)| k == agentsock::AGENT_SOCK_ENV) {
                 if !self.agent.vet(&env[at].1.to_string_lossy()).await {
                     env.remove(at);

@@ -102,10 +102,11 @@ pub fn start_recording(run_dir: &Path, instance: &crate::base::instance::Instanc
     let shown = run_dir.join("children");
     let dir = match open_children_dir(run_dir, true) {
         Ok(Some(fd)) => fd,
-        Ok(None) | Err(_) => {
+        failed => {
             crate::log_warn!(
-                "[process.Registry] {} is not a directory; recording nothing",
-                shown.display()
+                "[process.Registry] {} {}; recording nothing",
+                shown.display(),
+                why_not_used(&shown, failed.err())
             );
             return;
         }
@@ -530,6 +531,25 @@ fn open_children_dir(run_dir: &Path, create: bool) -> std::io::Result<Option<Own
         return Ok(None);
     }
     Ok(Some(dir))
+}
+
+/// Why `children` was not used, for the log: what stands there (a link,
+/// a file, another user's directory) or the error that stopped the open.
+fn why_not_used(path: &Path, error: Option<std::io::Error>) -> String {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => "is a symbolic link".to_string(),
+        Ok(meta) if !meta.is_dir() => "is not a directory".to_string(),
+        // SAFETY: geteuid cannot fail.
+        Ok(meta) if meta.uid() != unsafe { libc::geteuid() } => {
+            format!("belongs to uid {}, not to this daemon's user", meta.uid())
+        }
+        Ok(_) => match error {
+            Some(e) => format!("cannot be opened: {}", crate::base::goerr::io_text(&e)),
+            None => "cannot be used".to_string(),
+        },
+        Err(e) => format!("cannot be made: {}", crate::base::goerr::io_text(&error.unwrap_or(e))),
+    }
 }
 
 /// Names in the directory, in directory order.

@@ -41,6 +41,7 @@ pub(crate) const VALUE_FLAGS: &[&str] = &[
     "cli-checksum",
     "cli-zst",
     "cli-keep",
+    "cli-download-timeout",
     "replay-dir",
     "replay-budget-mb",
     "exited-retention-min",

@@ -27,6 +27,7 @@ use crate::methods::Follow;
 use crate::replay::cursor::Cursor;
 use crate::replay::followers::{Handoff, HandoffSlot};
 use crate::serve::admission::Ticket;
+use crate::serve::connlog::Ended;
 use crate::serve::dispatch::{Dispatcher, Handlers, Reply, Step};
 use crate::serve::state::Daemon;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -68,7 +69,15 @@ fn connection_name(conn_id: u64, peer: Option<i32>) -> String {
 /// after its grace ([`crate::serve::admission::AUTH_GRACE`]) or when a newer connection needs its place.
 pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>, mut ticket: Ticket) {
     let conn_id = NEXT_CONN_ID.fetch_add(1, Ordering::Relaxed);
-    crate::log_info!("[Server] New connection from: @");
+    // Past a burst, a connection is logged only once it authenticates
+    // (`connlog`): a churn without the token cannot flood the log.
+    let mut lines = Lines {
+        logged: daemon.admission.log_lines.admit(),
+        ended: Ended::Closed,
+    };
+    if lines.logged {
+        crate::log_info!("[Server] New connection from: @");
+    }
     let peer = crate::sys::os::peer_pid(std::os::fd::AsRawFd::as_raw_fd(&stream));
     daemon.metrics.connections.fetch_add(1, Ordering::Relaxed);
     let _open = OpenClient::count(&daemon);
@@ -82,13 +91,19 @@ pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>, mut ticket: Ticket) 
         daemon.shutdown.subscribe(),
         handoff.clone(),
     ));
-    let dispatcher = Dispatcher::new(daemon.clone(), UNAUTHORIZED_WARNINGS, Handlers::All);
-    let close = read_requests(read_half, &daemon, &mut ticket, &dispatcher, &tx, &handoff).await;
+    // An unlogged connection logs no warning of its own either.
+    let warnings = if lines.logged { UNAUTHORIZED_WARNINGS } else { 0 };
+    let dispatcher = Dispatcher::new(daemon.clone(), warnings, Handlers::All);
+    let close = read_requests(read_half, &daemon, &mut ticket, &dispatcher, &tx, &handoff, &mut lines).await;
     drop(tx);
     if close == Close::Abort {
         writer.abort();
     }
     let _ = writer.await;
+    if !lines.logged {
+        daemon.admission.log_lines.count_unlogged(lines.ended);
+        return;
+    }
     let unlogged = dispatcher.unlogged_warnings();
     if unlogged > 0 {
         crate::log_warn!(
@@ -97,6 +112,35 @@ pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>, mut ticket: Ticket) 
         );
     }
     crate::log_info!("[Server] Connection closed");
+}
+
+/// What one connection writes to the log (`connlog`).
+struct Lines {
+    /// Whether its lines are logged: from the start, or from the moment
+    /// it authenticated.
+    logged: bool,
+    /// How it ended, for the summary when it never was logged.
+    ended: Ended,
+}
+
+impl Lines {
+    /// The connection authenticated: an unlogged one writes its opening
+    /// line now, late, and logs like any other from here on.
+    fn authenticated(&mut self) {
+        if !self.logged {
+            self.logged = true;
+            crate::log_info!("[Server] New connection from: @");
+        }
+    }
+
+    /// The connection is being closed for `why`: logged as `warning` when
+    /// its lines are logged, counted otherwise.
+    fn closing(&mut self, why: Ended, warning: impl FnOnce()) {
+        self.ended = why;
+        if self.logged {
+            warning();
+        }
+    }
 }
 
 /// How the reader stopped: whether the writer may still send what is
@@ -120,6 +164,7 @@ async fn read_requests(
     dispatcher: &Dispatcher,
     tx: &mpsc::Sender<Reply>,
     handoff: &Handoff,
+    lines: &mut Lines,
 ) -> Close {
     let mut shutdown = daemon.shutdown.subscribe();
     let mut replaced = handoff.replaced.subscribe();
@@ -134,7 +179,7 @@ async fn read_requests(
             event = reader.next() => event,
             _ = shutdown.wait() => return Close::Abort,
             _ = &mut grace, if unauthenticated => {
-                crate::log_warn!("[Server] closing connection: no authenticated request within {:?}", daemon.admission.grace());
+                lines.closing(Ended::Grace, || crate::log_warn!("[Server] closing connection: no authenticated request within {:?}", daemon.admission.grace()));
                 return Close::Abort;
             }
             taken = replaced.wait_for(Option::is_some) => {
@@ -151,30 +196,40 @@ async fn read_requests(
                 return Close::Drain;
             }
             _ = ticket.evicted() => {
-                crate::log_warn!("[Server] closing an unauthenticated connection: the connection limit ({}) is reached", daemon.admission.cap());
+                lines.closing(Ended::Evicted, || crate::log_warn!("[Server] closing an unauthenticated connection: the connection limit ({}) is reached", daemon.admission.cap()));
                 return Close::Abort;
             }
         };
         let line = match event {
             ReadEvent::Line(line) => line,
             ReadEvent::TooLong => {
-                crate::log_warn!("[Server] request line exceeds 1 MiB, closing connection");
+                lines.closing(Ended::TooLong, || {
+                    crate::log_warn!("[Server] request line exceeds 1 MiB, closing connection")
+                });
                 return Close::Abort;
             }
             ReadEvent::OverBudget => {
-                crate::log_warn!(
-                    "[Server] closing an unauthenticated connection: partial lines of all such connections reach {} MiB",
-                    crate::serve::admission::UNAUTH_LINE_BUDGET >> 20
-                );
+                lines.closing(Ended::OverBudget, || {
+                    crate::log_warn!(
+                        "[Server] closing an unauthenticated connection: partial lines of all such connections reach {} MiB",
+                        crate::serve::admission::UNAUTH_LINE_BUDGET >> 20
+                    )
+                });
                 return Close::Abort;
             }
             ReadEvent::Eof => return Close::Drain,
         };
+        if unauthenticated {
+            // Not silent: evictions at the cap take it after the
+            // connections that have said nothing for longer.
+            ticket.heard();
+        }
         let len = line.len();
         let dispatched = dispatcher.on_line(line, !unauthenticated).await;
         if unauthenticated && dispatched.authenticates {
             ticket.authenticate();
             reader.stop_charging();
+            lines.authenticated();
         }
         match dispatched.step {
             Step::Skip => {}

@@ -9,6 +9,7 @@
 //! | module | owns |
 //! | --- | --- |
 //! | [`admission`] | the connection cap and the bounds on connections without the token |
+//! | [`connlog`] | how many log lines connections without the token may cost |
 //! | [`state`] | daemon-wide state shared by connections and handlers |
 //! | [`dispatch`] | the reader's one way in (`on_line`): quick, instant or task; params gate, dispatch by method, panic isolation |
 //! | [`connection`] | one client: line reader and its bounds, request tasks, ordered writer |
@@ -19,6 +20,7 @@
 
 pub mod admission;
 pub mod connection;
+pub mod connlog;
 pub mod dispatch;
 pub mod metrics_http;
 pub mod orphan;

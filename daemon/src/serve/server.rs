@@ -93,10 +93,16 @@ pub async fn accept_loop(listener: StdUnixListener, daemon: Arc<Daemon>) -> io::
     let listener = tokio::net::UnixListener::from_std(listener)?;
     let mut shutdown = daemon.shutdown.subscribe();
     let refusals = crate::base::logging::Quota::new(5);
+    let crowded = crate::base::logging::Quota::new(5);
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => match daemon.admission.admit().await {
+                // The admission may wait for a fresh connection's grace
+                // to pass; a shutdown does not wait for it.
+                Ok((stream, _)) => match tokio::select! {
+                    admitted = daemon.admission.admit(peer_of(&stream)) => admitted,
+                    _ = shutdown.wait() => return Ok(()),
+                } {
                     Admitted::Yes(ticket) => {
                         tokio::spawn(crate::serve::connection::serve(stream, daemon.clone(), ticket));
                     }
@@ -107,6 +113,19 @@ pub async fn accept_loop(listener: StdUnixListener, daemon: Arc<Daemon>) -> io::
                             crate::log_warn!(
                                 "[Server] refusing a connection: {} authenticated connections are open (the limit)",
                                 daemon.admission.cap()
+                            );
+                        }
+                        drop(stream);
+                    }
+                    // A process flooding the table with connections that
+                    // never authenticate: it waits no longer than it takes
+                    // to close, so the backlog behind it keeps moving.
+                    Admitted::Crowded => {
+                        if crowded.allow() {
+                            crate::log_warn!(
+                                "[Server] refusing a connection: the connection limit ({}) is reached and its process already has {} new connections without the token",
+                                daemon.admission.cap(),
+                                crate::serve::admission::PEER_FRESH_LIMIT
                             );
                         }
                         drop(stream);
@@ -124,13 +143,33 @@ pub async fn accept_loop(listener: StdUnixListener, daemon: Arc<Daemon>) -> io::
     }
 }
 
+/// Writes the summary of connections that went unlogged (`connlog`) once
+/// per period, until aborted.
+async fn summarize_unlogged(daemon: Arc<Daemon>) {
+    let mut tick = tokio::time::interval(crate::serve::connlog::SUMMARY_EVERY);
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        daemon.admission.log_lines.summarize();
+    }
+}
+
+/// The process at the other end of an accepted connection.
+fn peer_of(stream: &tokio::net::UnixStream) -> Option<i32> {
+    crate::sys::os::peer_pid(std::os::fd::AsRawFd::as_raw_fd(stream))
+}
+
 /// Serves `listener` until shutdown, then tears down: children are killed
 /// (or kept with `-keep-children`) and the socket file is removed. The
 /// teardown completes before this returns.
 pub async fn run(listener: StdUnixListener, daemon: Arc<Daemon>) -> io::Result<()> {
     let path = &daemon.options.socket_path;
     let ours = socket_identity(path);
-    accept_loop(listener, daemon.clone()).await?;
+    let summaries = tokio::spawn(summarize_unlogged(daemon.clone()));
+    let served = accept_loop(listener, daemon.clone()).await;
+    summaries.abort();
+    daemon.admission.log_lines.summarize();
+    served?;
     crate::log_info!("[Server] Shutting down");
     daemon.processes.shutdown(daemon.options.keep_children).await;
     daemon.replay.remove_own_dir();

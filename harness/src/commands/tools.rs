@@ -69,6 +69,7 @@ pub(crate) fn stress_client(a: StressClientArgs) -> Result<ExitCode, String> {
         bytes: a.bytes,
         linger_ms: a.linger_ms,
         env: &a.env,
+        hold: a.hold,
     };
     Ok(exit_code(stress::client::main(&args)))
 }

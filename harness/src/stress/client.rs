@@ -8,6 +8,10 @@
 //! - `request`: spawns a child that ignores SIGTERM, sends a
 //!   `process.killAndWait` with a ten-minute grace and half of another
 //!   request line, prints `ready` and waits to be killed mid-request.
+//! - `flood`: connects as fast as it can without ever sending a byte,
+//!   holding at most `--hold` connections (the oldest dropped), prints
+//!   `ready` after its first connection and floods until killed: the
+//!   same-uid process of scenario `fresh-clients-under-flood`.
 
 use super::wire::{self, Client};
 use std::io::Write;
@@ -24,6 +28,8 @@ pub struct Args<'a> {
     pub linger_ms: u64,
     /// The `env` object for spawned children (JSON).
     pub env: &'a str,
+    /// `flood`: connections held at once.
+    pub hold: u64,
 }
 
 /// Runs a client mode; returns the exit code.
@@ -53,6 +59,9 @@ fn run(a: &Args) -> Result<(), String> {
         return Ok(());
     }
     let socket = a.socket.ok_or("--socket is required")?;
+    if a.mode == "flood" {
+        return flood(socket, a.hold.max(1) as usize);
+    }
     let mut c = Client::connect(socket)?;
     c.set_timeout(Duration::from_secs(600));
     let me = std::env::current_exe().map_err(|e| e.to_string())?;
@@ -96,5 +105,29 @@ fn run(a: &Args) -> Result<(), String> {
             }
         }
         m => Err(format!("unknown mode {m:?}")),
+    }
+}
+
+/// The `flood` mode: connect, hold, never speak, until killed.
+fn flood(socket: &Path, hold: usize) -> Result<(), String> {
+    let mut held = std::collections::VecDeque::with_capacity(hold);
+    let mut announced = false;
+    loop {
+        match std::os::unix::net::UnixStream::connect(socket) {
+            Ok(s) => {
+                held.push_back(s);
+                if held.len() > hold {
+                    held.pop_front();
+                }
+                if !announced {
+                    ready();
+                    announced = true;
+                }
+            }
+            // Out of descriptors or refused: let go of the oldest.
+            Err(_) => {
+                held.pop_front();
+            }
+        }
     }
 }

@@ -103,6 +103,13 @@ pub fn hostile_neighbours(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Stri
     let baseline_kib = d.rss_kib();
     let stop_ping = Arc::new(AtomicBool::new(false));
     let pings = pinger(&d.socket, stop_ping.clone(), Duration::from_millis(5));
+    // The owner's second connection is made before the crowd arrives, as
+    // the pinger's is: the crowd below comes from this very process, and
+    // a daemon may turn away a process that already waits with many
+    // connections without the token (remora's `PEER_FRESH_LIMIT`), which
+    // another program flooding it would be.
+    // It authenticates at once, so the crowd cannot evict it either.
+    let owner = Client::connect(&d.socket).and_then(|mut c| c.call("0", "server.ping", "{}").map(|_| c));
 
     // More silent connections than the daemon has descriptors.
     let t = Instant::now();
@@ -128,7 +135,7 @@ pub fn hostile_neighbours(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Stri
     // The owner keeps working meanwhile.
     let mut spawn_errors = Vec::new();
     let spawns = ctx.n(40, 10);
-    match Client::connect(&d.socket) {
+    match owner {
         Err(e) => spawn_errors.push(format!("connect: {e}")),
         Ok(mut c) => {
             c.set_timeout(Duration::from_secs(30));

@@ -13,6 +13,7 @@ mod children;
 pub mod client;
 mod daemon;
 mod faults;
+mod fresh;
 mod hostile;
 mod load;
 pub mod report;
@@ -196,6 +197,11 @@ pub fn scenarios() -> Vec<Scenario> {
             name: "hostile-neighbours",
             desc: "silent connections past the fd limit, 1 MiB partial lines, unauthenticated garbage: the owner keeps being served",
             run: hostile::hostile_neighbours,
+        },
+        Scenario {
+            name: "fresh-clients-under-flood",
+            desc: "4 processes flooding connections at nofile 1024: at least 99% of fresh authenticated pings are answered",
+            run: fresh::fresh_clients_under_flood,
         },
         Scenario {
             name: "soak",

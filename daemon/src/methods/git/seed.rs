@@ -10,7 +10,10 @@
 //! length + 3), except `worktrees` and, since build `90fca6e6`, the Claude
 //! runtime state: nine names matched as whole components directly under
 //! `.claude/`, in any letter case. Links are skipped; copies are new files
-//! `0666` less the umask. The step is best effort: nothing in it fails the
+//! `0666` less the umask and never wider than their source (a `0600`
+//! secret stays `0600`: remora's divergence, the reference gives every
+//! copy `0666` less the umask); directories made on the way are `0755`
+//! less the umask, narrowed the same way. The step is best effort: nothing in it fails the
 //! request.
 //!
 //! Both sides are walked with `openat(O_NOFOLLOW)` from descriptors of the
@@ -29,6 +32,7 @@ use std::fs::{self, File};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 /// Runtime state of a Claude session, never seeded (build 90fca6e6).
@@ -146,7 +150,8 @@ fn batches(specs: &[String]) -> Vec<&[String]> {
 }
 
 /// Copies one relative path from `source` to `dest`, directories made
-/// 0755 (less the umask) on the way; nothing is followed or replaced.
+/// 0755 (less the umask, and no wider than their source) on the way, the
+/// file no wider than its source; nothing is followed or replaced.
 fn copy_one(source: &OwnedFd, dest: &OwnedFd, path: &str) -> io::Result<()> {
     let names: Vec<&str> = path.split('/').collect();
     let (file, dirs) = names
@@ -167,8 +172,9 @@ fn copy_one(source: &OwnedFd, dest: &OwnedFd, path: &str) -> io::Result<()> {
             Ok(next) => next,
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
                 let c = cstring(dir)?;
+                let mode = no_wider_than(0o755, File::from(from.try_clone()?).metadata()?.mode()) | 0o700;
                 // SAFETY: a valid directory descriptor and a C string.
-                if unsafe { libc::mkdirat(to.as_raw_fd(), c.as_ptr(), 0o755) } != 0 {
+                if unsafe { libc::mkdirat(to.as_raw_fd(), c.as_ptr(), mode) } != 0 {
                     return Err(io::Error::last_os_error());
                 }
                 open_dir(to.as_raw_fd(), dir, false)?
@@ -179,13 +185,23 @@ fn copy_one(source: &OwnedFd, dest: &OwnedFd, path: &str) -> io::Result<()> {
     let name = cstring(file)?;
     let read_flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY;
     let mut input = File::from(open_at(&from, &name, read_flags, 0)?);
-    if !input.metadata()?.is_file() {
+    let source_meta = input.metadata()?;
+    if !source_meta.is_file() {
         return Err(io::Error::from_raw_os_error(libc::EINVAL));
     }
     let write_flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    let mut output = File::from(open_at(&to, &name, write_flags, 0o666)?);
+    let mode = no_wider_than(0o666, source_meta.mode());
+    let mut output = File::from(open_at(&to, &name, write_flags, mode)?);
     io::copy(&mut input, &mut output)?;
     Ok(())
+}
+
+/// `mode` without any permission bit `source` lacks (remora's rule, a
+/// divergence: the reference creates 0666 less the umask whatever the
+/// source's bits, so a 0600 `.env` became readable by everyone). The umask
+/// still applies on top.
+fn no_wider_than(mode: libc::c_uint, source: u32) -> libc::c_uint {
+    mode & (source & 0o777)
 }
 
 fn open_at(dir: &OwnedFd, name: &CString, flags: libc::c_int, mode: libc::c_uint) -> io::Result<OwnedFd> {

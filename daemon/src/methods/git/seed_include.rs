@@ -27,7 +27,8 @@
 //! answers one per line (a path git would quote is asked on its own); the
 //! reference feeds them on stdin; the answer is the same. Copies go
 //! through [`seed::copy_into`]: links skipped, nothing followed, new files
-//! 0666 less the umask. Nothing here fails the request.
+//! 0666 less the umask and never wider than their source. Nothing here
+//! fails the request.
 
 use super::include_rules;
 use super::seed;

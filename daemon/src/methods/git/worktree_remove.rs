@@ -24,7 +24,12 @@
 //! the directory lists them, and the first that will not go stops it
 //! (`failed to remove worktree: RemoveAll <entry>: <reason>`, with `.git`,
 //! the registration and the branch left, so the worktree stays whole
-//! enough to retry).
+//! enough to retry). The delete holds a bounded number of descriptors
+//! however deep the tree ([`crate::tarx`]'s `removeall`).
+//!
+//! Whichever way it went, the answer is `success:true` only when nothing
+//! is left at `worktreePath` afterwards; otherwise `failed to remove
+//! worktree: <path> is still there after the remove`, the branch kept.
 
 use super::branch_step;
 use super::containment::open_dir;
@@ -77,6 +82,17 @@ pub(super) async fn remove(repo: &str, worktree: &str, branch: &str) -> Outcome 
             });
         }
         gitcli::run(repo, &["worktree", "prune"], false, MUTATE_TIMEOUT).await;
+    }
+    // remora's own rule (an odd result of the second audit): success only
+    // when the path is gone. A delete that met a missing level while the
+    // path was being swapped answered success with the directory back in
+    // place; then the branch stays too, as after any failed delete.
+    if std::fs::symlink_metadata(worktree).is_ok() {
+        return Outcome::ok(&WorktreeResult {
+            success: false,
+            error: format!("failed to remove worktree: {worktree} is still there after the remove"),
+            ..WorktreeResult::default()
+        });
     }
     // Lenient: a branch that is absent, or that will not go, changes nothing.
     let _ = branch_step::delete(repo, branch).await;

@@ -1,0 +1,450 @@
+//! Go's `os.RemoveAll` and `removeAllFrom` (the `removeall_at.go` variant
+//! Linux uses), ported for their error texts and semantics: nothing is
+//! followed (a link is removed, not its target), a child's failure is
+//! kept and reported only when its directory will not go.
+//!
+//! The walk is iterative, so a deep tree cannot overflow a thread stack
+//! (Go's goroutine stacks grow; ours do not), and it holds at most
+//! [`OPEN_LEVELS`] directory descriptors however deep the tree is: the
+//! levels further up are closed and reopened through `..` of the level
+//! below on the way back, and a reopened level must be the directory it
+//! was (same device and inode), else the removal stops there with
+//! `ESTALE` (the tree was moved while it was being removed). A tree deeper
+//! than about 500 levels could not be removed at a descriptor limit of
+//! 1024 before (an odd result of the second audit).
+
+use super::{cstr, last_err, open_dir_at};
+use crate::base::goerr::path_error;
+use crate::base::gojson::go_lossy;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+/// Directory descriptors one removal keeps open at most.
+pub const OPEN_LEVELS: usize = 16;
+
+/// Go's `os.RemoveAll` (the `removeall_at.go` variant Linux uses), ported
+/// for its error texts (`unlinkat <path>: …`, `openfdat <path>: …`). It
+/// never follows symlinks: a link is removed, not its target.
+pub(super) fn remove_all(path: &[u8]) -> Result<(), String> {
+    if path.is_empty() {
+        return Ok(());
+    }
+    if path == b"." || path.ends_with(b"/.") {
+        let e = io::Error::from_raw_os_error(libc::EINVAL);
+        return Err(path_error("RemoveAll", &go_lossy(path), &e));
+    }
+    // os.Remove first: a file, a link or an empty directory.
+    let c = cstr(path).map_err(|e| path_error("remove", &go_lossy(path), &e))?;
+    // SAFETY: NUL-terminated path.
+    if unsafe { libc::unlink(c.as_ptr()) } == 0 {
+        return Ok(());
+    }
+    let unlink_errno = last_err().raw_os_error();
+    // SAFETY: NUL-terminated path.
+    if unsafe { libc::rmdir(c.as_ptr()) } == 0 {
+        return Ok(());
+    }
+    let rmdir_errno = last_err().raw_os_error();
+    // Go's Remove reports the rmdir error unless it is ENOTDIR.
+    let errno = if rmdir_errno != Some(libc::ENOTDIR) {
+        rmdir_errno
+    } else {
+        unlink_errno
+    };
+    if errno == Some(libc::ENOENT) {
+        return Ok(());
+    }
+    let (parent_dir, base) = split_path(path);
+    let parent = match open_parent(&parent_dir) {
+        Ok(fd) => fd,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(path_error("open", &go_lossy(&parent_dir), &e)),
+    };
+    remove_all_from(&parent, &base).map_err(|(op, rel, e)| {
+        let mut full = parent_dir.clone();
+        full.push(b'/');
+        full.extend_from_slice(&rel);
+        path_error(op, &go_lossy(&full), &e)
+    })
+}
+
+/// Removes the entry `name` of the open directory `parent` and everything
+/// below it, as Go's `removeAllFrom` does, never following a link (a link
+/// is removed, not its target). `parent_path` is only for the error text
+/// (`unlinkat <parent_path>/<rel>: …`). Used by `plugins.prune` too.
+pub fn remove_tree_in(parent: &OwnedFd, name: &[u8], parent_path: &[u8]) -> Result<(), String> {
+    remove_all_from(parent, name).map_err(|(op, rel, e)| {
+        let mut full = parent_path.to_vec();
+        full.push(b'/');
+        full.extend_from_slice(&rel);
+        path_error(op, &go_lossy(&full), &e)
+    })
+}
+
+/// [`remove_tree_in`] for callers whose texts name the entry themselves
+/// (`RemoveAll <entry>: …`): the bare OS error of the first failure.
+pub fn remove_tree_errno(parent: &OwnedFd, name: &[u8]) -> io::Result<()> {
+    remove_all_from(parent, name).map_err(|(_, _, e)| e)
+}
+
+/// Go's `os.Open` of the parent directory (it may be a symlink: Go follows).
+pub(super) fn open_parent(dir: &[u8]) -> io::Result<OwnedFd> {
+    let c = cstr(dir)?;
+    // SAFETY: NUL-terminated path.
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(last_err());
+    }
+    // SAFETY: `fd` is a fresh descriptor we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Go's `splitPath` for RemoveAll.
+pub(super) fn split_path(path: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let mut p = path;
+    while p.len() > 1 && p[0] == b'/' && p[1] == b'/' {
+        p = &p[1..];
+    }
+    let mut i = p.len().saturating_sub(1);
+    while i > 0 && p[i] == b'/' {
+        p = &p[..i];
+        i -= 1;
+    }
+    let mut dirname: &[u8] = b".";
+    let mut basename = p;
+    let mut k = i;
+    while k > 0 {
+        k -= 1;
+        if p[k] == b'/' {
+            dirname = if k == 0 { &p[..1] } else { &p[..k] };
+            basename = &p[k + 1..];
+            break;
+        }
+    }
+    (dirname.to_vec(), basename.to_vec())
+}
+
+type RemoveError = (&'static str, Vec<u8>, io::Error);
+
+/// A directory being emptied by [`remove_all_from`].
+struct Level {
+    /// Closed (`None`) while the level is deep enough above the top.
+    fd: Option<OwnedFd>,
+    /// Device and inode, to know it again when it is reopened.
+    id: (u64, u64),
+    /// The descriptor is the parent's, duplicated (the level could not be
+    /// opened): going back up reuses it as the parent's.
+    stand_in: bool,
+    /// Path relative to the top-level parent, for error texts.
+    rel: Vec<u8>,
+    names: std::vec::IntoIter<Vec<u8>>,
+    /// Go's `recurseErr`: the first failure among the children.
+    first_err: Option<RemoveError>,
+}
+
+/// The stack of levels, with the descriptors of all but the last
+/// [`OPEN_LEVELS`] closed: the levels from `first_open` on are open.
+struct Levels {
+    stack: Vec<Level>,
+    first_open: usize,
+}
+
+impl Levels {
+    fn push(&mut self, level: Level) {
+        self.stack.push(level);
+        if self.stack.len() - self.first_open > OPEN_LEVELS {
+            self.stack[self.first_open].fd = None;
+            self.first_open += 1;
+        }
+    }
+
+    /// Takes the top level off; the level below it (if any) is open
+    /// again afterwards, reopened through the popped level's `..`.
+    fn pop(&mut self) -> Option<Result<Level, RemoveError>> {
+        let done = self.stack.pop()?;
+        let Some(below_at) = self.stack.len().checked_sub(1) else {
+            return Some(Ok(done));
+        };
+        let below = &mut self.stack[below_at];
+        if below.fd.is_some() {
+            return Some(Ok(done));
+        }
+        self.first_open = below_at;
+        match reopen_parent(&done, below) {
+            Ok(fd) => {
+                below.fd = Some(fd);
+                Some(Ok(done))
+            }
+            Err(e) => Some(Err(("openfdat", below.rel.clone(), e))),
+        }
+    }
+}
+
+/// The descriptor of `below`, the directory `done` was opened from.
+fn reopen_parent(done: &Level, below: &Level) -> io::Result<OwnedFd> {
+    let fd = done
+        .fd
+        .as_ref()
+        .ok_or_else(|| io::Error::from_raw_os_error(libc::EBADF))?;
+    let parent = if done.stand_in {
+        fd.try_clone()?
+    } else {
+        open_dir_at(Some(fd), b"..")?
+    };
+    if identity(&parent)? != below.id {
+        return Err(io::Error::from_raw_os_error(libc::ESTALE));
+    }
+    Ok(parent)
+}
+
+/// Device and inode of an open directory.
+fn identity(fd: &OwnedFd) -> io::Result<(u64, u64)> {
+    // SAFETY: an all-zero `stat` is a valid value of this plain C struct.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `fd` is open and `st` is a valid out-pointer.
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
+        return Err(last_err());
+    }
+    // `dev_t`/`ino_t` differ in width across targets.
+    #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
+    Ok((st.st_dev as u64, st.st_ino as u64))
+}
+
+/// Go's `removeAllFrom(parent, base)` (see the module doc). The error's
+/// path is relative to `parent`. Semantics per entry: unlink; on
+/// `EISDIR`/`EPERM`/`EACCES` empty it as a directory and rmdir it; a
+/// child's failure is kept and reported only if the rmdir fails.
+fn remove_all_from(parent: &OwnedFd, base: &[u8]) -> Result<(), RemoveError> {
+    let mut levels = Levels {
+        stack: Vec::new(),
+        first_open: 0,
+    };
+    match descend(parent, base, base.to_vec())? {
+        Some(level) => levels.push(level),
+        None => return Ok(()),
+    }
+    loop {
+        let Some(top) = levels.stack.last_mut() else {
+            return Ok(());
+        };
+        if let Some(name) = top.names.next() {
+            let mut rel = top.rel.clone();
+            rel.push(b'/');
+            rel.extend_from_slice(&name);
+            let Some(fd) = top.fd.as_ref() else {
+                return Err(("openfdat", rel, io::Error::from_raw_os_error(libc::EBADF)));
+            };
+            match descend(fd, &name, rel) {
+                Ok(Some(level)) => levels.push(level),
+                Ok(None) => {}
+                Err(e) => {
+                    top.first_err.get_or_insert(e);
+                }
+            }
+            continue;
+        }
+        // All children handled: remove the directory itself.
+        let done = match levels.pop() {
+            None => return Ok(()),
+            Some(Ok(done)) => done,
+            // The way back up is lost: nothing above can be finished.
+            Some(Err(e)) => return Err(e),
+        };
+        let holder = match levels.stack.last() {
+            None => parent,
+            Some(level) => match level.fd.as_ref() {
+                Some(fd) => fd,
+                None => return Err(("openfdat", level.rel.clone(), io::Error::from_raw_os_error(libc::EBADF))),
+            },
+        };
+        let leaf = done.rel.rsplit(|&b| b == b'/').next().unwrap_or(&done.rel);
+        let result = match cstr(leaf) {
+            Err(e) => Err(done.first_err.unwrap_or(("unlinkat", done.rel.clone(), e))),
+            // SAFETY: valid dirfd and NUL-terminated name.
+            Ok(c) => match unsafe { libc::unlinkat(holder.as_raw_fd(), c.as_ptr(), libc::AT_REMOVEDIR) } {
+                0 => Ok(()),
+                _ => {
+                    let e = last_err();
+                    if e.raw_os_error() == Some(libc::ENOENT) {
+                        Ok(())
+                    } else {
+                        Err(done.first_err.unwrap_or(("unlinkat", done.rel, e)))
+                    }
+                }
+            },
+        };
+        match (result, levels.stack.last_mut()) {
+            (Err(e), Some(up)) => {
+                up.first_err.get_or_insert(e);
+            }
+            (Err(e), None) => return Err(e),
+            (Ok(()), _) => {}
+        }
+    }
+}
+
+/// One step of `removeAllFrom`: removes `name` in `dir` if it is not a
+/// directory (`Ok(None)`), or opens it for emptying (`Ok(Some)`).
+fn descend(dir: &OwnedFd, name: &[u8], rel: Vec<u8>) -> Result<Option<Level>, RemoveError> {
+    let c = match cstr(name) {
+        Ok(c) => c,
+        Err(e) => return Err(("unlinkat", rel, e)),
+    };
+    // SAFETY: valid dirfd and NUL-terminated name.
+    if unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), 0) } == 0 {
+        return Ok(None);
+    }
+    let unlink_err = last_err();
+    match unlink_err.raw_os_error() {
+        Some(libc::ENOENT) => return Ok(None),
+        Some(libc::EISDIR) | Some(libc::EPERM) | Some(libc::EACCES) => {}
+        _ => return Err(("unlinkat", rel, unlink_err)),
+    }
+    let (fd, first_err, names, stand_in) = match open_dir_at(Some(dir), name) {
+        Ok(fd) => match crate::base::safedir::read_names(&fd) {
+            Ok(names) => (fd, None, names, false),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(("readdirnames", rel, e)),
+        },
+        Err(e) => match e.raw_os_error() {
+            Some(libc::ENOENT) => return Ok(None),
+            Some(libc::ENOTDIR) | Some(libc::ELOOP) => return Err(("unlinkat", rel, unlink_err)),
+            // Go still tries the rmdir, reporting this error if it fails;
+            // an empty level does exactly that. It needs an fd to sit on
+            // the stack: the parent's, duplicated, with no names.
+            _ => {
+                // SAFETY: `dir` is a valid descriptor.
+                let dup = unsafe { libc::fcntl(dir.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };
+                if dup < 0 {
+                    return Err(("openfdat", rel, e));
+                }
+                // SAFETY: `dup` is a fresh descriptor we own.
+                let fd = unsafe { OwnedFd::from_raw_fd(dup) };
+                (fd, Some(("openfdat", rel.clone(), e)), Vec::new(), true)
+            }
+        },
+    };
+    let id = identity(&fd).map_err(|e| ("openfdat", rel.clone(), e))?;
+    Ok(Some(Level {
+        fd: Some(fd),
+        id,
+        stand_in,
+        rel,
+        names: names.into_iter(),
+        first_err,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::ffi::OsStrExt;
+
+    #[test]
+    fn remove_all_is_iterative_on_deep_trees() {
+        let tmp = tempfile::tempdir().unwrap();
+        let top = tmp.path().join("deep");
+        std::fs::create_dir(&top).unwrap();
+        let mut fd = open_dir_at(None, top.as_os_str().as_bytes()).unwrap();
+        // Deeper than PATH_MAX allows by path: only reachable via openat.
+        for _ in 0..3000 {
+            // SAFETY: valid dirfd and NUL-terminated name.
+            assert_eq!(unsafe { libc::mkdirat(fd.as_raw_fd(), c"d".as_ptr(), 0o700) }, 0);
+            fd = open_dir_at(Some(&fd), b"d").unwrap();
+        }
+        drop(fd);
+        std::fs::write(top.parent().unwrap().join("keep"), b"").unwrap();
+        let path = top.as_os_str().as_bytes().to_vec();
+        // A small stack: a recursive port would overflow here.
+        let result = std::thread::Builder::new()
+            .stack_size(128 * 1024)
+            .spawn(move || remove_all(&path))
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(result, Ok(()));
+        assert!(!top.exists());
+        assert!(tmp.path().join("keep").exists());
+        assert_eq!(remove_all(top.as_os_str().as_bytes()), Ok(()), "missing is fine");
+    }
+
+    /// Descriptors this process has open now.
+    fn open_descriptors() -> usize {
+        std::fs::read_dir("/dev/fd").map_or(0, |d| d.count())
+    }
+
+    #[test]
+    fn a_deep_tree_is_removed_with_a_bounded_number_of_descriptors() {
+        let tmp = tempfile::tempdir().unwrap();
+        let top = tmp.path().join("deep");
+        std::fs::create_dir(&top).unwrap();
+        let mut fd = open_dir_at(None, top.as_os_str().as_bytes()).unwrap();
+        for level in 0..600 {
+            // SAFETY: valid dirfd and NUL-terminated name.
+            assert_eq!(unsafe { libc::mkdirat(fd.as_raw_fd(), c"d".as_ptr(), 0o700) }, 0);
+            // A file and a second directory on the way back up.
+            std::fs::write(format!("/dev/fd/{}/f{level}", fd.as_raw_fd()), b"x").unwrap();
+            // SAFETY: as above.
+            assert_eq!(unsafe { libc::mkdirat(fd.as_raw_fd(), c"e".as_ptr(), 0o700) }, 0);
+            fd = open_dir_at(Some(&fd), b"d").unwrap();
+        }
+        drop(fd);
+        let parent = open_dir_at(None, tmp.path().as_os_str().as_bytes()).unwrap();
+        let before = open_descriptors();
+        // Count the descriptors from a thread that watches the removal.
+        let peak = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let watcher = {
+            let (peak, stop) = (peak.clone(), stop.clone());
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    peak.fetch_max(open_descriptors(), std::sync::atomic::Ordering::Relaxed);
+                }
+            })
+        };
+        assert_eq!(
+            remove_all_from(&parent, b"deep").map_err(|(_, _, e)| e.to_string()),
+            Ok(())
+        );
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        watcher.join().unwrap();
+        assert!(!top.exists());
+        let grew = peak.load(std::sync::atomic::Ordering::Relaxed).saturating_sub(before);
+        // Other tests run beside this one: a loose bound, far below 600.
+        assert!(grew < OPEN_LEVELS + 64, "{grew} more descriptors at the peak");
+    }
+
+    #[test]
+    fn a_level_reopened_as_another_directory_stops_the_removal() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(tmp.path().join("a/b")).unwrap();
+        let parent = open_dir_at(None, tmp.path().as_os_str().as_bytes()).unwrap();
+        let a = descend(&parent, b"a", b"a".to_vec()).map_err(|e| e.2).unwrap().unwrap();
+        let b = descend(a.fd.as_ref().unwrap(), b"b", b"a/b".to_vec())
+            .map_err(|e| e.2)
+            .unwrap()
+            .unwrap();
+        assert_eq!(reopen_parent(&b, &a).map(|fd| identity(&fd).unwrap()).ok(), Some(a.id));
+        // What `..` leads to is no longer the level it was.
+        let elsewhere = Level {
+            id: (0, 0),
+            fd: None,
+            ..a
+        };
+        let e = reopen_parent(&b, &elsewhere).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ESTALE));
+    }
+
+    #[test]
+    fn split_path_matches_go() {
+        let s = |p: &str| {
+            let (d, b) = split_path(p.as_bytes());
+            (String::from_utf8(d).unwrap(), String::from_utf8(b).unwrap())
+        };
+        assert_eq!(s("/a/b"), ("/a".into(), "b".into()));
+        assert_eq!(s("/a"), ("/".into(), "a".into()));
+        assert_eq!(s("//a//"), ("/".into(), "a".into()));
+        assert_eq!(s("a"), (".".into(), "a".into()));
+        assert_eq!(s("/a/b/"), ("/a".into(), "b".into()));
+    }
+}
