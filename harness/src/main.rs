@@ -9,9 +9,6 @@
 //! tests use. It never links the remora crate: it only runs binaries.
 
 mod bench;
-mod bench_daemon;
-mod bench_lean;
-mod bench_mem;
 mod capture;
 mod cli;
 mod commands;

@@ -6,7 +6,7 @@ use crate::cli::{
     absolute, workspace, BenchArgs, CaptureArgs, FuzzDiffArgs, MutantProxyArgs, StressArgs, StressClientArgs,
 };
 use crate::runner::RunConfig;
-use crate::{bench, bench_mem, capture, compare, fuzzdiff, fuzzgen, mutant, normalize, stress};
+use crate::{bench, capture, compare, fuzzdiff, fuzzgen, mutant, normalize, stress};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -193,7 +193,7 @@ pub(crate) fn bench(a: BenchArgs) -> Result<ExitCode, String> {
         pipelined: a.pipelined,
         spawns: a.spawns,
         rounds: a.rounds,
-        memory: (!a.no_memory).then_some(bench_mem::MemoryOptions {
+        memory: (!a.no_memory).then_some(bench::MemoryOptions {
             exited: a.exited,
             stdin_mib: a.stdin_mib,
             flood_conns: a.flood_conns,

@@ -13,13 +13,14 @@
 //! Writers and readers run on separate threads, so a daemon that pushes
 //! back (refuses, or stops reading) never deadlocks the client.
 
-use crate::bench_daemon::{hwm_kib, read_line, req, rss_kib, Live};
+use super::daemon::{hwm_kib, read_line, req, rss_kib, Live};
+use super::figure::{Figure, Measured};
 use std::io::{BufReader, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// Knobs of the memory items.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct MemoryOptions {
     pub exited: usize,
     pub stdin_mib: u64,
@@ -27,13 +28,12 @@ pub struct MemoryOptions {
     pub flood_mib: u64,
 }
 
-const RETENTION_MS: u64 = 2000;
+pub(crate) const RETENTION_MS: u64 = 2000;
 /// Raw stdin bytes per request (base64 stays under the 1 MiB line cap).
 const STDIN_CHUNK: usize = 700 * 1024;
 
-type Row = (String, String, bool, Result<f64, String>);
-
-pub fn measure(bin: &Path, o: &MemoryOptions) -> Vec<Row> {
+/// The memory figures of `bin`, each in a daemon of its own.
+pub(crate) fn measure(bin: &Path, o: &MemoryOptions) -> Vec<(Figure, Measured)> {
     let (start, end) = match exited(bin, o.exited) {
         Ok((a, b)) => (Ok(a), Ok(b)),
         Err(e) => (Err(e.clone()), Err(e)),
@@ -42,33 +42,16 @@ pub fn measure(bin: &Path, o: &MemoryOptions) -> Vec<Row> {
         (Ok(a), Ok(b)) => Ok(b - a),
         (Err(e), _) | (_, Err(e)) => Err(e.clone()),
     };
-    vec![
-        (
-            format!("RSS before {} exited processes", o.exited),
-            "KiB".into(),
-            false,
-            start,
-        ),
-        (
-            format!("RSS after they are dropped ({} ms retention)", RETENTION_MS),
-            "KiB".into(),
-            false,
-            end,
-        ),
-        ("  difference".into(), "KiB".into(), false, delta),
-        (
-            format!("VmHWM after {} MiB stdin to `sleep`", o.stdin_mib),
-            "KiB".into(),
-            false,
-            flood(bin, 1, o.stdin_mib),
-        ),
-        (
-            format!("VmHWM, {} conns x {} MiB stdin", o.flood_conns, o.flood_mib),
-            "KiB".into(),
-            false,
-            flood(bin, o.flood_conns, o.flood_mib),
-        ),
+    [
+        (Figure::RssBeforeExited, start),
+        (Figure::RssAfterDropped, end),
+        (Figure::RssDropDifference, delta),
+        (Figure::HwmStdinToSleep, flood(bin, 1, o.stdin_mib)),
+        (Figure::HwmStdinFlood, flood(bin, o.flood_conns, o.flood_mib)),
     ]
+    .into_iter()
+    .map(|(f, v)| (f, Measured::plain(v)))
+    .collect()
 }
 
 fn daemon_pid(d: &Live) -> Result<i32, String> {

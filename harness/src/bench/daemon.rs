@@ -1,7 +1,7 @@
 //! The daemon a bench item runs against: [`Live`] starts a binary with the
 //! reference command line in a private directory, hands out connections,
-//! finds the daemon's pid and stops it again. Both `bench` and `bench_mem`
-//! drive daemons through it, along with the request/line helpers and the
+//! finds the daemon's pid and stops it again. Every bench step and
+//! the memory items drive daemons through it, along with the request/line helpers and the
 //! `/proc` readings (RSS, high-water mark) they measure with.
 
 use crate::runner::pids_mentioning;

@@ -1,0 +1,221 @@
+//! The steps of a bench round, each run on one daemon and then at once on
+//! the other ([`STEPS`]), and the request/reply figures they take: ping
+//! round trips, pipelined pings, spawn to exit. The stream items are in
+//! [`super::stream`].
+
+use super::daemon::{cpu_seconds_of, hwm_kib, read_line, req, rss_kib, Live};
+use super::figure::{Figure, Measured};
+use super::lean::{is_pong, with_cpu_share, Lines};
+use super::stream::{beside_stalled, stream};
+use super::BenchOptions;
+use serde_json::Value;
+use std::io::{BufReader, Write};
+use std::time::Instant;
+
+/// One step of a round, run on both daemons back to back (see
+/// [`super::run`]): the figures it took.
+type Step = fn(&Live, &BenchOptions) -> Vec<(Figure, Measured)>;
+
+/// The steps in the order they run: idle RSS first, the stream and its
+/// replay next (so the high-water mark read after them is theirs alone),
+/// then the rest.
+pub(crate) const STEPS: [Step; 7] = [
+    |d, _| vec![(Figure::RssIdle, Measured::plain(pid_figure(d, rss_kib)))],
+    |d, o| {
+        let f = stream(d, o.stream_bytes);
+        vec![
+            (Figure::StreamLive, Measured::with_share(f.live)),
+            (Figure::StreamReplay, Measured::with_share(f.replay)),
+            (Figure::RssPeakStreaming, Measured::plain(f.peak_rss)),
+            (Figure::HwmAfterStream, Measured::plain(pid_figure(d, hwm_kib))),
+            (Figure::CpuPerGibLive, Measured::plain(f.live_daemon_cpu)),
+            (Figure::CpuPerGibReplay, Measured::plain(f.replay_daemon_cpu)),
+        ]
+    },
+    |d, o| vec![(Figure::PingRoundTrip, Measured::plain(ping_rtt(d, o.pings)))],
+    |d, o| pipelined_step(d, 1, o.pipelined, [Figure::PipelinedOneConn, Figure::CpuPingsOneConn]),
+    |d, o| {
+        let per = (o.pipelined / 64).max(10);
+        pipelined_step(d, 64, per, [Figure::Pipelined64Conns, Figure::CpuPings64Conns])
+    },
+    |d, o| vec![(Figure::SpawnToExit, Measured::plain(spawn_exit(d, o.spawns)))],
+    |d, o| {
+        vec![(
+            Figure::BesideStalled,
+            Measured::with_share(beside_stalled(d, o.stream_bytes)),
+        )]
+    },
+];
+
+/// A reading (KiB) of the daemon's process.
+fn pid_figure(d: &Live, read: fn(i32) -> Option<u64>) -> Result<f64, String> {
+    d.pid()
+        .and_then(read)
+        .map(|k| k as f64)
+        .ok_or_else(|| "n/a: daemon pid not found".to_string())
+}
+
+/// A rate and the client's CPU share while it was measured.
+pub(crate) type Shared = Result<(f64, f64), String>;
+
+/// `(Result<T, E>, share)` into `Result<(T, share), E>`.
+pub(crate) trait MapResult<T, E> {
+    fn map_result(self) -> Result<(T, f64), E>;
+}
+
+impl<T, E> MapResult<T, E> for (Result<T, E>, f64) {
+    fn map_result(self) -> Result<(T, f64), E> {
+        let (r, share) = self;
+        r.map(|v| (v, share))
+    }
+}
+
+/// The first bytes of the reply with id `id`.
+pub(crate) fn reply_prefix(id: usize) -> Vec<u8> {
+    format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},").into_bytes()
+}
+
+pub(crate) fn check_ok(l: &[u8]) -> Result<(), String> {
+    let v: Value = serde_json::from_slice(l).map_err(|e| format!("bad reply: {e}"))?;
+    if let Some(e) = v.get("error") {
+        return Err(format!(
+            "n/a: {}",
+            e.get("message").and_then(Value::as_str).unwrap_or("error")
+        ));
+    }
+    Ok(())
+}
+
+/// The daemon's CPU seconds between two readings, per `units` of work.
+fn cpu_per(before: Option<f64>, after: Option<f64>, units: f64) -> Result<f64, String> {
+    match (before, after) {
+        (Some(a), Some(b)) if units > 0.0 => Ok((b - a) / units),
+        _ => Err("n/a: daemon CPU not readable".into()),
+    }
+}
+
+/// [`cpu_per`] GiB of `bytes`.
+pub(crate) fn per_gib(before: Option<f64>, after: Option<f64>, bytes: u64) -> Result<f64, String> {
+    cpu_per(before, after, bytes as f64 / (1u64 << 30) as f64)
+}
+
+/// The slow path for a reply that is not the expected pong byte for
+/// byte: a pong with another id passes, anything else is an error.
+fn check_pong(l: &[u8]) -> Result<(), String> {
+    check_ok(l)?;
+    let v: Value = serde_json::from_slice(l).map_err(|e| format!("bad reply: {e}"))?;
+    match v.pointer("/result/pong") {
+        Some(Value::Bool(true)) => Ok(()),
+        _ => Err(format!("not a pong: {}", String::from_utf8_lossy(l))),
+    }
+}
+
+fn median_f(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+fn ping_rtt(d: &Live, n: usize) -> Result<f64, String> {
+    let mut s = d.conn()?;
+    let mut r = BufReader::new(s.try_clone().map_err(|e| e.to_string())?);
+    let mut v = Vec::with_capacity(n);
+    for i in 1..=n {
+        let t = Instant::now();
+        s.write_all(req(i, "server.ping", "{}").as_bytes())
+            .map_err(|e| e.to_string())?;
+        let l = read_line(&mut r)?;
+        v.push(t.elapsed().as_secs_f64() * 1e6);
+        check_ok(&l)?;
+    }
+    Ok(median_f(v))
+}
+
+/// Pipelined pings: `conns` connections each send `per` pings in one go
+/// and read the replies. Connecting, the client threads and the request
+/// bytes are ready before the clock starts (a barrier releases every
+/// connection at once), so with many connections the figure is the
+/// daemon's steady state rather than the client's set-up.
+fn pipelined(d: &Live, conns: usize, per: usize) -> Result<f64, String> {
+    let mut requests = Vec::new();
+    for i in 1..=per {
+        requests.extend_from_slice(req(i, "server.ping", "{}").as_bytes());
+    }
+    let requests = &requests;
+    let ready = std::sync::Barrier::new(conns + 1);
+    let ready = &ready;
+    let (results, elapsed) = std::thread::scope(|sc| {
+        let hs: Vec<_> = (0..conns)
+            .map(|_| {
+                sc.spawn(move || -> Result<(), String> {
+                    let connected = d.conn().and_then(|s| {
+                        let w = s.try_clone().map_err(|e| e.to_string())?;
+                        Ok((s, w))
+                    });
+                    // Every thread reaches the barrier, even one that
+                    // could not connect, so the others are released.
+                    ready.wait();
+                    let (s, mut w) = connected?;
+                    std::thread::scope(|inner| {
+                        let writer = inner.spawn(move || w.write_all(requests));
+                        let mut lines = Lines::new(s, 1 << 16);
+                        for i in 1..=per {
+                            let l = lines.next_line()?;
+                            if !is_pong(l, i) {
+                                check_pong(l)?;
+                            }
+                        }
+                        writer.join().map_err(|_| "writer panicked")?.map_err(|e| e.to_string())
+                    })
+                })
+            })
+            .collect();
+        ready.wait();
+        let t = Instant::now();
+        let results: Vec<Result<(), String>> = hs
+            .into_iter()
+            .map(|h| h.join().unwrap_or(Err("panicked".into())))
+            .collect();
+        (results, t.elapsed())
+    });
+    for r in results {
+        r?;
+    }
+    Ok((conns * per) as f64 / elapsed.as_secs_f64())
+}
+
+fn spawn_exit(d: &Live, n: usize) -> Result<f64, String> {
+    let mut s = d.conn()?;
+    let mut r = BufReader::new(s.try_clone().map_err(|e| e.to_string())?);
+    let mut v = Vec::new();
+    for i in 1..=n {
+        let t = Instant::now();
+        let p = format!("{{\"id\":\"b{i}\",\"command\":\"true\"}}");
+        s.write_all(req(i, "process.spawn", &p).as_bytes())
+            .map_err(|e| e.to_string())?;
+        let exit = format!("\"processId\":\"b{i}\",\"stream\":\"exit\"");
+        loop {
+            let l = read_line(&mut r)?;
+            if l.starts_with(&reply_prefix(i)) {
+                check_ok(&l)?;
+            } else if l.windows(exit.len()).any(|w| w == exit.as_bytes()) {
+                break;
+            }
+        }
+        v.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    Ok(median_f(v))
+}
+
+/// A pipelined-pings step: the rate with the client's share, and the
+/// daemon's CPU per 1000 pings.
+fn pipelined_step(d: &Live, conns: usize, per: usize, [rate_at, cpu_at]: [Figure; 2]) -> Vec<(Figure, Measured)> {
+    let pid = d.pid();
+    let before = pid.and_then(cpu_seconds_of);
+    let rate = with_cpu_share(|| pipelined(d, conns, per)).map_result();
+    // Milliseconds per 1000 pings: seconds per million.
+    let cpu = match &rate {
+        Ok(_) => cpu_per(before, pid.and_then(cpu_seconds_of), (conns * per) as f64 / 1e6),
+        Err(e) => Err(e.clone()),
+    };
+    vec![(rate_at, Measured::with_share(rate)), (cpu_at, Measured::plain(cpu))]
+}
