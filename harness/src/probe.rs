@@ -16,6 +16,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod directives;
 mod lex;
 mod parse;
 pub use parse::parse;
