@@ -15,6 +15,7 @@ mod commands;
 mod compare;
 mod derive;
 mod diff;
+mod dut;
 mod fixture;
 mod fuzzdiff;
 mod fuzzgen;

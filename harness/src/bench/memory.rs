@@ -13,8 +13,10 @@
 //! Writers and readers run on separate threads, so a daemon that pushes
 //! back (refuses, or stops reading) never deadlocks the client.
 
-use super::daemon::{hwm_kib, read_line, req, rss_kib, Live};
 use super::figure::{Figure, Measured};
+use crate::dut::client::{read_line, req};
+use crate::dut::procfs::{hwm_kib, rss_kib};
+use crate::dut::Daemon;
 use std::io::{BufReader, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -54,13 +56,13 @@ pub(crate) fn measure(bin: &Path, o: &MemoryOptions) -> Vec<(Figure, Measured)> 
     .collect()
 }
 
-fn daemon_pid(d: &Live) -> Result<i32, String> {
+fn daemon_pid(d: &Daemon) -> Result<i32, String> {
     d.pid().ok_or_else(|| "n/a: daemon pid not found".to_string())
 }
 
 /// Spawns `n` processes running `true` on one connection (pipelined) and
 /// waits for each exit frame.
-fn spawn_true(d: &Live, first_id: usize, n: usize) -> Result<(), String> {
+fn spawn_true(d: &Daemon, first_id: usize, n: usize) -> Result<(), String> {
     let s = d.conn()?;
     let mut w = s.try_clone().map_err(|e| e.to_string())?;
     let writer = std::thread::spawn(move || {
@@ -87,7 +89,7 @@ fn spawn_true(d: &Live, first_id: usize, n: usize) -> Result<(), String> {
 /// processes were dropped.
 fn exited(bin: &Path, n: usize) -> Result<(f64, f64), String> {
     let retention = RETENTION_MS.to_string();
-    let d = Live::start_with_env(bin, &[("REMORA_TEST_RETENTION_MS", &retention)])?;
+    let d = super::start(bin, &[("REMORA_TEST_RETENTION_MS", &retention)])?;
     let pid = daemon_pid(&d)?;
     // Retention, then the daemon's idle blocking threads (kept 10 s by
     // tokio) exit and the heap is trimmed again.
@@ -105,7 +107,7 @@ fn exited(bin: &Path, n: usize) -> Result<(f64, f64), String> {
 /// `conns` connections each send `mib` MiB of `process.stdin` to one
 /// child that never reads; returns the daemon's VmHWM (KiB) afterwards.
 fn flood(bin: &Path, conns: usize, mib: u64) -> Result<f64, String> {
-    let d = Live::start(bin)?;
+    let d = super::start(bin, &[])?;
     let pid = daemon_pid(&d)?;
     {
         let s = d.conn()?;

@@ -7,10 +7,9 @@
 //! `figure.rs` names every figure ([`Figure`]), `steps.rs` and
 //! `stream.rs` take them, `memory.rs` the memory items, `lean.rs` is the
 //! client side that keeps the figures the daemon's, `zero.rs` checks a
-//! stream to the byte, `daemon.rs` starts and stops the daemons and
-//! `table.rs` renders the result.
+//! stream to the byte and `table.rs` renders the result. The daemons are
+//! [`crate::dut::Daemon`]s ([`start`]).
 
-mod daemon;
 mod figure;
 mod lean;
 mod memory;
@@ -19,10 +18,12 @@ mod stream;
 mod table;
 mod zero;
 
+use crate::dut::Daemon;
 use figure::{Figure, Figures, Measured};
 pub(crate) use lean::Floors;
 pub(crate) use memory::MemoryOptions;
 use std::path::Path;
+use std::time::Duration;
 pub(crate) use table::table;
 
 /// Bench knobs.
@@ -78,12 +79,9 @@ pub struct Bench {
     pub load_average: Vec<(f64, f64)>,
 }
 
-/// The 1-minute load average, where `/proc/loadavg` has it.
+/// The machine's 1-minute load average (NaN where it is not known).
 fn load_average() -> f64 {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse().ok())
-        .unwrap_or(f64::NAN)
+    crate::dut::procfs::load_average().unwrap_or(f64::NAN)
 }
 
 /// The median; of an even count, the mean of the two middle values.
@@ -122,6 +120,19 @@ fn paired_ratio(rounds: &[Option<f64>]) -> Option<f64> {
     median_of(rounds.iter().flatten().copied())
 }
 
+/// A bench daemon for `bin` in a directory of its own, with this
+/// process's environment plus `env`.
+pub(crate) fn start(bin: &Path, env: &[(&str, &str)]) -> Result<Daemon, String> {
+    let options = crate::dut::Options {
+        prefix: "hb",
+        env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        isolated: false,
+        fd_limit: None,
+        banner_within: Duration::from_secs(30),
+    };
+    Daemon::start(bin, options)
+}
+
 /// The figures of one binary in one round from what its steps took, or
 /// its start-up error in every figure of the round.
 fn figures(taken: Result<Figures, String>) -> Figures {
@@ -146,7 +157,7 @@ fn figures(taken: Result<Figures, String>) -> Figures {
 /// binary's run apart keeps the machine's drift out of their ratio.
 fn measure_round(bins: [&Path; 2], first: usize, o: &BenchOptions) -> [Figures; 2] {
     let order = [first, 1 - first];
-    let lives = bins.map(daemon::Live::start);
+    let lives = bins.map(|b| start(b, &[]));
     let mut taken: [Result<Figures, String>; 2] = [0, 1].map(|i| match &lives[i] {
         Ok(_) => Ok(Figures::new()),
         Err(e) => Err(e.clone()),

@@ -3,18 +3,20 @@
 //! round trips, pipelined pings, spawn to exit. The stream items are in
 //! [`super::stream`].
 
-use super::daemon::{cpu_seconds_of, hwm_kib, read_line, req, rss_kib, Live};
 use super::figure::{Figure, Measured};
 use super::lean::{is_pong, with_cpu_share, Lines};
 use super::stream::{beside_stalled, stream};
 use super::BenchOptions;
+use crate::dut::client::{read_line, req};
+use crate::dut::procfs::{cpu_seconds_of, hwm_kib, rss_kib};
+use crate::dut::Daemon;
 use serde_json::Value;
 use std::io::{BufReader, Write};
 use std::time::Instant;
 
 /// One step of a round, run on both daemons back to back (see
 /// [`super::run`]): the figures it took.
-type Step = fn(&Live, &BenchOptions) -> Vec<(Figure, Measured)>;
+type Step = fn(&Daemon, &BenchOptions) -> Vec<(Figure, Measured)>;
 
 /// The steps in the order they run: idle RSS first, the stream and its
 /// replay next (so the high-water mark read after them is theirs alone),
@@ -48,7 +50,7 @@ pub(crate) const STEPS: [Step; 7] = [
 ];
 
 /// A reading (KiB) of the daemon's process.
-fn pid_figure(d: &Live, read: fn(i32) -> Option<u64>) -> Result<f64, String> {
+fn pid_figure(d: &Daemon, read: fn(i32) -> Option<u64>) -> Result<f64, String> {
     d.pid()
         .and_then(read)
         .map(|k| k as f64)
@@ -115,7 +117,7 @@ fn median_f(mut v: Vec<f64>) -> f64 {
     v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
 
-fn ping_rtt(d: &Live, n: usize) -> Result<f64, String> {
+fn ping_rtt(d: &Daemon, n: usize) -> Result<f64, String> {
     let mut s = d.conn()?;
     let mut r = BufReader::new(s.try_clone().map_err(|e| e.to_string())?);
     let mut v = Vec::with_capacity(n);
@@ -135,7 +137,7 @@ fn ping_rtt(d: &Live, n: usize) -> Result<f64, String> {
 /// bytes are ready before the clock starts (a barrier releases every
 /// connection at once), so with many connections the figure is the
 /// daemon's steady state rather than the client's set-up.
-fn pipelined(d: &Live, conns: usize, per: usize) -> Result<f64, String> {
+fn pipelined(d: &Daemon, conns: usize, per: usize) -> Result<f64, String> {
     let mut requests = Vec::new();
     for i in 1..=per {
         requests.extend_from_slice(req(i, "server.ping", "{}").as_bytes());
@@ -183,7 +185,7 @@ fn pipelined(d: &Live, conns: usize, per: usize) -> Result<f64, String> {
     Ok((conns * per) as f64 / elapsed.as_secs_f64())
 }
 
-fn spawn_exit(d: &Live, n: usize) -> Result<f64, String> {
+fn spawn_exit(d: &Daemon, n: usize) -> Result<f64, String> {
     let mut s = d.conn()?;
     let mut r = BufReader::new(s.try_clone().map_err(|e| e.to_string())?);
     let mut v = Vec::new();
@@ -208,7 +210,7 @@ fn spawn_exit(d: &Live, n: usize) -> Result<f64, String> {
 
 /// A pipelined-pings step: the rate with the client's share, and the
 /// daemon's CPU per 1000 pings.
-fn pipelined_step(d: &Live, conns: usize, per: usize, [rate_at, cpu_at]: [Figure; 2]) -> Vec<(Figure, Measured)> {
+fn pipelined_step(d: &Daemon, conns: usize, per: usize, [rate_at, cpu_at]: [Figure; 2]) -> Vec<(Figure, Measured)> {
     let pid = d.pid();
     let before = pid.and_then(cpu_seconds_of);
     let rate = with_cpu_share(|| pipelined(d, conns, per)).map_result();

@@ -3,10 +3,12 @@
 //! stalled one. Every stream must reassemble to exactly the bytes the
 //! child wrote ([`ZeroStream`]).
 
-use super::daemon::{cpu_seconds_of, req, rss_kib, Live};
 use super::lean::{with_cpu_share, Lines};
 use super::steps::{check_ok, per_gib, reply_prefix, MapResult, Shared};
 use super::zero::ZeroStream;
+use crate::dut::client::req;
+use crate::dut::procfs::{cpu_seconds_of, rss_kib};
+use crate::dut::Daemon;
 use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -91,7 +93,7 @@ fn mib_per_s(bytes: u64, since: Instant) -> f64 {
 /// The live stream and its replay from seq 0 on the same daemon, and the
 /// daemon's peak RSS while it streamed live. One failure fails the three
 /// rates (and the CPU figures with them).
-pub(crate) fn stream(d: &Live, bytes: u64) -> StreamFigures {
+pub(crate) fn stream(d: &Daemon, bytes: u64) -> StreamFigures {
     let pid = d.pid();
     let peak = PeakRss::start(pid);
     let measured = (|| -> Result<(RateAndCpu, RateAndCpu, u64), String> {
@@ -156,7 +158,7 @@ fn live_stream(s: &mut UnixStream, bytes: u64, pid: Option<i32>) -> Result<RateA
 
 /// Reattaches to `big` from seq 0 on a new connection and reads the replay
 /// up to the reattach reply.
-fn replay_stream(d: &Live, bytes: u64, pid: Option<i32>) -> Result<RateAndCpu, String> {
+fn replay_stream(d: &Daemon, bytes: u64, pid: Option<i32>) -> Result<RateAndCpu, String> {
     let daemon_cpu = || pid.and_then(cpu_seconds_of);
     let mut s = d.conn()?;
     let mut r = Lines::new(s.try_clone().map_err(|e| e.to_string())?, 1 << 20);
@@ -186,7 +188,7 @@ fn replay_stream(d: &Live, bytes: u64, pid: Option<i32>) -> Result<RateAndCpu, S
 /// daemon's writer to it blocks and its frames pile up in the replay log;
 /// a second connection spawns the same and reads all of it. Returns the
 /// second one's MiB/s and the client's CPU share while it read.
-pub(crate) fn beside_stalled(d: &Live, bytes: u64) -> Shared {
+pub(crate) fn beside_stalled(d: &Daemon, bytes: u64) -> Shared {
     let spawn = |id: &str| req(1, "process.spawn", &zero_child(id, bytes));
     let mut stalled = d.conn()?;
     let mut stalled_lines = Lines::new(stalled.try_clone().map_err(|e| e.to_string())?, 1 << 16);

@@ -21,8 +21,8 @@
 //! so `$ROOT`-relative content stays valid. Live sandboxes live on a
 //! memory file system (`/dev/shm`, or `$HARNESS_LIVE_TMPDIR`) when there is one.
 
-use super::daemon::{shutdown_daemon, spawn_daemon, Launch};
 use super::{kill_mentioning, RunConfig, Runner, Sandbox};
+use crate::dut::{self, Env, Launch};
 use crate::fixture;
 use crate::probe::{Probe, StepKind};
 use crate::transcript::Transcript;
@@ -30,6 +30,7 @@ use std::collections::HashMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Child;
+use std::time::Duration;
 
 /// The token file every live probe must use (the probe default).
 const TOKEN_FILE: &[u8] = b"probe-token\n";
@@ -89,11 +90,17 @@ impl LiveDaemon {
             socket: &self.sb.socket,
             token_file: &token_file,
             log: &self.sb.log,
-            root: &self.sb.root,
-            env: fixture::base_env(&self.sb.run),
+            append_log: false,
+            cwd: &self.sb.root,
+            env: Env::Exactly(fixture::base_env(&self.sb.run)),
             extra: &[],
+            fd_limit: None,
+            banner_within: Duration::from_secs(20),
         };
-        let (child, banner) = spawn_daemon(&launch, TOKEN_FILE)?;
+        let dut::Started {
+            launcher: child,
+            banner,
+        } = dut::launch(&launch, TOKEN_FILE)?;
         self.launcher = Some(child);
         self.starts += 1;
         if banner.is_empty() || !self.sb.socket.exists() {
@@ -108,7 +115,7 @@ impl LiveDaemon {
     pub fn stop(&mut self) {
         self.banner = None;
         if let Some(mut l) = self.launcher.take() {
-            shutdown_daemon(&self.sb.socket, &TOKEN_FILE[..TOKEN_FILE.len() - 1], &mut l);
+            dut::stop(&self.sb.socket, &TOKEN_FILE[..TOKEN_FILE.len() - 1], &mut l);
             kill_mentioning(&self.sb.run);
             let _ = std::fs::remove_file(&self.sb.socket);
         }

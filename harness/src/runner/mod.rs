@@ -18,9 +18,11 @@ mod daemon;
 mod live;
 mod session;
 
-pub use daemon::{kill_mentioning, pids_mentioning};
+// `mutant.rs` finds the processes a wrapped binary left behind here.
+pub(crate) use crate::dut::procfs::kill_mentioning;
 pub use live::LiveDaemon;
 
+use crate::dut::client::json_string;
 use crate::fixture;
 use crate::normalize::Normalizer;
 use crate::probe::{Ctx, Probe, StepKind};
@@ -403,9 +405,4 @@ pub fn exit_text(s: &std::process::ExitStatus) -> String {
 
 pub(super) fn contains(hay: &[u8], needle: &[u8]) -> bool {
     needle.is_empty() || hay.windows(needle.len()).any(|w| w == needle)
-}
-
-/// JSON string literal of (lossy) bytes.
-pub(super) fn json_string(b: &[u8]) -> Vec<u8> {
-    serde_json::to_vec(&Value::String(String::from_utf8_lossy(b).into_owned())).expect("string")
 }

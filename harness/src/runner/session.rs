@@ -2,8 +2,8 @@
 //! request lines, and turning what arrived into transcript entries.
 
 use super::conn::{bounded, id_matches, seq_runs, spawn_reader, Conn, ConnState, Shared};
-use super::daemon::wait_or_kill;
 use super::{contains, exit_text, Runner};
+use crate::dut::wait_or_kill;
 use crate::transcript::Timing;
 use serde_json::Value;
 use std::io::{Read, Write};

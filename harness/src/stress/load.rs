@@ -18,7 +18,7 @@ fn ms(d: Duration) -> f64 {
 }
 
 fn ping_line(id: u64) -> String {
-    wire::req(&id.to_string(), "server.ping", "{}")
+    wire::req(id, "server.ping", "{}")
 }
 
 /// Reads one connection's replies: returns the ids in arrival order, or
@@ -368,7 +368,7 @@ pub fn floods(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
         let mut r = Ok(());
         for i in 0..n {
             let l = wire::req(
-                &(100 + i).to_string(),
+                100 + i,
                 "process.stdin",
                 &format!("{{\"id\":\"sink\",\"data\":\"{data}\"}}"),
             );

@@ -51,7 +51,7 @@ fn action(d: &Daemon, ctx: &Ctx, k: u64) -> Result<(), String> {
             let mut c = Client::connect(&d.socket)?;
             let mut buf = String::new();
             for i in 0..50 {
-                buf.push_str(&wire::req(&i.to_string(), "server.ping", "{}"));
+                buf.push_str(&wire::req(i, "server.ping", "{}"));
             }
             c.send_raw(buf.as_bytes())?;
             c.wait_reply("49").map(|_| ())

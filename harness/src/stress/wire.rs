@@ -12,12 +12,7 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
 
-pub const TOKEN: &str = "stress-token";
-
-/// One authenticated request line (with its newline); `id` is JSON text.
-pub fn req(id: &str, method: &str, params: &str) -> String {
-    format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"{method}\",\"params\":{params},\"auth\":\"{TOKEN}\"}}\n")
-}
+pub(crate) use crate::dut::client::{req, TOKEN};
 
 /// A JSON string literal.
 pub fn js(s: &str) -> String {
