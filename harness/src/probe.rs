@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 mod directives;
+mod grammar;
 mod lex;
 mod parse;
 pub use parse::parse;

@@ -2,7 +2,7 @@
 //! unit and direction live here, so a step names what it measured instead
 //! of a place in a list, and the table's order is the enum's.
 
-use super::memory::{MemoryOptions, RETENTION_MS};
+use super::setup::{MemoryOptions, RETENTION_MS};
 use std::collections::BTreeMap;
 
 /// Every bench figure, in the order the table shows them: the items of

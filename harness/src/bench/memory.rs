@@ -14,6 +14,7 @@
 //! back (refuses, or stops reading) never deadlocks the client.
 
 use super::figure::{Figure, Measured};
+use super::setup::{MemoryOptions, RETENTION_MS};
 use crate::dut::client::{read_line, req};
 use crate::dut::procfs::{hwm_kib, rss_kib};
 use crate::dut::Daemon;
@@ -21,16 +22,6 @@ use std::io::{BufReader, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// Knobs of the memory items.
-#[derive(Debug, Clone, Default)]
-pub struct MemoryOptions {
-    pub exited: usize,
-    pub stdin_mib: u64,
-    pub flood_conns: usize,
-    pub flood_mib: u64,
-}
-
-pub(crate) const RETENTION_MS: u64 = 2000;
 /// Raw stdin bytes per request (base64 stays under the 1 MiB line cap).
 const STDIN_CHUNK: usize = 700 * 1024;
 
@@ -89,7 +80,7 @@ fn spawn_true(d: &Daemon, first_id: usize, n: usize) -> Result<(), String> {
 /// processes were dropped.
 fn exited(bin: &Path, n: usize) -> Result<(f64, f64), String> {
     let retention = RETENTION_MS.to_string();
-    let d = super::start(bin, &[("REMORA_TEST_RETENTION_MS", &retention)])?;
+    let d = super::setup::start(bin, &[("REMORA_TEST_RETENTION_MS", &retention)])?;
     let pid = daemon_pid(&d)?;
     // Retention, then the daemon's idle blocking threads (kept 10 s by
     // tokio) exit and the heap is trimmed again.
@@ -107,7 +98,7 @@ fn exited(bin: &Path, n: usize) -> Result<(f64, f64), String> {
 /// `conns` connections each send `mib` MiB of `process.stdin` to one
 /// child that never reads; returns the daemon's VmHWM (KiB) afterwards.
 fn flood(bin: &Path, conns: usize, mib: u64) -> Result<f64, String> {
-    let d = super::start(bin, &[])?;
+    let d = super::setup::start(bin, &[])?;
     let pid = daemon_pid(&d)?;
     {
         let s = d.conn()?;

@@ -4,42 +4,28 @@
 //! cannot run (e.g. `process.*` not implemented) is reported as
 //! `n/a: <reason>`.
 //!
-//! `figure.rs` names every figure ([`Figure`]), `steps.rs` and
-//! `stream.rs` take them, `memory.rs` the memory items, `lean.rs` is the
-//! client side that keeps the figures the daemon's, `zero.rs` checks a
-//! stream to the byte and `table.rs` renders the result. The daemons are
-//! [`crate::dut::Daemon`]s ([`start`]).
+//! `setup.rs` holds the options and starts the daemons
+//! ([`crate::dut::Daemon`]s), `figure.rs` names every figure
+//! ([`Figure`]), `steps.rs` and `stream.rs` take them with what
+//! `replies.rs` shares, `memory.rs` takes the memory items, `lean.rs` is
+//! the client side that keeps the figures the daemon's, `zero.rs` checks
+//! a stream to the byte and `table.rs` renders the result.
 
 mod figure;
 mod lean;
 mod memory;
+mod replies;
+mod setup;
 mod steps;
 mod stream;
 mod table;
 mod zero;
 
-use crate::dut::Daemon;
 use figure::{Figure, Figures, Measured};
 pub(crate) use lean::Floors;
-pub(crate) use memory::MemoryOptions;
+pub(crate) use setup::{BenchOptions, MemoryOptions};
 use std::path::Path;
-use std::time::Duration;
 pub(crate) use table::table;
-
-/// Bench knobs.
-#[derive(Debug, Clone)]
-pub struct BenchOptions {
-    pub stream_bytes: u64,
-    pub pings: usize,
-    pub pipelined: usize,
-    pub spawns: usize,
-    /// Rounds: each measures both binaries, in alternating order; the
-    /// table shows medians (see [`run`]).
-    pub rounds: usize,
-    /// Memory items (see [`memory`]), run in the first round only; `None`
-    /// skips them.
-    pub memory: Option<MemoryOptions>,
-}
 
 /// One bench line: medians over the rounds.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -120,19 +106,6 @@ fn paired_ratio(rounds: &[Option<f64>]) -> Option<f64> {
     median_of(rounds.iter().flatten().copied())
 }
 
-/// A bench daemon for `bin` in a directory of its own, with this
-/// process's environment plus `env`.
-pub(crate) fn start(bin: &Path, env: &[(&str, &str)]) -> Result<Daemon, String> {
-    let options = crate::dut::Options {
-        prefix: "hb",
-        env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
-        isolated: false,
-        fd_limit: None,
-        banner_within: Duration::from_secs(30),
-    };
-    Daemon::start(bin, options)
-}
-
 /// The figures of one binary in one round from what its steps took, or
 /// its start-up error in every figure of the round.
 fn figures(taken: Result<Figures, String>) -> Figures {
@@ -157,7 +130,7 @@ fn figures(taken: Result<Figures, String>) -> Figures {
 /// binary's run apart keeps the machine's drift out of their ratio.
 fn measure_round(bins: [&Path; 2], first: usize, o: &BenchOptions) -> [Figures; 2] {
     let order = [first, 1 - first];
-    let lives = bins.map(|b| start(b, &[]));
+    let lives = bins.map(|b| setup::start(b, &[]));
     let mut taken: [Result<Figures, String>; 2] = [0, 1].map(|i| match &lives[i] {
         Ok(_) => Ok(Figures::new()),
         Err(e) => Err(e.clone()),

@@ -5,12 +5,12 @@
 
 use super::figure::{Figure, Measured};
 use super::lean::{is_pong, with_cpu_share, Lines};
+use super::replies::{check_ok, check_pong, cpu_per, reply_prefix, MapResult};
+use super::setup::BenchOptions;
 use super::stream::{beside_stalled, stream};
-use super::BenchOptions;
 use crate::dut::client::{read_line, req};
 use crate::dut::procfs::{cpu_seconds_of, hwm_kib, rss_kib};
 use crate::dut::Daemon;
-use serde_json::Value;
 use std::io::{BufReader, Write};
 use std::time::Instant;
 
@@ -55,61 +55,6 @@ fn pid_figure(d: &Daemon, read: fn(i32) -> Option<u64>) -> Result<f64, String> {
         .and_then(read)
         .map(|k| k as f64)
         .ok_or_else(|| "n/a: daemon pid not found".to_string())
-}
-
-/// A rate and the client's CPU share while it was measured.
-pub(crate) type Shared = Result<(f64, f64), String>;
-
-/// `(Result<T, E>, share)` into `Result<(T, share), E>`.
-pub(crate) trait MapResult<T, E> {
-    fn map_result(self) -> Result<(T, f64), E>;
-}
-
-impl<T, E> MapResult<T, E> for (Result<T, E>, f64) {
-    fn map_result(self) -> Result<(T, f64), E> {
-        let (r, share) = self;
-        r.map(|v| (v, share))
-    }
-}
-
-/// The first bytes of the reply with id `id`.
-pub(crate) fn reply_prefix(id: usize) -> Vec<u8> {
-    format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},").into_bytes()
-}
-
-pub(crate) fn check_ok(l: &[u8]) -> Result<(), String> {
-    let v: Value = serde_json::from_slice(l).map_err(|e| format!("bad reply: {e}"))?;
-    if let Some(e) = v.get("error") {
-        return Err(format!(
-            "n/a: {}",
-            e.get("message").and_then(Value::as_str).unwrap_or("error")
-        ));
-    }
-    Ok(())
-}
-
-/// The daemon's CPU seconds between two readings, per `units` of work.
-fn cpu_per(before: Option<f64>, after: Option<f64>, units: f64) -> Result<f64, String> {
-    match (before, after) {
-        (Some(a), Some(b)) if units > 0.0 => Ok((b - a) / units),
-        _ => Err("n/a: daemon CPU not readable".into()),
-    }
-}
-
-/// [`cpu_per`] GiB of `bytes`.
-pub(crate) fn per_gib(before: Option<f64>, after: Option<f64>, bytes: u64) -> Result<f64, String> {
-    cpu_per(before, after, bytes as f64 / (1u64 << 30) as f64)
-}
-
-/// The slow path for a reply that is not the expected pong byte for
-/// byte: a pong with another id passes, anything else is an error.
-fn check_pong(l: &[u8]) -> Result<(), String> {
-    check_ok(l)?;
-    let v: Value = serde_json::from_slice(l).map_err(|e| format!("bad reply: {e}"))?;
-    match v.pointer("/result/pong") {
-        Some(Value::Bool(true)) => Ok(()),
-        _ => Err(format!("not a pong: {}", String::from_utf8_lossy(l))),
-    }
 }
 
 fn median_f(mut v: Vec<f64>) -> f64 {

@@ -4,7 +4,7 @@
 //! child wrote ([`ZeroStream`]).
 
 use super::lean::{with_cpu_share, Lines};
-use super::steps::{check_ok, per_gib, reply_prefix, MapResult, Shared};
+use super::replies::{check_ok, per_gib, reply_prefix, MapResult, Shared};
 use super::zero::ZeroStream;
 use crate::dut::client::req;
 use crate::dut::procfs::{cpu_seconds_of, rss_kib};

@@ -2,8 +2,8 @@
 //! its name, the shape of its arguments and the function that turns them
 //! into a header setting or a step.
 
+use super::grammar::{Action, Args, Directive, Header, Shape, Source};
 use super::lex::*;
-use super::parse::{Action, Args, Directive, Header, Shape, Source};
 use super::*;
 
 /// Any number of tokens.
