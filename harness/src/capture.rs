@@ -22,6 +22,8 @@
 //! - a line longer than `--large` bytes goes to `<stem>.fixtures/<n>.line`
 //!   and is sent as `$file(…)`.
 
+use crate::error::{At, IoAt};
+use crate::probe::ParseError;
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -59,6 +61,47 @@ enum Event {
     DaemonClosed(usize),
 }
 
+/// Why a capture could not run or its probe could not be written.
+#[derive(Debug)]
+pub enum Error {
+    /// Binding, connecting or writing on a path.
+    Io(IoAt),
+    /// A socket that could not be set up (cloned, made non-blocking).
+    Socket(std::io::Error),
+    Accept(std::io::Error),
+    /// The probe written from the session does not parse (the probe text
+    /// follows the parse error).
+    Unparsable {
+        error: ParseError,
+        probe: String,
+    },
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Io(e) => write!(f, "{e}"),
+            Error::Socket(e) => write!(f, "{e}"),
+            Error::Accept(e) => write!(f, "accept: {e}"),
+            Error::Unparsable { error, probe } => write!(f, "the captured probe does not parse: {error}\n{probe}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<IoAt> for Error {
+    fn from(e: IoAt) -> Error {
+        Error::Io(e)
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Error {
+        Error::Socket(e)
+    }
+}
+
 type Log = Arc<Mutex<Vec<Event>>>;
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -68,7 +111,7 @@ extern "C" fn on_signal(_: libc::c_int) {
 }
 
 /// Runs the relay until stopped, then writes the probe.
-pub fn run(o: &CaptureOptions) -> Result<PathBuf, String> {
+pub fn run(o: &CaptureOptions) -> Result<PathBuf, Error> {
     let log: Log = Arc::new(Mutex::new(Vec::new()));
     // SAFETY: the handler only stores to an atomic.
     unsafe {
@@ -80,23 +123,23 @@ pub fn run(o: &CaptureOptions) -> Result<PathBuf, String> {
     match &o.listen {
         Some(path) => {
             let _ = std::fs::remove_file(path);
-            let l = UnixListener::bind(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            l.set_nonblocking(true).map_err(|e| e.to_string())?;
+            let l = UnixListener::bind(path).at(path)?;
+            l.set_nonblocking(true)?;
             let mut n = 0;
             while !STOP.load(Ordering::SeqCst) {
                 match l.accept() {
                     Ok((c, _)) => {
                         let _ = c.set_nonblocking(false);
                         n += 1;
-                        let d = UnixStream::connect(&o.socket).map_err(|e| format!("{}: {e}", o.socket.display()))?;
-                        let (cr, cw) = (c.try_clone().map_err(|e| e.to_string())?, c);
-                        let (dr, dw) = (d.try_clone().map_err(|e| e.to_string())?, d);
+                        let d = UnixStream::connect(&o.socket).at(&o.socket)?;
+                        let (cr, cw) = (c.try_clone()?, c);
+                        let (dr, dw) = (d.try_clone()?, d);
                         handles.extend(relay(n, Box::new(cr), Box::new(cw), dr, dw, log.clone()));
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                         std::thread::sleep(Duration::from_millis(10))
                     }
-                    Err(e) => return Err(format!("accept: {e}")),
+                    Err(e) => return Err(Error::Accept(e)),
                 }
             }
             let _ = std::fs::remove_file(path);
@@ -113,8 +156,8 @@ pub fn run(o: &CaptureOptions) -> Result<PathBuf, String> {
             }
         }
         None => {
-            let d = UnixStream::connect(&o.socket).map_err(|e| format!("{}: {e}", o.socket.display()))?;
-            let dr = d.try_clone().map_err(|e| e.to_string())?;
+            let d = UnixStream::connect(&o.socket).at(&o.socket)?;
+            let dr = d.try_clone()?;
             handles.extend(relay(
                 1,
                 Box::new(std::io::stdin()),
@@ -271,7 +314,7 @@ fn as_call(v: &Value, line: &[u8], token: &[u8]) -> Option<(String, String, Opti
     (rebuilt.as_bytes() == line && plain(&id) && plain(&method)).then_some((id, method, params))
 }
 
-fn write_probe(o: &CaptureOptions, events: &[Event], bridge: bool) -> Result<PathBuf, String> {
+fn write_probe(o: &CaptureOptions, events: &[Event], bridge: bool) -> Result<PathBuf, Error> {
     let mut rw = Rewriter::new(o);
     // Process ids first, in order of appearance, so every line maps them.
     for e in events {
@@ -341,9 +384,9 @@ fn write_probe(o: &CaptureOptions, events: &[Event], bridge: bool) -> Result<Pat
                 } else if text.len() > o.large {
                     fixtures += 1;
                     let fdir = dir.join(format!("{stem}.fixtures"));
-                    std::fs::create_dir_all(&fdir).map_err(|e| format!("{}: {e}", fdir.display()))?;
+                    std::fs::create_dir_all(&fdir).at(&fdir)?;
                     let f = fdir.join(format!("{fixtures}.line"));
-                    std::fs::write(&f, format!("{text}\n")).map_err(|e| format!("{}: {e}", f.display()))?;
+                    std::fs::write(&f, format!("{text}\n")).at(&f)?;
                     let _ = writeln!(out, "send c{n} $file({stem}.fixtures/{fixtures}.line)");
                 } else {
                     let _ = writeln!(out, "send c{n} {text}");
@@ -379,7 +422,9 @@ fn write_probe(o: &CaptureOptions, events: &[Event], bridge: bool) -> Result<Pat
             }
         }
     }
-    crate::probe::parse(&o.out, &out).map_err(|e| format!("the captured probe does not parse: {e}\n{out}"))?;
-    std::fs::write(&o.out, &out).map_err(|e| format!("{}: {e}", o.out.display()))?;
+    if let Err(e) = crate::probe::parse(&o.out, &out) {
+        return Err(Error::Unparsable { error: e, probe: out });
+    }
+    std::fs::write(&o.out, &out).at(&o.out)?;
     Ok(o.out.clone())
 }

@@ -2,6 +2,8 @@
 //! unit and direction live here, so a step names what it measured instead
 //! of a place in a list, and the table's order is the enum's.
 
+use super::error::Reading;
+use super::replies::Shared;
 use super::setup::{MemoryOptions, RETENTION_MS};
 use std::collections::BTreeMap;
 
@@ -112,12 +114,12 @@ impl Figure {
 /// is none) and the client's CPU share while it was taken.
 #[derive(Debug, Clone)]
 pub(crate) struct Measured {
-    pub(crate) value: Result<f64, String>,
+    pub(crate) value: Reading,
     pub(crate) client_cpu: Option<f64>,
 }
 
 impl Measured {
-    pub(crate) fn plain(value: Result<f64, String>) -> Measured {
+    pub(crate) fn plain(value: Reading) -> Measured {
         Measured {
             value,
             client_cpu: None,
@@ -125,7 +127,7 @@ impl Measured {
     }
 
     /// A rate with the client's CPU share, or the reason it failed.
-    pub(crate) fn with_share(r: Result<(f64, f64), String>) -> Measured {
+    pub(crate) fn with_share(r: Shared) -> Measured {
         match r {
             Ok((v, cpu)) => Measured {
                 value: Ok(v),

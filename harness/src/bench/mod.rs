@@ -11,6 +11,7 @@
 //! the client side that keeps the figures the daemon's, `zero.rs` checks
 //! a stream to the byte and `table.rs` renders the result.
 
+mod error;
 mod figure;
 mod lean;
 mod memory;
@@ -21,6 +22,7 @@ mod stream;
 mod table;
 mod zero;
 
+use error::{Reading, Unmeasured};
 use figure::{Figure, Figures, Measured};
 pub(crate) use lean::Floors;
 pub(crate) use setup::{BenchOptions, MemoryOptions};
@@ -34,8 +36,8 @@ pub struct Item {
     pub unit: String,
     /// Whether larger is better (throughput) or smaller (latency, memory).
     pub higher_is_better: bool,
-    pub reference: Result<f64, String>,
-    pub candidate: Result<f64, String>,
+    pub reference: Reading,
+    pub candidate: Reading,
     /// The rounds' candidate/reference ratios, paired across rounds of
     /// opposite order ([`paired_ratio`]): each is of two figures taken
     /// seconds apart, so it is steadier on a shared machine than the
@@ -60,7 +62,7 @@ pub struct Item {
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Bench {
     pub items: Vec<Item>,
-    pub floors: Result<Floors, String>,
+    pub floors: Result<Floors, Unmeasured>,
     pub rounds: usize,
     pub load_average: Vec<(f64, f64)>,
 }
@@ -108,8 +110,8 @@ fn paired_ratio(rounds: &[Option<f64>]) -> Option<f64> {
 
 /// The figures of one binary in one round from what its steps took, or
 /// its start-up error in every figure of the round.
-fn figures(taken: Result<Figures, String>) -> Figures {
-    let not_measured = || Measured::plain(Err("n/a: not measured".into()));
+fn figures(taken: Result<Figures, Unmeasured>) -> Figures {
+    let not_measured = || Measured::plain(Err(Unmeasured::NotMeasured));
     match taken {
         Ok(mut taken) => {
             for f in Figure::ROUND {
@@ -131,7 +133,8 @@ fn figures(taken: Result<Figures, String>) -> Figures {
 fn measure_round(bins: [&Path; 2], first: usize, o: &BenchOptions) -> [Figures; 2] {
     let order = [first, 1 - first];
     let lives = bins.map(|b| setup::start(b, &[]));
-    let mut taken: [Result<Figures, String>; 2] = [0, 1].map(|i| match &lives[i] {
+    let lives = lives.map(|l| l.map_err(Unmeasured::from));
+    let mut taken: [Result<Figures, Unmeasured>; 2] = [0, 1].map(|i| match &lives[i] {
         Ok(_) => Ok(Figures::new()),
         Err(e) => Err(e.clone()),
     });
@@ -148,7 +151,7 @@ fn measure_round(bins: [&Path; 2], first: usize, o: &BenchOptions) -> [Figures; 
 
 /// Each round's better floors of its two measurements, before and after
 /// the binaries ran (both only get slower under load).
-fn better_floors(before: Result<Floors, String>, after: Result<Floors, String>) -> Result<Floors, String> {
+fn better_floors(before: Result<Floors, Unmeasured>, after: Result<Floors, Unmeasured>) -> Result<Floors, Unmeasured> {
     match (before, after) {
         (Ok(a), Ok(b)) => Ok(Floors {
             pipe: a.pipe.max(b.pipe),
@@ -160,14 +163,14 @@ fn better_floors(before: Result<Floors, String>, after: Result<Floors, String>) 
 }
 
 /// The median floors over the rounds, or the first round's error.
-fn median_floors(floors: Vec<Result<Floors, String>>) -> Result<Floors, String> {
+fn median_floors(floors: Vec<Result<Floors, Unmeasured>>) -> Result<Floors, Unmeasured> {
     let ok_floors: Vec<Floors> = floors.iter().filter_map(|f| f.as_ref().ok().copied()).collect();
     match median_of(ok_floors.iter().map(|f| f.pipe)) {
         Some(pipe) => Ok(Floors {
             pipe,
             base64: median_of(ok_floors.iter().map(|f| f.base64)).unwrap_or(0.0),
         }),
-        None => floors.into_iter().next().unwrap_or(Err("no rounds".into())),
+        None => floors.into_iter().next().unwrap_or(Err(Unmeasured::NoRounds)),
     }
 }
 
@@ -229,7 +232,7 @@ fn item(f: Figure, knobs: &MemoryOptions, refs: &[Figures], cands: &[Figures]) -
     let value = |c: &Column, runs: &[Figures]| {
         median_of(c.iter().flatten().map(|x| x.0)).ok_or_else(|| match runs.first().and_then(|r| r.get(&f)) {
             Some(Measured { value: Err(e), .. }) => e.clone(),
-            _ => "n/a".into(),
+            _ => Unmeasured::NoValue,
         })
     };
     let cpu = |c: &Column| median_of(c.iter().flatten().filter_map(|x| x.1));

@@ -1,7 +1,7 @@
 //! What a bench run is given ([`BenchOptions`], [`MemoryOptions`]) and
 //! the daemons it measures ([`start`]).
 
-use crate::dut::Daemon;
+use crate::dut::{self, Daemon};
 use std::path::Path;
 use std::time::Duration;
 
@@ -32,7 +32,7 @@ pub struct MemoryOptions {
 pub(crate) const RETENTION_MS: u64 = 2000;
 /// A bench daemon for `bin` in a directory of its own, with this
 /// process's environment plus `env`.
-pub(crate) fn start(bin: &Path, env: &[(&str, &str)]) -> Result<Daemon, String> {
+pub(crate) fn start(bin: &Path, env: &[(&str, &str)]) -> Result<Daemon, dut::Error> {
     let options = crate::dut::Options {
         prefix: "hb",
         env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),

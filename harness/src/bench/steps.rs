@@ -3,6 +3,7 @@
 //! round trips, pipelined pings, spawn to exit. The stream items are in
 //! [`super::stream`].
 
+use super::error::{Reading, Unmeasured};
 use super::figure::{Figure, Measured};
 use super::lean::{is_pong, with_cpu_share, Lines};
 use super::replies::{check_ok, check_pong, cpu_per, reply_prefix, MapResult};
@@ -50,11 +51,8 @@ pub(crate) const STEPS: [Step; 7] = [
 ];
 
 /// A reading (KiB) of the daemon's process.
-fn pid_figure(d: &Daemon, read: fn(i32) -> Option<u64>) -> Result<f64, String> {
-    d.pid()
-        .and_then(read)
-        .map(|k| k as f64)
-        .ok_or_else(|| "n/a: daemon pid not found".to_string())
+fn pid_figure(d: &Daemon, read: fn(i32) -> Option<u64>) -> Reading {
+    d.pid().and_then(read).map(|k| k as f64).ok_or(Unmeasured::NoPid)
 }
 
 fn median_f(mut v: Vec<f64>) -> f64 {
@@ -62,14 +60,13 @@ fn median_f(mut v: Vec<f64>) -> f64 {
     v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
 
-fn ping_rtt(d: &Daemon, n: usize) -> Result<f64, String> {
+fn ping_rtt(d: &Daemon, n: usize) -> Reading {
     let mut s = d.conn()?;
-    let mut r = BufReader::new(s.try_clone().map_err(|e| e.to_string())?);
+    let mut r = BufReader::new(s.try_clone()?);
     let mut v = Vec::with_capacity(n);
     for i in 1..=n {
         let t = Instant::now();
-        s.write_all(req(i, "server.ping", "{}").as_bytes())
-            .map_err(|e| e.to_string())?;
+        s.write_all(req(i, "server.ping", "{}").as_bytes())?;
         let l = read_line(&mut r)?;
         v.push(t.elapsed().as_secs_f64() * 1e6);
         check_ok(&l)?;
@@ -82,7 +79,7 @@ fn ping_rtt(d: &Daemon, n: usize) -> Result<f64, String> {
 /// bytes are ready before the clock starts (a barrier releases every
 /// connection at once), so with many connections the figure is the
 /// daemon's steady state rather than the client's set-up.
-fn pipelined(d: &Daemon, conns: usize, per: usize) -> Result<f64, String> {
+fn pipelined(d: &Daemon, conns: usize, per: usize) -> Reading {
     let mut requests = Vec::new();
     for i in 1..=per {
         requests.extend_from_slice(req(i, "server.ping", "{}").as_bytes());
@@ -93,9 +90,9 @@ fn pipelined(d: &Daemon, conns: usize, per: usize) -> Result<f64, String> {
     let (results, elapsed) = std::thread::scope(|sc| {
         let hs: Vec<_> = (0..conns)
             .map(|_| {
-                sc.spawn(move || -> Result<(), String> {
-                    let connected = d.conn().and_then(|s| {
-                        let w = s.try_clone().map_err(|e| e.to_string())?;
+                sc.spawn(move || -> Result<(), Unmeasured> {
+                    let connected = d.conn().map_err(Unmeasured::from).and_then(|s| {
+                        let w = s.try_clone()?;
                         Ok((s, w))
                     });
                     // Every thread reaches the barrier, even one that
@@ -111,16 +108,16 @@ fn pipelined(d: &Daemon, conns: usize, per: usize) -> Result<f64, String> {
                                 check_pong(l)?;
                             }
                         }
-                        writer.join().map_err(|_| "writer panicked")?.map_err(|e| e.to_string())
+                        Ok(writer.join().map_err(|_| Unmeasured::Panicked("writer"))??)
                     })
                 })
             })
             .collect();
         ready.wait();
         let t = Instant::now();
-        let results: Vec<Result<(), String>> = hs
+        let results: Vec<Result<(), Unmeasured>> = hs
             .into_iter()
-            .map(|h| h.join().unwrap_or(Err("panicked".into())))
+            .map(|h| h.join().unwrap_or(Err(Unmeasured::Panicked(""))))
             .collect();
         (results, t.elapsed())
     });
@@ -130,15 +127,14 @@ fn pipelined(d: &Daemon, conns: usize, per: usize) -> Result<f64, String> {
     Ok((conns * per) as f64 / elapsed.as_secs_f64())
 }
 
-fn spawn_exit(d: &Daemon, n: usize) -> Result<f64, String> {
+fn spawn_exit(d: &Daemon, n: usize) -> Reading {
     let mut s = d.conn()?;
-    let mut r = BufReader::new(s.try_clone().map_err(|e| e.to_string())?);
+    let mut r = BufReader::new(s.try_clone()?);
     let mut v = Vec::new();
     for i in 1..=n {
         let t = Instant::now();
         let p = format!("{{\"id\":\"b{i}\",\"command\":\"true\"}}");
-        s.write_all(req(i, "process.spawn", &p).as_bytes())
-            .map_err(|e| e.to_string())?;
+        s.write_all(req(i, "process.spawn", &p).as_bytes())?;
         let exit = format!("\"processId\":\"b{i}\",\"stream\":\"exit\"");
         loop {
             let l = read_line(&mut r)?;

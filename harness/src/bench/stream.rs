@@ -3,6 +3,7 @@
 //! stalled one. Every stream must reassemble to exactly the bytes the
 //! child wrote ([`ZeroStream`]).
 
+use super::error::{Reading, Unmeasured};
 use super::lean::{with_cpu_share, Lines};
 use super::replies::{check_ok, per_gib, reply_prefix, MapResult, Shared};
 use super::zero::ZeroStream;
@@ -22,9 +23,9 @@ use std::time::{Duration, Instant};
 pub(crate) struct StreamFigures {
     pub(crate) live: Shared,
     pub(crate) replay: Shared,
-    pub(crate) peak_rss: Result<f64, String>,
-    pub(crate) live_daemon_cpu: Result<f64, String>,
-    pub(crate) replay_daemon_cpu: Result<f64, String>,
+    pub(crate) peak_rss: Reading,
+    pub(crate) live_daemon_cpu: Reading,
+    pub(crate) replay_daemon_cpu: Reading,
 }
 
 /// The daemon's RSS sampled every 20 ms on a thread, keeping the peak. The
@@ -79,7 +80,7 @@ impl Drop for PeakRss {
 }
 
 /// A rate in MiB/s and the daemon's CPU seconds per GiB while it was taken.
-type RateAndCpu = ((f64, f64), Result<f64, String>);
+type RateAndCpu = ((f64, f64), Reading);
 
 /// The `process.spawn` params of a `head -c <bytes> /dev/zero` child.
 fn zero_child(id: &str, bytes: u64) -> String {
@@ -96,7 +97,7 @@ fn mib_per_s(bytes: u64, since: Instant) -> f64 {
 pub(crate) fn stream(d: &Daemon, bytes: u64) -> StreamFigures {
     let pid = d.pid();
     let peak = PeakRss::start(pid);
-    let measured = (|| -> Result<(RateAndCpu, RateAndCpu, u64), String> {
+    let measured = (|| -> Result<(RateAndCpu, RateAndCpu, u64), Unmeasured> {
         // The live connection stays open while the replay runs.
         let mut live_conn = d.conn()?;
         let live = live_stream(&mut live_conn, bytes, pid);
@@ -112,7 +113,7 @@ pub(crate) fn stream(d: &Daemon, bytes: u64) -> StreamFigures {
             peak_rss: if peak > 0 {
                 Ok(peak as f64)
             } else {
-                Err("n/a: no daemon pid".into())
+                Err(Unmeasured::NoPeak)
             },
             live_daemon_cpu: live_cpu,
             replay_daemon_cpu: replay_cpu,
@@ -129,7 +130,7 @@ pub(crate) fn stream(d: &Daemon, bytes: u64) -> StreamFigures {
 
 /// Reads a spawned child's stream into `z` up to its exit frame, checking
 /// the spawn's reply (id 1) on the way.
-fn read_to_exit(r: &mut Lines<UnixStream>, z: &mut ZeroStream) -> Result<(), String> {
+fn read_to_exit(r: &mut Lines<UnixStream>, z: &mut ZeroStream) -> Result<(), Unmeasured> {
     let reply_1 = reply_prefix(1);
     loop {
         let l = r.next_line()?;
@@ -142,33 +143,31 @@ fn read_to_exit(r: &mut Lines<UnixStream>, z: &mut ZeroStream) -> Result<(), Str
 }
 
 /// Spawns the `big` child on `s` and reads its stream to the exit frame.
-fn live_stream(s: &mut UnixStream, bytes: u64, pid: Option<i32>) -> Result<RateAndCpu, String> {
+fn live_stream(s: &mut UnixStream, bytes: u64, pid: Option<i32>) -> Result<RateAndCpu, Unmeasured> {
     let daemon_cpu = || pid.and_then(cpu_seconds_of);
-    let mut r = Lines::new(s.try_clone().map_err(|e| e.to_string())?, 1 << 20);
+    let mut r = Lines::new(s.try_clone()?, 1 << 20);
     let cpu_before = daemon_cpu();
     let t = Instant::now();
-    s.write_all(req(1, "process.spawn", &zero_child("big", bytes)).as_bytes())
-        .map_err(|e| e.to_string())?;
+    s.write_all(req(1, "process.spawn", &zero_child("big", bytes)).as_bytes())?;
     let mut live = ZeroStream::default();
     let ((), share) = with_cpu_share(|| read_to_exit(&mut r, &mut live)).map_result()?;
-    live.finish(bytes).map_err(|e| format!("live stream: {e}"))?;
+    live.finish(bytes).map_err(|e| e.during("live stream"))?;
     let rate = mib_per_s(bytes, t);
     Ok(((rate, share), per_gib(cpu_before, daemon_cpu(), bytes)))
 }
 
 /// Reattaches to `big` from seq 0 on a new connection and reads the replay
 /// up to the reattach reply.
-fn replay_stream(d: &Daemon, bytes: u64, pid: Option<i32>) -> Result<RateAndCpu, String> {
+fn replay_stream(d: &Daemon, bytes: u64, pid: Option<i32>) -> Result<RateAndCpu, Unmeasured> {
     let daemon_cpu = || pid.and_then(cpu_seconds_of);
     let mut s = d.conn()?;
-    let mut r = Lines::new(s.try_clone().map_err(|e| e.to_string())?, 1 << 20);
+    let mut r = Lines::new(s.try_clone()?, 1 << 20);
     let cpu_before = daemon_cpu();
     let t = Instant::now();
-    s.write_all(req(2, "process.reattach", "{\"id\":\"big\",\"fromSeq\":0}").as_bytes())
-        .map_err(|e| e.to_string())?;
+    s.write_all(req(2, "process.reattach", "{\"id\":\"big\",\"fromSeq\":0}").as_bytes())?;
     let mut replay = ZeroStream::from_seq(1);
     let reply_2 = reply_prefix(2);
-    let ((), share) = with_cpu_share(|| -> Result<(), String> {
+    let ((), share) = with_cpu_share(|| -> Result<(), Unmeasured> {
         loop {
             let l = r.next_line()?;
             if l.starts_with(&reply_2) {
@@ -178,7 +177,7 @@ fn replay_stream(d: &Daemon, bytes: u64, pid: Option<i32>) -> Result<RateAndCpu,
         }
     })
     .map_result()?;
-    replay.finish(bytes).map_err(|e| format!("replay from seq 0: {e}"))?;
+    replay.finish(bytes).map_err(|e| e.during("replay from seq 0"))?;
     let rate = mib_per_s(bytes, t);
     Ok(((rate, share), per_gib(cpu_before, daemon_cpu(), bytes)))
 }
@@ -191,10 +190,8 @@ fn replay_stream(d: &Daemon, bytes: u64, pid: Option<i32>) -> Result<RateAndCpu,
 pub(crate) fn beside_stalled(d: &Daemon, bytes: u64) -> Shared {
     let spawn = |id: &str| req(1, "process.spawn", &zero_child(id, bytes));
     let mut stalled = d.conn()?;
-    let mut stalled_lines = Lines::new(stalled.try_clone().map_err(|e| e.to_string())?, 1 << 16);
-    stalled
-        .write_all(spawn("stalled").as_bytes())
-        .map_err(|e| e.to_string())?;
+    let mut stalled_lines = Lines::new(stalled.try_clone()?, 1 << 16);
+    stalled.write_all(spawn("stalled").as_bytes())?;
     loop {
         let l = stalled_lines.next_line()?;
         if l.starts_with(b"{\"type\":\"stream\"") {
@@ -205,18 +202,16 @@ pub(crate) fn beside_stalled(d: &Daemon, bytes: u64) -> Shared {
         }
     }
     let mut s = d.conn()?;
-    let mut r = Lines::new(s.try_clone().map_err(|e| e.to_string())?, 1 << 20);
+    let mut r = Lines::new(s.try_clone()?, 1 << 20);
     let t = Instant::now();
-    s.write_all(spawn("big").as_bytes()).map_err(|e| e.to_string())?;
+    s.write_all(spawn("big").as_bytes())?;
     let mut live = ZeroStream::default();
     let ((), cpu) = with_cpu_share(|| read_to_exit(&mut r, &mut live)).map_result()?;
-    live.finish(bytes)
-        .map_err(|e| format!("beside a stalled reader: {e}"))?;
+    live.finish(bytes).map_err(|e| e.during("beside a stalled reader"))?;
     let rate = mib_per_s(bytes, t);
     // The stalled child may still be writing into its log: stop it, so the
     // other daemon's half of this step runs beside a quiet one.
-    s.write_all(req(2, "process.killAndWait", r#"{"id":"stalled"}"#).as_bytes())
-        .map_err(|e| e.to_string())?;
+    s.write_all(req(2, "process.killAndWait", r#"{"id":"stalled"}"#).as_bytes())?;
     let reply_2 = reply_prefix(2);
     while !r.next_line()?.starts_with(&reply_2) {}
     drop((stalled, stalled_lines));

@@ -2,6 +2,7 @@
 //! share beside it, how the rounds were taken, then the floors and each
 //! stream figure as a fraction of them.
 
+use super::error::Reading;
 use super::Bench;
 
 /// The bench table, the client's CPU share beside each figure it was
@@ -14,9 +15,9 @@ pub fn table(bench: &Bench) -> String {
     );
     let cpu = |c: Option<f64>| c.map_or(String::new(), |c| format!(" [{:.0}%]", c * 100.0));
     for i in &bench.items {
-        let f = |r: &Result<f64, String>, c: Option<f64>| match r {
+        let f = |r: &Reading, c: Option<f64>| match r {
             Ok(v) => format!("{v:.1} {}{}", i.unit, cpu(c)),
-            Err(e) => e.chars().take(60).collect(),
+            Err(e) => e.to_string().chars().take(60).collect(),
         };
         let ratio = i.ratio.map_or("-".into(), |r| format!("{r:.2}"));
         o.push_str(&format!(
@@ -58,7 +59,7 @@ pub fn table(bench: &Bench) -> String {
                 fl.pipe, fl.base64
             ));
             for i in bench.items.iter().filter(|i| i.against_floors) {
-                let frac = |r: &Result<f64, String>| match r {
+                let frac = |r: &Reading| match r {
                     Ok(v) => format!("{:.2} of base64, {:.2} of pipe", v / fl.base64, v / fl.pipe),
                     Err(_) => "-".into(),
                 };

@@ -1,6 +1,7 @@
 //! The check a streamed `head -c N /dev/zero` must pass, frame by frame
 //! and cheaply enough not to be the bench's bottleneck.
 
+use super::error::StreamFault;
 use super::lean::zero_base64_len;
 
 /// Checks a stream of `head -c N /dev/zero` frame by frame, cheaply enough
@@ -44,13 +45,13 @@ impl ZeroStream {
         Some((seq, zero_base64_len(data)? as u64))
     }
 
-    fn advance(&mut self, seq: u64) -> Result<(), String> {
+    fn advance(&mut self, seq: u64) -> Result<(), StreamFault> {
         if self.exited {
-            return Err("a frame after the exit frame".into());
+            return Err(StreamFault::AfterExit);
         }
         if let Some(want) = self.next_seq {
             if seq != want {
-                return Err(format!("seq {seq} where {want} was due"));
+                return Err(StreamFault::SeqGap { seq, want });
             }
         }
         self.next_seq = Some(seq + 1);
@@ -58,7 +59,7 @@ impl ZeroStream {
     }
 
     /// Takes one line; `Ok(false)` when it is not a stream frame.
-    pub(crate) fn take(&mut self, l: &[u8]) -> Result<bool, String> {
+    pub(crate) fn take(&mut self, l: &[u8]) -> Result<bool, StreamFault> {
         if let Some((seq, bytes)) = Self::fast_data(l) {
             self.advance(seq)?;
             self.bytes += bytes;
@@ -69,26 +70,26 @@ impl ZeroStream {
         }
         let seq: u64 = Self::field(l, b"\"seq\":")
             .and_then(|v| std::str::from_utf8(v).ok()?.parse().ok())
-            .ok_or("a frame without seq")?;
+            .ok_or(StreamFault::NoSeq)?;
         self.advance(seq)?;
         if l.windows(15).any(|w| w == b"\"stream\":\"exit\"") {
             self.exited = true;
             return Ok(true);
         }
-        let data = Self::field(l, b"\"data\":\"").ok_or("a frame without data")?;
+        let data = Self::field(l, b"\"data\":\"").ok_or(StreamFault::NoData)?;
         let pad = data.iter().rev().take_while(|&&b| b == b'=').count();
         if pad > 2 || data[..data.len() - pad].iter().any(|&b| b != b'A') || data.len() % 4 != 0 {
-            return Err(format!("frame {seq} carries bytes that are not zero"));
+            return Err(StreamFault::NotZero { seq });
         }
         self.bytes += (data.len() / 4 * 3 - pad) as u64;
         Ok(true)
     }
 
-    pub(crate) fn finish(&self, want: u64) -> Result<(), String> {
+    pub(crate) fn finish(&self, want: u64) -> Result<(), StreamFault> {
         match (self.exited, self.bytes == want) {
             (true, true) => Ok(()),
-            (false, _) => Err("no exit frame".into()),
-            (true, false) => Err(format!("{} bytes where {want} were written", self.bytes)),
+            (false, _) => Err(StreamFault::NoExit),
+            (true, false) => Err(StreamFault::Short { got: self.bytes, want }),
         }
     }
 }

@@ -2,6 +2,7 @@
 //! token of the daemons the harness starts for itself, reading a reply
 //! line, and the authenticated `server.shutdown` that stops a daemon.
 
+use super::Error;
 use serde_json::Value;
 use std::io::{BufRead, Read, Write};
 use std::os::unix::net::UnixStream;
@@ -51,12 +52,12 @@ pub(crate) fn request_shutdown(
 }
 
 /// One line with its newline; an error at the end of the stream.
-pub(crate) fn read_line(r: &mut impl BufRead) -> Result<Vec<u8>, String> {
+pub(crate) fn read_line(r: &mut impl BufRead) -> Result<Vec<u8>, Error> {
     let mut l = Vec::new();
     match r.read_until(b'\n', &mut l) {
-        Ok(0) => Err("connection closed".into()),
+        Ok(0) => Err(Error::Closed),
         Ok(_) => Ok(l),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(Error::Read(e)),
     }
 }
 

@@ -10,7 +10,10 @@
 //! pid. `fuzz-diff` reaches it through the runner's live daemons.
 
 pub(crate) mod client;
+mod error;
 pub(crate) mod procfs;
+
+pub(crate) use error::Error;
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::net::UnixStream;
@@ -25,6 +28,26 @@ pub(crate) enum Env {
     Exactly(Vec<(String, String)>),
     /// This process's environment, plus these.
     Inherit(Vec<(String, String)>),
+}
+
+/// The environment shared by the daemon, command-line runs and fixture
+/// commands of a run whose directory is `run` (`HOME` is `run/home`).
+pub(crate) fn base_env(run: &Path) -> Vec<(String, String)> {
+    let mut env = vec![
+        ("HOME".to_string(), run.join("home").to_string_lossy().into_owned()),
+        ("LANG".to_string(), "C".to_string()),
+        ("LC_ALL".to_string(), "C".to_string()),
+        ("TZ".to_string(), "UTC".to_string()),
+        ("GIT_CONFIG_NOSYSTEM".to_string(), "1".to_string()),
+        (
+            "USER".to_string(),
+            std::env::var("USER").unwrap_or_else(|_| "probe".into()),
+        ),
+    ];
+    if let Ok(p) = std::env::var("PATH") {
+        env.push(("PATH".to_string(), p));
+    }
+    env
 }
 
 /// Where and how to start a daemon.
@@ -59,15 +82,15 @@ pub(crate) struct Started {
 /// launcher exits once the banner is out and the socket may appear a
 /// moment later. Standard output is drained for as long as the launcher
 /// keeps it open, so a foreground daemon never sees a broken pipe.
-pub(crate) fn launch(l: &Launch, token_file: &[u8]) -> Result<Started, String> {
-    std::fs::write(l.token_file, token_file).map_err(|e| format!("cannot write token: {e}"))?;
+pub(crate) fn launch(l: &Launch, token_file: &[u8]) -> Result<Started, Error> {
+    std::fs::write(l.token_file, token_file).map_err(Error::Token)?;
     let log = std::fs::OpenOptions::new()
         .create(true)
         .write(true)
         .append(l.append_log)
         .truncate(!l.append_log)
         .open(l.log)
-        .map_err(|e| format!("cannot create log: {e}"))?;
+        .map_err(Error::Log)?;
     let mut cmd = Command::new(l.bin);
     cmd.arg("-serve")
         .arg("-socket")
@@ -86,7 +109,7 @@ pub(crate) fn launch(l: &Launch, token_file: &[u8]) -> Result<Started, String> {
     if let Some(limit) = l.fd_limit {
         limit_descriptors(&mut cmd, limit);
     }
-    let mut launcher = cmd.spawn().map_err(|e| format!("spawn failed: {e}"))?;
+    let mut launcher = cmd.spawn().map_err(Error::Spawn)?;
     let banner = match launcher.stdout.take() {
         Some(stdout) => read_banner(stdout, l.banner_within),
         None => Vec::new(),
@@ -187,12 +210,12 @@ pub(crate) struct Daemon {
 impl Daemon {
     /// Starts `bin` in a fresh directory; an error when no banner or no
     /// socket came.
-    pub(crate) fn start(bin: &Path, options: Options) -> Result<Daemon, String> {
+    pub(crate) fn start(bin: &Path, options: Options) -> Result<Daemon, Error> {
         let dir = tempfile::Builder::new()
             .prefix(options.prefix)
             .tempdir()
-            .map_err(|e| e.to_string())?;
-        std::fs::create_dir_all(dir.path().join("home")).map_err(|e| e.to_string())?;
+            .map_err(Error::Dir)?;
+        std::fs::create_dir_all(dir.path().join("home")).map_err(Error::Dir)?;
         let mut d = Daemon {
             socket: dir.path().join("rpc.sock"),
             dir,
@@ -206,10 +229,10 @@ impl Daemon {
 
     /// Starts the binary on this directory's socket (again, after a kill);
     /// its log is added to.
-    pub(crate) fn launch(&mut self) -> Result<(), String> {
+    pub(crate) fn launch(&mut self) -> Result<(), Error> {
         let token_file = self.dir.path().join("token");
         let mut env = match self.options.isolated {
-            true => crate::fixture::base_env(self.dir.path()),
+            true => base_env(self.dir.path()),
             false => Vec::new(),
         };
         env.extend(self.options.env.iter().cloned());
@@ -229,14 +252,13 @@ impl Daemon {
             fd_limit: self.options.fd_limit,
             banner_within: self.options.banner_within,
         };
-        let started = launch_with_token(&launch).map_err(|e| format!("{}: {e}", self.bin.display()))?;
+        let started = launch_with_token(&launch)?;
         self.launcher = Some(started.launcher);
         if started.banner.is_empty() || !self.socket.exists() {
-            return Err(format!(
-                "daemon did not start (banner {:?}; log: {})",
-                String::from_utf8_lossy(&started.banner),
-                self.log_tail()
-            ));
+            return Err(Error::NotStarted {
+                banner: String::from_utf8_lossy(&started.banner).into_owned(),
+                log_tail: self.log_tail(),
+            });
         }
         Ok(())
     }
@@ -260,8 +282,8 @@ impl Daemon {
     }
 
     /// A new connection, replies awaited up to two minutes.
-    pub(crate) fn conn(&self) -> Result<UnixStream, String> {
-        let s = UnixStream::connect(&self.socket).map_err(|e| e.to_string())?;
+    pub(crate) fn conn(&self) -> Result<UnixStream, Error> {
+        let s = UnixStream::connect(&self.socket).map_err(Error::Connect)?;
         s.set_read_timeout(Some(Duration::from_secs(120))).ok();
         Ok(s)
     }
@@ -293,7 +315,7 @@ impl Daemon {
 }
 
 /// [`launch`] with the token file of [`client::TOKEN`].
-fn launch_with_token(l: &Launch) -> Result<Started, String> {
+fn launch_with_token(l: &Launch) -> Result<Started, Error> {
     launch(l, format!("{}\n", client::TOKEN).as_bytes())
 }
 

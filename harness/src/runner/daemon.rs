@@ -46,7 +46,7 @@ impl Runner<'_> {
                     launcher: started.launcher,
                 });
             }
-            Err(e) => self.t.push(format!("L{line} start"), e),
+            Err(e) => self.t.push(format!("L{line} start"), e.to_string()),
         }
     }
 

@@ -10,6 +10,7 @@
 //!   request line, prints `ready` and waits to be killed mid-request.
 
 use super::wire::{self, Client};
+use super::Error;
 use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
@@ -43,7 +44,7 @@ fn ready() {
     let _ = o.flush();
 }
 
-fn run(a: &Args) -> Result<(), String> {
+fn run(a: &Args) -> Result<(), Error> {
     if a.mode == "pattern" {
         let mut o = std::io::stdout().lock();
         wire::pattern(a.seed, a.bytes, |b| o.write_all(b).is_ok());
@@ -52,10 +53,10 @@ fn run(a: &Args) -> Result<(), String> {
         std::thread::sleep(Duration::from_millis(a.linger_ms));
         return Ok(());
     }
-    let socket = a.socket.ok_or("--socket is required")?;
+    let socket = a.socket.ok_or(Error::NoSocket)?;
     let mut c = Client::connect(socket)?;
     c.set_timeout(Duration::from_secs(600));
-    let me = std::env::current_exe().map_err(|e| e.to_string())?;
+    let me = std::env::current_exe()?;
     match a.mode {
         "stream" => {
             let (seed, bytes, linger) = (a.seed.to_string(), a.bytes.to_string(), a.linger_ms.to_string());
@@ -95,6 +96,6 @@ fn run(a: &Args) -> Result<(), String> {
                 c.next()?;
             }
         }
-        m => Err(format!("unknown mode {m:?}")),
+        m => Err(Error::UnknownMode(m.to_string())),
     }
 }

@@ -10,6 +10,7 @@
 //! stress` is Linux-only. Elsewhere (macOS) this compiles and answers
 //! "none"/"unknown"; nothing runs it there (`ci/release` runs `check`).
 
+use super::Error;
 use crate::dut::procfs::{self, alive, fd_count, fd_kinds, pids_with_env, zombie_parent};
 use crate::dut::{self, client, Options};
 use std::path::{Path, PathBuf};
@@ -63,17 +64,17 @@ pub struct Daemon {
 
 impl Daemon {
     /// Starts `bin` in a fresh directory and waits for its banner.
-    pub fn start(bin: &Path) -> Result<Daemon, String> {
+    pub fn start(bin: &Path) -> Result<Daemon, Error> {
         Daemon::start_inner(bin, None)
     }
 
     /// Starts the daemon with its descriptor limit (soft and hard) set to
     /// `limit`, to show what happens when a client tries to exhaust it.
-    pub fn start_with_fd_limit(bin: &Path, limit: u64) -> Result<Daemon, String> {
+    pub fn start_with_fd_limit(bin: &Path, limit: u64) -> Result<Daemon, Error> {
         Daemon::start_inner(bin, Some(limit))
     }
 
-    fn start_inner(bin: &Path, fd_limit: Option<u64>) -> Result<Daemon, String> {
+    fn start_inner(bin: &Path, fd_limit: Option<u64>) -> Result<Daemon, Error> {
         let options = Options {
             prefix: "hs",
             env: Vec::new(),
@@ -94,14 +95,14 @@ impl Daemon {
     }
 
     /// Starts the binary on this directory's socket again, after a kill.
-    pub fn launch(&mut self) -> Result<(), String> {
+    pub fn launch(&mut self) -> Result<(), Error> {
         self.dut.launch()?;
         self.settle()
     }
 
     /// After a start: a self-daemonizing launcher exits right after its
     /// banner (up to 500 ms), then the daemon's processes are collected.
-    fn settle(&mut self) -> Result<(), String> {
+    fn settle(&mut self) -> Result<(), Error> {
         let launcher = self.dut.launcher();
         self.launcher_pid = launcher.as_ref().map(|l| l.id() as i32);
         if let Some(l) = launcher {
@@ -115,7 +116,7 @@ impl Daemon {
         }
         let pids = self.steady_pids();
         if pids.is_empty() {
-            return Err("daemon process not found".into());
+            return Err(Error::NoDaemonProcess);
         }
         *lock(&self.pids) = pids;
         Ok(())

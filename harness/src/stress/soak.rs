@@ -6,6 +6,7 @@
 
 use super::daemon::Daemon;
 use super::wire::{self, Client};
+use super::Error;
 use super::{Ctx, Obs};
 use std::io::Write;
 use std::os::unix::net::UnixStream;
@@ -44,7 +45,7 @@ fn median(v: &[f64]) -> f64 {
 const KINDS: u64 = 10;
 
 /// One action of the mix; `k` picks which.
-fn action(d: &Daemon, ctx: &Ctx, k: u64) -> Result<(), String> {
+fn action(d: &Daemon, ctx: &Ctx, k: u64) -> Result<(), Error> {
     let pool = k % 8;
     match k % KINDS {
         0 => {
@@ -58,7 +59,7 @@ fn action(d: &Daemon, ctx: &Ctx, k: u64) -> Result<(), String> {
         }
         1 => {
             for _ in 0..5 {
-                let mut s = UnixStream::connect(&d.socket).map_err(|e| e.to_string())?;
+                let mut s = UnixStream::connect(&d.socket)?;
                 let _ = s.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"me");
             }
             Ok(())
@@ -73,7 +74,9 @@ fn action(d: &Daemon, ctx: &Ctx, k: u64) -> Result<(), String> {
             )?;
             let p = c.wait_exit(&id)?;
             p.whole()?;
-            (p.stdout_head == b"hi\n").then_some(()).ok_or("wrong output".into())
+            (p.stdout_head == b"hi\n")
+                .then_some(())
+                .ok_or(Error::finding("wrong output"))
         }
         3 => {
             let id = format!("st{pool}");
@@ -94,7 +97,7 @@ fn action(d: &Daemon, ctx: &Ctx, k: u64) -> Result<(), String> {
             p.whole()?;
             (p.sha() == wire::pattern_sha(k % 1000, bytes))
                 .then_some(())
-                .ok_or("replayed stream differs".into())
+                .ok_or(Error::finding("replayed stream differs"))
         }
         4 => {
             let id = format!("cat{pool}");
@@ -198,7 +201,7 @@ fn action(d: &Daemon, ctx: &Ctx, k: u64) -> Result<(), String> {
             drop(stalled);
             (reattached && p.sha() == wire::pattern_sha(seed, bytes))
                 .then_some(())
-                .ok_or("the follower's stream differs".into())
+                .ok_or(Error::finding("the follower's stream differs"))
         }
         9 => {
             // A bounded stdin flood into a child that never reads (7): the
@@ -221,7 +224,7 @@ fn action(d: &Daemon, ctx: &Ctx, k: u64) -> Result<(), String> {
                     // A queue-full refusal ends the flood; any other error
                     // is a fault.
                     if e.get("code") != Some(&serde_json::Value::from(-32002)) {
-                        return Err(format!("stdin: {e}"));
+                        return Err(Error::finding(format!("stdin: {e}")));
                     }
                     break;
                 }
@@ -235,7 +238,7 @@ fn action(d: &Daemon, ctx: &Ctx, k: u64) -> Result<(), String> {
             c.wait_exit(&id).map(|_| ())
         }
         _ => {
-            let mut s = UnixStream::connect(&d.socket).map_err(|e| e.to_string())?;
+            let mut s = UnixStream::connect(&d.socket)?;
             let _ = s.write_all(b"\xff\xfe{\"jsonrpc\":[[[[\n\0\0\n{\"id\":1e999}\n");
             let _ = s.shutdown(std::net::Shutdown::Write);
             let _ = std::io::Read::read_to_end(&mut s, &mut Vec::new());
@@ -245,7 +248,7 @@ fn action(d: &Daemon, ctx: &Ctx, k: u64) -> Result<(), String> {
 }
 
 /// 12. The soak.
-pub fn soak(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
+pub fn soak(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
     let d = Daemon::start(bin)?;
     let total = Duration::from_secs_f64(ctx.soak_minutes * 60.0);
     let every = Duration::from_secs_f64((total.as_secs_f64() / 300.0).max(0.5));
