@@ -24,6 +24,7 @@
 
 use crate::error::{At, IoAt};
 use crate::probe::ParseError;
+use crate::sync::lock;
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -171,7 +172,7 @@ pub fn run(o: &CaptureOptions) -> Result<PathBuf, Error> {
             }
         }
     }
-    let events = log.lock().unwrap().clone();
+    let events = lock(&log).clone();
     write_probe(o, &events, bridge)
 }
 
@@ -187,12 +188,12 @@ fn relay(
     let l1 = log.clone();
     let up = std::thread::spawn(move || {
         copy_lines(client_r, &mut daemon_w, &l1, |line| Event::Client(n, line));
-        l1.lock().unwrap().push(Event::ClientClosed(n));
+        lock(&l1).push(Event::ClientClosed(n));
         let _ = daemon_w.shutdown(std::net::Shutdown::Write);
     });
     let down = std::thread::spawn(move || {
         copy_lines(daemon_r, &mut client_w, &log, |line| Event::Daemon(n, line));
-        log.lock().unwrap().push(Event::DaemonClosed(n));
+        lock(&log).push(Event::DaemonClosed(n));
     });
     vec![up, down]
 }
@@ -208,7 +209,7 @@ fn copy_lines(from: impl Read, to: &mut dyn Write, log: &Log, event: impl Fn(Vec
             Ok(_) => {}
         }
         let body = line.strip_suffix(b"\n").unwrap_or(&line).to_vec();
-        log.lock().unwrap().push(event(body));
+        lock(log).push(event(body));
         if to.write_all(&line).and_then(|_| to.flush()).is_err() {
             return;
         }

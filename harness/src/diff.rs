@@ -5,6 +5,7 @@ use crate::compare::{accepts_for, compare, derived_counts, pending_accepts, unst
 use crate::probe::Probe;
 use crate::report::{ProbeResult, SideTiming};
 use crate::runner::{self, RunConfig};
+use crate::sync::{into_inner, lock};
 use crate::transcript::{derived_header, Transcript};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -86,12 +87,11 @@ pub fn parallel<T: Send>(
                         started.elapsed().as_secs_f64()
                     );
                 }
-                out.lock().unwrap()[i] = Some(r);
+                lock(&out)[i] = Some(r);
             });
         }
     });
-    out.into_inner()
-        .unwrap()
+    into_inner(out)
         .into_iter()
         .map(|r| r.expect("every probe ran"))
         .collect()

@@ -26,6 +26,7 @@ mod probe;
 mod report;
 mod runner;
 mod stress;
+mod sync;
 mod transcript;
 
 use clap::Parser;

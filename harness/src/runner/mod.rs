@@ -29,6 +29,7 @@ use crate::error::At;
 use crate::fixture;
 use crate::normalize::Normalizer;
 use crate::probe::{Ctx, Probe, StepKind};
+use crate::sync::lock;
 use crate::transcript::Transcript;
 use conn::{id_matches, Conn};
 use daemon::Daemon;
@@ -362,7 +363,7 @@ impl Runner<'_> {
     }
 
     fn barrier(&mut self, conn: &str) {
-        let eof = self.conns[conn].shared.0.lock().unwrap().eof;
+        let eof = lock(&self.conns[conn].shared.0).eof;
         if !eof {
             let mut line =
                 format!("{{\"jsonrpc\":\"2.0\",\"id\":{BARRIER_ID},\"method\":\"server.ping\",\"auth\":").into_bytes();
@@ -390,7 +391,7 @@ impl Runner<'_> {
         if !rest.is_empty() {
             self.t.push(format!("end {conn} unawaited"), rest);
         }
-        let st = self.conns[conn].shared.0.lock().unwrap();
+        let st = lock(&self.conns[conn].shared.0);
         let mut late = Vec::new();
         for (p, ps) in &st.procs {
             if let Some(n) = ps.recorded_frames {

@@ -13,6 +13,7 @@
 use super::Error;
 use crate::dut::procfs::{self, alive, fd_count, fd_kinds, pids_with_env, zombie_parent};
 use crate::dut::{self, client, Options};
+use crate::sync::lock;
 use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -380,12 +381,6 @@ impl Drop for Daemon {
     fn drop(&mut self) {
         self.cleanup();
     }
-}
-
-/// The data behind a mutex, even if a thread panicked holding it (the
-/// figures are still worth reporting).
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A background RSS sampler.
