@@ -315,6 +315,48 @@ fn as_call(v: &Value, line: &[u8], token: &[u8]) -> Option<(String, String, Opti
     (rebuilt.as_bytes() == line && plain(&id) && plain(&method)).then_some((id, method, params))
 }
 
+/// The probe's first lines: its description, what was rewritten, and the
+/// bridge connection when the session came over stdin/stdout.
+fn probe_header(events: &[Event], rw: &Rewriter, bridge: bool) -> String {
+    let mut out = String::new();
+    let conns = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ClientClosed(n) => Some(*n),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    let _ = writeln!(out, "desc captured by harness capture ({conns} connection(s))");
+    let _ = write!(out, "# {} events relayed; the token is $TOKEN", events.len());
+    if !rw.pids.is_empty() {
+        let _ = write!(out, ", process ids are p1…p{}", rw.pids.len());
+    }
+    out.push('\n');
+    if bridge {
+        out.push_str("connect c1 bridge\n");
+    }
+    out
+}
+
+/// What waits for a daemon line on connection `n`: its process's exit
+/// frame, or the reply with its id (other frames are waited for by the
+/// exit).
+fn await_line(out: &mut String, n: usize, l: &[u8], rw: &mut Rewriter) {
+    let Ok(v) = serde_json::from_slice::<Value>(l) else {
+        return;
+    };
+    if is_frame(&v) {
+        if v.get("stream").and_then(Value::as_str) == Some("exit") {
+            let p = v.get("processId").and_then(Value::as_str).unwrap_or("");
+            let _ = writeln!(out, "await-exit c{n} {}", rw.pid(p));
+        }
+    } else if let Some(id) = v.get("id") {
+        let id = serde_json::to_string(id).unwrap_or_default();
+        let _ = writeln!(out, "await c{n} {id}");
+    }
+}
+
 fn write_probe(o: &CaptureOptions, events: &[Event], bridge: bool) -> Result<PathBuf, Error> {
     let mut rw = Rewriter::new(o);
     // Process ids first, in order of appearance, so every line maps them.
@@ -334,24 +376,7 @@ fn write_probe(o: &CaptureOptions, events: &[Event], bridge: bool) -> Result<Pat
         .unwrap_or_else(|| "captured".into());
     let dir = o.out.parent().unwrap_or(Path::new(".")).to_path_buf();
     let mut fixtures = 0usize;
-    let mut out = String::new();
-    let conns = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::ClientClosed(n) => Some(*n),
-            _ => None,
-        })
-        .max()
-        .unwrap_or(0);
-    let _ = writeln!(out, "desc captured by harness capture ({conns} connection(s))");
-    let _ = write!(out, "# {} events relayed; the token is $TOKEN", events.len());
-    if !rw.pids.is_empty() {
-        let _ = write!(out, ", process ids are p1…p{}", rw.pids.len());
-    }
-    out.push('\n');
-    if bridge {
-        out.push_str("connect c1 bridge\n");
-    }
+    let mut out = probe_header(events, &rw, bridge);
     let mut client_closed = std::collections::BTreeSet::new();
     let mut merged: std::collections::BTreeSet<usize> = std::collections::BTreeSet::new();
     for (i, e) in events.iter().enumerate() {
@@ -393,23 +418,8 @@ fn write_probe(o: &CaptureOptions, events: &[Event], bridge: bool) -> Result<Pat
                     let _ = writeln!(out, "send c{n} {text}");
                 }
             }
-            Event::Daemon(n, l) => {
-                if merged.contains(&i) {
-                    continue;
-                }
-                let Ok(v) = serde_json::from_slice::<Value>(l) else {
-                    continue;
-                };
-                if is_frame(&v) {
-                    if v.get("stream").and_then(Value::as_str) == Some("exit") {
-                        let p = v.get("processId").and_then(Value::as_str).unwrap_or("");
-                        let _ = writeln!(out, "await-exit c{n} {}", rw.pid(p));
-                    }
-                } else if let Some(id) = v.get("id") {
-                    let id = serde_json::to_string(id).unwrap_or_default();
-                    let _ = writeln!(out, "await c{n} {id}");
-                }
-            }
+            Event::Daemon(n, l) if !merged.contains(&i) => await_line(&mut out, *n, l, &mut rw),
+            Event::Daemon(..) => {}
             Event::ClientClosed(n) => {
                 if client_closed.insert(*n) && !bridge {
                     let _ = writeln!(out, "close c{n}");
