@@ -348,10 +348,67 @@ pub fn floods(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
     let during = pinger(&d.socket, stop.clone(), Duration::from_millis(5));
 
     // Phase 1: stdin into `sleep`, which never reads.
-    let total = ctx.n(64 << 20, 4 << 20);
-    let chunk = 512 * 1024u64;
     let mut c = Client::connect(&d.socket)?;
     c.set_timeout(Duration::from_secs(120));
+    stdin_into_sleep(&d, ctx, &mut c, o)?;
+    let hwm_stdin = d.hwm_kib();
+
+    // Phase 2: many connections pipelining pings at once.
+    let flooders = ctx.n(16, 4) as usize;
+    let per = ctx.n(20000, 2000) as usize;
+    let t = Instant::now();
+    let errs = ping_floods(&d, flooders, per);
+    let flood_secs = t.elapsed().as_secs_f64();
+    stop.store(true, Ordering::Relaxed);
+    let (pts, ping_err) = during.join().map_err(|_| Error::Panicked("pinger"))?;
+    o.check(
+        "every flooding connection got all its replies",
+        errs.is_empty(),
+        errs.first()
+            .cloned()
+            .unwrap_or_else(|| format!("{flooders} x {per} pings")),
+    );
+    let lat: Vec<f64> = pts.iter().map(|p| p.1).collect();
+    let worst = lat.iter().cloned().fold(0.0, f64::max);
+    // A verdict on "answered", not on how fast: a loaded CI machine can
+    // stall any one ping for seconds. Latency is the figures' business;
+    // the bound only catches a daemon that starves other connections.
+    o.check(
+        "other connections' pings all answered throughout (none slower than 10 s)",
+        ping_err.is_none() && worst < 10_000.0,
+        match ping_err {
+            Some(e) => e,
+            None => format!("{} pings, slowest {worst:.1} ms", lat.len()),
+        },
+    );
+    let _ = c.call("2", "process.kill", "{\"id\":\"sink\",\"signal\":\"KILL\"}");
+    o.check_ok(
+        "daemon still answers",
+        fresh_ping(&d.socket, Duration::from_secs(10)).map(|m| format!("{m:.1} ms")),
+    );
+    let idle_lat: Vec<f64> = idle_pts.iter().map(|p| p.1).collect();
+    o.figure("ping latency idle (median)", "ms", false, percentile(&idle_lat, 0.5));
+    o.figure("ping latency under floods (median)", "ms", false, percentile(&lat, 0.5));
+    o.figure("ping latency under floods (p99)", "ms", false, percentile(&lat, 0.99));
+    o.figure("ping latency under floods (slowest)", "ms", false, worst);
+    o.figure(
+        "flood pings per second",
+        "req/s",
+        true,
+        (flooders * per) as f64 / flood_secs,
+    );
+    o.figure("daemon VmHWM after stdin flood", "KiB", false, hwm_stdin as f64);
+    o.figure("daemon VmHWM", "KiB", false, d.hwm_kib() as f64);
+    o.series("ping latency under floods", "ms", pts);
+    o.series("daemon RSS", "MiB", smp.stop());
+    Ok(())
+}
+
+/// Floods, phase 1: `total` bytes of stdin into `sleep`, which never
+/// reads, on `c`: every chunk is accepted or refused at the queue cap.
+fn stdin_into_sleep(d: &Daemon, ctx: &Ctx, c: &mut Client, o: &mut Obs) -> Result<(), Error> {
+    let total = ctx.n(64 << 20, 4 << 20);
+    let chunk = 512 * 1024u64;
     c.call(
         "1",
         "process.spawn",
@@ -435,13 +492,13 @@ pub fn floods(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
         false,
         reordered as f64,
     );
-    let hwm_stdin = d.hwm_kib();
+    Ok(())
+}
 
-    // Phase 2: many connections pipelining pings at once.
-    let flooders = ctx.n(16, 4) as usize;
-    let per = ctx.n(20000, 2000) as usize;
-    let t = Instant::now();
-    let errs: Vec<String> = std::thread::scope(|sc| {
+/// Floods, phase 2: `flooders` connections each pipelining `per` pings
+/// and reading late; what went wrong on each connection that failed.
+fn ping_floods(d: &Daemon, flooders: usize, per: usize) -> Vec<String> {
+    std::thread::scope(|sc| {
         let hs: Vec<_> = (0..flooders)
             .map(|_| {
                 sc.spawn(|| -> Result<(), Error> {
@@ -474,51 +531,7 @@ pub fn floods(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
             .filter_map(|h| h.join().unwrap_or(Err(Error::Panicked(""))).err())
             .map(|e| e.to_string())
             .collect()
-    });
-    let flood_secs = t.elapsed().as_secs_f64();
-    stop.store(true, Ordering::Relaxed);
-    let (pts, ping_err) = during.join().map_err(|_| Error::Panicked("pinger"))?;
-    o.check(
-        "every flooding connection got all its replies",
-        errs.is_empty(),
-        errs.first()
-            .cloned()
-            .unwrap_or_else(|| format!("{flooders} x {per} pings")),
-    );
-    let lat: Vec<f64> = pts.iter().map(|p| p.1).collect();
-    let worst = lat.iter().cloned().fold(0.0, f64::max);
-    // A verdict on "answered", not on how fast: a loaded CI machine can
-    // stall any one ping for seconds. Latency is the figures' business;
-    // the bound only catches a daemon that starves other connections.
-    o.check(
-        "other connections' pings all answered throughout (none slower than 10 s)",
-        ping_err.is_none() && worst < 10_000.0,
-        match ping_err {
-            Some(e) => e,
-            None => format!("{} pings, slowest {worst:.1} ms", lat.len()),
-        },
-    );
-    let _ = c.call("2", "process.kill", "{\"id\":\"sink\",\"signal\":\"KILL\"}");
-    o.check_ok(
-        "daemon still answers",
-        fresh_ping(&d.socket, Duration::from_secs(10)).map(|m| format!("{m:.1} ms")),
-    );
-    let idle_lat: Vec<f64> = idle_pts.iter().map(|p| p.1).collect();
-    o.figure("ping latency idle (median)", "ms", false, percentile(&idle_lat, 0.5));
-    o.figure("ping latency under floods (median)", "ms", false, percentile(&lat, 0.5));
-    o.figure("ping latency under floods (p99)", "ms", false, percentile(&lat, 0.99));
-    o.figure("ping latency under floods (slowest)", "ms", false, worst);
-    o.figure(
-        "flood pings per second",
-        "req/s",
-        true,
-        (flooders * per) as f64 / flood_secs,
-    );
-    o.figure("daemon VmHWM after stdin flood", "KiB", false, hwm_stdin as f64);
-    o.figure("daemon VmHWM", "KiB", false, d.hwm_kib() as f64);
-    o.series("ping latency under floods", "ms", pts);
-    o.series("daemon RSS", "MiB", smp.stop());
-    Ok(())
+    })
 }
 
 /// 8. Process churn: short processes with fresh ids.
