@@ -22,6 +22,9 @@
 //! - a line longer than `--large` bytes goes to `<stem>.fixtures/<n>.line`
 //!   and is sent as `$file(…)`.
 
+use crate::error::{At, IoAt};
+use crate::probe::ParseError;
+use crate::sync::lock;
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -59,6 +62,47 @@ enum Event {
     DaemonClosed(usize),
 }
 
+/// Why a capture could not run or its probe could not be written.
+#[derive(Debug)]
+pub enum Error {
+    /// Binding, connecting or writing on a path.
+    Io(IoAt),
+    /// A socket that could not be set up (cloned, made non-blocking).
+    Socket(std::io::Error),
+    Accept(std::io::Error),
+    /// The probe written from the session does not parse (the probe text
+    /// follows the parse error).
+    Unparsable {
+        error: ParseError,
+        probe: String,
+    },
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Io(e) => write!(f, "{e}"),
+            Error::Socket(e) => write!(f, "{e}"),
+            Error::Accept(e) => write!(f, "accept: {e}"),
+            Error::Unparsable { error, probe } => write!(f, "the captured probe does not parse: {error}\n{probe}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<IoAt> for Error {
+    fn from(e: IoAt) -> Error {
+        Error::Io(e)
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Error {
+        Error::Socket(e)
+    }
+}
+
 type Log = Arc<Mutex<Vec<Event>>>;
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -68,7 +112,7 @@ extern "C" fn on_signal(_: libc::c_int) {
 }
 
 /// Runs the relay until stopped, then writes the probe.
-pub fn run(o: &CaptureOptions) -> Result<PathBuf, String> {
+pub fn run(o: &CaptureOptions) -> Result<PathBuf, Error> {
     let log: Log = Arc::new(Mutex::new(Vec::new()));
     // SAFETY: the handler only stores to an atomic.
     unsafe {
@@ -80,23 +124,23 @@ pub fn run(o: &CaptureOptions) -> Result<PathBuf, String> {
     match &o.listen {
         Some(path) => {
             let _ = std::fs::remove_file(path);
-            let l = UnixListener::bind(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            l.set_nonblocking(true).map_err(|e| e.to_string())?;
+            let l = UnixListener::bind(path).at(path)?;
+            l.set_nonblocking(true)?;
             let mut n = 0;
             while !STOP.load(Ordering::SeqCst) {
                 match l.accept() {
                     Ok((c, _)) => {
                         let _ = c.set_nonblocking(false);
                         n += 1;
-                        let d = UnixStream::connect(&o.socket).map_err(|e| format!("{}: {e}", o.socket.display()))?;
-                        let (cr, cw) = (c.try_clone().map_err(|e| e.to_string())?, c);
-                        let (dr, dw) = (d.try_clone().map_err(|e| e.to_string())?, d);
+                        let d = UnixStream::connect(&o.socket).at(&o.socket)?;
+                        let (cr, cw) = (c.try_clone()?, c);
+                        let (dr, dw) = (d.try_clone()?, d);
                         handles.extend(relay(n, Box::new(cr), Box::new(cw), dr, dw, log.clone()));
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                         std::thread::sleep(Duration::from_millis(10))
                     }
-                    Err(e) => return Err(format!("accept: {e}")),
+                    Err(e) => return Err(Error::Accept(e)),
                 }
             }
             let _ = std::fs::remove_file(path);
@@ -113,8 +157,8 @@ pub fn run(o: &CaptureOptions) -> Result<PathBuf, String> {
             }
         }
         None => {
-            let d = UnixStream::connect(&o.socket).map_err(|e| format!("{}: {e}", o.socket.display()))?;
-            let dr = d.try_clone().map_err(|e| e.to_string())?;
+            let d = UnixStream::connect(&o.socket).at(&o.socket)?;
+            let dr = d.try_clone()?;
             handles.extend(relay(
                 1,
                 Box::new(std::io::stdin()),
@@ -128,7 +172,7 @@ pub fn run(o: &CaptureOptions) -> Result<PathBuf, String> {
             }
         }
     }
-    let events = log.lock().unwrap().clone();
+    let events = lock(&log).clone();
     write_probe(o, &events, bridge)
 }
 
@@ -144,12 +188,12 @@ fn relay(
     let l1 = log.clone();
     let up = std::thread::spawn(move || {
         copy_lines(client_r, &mut daemon_w, &l1, |line| Event::Client(n, line));
-        l1.lock().unwrap().push(Event::ClientClosed(n));
+        lock(&l1).push(Event::ClientClosed(n));
         let _ = daemon_w.shutdown(std::net::Shutdown::Write);
     });
     let down = std::thread::spawn(move || {
         copy_lines(daemon_r, &mut client_w, &log, |line| Event::Daemon(n, line));
-        log.lock().unwrap().push(Event::DaemonClosed(n));
+        lock(&log).push(Event::DaemonClosed(n));
     });
     vec![up, down]
 }
@@ -165,7 +209,7 @@ fn copy_lines(from: impl Read, to: &mut dyn Write, log: &Log, event: impl Fn(Vec
             Ok(_) => {}
         }
         let body = line.strip_suffix(b"\n").unwrap_or(&line).to_vec();
-        log.lock().unwrap().push(event(body));
+        lock(log).push(event(body));
         if to.write_all(&line).and_then(|_| to.flush()).is_err() {
             return;
         }
@@ -271,25 +315,9 @@ fn as_call(v: &Value, line: &[u8], token: &[u8]) -> Option<(String, String, Opti
     (rebuilt.as_bytes() == line && plain(&id) && plain(&method)).then_some((id, method, params))
 }
 
-fn write_probe(o: &CaptureOptions, events: &[Event], bridge: bool) -> Result<PathBuf, String> {
-    let mut rw = Rewriter::new(o);
-    // Process ids first, in order of appearance, so every line maps them.
-    for e in events {
-        if let Event::Client(_, l) | Event::Daemon(_, l) = e {
-            if let Ok(v) = serde_json::from_slice::<Value>(l) {
-                if let Some(p) = process_id(&v) {
-                    rw.pid(p);
-                }
-            }
-        }
-    }
-    let stem = o
-        .out
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "captured".into());
-    let dir = o.out.parent().unwrap_or(Path::new(".")).to_path_buf();
-    let mut fixtures = 0usize;
+/// The probe's first lines: its description, what was rewritten, and the
+/// bridge connection when the session came over stdin/stdout.
+fn probe_header(events: &[Event], rw: &Rewriter, bridge: bool) -> String {
     let mut out = String::new();
     let conns = events
         .iter()
@@ -308,6 +336,47 @@ fn write_probe(o: &CaptureOptions, events: &[Event], bridge: bool) -> Result<Pat
     if bridge {
         out.push_str("connect c1 bridge\n");
     }
+    out
+}
+
+/// What waits for a daemon line on connection `n`: its process's exit
+/// frame, or the reply with its id (other frames are waited for by the
+/// exit).
+fn await_line(out: &mut String, n: usize, l: &[u8], rw: &mut Rewriter) {
+    let Ok(v) = serde_json::from_slice::<Value>(l) else {
+        return;
+    };
+    if is_frame(&v) {
+        if v.get("stream").and_then(Value::as_str) == Some("exit") {
+            let p = v.get("processId").and_then(Value::as_str).unwrap_or("");
+            let _ = writeln!(out, "await-exit c{n} {}", rw.pid(p));
+        }
+    } else if let Some(id) = v.get("id") {
+        let id = serde_json::to_string(id).unwrap_or_default();
+        let _ = writeln!(out, "await c{n} {id}");
+    }
+}
+
+fn write_probe(o: &CaptureOptions, events: &[Event], bridge: bool) -> Result<PathBuf, Error> {
+    let mut rw = Rewriter::new(o);
+    // Process ids first, in order of appearance, so every line maps them.
+    for e in events {
+        if let Event::Client(_, l) | Event::Daemon(_, l) = e {
+            if let Ok(v) = serde_json::from_slice::<Value>(l) {
+                if let Some(p) = process_id(&v) {
+                    rw.pid(p);
+                }
+            }
+        }
+    }
+    let stem = o
+        .out
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "captured".into());
+    let dir = o.out.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let mut fixtures = 0usize;
+    let mut out = probe_header(events, &rw, bridge);
     let mut client_closed = std::collections::BTreeSet::new();
     let mut merged: std::collections::BTreeSet<usize> = std::collections::BTreeSet::new();
     for (i, e) in events.iter().enumerate() {
@@ -341,31 +410,16 @@ fn write_probe(o: &CaptureOptions, events: &[Event], bridge: bool) -> Result<Pat
                 } else if text.len() > o.large {
                     fixtures += 1;
                     let fdir = dir.join(format!("{stem}.fixtures"));
-                    std::fs::create_dir_all(&fdir).map_err(|e| format!("{}: {e}", fdir.display()))?;
+                    std::fs::create_dir_all(&fdir).at(&fdir)?;
                     let f = fdir.join(format!("{fixtures}.line"));
-                    std::fs::write(&f, format!("{text}\n")).map_err(|e| format!("{}: {e}", f.display()))?;
+                    std::fs::write(&f, format!("{text}\n")).at(&f)?;
                     let _ = writeln!(out, "send c{n} $file({stem}.fixtures/{fixtures}.line)");
                 } else {
                     let _ = writeln!(out, "send c{n} {text}");
                 }
             }
-            Event::Daemon(n, l) => {
-                if merged.contains(&i) {
-                    continue;
-                }
-                let Ok(v) = serde_json::from_slice::<Value>(l) else {
-                    continue;
-                };
-                if is_frame(&v) {
-                    if v.get("stream").and_then(Value::as_str) == Some("exit") {
-                        let p = v.get("processId").and_then(Value::as_str).unwrap_or("");
-                        let _ = writeln!(out, "await-exit c{n} {}", rw.pid(p));
-                    }
-                } else if let Some(id) = v.get("id") {
-                    let id = serde_json::to_string(id).unwrap_or_default();
-                    let _ = writeln!(out, "await c{n} {id}");
-                }
-            }
+            Event::Daemon(n, l) if !merged.contains(&i) => await_line(&mut out, *n, l, &mut rw),
+            Event::Daemon(..) => {}
             Event::ClientClosed(n) => {
                 if client_closed.insert(*n) && !bridge {
                     let _ = writeln!(out, "close c{n}");
@@ -379,7 +433,9 @@ fn write_probe(o: &CaptureOptions, events: &[Event], bridge: bool) -> Result<Pat
             }
         }
     }
-    crate::probe::parse(&o.out, &out).map_err(|e| format!("the captured probe does not parse: {e}\n{out}"))?;
-    std::fs::write(&o.out, &out).map_err(|e| format!("{}: {e}", o.out.display()))?;
+    if let Err(e) = crate::probe::parse(&o.out, &out) {
+        return Err(Error::Unparsable { error: e, probe: out });
+    }
+    std::fs::write(&o.out, &out).at(&o.out)?;
     Ok(o.out.clone())
 }

@@ -6,10 +6,12 @@
 //! `probes/ACCEPTED` list — is reported as *accepted* with its reason; it
 //! is never hidden.
 
+use crate::error::IoAt;
 use crate::probe::{glob_match, Accept, Probe};
 use crate::transcript::{DerivedHeader, Entry, Transcript};
 use serde::{Deserialize, Serialize};
-use std::path::Path;
+use std::fmt;
+use std::path::{Path, PathBuf};
 
 /// One line of `probes/ACCEPTED`: `<probe glob> | <key glob> | <reason>`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -19,12 +21,46 @@ pub struct CentralAccept {
     pub reason: String,
 }
 
+/// A central list of accepted divergences that cannot be read.
+#[derive(Debug)]
+pub enum AcceptedError {
+    Io(IoAt),
+    /// A line without its three fields.
+    Line {
+        path: PathBuf,
+        line: usize,
+    },
+}
+
+impl fmt::Display for AcceptedError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AcceptedError::Io(e) => write!(f, "{e}"),
+            AcceptedError::Line { path, line } => write!(
+                f,
+                "{}:{line}: expected `<probe glob> | <key glob> | <reason>`",
+                path.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for AcceptedError {}
+
+// `commands/corpus.rs` (another branch's file) returns `String` and uses
+// `?` on `load_accepted`: remove once it has an error type of its own.
+impl From<AcceptedError> for String {
+    fn from(e: AcceptedError) -> String {
+        e.to_string()
+    }
+}
+
 /// Reads the central list; a missing file is an empty list.
-pub fn load_accepted(path: &Path) -> Result<Vec<CentralAccept>, String> {
+pub fn load_accepted(path: &Path) -> Result<Vec<CentralAccept>, AcceptedError> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(format!("{}: {e}", path.display())),
+        Err(e) => return Err(AcceptedError::Io(IoAt::new(path, e))),
     };
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -40,11 +76,10 @@ pub fn load_accepted(path: &Path) -> Result<Vec<CentralAccept>, String> {
                 reason: r.to_string(),
             }),
             _ => {
-                return Err(format!(
-                    "{}:{}: expected `<probe glob> | <key glob> | <reason>`",
-                    path.display(),
-                    i + 1
-                ))
+                return Err(AcceptedError::Line {
+                    path: path.to_path_buf(),
+                    line: i + 1,
+                })
             }
         }
     }
@@ -384,7 +419,7 @@ mod tests {
         let l = load_accepted(&p).unwrap();
         assert_eq!(l[0].probe, "server-shutdown-*");
         std::fs::write(&p, "bad line\n").unwrap();
-        assert!(load_accepted(&p).unwrap_err().contains(":1:"));
+        assert!(load_accepted(&p).unwrap_err().to_string().contains(":1:"));
         assert!(load_accepted(&d.path().join("none")).unwrap().is_empty());
     }
 

@@ -4,7 +4,8 @@
 use crate::compare::{accepts_for, compare, derived_counts, pending_accepts, unstable_keys, CentralAccept, Status};
 use crate::probe::Probe;
 use crate::report::{ProbeResult, SideTiming};
-use crate::runner::{run_probe, RunConfig};
+use crate::runner::{self, RunConfig};
+use crate::sync::{into_inner, lock};
 use crate::transcript::{derived_header, Transcript};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -86,12 +87,11 @@ pub fn parallel<T: Send>(
                         started.elapsed().as_secs_f64()
                     );
                 }
-                out.lock().unwrap()[i] = Some(r);
+                lock(&out)[i] = Some(r);
             });
         }
     });
-    out.into_inner()
-        .unwrap()
+    into_inner(out)
         .into_iter()
         .map(|r| r.expect("every probe ran"))
         .collect()
@@ -104,7 +104,7 @@ pub fn diff_probe(p: &Probe, o: &DiffOptions) -> ProbeResult {
     let mut cands: Vec<Transcript> = Vec::new();
     for _ in 0..o.repeat.max(1) {
         match &o.reference {
-            Reference::Binary(cfg) => match run_probe(p, cfg) {
+            Reference::Binary(cfg) => match runner::run(p, cfg) {
                 Ok(t) => refs.push(t),
                 Err(e) => {
                     res.status = Status::Error;
@@ -120,13 +120,13 @@ pub fn diff_probe(p: &Probe, o: &DiffOptions) -> ProbeResult {
                 }
                 Err(e) => {
                     res.status = Status::Error;
-                    res.error = Some(e);
+                    res.error = Some(e.to_string());
                     return res;
                 }
             },
             Reference::Transcripts(_) => {}
         }
-        match run_probe(p, &o.candidate) {
+        match runner::run(p, &o.candidate) {
             Ok(t) => cands.push(t),
             Err(e) => {
                 res.status = Status::Error;
@@ -154,7 +154,7 @@ pub fn diff_probe(p: &Probe, o: &DiffOptions) -> ProbeResult {
             Ok(h) => h,
             Err(e) => {
                 res.status = Status::Error;
-                res.error = Some(e);
+                res.error = Some(e.to_string());
                 return res;
             }
         },

@@ -5,32 +5,55 @@ use crate::normalize::Normalizer;
 use crate::probe::{Ctx, StepKind, TarEntry, TarFormat, TarKind};
 use crate::transcript::Transcript;
 use sha2::{Digest, Sha256};
+use std::fmt;
 use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
+
+/// A fixture that could not be built.
+#[derive(Debug)]
+pub enum Error {
+    /// A file-system operation (`mkdir`, `write`, `chmod`, …) on a path.
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    NulInPath,
+    /// `git` or `sh` could not run.
+    Command {
+        what: &'static str,
+        source: std::io::Error,
+    },
+    /// `git` or `sh` ran and failed.
+    Failed {
+        what: &'static str,
+        status: ExitStatus,
+        stderr: String,
+    },
+    Tar(std::io::Error),
+    /// A step that is not a fixture (its debug form).
+    NotAFixture(String),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Io { op, path, source } => write!(f, "{op} {}: {source}", path.display()),
+            Error::NulInPath => f.write_str("fifo path contains NUL"),
+            Error::Command { what, source } => write!(f, "{what}: {source}"),
+            Error::Failed { what, status, stderr } => write!(f, "{what} fixture failed ({status}): {stderr}"),
+            Error::Tar(e) => write!(f, "tar: {e}"),
+            Error::NotAFixture(step) => write!(f, "not a fixture: {step}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
 
 /// Fixed identity and dates so git object ids are stable.
 pub const GIT_DATE: &str = "2024-01-01T00:00:00+0000";
-
-/// Environment shared by the daemon, command-line runs and fixture commands.
-pub fn base_env(run: &Path) -> Vec<(String, String)> {
-    let mut env = vec![
-        ("HOME".to_string(), run.join("home").to_string_lossy().into_owned()),
-        ("LANG".to_string(), "C".to_string()),
-        ("LC_ALL".to_string(), "C".to_string()),
-        ("TZ".to_string(), "UTC".to_string()),
-        ("GIT_CONFIG_NOSYSTEM".to_string(), "1".to_string()),
-        (
-            "USER".to_string(),
-            std::env::var("USER").unwrap_or_else(|_| "probe".into()),
-        ),
-    ];
-    if let Ok(p) = std::env::var("PATH") {
-        env.push(("PATH".to_string(), p));
-    }
-    env
-}
 
 fn resolve(root: &Path, p: &str) -> PathBuf {
     let p = Path::new(p);
@@ -49,8 +72,12 @@ fn ensure_parent(p: &Path) -> std::io::Result<()> {
 }
 
 /// Builds one fixture step. Paths are relative to the fixture root.
-pub fn build(step: &StepKind, ctx: &Ctx, root: &Path, run: &Path) -> Result<(), String> {
-    let io = |what: &str, p: &Path, e: std::io::Error| format!("{what} {}: {e}", p.display());
+pub fn build(step: &StepKind, ctx: &Ctx, root: &Path, run: &Path) -> Result<(), Error> {
+    let io = |op: &'static str, p: &Path, source: std::io::Error| Error::Io {
+        op,
+        path: p.to_path_buf(),
+        source,
+    };
     match step {
         StepKind::File { path, mode, content } => {
             let p = resolve(root, &path.expand_str(ctx));
@@ -76,8 +103,7 @@ pub fn build(step: &StepKind, ctx: &Ctx, root: &Path, run: &Path) -> Result<(), 
         StepKind::Fifo { path } => {
             let p = resolve(root, &path.expand_str(ctx));
             ensure_parent(&p).map_err(|e| io("mkdir", &p, e))?;
-            let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes())
-                .map_err(|_| "fifo path contains NUL".to_string())?;
+            let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).map_err(|_| Error::NulInPath)?;
             // SAFETY: `c` is a valid NUL-terminated path.
             if unsafe { libc::mkfifo(c.as_ptr(), 0o644) } != 0 {
                 return Err(io("mkfifo", &p, std::io::Error::last_os_error()));
@@ -113,17 +139,17 @@ pub fn build(step: &StepKind, ctx: &Ctx, root: &Path, run: &Path) -> Result<(), 
         StepKind::Tar { path, format, entries } => {
             let p = resolve(root, &path.expand_str(ctx));
             ensure_parent(&p).map_err(|e| io("mkdir", &p, e))?;
-            let bytes = build_tar(entries, *format, ctx).map_err(|e| format!("tar: {e}"))?;
+            let bytes = build_tar(entries, *format, ctx).map_err(Error::Tar)?;
             std::fs::write(&p, bytes).map_err(|e| io("write", &p, e))
         }
-        other => Err(format!("not a fixture: {other:?}")),
+        other => Err(Error::NotAFixture(format!("{other:?}"))),
     }
 }
 
-fn run_fixture_cmd(mut cmd: Command, root: &Path, run: &Path, what: &str) -> Result<(), String> {
+fn run_fixture_cmd(mut cmd: Command, root: &Path, run: &Path, what: &'static str) -> Result<(), Error> {
     cmd.current_dir(root)
         .env_clear()
-        .envs(base_env(run))
+        .envs(crate::dut::base_env(run))
         .env("GIT_AUTHOR_DATE", GIT_DATE)
         .env("GIT_COMMITTER_DATE", GIT_DATE)
         .env("GIT_AUTHOR_NAME", "Probe Author")
@@ -132,13 +158,13 @@ fn run_fixture_cmd(mut cmd: Command, root: &Path, run: &Path, what: &str) -> Res
         .env("GIT_COMMITTER_EMAIL", "probe@example.invalid")
         .env("ROOT", root)
         .stdin(Stdio::null());
-    let out = cmd.output().map_err(|e| format!("{what}: {e}"))?;
+    let out = cmd.output().map_err(|source| Error::Command { what, source })?;
     if !out.status.success() {
-        return Err(format!(
-            "{what} fixture failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
+        return Err(Error::Failed {
+            what,
+            status: out.status,
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
     }
     Ok(())
 }

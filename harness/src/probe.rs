@@ -16,6 +16,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod directives;
+mod grammar;
 mod lex;
 mod parse;
 pub use parse::parse;

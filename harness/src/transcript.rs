@@ -11,8 +11,78 @@
 //! control bytes and invalid UTF-8 as `\xNN`. Lines starting with `#` are
 //! comments.
 
+use crate::error::IoAt;
 use serde::{Deserialize, Serialize};
-use std::path::Path;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// A transcript file that cannot be read.
+#[derive(Debug)]
+pub enum Error {
+    Io(IoAt),
+    MissingTab {
+        line: usize,
+    },
+    Escape {
+        line: usize,
+        escape: EscapeError,
+    },
+    /// A `# pending:` line without its four fields (the text after the mark).
+    Pending(String),
+    PendingWithoutSource(PathBuf),
+    /// One of the above, in a file.
+    InFile {
+        path: PathBuf,
+        error: Box<Error>,
+    },
+}
+
+impl Error {
+    fn in_file(self, path: &Path) -> Error {
+        Error::InFile {
+            path: path.to_path_buf(),
+            error: Box::new(self),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Io(e) => write!(f, "{e}"),
+            Error::MissingTab { line } => write!(f, "line {line}: missing tab"),
+            Error::Escape { line, escape } => write!(f, "line {line}: {escape}"),
+            Error::Pending(rest) => write!(
+                f,
+                "pending {rest:?}: expected `<key glob> | <issue> | <build> | <behaviour>`"
+            ),
+            Error::PendingWithoutSource(path) => {
+                write!(f, "{}: `# pending:` lines without `{DERIVED_MARK}`", path.display())
+            }
+            Error::InFile { path, error } => write!(f, "{}: {error}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// A value whose escapes do not read back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EscapeError {
+    /// `\x` without two hex digits.
+    Hex,
+    /// A backslash before anything else.
+    Unknown,
+}
+
+impl fmt::Display for EscapeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            EscapeError::Hex => "bad \\x escape",
+            EscapeError::Unknown => "bad escape",
+        })
+    }
+}
 
 /// One transcript entry.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -90,7 +160,7 @@ impl Transcript {
     }
 
     /// Parses the text form.
-    pub fn from_text(probe: &str, text: &str) -> Result<Transcript, String> {
+    pub fn from_text(probe: &str, text: &str) -> Result<Transcript, Error> {
         let mut t = Transcript {
             probe: probe.to_string(),
             ..Default::default()
@@ -99,26 +169,23 @@ impl Transcript {
             if line.starts_with('#') || line.is_empty() {
                 continue;
             }
-            let (k, v) = line
-                .split_once('\t')
-                .ok_or_else(|| format!("line {}: missing tab", i + 1))?;
+            let line_no = i + 1;
+            let (k, v) = line.split_once('\t').ok_or(Error::MissingTab { line: line_no })?;
             t.entries.push(Entry {
                 key: k.to_string(),
-                value: unescape(v).map_err(|e| format!("line {}: {e}", i + 1))?,
+                value: unescape(v).map_err(|escape| Error::Escape { line: line_no, escape })?,
             });
         }
         Ok(t)
     }
 
     /// Reads `<dir>/<probe>.txt`; `Ok(None)` when it does not exist.
-    pub fn load(dir: &Path, probe: &str) -> Result<Option<Transcript>, String> {
+    pub fn load(dir: &Path, probe: &str) -> Result<Option<Transcript>, Error> {
         let p = dir.join(format!("{probe}.txt"));
         match std::fs::read_to_string(&p) {
-            Ok(text) => Transcript::from_text(probe, &text)
-                .map(Some)
-                .map_err(|e| format!("{}: {e}", p.display())),
+            Ok(text) => Transcript::from_text(probe, &text).map(Some).map_err(|e| e.in_file(&p)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(format!("{}: {e}", p.display())),
+            Err(e) => Err(Error::Io(IoAt::new(&p, e))),
         }
     }
 }
@@ -154,7 +221,7 @@ pub struct Pending {
 
 impl Pending {
     /// Parses the text after [`PENDING_MARK`].
-    pub fn parse(rest: &str) -> Result<Pending, String> {
+    pub fn parse(rest: &str) -> Result<Pending, Error> {
         let parts: Vec<&str> = rest.splitn(4, '|').map(str::trim).collect();
         match parts.as_slice() {
             [k, i, b, w] if parts.iter().all(|p| !p.is_empty()) => Ok(Pending {
@@ -163,9 +230,7 @@ impl Pending {
                 build: b.to_string(),
                 behaviour: w.to_string(),
             }),
-            _ => Err(format!(
-                "pending {rest:?}: expected `<key glob> | <issue> | <build> | <behaviour>`"
-            )),
+            _ => Err(Error::Pending(rest.to_string())),
         }
     }
 
@@ -194,12 +259,12 @@ pub struct DerivedHeader {
 
 /// Reads the derived header of `<dir>/<probe>.txt`: `Ok(None)` when the
 /// file does not exist or is not reference-derived.
-pub fn derived_header(dir: &Path, probe: &str) -> Result<Option<DerivedHeader>, String> {
+pub fn derived_header(dir: &Path, probe: &str) -> Result<Option<DerivedHeader>, Error> {
     let p = dir.join(format!("{probe}.txt"));
     let text = match std::fs::read_to_string(&p) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("{}: {e}", p.display())),
+        Err(e) => return Err(Error::Io(IoAt::new(&p, e))),
     };
     let mut header: Option<DerivedHeader> = None;
     let mut pending = Vec::new();
@@ -210,7 +275,7 @@ pub fn derived_header(dir: &Path, probe: &str) -> Result<Option<DerivedHeader>, 
                 pending: Vec::new(),
             });
         } else if let Some(rest) = line.strip_prefix(PENDING_MARK) {
-            pending.push(Pending::parse(rest).map_err(|e| format!("{}: {e}", p.display()))?);
+            pending.push(Pending::parse(rest).map_err(|e| e.in_file(&p))?);
         }
     }
     match header {
@@ -219,7 +284,7 @@ pub fn derived_header(dir: &Path, probe: &str) -> Result<Option<DerivedHeader>, 
             Ok(Some(h))
         }
         None if pending.is_empty() => Ok(None),
-        None => Err(format!("{}: `# pending:` lines without `{DERIVED_MARK}`", p.display())),
+        None => Err(Error::PendingWithoutSource(p)),
     }
 }
 
@@ -245,7 +310,7 @@ pub fn escape(v: &[u8]) -> String {
 }
 
 /// Inverse of [`escape`].
-pub fn unescape(s: &str) -> Result<Vec<u8>, String> {
+pub fn unescape(s: &str) -> Result<Vec<u8>, EscapeError> {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -264,11 +329,11 @@ pub fn unescape(s: &str) -> Result<Vec<u8>, String> {
                 let h = s
                     .get(i + 2..i + 4)
                     .and_then(|h| u8::from_str_radix(h, 16).ok())
-                    .ok_or("bad \\x escape")?;
+                    .ok_or(EscapeError::Hex)?;
                 out.push(h);
                 i += 2;
             }
-            _ => return Err("bad escape".into()),
+            _ => return Err(EscapeError::Unknown),
         }
         i += 2;
     }

@@ -4,6 +4,7 @@
 //! `harness diff` with no difference, uses `$TOKEN`, and keeps the large
 //! line as a fixture; and a session spoken over the capture's own
 //! stdin/stdout (its `-bridge`-like mode), replayed through `-bridge`.
+#![allow(clippy::unwrap_used)] // a test that unwraps fails loudly; the lint guards the harness
 
 mod common;
 

@@ -4,6 +4,7 @@
 //! package's binaries, so [`remora`] runs `cargo build -p remora` (a no-op
 //! when it is up to date) and returns `<target>/debug/remora`.
 #![allow(dead_code)]
+#![allow(clippy::unwrap_used)] // a test that unwraps fails loudly; the lint guards the harness
 
 /// The same skip rules as the daemon's tests (`REMORA_REQUIRE_ALL_TOOLS`).
 #[path = "../../daemon/tests/common/skip.rs"]

@@ -3,6 +3,7 @@
 //! refused; a wrong frame planted in a golden file makes `harness check`
 //! fail (and the unplanted one passes); re-deriving from an unchanged
 //! source is byte-identical, also to the committed transcript.
+#![allow(clippy::unwrap_used)] // a test that unwraps fails loudly; the lint guards the harness
 
 mod common;
 

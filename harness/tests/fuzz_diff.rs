@@ -2,6 +2,7 @@
 //! difference (remora behind a mutant proxy that alters -32602 messages
 //! only) is found, shrunk to a tiny probe, and that probe reproduces the
 //! difference under `harness diff`.
+#![allow(clippy::unwrap_used)] // a test that unwraps fails loudly; the lint guards the harness
 
 mod common;
 

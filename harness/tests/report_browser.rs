@@ -17,6 +17,7 @@
 //! `target/browser-artifacts/`. Without Chromium the tests say that they
 //! skipped, and fail instead under `REMORA_REQUIRE_ALL_TOOLS=1` (which
 //! `.ci/run` sets).
+#![allow(clippy::unwrap_used)] // a test that unwraps fails loudly; the lint guards the harness
 
 mod common;
 

@@ -3,6 +3,7 @@
 //! Stream mutations (a missing byte, an extra frame) need `process.spawn`;
 //! while that is not implemented they are proven on synthetic frames by the
 //! runner's unit tests, and here they are checked only when spawn works.
+#![allow(clippy::unwrap_used)] // a test that unwraps fails loudly; the lint guards the harness
 
 mod common;
 

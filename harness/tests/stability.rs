@@ -2,6 +2,7 @@
 //! report zero differences and nothing unstable. The probe selection covers
 //! every family that is deterministic by construction (the process families
 //! are sampled); the full suite is `harness diff` itself.
+#![allow(clippy::unwrap_used)] // a test that unwraps fails loudly; the lint guards the harness
 
 mod common;
 

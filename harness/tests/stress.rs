@@ -2,6 +2,7 @@
 //! with one robustness fault each must break the scenario that targets
 //! it, while the unaltered proxy passes the same scenarios. The JSON and
 //! HTML shapes are checked on a two-binary run.
+#![allow(clippy::unwrap_used)] // a test that unwraps fails loudly; the lint guards the harness
 
 mod common;
 

@@ -5,10 +5,73 @@
 use crate::cli::{
     absolute, workspace, BenchArgs, CaptureArgs, FuzzDiffArgs, MutantProxyArgs, StressArgs, StressClientArgs,
 };
+use crate::error::{At, IoAt};
 use crate::runner::RunConfig;
-use crate::{bench, bench_mem, capture, compare, fuzzdiff, fuzzgen, mutant, normalize, stress};
+use crate::{bench, capture, compare, fuzzdiff, fuzzgen, mutant, normalize, stress};
+use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+/// Why one of these subcommands failed.
+#[derive(Debug)]
+pub(crate) enum Error {
+    /// A command-line argument that does not resolve (`cli.rs` and
+    /// `normalize.rs`, another branch's files, still say so in a `String`).
+    Args(String),
+    Stress(stress::Error),
+    Capture(capture::Error),
+    Accepted(compare::AcceptedError),
+    /// Reading or writing a file the command line names.
+    Io(IoAt),
+    Json(serde_json::Error),
+    CurrentExe(std::io::Error),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Args(e) => f.write_str(e),
+            Error::Stress(e) => write!(f, "{e}"),
+            Error::Capture(e) => write!(f, "{e}"),
+            Error::Accepted(e) => write!(f, "{e}"),
+            Error::Io(e) => write!(f, "{e}"),
+            Error::Json(e) => write!(f, "{e}"),
+            Error::CurrentExe(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<String> for Error {
+    fn from(e: String) -> Error {
+        Error::Args(e)
+    }
+}
+
+impl From<stress::Error> for Error {
+    fn from(e: stress::Error) -> Error {
+        Error::Stress(e)
+    }
+}
+
+impl From<capture::Error> for Error {
+    fn from(e: capture::Error) -> Error {
+        Error::Capture(e)
+    }
+}
+
+impl From<compare::AcceptedError> for Error {
+    fn from(e: compare::AcceptedError) -> Error {
+        Error::Accepted(e)
+    }
+}
+
+impl From<IoAt> for Error {
+    fn from(e: IoAt) -> Error {
+        Error::Io(e)
+    }
+}
 
 /// A child's status as this process's exit code (clamped to 0..=255).
 fn exit_code(status: i32) -> ExitCode {
@@ -16,7 +79,7 @@ fn exit_code(status: i32) -> ExitCode {
 }
 
 /// `harness stress`: load, fault and soak scenarios.
-pub(crate) fn stress(a: StressArgs) -> Result<ExitCode, String> {
+pub(crate) fn stress(a: StressArgs) -> Result<ExitCode, Error> {
     let StressArgs {
         reference,
         candidate,
@@ -33,7 +96,7 @@ pub(crate) fn stress(a: StressArgs) -> Result<ExitCode, String> {
         candidate: absolute(&candidate)?,
         ctx: stress::Ctx {
             scale,
-            harness: std::env::current_exe().map_err(|e| e.to_string())?,
+            harness: std::env::current_exe().map_err(Error::CurrentExe)?,
             soak_minutes: soak.unwrap_or(0.0),
         },
         only,
@@ -43,12 +106,12 @@ pub(crate) fn stress(a: StressArgs) -> Result<ExitCode, String> {
     let rep = stress::run(&o)?;
     print!("{}", stress::report::terminal(&rep));
     if let Some(p) = &json {
-        let j = serde_json::to_string_pretty(&rep).map_err(|e| e.to_string())?;
-        std::fs::write(p, j).map_err(|e| format!("{}: {e}", p.display()))?;
+        let j = serde_json::to_string_pretty(&rep).map_err(Error::Json)?;
+        std::fs::write(p, j).at(p)?;
         eprintln!("harness: JSON report written to {}", p.display());
     }
     if let Some(p) = &html {
-        std::fs::write(p, stress::report::html(&rep)).map_err(|e| format!("{}: {e}", p.display()))?;
+        std::fs::write(p, stress::report::html(&rep)).at(p)?;
         eprintln!("harness: HTML report written to {}", p.display());
     }
     let slow_fail = slower_than.is_some() && rep.flagged();
@@ -60,7 +123,7 @@ pub(crate) fn stress(a: StressArgs) -> Result<ExitCode, String> {
 }
 
 /// `harness stress-client`: one client process of a stress scenario.
-pub(crate) fn stress_client(a: StressClientArgs) -> Result<ExitCode, String> {
+pub(crate) fn stress_client(a: StressClientArgs) -> Result<ExitCode, Error> {
     let args = stress::client::Args {
         mode: &a.mode,
         socket: a.socket.as_deref(),
@@ -75,12 +138,12 @@ pub(crate) fn stress_client(a: StressClientArgs) -> Result<ExitCode, String> {
 }
 
 /// `harness mutant-proxy`: a binary behind a wire-altering proxy.
-pub(crate) fn mutant_proxy(a: MutantProxyArgs) -> Result<ExitCode, String> {
+pub(crate) fn mutant_proxy(a: MutantProxyArgs) -> Result<ExitCode, Error> {
     Ok(exit_code(mutant::main(a.kind, &a.cmd)))
 }
 
 /// `harness capture`: a real client's session recorded as a probe.
-pub(crate) fn capture(a: CaptureArgs) -> Result<ExitCode, String> {
+pub(crate) fn capture(a: CaptureArgs) -> Result<ExitCode, Error> {
     let CaptureArgs {
         socket,
         listen,
@@ -91,7 +154,7 @@ pub(crate) fn capture(a: CaptureArgs) -> Result<ExitCode, String> {
     } = a;
     let token = match &token_file {
         Some(f) => {
-            let mut t = std::fs::read(f).map_err(|e| format!("{}: {e}", f.display()))?;
+            let mut t = std::fs::read(f).at(f)?;
             if t.ends_with(b"\n") {
                 t.pop();
                 if t.ends_with(b"\r") {
@@ -118,7 +181,7 @@ pub(crate) fn capture(a: CaptureArgs) -> Result<ExitCode, String> {
 
 /// `harness fuzz-diff`: generated request sequences run against two
 /// binaries, each difference shrunk to a minimal probe.
-pub(crate) fn fuzz_diff(a: FuzzDiffArgs) -> Result<ExitCode, String> {
+pub(crate) fn fuzz_diff(a: FuzzDiffArgs) -> Result<ExitCode, Error> {
     let FuzzDiffArgs {
         reference,
         candidate,
@@ -148,7 +211,7 @@ pub(crate) fn fuzz_diff(a: FuzzDiffArgs) -> Result<ExitCode, String> {
         return Ok(ExitCode::SUCCESS);
     }
     let renames = normalize::parse_renames(&rename)?;
-    let cfg = |b: &Path| -> Result<RunConfig, String> {
+    let cfg = |b: &Path| -> Result<RunConfig, Error> {
         Ok(RunConfig {
             bin: absolute(b)?,
             renames: renames.clone(),
@@ -180,7 +243,7 @@ pub(crate) fn fuzz_diff(a: FuzzDiffArgs) -> Result<ExitCode, String> {
     let sm = fuzzdiff::run(&o);
     print!("{}", fuzzdiff::summary_text(seed, &sm));
     if let Some(p) = coverage {
-        std::fs::write(&p, sm.coverage.full()).map_err(|e| format!("{}: {e}", p.display()))?;
+        std::fs::write(&p, sm.coverage.full()).at(&p)?;
     }
     Ok(if sm.differences > 0 || sm.errors > 0 {
         ExitCode::FAILURE
@@ -190,14 +253,14 @@ pub(crate) fn fuzz_diff(a: FuzzDiffArgs) -> Result<ExitCode, String> {
 }
 
 /// `harness bench`: performance of two binaries side by side.
-pub(crate) fn bench(a: BenchArgs) -> Result<ExitCode, String> {
+pub(crate) fn bench(a: BenchArgs) -> Result<ExitCode, Error> {
     let o = bench::BenchOptions {
         stream_bytes: a.stream_bytes,
         pings: a.pings,
         pipelined: a.pipelined,
         spawns: a.spawns,
         rounds: a.rounds,
-        memory: (!a.no_memory).then_some(bench_mem::MemoryOptions {
+        memory: (!a.no_memory).then_some(bench::MemoryOptions {
             exited: a.exited,
             stdin_mib: a.stdin_mib,
             flood_conns: a.flood_conns,
@@ -207,8 +270,8 @@ pub(crate) fn bench(a: BenchArgs) -> Result<ExitCode, String> {
     let measured = bench::run(&absolute(&a.reference)?, &absolute(&a.candidate)?, &o);
     print!("{}", bench::table(&measured));
     if let Some(p) = a.json {
-        let j = serde_json::to_string_pretty(&measured).map_err(|e| e.to_string())?;
-        std::fs::write(&p, j).map_err(|e| format!("{}: {e}", p.display()))?;
+        let j = serde_json::to_string_pretty(&measured).map_err(Error::Json)?;
+        std::fs::write(&p, j).at(&p)?;
     }
     Ok(ExitCode::SUCCESS)
 }

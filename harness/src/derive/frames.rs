@@ -4,14 +4,15 @@
 //! reference wrote it), a typed file read one frame per line, and the
 //! source's placeholders mapped onto the harness normalisation.
 
+use super::error::FrameError;
 use serde_json::Value;
 
 /// Splits a JSON array into its elements, each compacted: whitespace
 /// outside strings is dropped, everything else (member order, number
 /// spelling, escapes) is kept exactly. Every element must be valid JSON.
-pub fn golden_frames(text: &str) -> Result<Vec<String>, String> {
-    let parsed: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-    let count = parsed.as_array().ok_or("not a JSON array")?.len();
+pub fn golden_frames(text: &str) -> Result<Vec<String>, FrameError> {
+    let parsed: Value = serde_json::from_str(text).map_err(FrameError::NotJson)?;
+    let count = parsed.as_array().ok_or(FrameError::NotArray)?.len();
     let body = text.trim();
     let inner = &body[1..body.len() - 1];
     let mut frames = Vec::new();
@@ -51,24 +52,30 @@ pub fn golden_frames(text: &str) -> Result<Vec<String>, String> {
         frames.push(cur);
     }
     for f in &frames {
-        serde_json::from_str::<Value>(f).map_err(|e| format!("element {f:?} is not JSON: {e}"))?;
+        serde_json::from_str::<Value>(f).map_err(|source| FrameError::Element {
+            element: f.clone(),
+            source,
+        })?;
     }
     if frames.len() != count {
-        return Err(format!("split {} elements where the array has {count}", frames.len()));
+        return Err(FrameError::Split {
+            got: frames.len(),
+            want: count,
+        });
     }
     Ok(frames)
 }
 
 /// A typed source: one JSON frame per line, as typed from a record page;
 /// blank lines and `#` comment lines are skipped.
-pub fn typed_frames(text: &str) -> Result<Vec<String>, String> {
+pub fn typed_frames(text: &str) -> Result<Vec<String>, FrameError> {
     let mut out = Vec::new();
     for (i, l) in text.lines().enumerate() {
         let l = l.trim_end();
         if l.trim().is_empty() || l.starts_with('#') {
             continue;
         }
-        serde_json::from_str::<Value>(l).map_err(|e| format!("line {}: not JSON: {e}", i + 1))?;
+        serde_json::from_str::<Value>(l).map_err(|source| FrameError::LineNotJson { line: i + 1, source })?;
         out.push(l.to_string());
     }
     Ok(out)
@@ -115,7 +122,7 @@ fn number_in(remora: &str, key: &str) -> String {
 /// values (numbered as in remora's own reply, `remora`), then the plain
 /// ones. A `<UPPER>` placeholder left over is refused: a frame is never
 /// compared with a placeholder nobody mapped.
-pub fn map_placeholders(frame: &str, maps: &[(String, String)], remora: &str) -> Result<String, String> {
+pub fn map_placeholders(frame: &str, maps: &[(String, String)], remora: &str) -> Result<String, FrameError> {
     let mut f = frame.to_string();
     for (from, to) in maps {
         f = f.replace(from.as_str(), to);
@@ -136,9 +143,7 @@ pub fn map_placeholders(frame: &str, maps: &[(String, String)], remora: &str) ->
         f = f.replace(from, to);
     }
     if let Some(p) = leftover_placeholder(&f) {
-        return Err(format!(
-            "placeholder {p} has no mapping (add `map {p} <value>` to the recipe)"
-        ));
+        return Err(FrameError::Unmapped(p.to_string()));
     }
     Ok(f)
 }
@@ -164,15 +169,15 @@ fn leftover_placeholder(f: &str) -> Option<&str> {
 
 /// Wraps a bare result object (a golden file that records results only)
 /// into the reply envelope, with the id remora's reply carries.
-pub fn wrap_result(result: &str, remora: &str) -> Result<String, String> {
+pub fn wrap_result(result: &str, remora: &str) -> Result<String, FrameError> {
     // The id is the envelope's second member; it never holds a bare
     // harness token, so it is read off the text.
     let rest = remora
         .strip_prefix("{\"jsonrpc\":\"2.0\",\"id\":")
-        .ok_or_else(|| format!("remora's reply is not an envelope: {remora}"))?;
+        .ok_or_else(|| FrameError::NotEnvelope(remora.to_string()))?;
     let id: String = match serde_json::Deserializer::from_str(rest).into_iter::<Value>().next() {
         Some(Ok(v)) => v.to_string(),
-        _ => return Err(format!("remora's reply has no readable id: {remora}")),
+        _ => return Err(FrameError::NoId(remora.to_string())),
     };
     Ok(format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{result}}}"))
 }
@@ -204,7 +209,7 @@ mod tests {
             r#"{"m":"$ROOT/xxx"}"#
         );
         let e = map_placeholders(r#"{"m":"<LONG>"}"#, &[], "").unwrap_err();
-        assert!(e.contains("<LONG>"), "{e}");
+        assert!(e.to_string().contains("<LONG>"), "{e}");
         assert!(map_placeholders(r#"{"m":"a \u003cclientId\u003e"}"#, &[], "").is_ok());
     }
 

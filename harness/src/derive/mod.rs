@@ -25,9 +25,13 @@
 //! | `replace <key> \| <frame> \| <citation>` | the source's frame for this reply, superseded by a later pinned build's frame typed from another reference document |
 //! | `pending <key glob> \| <issue> \| <build> \| <behaviour>` | a known difference an issue adopts |
 
+mod error;
 mod frames;
 
+pub use error::{Error, FrameError, LineProblem};
+
 use crate::compare::is_reply_key;
+use crate::error::At;
 use crate::transcript::{escape, Pending, Transcript, DERIVED_MARK};
 use std::path::{Path, PathBuf};
 
@@ -64,29 +68,32 @@ pub struct Recipe {
     pub pending: Vec<Pending>,
 }
 
-fn field(fields: &[(String, String)], name: &str, path: &Path) -> Result<String, String> {
+fn field(fields: &[(String, String)], name: &'static str, path: &Path) -> Result<String, Error> {
     fields
         .iter()
         .find(|(k, _)| k == name)
         .map(|(_, v)| v.clone())
-        .ok_or_else(|| format!("{}: no `{name}` line", path.display()))
+        .ok_or_else(|| Error::NoField {
+            path: path.to_path_buf(),
+            name,
+        })
 }
 
 impl Recipe {
     /// Reads `<dir>/<probe>.derive`.
-    pub fn load(path: &Path) -> Result<Recipe, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    pub fn load(path: &Path) -> Result<Recipe, Error> {
+        let text = std::fs::read_to_string(path).at(path)?;
         let probe = path
             .file_stem()
             .and_then(|s| s.to_str())
-            .ok_or_else(|| format!("{}: no probe name", path.display()))?
+            .ok_or_else(|| Error::NoProbeName(path.to_path_buf()))?
             .to_string();
         Recipe::parse(&probe, &text, path.parent().unwrap_or(Path::new(".")), path)
     }
 
     /// Parses recipe text; `dir` resolves the source path, `path` names
     /// the recipe in errors.
-    pub fn parse(probe: &str, text: &str, dir: &Path, path: &Path) -> Result<Recipe, String> {
+    pub fn parse(probe: &str, text: &str, dir: &Path, path: &Path) -> Result<Recipe, Error> {
         let mut fields = Vec::new();
         let (mut source, mut maps, mut wrap_result, mut typed, mut pending) =
             (None, Vec::new(), false, Vec::new(), Vec::new());
@@ -96,21 +103,22 @@ impl Recipe {
             if l.is_empty() || l.starts_with('#') {
                 continue;
             }
-            let at = || format!("{}:{}", path.display(), i + 1);
+            let bad = |problem| Error::Line {
+                at: format!("{}:{}", path.display(), i + 1),
+                problem,
+            };
             let (word, rest) = l.split_once(' ').map(|(w, r)| (w, r.trim())).unwrap_or((l, ""));
             match word {
                 "repository" | "file" | "version" | "build" | "requests" => {
                     if rest.is_empty() {
-                        return Err(format!("{}: `{word}` needs a value", at()));
+                        return Err(bad(LineProblem::NeedsValue(word.to_string())));
                     }
                     fields.push((word.to_string(), rest.to_string()));
                 }
                 "golden" => source = Some(SourceBytes::Golden(dir.join(rest))),
                 "typed" => source = Some(SourceBytes::Typed(dir.join(rest))),
                 "map" => {
-                    let (from, to) = rest
-                        .split_once(' ')
-                        .ok_or_else(|| format!("{}: `map <FROM> <TO>`", at()))?;
+                    let (from, to) = rest.split_once(' ').ok_or_else(|| bad(LineProblem::Map))?;
                     maps.push((from.to_string(), to.trim().to_string()));
                 }
                 "wrap" if rest == "result" => wrap_result = true,
@@ -119,7 +127,7 @@ impl Recipe {
                     match parts.as_slice() {
                         [k, f, c] if !k.is_empty() && !f.is_empty() && !c.is_empty() => {
                             serde_json::from_str::<serde_json::Value>(&bare_tokens_as_zero(f))
-                                .map_err(|e| format!("{}: the frame is not JSON: {e}", at()))?;
+                                .map_err(|e| bad(LineProblem::FrameNotJson(e)))?;
                             let t = TypedFrame {
                                 key: k.to_string(),
                                 frame: f.to_string(),
@@ -131,11 +139,11 @@ impl Recipe {
                                 replaced.push(t);
                             }
                         }
-                        _ => return Err(format!("{}: `frame <key> | <frame> | <citation>`", at())),
+                        _ => return Err(bad(LineProblem::FrameShape)),
                     }
                 }
-                "pending" => pending.push(Pending::parse(rest).map_err(|e| format!("{}: {e}", at()))?),
-                _ => return Err(format!("{}: unknown recipe line {word:?}", at())),
+                "pending" => pending.push(Pending::parse(rest).map_err(|e| bad(LineProblem::Pending(e)))?),
+                _ => return Err(bad(LineProblem::Unknown(word.to_string()))),
             }
         }
         Ok(Recipe {
@@ -145,7 +153,7 @@ impl Recipe {
             version: field(&fields, "version", path)?,
             build: field(&fields, "build", path)?,
             requests: field(&fields, "requests", path)?,
-            source: source.ok_or_else(|| format!("{}: no `golden` or `typed` line", path.display()))?,
+            source: source.ok_or_else(|| Error::NoSource(path.to_path_buf()))?,
             maps,
             wrap_result,
             typed,
@@ -155,18 +163,21 @@ impl Recipe {
     }
 
     /// The source's frames, in order, as stored.
-    pub fn frames(&self) -> Result<Vec<String>, String> {
+    pub fn frames(&self) -> Result<Vec<String>, Error> {
         let (p, golden) = match &self.source {
             SourceBytes::Golden(p) => (p, true),
             SourceBytes::Typed(p) => (p, false),
         };
-        let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        let text = std::fs::read_to_string(p).at(p)?;
         if golden {
             frames::golden_frames(&text)
         } else {
             frames::typed_frames(&text)
         }
-        .map_err(|e| format!("{}: {e}", p.display()))
+        .map_err(|problem| Error::Source {
+            path: p.clone(),
+            problem,
+        })
     }
 }
 
@@ -208,12 +219,19 @@ fn key_id(key: &str) -> &str {
     rest.split(" #").next().unwrap_or(rest)
 }
 
-/// Builds the derived transcript's text from remora's run of the probe.
+/// [`derived_text`] for `commands/corpus.rs` (another branch's file),
+/// which chains it with `runner::run_probe` on `String` errors: remove
+/// once it is typed.
 pub fn derive(recipe: &Recipe, run: &Transcript) -> Result<String, String> {
+    derived_text(recipe, run).map_err(|e| e.to_string())
+}
+
+/// Builds the derived transcript's text from remora's run of the probe.
+pub fn derived_text(recipe: &Recipe, run: &Transcript) -> Result<String, Error> {
     let frames = recipe.frames()?;
     for t in &recipe.typed {
         if !run.entries.iter().any(|e| e.key == t.key) {
-            return Err(format!("`frame {}`: the probe's run has no such entry", t.key));
+            return Err(Error::NoEntry(t.key.clone()));
         }
     }
     let fill: Vec<&str> = run
@@ -223,13 +241,11 @@ pub fn derive(recipe: &Recipe, run: &Transcript) -> Result<String, String> {
         .filter(|k| is_reply_key(k) && !recipe.typed.iter().any(|t| t.key == *k))
         .collect();
     if fill.len() != frames.len() {
-        return Err(format!(
-            "{}: the source has {} frame(s), the probe's run has {} repl(ies) to fill ({}); refusing to derive",
-            recipe.probe,
-            frames.len(),
-            fill.len(),
-            fill.join(", ")
-        ));
+        return Err(Error::Count {
+            probe: recipe.probe.clone(),
+            frames: frames.len(),
+            fill: fill.iter().map(|k| k.to_string()).collect(),
+        });
     }
     let mut values: Vec<(String, String)> = Vec::new();
     for (key, frame) in fill.iter().zip(&frames) {
@@ -239,25 +255,30 @@ pub fn derive(recipe: &Recipe, run: &Transcript) -> Result<String, String> {
             .find(|e| e.key == *key)
             .map(|e| String::from_utf8_lossy(&e.value).into_owned())
             .unwrap_or_default();
-        let mut f = frames::map_placeholders(frame, &recipe.maps, &remora).map_err(|e| format!("{key}: {e}"))?;
+        let in_frame = |problem| Error::Frame {
+            key: key.to_string(),
+            problem,
+        };
+        let mut f = frames::map_placeholders(frame, &recipe.maps, &remora).map_err(in_frame)?;
         if recipe.wrap_result {
-            f = frames::wrap_result(&f, &remora).map_err(|e| format!("{key}: {e}"))?;
+            f = frames::wrap_result(&f, &remora).map_err(in_frame)?;
         }
         let v: serde_json::Value =
-            serde_json::from_str(&bare_tokens_as_zero(&f)).map_err(|e| format!("{key}: not JSON: {e}"))?;
+            serde_json::from_str(&bare_tokens_as_zero(&f)).map_err(|e| in_frame(FrameError::NotJson(e)))?;
         let id = v.get("id").map(|i| i.to_string()).unwrap_or_default();
         if id != key_id(key) {
-            return Err(format!(
-                "{}: frame {} has id {id} where reply {key} is due; the source and the probe are out of step",
-                recipe.probe,
-                values.len() + 1
-            ));
+            return Err(Error::OutOfStep {
+                probe: recipe.probe.clone(),
+                n: values.len() + 1,
+                id,
+                key: key.to_string(),
+            });
         }
         values.push((key.to_string(), f));
     }
     for r in &recipe.replaced {
         let Some(slot) = values.iter_mut().find(|(k, _)| *k == r.key) else {
-            return Err(format!("`replace {}`: not a reply the source fills", r.key));
+            return Err(Error::NotFilled(r.key.clone()));
         };
         slot.1 = r.frame.clone();
     }

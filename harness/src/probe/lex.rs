@@ -210,46 +210,7 @@ pub(super) fn parse_tmpl_until(
                 return Err(cx.err(format!("unknown template variable ${name}")));
             }
             *i += 1;
-            let piece = match name {
-                "b64" => Piece::B64(parse_tmpl_until(cx, b, i, true, Some(b")"))?),
-                "bytes" => Piece::Bytes(parse_tmpl_until(cx, b, i, true, Some(b")"))?),
-                "file" => {
-                    // Contents of a file beside the probe, read as a raw
-                    // payload (templates expand, one trailing newline is
-                    // dropped): `harness capture` keeps large lines there.
-                    let start = *i;
-                    while *i < b.len() && b[*i] != b')' {
-                        *i += 1;
-                    }
-                    let rel = std::str::from_utf8(&b[start..*i]).unwrap_or("");
-                    let path = cx.file.parent().unwrap_or(Path::new(".")).join(rel);
-                    let text = std::fs::read_to_string(&path)
-                        .map_err(|e| cx.err(format!("$file({rel}): {}: {e}", path.display())))?;
-                    let text = text.strip_suffix('\n').unwrap_or(&text);
-                    Piece::Bytes(parse_template(cx, text, false)?)
-                }
-                "repeat" => {
-                    let start = *i;
-                    while *i < b.len() && b[*i] != b',' {
-                        *i += 1;
-                    }
-                    let n: usize = std::str::from_utf8(&b[start..*i])
-                        .ok()
-                        .and_then(|s| s.trim().parse().ok())
-                        .ok_or_else(|| cx.err("$repeat(N,text): N must be a number"))?;
-                    if *i >= b.len() {
-                        return Err(cx.err("$repeat(N,text): missing comma"));
-                    }
-                    *i += 1;
-                    Piece::Repeat(n, parse_tmpl_until(cx, b, i, true, Some(b")"))?)
-                }
-                other => return Err(cx.err(format!("unknown template function ${other}(…)"))),
-            };
-            if b.get(*i) != Some(&b')') {
-                return Err(cx.err(format!("${name}( is missing its closing parenthesis")));
-            }
-            *i += 1;
-            pieces.push(piece);
+            pieces.push(template_fn(cx, b, i, name)?);
             continue;
         }
         lit.push(c);
@@ -259,6 +220,51 @@ pub(super) fn parse_tmpl_until(
         pieces.push(Piece::Lit(lit));
     }
     Ok(Template(pieces))
+}
+
+/// The `$name(…)` function whose `(` was just read: its piece, with the
+/// closing `)` consumed.
+fn template_fn(cx: &LineCx, b: &[u8], i: &mut usize, name: &str) -> Result<Piece, ParseError> {
+    let piece = match name {
+        "b64" => Piece::B64(parse_tmpl_until(cx, b, i, true, Some(b")"))?),
+        "bytes" => Piece::Bytes(parse_tmpl_until(cx, b, i, true, Some(b")"))?),
+        "file" => {
+            // Contents of a file beside the probe, read as a raw payload
+            // (templates expand, one trailing newline is dropped):
+            // `harness capture` keeps large lines there.
+            let start = *i;
+            while *i < b.len() && b[*i] != b')' {
+                *i += 1;
+            }
+            let rel = std::str::from_utf8(&b[start..*i]).unwrap_or("");
+            let path = cx.file.parent().unwrap_or(Path::new(".")).join(rel);
+            let text =
+                std::fs::read_to_string(&path).map_err(|e| cx.err(format!("$file({rel}): {}: {e}", path.display())))?;
+            let text = text.strip_suffix('\n').unwrap_or(&text);
+            Piece::Bytes(parse_template(cx, text, false)?)
+        }
+        "repeat" => {
+            let start = *i;
+            while *i < b.len() && b[*i] != b',' {
+                *i += 1;
+            }
+            let n: usize = std::str::from_utf8(&b[start..*i])
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+                .ok_or_else(|| cx.err("$repeat(N,text): N must be a number"))?;
+            if *i >= b.len() {
+                return Err(cx.err("$repeat(N,text): missing comma"));
+            }
+            *i += 1;
+            Piece::Repeat(n, parse_tmpl_until(cx, b, i, true, Some(b")"))?)
+        }
+        other => return Err(cx.err(format!("unknown template function ${other}(…)"))),
+    };
+    if b.get(*i) != Some(&b')') {
+        return Err(cx.err(format!("${name}( is missing its closing parenthesis")));
+    }
+    *i += 1;
+    Ok(piece)
 }
 
 pub(super) fn tok_template(cx: &LineCx, t: &Tok) -> Result<Template, ParseError> {

@@ -2,8 +2,8 @@
 //! its exit code, stdout and stderr recorded.
 
 use super::conn::bounded;
-use super::daemon::wait_or_kill;
 use super::{exit_text, Runner};
+use crate::dut::wait_or_kill;
 use crate::transcript::Timing;
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};

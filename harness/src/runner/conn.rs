@@ -2,6 +2,7 @@
 //! replies for the awaits, and reassembles each process's stream frames
 //! (bytes, seq runs, frame shapes, the exit frame).
 
+use crate::sync::lock;
 use base64::Engine;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -190,7 +191,7 @@ pub(super) fn spawn_reader(mut r: impl Read + Send + 'static, shared: Shared) {
             }
             if !lines.is_empty() {
                 let (m, cv) = &*shared;
-                let mut st = m.lock().unwrap();
+                let mut st = lock(m);
                 for l in lines {
                     absorb_line(&mut st, l);
                 }
@@ -198,7 +199,7 @@ pub(super) fn spawn_reader(mut r: impl Read + Send + 'static, shared: Shared) {
             }
         }
         let (m, cv) = &*shared;
-        let mut st = m.lock().unwrap();
+        let mut st = lock(m);
         if !buf.is_empty() {
             let mut l = std::mem::take(&mut buf);
             l.extend_from_slice(b"<no trailing newline>");

@@ -21,8 +21,8 @@
 //! so `$ROOT`-relative content stays valid. Live sandboxes live on a
 //! memory file system (`/dev/shm`, or `$HARNESS_LIVE_TMPDIR`) when there is one.
 
-use super::daemon::{shutdown_daemon, spawn_daemon, Launch};
-use super::{kill_mentioning, RunConfig, Runner, Sandbox};
+use super::{kill_mentioning, Error, RunConfig, Runner, Sandbox};
+use crate::dut::{self, Env, Launch};
 use crate::fixture;
 use crate::probe::{Probe, StepKind};
 use crate::transcript::Transcript;
@@ -30,6 +30,7 @@ use std::collections::HashMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Child;
+use std::time::Duration;
 
 /// The token file every live probe must use (the probe default).
 const TOKEN_FILE: &[u8] = b"probe-token\n";
@@ -49,7 +50,7 @@ pub struct LiveDaemon {
 
 impl LiveDaemon {
     /// A sandbox for `cfg.bin`; the daemon starts with the first probe.
-    pub fn new(cfg: &RunConfig) -> Result<LiveDaemon, String> {
+    pub fn new(cfg: &RunConfig) -> Result<LiveDaemon, Error> {
         Ok(LiveDaemon {
             cfg: cfg.clone(),
             sb: Sandbox::new_in(&live_tmp()).or_else(|_| Sandbox::new())?,
@@ -81,7 +82,7 @@ impl LiveDaemon {
         self.banner.is_some() && self.sb.socket.exists()
     }
 
-    fn start(&mut self) -> Result<(), String> {
+    fn start(&mut self) -> Result<(), Error> {
         self.stop();
         let token_file = self.sb.run.join("token");
         let launch = Launch {
@@ -89,16 +90,22 @@ impl LiveDaemon {
             socket: &self.sb.socket,
             token_file: &token_file,
             log: &self.sb.log,
-            root: &self.sb.root,
-            env: fixture::base_env(&self.sb.run),
+            append_log: false,
+            cwd: &self.sb.root,
+            env: Env::Exactly(crate::dut::base_env(&self.sb.run)),
             extra: &[],
+            fd_limit: None,
+            banner_within: Duration::from_secs(20),
         };
-        let (child, banner) = spawn_daemon(&launch, TOKEN_FILE)?;
+        let dut::Started {
+            launcher: child,
+            banner,
+        } = dut::launch(&launch, TOKEN_FILE)?;
         self.launcher = Some(child);
         self.starts += 1;
         if banner.is_empty() || !self.sb.socket.exists() {
             self.stop();
-            return Err(format!("{}: no banner or no socket at start", self.cfg.bin.display()));
+            return Err(Error::NoBanner(self.cfg.bin.clone()));
         }
         self.banner = Some(banner);
         Ok(())
@@ -108,7 +115,7 @@ impl LiveDaemon {
     pub fn stop(&mut self) {
         self.banner = None;
         if let Some(mut l) = self.launcher.take() {
-            shutdown_daemon(&self.sb.socket, &TOKEN_FILE[..TOKEN_FILE.len() - 1], &mut l);
+            dut::stop(&self.sb.socket, &TOKEN_FILE[..TOKEN_FILE.len() - 1], &mut l);
             kill_mentioning(&self.sb.run);
             let _ = std::fs::remove_file(&self.sb.socket);
         }
@@ -119,41 +126,29 @@ impl LiveDaemon {
         self.stop();
     }
 
-    /// Runs `probe` on the running daemon (starting one if needed).
+    /// [`LiveDaemon::run_probe`] for `fuzzdiff/` (another branch's files),
+    /// which builds its own `String` errors beside this one: remove once
+    /// it is typed.
     pub fn run(&mut self, probe: &Probe) -> Result<Transcript, String> {
+        self.run_probe(probe).map_err(|e| e.to_string())
+    }
+
+    /// Runs `probe` on the running daemon (starting one if needed).
+    pub fn run_probe(&mut self, probe: &Probe) -> Result<Transcript, Error> {
         if let Some(why) = Self::unsupported(probe) {
-            return Err(format!("{}: cannot run on a live daemon: {why}", probe.name));
+            return Err(Error::Unsupported {
+                probe: probe.name.clone(),
+                why,
+            });
         }
         if !self.running() {
             self.start()?;
         }
-        empty_dir(&self.sb.root).map_err(|e| format!("emptying $ROOT: {e}"))?;
-        let prefix = probe.steps.iter().take_while(|s| s.kind.is_fixture()).count();
-        let cached = probe.steps[..prefix]
-            .iter()
-            .any(|s| matches!(s.kind, StepKind::Git { .. } | StepKind::Sh { .. }));
-        let mut skip = 0;
-        if cached {
-            let key = format!(
-                "{:?}",
-                probe.steps[..prefix].iter().map(|s| &s.kind).collect::<Vec<_>>()
-            );
-            match self.templates.get(&key) {
-                Some(tpl) => copy_tree(tpl, &self.sb.root).map_err(|e| format!("copying the fixture template: {e}"))?,
-                None => {
-                    let ctx = self.sb.ctx(probe.token());
-                    for s in &probe.steps[..prefix] {
-                        fixture::build(&s.kind, &ctx, &self.sb.root, &self.sb.run)
-                            .map_err(|e| format!("{}:{}: fixture: {e}", probe.path.display(), s.line))?;
-                    }
-                    let tpl = self.sb.run.join(format!("template-{}", self.templates.len()));
-                    std::fs::create_dir(&tpl).map_err(|e| e.to_string())?;
-                    copy_tree(&self.sb.root, &tpl).map_err(|e| format!("saving the fixture template: {e}"))?;
-                    self.templates.insert(key, tpl);
-                }
-            }
-            skip = prefix;
-        }
+        empty_dir(&self.sb.root).map_err(|source| Error::Template {
+            doing: "emptying $ROOT",
+            source,
+        })?;
+        let skip = self.cached_fixtures(probe)?;
         let mut r = Runner::new(probe, &self.cfg, &self.sb);
         r.live = true;
         r.live_banner = self.banner.clone();
@@ -162,6 +157,43 @@ impl LiveDaemon {
         r.finish();
         result?;
         Ok(r.t)
+    }
+}
+
+impl LiveDaemon {
+    /// Builds the probe's leading fixtures that run commands (`git`, `sh`)
+    /// from a template, made the first time that prefix is seen; returns
+    /// how many steps the template stands for (0: none cached).
+    fn cached_fixtures(&mut self, probe: &Probe) -> Result<usize, Error> {
+        let prefix = probe.steps.iter().take_while(|s| s.kind.is_fixture()).count();
+        let cached = probe.steps[..prefix]
+            .iter()
+            .any(|s| matches!(s.kind, StepKind::Git { .. } | StepKind::Sh { .. }));
+        if !cached {
+            return Ok(0);
+        }
+        let template = |doing| move |source| Error::Template { doing, source };
+        let key = format!(
+            "{:?}",
+            probe.steps[..prefix].iter().map(|s| &s.kind).collect::<Vec<_>>()
+        );
+        if let Some(tpl) = self.templates.get(&key) {
+            copy_tree(tpl, &self.sb.root).map_err(template("copying the fixture template"))?;
+            return Ok(prefix);
+        }
+        let ctx = self.sb.ctx(probe.token());
+        for s in &probe.steps[..prefix] {
+            fixture::build(&s.kind, &ctx, &self.sb.root, &self.sb.run).map_err(|source| Error::Fixture {
+                probe: probe.path.clone(),
+                line: s.line,
+                source,
+            })?;
+        }
+        let tpl = self.sb.run.join(format!("template-{}", self.templates.len()));
+        std::fs::create_dir(&tpl).map_err(template("saving the fixture template"))?;
+        copy_tree(&self.sb.root, &tpl).map_err(template("saving the fixture template"))?;
+        self.templates.insert(key, tpl);
+        Ok(prefix)
     }
 }
 

@@ -15,15 +15,21 @@
 mod cli;
 mod conn;
 mod daemon;
+mod error;
 mod live;
 mod session;
 
-pub use daemon::{kill_mentioning, pids_mentioning};
+// `mutant.rs` finds the processes a wrapped binary left behind here.
+pub(crate) use crate::dut::procfs::kill_mentioning;
+pub use error::Error;
 pub use live::LiveDaemon;
 
+use crate::dut::client::json_string;
+use crate::error::At;
 use crate::fixture;
 use crate::normalize::Normalizer;
-use crate::probe::{Ctx, Probe, StepKind};
+use crate::probe::{Ctx, Probe, StepKind, Template};
+use crate::sync::lock;
 use crate::transcript::Transcript;
 use conn::{id_matches, Conn};
 use daemon::Daemon;
@@ -59,21 +65,22 @@ pub struct Sandbox {
 }
 
 impl Sandbox {
-    pub fn new() -> Result<Sandbox, String> {
+    pub fn new() -> Result<Sandbox, Error> {
         Self::new_in(&std::env::temp_dir())
     }
 
     /// A sandbox under `parent`.
-    pub fn new_in(parent: &Path) -> Result<Sandbox, String> {
+    pub fn new_in(parent: &Path) -> Result<Sandbox, Error> {
         let dir = tempfile::Builder::new()
             .prefix("hp")
             .tempdir_in(parent)
-            .map_err(|e| format!("tempdir in {}: {e}", parent.display()))?;
+            .at(parent)
+            .map_err(Error::TempDir)?;
         let run = dir.path().to_path_buf();
         let root = run.join("root");
         let home = run.join("home");
-        std::fs::create_dir_all(&root).map_err(|e| e.to_string())?;
-        std::fs::create_dir_all(&home).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(&root).map_err(Error::Dir)?;
+        std::fs::create_dir_all(&home).map_err(Error::Dir)?;
         Ok(Sandbox {
             socket: run.join("rpc.sock"),
             log: run.join("daemon.log"),
@@ -147,9 +154,15 @@ struct Runner<'a> {
     settled_procs: BTreeSet<(String, String)>,
 }
 
+/// [`run`] for `commands/corpus.rs` (another branch's file), which chains
+/// it with `derive::derive` on `String` errors: remove once it is typed.
+pub fn run_probe(probe: &Probe, cfg: &RunConfig) -> Result<Transcript, String> {
+    run(probe, cfg).map_err(|e| e.to_string())
+}
+
 /// Runs `probe` against `cfg.bin`; never panics on daemon misbehaviour,
 /// everything observed goes into the transcript.
-pub fn run_probe(probe: &Probe, cfg: &RunConfig) -> Result<Transcript, String> {
+pub fn run(probe: &Probe, cfg: &RunConfig) -> Result<Transcript, Error> {
     let sb = Sandbox::new()?;
     let mut r = Runner::new(probe, cfg, &sb);
     let result = r.steps();
@@ -194,133 +207,161 @@ impl Runner<'_> {
     }
 
     fn env(&self) -> Vec<(String, String)> {
-        let mut e = fixture::base_env(&self.run);
+        let mut e = crate::dut::base_env(&self.run);
         e.extend(self.probe.env.iter().cloned());
         e
     }
 
-    fn steps(&mut self) -> Result<(), String> {
+    fn steps(&mut self) -> Result<(), Error> {
         for step in &self.probe.steps[self.skip_fixtures..] {
-            let l = step.line;
-            if step.kind.is_fixture() {
-                fixture::build(&step.kind, &self.ctx, &self.root, &self.run)
-                    .map_err(|e| format!("{}:{l}: fixture: {e}", self.probe.path.display()))?;
-                continue;
-            }
-            match &step.kind {
-                StepKind::Start { args } => {
-                    let args: Vec<String> = args.iter().map(|a| a.expand_str(&self.ctx)).collect();
-                    self.start(l, &args);
-                }
-                StepKind::Connect { conn, bridge } => self.connect(l, conn, *bridge),
-                StepKind::Send { conn, line, len } => {
-                    let mut bytes = line.expand(&self.ctx);
-                    if let Some(len) = len {
-                        let fill = len.saturating_sub(bytes.len());
-                        bytes = line.expand_fill(&self.ctx, fill);
-                    }
-                    let id = serde_json::from_slice::<Value>(&bytes)
-                        .ok()
-                        // An object without an id is answered with id null.
-                        .and_then(|v| v.as_object().map(|m| m.get("id").cloned().unwrap_or(Value::Null)));
-                    bytes.push(b'\n');
-                    self.write(l, conn, &bytes, id);
-                }
-                StepKind::Raw { conn, bytes } => {
-                    let b = bytes.expand(&self.ctx);
-                    self.write(l, conn, &b, None);
-                }
-                StepKind::Call {
-                    conn,
-                    id,
-                    method,
-                    params,
-                } => {
-                    let mut line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"{method}\"").into_bytes();
-                    if let Some(p) = params {
-                        line.extend_from_slice(b",\"params\":");
-                        line.extend(p.expand(&self.ctx));
-                    }
-                    line.extend_from_slice(b",\"auth\":");
-                    line.extend(json_string(&self.ctx.token));
-                    line.extend_from_slice(b"}\n");
-                    let idv: Value = serde_json::from_str(id).unwrap_or(Value::Null);
-                    self.write(l, conn, &line, Some(idv));
-                    self.await_reply(l, conn, id);
-                }
-                StepKind::Await { conn, id } => self.await_reply(l, conn, id),
-                StepKind::AwaitExit { conn, proc_id } => self.await_exit(l, conn, proc_id),
-                StepKind::AwaitOutput {
-                    conn,
-                    proc_id,
-                    stream,
-                    needle,
-                } => {
-                    let needle = needle.expand(&self.ctx);
-                    self.await_output(l, conn, proc_id, stream, &needle);
-                }
-                StepKind::AwaitFrames { conn, count } => {
-                    let n = *count;
-                    let ok = self.wait_conn(conn, |st| st.frames >= n || st.eof);
-                    let v = match ok {
-                        Some(true) => "reached".to_string(),
-                        Some(false) => "connection closed or timeout first".to_string(),
-                        None => "no such connection".to_string(),
-                    };
-                    self.t.push(format!("L{l} {conn} frames>={n}"), v);
-                }
-                StepKind::AwaitClose { conn } => self.await_close(l, conn),
-                StepKind::AwaitGone => {
-                    let deadline = Instant::now() + self.timeout().min(Duration::from_secs(10));
-                    while self.socket.exists() && Instant::now() < deadline {
-                        std::thread::sleep(Duration::from_millis(5));
-                    }
-                    let v = if self.socket.exists() {
-                        "socket still present"
-                    } else {
-                        "socket gone"
-                    };
-                    self.t.push(format!("L{l} socket"), v);
-                }
-                StepKind::Quiet { conn, ms } => {
-                    std::thread::sleep(Duration::from_millis(*ms));
-                    let v = self.take_unawaited(conn);
-                    self.t.push(
-                        format!("L{l} {conn} quiet"),
-                        if v.is_empty() { b"silent".to_vec() } else { v },
-                    );
-                }
-                StepKind::Close { conn } => self.close(l, conn),
-                StepKind::Sleep { ms } => std::thread::sleep(Duration::from_millis(*ms)),
-                StepKind::Run {
-                    stdin,
-                    env,
-                    args,
-                    timeout_ms,
-                } => {
-                    let stdin = stdin.as_ref().map(|s| s.expand(&self.ctx));
-                    let env: Vec<(String, String)> =
-                        env.iter().map(|(k, v)| (k.clone(), v.expand_str(&self.ctx))).collect();
-                    let args: Vec<String> = args.iter().map(|a| a.expand_str(&self.ctx)).collect();
-                    let to = timeout_ms.map(Duration::from_millis).unwrap_or(self.timeout());
-                    self.run_cli(l, &args, &env, stdin, to);
-                }
-                StepKind::Snapshot => fixture::snapshot(&self.root, &self.norm, &format!("L{l} "), &mut self.t),
-                StepKind::Log { pattern } => {
-                    let log = std::fs::read(&self.log).unwrap_or_default();
-                    let mut lines = Vec::new();
-                    for line in log.split(|c| *c == b'\n') {
-                        let n = self.norm.log_line(line);
-                        if contains(&n, pattern.as_bytes()) {
-                            lines.push(n);
-                        }
-                    }
-                    self.t.push(format!("L{l} log {pattern}"), lines.join(&b'\n'));
-                }
-                _ => unreachable!("fixtures handled above"),
-            }
+            self.step(step.line, &step.kind)?;
         }
         Ok(())
+    }
+
+    /// Runs the step on probe line `l`; only a fixture that cannot be
+    /// built is an error, everything else goes into the transcript.
+    fn step(&mut self, l: usize, kind: &StepKind) -> Result<(), Error> {
+        match kind {
+            k if k.is_fixture() => {
+                fixture::build(k, &self.ctx, &self.root, &self.run).map_err(|source| Error::Fixture {
+                    probe: self.probe.path.clone(),
+                    line: l,
+                    source,
+                })?;
+            }
+            StepKind::Start { args } => {
+                let args: Vec<String> = args.iter().map(|a| a.expand_str(&self.ctx)).collect();
+                self.start(l, &args);
+            }
+            StepKind::Connect { conn, bridge } => self.connect(l, conn, *bridge),
+            StepKind::Send { conn, line, len } => self.send(l, conn, line, *len),
+            StepKind::Raw { conn, bytes } => {
+                let b = bytes.expand(&self.ctx);
+                self.write(l, conn, &b, None);
+            }
+            StepKind::Call {
+                conn,
+                id,
+                method,
+                params,
+            } => self.call(l, conn, id, method, params.as_ref()),
+            StepKind::Await { conn, id } => self.await_reply(l, conn, id),
+            StepKind::AwaitExit { conn, proc_id } => self.await_exit(l, conn, proc_id),
+            StepKind::AwaitOutput {
+                conn,
+                proc_id,
+                stream,
+                needle,
+            } => {
+                let needle = needle.expand(&self.ctx);
+                self.await_output(l, conn, proc_id, stream, &needle);
+            }
+            StepKind::AwaitFrames { conn, count } => self.await_frames(l, conn, *count),
+            StepKind::AwaitClose { conn } => self.await_close(l, conn),
+            StepKind::AwaitGone => self.await_gone(l),
+            StepKind::Quiet { conn, ms } => {
+                std::thread::sleep(Duration::from_millis(*ms));
+                let v = self.take_unawaited(conn);
+                let v = if v.is_empty() { b"silent".to_vec() } else { v };
+                self.t.push(format!("L{l} {conn} quiet"), v);
+            }
+            StepKind::Close { conn } => self.close(l, conn),
+            StepKind::Sleep { ms } => std::thread::sleep(Duration::from_millis(*ms)),
+            StepKind::Run {
+                stdin,
+                env,
+                args,
+                timeout_ms,
+            } => {
+                let stdin = stdin.as_ref().map(|s| s.expand(&self.ctx));
+                let env: Vec<(String, String)> =
+                    env.iter().map(|(k, v)| (k.clone(), v.expand_str(&self.ctx))).collect();
+                let args: Vec<String> = args.iter().map(|a| a.expand_str(&self.ctx)).collect();
+                let to = timeout_ms.map(Duration::from_millis).unwrap_or(self.timeout());
+                self.run_cli(l, &args, &env, stdin, to);
+            }
+            StepKind::Snapshot => fixture::snapshot(&self.root, &self.norm, &format!("L{l} "), &mut self.t),
+            StepKind::Log { pattern } => self.log(l, pattern),
+            // Fixtures are built in the first arm.
+            StepKind::File { .. }
+            | StepKind::Dir { .. }
+            | StepKind::Symlink { .. }
+            | StepKind::Hardlink { .. }
+            | StepKind::Fifo { .. }
+            | StepKind::Chmod { .. }
+            | StepKind::Git { .. }
+            | StepKind::Sh { .. }
+            | StepKind::Tar { .. } => {}
+        }
+        Ok(())
+    }
+
+    /// `send`/`sendn`: the line (padded to `len` with `$FILL`) and its
+    /// newline; the reply is awaited under the line's id.
+    fn send(&mut self, l: usize, conn: &str, line: &Template, len: Option<usize>) {
+        let mut bytes = line.expand(&self.ctx);
+        if let Some(len) = len {
+            let fill = len.saturating_sub(bytes.len());
+            bytes = line.expand_fill(&self.ctx, fill);
+        }
+        let id = serde_json::from_slice::<Value>(&bytes)
+            .ok()
+            // An object without an id is answered with id null.
+            .and_then(|v| v.as_object().map(|m| m.get("id").cloned().unwrap_or(Value::Null)));
+        bytes.push(b'\n');
+        self.write(l, conn, &bytes, id);
+    }
+
+    /// `call`: the request with the probe's token, then its reply.
+    fn call(&mut self, l: usize, conn: &str, id: &str, method: &str, params: Option<&Template>) {
+        let mut line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"{method}\"").into_bytes();
+        if let Some(p) = params {
+            line.extend_from_slice(b",\"params\":");
+            line.extend(p.expand(&self.ctx));
+        }
+        line.extend_from_slice(b",\"auth\":");
+        line.extend(json_string(&self.ctx.token));
+        line.extend_from_slice(b"}\n");
+        let idv: Value = serde_json::from_str(id).unwrap_or(Value::Null);
+        self.write(l, conn, &line, Some(idv));
+        self.await_reply(l, conn, id);
+    }
+
+    fn await_frames(&mut self, l: usize, conn: &str, n: usize) {
+        let ok = self.wait_conn(conn, |st| st.frames >= n || st.eof);
+        let v = match ok {
+            Some(true) => "reached",
+            Some(false) => "connection closed or timeout first",
+            None => "no such connection",
+        };
+        self.t.push(format!("L{l} {conn} frames>={n}"), v);
+    }
+
+    fn await_gone(&mut self, l: usize) {
+        let deadline = Instant::now() + self.timeout().min(Duration::from_secs(10));
+        while self.socket.exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let v = if self.socket.exists() {
+            "socket still present"
+        } else {
+            "socket gone"
+        };
+        self.t.push(format!("L{l} socket"), v);
+    }
+
+    /// `log`: the daemon's log lines that contain `pattern`, normalised.
+    fn log(&mut self, l: usize, pattern: &str) {
+        let log = std::fs::read(&self.log).unwrap_or_default();
+        let mut lines = Vec::new();
+        for line in log.split(|c| *c == b'\n') {
+            let n = self.norm.log_line(line);
+            if contains(&n, pattern.as_bytes()) {
+                lines.push(n);
+            }
+        }
+        self.t.push(format!("L{l} log {pattern}"), lines.join(&b'\n'));
     }
 
     /// End of probe: barrier, leftovers, daemon shutdown, snapshot.
@@ -347,7 +388,7 @@ impl Runner<'_> {
     }
 
     fn barrier(&mut self, conn: &str) {
-        let eof = self.conns[conn].shared.0.lock().unwrap().eof;
+        let eof = lock(&self.conns[conn].shared.0).eof;
         if !eof {
             let mut line =
                 format!("{{\"jsonrpc\":\"2.0\",\"id\":{BARRIER_ID},\"method\":\"server.ping\",\"auth\":").into_bytes();
@@ -375,7 +416,7 @@ impl Runner<'_> {
         if !rest.is_empty() {
             self.t.push(format!("end {conn} unawaited"), rest);
         }
-        let st = self.conns[conn].shared.0.lock().unwrap();
+        let st = lock(&self.conns[conn].shared.0);
         let mut late = Vec::new();
         for (p, ps) in &st.procs {
             if let Some(n) = ps.recorded_frames {
@@ -403,9 +444,4 @@ pub fn exit_text(s: &std::process::ExitStatus) -> String {
 
 pub(super) fn contains(hay: &[u8], needle: &[u8]) -> bool {
     needle.is_empty() || hay.windows(needle.len()).any(|w| w == needle)
-}
-
-/// JSON string literal of (lossy) bytes.
-pub(super) fn json_string(b: &[u8]) -> Vec<u8> {
-    serde_json::to_vec(&Value::String(String::from_utf8_lossy(b).into_owned())).expect("string")
 }

@@ -2,8 +2,9 @@
 //! request lines, and turning what arrived into transcript entries.
 
 use super::conn::{bounded, id_matches, seq_runs, spawn_reader, Conn, ConnState, Shared};
-use super::daemon::wait_or_kill;
 use super::{contains, exit_text, Runner};
+use crate::dut::wait_or_kill;
+use crate::sync::{lock, wait_timeout};
 use crate::transcript::Timing;
 use serde_json::Value;
 use std::io::{Read, Write};
@@ -127,7 +128,7 @@ impl Runner<'_> {
         let c = self.conns.get(conn)?;
         let (m, cv) = &*c.shared;
         let deadline = Instant::now() + limit.min(self.timeout());
-        let mut st = m.lock().unwrap();
+        let mut st = lock(m);
         loop {
             if cond(&mut st) {
                 return Some(true);
@@ -136,7 +137,7 @@ impl Runner<'_> {
             if now >= deadline {
                 return Some(false);
             }
-            st = cv.wait_timeout(st, deadline - now).unwrap().0;
+            st = wait_timeout(cv, st, deadline - now);
         }
     }
 
@@ -207,7 +208,7 @@ impl Runner<'_> {
             return;
         }
         let c = &self.conns[conn];
-        let mut st = c.shared.0.lock().unwrap();
+        let mut st = lock(&c.shared.0);
         let ps = st.procs.entry(p).or_default();
         ps.recorded_frames = Some(ps.frames);
         let prefix = format!("L{line} {conn} {proc_id}");
@@ -270,7 +271,7 @@ impl Runner<'_> {
         let Some(c) = self.conns.get(conn) else {
             return b"no such connection".to_vec();
         };
-        let mut st = c.shared.0.lock().unwrap();
+        let mut st = lock(&c.shared.0);
         let mut out: Vec<Vec<u8>> = Vec::new();
         for r in st.replies.iter_mut().filter(|r| !r.taken) {
             r.taken = true;

@@ -7,6 +7,7 @@
 
 use super::daemon::Daemon;
 use super::wire::{self, fresh_ping, Client};
+use super::Error;
 use super::{Ctx, Obs};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -16,7 +17,7 @@ fn sh(id: &str, script: &str, env: &str) -> String {
 }
 
 /// 9. Children that misbehave.
-pub fn misbehaving(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
+pub fn misbehaving(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
     let d = Daemon::start(bin)?;
     let smp = d.sampler(Duration::from_millis(50));
     let mut c = Client::connect(&d.socket)?;
@@ -52,7 +53,7 @@ pub fn misbehaving(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
             String::from_utf8_lossy(&p.stdout_head),
             String::from_utf8_lossy(&p.stderr),
             p.exit_code,
-            p.whole().err().unwrap_or_default()
+            p.whole().err().map(|e| e.to_string()).unwrap_or_default()
         ),
     );
     let p = c.wait_exit("holder")?;
@@ -63,7 +64,7 @@ pub fn misbehaving(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
             "stdout {:?}, exit {:?} {}",
             String::from_utf8_lossy(&p.stdout_head),
             p.exit_code,
-            p.whole().err().unwrap_or_default()
+            p.whole().err().map(|e| e.to_string()).unwrap_or_default()
         ),
     );
 
@@ -131,7 +132,7 @@ pub fn misbehaving(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
             "{} of {live} left after {:.0} ms {}",
             left.len(),
             took.as_secs_f64() * 1e3,
-            whole.err().unwrap_or_default()
+            whole.err().map(|e| e.to_string()).unwrap_or_default()
         ),
     );
     o.check_ok(

@@ -14,6 +14,7 @@
 //!   same-uid process of scenario `fresh-clients-under-flood`.
 
 use super::wire::{self, Client};
+use super::Error;
 use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
@@ -49,7 +50,7 @@ fn ready() {
     let _ = o.flush();
 }
 
-fn run(a: &Args) -> Result<(), String> {
+fn run(a: &Args) -> Result<(), Error> {
     if a.mode == "pattern" {
         let mut o = std::io::stdout().lock();
         wire::pattern(a.seed, a.bytes, |b| o.write_all(b).is_ok());
@@ -58,13 +59,13 @@ fn run(a: &Args) -> Result<(), String> {
         std::thread::sleep(Duration::from_millis(a.linger_ms));
         return Ok(());
     }
-    let socket = a.socket.ok_or("--socket is required")?;
+    let socket = a.socket.ok_or(Error::NoSocket)?;
     if a.mode == "flood" {
         return flood(socket, a.hold.max(1) as usize);
     }
     let mut c = Client::connect(socket)?;
     c.set_timeout(Duration::from_secs(600));
-    let me = std::env::current_exe().map_err(|e| e.to_string())?;
+    let me = std::env::current_exe()?;
     match a.mode {
         "stream" => {
             let (seed, bytes, linger) = (a.seed.to_string(), a.bytes.to_string(), a.linger_ms.to_string());
@@ -104,12 +105,12 @@ fn run(a: &Args) -> Result<(), String> {
                 c.next()?;
             }
         }
-        m => Err(format!("unknown mode {m:?}")),
+        m => Err(Error::UnknownMode(m.to_string())),
     }
 }
 
 /// The `flood` mode: connect, hold, never speak, until killed.
-fn flood(socket: &Path, hold: usize) -> Result<(), String> {
+fn flood(socket: &Path, hold: usize) -> Result<(), Error> {
     let mut held = std::collections::VecDeque::with_capacity(hold);
     let mut announced = false;
     loop {

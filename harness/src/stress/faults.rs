@@ -4,6 +4,7 @@
 
 use super::daemon::Daemon;
 use super::wire::{self, fresh_ping, Client};
+use super::Error;
 use super::{Ctx, Obs};
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
@@ -24,7 +25,7 @@ fn kill_pids(pids: &[i32]) {
 }
 
 /// 10. Daemon faults.
-pub fn daemon_faults(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
+pub fn daemon_faults(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
     let mut d = Daemon::start(bin)?;
     let kids = ctx.n(4, 2);
 
@@ -56,10 +57,10 @@ pub fn daemon_faults(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
     });
     o.figure("orphans left by a SIGKILLed daemon", "processes", false, orphans as f64);
     if !cleared {
-        return Err(format!(
+        return Err(Error::finding(format!(
             "orphans of the SIGKILLed daemon survive SIGKILL: {:?}",
             d.tagged()
-        ));
+        )));
     }
 
     // Restart on the stale socket.
@@ -258,7 +259,7 @@ fn garbage_kind(k: usize) -> (&'static str, Vec<u8>) {
 }
 
 /// 11. Garbage on many connections at once.
-pub fn garbage(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
+pub fn garbage(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
     let d = Daemon::start(bin)?;
     let smp = d.sampler(Duration::from_millis(50));
     let conns = ctx.n(24, 6) as usize;

@@ -20,6 +20,7 @@ use super::daemon::Daemon;
 use super::load::percentile;
 use super::streams::spawn_client;
 use super::wire::Client;
+use super::Error;
 use super::{Ctx, Obs};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -42,7 +43,7 @@ const PING_BOUND: Duration = Duration::from_secs(10);
 /// One fresh client: connect, send its first request [`FIRST_LINE_AFTER`]
 /// later (the way through an SSH hop), read the reply. The time is from
 /// the connect to the reply.
-fn fresh_ping(socket: &Path) -> Result<Duration, String> {
+fn fresh_ping(socket: &Path) -> Result<Duration, Error> {
     let t = Instant::now();
     let mut c = Client::connect(socket)?;
     c.set_timeout(PING_BOUND);
@@ -52,7 +53,7 @@ fn fresh_ping(socket: &Path) -> Result<Duration, String> {
 }
 
 /// The scenario.
-pub fn fresh_clients_under_flood(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
+pub fn fresh_clients_under_flood(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
     let mut d = Daemon::start_with_fd_limit(bin, DAEMON_FD_LIMIT)?;
     let socket = d.socket.clone();
     for _ in 0..FLOODERS {
@@ -77,7 +78,7 @@ pub fn fresh_clients_under_flood(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(
         match fresh_ping(&socket) {
             Ok(took) if took <= PING_BOUND => latencies.push(took.as_secs_f64() * 1e3),
             Ok(took) => failures.push(format!("answered after {} ms", took.as_millis())),
-            Err(e) => failures.push(e),
+            Err(e) => failures.push(e.to_string()),
         }
     }
     let took = t.elapsed();

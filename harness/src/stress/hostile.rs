@@ -15,6 +15,7 @@
 use super::daemon::Daemon;
 use super::load::{percentile, pinger};
 use super::wire::{self, Client};
+use super::Error;
 use super::{Ctx, Obs};
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
@@ -97,7 +98,7 @@ fn garbage(socket: &Path, stop: Arc<AtomicBool>) -> usize {
 }
 
 /// The scenario.
-pub fn hostile_neighbours(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
+pub fn hostile_neighbours(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
     let d = Daemon::start_with_fd_limit(bin, DAEMON_FD_LIMIT)?;
     let smp = d.sampler(Duration::from_millis(50));
     let baseline_kib = d.rss_kib();
@@ -144,7 +145,7 @@ pub fn hostile_neighbours(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Stri
                 let params = wire::spawn_params(&id, "true", &[], &d.child_env(&id));
                 // `call` returns the result, and an error reply as Err.
                 if let Err(e) = c.call(&(1000 + i).to_string(), "process.spawn", &params) {
-                    spawn_errors.push(e);
+                    spawn_errors.push(e.to_string());
                 }
             }
         }
@@ -156,7 +157,7 @@ pub fn hostile_neighbours(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Stri
     let replies: usize = garblers.into_iter().map(|h| h.join().unwrap_or(0)).sum();
     drop(held);
     stop_ping.store(true, Ordering::Relaxed);
-    let (pts, ping_err) = pings.join().map_err(|_| "pinger panicked")?;
+    let (pts, ping_err) = pings.join().map_err(|_| Error::Panicked("pinger"))?;
     let took = t.elapsed();
 
     let alive = d.alive();

@@ -4,7 +4,9 @@
 //! and that resources return to their baseline.
 
 use super::daemon::Daemon;
+use super::error::PingProblem;
 use super::wire::{self, field, fresh_ping, Client};
+use super::Error;
 use super::{Ctx, Obs};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
@@ -18,29 +20,31 @@ fn ms(d: Duration) -> f64 {
 }
 
 fn ping_line(id: u64) -> String {
-    wire::req(&id.to_string(), "server.ping", "{}")
+    wire::req(id, "server.ping", "{}")
+}
+
+fn pings(got: usize, want: usize, problem: PingProblem) -> Error {
+    Error::Pings { got, want, problem }
 }
 
 /// Reads one connection's replies: returns the ids in arrival order, or
 /// the first anomaly (a line that is not a successful ping reply).
-fn read_ping_replies(r: &mut impl BufRead, n: usize) -> Result<Vec<u64>, String> {
+fn read_ping_replies(r: &mut impl BufRead, n: usize) -> Result<Vec<u64>, Error> {
     let mut ids = Vec::with_capacity(n);
     let mut l = Vec::new();
     while ids.len() < n {
         l.clear();
         match r.read_until(b'\n', &mut l) {
-            Ok(0) => return Err(format!("connection closed after {} of {n} replies", ids.len())),
+            Ok(0) => return Err(pings(ids.len(), n, PingProblem::Closed)),
             Ok(_) => {}
-            Err(e) => return Err(format!("after {} of {n} replies: {e}", ids.len())),
+            Err(e) => return Err(pings(ids.len(), n, PingProblem::Read(e))),
         }
         let id = field(&l, "id").and_then(|v| std::str::from_utf8(v).ok()?.parse::<u64>().ok());
         match id {
             Some(id) if field(&l, "result").is_some() => ids.push(id),
             _ => {
-                return Err(format!(
-                    "unexpected line: {}",
-                    String::from_utf8_lossy(&l[..l.len().min(160)])
-                ))
+                let line = String::from_utf8_lossy(&l[..l.len().min(160)]).into_owned();
+                return Err(pings(ids.len(), n, PingProblem::Unexpected(line)));
             }
         }
     }
@@ -48,23 +52,23 @@ fn read_ping_replies(r: &mut impl BufRead, n: usize) -> Result<Vec<u64>, String>
 }
 
 /// 1. Many connections pipelining pings at once.
-pub fn many_connections(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
+pub fn many_connections(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
     let d = Daemon::start(bin)?;
     let smp = d.sampler(Duration::from_millis(50));
     let conns = ctx.n(512, 8) as usize;
     let per = 200usize;
     let streams: Vec<UnixStream> = (0..conns)
-        .map(|_| UnixStream::connect(&d.socket).map_err(|e| format!("connect: {e}")))
+        .map(|_| UnixStream::connect(&d.socket).map_err(Error::io("connect")))
         .collect::<Result<_, _>>()?;
     let barrier = Barrier::new(conns);
     let t0 = Instant::now();
-    let results: Vec<Result<(Duration, String), String>> = std::thread::scope(|sc| {
+    let results: Vec<Result<(Duration, String), Error>> = std::thread::scope(|sc| {
         let hs: Vec<_> = streams
             .into_iter()
             .enumerate()
             .map(|(c, s)| {
                 let barrier = &barrier;
-                sc.spawn(move || -> Result<(Duration, String), String> {
+                sc.spawn(move || -> Result<(Duration, String), Error> {
                     s.set_read_timeout(Some(Duration::from_secs(120))).ok();
                     let base = (c as u64 + 1) * 1000;
                     let mut buf = Vec::new();
@@ -74,14 +78,14 @@ pub fn many_connections(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String
                     // A closing barrier ping: anything read before its reply
                     // beyond the expected set is a duplicate or a stray.
                     buf.extend_from_slice(ping_line(base + 999).as_bytes());
-                    let mut w = s.try_clone().map_err(|e| e.to_string())?;
+                    let mut w = s.try_clone()?;
                     barrier.wait();
                     let start = Instant::now();
                     let writer = std::thread::spawn(move || w.write_all(&buf));
                     let mut r = BufReader::new(s);
                     let ids = read_ping_replies(&mut r, per + 1)?;
                     let took = start.elapsed();
-                    writer.join().map_err(|_| "writer panicked")?.map_err(|e| e.to_string())?;
+                    writer.join().map_err(|_| Error::Panicked("writer"))??;
                     let mut seen = vec![0u32; per + 1];
                     let mut bad = Vec::new();
                     for id in &ids {
@@ -101,18 +105,18 @@ pub fn many_connections(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String
                     let dup = seen.iter().filter(|n| **n > 1).count();
                     let missing = seen.iter().filter(|n| **n == 0).count();
                     if !bad.is_empty() || dup > 0 || missing > 0 {
-                        return Err(format!(
+                        return Err(Error::finding(format!(
                             "connection {c}: {} foreign or extra line(s) (e.g. {:?}), {dup} duplicated, {missing} missing",
                             bad.len(),
                             bad.first()
-                        ));
+                        )));
                     }
                     Ok((took, String::new()))
                 })
             })
             .collect();
         hs.into_iter()
-            .map(|h| h.join().unwrap_or(Err("panicked".into())))
+            .map(|h| h.join().unwrap_or(Err(Error::Panicked(""))))
             .collect()
     });
     let wall = t0.elapsed();
@@ -213,20 +217,20 @@ fn baseline_fds(d: &Daemon) -> u64 {
 }
 
 /// 2. Connection churn.
-pub fn churn(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
+pub fn churn(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
     let d = Daemon::start(bin)?;
     let smp = d.sampler(Duration::from_millis(50));
     let cycles = ctx.n(3000, 150);
-    let cycle = |i: u64| -> Result<(), String> {
+    let cycle = |i: u64| -> Result<(), Error> {
         match i % 3 {
             0 => {
                 let mut c = Client::connect(&d.socket)?;
                 c.set_timeout(Duration::from_secs(10));
                 c.call("1", "server.ping", "{}").map(|_| ())
             }
-            1 => UnixStream::connect(&d.socket).map(drop).map_err(|e| e.to_string()),
+            1 => Ok(UnixStream::connect(&d.socket).map(drop)?),
             _ => {
-                let mut s = UnixStream::connect(&d.socket).map_err(|e| e.to_string())?;
+                let mut s = UnixStream::connect(&d.socket)?;
                 // Half a request line, then gone.
                 let _ = s.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"meth");
                 Ok(())
@@ -304,7 +308,7 @@ pub(super) fn pinger(socket: &Path, stop: Arc<AtomicBool>, every: Duration) -> s
         let mut pts = Vec::new();
         let mut c = match Client::connect(&socket) {
             Ok(c) => c,
-            Err(e) => return (pts, Some(e)),
+            Err(e) => return (pts, Some(e.to_string())),
         };
         c.set_timeout(Duration::from_secs(30));
         let mut i = 0u64;
@@ -312,7 +316,7 @@ pub(super) fn pinger(socket: &Path, stop: Arc<AtomicBool>, every: Duration) -> s
             i += 1;
             let t = Instant::now();
             if let Err(e) = c.call(&i.to_string(), "server.ping", "{}") {
-                return (pts, Some(e));
+                return (pts, Some(e.to_string()));
             }
             pts.push((t0.elapsed().as_secs_f64(), ms(t.elapsed())));
             std::thread::sleep(every);
@@ -331,7 +335,7 @@ pub(super) fn percentile(v: &[f64], p: f64) -> f64 {
 
 /// Scenario 7, floods: stdin into a child that does not read; many
 /// connections pipelining at once; a pinger measures whether latency held.
-pub fn floods(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
+pub fn floods(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
     let d = Daemon::start(bin)?;
     let smp = d.sampler(Duration::from_millis(50));
     // Idle latency first.
@@ -339,143 +343,24 @@ pub fn floods(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
     let idle = pinger(&d.socket, stop.clone(), Duration::from_millis(2));
     std::thread::sleep(Duration::from_millis(300));
     stop.store(true, Ordering::Relaxed);
-    let (idle_pts, _) = idle.join().map_err(|_| "pinger panicked")?;
+    let (idle_pts, _) = idle.join().map_err(|_| Error::Panicked("pinger"))?;
     let stop = Arc::new(AtomicBool::new(false));
     let during = pinger(&d.socket, stop.clone(), Duration::from_millis(5));
 
     // Phase 1: stdin into `sleep`, which never reads.
-    let total = ctx.n(64 << 20, 4 << 20);
-    let chunk = 512 * 1024u64;
     let mut c = Client::connect(&d.socket)?;
     c.set_timeout(Duration::from_secs(120));
-    c.call(
-        "1",
-        "process.spawn",
-        &wire::spawn_params("sink", "sleep", &["1000"], &d.child_env("sink")),
-    )?;
-    let data = {
-        use base64::Engine;
-        let mut raw = Vec::with_capacity(chunk as usize);
-        wire::pattern(7, chunk, |b| {
-            raw.extend_from_slice(b);
-            true
-        });
-        base64::engine::general_purpose::STANDARD.encode(&raw)
-    };
-    let n = total.div_ceil(chunk);
-    let mut w = c.stream().try_clone().map_err(|e| e.to_string())?;
-    let writer = std::thread::spawn(move || {
-        let mut r = Ok(());
-        for i in 0..n {
-            let l = wire::req(
-                &(100 + i).to_string(),
-                "process.stdin",
-                &format!("{{\"id\":\"sink\",\"data\":\"{data}\"}}"),
-            );
-            if let Err(e) = w.write_all(l.as_bytes()) {
-                r = Err(e.to_string());
-                break;
-            }
-        }
-        r
-    });
-    let mut applied = Vec::new();
-    let mut refused = 0u64;
-    let mut stdin_err = None;
-    for i in 0..n {
-        match c.wait_reply(&(100 + i).to_string()) {
-            Ok(v) => match v.pointer("/result/applied").and_then(|a| a.as_u64()) {
-                Some(a) => applied.push(a),
-                // The queue cap (16 MiB of unwritten stdin): refused whole,
-                // applied unchanged.
-                None if v.pointer("/error/code").and_then(|c| c.as_i64()) == Some(-32002) => refused += 1,
-                None => {
-                    stdin_err.get_or_insert(format!("reply {}: {v}", 100 + i));
-                }
-            },
-            Err(e) => {
-                stdin_err.get_or_insert(e);
-                break;
-            }
-        }
-    }
-    let _ = writer.join();
-    let sent = n * chunk;
-    // Requests on one connection run concurrently (as the reference's
-    // goroutines do), so chunks may apply in any order; each reply must
-    // still report a distinct high-water mark and the last one all bytes.
-    let mut marks = applied.clone();
-    marks.sort_unstable();
-    let every_mark = marks.iter().enumerate().all(|(i, a)| *a == (i as u64 + 1) * chunk);
-    let reordered = applied.windows(2).filter(|w| w[1] < w[0]).count();
-    // Every chunk is either accepted (applied counts it once) or refused
-    // with -32002, and refusals only start once the 16 MiB queue is full.
-    let cap = 16u64 << 20;
-    let accepted_enough = refused == 0 || marks.len() as u64 * chunk + chunk > cap;
-    o.check(
-        "every stdin chunk accepted or refused at the 16 MiB cap, applied counts every accepted byte",
-        stdin_err.is_none() && every_mark && marks.len() as u64 + refused == n && accepted_enough,
-        match &stdin_err {
-            Some(e) => e.clone(),
-            None => format!(
-                "{} chunk(s) accepted, {refused} refused (-32002), applied up to {:?} of {sent}; {reordered} applied out of request order",
-                applied.len(),
-                marks.last()
-            ),
-        },
-    );
-    o.figure("stdin chunks refused (-32002)", "chunks", false, refused as f64);
-    o.figure(
-        "stdin chunks applied out of request order",
-        "chunks",
-        false,
-        reordered as f64,
-    );
+    stdin_into_sleep(&d, ctx, &mut c, o)?;
     let hwm_stdin = d.hwm_kib();
 
     // Phase 2: many connections pipelining pings at once.
     let flooders = ctx.n(16, 4) as usize;
     let per = ctx.n(20000, 2000) as usize;
     let t = Instant::now();
-    let errs: Vec<String> = std::thread::scope(|sc| {
-        let hs: Vec<_> = (0..flooders)
-            .map(|_| {
-                sc.spawn(|| -> Result<(), String> {
-                    let s = UnixStream::connect(&d.socket).map_err(|e| e.to_string())?;
-                    s.set_read_timeout(Some(Duration::from_secs(120))).ok();
-                    let mut w = s.try_clone().map_err(|e| e.to_string())?;
-                    let writer = std::thread::spawn(move || {
-                        let mut buf = Vec::new();
-                        for i in 0..per as u64 {
-                            buf.extend_from_slice(ping_line(i).as_bytes());
-                        }
-                        w.write_all(&buf)
-                    });
-                    // Read late: replies back up while the flood is written.
-                    std::thread::sleep(Duration::from_millis(200));
-                    let ids = read_ping_replies(&mut BufReader::new(s), per)?;
-                    writer
-                        .join()
-                        .map_err(|_| "writer panicked")?
-                        .map_err(|e| e.to_string())?;
-                    let mut seen = vec![false; per];
-                    for id in ids {
-                        match seen.get_mut(id as usize) {
-                            Some(s) if !*s => *s = true,
-                            _ => return Err(format!("reply id {id} duplicated or foreign")),
-                        }
-                    }
-                    Ok(())
-                })
-            })
-            .collect();
-        hs.into_iter()
-            .filter_map(|h| h.join().unwrap_or(Err("panicked".into())).err())
-            .collect()
-    });
+    let errs = ping_floods(&d, flooders, per);
     let flood_secs = t.elapsed().as_secs_f64();
     stop.store(true, Ordering::Relaxed);
-    let (pts, ping_err) = during.join().map_err(|_| "pinger panicked")?;
+    let (pts, ping_err) = during.join().map_err(|_| Error::Panicked("pinger"))?;
     o.check(
         "every flooding connection got all its replies",
         errs.is_empty(),
@@ -519,15 +404,145 @@ pub fn floods(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
     Ok(())
 }
 
+/// Floods, phase 1: `total` bytes of stdin into `sleep`, which never
+/// reads, on `c`: every chunk is accepted or refused at the queue cap.
+fn stdin_into_sleep(d: &Daemon, ctx: &Ctx, c: &mut Client, o: &mut Obs) -> Result<(), Error> {
+    let total = ctx.n(64 << 20, 4 << 20);
+    let chunk = 512 * 1024u64;
+    c.call(
+        "1",
+        "process.spawn",
+        &wire::spawn_params("sink", "sleep", &["1000"], &d.child_env("sink")),
+    )?;
+    let data = {
+        use base64::Engine;
+        let mut raw = Vec::with_capacity(chunk as usize);
+        wire::pattern(7, chunk, |b| {
+            raw.extend_from_slice(b);
+            true
+        });
+        base64::engine::general_purpose::STANDARD.encode(&raw)
+    };
+    let n = total.div_ceil(chunk);
+    let mut w = c.stream().try_clone()?;
+    let writer = std::thread::spawn(move || {
+        let mut r = Ok(());
+        for i in 0..n {
+            let l = wire::req(
+                100 + i,
+                "process.stdin",
+                &format!("{{\"id\":\"sink\",\"data\":\"{data}\"}}"),
+            );
+            if let Err(e) = w.write_all(l.as_bytes()) {
+                r = Err(e);
+                break;
+            }
+        }
+        r
+    });
+    let mut applied = Vec::new();
+    let mut refused = 0u64;
+    let mut stdin_err = None;
+    for i in 0..n {
+        match c.wait_reply(&(100 + i).to_string()) {
+            Ok(v) => match v.pointer("/result/applied").and_then(|a| a.as_u64()) {
+                Some(a) => applied.push(a),
+                // The queue cap (16 MiB of unwritten stdin): refused whole,
+                // applied unchanged.
+                None if v.pointer("/error/code").and_then(|c| c.as_i64()) == Some(-32002) => refused += 1,
+                None => {
+                    stdin_err.get_or_insert(format!("reply {}: {v}", 100 + i));
+                }
+            },
+            Err(e) => {
+                stdin_err.get_or_insert(e.to_string());
+                break;
+            }
+        }
+    }
+    let _ = writer.join();
+    let sent = n * chunk;
+    // Requests on one connection run concurrently (as the reference's
+    // goroutines do), so chunks may apply in any order; each reply must
+    // still report a distinct high-water mark and the last one all bytes.
+    let mut marks = applied.clone();
+    marks.sort_unstable();
+    let every_mark = marks.iter().enumerate().all(|(i, a)| *a == (i as u64 + 1) * chunk);
+    let reordered = applied.windows(2).filter(|w| w[1] < w[0]).count();
+    // Every chunk is either accepted (applied counts it once) or refused
+    // with -32002, and refusals only start once the 16 MiB queue is full.
+    let cap = 16u64 << 20;
+    let accepted_enough = refused == 0 || marks.len() as u64 * chunk + chunk > cap;
+    o.check(
+        "every stdin chunk accepted or refused at the 16 MiB cap, applied counts every accepted byte",
+        stdin_err.is_none() && every_mark && marks.len() as u64 + refused == n && accepted_enough,
+        match &stdin_err {
+            Some(e) => e.clone(),
+            None => format!(
+                "{} chunk(s) accepted, {refused} refused (-32002), applied up to {:?} of {sent}; {reordered} applied out of request order",
+                applied.len(),
+                marks.last()
+            ),
+        },
+    );
+    o.figure("stdin chunks refused (-32002)", "chunks", false, refused as f64);
+    o.figure(
+        "stdin chunks applied out of request order",
+        "chunks",
+        false,
+        reordered as f64,
+    );
+    Ok(())
+}
+
+/// Floods, phase 2: `flooders` connections each pipelining `per` pings
+/// and reading late; what went wrong on each connection that failed.
+fn ping_floods(d: &Daemon, flooders: usize, per: usize) -> Vec<String> {
+    std::thread::scope(|sc| {
+        let hs: Vec<_> = (0..flooders)
+            .map(|_| {
+                sc.spawn(|| -> Result<(), Error> {
+                    let s = UnixStream::connect(&d.socket)?;
+                    s.set_read_timeout(Some(Duration::from_secs(120))).ok();
+                    let mut w = s.try_clone()?;
+                    let writer = std::thread::spawn(move || {
+                        let mut buf = Vec::new();
+                        for i in 0..per as u64 {
+                            buf.extend_from_slice(ping_line(i).as_bytes());
+                        }
+                        w.write_all(&buf)
+                    });
+                    // Read late: replies back up while the flood is written.
+                    std::thread::sleep(Duration::from_millis(200));
+                    let ids = read_ping_replies(&mut BufReader::new(s), per)?;
+                    writer.join().map_err(|_| Error::Panicked("writer"))??;
+                    let mut seen = vec![false; per];
+                    for id in ids {
+                        match seen.get_mut(id as usize) {
+                            Some(s) if !*s => *s = true,
+                            _ => return Err(Error::finding(format!("reply id {id} duplicated or foreign"))),
+                        }
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        hs.into_iter()
+            .filter_map(|h| h.join().unwrap_or(Err(Error::Panicked(""))).err())
+            .map(|e| e.to_string())
+            .collect()
+    })
+}
+
 /// 8. Process churn: short processes with fresh ids.
-pub fn process_churn(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
+pub fn process_churn(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
     let d = Daemon::start(bin)?;
     let smp = d.sampler(Duration::from_millis(50));
     let n = ctx.n(2000, 100);
     let env = d.child_env("churn");
     let mut c = Client::connect(&d.socket)?;
     c.set_timeout(Duration::from_secs(60));
-    let run = |c: &mut Client, prefix: &str, n: u64| -> Result<u64, String> {
+    let run = |c: &mut Client, prefix: &str, n: u64| -> Result<u64, Error> {
         let window = 32;
         let (mut sent, mut replies, mut failed) = (0u64, 0u64, 0u64);
         let exits0 = c.exits;

@@ -12,6 +12,7 @@
 mod children;
 pub mod client;
 mod daemon;
+mod error;
 mod faults;
 mod fresh;
 mod hostile;
@@ -21,7 +22,9 @@ mod soak;
 mod streams;
 mod wire;
 
+pub use error::Error;
 use serde::Serialize;
+use std::fmt::Display;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -99,10 +102,10 @@ impl Obs {
     }
 
     /// Records an invariant from a result (Err = broken, with its text).
-    pub fn check_ok(&mut self, name: &str, r: Result<String, String>) {
+    pub fn check_ok(&mut self, name: &str, r: Result<String, impl Display>) {
         match r {
             Ok(d) => self.check(name, true, d),
-            Err(e) => self.check(name, false, e),
+            Err(e) => self.check(name, false, e.to_string()),
         }
     }
 
@@ -126,7 +129,7 @@ impl Obs {
     }
 }
 
-type Body = fn(&Path, &Ctx, &mut Obs) -> Result<(), String>;
+type Body = fn(&Path, &Ctx, &mut Obs) -> Result<(), Error>;
 
 /// A scenario of the catalogue.
 pub struct Scenario {
@@ -219,7 +222,7 @@ pub fn run_one(s: &Scenario, bin: &Path, ctx: &Ctx) -> SideResult {
     let r = (s.run)(bin, ctx, &mut o);
     match r {
         Ok(()) => o.check("completed", true, ""),
-        Err(e) => o.check("completed", false, e),
+        Err(e) => o.check("completed", false, e.to_string()),
     }
     o.r.seconds = t.elapsed().as_secs_f64();
     o.r
@@ -253,13 +256,15 @@ fn raise_fd_limit() {
 }
 
 /// Runs the selected scenarios, reference first, then candidate.
-pub fn run(o: &Options) -> Result<report::StressReport, String> {
+pub fn run(o: &Options) -> Result<report::StressReport, Error> {
     raise_fd_limit();
     let all = scenarios();
     for w in &o.only {
         if !all.iter().any(|s| s.name == w) {
-            let names: Vec<&str> = all.iter().map(|s| s.name).collect();
-            return Err(format!("unknown scenario {w:?} (known: {})", names.join(", ")));
+            return Err(Error::UnknownScenario {
+                name: w.clone(),
+                known: all.iter().map(|s| s.name).collect(),
+            });
         }
     }
     let selected: Vec<&Scenario> = all

@@ -6,6 +6,7 @@
 
 use super::daemon::Daemon;
 use super::wire::{self, Client};
+use super::Error;
 use super::{Ctx, Obs};
 use std::io::Write;
 use std::os::unix::net::UnixStream;
@@ -41,211 +42,253 @@ fn median(v: &[f64]) -> f64 {
 }
 
 /// Kinds of action in the mix.
-const KINDS: u64 = 10;
+const KINDS: u64 = ACTIONS.len() as u64;
+
+/// An action of the mix, given the daemon, the context and the action's
+/// number (its process ids come from a pool of 8 per kind).
+type Action = fn(&Daemon, &Ctx, u64) -> Result<(), Error>;
+
+/// The mix; action `k` is `ACTIONS[k % ACTIONS.len()]`.
+const ACTIONS: [Action; 10] = [
+    pipelined_pings,
+    half_lines,
+    echo_child,
+    replayed_pattern,
+    interactive_cat,
+    garbage,
+    killed_client,
+    process_tree,
+    stalled_follower,
+    stdin_flood,
+];
 
 /// One action of the mix; `k` picks which.
-fn action(d: &Daemon, ctx: &Ctx, k: u64) -> Result<(), String> {
-    let pool = k % 8;
-    match k % KINDS {
-        0 => {
-            let mut c = Client::connect(&d.socket)?;
-            let mut buf = String::new();
-            for i in 0..50 {
-                buf.push_str(&wire::req(&i.to_string(), "server.ping", "{}"));
-            }
-            c.send_raw(buf.as_bytes())?;
-            c.wait_reply("49").map(|_| ())
-        }
-        1 => {
-            for _ in 0..5 {
-                let mut s = UnixStream::connect(&d.socket).map_err(|e| e.to_string())?;
-                let _ = s.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"me");
-            }
-            Ok(())
-        }
-        2 => {
-            let id = format!("sh{pool}");
-            let mut c = Client::connect(&d.socket)?;
-            c.call(
-                "1",
-                "process.spawn",
-                &wire::spawn_params(&id, "sh", &["-c", "echo hi; echo err >&2"], &d.child_env("soak")),
-            )?;
-            let p = c.wait_exit(&id)?;
-            p.whole()?;
-            (p.stdout_head == b"hi\n").then_some(()).ok_or("wrong output".into())
-        }
-        3 => {
-            let id = format!("st{pool}");
-            let bytes = 256 * 1024;
-            let mut c = Client::connect(&d.socket)?;
-            let (s, b) = ((k % 1000).to_string(), bytes.to_string());
-            let h = ctx.harness.to_string_lossy();
-            let args = ["stress-client", "--mode", "pattern", "--seed", &s, "--bytes", &b];
-            c.call(
-                "1",
-                "process.spawn",
-                &wire::spawn_params(&id, &h, &args, &d.child_env("soak")),
-            )?;
-            c.wait_exit(&id)?;
-            let mut r = Client::connect(&d.socket)?;
-            r.call("1", "process.reattach", &format!("{{\"id\":\"{id}\",\"fromSeq\":0}}"))?;
-            let p = r.wait_exit(&id)?;
-            p.whole()?;
-            (p.sha() == wire::pattern_sha(k % 1000, bytes))
-                .then_some(())
-                .ok_or("replayed stream differs".into())
-        }
-        4 => {
-            let id = format!("cat{pool}");
-            let mut c = Client::connect(&d.socket)?;
-            c.call(
-                "1",
-                "process.spawn",
-                &wire::spawn_params(&id, "cat", &[], &d.child_env("soak")),
-            )?;
-            c.call(
-                "2",
-                "process.stdin",
-                &format!("{{\"id\":\"{id}\",\"data\":\"aGVsbG8K\",\"offset\":0}}"),
-            )?;
-            c.wait_output(&id, b"hello\n")?;
-            c.call(
-                "3",
-                "process.killAndWait",
-                &format!("{{\"id\":\"{id}\",\"timeoutMs\":1000}}"),
-            )?;
-            c.wait_exit(&id).map(|_| ())
-        }
-        6 => {
-            // A client process SIGKILLed mid-stream (scenario 6); the id's
-            // reuse by a later round tears its writer down.
-            let id = format!("kc{pool}");
-            let (seed, env) = ((k % 1000).to_string(), d.child_env("soak"));
-            let args = [
-                "--mode",
-                "stream",
-                "--id",
-                &id,
-                "--seed",
-                &seed,
-                "--bytes",
-                "1048576",
-                "--linger-ms",
-                "60000",
-                "--env",
-                &env,
-            ];
-            let mut client = None;
-            let ready = super::streams::spawn_client(ctx, &d.socket, &args, |c| client = Some(c));
-            if let Some(mut c) = client {
-                let _ = c.kill();
-                let _ = c.wait();
-            }
-            ready.map(|_| ())
-        }
-        7 => {
-            // A tree of background grandchildren, taken down whole (9).
-            let id = format!("tree{pool}");
-            let mut c = Client::connect(&d.socket)?;
-            let script = "for i in 1 2 3 4 5; do sleep 60 & done; echo up; wait";
-            c.call(
-                "1",
-                "process.spawn",
-                &wire::spawn_params(&id, "sh", &["-c", script], &d.child_env("soak")),
-            )?;
-            c.wait_output(&id, b"up\n")?;
-            c.call(
-                "2",
-                "process.killAndWait",
-                &format!("{{\"id\":\"{id}\",\"timeoutMs\":2000}}"),
-            )?;
-            c.wait_exit(&id).map(|_| ())
-        }
-        8 => {
-            // A stalled reader beside a follower that replays from 0 (5, 4).
-            let id = format!("stall{pool}");
-            let bytes = 1 << 20;
-            let seed = 5000 + k % 1000;
-            let mut stalled = Client::connect(&d.socket)?;
-            let h = ctx.harness.to_string_lossy();
-            let (s, b) = (seed.to_string(), bytes.to_string());
-            let args = ["stress-client", "--mode", "pattern", "--seed", &s, "--bytes", &b];
-            stalled.call(
-                "1",
-                "process.spawn",
-                &wire::spawn_params(&id, &h, &args, &d.child_env("soak")),
-            )?;
-            let mut r = Client::connect(&d.socket)?;
-            // The spawn's reply is the last thing the stalled connection
-            // reads, so the reattach finds this round's process, not the
-            // exited one of an earlier round with the same id.
-            let mut reattached = false;
-            for n in 0..500 {
-                let reply = r.call(
-                    &(100 + n).to_string(),
-                    "process.reattach",
-                    &format!("{{\"id\":\"{id}\",\"fromSeq\":0}}"),
-                )?;
-                if reply.get("found") == Some(&serde_json::Value::Bool(true)) {
-                    reattached = true;
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            let p = r.wait_exit(&id)?;
-            p.whole()?;
-            drop(stalled);
-            (reattached && p.sha() == wire::pattern_sha(seed, bytes))
-                .then_some(())
-                .ok_or("the follower's stream differs".into())
-        }
-        9 => {
-            // A bounded stdin flood into a child that never reads (7): the
-            // daemon may refuse once its queue is full, never block.
-            let id = format!("flood{pool}");
-            let mut c = Client::connect(&d.socket)?;
-            c.call(
-                "1",
-                "process.spawn",
-                &wire::spawn_params(&id, "sleep", &["60"], &d.child_env("soak")),
-            )?;
-            let chunk = "A".repeat(256 * 1024 / 3 * 4);
-            let mut offset = 0u64;
-            for n in 0..16 {
-                let rid = (200 + n).to_string();
-                let params = format!("{{\"id\":\"{id}\",\"data\":\"{chunk}\",\"offset\":{offset}}}");
-                c.send(&rid, "process.stdin", &params)?;
-                let reply = c.wait_reply(&rid)?;
-                if let Some(e) = reply.get("error") {
-                    // A queue-full refusal ends the flood; any other error
-                    // is a fault.
-                    if e.get("code") != Some(&serde_json::Value::from(-32002)) {
-                        return Err(format!("stdin: {e}"));
-                    }
-                    break;
-                }
-                offset += (chunk.len() / 4 * 3) as u64;
-            }
-            c.call(
-                "300",
-                "process.kill",
-                &format!("{{\"id\":\"{id}\",\"signal\":\"KILL\"}}"),
-            )?;
-            c.wait_exit(&id).map(|_| ())
-        }
-        _ => {
-            let mut s = UnixStream::connect(&d.socket).map_err(|e| e.to_string())?;
-            let _ = s.write_all(b"\xff\xfe{\"jsonrpc\":[[[[\n\0\0\n{\"id\":1e999}\n");
-            let _ = s.shutdown(std::net::Shutdown::Write);
-            let _ = std::io::Read::read_to_end(&mut s, &mut Vec::new());
-            Ok(())
-        }
+fn action(d: &Daemon, ctx: &Ctx, k: u64) -> Result<(), Error> {
+    ACTIONS[(k % KINDS) as usize](d, ctx, k)
+}
+
+/// Fifty pipelined pings on one connection.
+fn pipelined_pings(d: &Daemon, _ctx: &Ctx, _k: u64) -> Result<(), Error> {
+    let mut c = Client::connect(&d.socket)?;
+    let mut buf = String::new();
+    for i in 0..50 {
+        buf.push_str(&wire::req(i, "server.ping", "{}"));
     }
+    c.send_raw(buf.as_bytes())?;
+    c.wait_reply("49").map(|_| ())
+}
+
+/// Connections that send half a request line and go (2).
+fn half_lines(d: &Daemon, _ctx: &Ctx, _k: u64) -> Result<(), Error> {
+    for _ in 0..5 {
+        let mut s = UnixStream::connect(&d.socket)?;
+        let _ = s.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"me");
+    }
+    Ok(())
+}
+
+/// A child that writes to stdout and stderr, read whole.
+fn echo_child(d: &Daemon, _ctx: &Ctx, k: u64) -> Result<(), Error> {
+    let pool = k % 8;
+    let id = format!("sh{pool}");
+    let mut c = Client::connect(&d.socket)?;
+    c.call(
+        "1",
+        "process.spawn",
+        &wire::spawn_params(&id, "sh", &["-c", "echo hi; echo err >&2"], &d.child_env("soak")),
+    )?;
+    let p = c.wait_exit(&id)?;
+    p.whole()?;
+    (p.stdout_head == b"hi\n")
+        .then_some(())
+        .ok_or(Error::finding("wrong output"))
+}
+
+/// A pattern child read live, then replayed from 0 on another connection
+/// (4).
+fn replayed_pattern(d: &Daemon, ctx: &Ctx, k: u64) -> Result<(), Error> {
+    let pool = k % 8;
+    let id = format!("st{pool}");
+    let bytes = 256 * 1024;
+    let mut c = Client::connect(&d.socket)?;
+    let (s, b) = ((k % 1000).to_string(), bytes.to_string());
+    let h = ctx.harness.to_string_lossy();
+    let args = ["stress-client", "--mode", "pattern", "--seed", &s, "--bytes", &b];
+    c.call(
+        "1",
+        "process.spawn",
+        &wire::spawn_params(&id, &h, &args, &d.child_env("soak")),
+    )?;
+    c.wait_exit(&id)?;
+    let mut r = Client::connect(&d.socket)?;
+    r.call("1", "process.reattach", &format!("{{\"id\":\"{id}\",\"fromSeq\":0}}"))?;
+    let p = r.wait_exit(&id)?;
+    p.whole()?;
+    (p.sha() == wire::pattern_sha(k % 1000, bytes))
+        .then_some(())
+        .ok_or(Error::finding("replayed stream differs"))
+}
+
+/// stdin into `cat`, its echo awaited, then killAndWait.
+fn interactive_cat(d: &Daemon, _ctx: &Ctx, k: u64) -> Result<(), Error> {
+    let pool = k % 8;
+    let id = format!("cat{pool}");
+    let mut c = Client::connect(&d.socket)?;
+    c.call(
+        "1",
+        "process.spawn",
+        &wire::spawn_params(&id, "cat", &[], &d.child_env("soak")),
+    )?;
+    c.call(
+        "2",
+        "process.stdin",
+        &format!("{{\"id\":\"{id}\",\"data\":\"aGVsbG8K\",\"offset\":0}}"),
+    )?;
+    c.wait_output(&id, b"hello\n")?;
+    c.call(
+        "3",
+        "process.killAndWait",
+        &format!("{{\"id\":\"{id}\",\"timeoutMs\":1000}}"),
+    )?;
+    c.wait_exit(&id).map(|_| ())
+}
+
+/// Bytes that are not JSON-RPC, then the write side closed (11).
+fn garbage(d: &Daemon, _ctx: &Ctx, _k: u64) -> Result<(), Error> {
+    let mut s = UnixStream::connect(&d.socket)?;
+    let _ = s.write_all(b"\xff\xfe{\"jsonrpc\":[[[[\n\0\0\n{\"id\":1e999}\n");
+    let _ = s.shutdown(std::net::Shutdown::Write);
+    let _ = std::io::Read::read_to_end(&mut s, &mut Vec::new());
+    Ok(())
+}
+
+/// A client process SIGKILLed mid-stream (scenario 6); the id's reuse by a
+/// later round tears its writer down.
+fn killed_client(d: &Daemon, ctx: &Ctx, k: u64) -> Result<(), Error> {
+    let pool = k % 8;
+    let id = format!("kc{pool}");
+    let (seed, env) = ((k % 1000).to_string(), d.child_env("soak"));
+    let args = [
+        "--mode",
+        "stream",
+        "--id",
+        &id,
+        "--seed",
+        &seed,
+        "--bytes",
+        "1048576",
+        "--linger-ms",
+        "60000",
+        "--env",
+        &env,
+    ];
+    let mut client = None;
+    let ready = super::streams::spawn_client(ctx, &d.socket, &args, |c| client = Some(c));
+    if let Some(mut c) = client {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    ready.map(|_| ())
+}
+
+/// A tree of background grandchildren, taken down whole (9).
+fn process_tree(d: &Daemon, _ctx: &Ctx, k: u64) -> Result<(), Error> {
+    let pool = k % 8;
+    let id = format!("tree{pool}");
+    let mut c = Client::connect(&d.socket)?;
+    let script = "for i in 1 2 3 4 5; do sleep 60 & done; echo up; wait";
+    c.call(
+        "1",
+        "process.spawn",
+        &wire::spawn_params(&id, "sh", &["-c", script], &d.child_env("soak")),
+    )?;
+    c.wait_output(&id, b"up\n")?;
+    c.call(
+        "2",
+        "process.killAndWait",
+        &format!("{{\"id\":\"{id}\",\"timeoutMs\":2000}}"),
+    )?;
+    c.wait_exit(&id).map(|_| ())
+}
+
+/// A stalled reader beside a follower that replays from 0 (5, 4).
+fn stalled_follower(d: &Daemon, ctx: &Ctx, k: u64) -> Result<(), Error> {
+    let pool = k % 8;
+    let id = format!("stall{pool}");
+    let bytes = 1 << 20;
+    let seed = 5000 + k % 1000;
+    let mut stalled = Client::connect(&d.socket)?;
+    let h = ctx.harness.to_string_lossy();
+    let (s, b) = (seed.to_string(), bytes.to_string());
+    let args = ["stress-client", "--mode", "pattern", "--seed", &s, "--bytes", &b];
+    stalled.call(
+        "1",
+        "process.spawn",
+        &wire::spawn_params(&id, &h, &args, &d.child_env("soak")),
+    )?;
+    let mut r = Client::connect(&d.socket)?;
+    // The spawn's reply is the last thing the stalled connection
+    // reads, so the reattach finds this round's process, not the
+    // exited one of an earlier round with the same id.
+    let mut reattached = false;
+    for n in 0..500 {
+        let reply = r.call(
+            &(100 + n).to_string(),
+            "process.reattach",
+            &format!("{{\"id\":\"{id}\",\"fromSeq\":0}}"),
+        )?;
+        if reply.get("found") == Some(&serde_json::Value::Bool(true)) {
+            reattached = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let p = r.wait_exit(&id)?;
+    p.whole()?;
+    drop(stalled);
+    (reattached && p.sha() == wire::pattern_sha(seed, bytes))
+        .then_some(())
+        .ok_or(Error::finding("the follower's stream differs"))
+}
+
+/// A bounded stdin flood into a child that never reads (7): the daemon may
+/// refuse once its queue is full, never block.
+fn stdin_flood(d: &Daemon, _ctx: &Ctx, k: u64) -> Result<(), Error> {
+    let pool = k % 8;
+    let id = format!("flood{pool}");
+    let mut c = Client::connect(&d.socket)?;
+    c.call(
+        "1",
+        "process.spawn",
+        &wire::spawn_params(&id, "sleep", &["60"], &d.child_env("soak")),
+    )?;
+    let chunk = "A".repeat(256 * 1024 / 3 * 4);
+    let mut offset = 0u64;
+    for n in 0..16 {
+        let rid = (200 + n).to_string();
+        let params = format!("{{\"id\":\"{id}\",\"data\":\"{chunk}\",\"offset\":{offset}}}");
+        c.send(&rid, "process.stdin", &params)?;
+        let reply = c.wait_reply(&rid)?;
+        if let Some(e) = reply.get("error") {
+            // A queue-full refusal ends the flood; any other error
+            // is a fault.
+            if e.get("code") != Some(&serde_json::Value::from(-32002)) {
+                return Err(Error::finding(format!("stdin: {e}")));
+            }
+            break;
+        }
+        offset += (chunk.len() / 4 * 3) as u64;
+    }
+    c.call(
+        "300",
+        "process.kill",
+        &format!("{{\"id\":\"{id}\",\"signal\":\"KILL\"}}"),
+    )?;
+    c.wait_exit(&id).map(|_| ())
 }
 
 /// 12. The soak.
-pub fn soak(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
+pub fn soak(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
     let d = Daemon::start(bin)?;
     let total = Duration::from_secs_f64(ctx.soak_minutes * 60.0);
     let every = Duration::from_secs_f64((total.as_secs_f64() / 300.0).max(0.5));

@@ -3,7 +3,9 @@
 //! client processes SIGKILLed mid-stream and mid-request.
 
 use super::daemon::Daemon;
+use super::error::StreamFault;
 use super::wire::{self, fresh_ping, hex, js, Client};
+use super::Error;
 use super::{Ctx, Obs};
 use sha2::{Digest, Sha256};
 use std::io::{BufRead, BufReader};
@@ -54,21 +56,21 @@ fn pattern_tail_sha(seed: u64, total: u64, len: u64) -> String {
 }
 
 /// What one stream delivered: seed, wholeness, length, SHA-256, exit code.
-type Received = (u64, Result<(), String>, u64, String, Option<i64>);
+type Received = (u64, Result<(), StreamFault>, u64, String, Option<i64>);
 
 /// 3. Streaming integrity.
-pub fn integrity(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
+pub fn integrity(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
     let d = Daemon::start(bin)?;
     let smp = d.sampler(Duration::from_millis(50));
     let bytes = ctx.n(4 << 20, 256 << 10);
     let (conns, per) = (4u64, 4u64);
     let env = d.child_env("integrity");
     let t = Instant::now();
-    let results: Vec<Result<Vec<Received>, String>> = std::thread::scope(|sc| {
+    let results: Vec<Result<Vec<Received>, Error>> = std::thread::scope(|sc| {
         let hs: Vec<_> = (0..conns)
             .map(|c| {
                 let (d, env) = (&d, &env);
-                sc.spawn(move || -> Result<_, String> {
+                sc.spawn(move || -> Result<_, Error> {
                     let mut cl = Client::connect(&d.socket)?;
                     cl.set_timeout(Duration::from_secs(120));
                     for k in 0..per {
@@ -87,7 +89,7 @@ pub fn integrity(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
                     }
                     for v in &cl.stray {
                         if v.get("result").is_none() {
-                            return Err(format!("spawn failed: {v}"));
+                            return Err(Error::finding(format!("spawn failed: {v}")));
                         }
                     }
                     Ok(out)
@@ -95,7 +97,7 @@ pub fn integrity(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
             })
             .collect();
         hs.into_iter()
-            .map(|h| h.join().unwrap_or(Err("panicked".into())))
+            .map(|h| h.join().unwrap_or(Err(Error::Panicked(""))))
             .collect()
     });
     let took = t.elapsed();
@@ -103,7 +105,7 @@ pub fn integrity(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
     let mut n = 0;
     for r in results {
         match r {
-            Err(e) => bad.push(e),
+            Err(e) => bad.push(e.to_string()),
             Ok(v) => {
                 for (seed, whole, len, sha, code) in v {
                     n += 1;
@@ -139,7 +141,7 @@ pub fn integrity(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
 }
 
 /// 4. Reattach churn while a child writes.
-pub fn reattach_churn(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
+pub fn reattach_churn(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
     let d = Daemon::start(bin)?;
     let smp = d.sampler(Duration::from_millis(50));
     let bytes = ctx.n(64 << 20, 4 << 20);
@@ -157,18 +159,18 @@ pub fn reattach_churn(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> 
     // connection that followed the process before, so overlapping
     // reattaches from twenty connections would close each other.
     let errs: Vec<String> = {
-        let hs: Vec<Result<(), String>> = (0..20u64)
+        let hs: Vec<Result<(), Error>> = (0..20u64)
             .map(|i| {
                 let d = &d;
-                (move || -> Result<(), String> {
+                (move || -> Result<(), Error> {
                     let from = [0, 1, 5, 50, 200, 1_000_000][i as usize % 6] + i;
                     let mut c = Client::connect(&d.socket)?;
                     c.set_timeout(Duration::from_secs(60));
                     c.hash = false;
                     let r = c.call("1", "process.reattach", &format!("{{\"id\":\"big\",\"fromSeq\":{from}}}"))?;
-                    let last = r.get("lastSeq").and_then(|v| v.as_i64()).ok_or(format!("no lastSeq in {r}"))?;
+                    let last = r.get("lastSeq").and_then(|v| v.as_i64()).ok_or_else(|| Error::finding(format!("no lastSeq in {r}")))?;
                     if r.get("found") != Some(&serde_json::Value::Bool(true)) {
-                        return Err(format!("reattach {i}: not found: {r}"));
+                        return Err(Error::finding(format!("reattach {i}: not found: {r}")));
                     }
                     let replayed = c.procs.get("big").map(|p| p.frames).unwrap_or(0) as i64;
                     // A bounded replay starts at the oldest kept frame.
@@ -176,9 +178,9 @@ pub fn reattach_churn(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> 
                     let start = (from as i64 + 1).max(kept);
                     let want = (last - start + 1).max(0);
                     if replayed != want {
-                        return Err(format!(
+                        return Err(Error::finding(format!(
                             "reattach {i} fromSeq {from}: {replayed} frame(s) before the reply, lastSeq {last} means {want}"
-                        ));
+                        )));
                     }
                     let running = r.get("running") == Some(&serde_json::Value::Bool(true));
                     if !running && from as i64 >= last {
@@ -189,20 +191,24 @@ pub fn reattach_churn(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> 
                     c.wait_frames("big", until)?;
                     let p = &c.procs["big"];
                     if !p.faults.is_empty() {
-                        return Err(format!("reattach {i}: {}", p.faults.join("; ")));
+                        return Err(Error::finding(format!("reattach {i}: {}", p.faults.join("; "))));
                     }
                     let first = p.first_seq.unwrap_or(0);
                     if p.frames > 0 && (from as i64) < last && first != start {
-                        return Err(format!("reattach {i}: first frame seq {first}, fromSeq {from}, firstSeq {kept}"));
+                        return Err(Error::finding(format!(
+                            "reattach {i}: first frame seq {first}, fromSeq {from}, firstSeq {kept}"
+                        )));
                     }
                     if p.frames > 0 && (from as i64) >= last && first != last + 1 {
-                        return Err(format!("reattach {i}: first live frame seq {first} after lastSeq {last}"));
+                        return Err(Error::finding(format!(
+                            "reattach {i}: first live frame seq {first} after lastSeq {last}"
+                        )));
                     }
                     Ok(())
                 })()
             })
             .collect();
-        hs.into_iter().filter_map(Result::err).collect()
+        hs.into_iter().filter_map(Result::err).map(|e| e.to_string()).collect()
     };
     o.check(
         "each reattach: replay from fromSeq+1, no gap or duplicate up to the reply, then contiguous live frames",
@@ -233,22 +239,22 @@ pub fn reattach_churn(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> 
     let first_seq = r.get("firstSeq").and_then(|v| v.as_i64()).unwrap_or(0);
     let got = p.stdout_len;
     let exact = if got == bytes {
-        p.whole().and_then(|_| {
+        p.whole().map_err(Error::from).and_then(|_| {
             (p.sha() == wire::pattern_sha(seed, bytes))
                 .then(|| format!("{bytes} bytes byte-exact"))
-                .ok_or("SHA-256 differs".to_string())
+                .ok_or(Error::finding("SHA-256 differs"))
         })
     } else if first_seq > 1 && p.first_seq == Some(first_seq) && p.faults.is_empty() && got < bytes {
         // A bounded replay: what it kept must be the stream's exact tail.
         (p.sha() == pattern_tail_sha(seed, bytes, got))
             .then(|| format!("bounded replay: the last {got} of {bytes} bytes, byte-exact"))
-            .ok_or(format!("bounded replay of {got} bytes is not the stream's tail"))
+            .ok_or_else(|| Error::finding(format!("bounded replay of {got} bytes is not the stream's tail")))
     } else {
-        Err(format!(
+        Err(Error::finding(format!(
             "{got} of {bytes} bytes, firstSeq {first_seq}, frames from {:?}: {}",
             p.first_seq,
             p.faults.join("; ")
-        ))
+        )))
     };
     o.check_ok("final reattach from 0 reassembles the stream", exact);
     o.figure(
@@ -268,7 +274,7 @@ fn zero_spawn(id: &str, bytes: u64, env: &str) -> String {
 }
 
 /// 5. A stalled reader next to a following one.
-pub fn stalled_reader(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
+pub fn stalled_reader(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
     let d = Daemon::start(bin)?;
     let smp = d.sampler(Duration::from_millis(50));
     let bytes = ctx.n(256 << 20, 16 << 20);
@@ -300,7 +306,7 @@ pub fn stalled_reader(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> 
         format!(
             "follower {} of {bytes} bytes ({}), solo {solo_len}",
             p.stdout_len,
-            p.whole().err().unwrap_or_else(|| "whole".into())
+            p.whole().err().map_or_else(|| "whole".into(), |e| e.to_string())
         ),
     );
     o.check_ok(
@@ -330,7 +336,7 @@ pub fn stalled_reader(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> 
 
 /// Starts `harness stress-client` and waits for its `ready` line; the
 /// daemon's cleanup owns the client from the start.
-fn start_client(d: &mut Daemon, ctx: &Ctx, args: &[&str]) -> Result<(), String> {
+fn start_client(d: &mut Daemon, ctx: &Ctx, args: &[&str]) -> Result<(), Error> {
     let socket = d.socket.clone();
     spawn_client(ctx, &socket, args, |c| d.clients.push(c)).map(|_| ())
 }
@@ -343,7 +349,7 @@ pub fn spawn_client(
     socket: &Path,
     args: &[&str],
     keep: impl FnOnce(std::process::Child),
-) -> Result<u32, String> {
+) -> Result<u32, Error> {
     let mut c = Command::new(&ctx.harness)
         .arg("stress-client")
         .arg("--socket")
@@ -353,7 +359,7 @@ pub fn spawn_client(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("client: {e}"))?;
+        .map_err(Error::io("client"))?;
     let pid = c.id();
     let out = c.stdout.take().expect("piped");
     let err = c.stderr.take().expect("piped");
@@ -369,13 +375,16 @@ pub fn spawn_client(
         _ => {
             let mut e = String::new();
             let _ = std::io::Read::read_to_string(&mut BufReader::new(err), &mut e);
-            Err(format!("client {args:?} never got ready: {e}"))
+            Err(Error::NeverReady {
+                args: args.iter().map(|a| a.to_string()).collect(),
+                stderr: e,
+            })
         }
     }
 }
 
 /// 6. Client processes SIGKILLed mid-stream and mid-request.
-pub fn killed_clients(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> {
+pub fn killed_clients(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
     let mut d = Daemon::start(bin)?;
     let smp = d.sampler(Duration::from_millis(50));
     let streams = ctx.n(8, 2);
@@ -421,7 +430,7 @@ pub fn killed_clients(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), String> 
     let ping = fresh_ping(&d.socket, Duration::from_secs(30));
     o.check_ok(
         "a fresh connection is answered right after the kills",
-        ping.as_ref().map(|m| format!("{m:.1} ms")).map_err(|e| e.clone()),
+        ping.as_ref().map(|m| format!("{m:.1} ms")),
     );
     // Nothing was lost: every stream is complete in the replay.
     let mut bad = Vec::new();

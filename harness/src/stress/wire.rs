@@ -3,6 +3,7 @@
 //! receivers, and the checks every receiver makes (seqs strictly +1, the
 //! exit frame last, SHA-256 of the reassembled stdout).
 
+use super::error::{Error, StreamFault};
 use base64::Engine;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -12,12 +13,7 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
 
-pub const TOKEN: &str = "stress-token";
-
-/// One authenticated request line (with its newline); `id` is JSON text.
-pub fn req(id: &str, method: &str, params: &str) -> String {
-    format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"{method}\",\"params\":{params},\"auth\":\"{TOKEN}\"}}\n")
-}
+pub(crate) use crate::dut::client::{req, TOKEN};
 
 /// A JSON string literal.
 pub fn js(s: &str) -> String {
@@ -140,18 +136,18 @@ impl ProcRx {
     }
 
     /// Checks the stream is whole: seqs from 1, strictly +1, exit last.
-    pub fn whole(&self) -> Result<(), String> {
+    pub fn whole(&self) -> Result<(), StreamFault> {
         if !self.faults.is_empty() {
-            return Err(self.faults.join("; "));
+            return Err(StreamFault::Seen(self.faults.clone()));
         }
         if self.first_seq != Some(1) {
-            return Err(format!("first seq {:?}, not 1", self.first_seq));
+            return Err(StreamFault::FirstSeq(self.first_seq));
         }
         if self.exit_code.is_none() {
-            return Err("no exit frame".into());
+            return Err(StreamFault::NoExit);
         }
         if self.frames_after_exit > 0 {
-            return Err(format!("{} frame(s) after the exit frame", self.frames_after_exit));
+            return Err(StreamFault::AfterExit(self.frames_after_exit));
         }
         Ok(())
     }
@@ -175,10 +171,10 @@ pub struct Client {
 }
 
 impl Client {
-    pub fn connect(socket: &Path) -> Result<Client, String> {
-        let s = UnixStream::connect(socket).map_err(|e| format!("connect: {e}"))?;
+    pub fn connect(socket: &Path) -> Result<Client, Error> {
+        let s = UnixStream::connect(socket).map_err(Error::io("connect"))?;
         s.set_read_timeout(Some(Duration::from_secs(60))).ok();
-        let r = BufReader::with_capacity(256 * 1024, s.try_clone().map_err(|e| e.to_string())?);
+        let r = BufReader::with_capacity(256 * 1024, s.try_clone()?);
         Ok(Client {
             w: s,
             r,
@@ -197,21 +193,21 @@ impl Client {
         &self.w
     }
 
-    pub fn send_raw(&mut self, b: &[u8]) -> Result<(), String> {
-        self.w.write_all(b).map_err(|e| format!("write: {e}"))
+    pub fn send_raw(&mut self, b: &[u8]) -> Result<(), Error> {
+        self.w.write_all(b).map_err(Error::io("write"))
     }
 
-    pub fn send(&mut self, id: &str, method: &str, params: &str) -> Result<(), String> {
+    pub fn send(&mut self, id: &str, method: &str, params: &str) -> Result<(), Error> {
         self.send_raw(req(id, method, params).as_bytes())
     }
 
     /// Reads one line; stream frames are absorbed and returned as `None`.
-    pub fn next(&mut self) -> Result<Option<Value>, String> {
+    pub fn next(&mut self) -> Result<Option<Value>, Error> {
         let mut l = Vec::new();
         match self.r.read_until(b'\n', &mut l) {
-            Ok(0) => return Err("connection closed".into()),
+            Ok(0) => return Err(Error::Closed),
             Ok(_) => {}
-            Err(e) => return Err(format!("read: {e}")),
+            Err(e) => return Err(Error::io("read")(e)),
         }
         if l.last() == Some(&b'\n') {
             l.pop();
@@ -231,17 +227,17 @@ impl Client {
                 .absorb(&l);
             return Ok(None);
         }
-        serde_json::from_slice(&l).map(Some).map_err(|e| {
-            format!(
-                "unparsable line ({e}): {}",
-                String::from_utf8_lossy(&l[..l.len().min(200)])
-            )
-        })
+        serde_json::from_slice(&l)
+            .map(Some)
+            .map_err(|source| Error::Unparsable {
+                source,
+                line: String::from_utf8_lossy(&l[..l.len().min(200)]).into_owned(),
+            })
     }
 
     /// Reads until the reply with `id` (JSON text) arrives.
-    pub fn wait_reply(&mut self, id: &str) -> Result<Value, String> {
-        let want: Value = serde_json::from_str(id).map_err(|e| e.to_string())?;
+    pub fn wait_reply(&mut self, id: &str) -> Result<Value, Error> {
+        let want: Value = serde_json::from_str(id).map_err(Error::BadId)?;
         if let Some(i) = self.stray.iter().position(|v| v.get("id") == Some(&want)) {
             return Ok(self.stray.remove(i));
         }
@@ -256,17 +252,20 @@ impl Client {
     }
 
     /// Sends a request and returns its `result` (an `error` is Err).
-    pub fn call(&mut self, id: &str, method: &str, params: &str) -> Result<Value, String> {
+    pub fn call(&mut self, id: &str, method: &str, params: &str) -> Result<Value, Error> {
         self.send(id, method, params)?;
         let v = self.wait_reply(id)?;
         match v.get("result") {
             Some(r) => Ok(r.clone()),
-            None => Err(format!("{method}: {}", v.get("error").cloned().unwrap_or(v))),
+            None => Err(Error::Refused {
+                method: method.to_string(),
+                error: v.get("error").cloned().unwrap_or(v),
+            }),
         }
     }
 
     /// Reads until process `pid` has sent its exit frame.
-    pub fn wait_exit(&mut self, pid: &str) -> Result<&ProcRx, String> {
+    pub fn wait_exit(&mut self, pid: &str) -> Result<&ProcRx, Error> {
         while self.procs.get(pid).and_then(|p| p.exit_code).is_none() {
             self.next()?;
         }
@@ -274,7 +273,7 @@ impl Client {
     }
 
     /// Reads until `pid` has sent at least `n` frames (or its exit).
-    pub fn wait_frames(&mut self, pid: &str, n: u64) -> Result<(), String> {
+    pub fn wait_frames(&mut self, pid: &str, n: u64) -> Result<(), Error> {
         loop {
             if let Some(p) = self.procs.get(pid) {
                 if p.frames >= n || p.exit_code.is_some() {
@@ -286,17 +285,17 @@ impl Client {
     }
 
     /// Reads until `pid`'s stdout contains `needle`.
-    pub fn wait_output(&mut self, pid: &str, needle: &[u8]) -> Result<(), String> {
+    pub fn wait_output(&mut self, pid: &str, needle: &[u8]) -> Result<(), Error> {
         loop {
             if let Some(p) = self.procs.get(pid) {
                 if p.stdout_head.windows(needle.len()).any(|w| w == needle) {
                     return Ok(());
                 }
                 if p.exit_code.is_some() {
-                    return Err(format!(
+                    return Err(Error::finding(format!(
                         "{pid} exited before printing {:?}",
                         String::from_utf8_lossy(needle)
-                    ));
+                    )));
                 }
             }
             self.next()?;
@@ -305,7 +304,7 @@ impl Client {
 }
 
 /// One ping on a fresh connection, with its round trip in ms.
-pub fn fresh_ping(socket: &Path, within: Duration) -> Result<f64, String> {
+pub fn fresh_ping(socket: &Path, within: Duration) -> Result<f64, Error> {
     let t = std::time::Instant::now();
     let mut c = Client::connect(socket)?;
     c.set_timeout(within);
@@ -364,7 +363,7 @@ mod tests {
         p.absorb(br#"{"type":"stream","processId":"p1","stream":"exit","seq":4,"exitCode":0}"#);
         assert_eq!(p.stdout_len, 6);
         assert_eq!(p.exit_code, Some(0));
-        assert!(p.whole().unwrap_err().contains("seq 3 after 1"));
+        assert!(p.whole().unwrap_err().to_string().contains("seq 3 after 1"));
     }
 
     #[test]

@@ -13,27 +13,21 @@
 //! Writers and readers run on separate threads, so a daemon that pushes
 //! back (refuses, or stops reading) never deadlocks the client.
 
-use crate::bench_daemon::{hwm_kib, read_line, req, rss_kib, Live};
+use super::error::{Reading, Unmeasured};
+use super::figure::{Figure, Measured};
+use super::setup::{MemoryOptions, RETENTION_MS};
+use crate::dut::client::{read_line, req};
+use crate::dut::procfs::{hwm_kib, rss_kib};
+use crate::dut::Daemon;
 use std::io::{BufReader, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// Knobs of the memory items.
-#[derive(Debug, Clone)]
-pub struct MemoryOptions {
-    pub exited: usize,
-    pub stdin_mib: u64,
-    pub flood_conns: usize,
-    pub flood_mib: u64,
-}
-
-const RETENTION_MS: u64 = 2000;
 /// Raw stdin bytes per request (base64 stays under the 1 MiB line cap).
 const STDIN_CHUNK: usize = 700 * 1024;
 
-type Row = (String, String, bool, Result<f64, String>);
-
-pub fn measure(bin: &Path, o: &MemoryOptions) -> Vec<Row> {
+/// The memory figures of `bin`, each in a daemon of its own.
+pub(crate) fn measure(bin: &Path, o: &MemoryOptions) -> Vec<(Figure, Measured)> {
     let (start, end) = match exited(bin, o.exited) {
         Ok((a, b)) => (Ok(a), Ok(b)),
         Err(e) => (Err(e.clone()), Err(e)),
@@ -42,44 +36,27 @@ pub fn measure(bin: &Path, o: &MemoryOptions) -> Vec<Row> {
         (Ok(a), Ok(b)) => Ok(b - a),
         (Err(e), _) | (_, Err(e)) => Err(e.clone()),
     };
-    vec![
-        (
-            format!("RSS before {} exited processes", o.exited),
-            "KiB".into(),
-            false,
-            start,
-        ),
-        (
-            format!("RSS after they are dropped ({} ms retention)", RETENTION_MS),
-            "KiB".into(),
-            false,
-            end,
-        ),
-        ("  difference".into(), "KiB".into(), false, delta),
-        (
-            format!("VmHWM after {} MiB stdin to `sleep`", o.stdin_mib),
-            "KiB".into(),
-            false,
-            flood(bin, 1, o.stdin_mib),
-        ),
-        (
-            format!("VmHWM, {} conns x {} MiB stdin", o.flood_conns, o.flood_mib),
-            "KiB".into(),
-            false,
-            flood(bin, o.flood_conns, o.flood_mib),
-        ),
+    [
+        (Figure::RssBeforeExited, start),
+        (Figure::RssAfterDropped, end),
+        (Figure::RssDropDifference, delta),
+        (Figure::HwmStdinToSleep, flood(bin, 1, o.stdin_mib)),
+        (Figure::HwmStdinFlood, flood(bin, o.flood_conns, o.flood_mib)),
     ]
+    .into_iter()
+    .map(|(f, v)| (f, Measured::plain(v)))
+    .collect()
 }
 
-fn daemon_pid(d: &Live) -> Result<i32, String> {
-    d.pid().ok_or_else(|| "n/a: daemon pid not found".to_string())
+fn daemon_pid(d: &Daemon) -> Result<i32, Unmeasured> {
+    d.pid().ok_or(Unmeasured::NoPid)
 }
 
 /// Spawns `n` processes running `true` on one connection (pipelined) and
 /// waits for each exit frame.
-fn spawn_true(d: &Live, first_id: usize, n: usize) -> Result<(), String> {
+fn spawn_true(d: &Daemon, first_id: usize, n: usize) -> Result<(), Unmeasured> {
     let s = d.conn()?;
-    let mut w = s.try_clone().map_err(|e| e.to_string())?;
+    let mut w = s.try_clone()?;
     let writer = std::thread::spawn(move || {
         for i in first_id..first_id + n {
             let p = format!("{{\"id\":\"x-{i:08x}-{}\",\"command\":\"true\"}}", i * 7919);
@@ -102,9 +79,9 @@ fn spawn_true(d: &Live, first_id: usize, n: usize) -> Result<(), String> {
 
 /// RSS (KiB) after a warm-up round was dropped, and after `n` more
 /// processes were dropped.
-fn exited(bin: &Path, n: usize) -> Result<(f64, f64), String> {
+fn exited(bin: &Path, n: usize) -> Result<(f64, f64), Unmeasured> {
     let retention = RETENTION_MS.to_string();
-    let d = Live::start_with_env(bin, &[("REMORA_TEST_RETENTION_MS", &retention)])?;
+    let d = super::setup::start(bin, &[("REMORA_TEST_RETENTION_MS", &retention)])?;
     let pid = daemon_pid(&d)?;
     // Retention, then the daemon's idle blocking threads (kept 10 s by
     // tokio) exit and the heap is trimmed again.
@@ -112,21 +89,21 @@ fn exited(bin: &Path, n: usize) -> Result<(f64, f64), String> {
     // Warm-up: threads, pools and allocator arenas reach their steady size.
     spawn_true(&d, 0, 200)?;
     settle();
-    let start = rss_kib(pid).ok_or("n/a: no RSS")? as f64;
+    let start = rss_kib(pid).ok_or(Unmeasured::NoRss)? as f64;
     spawn_true(&d, 1000, n)?;
     settle();
-    let end = rss_kib(pid).ok_or("n/a: no RSS")? as f64;
+    let end = rss_kib(pid).ok_or(Unmeasured::NoRss)? as f64;
     Ok((start, end))
 }
 
 /// `conns` connections each send `mib` MiB of `process.stdin` to one
 /// child that never reads; returns the daemon's VmHWM (KiB) afterwards.
-fn flood(bin: &Path, conns: usize, mib: u64) -> Result<f64, String> {
-    let d = Live::start(bin)?;
+fn flood(bin: &Path, conns: usize, mib: u64) -> Reading {
+    let d = super::setup::start(bin, &[])?;
     let pid = daemon_pid(&d)?;
     {
         let s = d.conn()?;
-        let mut w = s.try_clone().map_err(|e| e.to_string())?;
+        let mut w = s.try_clone()?;
         w.write_all(
             req(
                 1,
@@ -134,8 +111,7 @@ fn flood(bin: &Path, conns: usize, mib: u64) -> Result<f64, String> {
                 "{\"id\":\"sink\",\"command\":\"sleep\",\"args\":[\"600\"]}",
             )
             .as_bytes(),
-        )
-        .map_err(|e| e.to_string())?;
+        )?;
         let mut r = BufReader::new(s);
         read_line(&mut r)?;
     }
@@ -150,7 +126,7 @@ fn flood(bin: &Path, conns: usize, mib: u64) -> Result<f64, String> {
     let mut threads = Vec::new();
     for _ in 0..conns {
         let s = d.conn()?;
-        let mut w = s.try_clone().map_err(|e| e.to_string())?;
+        let mut w = s.try_clone()?;
         let line = line.clone();
         threads.push(std::thread::spawn(move || {
             let writer = std::thread::spawn(move || {
@@ -173,5 +149,5 @@ fn flood(bin: &Path, conns: usize, mib: u64) -> Result<f64, String> {
         let _ = t.join();
     }
     eprintln!("bench: {conns} x {mib} MiB stdin took {:.1?}", started.elapsed());
-    hwm_kib(pid).map(|k| k as f64).ok_or_else(|| "n/a: no VmHWM".into())
+    hwm_kib(pid).map(|k| k as f64).ok_or(Unmeasured::NoHwm)
 }

@@ -6,11 +6,14 @@
 //! out with no encoding; base64 encode + decode of 32 KiB chunks on one
 //! thread), measured in the same run.
 
+use super::error::Unmeasured;
+use crate::dut;
 use base64::Engine;
 use std::io::{Read, Write};
 use std::ops::Range;
 use std::os::unix::net::UnixStream;
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Lines of a byte stream, split in place in one buffer that is reused:
@@ -33,12 +36,12 @@ impl<R: Read> Lines<R> {
     }
 
     /// The next line, without its `\n`.
-    pub(crate) fn next_line(&mut self) -> Result<&[u8], String> {
+    pub(crate) fn next_line(&mut self) -> Result<&[u8], Unmeasured> {
         let span = self.next_span()?;
         Ok(&self.buf[span])
     }
 
-    fn next_span(&mut self) -> Result<Range<usize>, String> {
+    fn next_span(&mut self) -> Result<Range<usize>, Unmeasured> {
         let mut scanned = self.start;
         loop {
             // memchr: a stream frame is ~43 KiB, and a byte-at-a-time scan
@@ -60,10 +63,10 @@ impl<R: Read> Lines<R> {
                 self.buf.resize(grown, 0);
             }
             match self.inner.read(&mut self.buf[self.end..]) {
-                Ok(0) => return Err("connection closed".into()),
+                Ok(0) => return Err(dut::Error::Closed.into()),
                 Ok(n) => self.end += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e.to_string()),
+                Err(e) => return Err(dut::Error::Read(e).into()),
             }
         }
     }
@@ -147,7 +150,7 @@ pub(crate) struct Floors {
 const CHUNK: usize = 32 * 1024;
 
 /// Measures both floors for `bytes` bytes.
-pub(crate) fn floors(bytes: u64) -> Result<Floors, String> {
+pub(crate) fn floors(bytes: u64) -> Result<Floors, Unmeasured> {
     Ok(Floors {
         pipe: pipe_floor(bytes)?,
         base64: base64_floor(bytes),
@@ -158,16 +161,16 @@ fn mib_per_s(bytes: u64, since: Instant) -> f64 {
     bytes as f64 / (1 << 20) as f64 / since.elapsed().as_secs_f64()
 }
 
-fn pipe_floor(bytes: u64) -> Result<f64, String> {
-    let (mut into, mut out) = UnixStream::pair().map_err(|e| e.to_string())?;
+fn pipe_floor(bytes: u64) -> Result<f64, Unmeasured> {
+    let (mut into, mut out) = UnixStream::pair()?;
     let started = Instant::now();
     let mut child = Command::new("head")
         .args(["-c", &bytes.to_string(), "/dev/zero"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("head: {e}"))?;
-    let mut pipe = child.stdout.take().ok_or("no pipe")?;
+        .map_err(|e| Unmeasured::Head(Arc::new(e)))?;
+    let mut pipe = child.stdout.take().ok_or(Unmeasured::NoPipe)?;
     let relay = std::thread::spawn(move || -> std::io::Result<()> {
         let mut buf = vec![0u8; CHUNK];
         loop {
@@ -181,17 +184,17 @@ fn pipe_floor(bytes: u64) -> Result<f64, String> {
     let mut buf = vec![0u8; 1 << 20];
     let mut got = 0u64;
     loop {
-        let n = out.read(&mut buf).map_err(|e| e.to_string())?;
+        let n = out.read(&mut buf)?;
         if n == 0 {
             break;
         }
         got += n as u64;
     }
     let rate = mib_per_s(got, started);
-    relay.join().map_err(|_| "relay panicked")?.map_err(|e| e.to_string())?;
+    relay.join().map_err(|_| Unmeasured::Panicked("relay"))??;
     let _ = child.wait();
     if got != bytes {
-        return Err(format!("pipe floor: {got} of {bytes} bytes"));
+        return Err(Unmeasured::PipeShort { got, want: bytes });
     }
     Ok(rate)
 }
