@@ -444,8 +444,10 @@ mod tests {
                 }
             }
         }
-        let table: std::collections::BTreeSet<String> =
-            remora::protocol::method::ALL.iter().map(|m| m.name().to_string()).collect();
+        let table: std::collections::BTreeSet<String> = remora::protocol::method::ALL
+            .iter()
+            .map(|m| m.name().to_string())
+            .collect();
         let missing: Vec<&String> = table.difference(&sent).collect();
         assert!(missing.is_empty(), "methods of the table never sent: {missing:?}");
         let not_methods: Vec<String> = vocab::NOT_METHODS
