@@ -138,9 +138,11 @@ impl<'de> serde::Deserialize<'de> for Members {
 }
 
 /// Predicts the id of the reply to one request line (without its `\n`):
-/// `None` when no reply is expected (an empty or all-space line).
+/// `None` when no reply is expected, which is only a line with nothing
+/// left after its one trailing `\r` (a line of spaces does not decode:
+/// -32700 with id null, docs/PROTOCOL.md).
 pub fn predict_reply_id(line: &[u8]) -> Option<Value> {
-    if line.iter().all(|c| *c == b' ') {
+    if line.strip_suffix(b"\r").unwrap_or(line).is_empty() {
         return None;
     }
     let text = mark_overflow(&fix_surrogates(&go_lossy(line)));
