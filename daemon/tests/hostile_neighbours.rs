@@ -375,9 +375,18 @@ fn flood(socket: std::path::PathBuf, hold: usize, stop: std::sync::Arc<std::sync
                 held.pop_front();
             }
         }
+        // Paced a little below what the daemon can accept, so the listen
+        // backlog stays short and a fresh client is accepted at once
+        // (behind a full backlog its first line would be in before its
+        // turn came, whatever the eviction rule).
+        std::thread::sleep(FLOOD_PACE);
     }
     opened
 }
+
+/// The pause between two connects of one flooding thread (4 threads: up
+/// to 800 connections a second).
+const FLOOD_PACE: Duration = Duration::from_millis(5);
 
 /// The pause between a fresh client's connect and its first line: the
 /// time its first request takes to come through an SSH hop.
@@ -460,7 +469,7 @@ fn a_connection_flood_does_not_evict_fresh_clients() {
     let failures: Vec<String> = (0..tries).filter_map(|_| fresh_ping(&d.socket).err()).collect();
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let opened: usize = flooders.into_iter().map(|f| f.join().unwrap()).sum();
-    assert!(opened > 128 * 2, "the flood kept evicting: {opened} connections");
+    assert!(opened > 128 * 4, "the flood went on: {opened} connections");
     assert!(
         failures.is_empty(),
         "{} of {tries} fresh pings failed: {:?}",

@@ -397,6 +397,9 @@ pub(crate) struct StressClientArgs {
     /// `flood`: the most connections held at once (the oldest dropped).
     #[arg(long, default_value_t = 0)]
     pub(crate) hold: u64,
+    /// `flood`: the pause between two connects, in microseconds.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) pace_us: u64,
 }
 
 // The arguments of `harness list`.

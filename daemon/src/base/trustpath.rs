@@ -11,8 +11,9 @@
 //!
 //! * the directory holding each entry passed through (link or not), and
 //!   every directory above it, is owned by the user or root and writable
-//!   by no one else unless sticky ([`safe_directories`]), so nobody else
-//!   can rename, replace or add an entry on the way;
+//!   by no one else unless sticky ([`safe_directories`]; group write by
+//!   the user's own primary group is the user's, as in `safedir`), so
+//!   nobody else can rename, replace or add an entry on the way;
 //! * each link is owned by the user or root (a link in a sticky directory
 //!   could still be someone else's);
 //! * a `..` climbs from where the links so far actually led.
@@ -129,9 +130,16 @@ fn names(path: &Path) -> Vec<OsString> {
 /// others cannot rename or delete our entries): otherwise another user
 /// could swap what lies below for their own.
 pub fn safe_directories(dir: &Path, me: u32) -> Result<(), String> {
+    // SAFETY: getegid has no preconditions and cannot fail.
+    let my_group = unsafe { libc::getegid() };
     for level in dir.ancestors() {
         let meta = std::fs::symlink_metadata(level).map_err(|e| crate::base::goerr::io_text(&e))?;
-        let shared = meta.mode() & 0o022 != 0 && meta.mode() & 0o1000 == 0;
+        // As `safedir` judges a level: group write counts only when the
+        // group is not the user's own primary group (the user-private-group
+        // convention makes a 0775 home or project directory common).
+        let others_write = meta.mode() & 0o002 != 0;
+        let group_write = meta.mode() & 0o020 != 0 && meta.gid() != my_group;
+        let shared = (others_write || group_write) && meta.mode() & 0o1000 == 0;
         if !meta.is_dir() || (meta.uid() != me && meta.uid() != 0) || shared {
             return Err(format!(
                 "{} is not private to this user (owner uid {}, mode {:o})",
@@ -211,6 +219,21 @@ mod tests {
             std::os::unix::fs::lchown(shared.join("agent-dir"), Some(65534), None).unwrap();
             let why = walk(&shared.join("agent-dir/x"), me()).unwrap_err();
             assert!(why.contains("belongs to uid 65534"), "{why}");
+        }
+    }
+
+    #[test]
+    fn group_write_counts_only_for_another_group() {
+        let t = tempfile::tempdir().unwrap();
+        let shared = t.path().join("team");
+        std::fs::create_dir(&shared).unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o775)).unwrap();
+        // Made by us: its group is our primary group (user private groups).
+        assert!(walk(&shared.join("x"), me()).is_ok());
+        if me() == 0 {
+            std::os::unix::fs::chown(&shared, None, Some(65534)).unwrap();
+            let why = walk(&shared.join("x"), me()).unwrap_err();
+            assert!(why.contains("is not private"), "{why}");
         }
     }
 

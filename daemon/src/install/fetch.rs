@@ -10,6 +10,9 @@
 //! on a ~1 s ticker while the body streams ([`Progress`]), [`FetchStats`]
 //! for the facts line, and a read-idle abort with its own `cliError`,
 //! `download stalled: no data for <n>s after <got>/<total> bytes`.
+//! Remora adds an opt-in overall deadline (`-cli-download-timeout`, audit
+//! D14): `download timed out: not complete within <d> after <got>/<total>
+//! bytes`, with the temporary removed ([`download`]).
 //!
 //! Like Go's default transport, the download honours `HTTPS_PROXY` /
 //! `HTTP_PROXY` (by scheme, upper case first) and `NO_PROXY`, and never

@@ -133,6 +133,7 @@ pub(crate) fn stress_client(a: StressClientArgs) -> Result<ExitCode, Error> {
         linger_ms: a.linger_ms,
         env: &a.env,
         hold: a.hold,
+        pace_us: a.pace_us,
     };
     Ok(exit_code(stress::client::main(&args)))
 }

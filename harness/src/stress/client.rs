@@ -8,7 +8,7 @@
 //! - `request`: spawns a child that ignores SIGTERM, sends a
 //!   `process.killAndWait` with a ten-minute grace and half of another
 //!   request line, prints `ready` and waits to be killed mid-request.
-//! - `flood`: connects as fast as it can without ever sending a byte,
+//! - `flood`: connects without ever sending a byte, `--pace-us` apart,
 //!   holding at most `--hold` connections (the oldest dropped), prints
 //!   `ready` after its first connection and floods until killed: the
 //!   same-uid process of scenario `fresh-clients-under-flood`.
@@ -31,6 +31,8 @@ pub struct Args<'a> {
     pub env: &'a str,
     /// `flood`: connections held at once.
     pub hold: u64,
+    /// `flood`: the pause between two connects, in microseconds.
+    pub pace_us: u64,
 }
 
 /// Runs a client mode; returns the exit code.
@@ -61,7 +63,7 @@ fn run(a: &Args) -> Result<(), Error> {
     }
     let socket = a.socket.ok_or(Error::NoSocket)?;
     if a.mode == "flood" {
-        return flood(socket, a.hold.max(1) as usize);
+        return flood(socket, a.hold.max(1) as usize, Duration::from_micros(a.pace_us));
     }
     let mut c = Client::connect(socket)?;
     c.set_timeout(Duration::from_secs(600));
@@ -109,8 +111,9 @@ fn run(a: &Args) -> Result<(), Error> {
     }
 }
 
-/// The `flood` mode: connect, hold, never speak, until killed.
-fn flood(socket: &Path, hold: usize) -> Result<(), Error> {
+/// The `flood` mode: connect, hold, never speak, pause `pace`, until
+/// killed.
+fn flood(socket: &Path, hold: usize, pace: Duration) -> Result<(), Error> {
     let mut held = std::collections::VecDeque::with_capacity(hold);
     let mut announced = false;
     loop {
@@ -129,6 +132,9 @@ fn flood(socket: &Path, hold: usize) -> Result<(), Error> {
             Err(_) => {
                 held.pop_front();
             }
+        }
+        if !pace.is_zero() {
+            std::thread::sleep(pace);
         }
     }
 }
