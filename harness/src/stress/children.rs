@@ -16,13 +16,9 @@ fn sh(id: &str, script: &str, env: &str) -> String {
     wire::spawn_params(id, "sh", &["-c", script], env)
 }
 
-/// 9. Children that misbehave.
-pub fn misbehaving(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
-    let d = Daemon::start(bin)?;
-    let smp = d.sampler(Duration::from_millis(50));
-    let mut c = Client::connect(&d.socket)?;
-    c.set_timeout(Duration::from_secs(30));
-
+/// Children that close stdout early, or leave a grandchild holding the
+/// pipes: their output still precedes the exit frame.
+fn pipes(d: &Daemon, c: &mut Client, o: &mut Obs) -> Result<(), Error> {
     // Closes stdout early and keeps running; its stderr comes later.
     c.call(
         "1",
@@ -67,7 +63,12 @@ pub fn misbehaving(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
             p.whole().err().map(|e| e.to_string()).unwrap_or_default()
         ),
     );
+    Ok(())
+}
 
+/// A child that ignores SIGTERM: killAndWait escalates, and the tree is
+/// gone. Returns how long killAndWait took.
+fn stubborn(d: &Daemon, c: &mut Client, o: &mut Obs) -> Result<Duration, Error> {
     // Ignores SIGTERM: killAndWait escalates.
     c.call(
         "3",
@@ -96,7 +97,12 @@ pub fn misbehaving(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
         gone && code == Some(-1),
         format!("exit {code:?}, left {:?}", d.tagged_sub("stubborn")),
     );
+    Ok(kw)
+}
 
+/// A child with a fixed number of background grandchildren, killed with
+/// KILL: the whole tree goes. Returns how long until the last was gone.
+fn tree(d: &Daemon, ctx: &Ctx, c: &mut Client, o: &mut Obs) -> Result<Duration, Error> {
     // A fixed number of background grandchildren, then a kill.
     let n = ctx.n(200, 20);
     let script = format!("i=0; while [ $i -lt {n} ]; do sleep 1000 & i=$((i+1)); done; echo started; wait");
@@ -135,6 +141,19 @@ pub fn misbehaving(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
             whole.err().map(|e| e.to_string()).unwrap_or_default()
         ),
     );
+    Ok(took)
+}
+
+/// 9. Children that misbehave.
+pub fn misbehaving(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
+    let d = Daemon::start(bin)?;
+    let smp = d.sampler(Duration::from_millis(50));
+    let mut c = Client::connect(&d.socket)?;
+    c.set_timeout(Duration::from_secs(30));
+
+    pipes(&d, &mut c, o)?;
+    let kw = stubborn(&d, &mut c, o)?;
+    let took = tree(&d, ctx, &mut c, o)?;
     o.check_ok(
         "daemon still answers",
         fresh_ping(&d.socket, Duration::from_secs(30)).map(|m| format!("{m:.1} ms")),

@@ -24,11 +24,9 @@ fn kill_pids(pids: &[i32]) {
     }
 }
 
-/// 10. Daemon faults.
-pub fn daemon_faults(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
-    let mut d = Daemon::start(bin)?;
-    let kids = ctx.n(4, 2);
-
+/// Daemon faults, SIGKILL: the daemon dies with children running; the
+/// orphans it leaves are counted and cleared.
+fn sigkill_with_children(d: &mut Daemon, kids: u64, o: &mut Obs) -> Result<(), Error> {
     // SIGKILL with children running.
     {
         let mut c = Client::connect(&d.socket)?;
@@ -62,20 +60,12 @@ pub fn daemon_faults(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
             d.tagged()
         )));
     }
+    Ok(())
+}
 
-    // Restart on the stale socket.
-    let stale = d.socket.exists();
-    let restarted = d.launch().and_then(|_| fresh_ping(&d.socket, Duration::from_secs(30)));
-    o.check_ok(
-        "restart on the stale socket",
-        restarted.map(|m| {
-            format!(
-                "socket file {}; ping {m:.1} ms",
-                if stale { "was left" } else { "was gone" }
-            )
-        }),
-    );
-
+/// Daemon faults, SIGTERM: the daemon stops and its tree is gone within
+/// the shutdown grace.
+fn sigterm_with_a_tree(d: &mut Daemon, o: &mut Obs) -> Result<(), Error> {
     // SIGTERM with a tree running.
     {
         let mut c = Client::connect(&d.socket)?;
@@ -113,9 +103,13 @@ pub fn daemon_faults(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
         t.elapsed().as_secs_f64() * 1e3,
     );
     kill_pids(&d.tagged());
+    Ok(())
+}
 
+/// Daemon faults, SIGSTOP/SIGCONT: requests sent while the daemon is
+/// stopped are all answered after it continues, none before.
+fn stop_and_continue(d: &Daemon, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
     // SIGSTOP / SIGCONT while clients wait.
-    d.launch()?;
     let n = ctx.n(16, 4);
     let mut clients = Vec::new();
     for _ in 0..n {
@@ -180,6 +174,32 @@ pub fn daemon_faults(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
         },
     );
     o.figure("last reply after SIGCONT", "ms", false, after.as_secs_f64() * 1e3);
+    Ok(())
+}
+
+/// 10. Daemon faults.
+pub fn daemon_faults(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
+    let mut d = Daemon::start(bin)?;
+    let kids = ctx.n(4, 2);
+
+    sigkill_with_children(&mut d, kids, o)?;
+
+    // Restart on the stale socket.
+    let stale = d.socket.exists();
+    let restarted = d.launch().and_then(|_| fresh_ping(&d.socket, Duration::from_secs(30)));
+    o.check_ok(
+        "restart on the stale socket",
+        restarted.map(|m| {
+            format!(
+                "socket file {}; ping {m:.1} ms",
+                if stale { "was left" } else { "was gone" }
+            )
+        }),
+    );
+
+    sigterm_with_a_tree(&mut d, o)?;
+    d.launch()?;
+    stop_and_continue(&d, ctx, o)?;
     o.check_ok(
         "daemon still answers",
         fresh_ping(&d.socket, Duration::from_secs(30)).map(|m| format!("{m:.1} ms")),

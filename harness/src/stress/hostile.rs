@@ -97,6 +97,28 @@ fn garbage(socket: &Path, stop: Arc<AtomicBool>) -> usize {
     replies
 }
 
+/// The owner's `spawns` authenticated spawns of `true` during the
+/// hostile load, on its connection made before the crowd; each one that
+/// failed, and why.
+fn owner_spawns(d: &Daemon, owner: Result<Client, Error>, spawns: u64) -> Vec<String> {
+    let mut errors = Vec::new();
+    match owner {
+        Err(e) => errors.push(format!("connect: {e}")),
+        Ok(mut c) => {
+            c.set_timeout(Duration::from_secs(30));
+            for i in 0..spawns {
+                let id = format!("h{i}");
+                let params = wire::spawn_params(&id, "true", &[], &d.child_env(&id));
+                // `call` returns the result, and an error reply as Err.
+                if let Err(e) = c.call(&(1000 + i).to_string(), "process.spawn", &params) {
+                    errors.push(e.to_string());
+                }
+            }
+        }
+    }
+    errors
+}
+
 /// The scenario.
 pub fn hostile_neighbours(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
     let d = Daemon::start_with_fd_limit(bin, DAEMON_FD_LIMIT)?;
@@ -134,22 +156,8 @@ pub fn hostile_neighbours(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Erro
         .collect();
 
     // The owner keeps working meanwhile.
-    let mut spawn_errors = Vec::new();
     let spawns = ctx.n(40, 10);
-    match owner {
-        Err(e) => spawn_errors.push(format!("connect: {e}")),
-        Ok(mut c) => {
-            c.set_timeout(Duration::from_secs(30));
-            for i in 0..spawns {
-                let id = format!("h{i}");
-                let params = wire::spawn_params(&id, "true", &[], &d.child_env(&id));
-                // `call` returns the result, and an error reply as Err.
-                if let Err(e) = c.call(&(1000 + i).to_string(), "process.spawn", &params) {
-                    spawn_errors.push(e.to_string());
-                }
-            }
-        }
-    }
+    let spawn_errors = owner_spawns(&d, owner, spawns);
     std::thread::sleep(Duration::from_millis(500));
     let hwm = d.hwm_kib();
     stop.store(true, Ordering::Relaxed);

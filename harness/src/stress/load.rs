@@ -62,57 +62,13 @@ pub fn many_connections(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error>
         .collect::<Result<_, _>>()?;
     let barrier = Barrier::new(conns);
     let t0 = Instant::now();
-    let results: Vec<Result<(Duration, String), Error>> = std::thread::scope(|sc| {
+    let results: Vec<Result<Duration, Error>> = std::thread::scope(|sc| {
         let hs: Vec<_> = streams
             .into_iter()
             .enumerate()
             .map(|(c, s)| {
                 let barrier = &barrier;
-                sc.spawn(move || -> Result<(Duration, String), Error> {
-                    s.set_read_timeout(Some(Duration::from_secs(120))).ok();
-                    let base = (c as u64 + 1) * 1000;
-                    let mut buf = Vec::new();
-                    for i in 0..per as u64 {
-                        buf.extend_from_slice(ping_line(base + i).as_bytes());
-                    }
-                    // A closing barrier ping: anything read before its reply
-                    // beyond the expected set is a duplicate or a stray.
-                    buf.extend_from_slice(ping_line(base + 999).as_bytes());
-                    let mut w = s.try_clone()?;
-                    barrier.wait();
-                    let start = Instant::now();
-                    let writer = std::thread::spawn(move || w.write_all(&buf));
-                    let mut r = BufReader::new(s);
-                    let ids = read_ping_replies(&mut r, per + 1)?;
-                    let took = start.elapsed();
-                    writer.join().map_err(|_| Error::Panicked("writer"))??;
-                    let mut seen = vec![0u32; per + 1];
-                    let mut bad = Vec::new();
-                    for id in &ids {
-                        match id.checked_sub(base) {
-                            Some(999) => seen[per] += 1,
-                            Some(k) if (k as usize) < per => seen[k as usize] += 1,
-                            _ => bad.push(*id),
-                        }
-                    }
-                    // Replies may come in any order; one more line would be
-                    // a duplicate.
-                    let _ = r.get_ref().set_read_timeout(Some(Duration::from_millis(20)));
-                    let mut extra = Vec::new();
-                    if r.read_until(b'\n', &mut extra).map(|n| n > 0).unwrap_or(false) {
-                        bad.push(u64::MAX);
-                    }
-                    let dup = seen.iter().filter(|n| **n > 1).count();
-                    let missing = seen.iter().filter(|n| **n == 0).count();
-                    if !bad.is_empty() || dup > 0 || missing > 0 {
-                        return Err(Error::finding(format!(
-                            "connection {c}: {} foreign or extra line(s) (e.g. {:?}), {dup} duplicated, {missing} missing",
-                            bad.len(),
-                            bad.first()
-                        )));
-                    }
-                    Ok((took, String::new()))
-                })
+                sc.spawn(move || pipelined_connection(c, s, per, barrier))
             })
             .collect();
         hs.into_iter()
@@ -125,7 +81,7 @@ pub fn many_connections(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error>
     let mut errors = Vec::new();
     for r in results {
         match r {
-            Ok((t, _)) => {
+            Ok(t) => {
                 worst = worst.max(t);
                 times.push(t);
             }
@@ -214,6 +170,55 @@ fn settle_fds(d: &Daemon, base: u64, tol: u64) -> u64 {
 /// one).
 fn baseline_fds(d: &Daemon) -> u64 {
     steady(|| d.fds(), |first, n| n == first)
+}
+
+/// Many connections, connection `c`: `per` pings and a closing barrier
+/// ping written at once (released together with the others by
+/// `barrier`); every reply exactly once. Returns how long the replies took.
+fn pipelined_connection(c: usize, s: UnixStream, per: usize, barrier: &Barrier) -> Result<Duration, Error> {
+    s.set_read_timeout(Some(Duration::from_secs(120))).ok();
+    let base = (c as u64 + 1) * 1000;
+    let mut buf = Vec::new();
+    for i in 0..per as u64 {
+        buf.extend_from_slice(ping_line(base + i).as_bytes());
+    }
+    // A closing barrier ping: anything read before its reply
+    // beyond the expected set is a duplicate or a stray.
+    buf.extend_from_slice(ping_line(base + 999).as_bytes());
+    let mut w = s.try_clone()?;
+    barrier.wait();
+    let start = Instant::now();
+    let writer = std::thread::spawn(move || w.write_all(&buf));
+    let mut r = BufReader::new(s);
+    let ids = read_ping_replies(&mut r, per + 1)?;
+    let took = start.elapsed();
+    writer.join().map_err(|_| Error::Panicked("writer"))??;
+    let mut seen = vec![0u32; per + 1];
+    let mut bad = Vec::new();
+    for id in &ids {
+        match id.checked_sub(base) {
+            Some(999) => seen[per] += 1,
+            Some(k) if (k as usize) < per => seen[k as usize] += 1,
+            _ => bad.push(*id),
+        }
+    }
+    // Replies may come in any order; one more line would be
+    // a duplicate.
+    let _ = r.get_ref().set_read_timeout(Some(Duration::from_millis(20)));
+    let mut extra = Vec::new();
+    if r.read_until(b'\n', &mut extra).map(|n| n > 0).unwrap_or(false) {
+        bad.push(u64::MAX);
+    }
+    let dup = seen.iter().filter(|n| **n > 1).count();
+    let missing = seen.iter().filter(|n| **n == 0).count();
+    if !bad.is_empty() || dup > 0 || missing > 0 {
+        return Err(Error::finding(format!(
+            "connection {c}: {} foreign or extra line(s) (e.g. {:?}), {dup} duplicated, {missing} missing",
+            bad.len(),
+            bad.first()
+        )));
+    }
+    Ok(took)
 }
 
 /// 2. Connection churn.

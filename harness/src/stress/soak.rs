@@ -287,6 +287,27 @@ fn stdin_flood(d: &Daemon, _ctx: &Ctx, k: u64) -> Result<(), Error> {
     c.wait_exit(&id).map(|_| ())
 }
 
+/// The mix, one action after another until `stop`: how many ran, how
+/// many failed, and the first failure.
+fn run_mix(d: &Daemon, ctx: &Ctx, stop: &AtomicBool) -> (u64, u64, Option<String>) {
+    let mut k = 0u64;
+    let (mut n, mut f, mut first) = (0u64, 0u64, None);
+    while !stop.load(Ordering::Relaxed) {
+        let t = Instant::now();
+        if let Err(e) = action(d, ctx, k) {
+            f += 1;
+            first.get_or_insert(format!("action {}: {e}", k % KINDS));
+        }
+        n += 1;
+        k += 1;
+        // A steady rate: about 20 actions per second at most.
+        if let Some(rest) = Duration::from_millis(50).checked_sub(t.elapsed()) {
+            std::thread::sleep(rest);
+        }
+    }
+    (n, f, first)
+}
+
 /// 12. The soak.
 pub fn soak(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
     let d = Daemon::start(bin)?;
@@ -300,24 +321,7 @@ pub fn soak(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
     std::thread::scope(|sc| {
         let worker = {
             let (d, stop) = (&d, stop.clone());
-            sc.spawn(move || {
-                let mut k = 0u64;
-                let (mut n, mut f, mut first) = (0u64, 0u64, None);
-                while !stop.load(Ordering::Relaxed) {
-                    let t = Instant::now();
-                    if let Err(e) = action(d, ctx, k) {
-                        f += 1;
-                        first.get_or_insert(format!("action {}: {e}", k % KINDS));
-                    }
-                    n += 1;
-                    k += 1;
-                    // A steady rate: about 20 actions per second at most.
-                    if let Some(rest) = Duration::from_millis(50).checked_sub(t.elapsed()) {
-                        std::thread::sleep(rest);
-                    }
-                }
-                (n, f, first)
-            })
+            sc.spawn(move || run_mix(d, ctx, &stop))
         };
         while t0.elapsed() < total {
             let t = t0.elapsed().as_secs_f64();

@@ -158,58 +158,10 @@ pub fn reattach_churn(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
     // One reattach at a time: since 90fca6e6 a reattach closes the
     // connection that followed the process before, so overlapping
     // reattaches from twenty connections would close each other.
-    let errs: Vec<String> = {
-        let hs: Vec<Result<(), Error>> = (0..20u64)
-            .map(|i| {
-                let d = &d;
-                (move || -> Result<(), Error> {
-                    let from = [0, 1, 5, 50, 200, 1_000_000][i as usize % 6] + i;
-                    let mut c = Client::connect(&d.socket)?;
-                    c.set_timeout(Duration::from_secs(60));
-                    c.hash = false;
-                    let r = c.call("1", "process.reattach", &format!("{{\"id\":\"big\",\"fromSeq\":{from}}}"))?;
-                    let last = r.get("lastSeq").and_then(|v| v.as_i64()).ok_or_else(|| Error::finding(format!("no lastSeq in {r}")))?;
-                    if r.get("found") != Some(&serde_json::Value::Bool(true)) {
-                        return Err(Error::finding(format!("reattach {i}: not found: {r}")));
-                    }
-                    let replayed = c.procs.get("big").map(|p| p.frames).unwrap_or(0) as i64;
-                    // A bounded replay starts at the oldest kept frame.
-                    let kept = r.get("firstSeq").and_then(|v| v.as_i64()).unwrap_or(1);
-                    let start = (from as i64 + 1).max(kept);
-                    let want = (last - start + 1).max(0);
-                    if replayed != want {
-                        return Err(Error::finding(format!(
-                            "reattach {i} fromSeq {from}: {replayed} frame(s) before the reply, lastSeq {last} means {want}"
-                        )));
-                    }
-                    let running = r.get("running") == Some(&serde_json::Value::Bool(true));
-                    if !running && from as i64 >= last {
-                        return Ok(());
-                    }
-                    // Read a while, then vanish mid-stream.
-                    let until = 20 + i * 25;
-                    c.wait_frames("big", until)?;
-                    let p = &c.procs["big"];
-                    if !p.faults.is_empty() {
-                        return Err(Error::finding(format!("reattach {i}: {}", p.faults.join("; "))));
-                    }
-                    let first = p.first_seq.unwrap_or(0);
-                    if p.frames > 0 && (from as i64) < last && first != start {
-                        return Err(Error::finding(format!(
-                            "reattach {i}: first frame seq {first}, fromSeq {from}, firstSeq {kept}"
-                        )));
-                    }
-                    if p.frames > 0 && (from as i64) >= last && first != last + 1 {
-                        return Err(Error::finding(format!(
-                            "reattach {i}: first live frame seq {first} after lastSeq {last}"
-                        )));
-                    }
-                    Ok(())
-                })()
-            })
-            .collect();
-        hs.into_iter().filter_map(Result::err).map(|e| e.to_string()).collect()
-    };
+    let errs: Vec<String> = (0..20u64)
+        .filter_map(|i| one_reattach(&d, i).err())
+        .map(|e| e.to_string())
+        .collect();
     o.check(
         "each reattach: replay from fromSeq+1, no gap or duplicate up to the reply, then contiguous live frames",
         errs.is_empty(),
@@ -266,6 +218,62 @@ pub fn reattach_churn(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
     o.figure("final replay throughput", "MiB/s", true, mib(got, took));
     o.figure("daemon VmHWM", "KiB", false, d.hwm_kib() as f64);
     o.series("daemon RSS", "MiB", smp.stop());
+    Ok(())
+}
+
+/// Reattach churn, reattach `i`: from a `fromSeq` that cycles through
+/// the start, the middle and past the end, the replay up to the reply has
+/// no gap or duplicate, then live frames follow on; the connection goes
+/// away mid-stream.
+fn one_reattach(d: &Daemon, i: u64) -> Result<(), Error> {
+    let from = [0, 1, 5, 50, 200, 1_000_000][i as usize % 6] + i;
+    let mut c = Client::connect(&d.socket)?;
+    c.set_timeout(Duration::from_secs(60));
+    c.hash = false;
+    let r = c.call(
+        "1",
+        "process.reattach",
+        &format!("{{\"id\":\"big\",\"fromSeq\":{from}}}"),
+    )?;
+    let last = r
+        .get("lastSeq")
+        .and_then(|v| v.as_i64())
+        .ok_or_else(|| Error::finding(format!("no lastSeq in {r}")))?;
+    if r.get("found") != Some(&serde_json::Value::Bool(true)) {
+        return Err(Error::finding(format!("reattach {i}: not found: {r}")));
+    }
+    let replayed = c.procs.get("big").map(|p| p.frames).unwrap_or(0) as i64;
+    // A bounded replay starts at the oldest kept frame.
+    let kept = r.get("firstSeq").and_then(|v| v.as_i64()).unwrap_or(1);
+    let start = (from as i64 + 1).max(kept);
+    let want = (last - start + 1).max(0);
+    if replayed != want {
+        return Err(Error::finding(format!(
+            "reattach {i} fromSeq {from}: {replayed} frame(s) before the reply, lastSeq {last} means {want}"
+        )));
+    }
+    let running = r.get("running") == Some(&serde_json::Value::Bool(true));
+    if !running && from as i64 >= last {
+        return Ok(());
+    }
+    // Read a while, then vanish mid-stream.
+    let until = 20 + i * 25;
+    c.wait_frames("big", until)?;
+    let p = &c.procs["big"];
+    if !p.faults.is_empty() {
+        return Err(Error::finding(format!("reattach {i}: {}", p.faults.join("; "))));
+    }
+    let first = p.first_seq.unwrap_or(0);
+    if p.frames > 0 && (from as i64) < last && first != start {
+        return Err(Error::finding(format!(
+            "reattach {i}: first frame seq {first}, fromSeq {from}, firstSeq {kept}"
+        )));
+    }
+    if p.frames > 0 && (from as i64) >= last && first != last + 1 {
+        return Err(Error::finding(format!(
+            "reattach {i}: first live frame seq {first} after lastSeq {last}"
+        )));
+    }
     Ok(())
 }
 
@@ -383,6 +391,52 @@ pub fn spawn_client(
     }
 }
 
+/// Killed clients: the streams `k0`… reattached from 0 on connections of
+/// their own; each one that is not the whole pattern, with what it got.
+fn streams_not_whole(d: &Daemon, streams: u64, bytes: u64) -> Result<Vec<String>, Error> {
+    let mut bad = Vec::new();
+    for i in 0..streams {
+        let id = format!("k{i}");
+        let mut c = Client::connect(&d.socket)?;
+        c.set_timeout(Duration::from_secs(60));
+        c.call(
+            "1",
+            "process.reattach",
+            &format!("{{\"id\":{},\"fromSeq\":0}}", js(&id)),
+        )?;
+        while c.procs.get(&id).map(|p| p.stdout_len).unwrap_or(0) < bytes {
+            c.next()?;
+        }
+        let p = &c.procs[&id];
+        if !p.faults.is_empty() || p.sha() != wire::pattern_sha(1000 + i, bytes) {
+            bad.push(format!("{id}: {} bytes, {}", p.stdout_len, p.faults.join("; ")));
+        }
+    }
+    Ok(bad)
+}
+
+/// Killed clients: SIGKILLs the children the dead clients left, the
+/// requests' `r0`… and the streams' `k0`….
+fn kill_children(d: &Daemon, requests: u64, streams: u64) -> Result<(), Error> {
+    let mut c = Client::connect(&d.socket)?;
+    c.set_timeout(Duration::from_secs(30));
+    for i in 0..requests {
+        c.call(
+            &(10 + i).to_string(),
+            "process.kill",
+            &format!("{{\"id\":\"r{i}\",\"signal\":\"KILL\"}}"),
+        )?;
+    }
+    for i in 0..streams {
+        c.call(
+            &(100 + i).to_string(),
+            "process.kill",
+            &format!("{{\"id\":\"k{i}\",\"signal\":\"KILL\"}}"),
+        )?;
+    }
+    Ok(())
+}
+
 /// 6. Client processes SIGKILLed mid-stream and mid-request.
 pub fn killed_clients(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
     let mut d = Daemon::start(bin)?;
@@ -433,24 +487,7 @@ pub fn killed_clients(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
         ping.as_ref().map(|m| format!("{m:.1} ms")),
     );
     // Nothing was lost: every stream is complete in the replay.
-    let mut bad = Vec::new();
-    for i in 0..streams {
-        let id = format!("k{i}");
-        let mut c = Client::connect(&d.socket)?;
-        c.set_timeout(Duration::from_secs(60));
-        c.call(
-            "1",
-            "process.reattach",
-            &format!("{{\"id\":{},\"fromSeq\":0}}", js(&id)),
-        )?;
-        while c.procs.get(&id).map(|p| p.stdout_len).unwrap_or(0) < bytes {
-            c.next()?;
-        }
-        let p = &c.procs[&id];
-        if !p.faults.is_empty() || p.sha() != wire::pattern_sha(1000 + i, bytes) {
-            bad.push(format!("{id}: {} bytes, {}", p.stdout_len, p.faults.join("; ")));
-        }
-    }
+    let bad = streams_not_whole(&d, streams, bytes)?;
     o.check(
         "streams whose clients died are whole on reattach",
         bad.is_empty(),
@@ -468,22 +505,7 @@ pub fn killed_clients(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
         format!("RSS {rss} KiB; baseline {base_rss} KiB + 2 x {written_kib} KiB written + 32 MiB = {bound} KiB"),
     );
     // Release the pending killAndWait requests of the dead clients.
-    let mut c = Client::connect(&d.socket)?;
-    c.set_timeout(Duration::from_secs(30));
-    for i in 0..requests {
-        c.call(
-            &(10 + i).to_string(),
-            "process.kill",
-            &format!("{{\"id\":\"r{i}\",\"signal\":\"KILL\"}}"),
-        )?;
-    }
-    for i in 0..streams {
-        c.call(
-            &(100 + i).to_string(),
-            "process.kill",
-            &format!("{{\"id\":\"k{i}\",\"signal\":\"KILL\"}}"),
-        )?;
-    }
+    kill_children(&d, requests, streams)?;
     let gone = Daemon::wait_for(Duration::from_secs(10), || d.tagged().is_empty());
     o.check(
         "children killed afterwards are gone",
