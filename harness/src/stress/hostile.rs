@@ -22,6 +22,7 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// The daemon's descriptor limit in this scenario (soft and hard).
@@ -97,6 +98,21 @@ fn garbage(socket: &Path, stop: Arc<AtomicBool>) -> usize {
     replies
 }
 
+/// `n` threads each running `f` on the socket until `stop`.
+fn crowd(
+    socket: &Path,
+    n: u64,
+    stop: &Arc<AtomicBool>,
+    f: fn(&Path, Arc<AtomicBool>) -> usize,
+) -> Vec<JoinHandle<usize>> {
+    (0..n)
+        .map(|_| {
+            let (socket, stop) = (socket.to_path_buf(), stop.clone());
+            std::thread::spawn(move || f(&socket, stop))
+        })
+        .collect()
+}
+
 /// The owner's `spawns` authenticated spawns of `true` during the
 /// hostile load, on its connection made before the crowd; each one that
 /// failed, and why.
@@ -139,21 +155,10 @@ pub fn hostile_neighbours(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Erro
     let held = silent(&d.socket, (DAEMON_FD_LIMIT as usize) + 100);
     let stop = Arc::new(AtomicBool::new(false));
     // Partial lines of just under the 1 MiB line cap, on many connections.
-    let floods = ctx.n(1000, 100) as usize;
-    let flooders: Vec<_> = (0..floods)
-        .map(|_| {
-            let socket = d.socket.clone();
-            let stop = stop.clone();
-            std::thread::spawn(move || partial_line(&socket, (1 << 20) - 1, stop))
-        })
-        .collect();
-    let garblers: Vec<_> = (0..ctx.n(16, 4))
-        .map(|_| {
-            let socket = d.socket.clone();
-            let stop = stop.clone();
-            std::thread::spawn(move || garbage(&socket, stop))
-        })
-        .collect();
+    let flooders = crowd(&d.socket, ctx.n(1000, 100), &stop, |s, stop| {
+        partial_line(s, (1 << 20) - 1, stop)
+    });
+    let garblers = crowd(&d.socket, ctx.n(16, 4), &stop, garbage);
 
     // The owner keeps working meanwhile.
     let spawns = ctx.n(40, 10);
