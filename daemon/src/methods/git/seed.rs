@@ -174,7 +174,7 @@ fn copy_one(source: &OwnedFd, dest: &OwnedFd, path: &str) -> io::Result<()> {
                 let c = cstring(dir)?;
                 let mode = no_wider_than(0o755, File::from(from.try_clone()?).metadata()?.mode()) | 0o700;
                 // SAFETY: a valid directory descriptor and a C string.
-                if unsafe { libc::mkdirat(to.as_raw_fd(), c.as_ptr(), mode) } != 0 {
+                if unsafe { libc::mkdirat(to.as_raw_fd(), c.as_ptr(), mode as libc::mode_t) } != 0 {
                     return Err(io::Error::last_os_error());
                 }
                 open_dir(to.as_raw_fd(), dir, false)?
