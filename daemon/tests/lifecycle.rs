@@ -804,6 +804,32 @@ fn login_shell_path_is_extracted() {
 }
 
 #[test]
+fn a_daemon_stopped_while_its_login_shell_hangs_leaves_no_shell_behind() {
+    let shells = tempfile::tempdir().unwrap();
+    let marker = format!("stopped-shell-{}", std::process::id());
+    // The profile starts a helper in the background, as `pyenv init` does,
+    // then hangs: both are in the shell's process group.
+    let shell = fake_shell(
+        shells.path(),
+        &format!("/bin/sh -c 'sleep 600; : {marker} helper' & exec /bin/sh -c 'sleep 600; : {marker}'"),
+    );
+    let mut d = TestDaemon::start_with(&[], &[("SHELL", shell.to_str().unwrap())]);
+    assert!(
+        wait_until(Duration::from_secs(10), || pids_mentioning(&marker, &[]).len() == 2),
+        "the fake shell and its helper never started"
+    );
+    let started = pids_mentioning(&marker, &[]);
+    // Stopped well inside the probe's 5 s: the daemon's teardown, not the
+    // probe's deadline, must end the group.
+    d.stop();
+    assert!(
+        wait_until(Duration::from_secs(10), || started.iter().all(|&p| is_dead(p))),
+        "left running after the daemon exited: {:?}",
+        started.iter().filter(|&&p| !is_dead(p)).collect::<Vec<_>>()
+    );
+}
+
+#[test]
 fn a_hung_login_shell_neither_delays_the_socket_nor_survives() {
     let shells = tempfile::tempdir().unwrap();
     let marker = format!("hung-shell-{}", std::process::id());

@@ -10,19 +10,47 @@
 //! at the deadline has its group killed before anything may reap it (so
 //! the group id is still its own), and one that lingers after answering
 //! gets the same deadline in the background, then the same kill.
+//!
+//! Every group not yet reaped is listed in [`RUNNING`], and the daemon's
+//! teardown calls [`end_all`]: a daemon stopped before a slow profile
+//! answers (a `pyenv rehash` waiting on its lock, a hung network mount)
+//! leaves none of it behind.
 
 use std::ffi::OsString;
 use std::os::unix::fs::PermissionsExt;
 use std::process::Stdio;
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
 
 /// Bytes of shell output read at most; a profile printing more is broken.
-pub const MAX_OUTPUT: usize = 1 << 20;
+pub(crate) const MAX_OUTPUT: usize = 1 << 20;
+
+/// Process groups (the shell's pid) of runs not yet reaped. At most a
+/// handful: the PATH probe runs once, the agent hand-off a bounded number
+/// of times.
+static RUNNING: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+/// Kills the process group of every run not yet reaped. Called once the
+/// daemon's children are dealt with, just before it exits.
+pub(crate) fn end_all() {
+    let groups = std::mem::take(&mut *RUNNING.lock().unwrap_or_else(PoisonError::into_inner));
+    for group in groups {
+        kill_group(Some(group));
+    }
+}
+
+fn track(group: i32, running: bool) {
+    let mut list = RUNNING.lock().unwrap_or_else(PoisonError::into_inner);
+    list.retain(|&g| g != group);
+    if running {
+        list.push(group);
+    }
+}
 
 /// The user's login shell: `$SHELL` when it names an executable file,
 /// else the first of `/bin/zsh`, `/bin/bash`, `/bin/sh` that is one.
-pub fn login_shell() -> String {
+pub(crate) fn login_shell() -> String {
     let from_env = std::env::var("SHELL").ok().filter(|s| s.starts_with('/'));
     from_env
         .into_iter()
@@ -37,12 +65,12 @@ fn is_executable_file(path: &str) -> bool {
 
 /// What a run gave: its stdout (up to the answer or the cap), or `None`
 /// when the deadline passed first.
-pub type Answer = Option<Vec<u8>>;
+pub(crate) type Answer = Option<Vec<u8>>;
 
 /// Runs `shell` with `script` once (see the module comment). `env`
 /// replaces the environment when given. `answered` says when the output
 /// holds a complete answer. Errors only when the shell does not start.
-pub async fn ask(
+pub(crate) async fn ask(
     shell: &str,
     script: &str,
     env: Option<Vec<(OsString, OsString)>>,
@@ -63,6 +91,10 @@ pub async fn ask(
         .kill_on_drop(true)
         .spawn()?;
     let pid = child.id();
+    let group = pid.and_then(|p| i32::try_from(p).ok()).filter(|&p| p > 1);
+    if let Some(group) = group {
+        track(group, true);
+    }
     let Some(mut stdout) = child.stdout.take() else {
         return Err(std::io::Error::other("no stdout pipe"));
     };
@@ -90,12 +122,16 @@ pub async fn ask(
             kill_group(pid);
             let _ = child.wait().await;
         }
+        // Reaped: the group id may be reused from here on.
+        if let Some(group) = group {
+            track(group, false);
+        }
     });
     Ok(read.ok())
 }
 
-fn kill_group(pid: Option<u32>) {
-    if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()).filter(|&p| p > 1) {
+fn kill_group(pid: Option<impl TryInto<i32>>) {
+    if let Some(pid) = pid.and_then(|p| p.try_into().ok()).filter(|&p| p > 1) {
         // SAFETY: signalling the process group created for the shell.
         unsafe { libc::kill(-pid, libc::SIGKILL) };
     }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 /// Why the socket could not be opened, phrased like Go's `net.Listen`.
 #[derive(Debug)]
-pub struct BindError {
+pub(crate) struct BindError {
     pub path: PathBuf,
     pub source: io::Error,
 }
@@ -33,7 +33,7 @@ impl std::error::Error for BindError {}
 /// The longest socket path `bind(2)` takes, in bytes: `sun_path` less its
 /// terminating NUL (108 bytes on Linux, 104 on macOS and the BSDs).
 #[cfg(target_os = "linux")]
-pub const SOCKET_PATH_MAX: usize = 107;
+pub(crate) const SOCKET_PATH_MAX: usize = 107;
 #[cfg(not(target_os = "linux"))]
 pub const SOCKET_PATH_MAX: usize = 103;
 #[cfg(target_os = "linux")]
@@ -44,7 +44,7 @@ const SOCKET_PATH_SYSTEM: &str = "macOS";
 /// Refuses a socket path the kernel cannot bind, before anything is
 /// created for it: the kernel's own answer is a bare `invalid argument`.
 /// Counted as given (a relative path is not made absolute by the kernel).
-pub fn check_socket_path_length(path: &Path) -> Result<(), String> {
+pub(crate) fn check_socket_path_length(path: &Path) -> Result<(), String> {
     use std::os::unix::ffi::OsStrExt;
     let len = path.as_os_str().as_bytes().len();
     if len <= SOCKET_PATH_MAX {
@@ -62,7 +62,7 @@ pub fn check_socket_path_length(path: &Path) -> Result<(), String> {
 /// replaced; a live daemon's socket is left alone and reported as in use.
 ///
 /// Call this before starting any threads: the umask is process-wide.
-pub fn bind_socket(path: &Path) -> Result<StdUnixListener, BindError> {
+pub(crate) fn bind_socket(path: &Path) -> Result<StdUnixListener, BindError> {
     let fail = |source| BindError {
         path: path.to_path_buf(),
         source,
@@ -89,7 +89,7 @@ pub fn bind_socket(path: &Path) -> Result<StdUnixListener, BindError> {
 
 /// Accepts connections until shutdown is triggered, then closes the
 /// listener. Connections notice shutdown themselves.
-pub async fn accept_loop(listener: StdUnixListener, daemon: Arc<Daemon>) -> io::Result<()> {
+pub(crate) async fn accept_loop(listener: StdUnixListener, daemon: Arc<Daemon>) -> io::Result<()> {
     let listener = tokio::net::UnixListener::from_std(listener)?;
     let mut shutdown = daemon.shutdown.subscribe();
     let refusals = crate::base::logging::Quota::new(5);
@@ -162,7 +162,7 @@ fn peer_of(stream: &tokio::net::UnixStream) -> Option<i32> {
 /// Serves `listener` until shutdown, then tears down: children are killed
 /// (or kept with `-keep-children`) and the socket file is removed. The
 /// teardown completes before this returns.
-pub async fn run(listener: StdUnixListener, daemon: Arc<Daemon>) -> io::Result<()> {
+pub(crate) async fn run(listener: StdUnixListener, daemon: Arc<Daemon>) -> io::Result<()> {
     let path = &daemon.options.socket_path;
     let ours = socket_identity(path);
     let summaries = tokio::spawn(summarize_unlogged(daemon.clone()));
@@ -172,6 +172,8 @@ pub async fn run(listener: StdUnixListener, daemon: Arc<Daemon>) -> io::Result<(
     served?;
     crate::log_info!("[Server] Shutting down");
     daemon.processes.shutdown(daemon.options.keep_children).await;
+    // A login-shell probe still running is ours, kept children or not.
+    crate::agent::loginshell::end_all();
     daemon.replay.remove_own_dir();
     // Only remove the socket if it is still the one we bound: a successor
     // started during teardown (e.g. `-stop` then `-serve`) may already have
