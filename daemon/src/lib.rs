@@ -21,6 +21,11 @@
 //! | 5 | handlers | [`methods`] |
 //! | 6 | serving | [`serve`] |
 //! | 7 | entry | [`launch`], `fuzzing` |
+//!
+//! `unreachable_pub` keeps that true: an item outside those paths is
+//! `pub(crate)` (or narrower), so `pub` in this crate means "API".
+
+#![warn(unreachable_pub)]
 
 pub(crate) mod agent;
 pub mod base;

@@ -39,25 +39,25 @@
 use std::time::{Duration, Instant};
 
 /// The variable a child's agent socket is passed in.
-pub const AGENT_SOCK_ENV: &str = "SSH_AUTH_SOCK";
+pub(crate) const AGENT_SOCK_ENV: &str = "SSH_AUTH_SOCK";
 /// How long the login shell may take to print the socket.
-pub const RUN_DEADLINE: Duration = Duration::from_secs(4);
+pub(crate) const RUN_DEADLINE: Duration = Duration::from_secs(4);
 /// How long a socket may take to accept a connection and still count as live.
-pub const DIAL_TIMEOUT: Duration = Duration::from_millis(250);
+pub(crate) const DIAL_TIMEOUT: Duration = Duration::from_millis(250);
 /// A connection attempt not returned by then ends the hand-off for good.
-pub const DIAL_BOUND: Duration = Duration::from_millis(500);
+pub(crate) const DIAL_BOUND: Duration = Duration::from_millis(500);
 /// The earliest the login shell runs again after its last run.
-pub const REPROBE_AFTER: Duration = Duration::from_secs(600);
+pub(crate) const REPROBE_AFTER: Duration = Duration::from_secs(600);
 /// Failed runs in a row after which the shell is not asked again.
-pub const MAX_FAILURES: u32 = 3;
+pub(crate) const MAX_FAILURES: u32 = 3;
 /// How much of a bad answer a log line quotes.
 const QUOTE_BYTES: usize = 200;
 
-pub use crate::agent::loginshell::login_shell;
+pub(crate) use crate::agent::loginshell::login_shell;
 
 /// The hand-off's tunable clock, so tests need not wait ten minutes.
 #[derive(Debug, Clone, Copy)]
-pub struct Timing {
+pub(crate) struct Timing {
     pub run_deadline: Duration,
     pub reprobe_after: Duration,
 }
@@ -93,7 +93,7 @@ enum Check {
 
 /// The daemon-wide hand-off state.
 #[derive(Debug)]
-pub struct HandOff {
+pub(crate) struct HandOff {
     state: tokio::sync::Mutex<State>,
     timing: Timing,
     /// The shell to run; `None` means [`login_shell`] at each run.
@@ -107,7 +107,7 @@ impl Default for HandOff {
 }
 
 impl HandOff {
-    pub fn new(timing: Timing, shell: Option<String>) -> HandOff {
+    pub(crate) fn new(timing: Timing, shell: Option<String>) -> HandOff {
         HandOff {
             state: tokio::sync::Mutex::new(State::default()),
             timing,
@@ -116,7 +116,7 @@ impl HandOff {
     }
 
     /// A socket to hand to a child that has none, or `None`.
-    pub async fn socket(&self) -> Option<String> {
+    pub(crate) async fn socket(&self) -> Option<String> {
         let mut st = self.state.lock().await;
         if let Some(sock) = st.sock.clone() {
             match check(&sock).await {
@@ -191,7 +191,7 @@ impl HandOff {
     /// Whether `path`, an agent socket the daemon inherited, may reach a
     /// child: the same test as the login shell's answer. A refusal is
     /// logged; an empty value (an opt-out) passes.
-    pub async fn vet(&self, path: &str) -> bool {
+    pub(crate) async fn vet(&self, path: &str) -> bool {
         if path.is_empty() {
             return true;
         }

@@ -11,8 +11,8 @@
 //! | [`trampoline`] | the exec-child trampoline that stamps `CLAUDE_SSH_CHILD` |
 //! | [`probecli`] | `-probe-cli`: the bounded `--version` probe (also run by `install`) |
 
-pub mod agentsock;
-pub mod loginshell;
-pub mod probecli;
-pub mod sockpath;
-pub mod trampoline;
+pub(crate) mod agentsock;
+pub(crate) mod loginshell;
+pub(crate) mod probecli;
+pub(crate) mod sockpath;
+pub(crate) mod trampoline;

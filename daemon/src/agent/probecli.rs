@@ -22,18 +22,18 @@ use std::time::Duration;
 const LIMIT: Duration = Duration::from_secs(30);
 /// Test hook: the bound in milliseconds, so a test need not wait 30 s.
 /// Never passed on to the probed binary.
-pub const LIMIT_ENV: &str = "REMORA_TEST_PROBE_CLI_LIMIT_MS";
+pub(crate) const LIMIT_ENV: &str = "REMORA_TEST_PROBE_CLI_LIMIT_MS";
 
 /// The three outcomes, with the line each prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     Runs,
     Hung,
     Bad,
 }
 
 impl Verdict {
-    pub fn line(self) -> &'static str {
+    pub(crate) fn line(self) -> &'static str {
         match self {
             Verdict::Runs => "",
             Verdict::Hung => "__CLI_HUNG__\n",
@@ -43,7 +43,7 @@ impl Verdict {
 }
 
 /// Runs the probe and prints its verdict; returns the exit code (0).
-pub fn run(path: &OsStr) -> i32 {
+pub(crate) fn run(path: &OsStr) -> i32 {
     use std::io::Write;
     let verdict = probe(path, limit());
     let mut out = std::io::stdout().lock();
@@ -60,7 +60,7 @@ fn limit() -> Duration {
 }
 
 /// Runs `<path> --version` with at most `limit` to finish.
-pub fn probe(path: &OsStr, limit: Duration) -> Verdict {
+pub(crate) fn probe(path: &OsStr, limit: Duration) -> Verdict {
     use std::os::unix::process::CommandExt;
     let mut cmd = Command::new(path);
     cmd.arg("--version")
@@ -96,7 +96,7 @@ pub fn probe(path: &OsStr, limit: Duration) -> Verdict {
 /// The caller reaps it. A thread does the blocking wait; the deadline is a
 /// channel timeout, not a polling loop. On a timeout that thread ends when
 /// the caller's kill makes the child exit.
-pub fn exited_within(pid: i32, limit: Duration) -> bool {
+pub(crate) fn exited_within(pid: i32, limit: Duration) -> bool {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         exited(pid);

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 /// Checks `path` for the user `me`; `Ok` is the socket it resolves to
 /// now. The `Err` text completes "not handed on: …".
-pub fn vet(path: &str, me: u32) -> Result<PathBuf, String> {
+pub(crate) fn vet(path: &str, me: u32) -> Result<PathBuf, String> {
     let walked = crate::base::trustpath::walk(Path::new(path), me)?;
     if !walked.rest.is_empty() {
         let missing = std::io::Error::from_raw_os_error(libc::ENOENT);

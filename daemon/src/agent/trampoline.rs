@@ -34,20 +34,20 @@ use std::ffi::{CString, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
 /// The first argument that selects trampoline mode.
-pub const FLAG: &str = "--exec-child";
+pub(crate) const FLAG: &str = "--exec-child";
 /// What the daemon executes to start the trampoline.
-pub const SELF_EXE: &str = "/proc/self/exe";
+pub(crate) const SELF_EXE: &str = "/proc/self/exe";
 /// Exit status of a trampoline whose `execve` failed.
 const EXEC_FAILED: i32 = 127;
 
 /// Whether children start through the trampoline in this daemon.
-pub fn enabled() -> bool {
+pub(crate) fn enabled() -> bool {
     cfg!(target_os = "linux") && crate::rundir::childrec::child_marker().is_some()
 }
 
 /// The trampoline's arguments (after the program name) for running
 /// `program` as `argv0 args…`, reporting an exec failure on `report_fd`.
-pub fn arguments(report_fd: i32, program: &str, argv0: &str, args: &[String]) -> Vec<String> {
+pub(crate) fn arguments(report_fd: i32, program: &str, argv0: &str, args: &[String]) -> Vec<String> {
     let mut out = vec![
         FLAG.to_string(),
         report_fd.to_string(),
@@ -60,7 +60,7 @@ pub fn arguments(report_fd: i32, program: &str, argv0: &str, args: &[String]) ->
 
 /// Trampoline mode: `args` is the whole argv (`[self, FLAG, fd, path,
 /// argv0, …]`). Returns only when the exec failed (the exit status).
-pub fn run(args: &[OsString]) -> i32 {
+pub(crate) fn run(args: &[OsString]) -> i32 {
     let report_fd = args
         .get(2)
         .and_then(|a| a.to_str())
@@ -137,7 +137,7 @@ fn pair(k: &OsString, v: &OsString) -> OsString {
 /// The daemon's end of the report pipe: `(read, write)`, both
 /// close-on-exec (the trampoline's copy of `write` is made inheritable
 /// only in the forked child).
-pub fn report_pipe() -> std::io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+pub(crate) fn report_pipe() -> std::io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
     use std::os::fd::FromRawFd;
     let mut fds = [0; 2];
     // SAFETY: pipe2 fills two descriptors we then own.
@@ -161,11 +161,11 @@ pub fn report_pipe() -> std::io::Result<(std::os::fd::OwnedFd, std::os::fd::Owne
 /// How long the daemon waits for the trampoline's verdict: an exec that
 /// takes longer (a program on a stalled file system) is treated as
 /// started, and the supervisor sees whatever it does.
-pub const REPORT_WAIT_MS: i32 = 2000;
+pub(crate) const REPORT_WAIT_MS: i32 = 2000;
 
 /// Reads the verdict: `Some(errno)` when the exec failed, `None` when
 /// the program runs (the pipe closed empty) or the wait ran out.
-pub fn read_report(read: &std::os::fd::OwnedFd) -> Option<i32> {
+pub(crate) fn read_report(read: &std::os::fd::OwnedFd) -> Option<i32> {
     use std::os::fd::AsRawFd;
     let mut pfd = libc::pollfd {
         fd: read.as_raw_fd(),

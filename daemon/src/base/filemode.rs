@@ -36,7 +36,7 @@ const S_ISGID: u32 = 0o2000;
 const S_ISVTX: u32 = 0o1000;
 
 /// Converts a Unix `st_mode` to Go's `FileMode` bits.
-pub fn go_mode(st_mode: u32) -> u32 {
+pub(crate) fn go_mode(st_mode: u32) -> u32 {
     let mut mode = st_mode & 0o777;
     match st_mode & S_IFMT {
         S_IFBLK => mode |= MODE_DEVICE,
@@ -60,7 +60,7 @@ pub fn go_mode(st_mode: u32) -> u32 {
 }
 
 /// Go's `FileMode.String()` of Go mode bits.
-pub fn go_mode_string(mode: u32) -> String {
+pub(crate) fn go_mode_string(mode: u32) -> String {
     let mut out = String::with_capacity(12);
     for (i, &c) in TYPE_LETTERS.iter().enumerate() {
         if mode & (1 << (31 - i)) != 0 {
@@ -77,7 +77,7 @@ pub fn go_mode_string(mode: u32) -> String {
 }
 
 /// `FileMode.String()` for a Unix `st_mode`.
-pub fn mode_string(st_mode: u32) -> String {
+pub(crate) fn mode_string(st_mode: u32) -> String {
     go_mode_string(go_mode(st_mode))
 }
 

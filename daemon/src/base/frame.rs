@@ -17,7 +17,7 @@ use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// The reference's `bufio.Scanner` maximum token size.
-pub const MAX_LINE: usize = 1024 * 1024;
+pub(crate) const MAX_LINE: usize = 1024 * 1024;
 
 /// Initial buffer size; the buffer doubles on demand up to [`MAX_LINE`].
 const INITIAL_CAPACITY: usize = 4 * 1024;
@@ -25,7 +25,7 @@ const INITIAL_CAPACITY: usize = 4 * 1024;
 /// What the framing layer hands to the connection.
 #[cfg(any(test, feature = "fuzzing"))]
 #[derive(Debug, PartialEq, Eq)]
-pub enum Framed<'a> {
+pub(crate) enum Framed<'a> {
     /// One complete line, without its `\n` and without a trailing `\r`.
     Line(&'a [u8]),
     /// The current line reached [`MAX_LINE`] bytes without a newline:
@@ -35,7 +35,7 @@ pub enum Framed<'a> {
 
 /// Buffered bytes of one connection, split into lines.
 #[derive(Debug)]
-pub struct LineBuffer {
+pub(crate) struct LineBuffer {
     buf: Vec<u8>,
     /// Start of the unconsumed region.
     start: usize,
@@ -56,7 +56,7 @@ impl Default for LineBuffer {
 }
 
 impl LineBuffer {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         LineBuffer {
             buf: Vec::new(),
             start: 0,
@@ -69,7 +69,7 @@ impl LineBuffer {
     /// A buffer whose lines are capped at `cap` bytes (at least 1) instead
     /// of [`MAX_LINE`]; same rules otherwise. Tests and fuzzing only.
     #[cfg(any(test, feature = "fuzzing"))]
-    pub fn with_cap(cap: usize) -> Self {
+    pub(crate) fn with_cap(cap: usize) -> Self {
         LineBuffer {
             cap: cap.max(1),
             ..Self::new()
@@ -77,14 +77,14 @@ impl LineBuffer {
     }
 
     /// Bytes received but not yet returned as a line.
-    pub fn pending(&self) -> usize {
+    pub(crate) fn pending(&self) -> usize {
         self.end - self.start
     }
 
     /// Returns the next complete line, `TooLong`, or `None` if more input
     /// is needed.
     #[cfg(any(test, feature = "fuzzing"))]
-    pub fn next_line(&mut self) -> Option<Framed<'_>> {
+    pub(crate) fn next_line(&mut self) -> Option<Framed<'_>> {
         match self.next_span()? {
             Ok(span) => Some(Framed::Line(self.line(span))),
             Err(TooLong) => Some(Framed::TooLong),
@@ -117,7 +117,7 @@ impl LineBuffer {
     /// At EOF: the unterminated remainder, if any (it is under the cap,
     /// since `next_line` reports `TooLong` first).
     #[cfg(any(test, feature = "fuzzing"))]
-    pub fn take_final(&mut self) -> Option<&[u8]> {
+    pub(crate) fn take_final(&mut self) -> Option<&[u8]> {
         let span = self.take_final_span()?;
         Some(self.line(span))
     }
@@ -133,7 +133,7 @@ impl LineBuffer {
 
     /// A writable region for the next read. Never lets the pending bytes
     /// exceed the cap ([`MAX_LINE`]); callers must drain `next_line` first.
-    pub fn spare(&mut self) -> &mut [u8] {
+    pub(crate) fn spare(&mut self) -> &mut [u8] {
         if self.start == self.end {
             self.start = 0;
             self.end = 0;
@@ -157,14 +157,14 @@ impl LineBuffer {
     }
 
     /// Records that `n` bytes were written into the region from `spare`.
-    pub fn commit(&mut self, n: usize) {
+    pub(crate) fn commit(&mut self, n: usize) {
         self.end += n;
     }
 
     /// Copies `input` in (a test and fuzzing convenience; the async reader
     /// reads straight into `spare`). Returns how many bytes were taken.
     #[cfg(any(test, feature = "fuzzing"))]
-    pub fn feed(&mut self, input: &[u8]) -> usize {
+    pub(crate) fn feed(&mut self, input: &[u8]) -> usize {
         let spare = self.spare();
         let n = spare.len().min(input.len());
         spare[..n].copy_from_slice(&input[..n]);
@@ -174,7 +174,7 @@ impl LineBuffer {
 
     /// Bytes currently allocated: what a charged reader pays for, and what
     /// the memory-bound checks measure.
-    pub fn capacity(&self) -> usize {
+    pub(crate) fn capacity(&self) -> usize {
         self.buf.len()
     }
 }
@@ -190,13 +190,13 @@ fn drop_cr(line: &[u8]) -> &[u8] {
 /// its own share (the unauthenticated connections' budget, see
 /// `admission.rs`).
 #[derive(Debug)]
-pub struct SharedBudget {
+pub(crate) struct SharedBudget {
     used: AtomicUsize,
     limit: usize,
 }
 
 impl SharedBudget {
-    pub fn new(limit: usize) -> SharedBudget {
+    pub(crate) fn new(limit: usize) -> SharedBudget {
         SharedBudget {
             used: AtomicUsize::new(0),
             limit,
@@ -204,7 +204,7 @@ impl SharedBudget {
     }
 
     /// Takes `n` bytes if they fit under the limit.
-    pub fn try_take(&self, n: usize) -> bool {
+    pub(crate) fn try_take(&self, n: usize) -> bool {
         self.used
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
                 used.checked_add(n).filter(|total| *total <= self.limit)
@@ -212,18 +212,18 @@ impl SharedBudget {
             .is_ok()
     }
 
-    pub fn give_back(&self, n: usize) {
+    pub(crate) fn give_back(&self, n: usize) {
         self.used.fetch_sub(n, Ordering::AcqRel);
     }
 
     #[cfg(test)]
-    pub fn used(&self) -> usize {
+    pub(crate) fn used(&self) -> usize {
         self.used.load(Ordering::Acquire)
     }
 }
 
 /// Reads request lines from an async stream.
-pub struct LineReader<R> {
+pub(crate) struct LineReader<R> {
     inner: R,
     buf: LineBuffer,
     eof: bool,
@@ -234,7 +234,7 @@ pub struct LineReader<R> {
 /// One step of reading a connection. A line borrows the reader's buffer
 /// until the next read: no copy per request.
 #[derive(Debug, PartialEq, Eq)]
-pub enum ReadEvent<'a> {
+pub(crate) enum ReadEvent<'a> {
     Line(&'a [u8]),
     TooLong,
     /// Growing the buffer would pass the budget it is charged to.
@@ -243,7 +243,7 @@ pub enum ReadEvent<'a> {
 }
 
 impl<R: AsyncRead + Unpin> LineReader<R> {
-    pub fn new(inner: R) -> Self {
+    pub(crate) fn new(inner: R) -> Self {
         LineReader {
             inner,
             buf: LineBuffer::new(),
@@ -253,13 +253,13 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
     }
 
     /// Charges the buffer's allocated bytes to `budget` from now on.
-    pub fn charge_to(&mut self, budget: Arc<SharedBudget>) {
+    pub(crate) fn charge_to(&mut self, budget: Arc<SharedBudget>) {
         self.stop_charging();
         self.charge = Some((budget, 0));
     }
 
     /// Gives back what the buffer took and stops charging.
-    pub fn stop_charging(&mut self) {
+    pub(crate) fn stop_charging(&mut self) {
         if let Some((budget, taken)) = self.charge.take() {
             budget.give_back(taken);
         }
@@ -286,7 +286,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
     }
 
     /// Returns the next line, `TooLong`, or `Eof` (also on a read error).
-    pub async fn next(&mut self) -> ReadEvent<'_> {
+    pub(crate) async fn next(&mut self) -> ReadEvent<'_> {
         loop {
             match self.buf.next_span() {
                 Some(Ok(span)) => return ReadEvent::Line(self.buf.line(span)),

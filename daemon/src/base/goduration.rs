@@ -21,7 +21,7 @@ const UNITS: &[(&str, u128)] = &[
 
 /// Parses `text` as Go does; the value is in nanoseconds (negative
 /// allowed, as in Go).
-pub fn parse(text: &str) -> Result<i64, String> {
+pub(crate) fn parse(text: &str) -> Result<i64, String> {
     let invalid = || {
         format!(
             "time: invalid duration {}",
@@ -99,7 +99,7 @@ pub fn parse(text: &str) -> Result<i64, String> {
 
 /// Go's `Duration.String` for a non-negative duration: `0s`, `250ms`,
 /// `1.5s`, `1m30s`, `2h0m0s`.
-pub fn text(d: std::time::Duration) -> String {
+pub(crate) fn text(d: std::time::Duration) -> String {
     let ns = d.as_nanos();
     if ns == 0 {
         return "0s".to_string();

@@ -8,7 +8,7 @@
 use std::io;
 
 /// Go's `syscall.Errno.Error()` text for `errno` (Linux).
-pub fn errno_text(errno: i32) -> String {
+pub(crate) fn errno_text(errno: i32) -> String {
     let known = match errno {
         libc::EPERM => "operation not permitted",
         libc::ENOENT => "no such file or directory",
@@ -63,7 +63,7 @@ pub fn errno_text(errno: i32) -> String {
 /// Go's text for an `io::Error`: the errno string when there is one.
 /// Rust rejects a NUL byte in a path before any syscall; Go reports that
 /// case as `EINVAL`, so it maps to "invalid argument".
-pub fn io_text(err: &io::Error) -> String {
+pub(crate) fn io_text(err: &io::Error) -> String {
     if let Some(errno) = err.raw_os_error() {
         return errno_text(errno);
     }
@@ -77,13 +77,13 @@ pub fn io_text(err: &io::Error) -> String {
 }
 
 /// Go's `*PathError` text: `op path: text`.
-pub fn path_error(op: &str, path: &str, err: &io::Error) -> String {
+pub(crate) fn path_error(op: &str, path: &str, err: &io::Error) -> String {
     format!("{op} {path}: {}", io_text(err))
 }
 
 /// Go's `strconv.Quote` (what `%q` prints): printable text raw, the usual
 /// backslash escapes, `\xNN` for bytes that are not UTF-8.
-pub fn go_quote(bytes: &[u8]) -> String {
+pub(crate) fn go_quote(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len() + 2);
     out.push('"');
     for chunk in bytes.utf8_chunks() {
@@ -119,7 +119,7 @@ pub fn go_quote(bytes: &[u8]) -> String {
 
 /// Go's `strconv.IsPrint` beyond ASCII: everything but controls, spaces
 /// other than U+0020, and the common format characters.
-pub fn is_go_printable(c: char) -> bool {
+pub(crate) fn is_go_printable(c: char) -> bool {
     !(c.is_control()
         || (c.is_whitespace() && c != ' ')
         || matches!(c, '\u{ad}' | '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{feff}'))

@@ -9,7 +9,7 @@
 //! archive need not be UTF-8.
 
 /// Go's `filepath.Clean`.
-pub fn clean(path: &[u8]) -> Vec<u8> {
+pub(crate) fn clean(path: &[u8]) -> Vec<u8> {
     if path.is_empty() {
         return b".".to_vec();
     }
@@ -60,7 +60,7 @@ pub fn clean(path: &[u8]) -> Vec<u8> {
 
 /// Go's `filepath.Join`: the non-empty elements joined by `/`, cleaned;
 /// `""` when every element is empty.
-pub fn join(elems: &[&[u8]]) -> Vec<u8> {
+pub(crate) fn join(elems: &[&[u8]]) -> Vec<u8> {
     let mut joined: Vec<u8> = Vec::new();
     let mut any = false;
     for e in elems.iter().filter(|e| !e.is_empty()) {
@@ -78,7 +78,7 @@ pub fn join(elems: &[&[u8]]) -> Vec<u8> {
 
 /// The home directory a leading `~` stands for: `$HOME`, as Go's
 /// `os.UserHomeDir` reads it on Unix (unset or empty: none, and `~` stays).
-pub fn home_dir() -> Option<String> {
+pub(crate) fn home_dir() -> Option<String> {
     std::env::var("HOME").ok().filter(|home| !home.is_empty())
 }
 
@@ -87,7 +87,7 @@ pub fn home_dir() -> Option<String> {
 /// becomes `home` joined with the rest, cleaned lexically (`~/` → home,
 /// `~//x` → home`/x`, `~/a/../b` → home`/b`). `~user/…`, a `~` anywhere
 /// but first, and any path when there is no home are returned unchanged.
-pub fn expand_home(path: &str, home: Option<&str>) -> String {
+pub(crate) fn expand_home(path: &str, home: Option<&str>) -> String {
     let rest = match path.strip_prefix('~') {
         Some(rest) if rest.is_empty() || rest.starts_with('/') => rest,
         _ => return path.to_string(),
@@ -101,7 +101,7 @@ pub fn expand_home(path: &str, home: Option<&str>) -> String {
 }
 
 /// Go's `filepath.IsAbs` (Unix).
-pub fn is_abs(path: &[u8]) -> bool {
+pub(crate) fn is_abs(path: &[u8]) -> bool {
     path.first() == Some(&b'/')
 }
 

@@ -55,7 +55,7 @@ const PATH_MAX: usize = 4096;
 
 /// The refusal text for a destructive `what` (`destDir`, `worktreePath`,
 /// `cli path`, …) at `path`: claustrum's D2 wording, `%q`-quoted.
-pub fn refusal(what: &str, path: impl AsRef<Path>) -> String {
+pub(crate) fn refusal(what: &str, path: impl AsRef<Path>) -> String {
     format!(
         "{what} must not be or contain the home directory: {}",
         go_quote(path.as_ref().as_os_str().as_bytes())
@@ -63,14 +63,14 @@ pub fn refusal(what: &str, path: impl AsRef<Path>) -> String {
 }
 
 /// [`refusal`] when `path` is or contains the daemon user's home.
-pub fn check(what: &str, path: impl AsRef<Path>) -> Option<String> {
+pub(crate) fn check(what: &str, path: impl AsRef<Path>) -> Option<String> {
     let path = path.as_ref();
     Homes::of_daemon_user().holds(path).then(|| refusal(what, path))
 }
 
 /// [`Homes::holds_entry`] for the daemon user, as the error a removal or
 /// rename in a directory descriptor fails with.
-pub fn check_entry(dir: &OwnedFd, name: &[u8]) -> io::Result<()> {
+pub(crate) fn check_entry(dir: &OwnedFd, name: &[u8]) -> io::Result<()> {
     if Homes::of_daemon_user().holds_entry(dir, name) {
         return Err(io::Error::new(
             io::ErrorKind::PermissionDenied,
@@ -83,7 +83,7 @@ pub fn check_entry(dir: &OwnedFd, name: &[u8]) -> io::Result<()> {
 /// The home directories guarded, each as its spellings and as the
 /// identities of itself and of every directory above it.
 #[derive(Debug, Default)]
-pub struct Homes {
+pub(crate) struct Homes {
     /// Absolute, cleaned spellings: each home as given and as resolved.
     spellings: Vec<Vec<u8>>,
     /// Device and inode of each home and of each directory above one.
@@ -107,7 +107,7 @@ fn passwd_home() -> Option<PathBuf> {
 
 impl Homes {
     /// `$HOME` (when set and not empty) and the passwd entry's home.
-    pub fn of_daemon_user() -> Homes {
+    pub(crate) fn of_daemon_user() -> Homes {
         let mut dirs: Vec<PathBuf> = Vec::new();
         if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
             dirs.push(PathBuf::from(home));
@@ -117,7 +117,7 @@ impl Homes {
     }
 
     /// The guard for the directories `dirs` (tests name their own).
-    pub fn of<P: AsRef<Path>>(dirs: &[P]) -> Homes {
+    pub(crate) fn of<P: AsRef<Path>>(dirs: &[P]) -> Homes {
         let cwd = std::env::current_dir().ok();
         let mut homes = Homes::default();
         for dir in dirs {
@@ -144,7 +144,7 @@ impl Homes {
 
     /// Whether `target` is or contains a home (see the module comment for
     /// the three tests). An empty target names nothing.
-    pub fn holds(&self, target: &Path) -> bool {
+    pub(crate) fn holds(&self, target: &Path) -> bool {
         let raw = target.as_os_str().as_bytes();
         if raw.is_empty() || self.spellings.is_empty() {
             return false;
@@ -170,7 +170,7 @@ impl Homes {
     /// Whether the entry `name` of the open directory `dir` is a home or a
     /// directory above one, by identity (a link is not followed: removing
     /// or renaming a link leaves what it points at alone).
-    pub fn holds_entry(&self, dir: &OwnedFd, name: &[u8]) -> bool {
+    pub(crate) fn holds_entry(&self, dir: &OwnedFd, name: &[u8]) -> bool {
         if self.holders.is_empty() {
             return false;
         }
@@ -185,7 +185,7 @@ impl Homes {
     }
 
     /// Whether the open directory `dir` is a home or a directory above one.
-    pub fn holds_dir(&self, dir: &OwnedFd) -> bool {
+    pub(crate) fn holds_dir(&self, dir: &OwnedFd) -> bool {
         // SAFETY: all-zero bytes are a valid `stat` to be overwritten.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         // SAFETY: an open descriptor and a writable stat.

@@ -61,21 +61,21 @@ impl Level {
 static THRESHOLD: AtomicU8 = AtomicU8::new(Level::Debug as u8);
 
 /// Reads `REMORA_LOG_LEVEL` and sets the threshold.
-pub fn init_from_env() {
+pub(crate) fn init_from_env() {
     let setting = std::env::var("REMORA_LOG_LEVEL").ok();
     set_threshold(Level::from_setting(setting.as_deref()));
 }
 
-pub fn set_threshold(level: Level) {
+pub(crate) fn set_threshold(level: Level) {
     THRESHOLD.store(level as u8, Ordering::Relaxed);
 }
 
-pub fn enabled(level: Level) -> bool {
+pub(crate) fn enabled(level: Level) -> bool {
     level as u8 >= THRESHOLD.load(Ordering::Relaxed)
 }
 
 /// Formats one log line (without the trailing newline's write) for `level`.
-pub fn format_line(level: Level, args: fmt::Arguments<'_>) -> String {
+pub(crate) fn format_line(level: Level, args: fmt::Arguments<'_>) -> String {
     format!("{} {} {}\n", timestamp(), level.tag(), args)
 }
 
@@ -87,18 +87,18 @@ static WRITTEN: AtomicU64 = AtomicU64::new(0);
 /// What replaces a full capped stderr: a fresh file, and the name the
 /// full one now has (for the note). Set by the daemon once it knows its
 /// log's directory ([`rotate_with`]); it must not log.
-pub type Rotator = Box<dyn Fn() -> Option<(std::fs::File, &'static str)> + Send + Sync>;
+pub(crate) type Rotator = Box<dyn Fn() -> Option<(std::fs::File, &'static str)> + Send + Sync>;
 
 static ROTATOR: std::sync::OnceLock<Rotator> = std::sync::OnceLock::new();
 
 /// Sets how a full capped stderr is rotated (once; later calls are
 /// ignored). Without one, or when it fails, the file is started over.
-pub fn rotate_with(rotator: Rotator) {
+pub(crate) fn rotate_with(rotator: Rotator) {
     let _ = ROTATOR.set(rotator);
 }
 
 /// Whether stderr is capped ([`cap_stderr`]).
-pub fn stderr_capped() -> bool {
+pub(crate) fn stderr_capped() -> bool {
     CAP.load(Ordering::Relaxed) > 0
 }
 
@@ -107,7 +107,7 @@ pub fn stderr_capped() -> bool {
 /// file is renamed, a fresh one takes its place on stderr), or, when that
 /// cannot be done, truncates it (it is opened for append, so writing goes
 /// on at its new end); either way a first line says so.
-pub fn cap_stderr(cap: u64) {
+pub(crate) fn cap_stderr(cap: u64) {
     use std::os::fd::AsRawFd;
     let size = std::fs::metadata(format!("/dev/fd/{}", std::io::stderr().as_raw_fd()))
         .map(|m| m.len())
@@ -117,7 +117,7 @@ pub fn cap_stderr(cap: u64) {
 }
 
 /// Writes one line to stderr if `level` passes the threshold.
-pub fn write(level: Level, args: fmt::Arguments<'_>) {
+pub(crate) fn write(level: Level, args: fmt::Arguments<'_>) {
     if !enabled(level) {
         return;
     }
@@ -161,7 +161,7 @@ pub fn write(level: Level, args: fmt::Arguments<'_>) {
 /// checks of what a request logs (per thread, so each fuzzer thread sees
 /// only its own lines; off unless [`capture::lines`] is running).
 #[cfg(feature = "fuzzing")]
-pub mod capture {
+pub(crate) mod capture {
     use std::cell::RefCell;
 
     thread_local! {
@@ -181,7 +181,7 @@ pub mod capture {
 
     /// Runs `body` with this thread's log lines captured; returns its
     /// result and the lines, each formatted as it would have been written.
-    pub fn lines<R>(body: impl FnOnce() -> R) -> (R, Vec<String>) {
+    pub(crate) fn lines<R>(body: impl FnOnce() -> R) -> (R, Vec<String>) {
         let outer = LINES.with(|lines| lines.borrow_mut().replace(Vec::new()));
         let result = body();
         let kept = LINES.with(|lines| std::mem::replace(&mut *lines.borrow_mut(), outer));
@@ -211,14 +211,14 @@ fn timestamp() -> String {
 }
 
 /// How many characters of one client-controlled string a log line shows.
-pub const UNTRUSTED_MAX_CHARS: usize = 256;
+pub(crate) const UNTRUSTED_MAX_CHARS: usize = 256;
 
 /// A client-controlled string as a log line may show it: control
 /// characters (`\n`, `\r`, ESC, DEL, C1, U+2028/U+2029) escaped so a
 /// client cannot forge or split lines, and cut after
 /// [`UNTRUSTED_MAX_CHARS`] characters with the number of bytes left out, so
 /// one request cannot write megabytes of log.
-pub struct Untrusted<'a>(pub &'a str);
+pub(crate) struct Untrusted<'a>(pub &'a str);
 
 impl fmt::Display for Untrusted<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -248,13 +248,13 @@ impl fmt::Display for Untrusted<'_> {
 /// `limit` go through, the rest are only counted, so a client repeating a
 /// bad request cannot flood the log.
 #[derive(Debug)]
-pub struct Quota {
+pub(crate) struct Quota {
     left: std::sync::atomic::AtomicU32,
     suppressed: std::sync::atomic::AtomicU64,
 }
 
 impl Quota {
-    pub fn new(limit: u32) -> Quota {
+    pub(crate) fn new(limit: u32) -> Quota {
         Quota {
             left: std::sync::atomic::AtomicU32::new(limit),
             suppressed: std::sync::atomic::AtomicU64::new(0),
@@ -262,7 +262,7 @@ impl Quota {
     }
 
     /// Whether one more warning may be logged; counts it otherwise.
-    pub fn allow(&self) -> bool {
+    pub(crate) fn allow(&self) -> bool {
         let took = self
             .left
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| left.checked_sub(1))
@@ -274,7 +274,7 @@ impl Quota {
     }
 
     /// Warnings counted but not logged.
-    pub fn suppressed(&self) -> u64 {
+    pub(crate) fn suppressed(&self) -> u64 {
         self.suppressed.load(Ordering::Relaxed)
     }
 }

@@ -32,7 +32,7 @@ use std::path::{Component, Path, PathBuf};
 
 /// Why a directory is not safe to use.
 #[derive(Debug)]
-pub enum UnsafeDir {
+pub(crate) enum UnsafeDir {
     /// The path is relative or names `..`.
     NotPlain(PathBuf),
     /// A level is owned by another (non-root) user.
@@ -140,7 +140,7 @@ fn check_level(st: &libc::stat, path: &Path, me: Identity) -> Result<(), UnsafeD
 
 /// Opens `path` as a private directory of ours, creating missing levels
 /// `0700`. See the module doc for what is refused.
-pub fn open_private_dir(path: &Path) -> Result<OwnedFd, UnsafeDir> {
+pub(crate) fn open_private_dir(path: &Path) -> Result<OwnedFd, UnsafeDir> {
     open_private_dir_as(path, Identity::current())
 }
 
@@ -150,7 +150,7 @@ pub fn open_private_dir(path: &Path) -> Result<OwnedFd, UnsafeDir> {
 /// levels above it (others cannot write to it, unless it is sticky), but
 /// it may stay readable by others. For files placed beside something the
 /// operator chose (the daemon log beside the socket).
-pub fn open_own_dir(path: &Path) -> Result<OwnedFd, UnsafeDir> {
+pub(crate) fn open_own_dir(path: &Path) -> Result<OwnedFd, UnsafeDir> {
     walk(path, Identity::current(), false)
 }
 
@@ -161,7 +161,7 @@ pub fn open_own_dir(path: &Path) -> Result<OwnedFd, UnsafeDir> {
 /// removing an entry the caller named in a place that may be root's own
 /// (`-stop` clearing a socket in `/tmp`); as root, a directory another
 /// user owns or can write is refused.
-pub fn open_trusted_dir(path: &Path) -> Result<OwnedFd, UnsafeDir> {
+pub(crate) fn open_trusted_dir(path: &Path) -> Result<OwnedFd, UnsafeDir> {
     walk_to(path, Identity::current(), Last::Trusted)
 }
 
@@ -279,7 +279,12 @@ fn c_name(name: &[u8]) -> io::Result<CString> {
 /// a FIFO or device (`O_NONBLOCK`); the caller checks the kind with
 /// [`is_regular`] before reading. `flags` adds the access mode and
 /// `O_CREAT`/`O_EXCL`; `mode` is used when creating.
-pub fn open_file_at(dir: &OwnedFd, name: &[u8], flags: libc::c_int, mode: libc::mode_t) -> io::Result<std::fs::File> {
+pub(crate) fn open_file_at(
+    dir: &OwnedFd,
+    name: &[u8],
+    flags: libc::c_int,
+    mode: libc::mode_t,
+) -> io::Result<std::fs::File> {
     let cname = c_name(name)?;
     let flags = flags | libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK;
     // SAFETY: `dir` is open and `cname` is NUL-terminated; the mode is
@@ -303,20 +308,20 @@ pub fn open_file_at(dir: &OwnedFd, name: &[u8], flags: libc::c_int, mode: libc::
 }
 
 /// Whether an open file is a regular file owned by this user.
-pub fn is_own_regular(file: &std::fs::File) -> bool {
+pub(crate) fn is_own_regular(file: &std::fs::File) -> bool {
     use std::os::unix::fs::MetadataExt;
     file.metadata()
         .is_ok_and(|m| m.file_type().is_file() && m.uid() == Identity::current().uid)
 }
 
 /// Opens the directory `name` inside `dir` without following a link.
-pub fn open_dir_in(dir: &OwnedFd, name: &[u8]) -> io::Result<OwnedFd> {
+pub(crate) fn open_dir_in(dir: &OwnedFd, name: &[u8]) -> io::Result<OwnedFd> {
     open_dir_at(Some(dir), &c_name(name)?)
 }
 
 /// Creates the directory `name` inside `dir` with `mode`; fails if it
 /// exists (`EEXIST`), so what is opened next is what we made.
-pub fn make_dir_in(dir: &OwnedFd, name: &[u8], mode: libc::mode_t) -> io::Result<()> {
+pub(crate) fn make_dir_in(dir: &OwnedFd, name: &[u8], mode: libc::mode_t) -> io::Result<()> {
     let cname = c_name(name)?;
     // SAFETY: `dir` is open and `cname` is NUL-terminated.
     if unsafe { libc::mkdirat(dir.as_raw_fd(), cname.as_ptr(), mode) } != 0 {
@@ -326,12 +331,12 @@ pub fn make_dir_in(dir: &OwnedFd, name: &[u8], mode: libc::mode_t) -> io::Result
 }
 
 /// The owner's uid of an open directory.
-pub fn owner_of(dir: &OwnedFd) -> io::Result<u32> {
+pub(crate) fn owner_of(dir: &OwnedFd) -> io::Result<u32> {
     fstat(dir).map(|st| st.st_uid)
 }
 
 /// This process's effective uid.
-pub fn own_uid() -> u32 {
+pub(crate) fn own_uid() -> u32 {
     Identity::current().uid
 }
 
@@ -339,7 +344,7 @@ pub fn own_uid() -> u32 {
 /// link is renamed itself, never followed; an entry already at `to` is
 /// replaced). Neither may be or contain the user's home
 /// ([`crate::base::homeguard`]).
-pub fn rename_in(dir: &OwnedFd, from: &[u8], to: &[u8]) -> io::Result<()> {
+pub(crate) fn rename_in(dir: &OwnedFd, from: &[u8], to: &[u8]) -> io::Result<()> {
     crate::base::homeguard::check_entry(dir, from)?;
     crate::base::homeguard::check_entry(dir, to)?;
     let (from, to) = (c_name(from)?, c_name(to)?);
@@ -352,7 +357,7 @@ pub fn rename_in(dir: &OwnedFd, from: &[u8], to: &[u8]) -> io::Result<()> {
 
 /// Removes the entry `name` of `dir` (a file, a link or an empty
 /// directory), never following it.
-pub fn unlink_in(dir: &OwnedFd, name: &[u8]) -> io::Result<()> {
+pub(crate) fn unlink_in(dir: &OwnedFd, name: &[u8]) -> io::Result<()> {
     let cname = c_name(name)?;
     // SAFETY: `dir` is open and `cname` is NUL-terminated.
     if unsafe { libc::unlinkat(dir.as_raw_fd(), cname.as_ptr(), 0) } == 0 {
@@ -376,7 +381,7 @@ pub fn unlink_in(dir: &OwnedFd, name: &[u8]) -> io::Result<()> {
 /// empty makes it fail, with nothing followed. A directory that is or
 /// holds the user's home is refused before anything goes
 /// ([`crate::base::homeguard`]).
-pub fn remove_flat_dir_in(parent: &OwnedFd, name: &[u8]) -> io::Result<()> {
+pub(crate) fn remove_flat_dir_in(parent: &OwnedFd, name: &[u8]) -> io::Result<()> {
     crate::base::homeguard::check_entry(parent, name)?;
     let dir = open_dir_in(parent, name)?;
     for entry in read_names(&dir)? {
@@ -392,7 +397,7 @@ pub fn remove_flat_dir_in(parent: &OwnedFd, name: &[u8]) -> io::Result<()> {
 }
 
 /// The names in a directory, without `.` and `..`.
-pub fn read_names(dir: &OwnedFd) -> io::Result<Vec<Vec<u8>>> {
+pub(crate) fn read_names(dir: &OwnedFd) -> io::Result<Vec<Vec<u8>>> {
     // fdopendir takes ownership of its descriptor: give it a duplicate.
     // SAFETY: `dir` is a valid descriptor.
     let dup = unsafe { libc::fcntl(dir.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };

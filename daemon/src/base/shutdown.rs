@@ -5,7 +5,7 @@ use tokio::sync::watch;
 
 /// The sending side, owned by the daemon state.
 #[derive(Debug)]
-pub struct Shutdown {
+pub(crate) struct Shutdown {
     tx: watch::Sender<bool>,
 }
 
@@ -16,18 +16,18 @@ impl Default for Shutdown {
 }
 
 impl Shutdown {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Shutdown {
             tx: watch::channel(false).0,
         }
     }
 
     /// Asks everything to stop. Idempotent.
-    pub fn trigger(&self) {
+    pub(crate) fn trigger(&self) {
         self.tx.send_replace(true);
     }
 
-    pub fn subscribe(&self) -> ShutdownWatch {
+    pub(crate) fn subscribe(&self) -> ShutdownWatch {
         ShutdownWatch {
             rx: self.tx.subscribe(),
         }
@@ -36,19 +36,19 @@ impl Shutdown {
 
 /// A receiver that can be awaited any number of times.
 #[derive(Debug, Clone)]
-pub struct ShutdownWatch {
+pub(crate) struct ShutdownWatch {
     rx: watch::Receiver<bool>,
 }
 
 impl ShutdownWatch {
     /// Whether shutdown has been triggered.
-    pub fn is_triggered(&self) -> bool {
+    pub(crate) fn is_triggered(&self) -> bool {
         *self.rx.borrow()
     }
 
     /// Resolves once shutdown has been triggered (immediately if it was).
     /// Cancel-safe, so it can sit in a `select!` loop.
-    pub async fn wait(&mut self) {
+    pub(crate) async fn wait(&mut self) {
         // An error means the sender is gone, i.e. the daemon is ending.
         let _ = self.rx.wait_for(|stopped| *stopped).await;
     }

@@ -73,7 +73,7 @@ const DROPPED: [c_int; 8] = [
 
 /// What happens to one signal at start.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Reset {
+pub(crate) enum Reset {
     /// Left as inherited.
     Kept,
     /// Back to the default action (only when inherited ignored).
@@ -83,7 +83,7 @@ pub enum Reset {
 }
 
 /// The rule for `signal`, given whether it was inherited ignored.
-pub fn rule(signal: c_int, ignored: bool) -> Reset {
+pub(crate) fn rule(signal: c_int, ignored: bool) -> Reset {
     if KEPT.contains(&signal) || is_glibc_realtime(signal) {
         Reset::Kept
     } else if is_dropped(signal) {
@@ -117,7 +117,7 @@ extern "C" fn ignore(_: c_int) {}
 /// waits for the CLI it probes and the launcher for the daemon it starts,
 /// and with SIGCHLD ignored `wait` fails with ECHILD. Anything else
 /// inherited is left for the daemon's own [`reset_inherited`].
-pub fn restore_sigchld() {
+pub(crate) fn restore_sigchld() {
     if disposition(libc::SIGCHLD) == Some(libc::SIG_IGN) {
         set_disposition(libc::SIGCHLD, libc::SIG_DFL);
     }
@@ -149,7 +149,7 @@ fn set_disposition(signal: c_int, handler: libc::sighandler_t) -> bool {
 /// Applies [`rule`] to every signal; returns those it changed. Must run
 /// before any thread starts: dispositions are process-wide, and a child
 /// forked meanwhile would see half of them.
-pub fn reset_inherited() -> Vec<c_int> {
+pub(crate) fn reset_inherited() -> Vec<c_int> {
     let mut changed = Vec::new();
     for signal in all_signals() {
         let Some(current) = disposition(signal) else {

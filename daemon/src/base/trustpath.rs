@@ -29,11 +29,11 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
 /// Links followed before the path is refused (Linux's `ELOOP` bound).
-pub const MAX_LINKS: usize = 40;
+pub(crate) const MAX_LINKS: usize = 40;
 
 /// Where a walk ended.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Walked {
+pub(crate) struct Walked {
     /// The existing part, resolved, with no link in it.
     pub resolved: PathBuf,
     /// The names not reached (missing, or below something that is not a
@@ -43,7 +43,7 @@ pub struct Walked {
 
 /// Resolves the absolute `path` for the user `me`, judging every step
 /// (see the module doc). The `Err` text names the level that failed.
-pub fn walk(path: &Path, me: u32) -> Result<Walked, String> {
+pub(crate) fn walk(path: &Path, me: u32) -> Result<Walked, String> {
     let io = |e: std::io::Error| crate::base::goerr::io_text(&e);
     if !path.is_absolute() {
         return Err("it is not an absolute path".to_string());
@@ -129,7 +129,7 @@ fn names(path: &Path) -> Vec<OsString> {
 /// by `me` or root and writable by no one else, unless sticky (where
 /// others cannot rename or delete our entries): otherwise another user
 /// could swap what lies below for their own.
-pub fn safe_directories(dir: &Path, me: u32) -> Result<(), String> {
+pub(crate) fn safe_directories(dir: &Path, me: u32) -> Result<(), String> {
     // SAFETY: getegid has no preconditions and cannot fail.
     let my_group = unsafe { libc::getegid() };
     for level in dir.ancestors() {

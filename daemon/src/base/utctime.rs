@@ -7,7 +7,7 @@
 
 /// `YYYY-MM-DDTHH:MM:SSZ` for `secs` seconds since the Unix epoch (UTC);
 /// times before the epoch count backwards.
-pub fn rfc3339(secs: i64) -> String {
+pub(crate) fn rfc3339(secs: i64) -> String {
     let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400);
     // Civil date from days since the epoch (Howard Hinnant's algorithm).

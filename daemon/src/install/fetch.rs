@@ -55,7 +55,7 @@ struct Progress {
 }
 
 /// Where progress lines go (stdout for `-install`).
-pub type ProgressSink<'a> = &'a (dyn Fn(&str) + Sync);
+pub(super) type ProgressSink<'a> = &'a (dyn Fn(&str) + Sync);
 
 fn progress_line(bytes: u64, total: Option<u64>) -> String {
     let json = crate::base::gojson::to_go_json(&Progress {
@@ -87,7 +87,7 @@ const MAX_REDIRECTS: u32 = 10;
 /// to end by itself (at the read-idle bound at the latest, or with the
 /// process); its temporary is removed here first, and one it had not made
 /// yet is never made.
-pub fn download(
+pub(super) fn download(
     url: &str,
     dir: &Path,
     version: &str,

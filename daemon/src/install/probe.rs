@@ -14,7 +14,7 @@ const TXTBSY_RETRIES: u32 = 50;
 /// Whether `<cli> --version` exits 0 within `timeout`, run with stdin,
 /// stdout and stderr on /dev/null. The CLI runs in its own process group so
 /// a timeout kills whatever it started, too.
-pub fn runnable(cli: &Path, timeout: Duration) -> bool {
+pub(super) fn runnable(cli: &Path, timeout: Duration) -> bool {
     let mut child = None;
     for _ in 0..=TXTBSY_RETRIES {
         let spawned = Command::new(cli)
@@ -80,7 +80,7 @@ pub fn detect_libc() -> &'static str {
 }
 
 /// The verdict `ldd --version`'s output gives, `None` when it says nothing.
-pub fn classify(output: &[u8]) -> Option<&'static str> {
+pub(super) fn classify(output: &[u8]) -> Option<&'static str> {
     if output.is_empty() {
         return None;
     }

@@ -19,7 +19,7 @@ use std::path::Path;
 /// The directory is opened without following a link, and its entries are
 /// judged and removed through that descriptor: a link at `-cli-dir` (or
 /// one swapped in meanwhile) never leads the prune into another directory.
-pub fn prune(dir: &Path, current: &str, keep: i64) {
+pub(super) fn prune(dir: &Path, current: &str, keep: i64) {
     let keep = usize::try_from(keep.max(1)).unwrap_or(usize::MAX);
     let Some(fd) = open_no_follow(dir) else {
         return;

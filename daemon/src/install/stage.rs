@@ -30,13 +30,13 @@ const SKIPPABLE_MAGIC: u32 = 0x184D_2A50;
 
 /// A path in `-cli-dir` removed on drop unless [`PathGuard::persist`]ed.
 #[derive(Debug)]
-pub struct PathGuard {
+pub(super) struct PathGuard {
     path: PathBuf,
     armed: bool,
 }
 
 impl PathGuard {
-    pub fn path(&self) -> &Path {
+    pub(super) fn path(&self) -> &Path {
         &self.path
     }
 
@@ -56,14 +56,14 @@ impl Drop for PathGuard {
 
 /// An open temporary; removed (through its guard) when dropped.
 #[derive(Debug)]
-pub struct TempFile {
+pub(super) struct TempFile {
     pub file: File,
     guard: PathGuard,
 }
 
 impl TempFile {
     /// Creates `.<version>.<kind>-<pid>-<random>` in `dir`, exclusively.
-    pub fn create(dir: &Path, version: &str, kind: &str) -> io::Result<TempFile> {
+    pub(super) fn create(dir: &Path, version: &str, kind: &str) -> io::Result<TempFile> {
         let state = RandomState::new();
         let pid = std::process::id();
         let mut last_err = None;
@@ -92,7 +92,7 @@ impl TempFile {
         Err(last_err.unwrap_or_else(|| io::Error::from(io::ErrorKind::AlreadyExists)))
     }
 
-    pub fn path(&self) -> &Path {
+    pub(super) fn path(&self) -> &Path {
         self.guard.path()
     }
 
@@ -109,7 +109,7 @@ fn with_path(e: io::Error, path: &Path) -> io::Error {
 
 /// Text of an error from [`TempFile::create`]: the `open <path>: <errno>`
 /// built by [`with_path`], or the errno text alone.
-pub fn create_error_text(e: &io::Error) -> String {
+pub(super) fn create_error_text(e: &io::Error) -> String {
     if e.raw_os_error().is_none() {
         if let Some(inner) = e.get_ref() {
             return inner.to_string();
@@ -120,7 +120,7 @@ pub fn create_error_text(e: &io::Error) -> String {
 
 /// Parses a temporary's name: `Some(pid)` for `.<v>.tmp-<pid>-<hex16>` and
 /// `.<v>.dl-<pid>-<hex16>`.
-pub fn temp_owner(name: &str) -> Option<i32> {
+pub(super) fn temp_owner(name: &str) -> Option<i32> {
     let rest = name.strip_prefix('.')?;
     let (rest, nonce) = rest.rsplit_once('-')?;
     if nonce.len() != 16 || !nonce.bytes().all(|b| b.is_ascii_hexdigit()) {
@@ -141,7 +141,7 @@ pub fn temp_owner(name: &str) -> Option<i32> {
 /// this process, which has created none yet), or the file is older than
 /// [`STALE_AFTER`]. A concurrent install's live temporary is left alone.
 /// Best effort: a failure here never fails the install.
-pub fn sweep_stale(dir: &Path) {
+pub(super) fn sweep_stale(dir: &Path) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
     };
@@ -179,7 +179,7 @@ fn pid_alive(pid: i32) -> bool {
 /// Decompresses the zstd `blob` into a temporary beside the final path,
 /// makes it 0755, checks it runs, and renames it to `<dir>/<version>`.
 /// `cli_path` is the reported path, for the error text.
-pub fn install_blob(
+pub(super) fn install_blob(
     blob: impl Read,
     dir: &Path,
     version: &str,

@@ -22,7 +22,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 /// `Ok` when `dir` may be used; `Err` is the `cliError`.
-pub fn check_cli_dir(dir: &Path) -> Result<(), String> {
+pub(super) fn check_cli_dir(dir: &Path) -> Result<(), String> {
     let refuse = |why: String| format!("unsafe cli dir {}: {why}", go_quote(dir.as_os_str().as_encoded_bytes()));
     let absolute = if dir.is_absolute() {
         dir.to_path_buf()

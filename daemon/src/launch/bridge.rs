@@ -35,7 +35,7 @@ fn raw_fd(fd: i32) -> ManuallyDrop<File> {
 /// byte, injecting nothing. Stdin's EOF half-closes the socket's write
 /// side, and replies keep flowing until the daemon closes, so the answer
 /// to a last request is not lost. The daemon closing ends the relay.
-pub fn bridge(socket: &Path) -> i32 {
+pub(crate) fn bridge(socket: &Path) -> i32 {
     let stream = match UnixStream::connect(socket) {
         Ok(s) => s,
         Err(e) => {

@@ -37,10 +37,10 @@ use std::time::Duration;
 
 /// The re-exec marker. Deliberately not `CLAUDE_SSH_DAEMON_CHILD`, which a
 /// surrounding claude-ssh session exports to every descendant.
-pub const SENTINEL: &str = "REMORA_DAEMON_CHILD";
+pub(crate) const SENTINEL: &str = "REMORA_DAEMON_CHILD";
 /// Set in the daemon's own environment so spawned children inherit it, as
 /// the reference does.
-pub const CHILD_MARKER: &str = "CLAUDE_SSH_DAEMON_CHILD";
+pub(crate) const CHILD_MARKER: &str = "CLAUDE_SSH_DAEMON_CHILD";
 /// The sentinel's value when the launcher also set [`TUNABLES`].
 const TUNED: &str = "1t";
 /// glibc reads its malloc tunables from this variable, at exec only.
@@ -62,7 +62,7 @@ const READY: &[u8] = b"ready";
 const NOTICE: u8 = 0x1e;
 /// Upper bound on a token, wherever it comes from: a token is a short
 /// secret, and an unbounded read from a descriptor could never end.
-pub const MAX_TOKEN: usize = 1 << 20;
+pub(crate) const MAX_TOKEN: usize = 1 << 20;
 /// How long the launcher waits for the child to report. Start-up is
 /// milliseconds; this only bounds a wedged child.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -71,7 +71,7 @@ const READY_TIMEOUT: Duration = Duration::from_secs(30);
 /// process is single-threaded (environment writes are not thread-safe).
 /// Returns whether this process is the detached daemon child, which it
 /// then names after its executable's file (`remora`, not `exe`).
-pub fn take_sentinel() -> bool {
+pub(crate) fn take_sentinel() -> bool {
     let Some(value) = take_env(SENTINEL) else {
         return false;
     };
@@ -166,7 +166,7 @@ fn original_env_entry(name: &str) -> Option<(*mut u8, usize)> {
 /// Launcher side: starts the detached daemon, hands it `token`, and waits
 /// for its verdict. Returns the launcher's exit code; prints the banner on
 /// success and the daemon's error otherwise.
-pub fn launch(socket: &std::path::Path, token: &[u8]) -> i32 {
+pub(crate) fn launch(socket: &std::path::Path, token: &[u8]) -> i32 {
     match spawn_and_wait(socket, token) {
         Ok(Verdict::Ready) => {
             let mut out = io::stdout().lock();
@@ -387,23 +387,23 @@ fn stderr_is_regular_file() -> bool {
 }
 
 /// The child's way to answer the launcher, exactly once.
-pub struct Readiness {
+pub(crate) struct Readiness {
     pipe: Option<std::fs::File>,
 }
 
 impl Readiness {
     /// The socket is accepting: the launcher may print the banner.
-    pub fn ready(mut self) {
+    pub(crate) fn ready(mut self) {
         self.send(READY);
     }
 
     /// Start-up failed: the launcher prints `line` and exits 1.
-    pub fn fail(mut self, line: &str) {
+    pub(crate) fn fail(mut self, line: &str) {
         self.send(line.as_bytes());
     }
 
     /// One line the launcher prints on its stderr, whatever the verdict.
-    pub fn notice(&mut self, line: &str) {
+    pub(crate) fn notice(&mut self, line: &str) {
         if let Some(pipe) = self.pipe.as_mut() {
             let mut bytes = Vec::with_capacity(line.len() + 2);
             bytes.push(NOTICE);
@@ -428,7 +428,7 @@ impl Readiness {
 ///
 /// `Err(Some(line))`: there is nobody to report to, print `line`;
 /// `Err(None)`: the failure was already reported to the launcher.
-pub fn adopt_pipes() -> Result<(Vec<u8>, Readiness), Option<String>> {
+pub(crate) fn adopt_pipes() -> Result<(Vec<u8>, Readiness), Option<String>> {
     // SAFETY: fstat only fills the zeroed struct.
     let is_pipe = |fd| unsafe {
         let mut st: libc::stat = std::mem::zeroed();

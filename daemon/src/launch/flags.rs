@@ -264,7 +264,7 @@ impl Default for Flags {
 
 /// Why parsing stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ParseError {
+pub(crate) enum ParseError {
     /// `-h` or `-help`: print the usage, exit 0.
     Help,
     /// Print this line, then the usage; exit 2.
@@ -316,7 +316,7 @@ impl Flags {
 }
 
 /// Parses the arguments after `argv[0]` the way Go's `FlagSet.Parse` does.
-pub fn parse(args: &[OsString]) -> Result<Flags, ParseError> {
+pub(crate) fn parse(args: &[OsString]) -> Result<Flags, ParseError> {
     let mut flags = Flags::default();
     let mut i = 0;
     while i < args.len() {
@@ -529,7 +529,7 @@ fn option_line(spec: &Spec) -> String {
 /// The `-h` text: the synopsis of every mode, then the options of each
 /// mode (a flag in none of them under "Other options"), then how flags
 /// are written. Printed on stderr, as Go's `flag` does.
-pub fn usage(argv0: &str) -> String {
+pub(crate) fn usage(argv0: &str) -> String {
     let mut out = synopsis(argv0);
     let mut listed: Vec<&str> = MODES.iter().map(|(m, _)| *m).collect();
     for (title, names) in OPTIONS {
@@ -558,7 +558,7 @@ pub fn usage(argv0: &str) -> String {
 }
 
 /// What follows a flag error: the synopsis, and where the rest is.
-pub fn usage_after_error(argv0: &str) -> String {
+pub(crate) fn usage_after_error(argv0: &str) -> String {
     format!(
         "{}\nRun {} -h for the options of each mode.\n",
         synopsis(argv0),

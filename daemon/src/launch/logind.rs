@@ -31,14 +31,14 @@ use std::path::{Path, PathBuf};
 
 /// Set (to anything but empty or `0`) to keep `-serve` from moving itself
 /// into a scope of its own.
-pub const OPT_OUT_ENV: &str = "REMORA_NO_SYSTEMD_SCOPE";
+pub(crate) const OPT_OUT_ENV: &str = "REMORA_NO_SYSTEMD_SCOPE";
 /// Marks the launcher re-executed through `systemd-run`, so that it never
 /// tries twice.
 const SCOPED_ENV: &str = "REMORA_SYSTEMD_SCOPED";
 
 /// What `-serve` does about logout.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decision {
+pub(crate) enum Decision {
     /// Logout will not kill the daemon (or there is no logind).
     Stay,
     /// Re-run the launcher through `systemd-run --user --scope`.
@@ -49,7 +49,7 @@ pub enum Decision {
 
 /// logind's kill settings, as its configuration files leave them.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KillSettings {
+pub(crate) struct KillSettings {
     pub kill_user_processes: bool,
     pub kill_only_users: Vec<String>,
     pub kill_exclude_users: Vec<String>,
@@ -57,7 +57,7 @@ pub struct KillSettings {
 
 impl KillSettings {
     /// Whether logout kills `user`'s session processes.
-    pub fn kills(&self, user: &str) -> bool {
+    pub(crate) fn kills(&self, user: &str) -> bool {
         self.kill_user_processes
             && (self.kill_only_users.is_empty() || self.kill_only_users.iter().any(|u| u == user))
             && !self.kill_exclude_users.iter().any(|u| u == user)
@@ -67,7 +67,7 @@ impl KillSettings {
 /// The session scope unit (`session-3.scope`) this process runs in, from
 /// the text of `/proc/self/cgroup` (cgroup v2's `0::` line, or v1's
 /// `name=systemd` hierarchy).
-pub fn session_scope(cgroup: &str) -> Option<String> {
+pub(crate) fn session_scope(cgroup: &str) -> Option<String> {
     cgroup.lines().find_map(|line| {
         let mut fields = line.splitn(3, ':');
         let (hierarchy, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
@@ -85,7 +85,7 @@ pub fn session_scope(cgroup: &str) -> Option<String> {
 /// `/etc`, `/run`, `/usr/local/lib`, `/usr/lib` that has one), then the
 /// `logind.conf.d/*.conf` drop-ins of those directories sorted by file
 /// name, a name in an earlier directory hiding the same name in later ones.
-pub fn config_files(root: &Path) -> Vec<PathBuf> {
+pub(crate) fn config_files(root: &Path) -> Vec<PathBuf> {
     let dirs = ["etc/systemd", "run/systemd", "usr/local/lib/systemd", "usr/lib/systemd"].map(|d| root.join(d));
     let mut files: Vec<PathBuf> = dirs
         .iter()
@@ -114,7 +114,7 @@ pub fn config_files(root: &Path) -> Vec<PathBuf> {
 /// logind's kill settings from the texts of its configuration files, in
 /// the order [`config_files`] gives them. Later assignments win; a list
 /// assignment adds to the list and an empty one clears it.
-pub fn kill_settings(texts: &[String]) -> KillSettings {
+pub(crate) fn kill_settings(texts: &[String]) -> KillSettings {
     let mut settings = KillSettings {
         kill_user_processes: false,
         kill_only_users: Vec::new(),
@@ -178,7 +178,7 @@ fn parse_bool(value: &str) -> Option<bool> {
 /// The decision for `user` in the cgroup `cgroup`. `opted_out`: the
 /// operator set [`OPT_OUT_ENV`] (or this launcher already went through
 /// `systemd-run`); `can_scope` is asked only when it matters.
-pub fn decide(
+pub(crate) fn decide(
     cgroup: &str,
     settings: &KillSettings,
     user: &str,
@@ -210,7 +210,7 @@ pub fn decide(
 /// Launcher side of `-serve`, before the token is read: moves this
 /// launcher into a scope of its own when logout would kill the daemon
 /// (does not return then), or warns on stderr when it cannot.
-pub fn escape_session_scope() {
+pub(crate) fn escape_session_scope() {
     let scoped_already = std::env::var_os(SCOPED_ENV).is_some();
     let Ok(cgroup) = std::fs::read_to_string("/proc/self/cgroup") else {
         return; // No cgroups (macOS, or no /proc): no logind either.

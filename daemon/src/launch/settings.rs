@@ -32,9 +32,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// The file's name, in the executable's directory.
-pub const FILE_NAME: &str = "remora.conf";
+pub(crate) const FILE_NAME: &str = "remora.conf";
 /// A longer file is refused whole: settings are a handful of lines.
-pub const MAX_FILE_BYTES: u64 = 64 * 1024;
+pub(crate) const MAX_FILE_BYTES: u64 = 64 * 1024;
 /// Warnings beyond this many are counted, not listed, so a garbage file
 /// costs a bounded number of log lines.
 const MAX_WARNINGS: usize = 8;
@@ -45,7 +45,7 @@ const MAX_WARNINGS: usize = 8;
 /// are the driver's and stay out. `cli-download-timeout` is the operator's:
 /// Desktop runs `-install` with an argv of its own, so this file is the
 /// knob that reaches it.
-pub const KEYS: &[&str] = &[
+pub(crate) const KEYS: &[&str] = &[
     "reference-build",
     "replay-dir",
     "replay-budget-mb",
@@ -58,7 +58,7 @@ pub const KEYS: &[&str] = &[
 
 /// Where an effective value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     Default,
     /// The command line.
     Flag,
@@ -78,7 +78,7 @@ struct Entry {
 
 /// What reading the file gave.
 #[derive(Debug, Clone, Default)]
-pub struct Loaded {
+pub(crate) struct Loaded {
     /// The path consulted (`None` when the executable's directory is
     /// unknown).
     pub path: Option<PathBuf>,
@@ -90,7 +90,7 @@ pub struct Loaded {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub enum FileState {
+pub(crate) enum FileState {
     #[default]
     Absent,
     Read,
@@ -99,13 +99,13 @@ pub enum FileState {
 
 /// The effective settings' origins, key by key, in [`KEYS`] order.
 #[derive(Debug, Clone)]
-pub struct Provenance {
+pub(crate) struct Provenance {
     pub file: Option<PathBuf>,
     pub sources: Vec<(&'static str, Source)>,
 }
 
 /// Reads `remora.conf` from the directory of the running executable.
-pub fn load_beside_executable() -> Loaded {
+pub(crate) fn load_beside_executable() -> Loaded {
     match executable_dir() {
         Some(dir) => load(&dir.join(FILE_NAME)),
         None => Loaded::default(),
@@ -115,7 +115,7 @@ pub fn load_beside_executable() -> Loaded {
 /// The real directory of the running executable (`/proc/self/exe`
 /// resolved; an executable replaced since it started still names its old
 /// place).
-pub fn executable_dir() -> Option<PathBuf> {
+pub(crate) fn executable_dir() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
     let bytes = exe.as_os_str().as_bytes();
     let bytes = bytes.strip_suffix(b" (deleted)").unwrap_or(bytes);
@@ -123,7 +123,7 @@ pub fn executable_dir() -> Option<PathBuf> {
 }
 
 /// Reads and checks the settings file at `path`.
-pub fn load(path: &Path) -> Loaded {
+pub(crate) fn load(path: &Path) -> Loaded {
     let mut loaded = Loaded {
         path: Some(path.to_path_buf()),
         ..Loaded::default()
@@ -305,7 +305,7 @@ fn expand_home(key: &str, value: &str) -> String {
 /// Fills every flag not given on the command line from the file, and
 /// returns where each setting came from. `log_level_env` is the value of
 /// `REMORA_LOG_LEVEL`, which outranks the file.
-pub fn apply(flags: &mut Flags, loaded: &Loaded, log_level_env: Option<&str>) -> Provenance {
+pub(crate) fn apply(flags: &mut Flags, loaded: &Loaded, log_level_env: Option<&str>) -> Provenance {
     let env_level = log_level_env.and_then(Level::parse);
     let mut sources = Vec::with_capacity(KEYS.len());
     for &key in KEYS {
@@ -367,7 +367,7 @@ fn source_text(source: &Source, file: Option<&Path>) -> String {
 }
 
 /// The one start-up log line: every setting, its value and its origin.
-pub fn summary_line(flags: &Flags, provenance: &Provenance) -> String {
+pub(crate) fn summary_line(flags: &Flags, provenance: &Provenance) -> String {
     let file = provenance.file.as_deref();
     let parts: Vec<String> = provenance
         .sources
@@ -381,7 +381,7 @@ pub fn summary_line(flags: &Flags, provenance: &Provenance) -> String {
 /// the output can be saved as a `remora.conf`. A header names the file and
 /// its state; each setting follows a comment with its origin, and a
 /// setting at its default is itself commented out.
-pub fn print_config(flags: &Flags, loaded: &Loaded, provenance: &Provenance) -> String {
+pub(crate) fn print_config(flags: &Flags, loaded: &Loaded, provenance: &Provenance) -> String {
     let mut out = String::new();
     let file = provenance.file.as_deref();
     let state = match &loaded.state {

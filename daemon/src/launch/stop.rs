@@ -45,7 +45,7 @@ const POLL: Duration = Duration::from_millis(20);
 
 /// What `-stop` prints, one word and a newline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// The socket answered and was asked to shut down.
     Stopped,
     /// Nothing answered and nothing holds the run dir.
@@ -59,7 +59,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    pub fn word(self) -> &'static str {
+    pub(crate) fn word(self) -> &'static str {
         match self {
             Outcome::Stopped => "stopped",
             Outcome::None => "none",
@@ -71,7 +71,7 @@ impl Outcome {
 }
 
 /// Runs `-stop` for `socket`; returns the exit code (always 0).
-pub fn stop(socket: &Path) -> i32 {
+pub(crate) fn stop(socket: &Path) -> i32 {
     let outcome = match UnixStream::connect(socket) {
         Ok(stream) => {
             shut_down(stream, socket);
@@ -168,7 +168,7 @@ fn ask(mut stream: UnixStream, token: &[u8]) -> Answer {
 /// a regular file of our own user with no group/other access, at most
 /// [`crate::launch::daemonize::MAX_TOKEN`] bytes, not empty. Opened non-blocking
 /// so a FIFO planted under the name cannot hang `-stop`.
-pub fn read_token_file(path: &Path) -> Option<Vec<u8>> {
+pub(crate) fn read_token_file(path: &Path) -> Option<Vec<u8>> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)

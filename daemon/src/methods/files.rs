@@ -83,16 +83,16 @@ struct ValidateResult {
 /// Most files.* jobs running on the blocking pool at once (tokio's pool
 /// has 512 threads; the replay store's disk writers and readers use the
 /// rest).
-pub const FILES_BLOCKING_MAX: usize = 16;
+pub(crate) const FILES_BLOCKING_MAX: usize = 16;
 
 /// The permits behind [`FILES_BLOCKING_MAX`].
 static FILES_JOBS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(FILES_BLOCKING_MAX);
 
 /// `files.read`'s cap when `maxBytes` is absent, zero or negative
 /// (reference builds 89cb6289 and 5fd08069).
-pub const READ_DEFAULT_CAP: u64 = 262_144;
+pub(crate) const READ_DEFAULT_CAP: u64 = 262_144;
 
-pub async fn handle(method: FilesMethod, params: PathParams) -> Outcome {
+pub(crate) async fn handle(method: FilesMethod, params: PathParams) -> Outcome {
     // Never closed, so acquiring only fails if that changes; answer
     // rather than run unbounded.
     let Ok(_permit) = FILES_JOBS.acquire().await else {
@@ -181,7 +181,7 @@ fn list(path: &str) -> Outcome {
 
 /// Opens `path` for reading without blocking on its kind (a FIFO without
 /// a writer, a device), following symlinks as Go's `os.Open` does.
-pub fn open_nonblocking(path: impl AsRef<Path>) -> io::Result<File> {
+pub(crate) fn open_nonblocking(path: impl AsRef<Path>) -> io::Result<File> {
     OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
@@ -193,7 +193,7 @@ pub fn open_nonblocking(path: impl AsRef<Path>) -> io::Result<File> {
 /// job (its permit and its blocking thread) on a FIFO for as long as it
 /// wants and observe the [`FILES_BLOCKING_MAX`] bound. Only tests set it:
 /// it brings back the very hang the non-blocking open prevents.
-pub const TEST_READ_BLOCKS_ENV: &str = "REMORA_TEST_FILES_READ_BLOCKS";
+pub(crate) const TEST_READ_BLOCKS_ENV: &str = "REMORA_TEST_FILES_READ_BLOCKS";
 
 fn test_read_blocks() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();

@@ -3,11 +3,11 @@
 //! (never the connection or the server), and returns an [`Outcome`]: what
 //! to send. The connection's writer carries it out.
 
-pub mod files;
-pub mod git;
-pub mod plugins;
-pub mod process;
-pub mod server;
+pub(crate) mod files;
+pub(crate) mod git;
+pub(crate) mod plugins;
+pub(crate) mod process;
+pub(crate) mod server;
 
 use crate::base::gojson::to_go_json;
 use crate::protocol::rpc::RpcError;
@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 /// What a handler produced.
 #[derive(Debug)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// The encoded `result` object.
     Result(Vec<u8>),
     Error(RpcError),
@@ -35,7 +35,7 @@ pub enum Outcome {
 /// reply goes. Handlers make it ([`Outcome::Follow`]) and the connection's
 /// writer carries it out (`serve::dispatch::Reply::Follow`).
 #[derive(Debug)]
-pub struct Follow {
+pub(crate) struct Follow {
     pub log: Arc<ReplayLog>,
     /// Stream from seq `after + 1`.
     pub after: u64,
@@ -46,15 +46,15 @@ pub struct Follow {
 }
 
 impl Outcome {
-    pub fn ok<T: Serialize + ?Sized>(result: &T) -> Outcome {
+    pub(crate) fn ok<T: Serialize + ?Sized>(result: &T) -> Outcome {
         Outcome::Result(to_go_json(result))
     }
 
-    pub fn invalid_params(message: impl Into<String>) -> Outcome {
+    pub(crate) fn invalid_params(message: impl Into<String>) -> Outcome {
         Outcome::Error(RpcError::invalid_params(message))
     }
 
-    pub fn internal(message: impl Into<String>) -> Outcome {
+    pub(crate) fn internal(message: impl Into<String>) -> Outcome {
         Outcome::Error(RpcError::internal(message))
     }
 }

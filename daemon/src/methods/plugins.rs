@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime};
 
 /// The params, as the reference's `PruneParams` binds them.
 #[derive(Debug, Default, PartialEq)]
-pub struct PruneParams {
+pub(crate) struct PruneParams {
     /// Accepted and never used (a hash in `keep` was still pruned on
     /// `19f30c46`).
     pub keep: Vec<String>,
@@ -41,7 +41,7 @@ impl PruneParams {
     /// Go's `json.Unmarshal` into a zero `PruneParams`: absent or `null`
     /// params are the zero value; keys match exactly first, then folded;
     /// the first mismatch in input order is the error.
-    pub fn bind(params: Option<&Value>) -> Result<PruneParams, TypeError> {
+    pub(crate) fn bind(params: Option<&Value>) -> Result<PruneParams, TypeError> {
         let mut out = PruneParams::default();
         let members = match params {
             None | Some(Value::Null) => return Ok(out),
@@ -156,7 +156,7 @@ impl PruneResult {
     }
 }
 
-pub async fn handle(
+pub(crate) async fn handle(
     method: PluginsMethod,
     params: Option<&Value>,
     socket: &Path,

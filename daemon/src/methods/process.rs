@@ -46,7 +46,7 @@ struct SpawnResult {
 /// to the connection's writer, which encodes it in place
 /// ([`StdinAck::write_json`]): one encoder for both paths.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StdinAck {
+pub(crate) struct StdinAck {
     pub applied: u64,
     pub duplicate: bool,
 }
@@ -54,7 +54,7 @@ pub struct StdinAck {
 impl StdinAck {
     /// Appends the result object as Go encodes the reference's struct
     /// (fields `success`, `applied`, `duplicate`, in that order).
-    pub fn write_json(&self, out: &mut Vec<u8>) {
+    pub(crate) fn write_json(&self, out: &mut Vec<u8>) {
         use std::io::Write;
         // Writing into a Vec cannot fail.
         let _ = write!(out, r#"{{"success":true,"applied":{}"#, self.applied);
@@ -96,7 +96,7 @@ struct ReattachReply {
     start_time: Option<f64>,
 }
 
-pub async fn handle(
+pub(crate) async fn handle(
     method: ProcessMethod,
     params: ProcessParams,
     processes: &ProcessManager,
@@ -248,7 +248,7 @@ impl From<StdinError> for RpcError {
 
 /// `process.stdin`, on either path: base64, then the process, then the
 /// verdict of [`crate::process::stdin`] as the process applies it.
-pub fn stdin(p: StdinParams<'_>, processes: &ProcessManager, metrics: &Metrics) -> Result<StdinAck, StdinError> {
+pub(crate) fn stdin(p: StdinParams<'_>, processes: &ProcessManager, metrics: &Metrics) -> Result<StdinAck, StdinError> {
     let Some(data) = decode_go_base64(p.data) else {
         return Err(StdinError::Refused(StdinRefusal::BadBase64));
     };
@@ -277,7 +277,7 @@ fn kill(p: ProcessParams, processes: &ProcessManager) -> Outcome {
 /// The grace of a killAndWait: non-positive means the default, and
 /// anything above `cap_ms` (30000 ms, as the reference clamps it) is
 /// `cap_ms`.
-pub fn grace_ms(timeout_ms: i64, cap_ms: i64) -> i64 {
+pub(crate) fn grace_ms(timeout_ms: i64, cap_ms: i64) -> i64 {
     if timeout_ms <= 0 {
         DEFAULT_GRACE_MS.min(cap_ms)
     } else {

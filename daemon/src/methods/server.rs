@@ -25,7 +25,7 @@ struct Capabilities<'a> {
     features: &'static [&'static str],
 }
 
-pub async fn handle(method: ServerMethod, instance: &Instance, shutdown: &Shutdown) -> Outcome {
+pub(crate) async fn handle(method: ServerMethod, instance: &Instance, shutdown: &Shutdown) -> Outcome {
     match method {
         ServerMethod::Ping => Outcome::ok(&Pong { pong: true }),
         ServerMethod::Capabilities => Outcome::ok(&Capabilities {

@@ -38,12 +38,12 @@ const NOT_FOUND: &str = "executable file not found in $PATH";
 /// Go's `exec.ErrDot` text.
 const ERR_DOT: &str = "cannot run executable found relative to current directory";
 /// Go's `os/exec` error for an environment entry holding a NUL byte.
-pub const ENV_NUL: &str = "exec: environment variable contains NUL";
+pub(crate) const ENV_NUL: &str = "exec: environment variable contains NUL";
 
 /// The child's environment: the daemon's own, then PATH from the login
 /// shell when it is known, then the request's `env` (later entries win,
 /// so an explicit `env.PATH` beats the login PATH).
-pub fn merged_env(login_path: Option<&str>, overrides: &[(String, String)]) -> Vec<(OsString, OsString)> {
+pub(crate) fn merged_env(login_path: Option<&str>, overrides: &[(String, String)]) -> Vec<(OsString, OsString)> {
     let mut env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     let mut set = |key: OsString, value: OsString| match env.iter_mut().find(|(k, _)| *k == key) {
         Some(entry) => entry.1 = value,
@@ -63,7 +63,7 @@ pub fn merged_env(login_path: Option<&str>, overrides: &[(String, String)]) -> V
 /// part of the name), and the rest as the value. A key without `=` is
 /// unchanged. (Audit D15: remora passed `{"A=B":"1"}` on as a variable of
 /// its own next to the daemon's `A`, so the child saw two.)
-pub fn go_entry(key: &str, value: &str) -> (String, String) {
+pub(crate) fn go_entry(key: &str, value: &str) -> (String, String) {
     let Some(eq) = key.find('=') else {
         return (key.to_string(), value.to_string());
     };
@@ -81,7 +81,7 @@ pub fn go_entry(key: &str, value: &str) -> (String, String) {
 }
 
 /// The value of `PATH` in `env`, empty if unset.
-pub fn path_of(env: &[(OsString, OsString)]) -> OsString {
+pub(crate) fn path_of(env: &[(OsString, OsString)]) -> OsString {
     env.iter()
         .rev()
         .find(|(k, _)| k.as_bytes() == b"PATH")
@@ -92,7 +92,7 @@ pub fn path_of(env: &[(OsString, OsString)]) -> OsString {
 /// Resolves `command` like `exec.Command`: names containing `/` are used
 /// as given; bare names go through [`look_path`]. The error is the full
 /// wire message.
-pub fn resolve(command: &str, path_var: &OsString) -> Result<String, String> {
+pub(crate) fn resolve(command: &str, path_var: &OsString) -> Result<String, String> {
     if command.contains('/') {
         return Ok(command.to_string());
     }
@@ -143,7 +143,7 @@ fn is_executable(path: &Path) -> bool {
 
 /// The reference's check of a spawn's working directory (see the module
 /// doc). An empty `cwd` means the daemon's own and is not checked.
-pub fn check_cwd(cwd: &str) -> Result<(), String> {
+pub(crate) fn check_cwd(cwd: &str) -> Result<(), String> {
     if cwd.is_empty() {
         return Ok(());
     }
@@ -158,7 +158,7 @@ pub fn check_cwd(cwd: &str) -> Result<(), String> {
 }
 
 /// The wire message for a failed fork/exec of `path`.
-pub fn fork_exec_error(path: &str, err: &std::io::Error) -> String {
+pub(crate) fn fork_exec_error(path: &str, err: &std::io::Error) -> String {
     format!("fork/exec {path}: {}", crate::base::goerr::io_text(err))
 }
 

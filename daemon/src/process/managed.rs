@@ -23,7 +23,7 @@ const AFTER_KILL_WAIT: Duration = Duration::from_secs(7);
 
 /// How a [`ManagedProcess::terminate`] ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Termination {
+pub(crate) enum Termination {
     /// It had already exited: nothing was sent.
     AlreadyExited,
     /// It exited within the grace.
@@ -37,7 +37,7 @@ pub enum Termination {
 
 /// Result of a `process.stdin` request once the process was found.
 #[derive(Debug, PartialEq, Eq)]
-pub enum StdinResult {
+pub(crate) enum StdinResult {
     Accepted {
         applied: u64,
         duplicate: bool,
@@ -56,7 +56,7 @@ pub enum StdinResult {
 /// to the pipe). A write that would push a non-empty queue past this is
 /// refused with -32002; a lone write on an empty queue always fits, since
 /// the 1 MiB line cap keeps it far below.
-pub const STDIN_QUEUE_CAP: usize = 16 << 20;
+pub(crate) const STDIN_QUEUE_CAP: usize = 16 << 20;
 
 /// The least a queued stdin chunk is charged against [`STDIN_QUEUE_CAP`].
 /// A chunk costs its bytes plus its allocation's header and the channel
@@ -65,7 +65,7 @@ pub const STDIN_QUEUE_CAP: usize = 16 << 20;
 /// 256 bytes a chunk never holds more than 1.25 times its charge, so a
 /// process's queue holds at most 20 MiB whatever the chunk sizes; a chunk
 /// of 256 bytes or more is charged exactly its length.
-pub const STDIN_CHUNK_MIN_CHARGE: usize = 256;
+pub(crate) const STDIN_CHUNK_MIN_CHARGE: usize = 256;
 
 /// What a queued stdin chunk of `len` bytes counts against the cap.
 pub(super) fn stdin_charge(len: usize) -> usize {
@@ -82,7 +82,7 @@ pub(super) struct StdinState {
 /// Who asked the daemon to kill a process: the exit frame's `killedBy`
 /// (build 4534d86).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KilledBy {
+pub(crate) enum KilledBy {
     /// `process.kill`, `process.killAndWait`, or a superseding spawn.
     Client,
     /// The graceful-shutdown sweep.
@@ -90,7 +90,7 @@ pub enum KilledBy {
 }
 
 impl KilledBy {
-    pub fn wire(self) -> &'static str {
+    pub(crate) fn wire(self) -> &'static str {
         match self {
             KilledBy::Client => "client",
             KilledBy::Shutdown => "shutdown",
@@ -99,7 +99,7 @@ impl KilledBy {
 }
 
 /// One managed child.
-pub struct ManagedProcess {
+pub(crate) struct ManagedProcess {
     pub id: String,
     pub pid: i32,
     /// Daemon wall clock at spawn, epoch seconds (the CT-1 token).
@@ -138,11 +138,11 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl ManagedProcess {
     /// Whether the exit has been observed (the process is not running).
-    pub fn exited(&self) -> bool {
+    pub(crate) fn exited(&self) -> bool {
         self.exit.borrow().is_some()
     }
 
-    pub fn stdin_applied(&self) -> u64 {
+    pub(crate) fn stdin_applied(&self) -> u64 {
         lock(&self.stdin).applied
     }
 
@@ -155,7 +155,7 @@ impl ManagedProcess {
     /// to the whole group, every other signal to the direct child only.
     /// The zombie is not reaped while the lock is held, so the pid cannot
     /// have been recycled.
-    pub fn signal_if_running(&self, signal: i32, by: KilledBy) -> bool {
+    pub(crate) fn signal_if_running(&self, signal: i32, by: KilledBy) -> bool {
         let reaped = lock(&self.reaped);
         if *reaped || self.exited() {
             return false;
@@ -203,7 +203,7 @@ impl ManagedProcess {
     /// pgid until the drain ends, so the signal cannot reach a recycled
     /// group). A child whose output is complete within the grace died, and
     /// its group gets nothing more.
-    pub async fn terminate(&self, signal: i32, grace: Duration, escalate: bool, by: KilledBy) -> Termination {
+    pub(crate) async fn terminate(&self, signal: i32, grace: Duration, escalate: bool, by: KilledBy) -> Termination {
         if !self.signal_if_running(signal, by) {
             return Termination::AlreadyExited;
         }
@@ -227,7 +227,7 @@ impl ManagedProcess {
     }
 
     /// Waits up to `limit` for the exit; returns whether it happened.
-    pub async fn wait_exit(&self, limit: Duration) -> bool {
+    pub(crate) async fn wait_exit(&self, limit: Duration) -> bool {
         let mut rx = self.exit.subscribe();
         let exited = tokio::time::timeout(limit, rx.wait_for(|code| code.is_some())).await;
         matches!(exited, Ok(Ok(_)))
@@ -238,7 +238,7 @@ impl ManagedProcess {
     /// the child in the order their offsets were accepted. An append
     /// enqueues `data` itself; only a partial overlap copies its fresh tail
     /// (so a queued chunk never holds more than the length it is charged).
-    pub fn write_stdin(&self, offset: Option<u64>, data: Vec<u8>) -> (StdinResult, usize) {
+    pub(crate) fn write_stdin(&self, offset: Option<u64>, data: Vec<u8>) -> (StdinResult, usize) {
         let mut st = lock(&self.stdin);
         let running = !self.exited();
         let (skip, new_applied) = match plan_stdin_write(st.applied, offset, data.len(), running) {

@@ -28,19 +28,19 @@
 //! (what runs beside a child); [`registry`] (the [`ProcessManager`]);
 //! [`spawn`] (starting a child).
 
-pub mod command;
-pub mod managed;
-pub mod pumps;
-pub mod registry;
-pub mod retention;
-pub mod session;
-pub mod spawn;
-pub mod stdin;
-pub mod supervise;
+pub(crate) mod command;
+pub(crate) mod managed;
+pub(crate) mod pumps;
+pub(crate) mod registry;
+pub(crate) mod retention;
+pub(crate) mod session;
+pub(crate) mod spawn;
+pub(crate) mod stdin;
+pub(crate) mod supervise;
 
-pub use managed::{KilledBy, StdinResult, Termination};
-pub use registry::{kill_grace_cap_from_env, ProcessManager, Supervision};
-pub use spawn::{SpawnError, SpawnSpec};
+pub(crate) use managed::{KilledBy, StdinResult, Termination};
+pub(crate) use registry::{kill_grace_cap_from_env, ProcessManager, Supervision};
+pub(crate) use spawn::{SpawnError, SpawnSpec};
 
 #[cfg(test)]
 mod tests;

@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 
 /// One read of a pipe, hence the largest frame (seed 000: "at most one
 /// 32 KiB read").
-pub const READ_BUF: usize = 32 * 1024;
+pub(crate) const READ_BUF: usize = 32 * 1024;
 // A read goes straight into a buffer of the replay store's frame pool.
 const _: () = assert!(READ_BUF == crate::replay::frame::POOLED_BUF);
 /// Size of an enlarged stdout pipe (see [`grow_pipe`]).

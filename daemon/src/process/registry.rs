@@ -19,15 +19,15 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// The longest grace `process.killAndWait` honours: larger `timeoutMs`
 /// values are clamped to 30000 ms, as the reference measured (bracketed
 /// in (29.5 s, 30.5 s], present since `7c2f88d`, measured at `5db5e4a`).
-pub const MAX_KILL_GRACE: Duration = Duration::from_secs(30);
+pub(crate) const MAX_KILL_GRACE: Duration = Duration::from_secs(30);
 /// Test-only override of [`MAX_KILL_GRACE`] in milliseconds (so a test
 /// can see the clamp without waiting 30 s); not part of the documented
 /// interface.
-pub const TEST_KILL_GRACE_CAP_ENV: &str = "REMORA_TEST_KILL_GRACE_CAP_MS";
+pub(crate) const TEST_KILL_GRACE_CAP_ENV: &str = "REMORA_TEST_KILL_GRACE_CAP_MS";
 
 /// [`MAX_KILL_GRACE`], or the test override. Removes the variable so
 /// children never inherit it. Call before threads start.
-pub fn kill_grace_cap_from_env() -> Duration {
+pub(crate) fn kill_grace_cap_from_env() -> Duration {
     let Some(value) = std::env::var_os(TEST_KILL_GRACE_CAP_ENV) else {
         return MAX_KILL_GRACE;
     };
@@ -42,7 +42,7 @@ pub fn kill_grace_cap_from_env() -> Duration {
 
 /// What the supervisor needs from the rest of the daemon, handed over
 /// when the registry is made: it never sees the daemon state itself.
-pub struct Supervision {
+pub(crate) struct Supervision {
     /// Where the children's replay logs keep their frames.
     pub replay: Arc<store::ReplayStore>,
     /// Spawn, exit and stream-byte counters.
@@ -57,7 +57,7 @@ pub struct Supervision {
 }
 
 /// Registry of managed processes, keyed by the client's id.
-pub struct ProcessManager {
+pub(crate) struct ProcessManager {
     pub(super) table: Arc<Table>,
     pub(super) sessions: session::SessionLocks,
     /// Set by a `-keep-children` shutdown: the backstop in `Drop` must not
@@ -83,7 +83,7 @@ impl std::fmt::Debug for ProcessManager {
 }
 
 impl ProcessManager {
-    pub fn new(deps: Supervision) -> Self {
+    pub(crate) fn new(deps: Supervision) -> Self {
         ProcessManager {
             table: Arc::default(),
             sessions: session::SessionLocks::default(),
@@ -97,23 +97,23 @@ impl ProcessManager {
 
     /// Records the login shell's PATH for children spawned from now on
     /// (the first answer wins).
-    pub fn set_login_path(&self, path: String) {
+    pub(crate) fn set_login_path(&self, path: String) {
         let _ = self.login_path.set(path);
     }
 
     /// The clamp on `process.killAndWait`'s grace.
-    pub fn kill_grace_cap(&self) -> Duration {
+    pub(crate) fn kill_grace_cap(&self) -> Duration {
         self.deps.kill_grace_cap
     }
 
     /// Whether the daemon is stopping (a child started now would leak).
-    pub fn is_shutting_down(&self) -> bool {
+    pub(crate) fn is_shutting_down(&self) -> bool {
         self.deps.shutdown.is_triggered()
     }
 
     /// Every plugin hash named in the argv of a child whose exit has not
     /// been observed.
-    pub fn live_plugin_hashes(&self) -> std::collections::HashSet<String> {
+    pub(crate) fn live_plugin_hashes(&self) -> std::collections::HashSet<String> {
         lock(&self.table)
             .values()
             .filter(|p| !p.exited())
@@ -121,13 +121,13 @@ impl ProcessManager {
             .collect()
     }
 
-    pub fn get(&self, id: &str) -> Option<Arc<ManagedProcess>> {
+    pub(crate) fn get(&self, id: &str) -> Option<Arc<ManagedProcess>> {
         lock(&self.table).get(id).cloned()
     }
 
     /// Graceful-shutdown teardown: kill every child tree, or leave them
     /// running when `keep_children` is set.
-    pub async fn shutdown(&self, keep_children: bool) {
+    pub(crate) async fn shutdown(&self, keep_children: bool) {
         let processes: Vec<Arc<ManagedProcess>> = lock(&self.table).values().cloned().collect();
         self.keep.store(keep_children, Ordering::SeqCst);
         if keep_children {

@@ -30,15 +30,15 @@ use std::time::{Duration, Instant};
 
 /// The setting's default: a day, so a client away overnight still finds
 /// the processes that ended meanwhile (docs/UPSTREAM.md has the reasons).
-pub const DEFAULT_MINUTES: u64 = 24 * 60;
+pub(crate) const DEFAULT_MINUTES: u64 = 24 * 60;
 /// Exited processes kept past the reference's 15 minutes at most (each
 /// holds a few KiB of RAM and its segment file): about 6 MiB at most, and
 /// far more than the handful of agent sessions a client leaves a day.
-pub const MAX_KEPT_PAST_REFERENCE: usize = 1024;
+pub(crate) const MAX_KEPT_PAST_REFERENCE: usize = 1024;
 
 /// The two durations the sweeper applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Retention {
+pub(crate) struct Retention {
     /// The reference's 15 minutes, from which only whole logs stay.
     pub reference: Duration,
     /// The setting: no exited process stays longer.
@@ -54,7 +54,7 @@ impl Retention {
     /// reference's 15 included), or replace both durations with
     /// `REMORA_TEST_RETENTION_MS` (what `harness bench` sets, whatever the
     /// build).
-    pub fn from_minutes(minutes: u64) -> Retention {
+    pub(crate) fn from_minutes(minutes: u64) -> Retention {
         if let Some(ms) = store::test_env("REMORA_TEST_RETENTION_MS") {
             let both = Duration::from_millis(ms);
             return Retention {

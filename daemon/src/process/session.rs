@@ -29,7 +29,7 @@ const STREAM_JSON_MARKERS: [&str; 3] = [
 ///   resumed one is left alone);
 /// * a value is valid when it is non-empty and does not start with `-`
 ///   (`--resume --verbose` names nothing). The first occurrence counts.
-pub fn key_of(args: &[String]) -> Option<String> {
+pub(crate) fn key_of(args: &[String]) -> Option<String> {
     if !args.iter().any(|a| STREAM_JSON_MARKERS.contains(&a.as_str())) {
         return None;
     }
@@ -65,13 +65,13 @@ fn flag_value(args: &[String], flag: &str) -> Option<String> {
 /// session supersede one after the other. An entry lives only while a
 /// spawn holds or waits for it: at most one per in-flight spawn.
 #[derive(Default)]
-pub struct SessionLocks {
+pub(crate) struct SessionLocks {
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 /// Holds a session's lock; dropping it releases the lock and forgets the
 /// key once nobody else waits for it.
-pub struct SessionGuard<'a> {
+pub(crate) struct SessionGuard<'a> {
     owner: &'a SessionLocks,
     key: String,
     lock: Arc<tokio::sync::Mutex<()>>,
@@ -79,7 +79,7 @@ pub struct SessionGuard<'a> {
 }
 
 impl SessionLocks {
-    pub async fn lock(&self, key: &str) -> SessionGuard<'_> {
+    pub(crate) async fn lock(&self, key: &str) -> SessionGuard<'_> {
         let lock = {
             let mut locks = self.locks.lock().unwrap_or_else(|p| p.into_inner());
             locks.entry(key.to_string()).or_default().clone()
@@ -112,11 +112,11 @@ impl Drop for SessionGuard<'_> {
 #[cfg(test)]
 impl SessionLocks {
     /// Number of keys with a holder or waiter (for tests).
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.locks.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 }

@@ -21,11 +21,11 @@ use tokio::sync::{mpsc, watch};
 
 /// The grace a superseded session process gets between SIGTERM and the
 /// group SIGKILL: `process.killAndWait`'s default.
-pub const SUPERSEDE_GRACE: Duration = Duration::from_millis(3000);
+pub(crate) const SUPERSEDE_GRACE: Duration = Duration::from_millis(3000);
 
 /// Why `process.spawn` started nothing.
 #[derive(Debug)]
-pub enum SpawnError {
+pub(crate) enum SpawnError {
     /// The wire message for -32603.
     Failed(String),
     /// Shutdown began while the spawn waited (to supersede): no reply.
@@ -33,7 +33,7 @@ pub enum SpawnError {
 }
 
 /// What `process.spawn` asks for.
-pub struct SpawnSpec<'a> {
+pub(crate) struct SpawnSpec<'a> {
     pub id: &'a str,
     pub command: &'a str,
     pub args: &'a [String],
@@ -59,7 +59,7 @@ impl ProcessManager {
     /// name an agent CLI session, every other running process of that
     /// session is terminated first ([`session`]), one spawn of a session at
     /// a time. Must run inside the tokio runtime.
-    pub async fn spawn(&self, spec: &SpawnSpec<'_>) -> Result<Arc<ManagedProcess>, SpawnError> {
+    pub(crate) async fn spawn(&self, spec: &SpawnSpec<'_>) -> Result<Arc<ManagedProcess>, SpawnError> {
         command::check_cwd(spec.cwd).map_err(SpawnError::Failed)?;
         // The request's entries named as the child will read them.
         let requested: Vec<(String, String)> = spec.env.iter().map(|(k, v)| command::go_entry(k, v)).collect();

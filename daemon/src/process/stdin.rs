@@ -13,7 +13,7 @@
 
 /// What to do with one `process.stdin` payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StdinPlan {
+pub(crate) enum StdinPlan {
     /// Enqueue `data[skip..]` and move the high-water mark to
     /// `new_applied`. `skip` is 0 for an append, and the already-applied
     /// prefix length for a partial overlap.
@@ -43,7 +43,7 @@ pub enum StdinPlan {
 ///
 /// `new_applied` saturates at `u64::MAX` (unreachable in practice: it would take 16 EiB
 /// of stdin).
-pub fn plan_stdin_write(applied: u64, offset: Option<u64>, len: usize, running: bool) -> StdinPlan {
+pub(crate) fn plan_stdin_write(applied: u64, offset: Option<u64>, len: usize, running: bool) -> StdinPlan {
     match plan_offset(applied, offset, len) {
         StdinPlan::Write { .. } if !running => StdinPlan::NotRunning,
         plan => plan,

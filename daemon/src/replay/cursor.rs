@@ -16,7 +16,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// Raw bytes a disk read takes per blocking call.
-pub const DISK_BATCH: usize = 1 << 20;
+pub(crate) const DISK_BATCH: usize = 1 << 20;
 
 type DiskRead = tokio::task::JoinHandle<DiskBatch>;
 
@@ -35,7 +35,7 @@ fn read_disk(
 
 /// A followed log and how far its follower has written it.
 #[derive(Debug)]
-pub struct Cursor {
+pub(crate) struct Cursor {
     log: Arc<ReplayLog>,
     /// The last seq written.
     after: u64,
@@ -57,7 +57,7 @@ pub struct Cursor {
 
 impl Cursor {
     /// A cursor that writes `log` from seq `after + 1`.
-    pub fn new(log: Arc<ReplayLog>, after: u64) -> Cursor {
+    pub(crate) fn new(log: Arc<ReplayLog>, after: u64) -> Cursor {
         Cursor {
             log,
             after,
@@ -69,17 +69,17 @@ impl Cursor {
         }
     }
 
-    pub fn log(&self) -> &Arc<ReplayLog> {
+    pub(crate) fn log(&self) -> &Arc<ReplayLog> {
         &self.log
     }
 
     /// The seq of the last frame written.
-    pub fn position(&self) -> u64 {
+    pub(crate) fn position(&self) -> u64 {
         self.after
     }
 
     /// Starts over from seq `after + 1` (the log was followed again).
-    pub fn restart(&mut self, after: u64) {
+    pub(crate) fn restart(&mut self, after: u64) {
         self.after = after;
         self.prefetched.clear();
         self.hint = None;
@@ -91,7 +91,7 @@ impl Cursor {
 
     /// Whether the log has nothing more to give: detached, or exited and
     /// written to its last frame.
-    pub fn is_finished(&self) -> bool {
+    pub(crate) fn is_finished(&self) -> bool {
         self.log.is_detached() || (self.log.has_exited() && self.after >= self.log.last_seq())
     }
 
@@ -101,7 +101,7 @@ impl Cursor {
     /// batch (awaiting its read) with the next one read ahead. Returns
     /// true if a disk read came back empty (its segment was evicted): no
     /// progress, but the cursor relocates on the next call.
-    pub async fn fill(&mut self, upto: u64, out: &mut Vec<u8>, budget: usize) -> bool {
+    pub(crate) async fn fill(&mut self, upto: u64, out: &mut Vec<u8>, budget: usize) -> bool {
         if self.log.is_detached() {
             return false;
         }

@@ -12,10 +12,10 @@ use tokio::sync::Notify;
 
 /// Tells a connection that another connection reattached a process it
 /// followed (reference `90fca6e6`: the replaced connection is closed).
-pub type Handoff = Arc<HandoffSlot>;
+pub(crate) type Handoff = Arc<HandoffSlot>;
 
 /// One connection's [`Handoff`].
-pub struct HandoffSlot {
+pub(crate) struct HandoffSlot {
     /// The connection as log lines name it.
     pub name: String,
     /// Set once another connection took over a process this one followed.
@@ -23,7 +23,7 @@ pub struct HandoffSlot {
 }
 
 impl HandoffSlot {
-    pub fn new(name: String) -> Handoff {
+    pub(crate) fn new(name: String) -> Handoff {
         Arc::new(HandoffSlot {
             name,
             replaced: tokio::sync::watch::channel(None).0,
@@ -33,7 +33,7 @@ impl HandoffSlot {
 
 /// What took a process from a connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Replaced {
+pub(crate) struct Replaced {
     /// The process's id.
     pub process: String,
     /// The [`HandoffSlot::name`] of the connection that reattached it.
@@ -55,7 +55,7 @@ struct Follower {
 
 /// The followers of one log, and whether the log still delivers at all.
 #[derive(Default)]
-pub struct Followers {
+pub(crate) struct Followers {
     list: Vec<Follower>,
     /// Set when the process id was reused: no more delivery from this log.
     detached: bool,
@@ -63,17 +63,17 @@ pub struct Followers {
 
 impl Followers {
     /// Wakes every follower (a frame was appended).
-    pub fn wake_all(&self) {
+    pub(crate) fn wake_all(&self) {
         for f in &self.list {
             f.wake.notify_one();
         }
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.list.is_empty()
     }
 
-    pub fn is_detached(&self) -> bool {
+    pub(crate) fn is_detached(&self) -> bool {
         self.detached
     }
 
@@ -82,7 +82,7 @@ impl Followers {
     /// (Connections use [`Followers::follow_exclusively`]; this plain
     /// registration is for the log's own tests.)
     #[cfg(test)]
-    pub fn subscribe(&mut self, follower: u64, wake: Arc<Notify>) -> bool {
+    pub(crate) fn subscribe(&mut self, follower: u64, wake: Arc<Notify>) -> bool {
         if self.detached {
             return false;
         }
@@ -100,14 +100,14 @@ impl Followers {
     /// Cuts every current follower at seq `last` (the newest frame): frames
     /// after it go only to the connection that reattached, which lifts its
     /// own cut when it follows ([`Followers::follow_exclusively`]).
-    pub fn cut_at(&mut self, last: u64) {
+    pub(crate) fn cut_at(&mut self, last: u64) {
         for f in &mut self.list {
             f.limit = f.limit.min(last);
         }
     }
 
     /// The newest seq `follower` may deliver (`u64::MAX`: no cut).
-    pub fn limit_for(&self, follower: u64) -> u64 {
+    pub(crate) fn limit_for(&self, follower: u64) -> u64 {
         self.list
             .iter()
             .find(|f| f.id == follower)
@@ -118,7 +118,13 @@ impl Followers {
     /// to: it is registered (or its cut lifted), and every other follower
     /// is told through its [`Handoff`] that it was replaced. Returns false
     /// if the log was detached.
-    pub fn follow_exclusively(&mut self, follower: u64, wake: Arc<Notify>, handoff: Handoff, process_id: &str) -> bool {
+    pub(crate) fn follow_exclusively(
+        &mut self,
+        follower: u64,
+        wake: Arc<Notify>,
+        handoff: Handoff,
+        process_id: &str,
+    ) -> bool {
         if self.detached {
             return false;
         }
@@ -153,13 +159,13 @@ impl Followers {
         true
     }
 
-    pub fn unsubscribe(&mut self, follower: u64) {
+    pub(crate) fn unsubscribe(&mut self, follower: u64) {
         self.list.retain(|f| f.id != follower);
     }
 
     /// Drops every follower, waking each so it sees the log is gone, and
     /// stops all further delivery.
-    pub fn detach_all(&mut self) {
+    pub(crate) fn detach_all(&mut self) {
         self.detached = true;
         for f in self.list.drain(..) {
             f.wake.notify_one();
@@ -168,7 +174,7 @@ impl Followers {
 
     /// Number of registered followers.
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.list.len()
     }
 }

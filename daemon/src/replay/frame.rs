@@ -13,13 +13,13 @@ use std::sync::Arc;
 
 /// Which pipe a data frame came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stream {
+pub(crate) enum Stream {
     Stdout,
     Stderr,
 }
 
 impl Stream {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Stream::Stdout => "stdout",
             Stream::Stderr => "stderr",
@@ -31,7 +31,7 @@ impl Stream {
 /// terminating signal's name and who asked for the kill, both omitted
 /// when absent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ExitFrame {
+pub(crate) struct ExitFrame {
     pub code: i64,
     pub signal: Option<&'static str>,
     pub killed_by: Option<&'static str>,
@@ -39,7 +39,7 @@ pub struct ExitFrame {
 
 /// One stored frame (raw bytes; base64 happens when a cursor writes it).
 #[derive(Debug, Clone)]
-pub enum Frame {
+pub(crate) enum Frame {
     Data(Stream, Payload),
     Exit(ExitFrame),
 }
@@ -51,7 +51,7 @@ pub enum Frame {
 /// A window lives as long as any frame of it, and those live only in the
 /// cursor's prefetched batches (the replay memory bound counts them).
 #[derive(Clone)]
-pub struct Payload {
+pub(crate) struct Payload {
     buf: Arc<[u8]>,
     start: u32,
     end: u32,
@@ -62,21 +62,21 @@ pub struct Payload {
 }
 
 /// The size of a pooled frame buffer: one pipe read.
-pub const POOLED_BUF: usize = 32 * 1024;
+pub(crate) const POOLED_BUF: usize = 32 * 1024;
 /// The smallest read that takes a pooled buffer, so a frame never holds
 /// more than twice its bytes.
-pub const POOLED_MIN: usize = POOLED_BUF / 2;
+pub(crate) const POOLED_MIN: usize = POOLED_BUF / 2;
 
 /// Whether a read of `len` bytes is kept in a pooled buffer (charged
 /// whole) rather than in one of its own size.
-pub fn keeps_pool_buffer(len: usize) -> bool {
+pub(crate) fn keeps_pool_buffer(len: usize) -> bool {
     (POOLED_MIN..=POOLED_BUF).contains(&len)
 }
 
 impl Payload {
     /// `data` copied into `buf`, a buffer of the pool that nothing else
     /// holds; `None` (and `buf` dropped) if it does not fit or is shared.
-    pub fn pooled(mut buf: Arc<[u8]>, data: &[u8]) -> Option<Payload> {
+    pub(crate) fn pooled(mut buf: Arc<[u8]>, data: &[u8]) -> Option<Payload> {
         let end = u32::try_from(data.len()).ok()?;
         Arc::get_mut(&mut buf)?.get_mut(..data.len())?.copy_from_slice(data);
         Some(Payload {
@@ -90,7 +90,7 @@ impl Payload {
     /// The first `len` bytes of `buf`, a buffer of the pool that a pipe
     /// read went straight into (no copy); `buf` back if `len` is past its
     /// end or it is not a pool buffer's size.
-    pub fn read_into_pooled(buf: Arc<[u8]>, len: usize) -> Result<Payload, Arc<[u8]>> {
+    pub(crate) fn read_into_pooled(buf: Arc<[u8]>, len: usize) -> Result<Payload, Arc<[u8]>> {
         match u32::try_from(len) {
             Ok(end) if len <= buf.len() && buf.len() == POOLED_BUF => Ok(Payload {
                 buf,
@@ -103,7 +103,7 @@ impl Payload {
     }
 
     /// Bytes of RAM this payload keeps: the whole buffer of a pooled one.
-    pub fn held(&self) -> usize {
+    pub(crate) fn held(&self) -> usize {
         if self.pooled {
             self.buf.len()
         } else {
@@ -112,13 +112,13 @@ impl Payload {
     }
 
     /// The pooled buffer back, if this was its last holder.
-    pub fn into_pool_buffer(self) -> Option<Arc<[u8]>> {
+    pub(crate) fn into_pool_buffer(self) -> Option<Arc<[u8]>> {
         let mut buf = self.buf;
         (self.pooled && Arc::get_mut(&mut buf).is_some()).then_some(buf)
     }
 
     /// `range` of `buf`; `None` if it is out of `buf` or past 4 GiB.
-    pub fn slice(buf: &Arc<[u8]>, range: std::ops::Range<usize>) -> Option<Payload> {
+    pub(crate) fn slice(buf: &Arc<[u8]>, range: std::ops::Range<usize>) -> Option<Payload> {
         buf.get(range.clone())?;
         Some(Payload {
             buf: buf.clone(),
@@ -164,7 +164,7 @@ impl std::fmt::Debug for Payload {
 }
 
 /// Raw output bytes a frame carries (0 for the exit frame).
-pub fn raw_len(frame: &Frame) -> usize {
+pub(crate) fn raw_len(frame: &Frame) -> usize {
     match frame {
         Frame::Data(_, data) => data.len(),
         Frame::Exit(_) => 0,
@@ -174,12 +174,12 @@ pub fn raw_len(frame: &Frame) -> usize {
 /// Encodes the frames of one process: the shared line prefix
 /// `{"type":"stream","processId":"<id>","stream":"` is built once.
 #[derive(Debug)]
-pub struct FrameEncoder {
+pub(crate) struct FrameEncoder {
     prefix: Vec<u8>,
 }
 
 impl FrameEncoder {
-    pub fn new(process_id: &str) -> FrameEncoder {
+    pub(crate) fn new(process_id: &str) -> FrameEncoder {
         let mut prefix = br#"{"type":"stream","processId":"#.to_vec();
         crate::base::gojson::write_go_string(&mut prefix, process_id);
         prefix.extend_from_slice(br#","stream":""#);
@@ -187,7 +187,7 @@ impl FrameEncoder {
     }
 
     /// Appends the NDJSON line of `frame`, which has seq `seq`, to `out`.
-    pub fn encode(&self, seq: u64, frame: &Frame, out: &mut Vec<u8>) {
+    pub(crate) fn encode(&self, seq: u64, frame: &Frame, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.prefix);
         match frame {
             Frame::Data(stream, data) => {
@@ -236,7 +236,7 @@ fn write_int(out: &mut Vec<u8>, n: impl std::fmt::Display) {
 #[cfg(test)]
 impl ExitFrame {
     /// A normal exit: only `exitCode`.
-    pub fn code(code: i64) -> Self {
+    pub(crate) fn code(code: i64) -> Self {
         ExitFrame {
             code,
             signal: None,

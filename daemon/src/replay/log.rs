@@ -36,7 +36,7 @@ use tokio::sync::Notify;
 
 /// What one disk read returns: the frames, where the next read starts,
 /// and the buffer the frames share.
-pub type DiskBatch = (Vec<Frame>, Option<ReadHint>, Option<Arc<[u8]>>);
+pub(crate) type DiskBatch = (Vec<Frame>, Option<ReadHint>, Option<Arc<[u8]>>);
 
 /// RAM charged for a frame: the bytes it holds (a pooled buffer whole)
 /// plus the deque slot and Arc header.
@@ -106,7 +106,7 @@ enum Where {
 
 /// What [`ReplayLog::pull_ram`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pull {
+pub(crate) enum Pull {
     /// Frames up to this seq were encoded from RAM (maybe none).
     Ram(u64),
     /// The next frame (seq + 1) is on disk: read it with
@@ -115,7 +115,7 @@ pub enum Pull {
 }
 
 /// Append-only frame log of one process.
-pub struct ReplayLog {
+pub(crate) struct ReplayLog {
     key: u64,
     /// Writes this process's frames as wire lines.
     encoder: FrameEncoder,
@@ -149,7 +149,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl ReplayLog {
-    pub fn new(process_id: &str, store: &Arc<ReplayStore>) -> Arc<ReplayLog> {
+    pub(crate) fn new(process_id: &str, store: &Arc<ReplayStore>) -> Arc<ReplayLog> {
         let log = Arc::new(ReplayLog {
             key: NEXT_KEY.fetch_add(1, Ordering::Relaxed),
             encoder: FrameEncoder::new(process_id),
@@ -180,7 +180,7 @@ impl ReplayLog {
     }
 
     /// Identity of this log (a reused process id gets a new log).
-    pub fn key(&self) -> u64 {
+    pub(crate) fn key(&self) -> u64 {
         self.key
     }
 
@@ -233,7 +233,7 @@ impl ReplayLog {
 
     /// Appends one read of stdout or stderr; returns its seq. Empty reads
     /// are not frames and return the current last seq.
-    pub fn push_output(self: &Arc<Self>, stream: Stream, data: &[u8]) -> u64 {
+    pub(crate) fn push_output(self: &Arc<Self>, stream: Stream, data: &[u8]) -> u64 {
         if data.is_empty() {
             return self.last_seq();
         }
@@ -246,7 +246,7 @@ impl ReplayLog {
     /// A buffer of the store's frame pool for the next pipe read, which
     /// [`ReplayLog::push_read`] then keeps without a copy. Nothing else
     /// holds it.
-    pub fn read_buffer(&self) -> Arc<[u8]> {
+    pub(crate) fn read_buffer(&self) -> Arc<[u8]> {
         self.store.frame_buffer()
     }
 
@@ -256,7 +256,7 @@ impl ReplayLog {
     /// [`ReplayLog::push_output`] would; a shorter one is copied into a
     /// buffer of its own size (so a trickle of small reads never holds
     /// 32 KiB each) and `buf` comes back for the next read.
-    pub fn push_read(self: &Arc<Self>, stream: Stream, buf: Arc<[u8]>, len: usize) -> Option<Arc<[u8]>> {
+    pub(crate) fn push_read(self: &Arc<Self>, stream: Stream, buf: Arc<[u8]>, len: usize) -> Option<Arc<[u8]>> {
         if !keeps_pool_buffer(len) {
             self.push_output(stream, buf.get(..len).unwrap_or_default());
             return Some(buf);
@@ -271,17 +271,17 @@ impl ReplayLog {
     }
 
     /// Appends the exit frame; returns its seq.
-    pub fn push_exit(self: &Arc<Self>, exit: ExitFrame) -> u64 {
+    pub(crate) fn push_exit(self: &Arc<Self>, exit: ExitFrame) -> u64 {
         self.append(Frame::Exit(exit))
     }
 
     /// Seq of the newest frame, 0 if none.
-    pub fn last_seq(&self) -> u64 {
+    pub(crate) fn last_seq(&self) -> u64 {
         self.lock().last_seq
     }
 
     /// Seq of the oldest kept frame, 0 if none.
-    pub fn first_seq(&self) -> u64 {
+    pub(crate) fn first_seq(&self) -> u64 {
         let state = self.lock();
         if state.last_seq == 0 {
             return 0;
@@ -293,7 +293,7 @@ impl ReplayLog {
     /// Whether every frame since seq 1 is still kept, on disk: nothing was
     /// evicted and the log never fell back to a RAM ring (whose frames
     /// cost RAM for as long as it is kept).
-    pub fn kept_whole(&self) -> bool {
+    pub(crate) fn kept_whole(&self) -> bool {
         let state = self.lock();
         if !state.spill || state.last_seq == 0 {
             return state.spill;
@@ -302,26 +302,26 @@ impl ReplayLog {
     }
 
     /// Whether the exit frame has been appended.
-    pub fn has_exited(&self) -> bool {
+    pub(crate) fn has_exited(&self) -> bool {
         self.lock().exit_stamp.is_some()
     }
 
     /// Whether the process id was reused: no more delivery from this log.
-    pub fn is_detached(&self) -> bool {
+    pub(crate) fn is_detached(&self) -> bool {
         self.lock().followers.is_detached()
     }
 
     /// Registers `follower` with no cut and no handoff; false if the log
     /// was detached ([`Followers::subscribe`], for the log's own tests).
     #[cfg(test)]
-    pub fn subscribe(&self, follower: u64, wake: Arc<Notify>) -> bool {
+    pub(crate) fn subscribe(&self, follower: u64, wake: Arc<Notify>) -> bool {
         self.lock().followers.subscribe(follower, wake)
     }
 
     /// Cuts every current follower at the newest frame and returns its
     /// seq: the `lastSeq` of a reattach ([`Followers::cut_at`]), so a
     /// replaced connection never gets a frame past the reply's `lastSeq`.
-    pub fn cut_followers(&self) -> u64 {
+    pub(crate) fn cut_followers(&self) -> u64 {
         let mut state = self.lock();
         let last = state.last_seq;
         state.followers.cut_at(last);
@@ -329,26 +329,26 @@ impl ReplayLog {
     }
 
     /// The newest seq `follower` may deliver (`u64::MAX`: no cut).
-    pub fn limit_for(&self, follower: u64) -> u64 {
+    pub(crate) fn limit_for(&self, follower: u64) -> u64 {
         self.lock().followers.limit_for(follower)
     }
 
     /// Makes `follower` the one connection this process streams to
     /// ([`Followers::follow_exclusively`]). Returns false if the log was
     /// detached (its process id has been reused).
-    pub fn follow_exclusively(&self, follower: u64, wake: Arc<Notify>, handoff: Handoff) -> bool {
+    pub(crate) fn follow_exclusively(&self, follower: u64, wake: Arc<Notify>, handoff: Handoff) -> bool {
         self.lock()
             .followers
             .follow_exclusively(follower, wake, handoff, &self.process_id)
     }
 
-    pub fn unsubscribe(&self, follower: u64) {
+    pub(crate) fn unsubscribe(&self, follower: u64) {
         self.lock().followers.unsubscribe(follower);
     }
 
     /// Drops every follower and stops all further delivery (used when a
     /// live process id is reused, before the old tree is torn down).
-    pub fn detach_all(&self) {
+    pub(crate) fn detach_all(&self) {
         self.lock().followers.detach_all();
     }
 
@@ -359,7 +359,14 @@ impl ReplayLog {
     /// is only on disk. Encoding happens outside the lock.
     /// `batch` is the caller's scratch space (left empty), so a follower
     /// allocates nothing per pull.
-    pub fn pull_ram(&self, after: u64, upto: u64, out: &mut Vec<u8>, budget: usize, batch: &mut Vec<Frame>) -> Pull {
+    pub(crate) fn pull_ram(
+        &self,
+        after: u64,
+        upto: u64,
+        out: &mut Vec<u8>,
+        budget: usize,
+        batch: &mut Vec<Frame>,
+    ) -> Pull {
         batch.clear();
         let mut after = after;
         {
@@ -407,7 +414,7 @@ impl ReplayLog {
     /// live in (`window`, reused when it fits and nothing holds it: see
     /// [`read_segment`]). An empty result means the frames were evicted
     /// meanwhile: pull again.
-    pub fn read_disk(
+    pub(crate) fn read_disk(
         &self,
         after: u64,
         upto: u64,
@@ -487,7 +494,7 @@ impl ReplayLog {
     }
 
     /// Encodes `frames` (the first has seq `first`) as NDJSON lines.
-    pub fn encode_frames(&self, first: u64, frames: &[Frame], out: &mut Vec<u8>) {
+    pub(crate) fn encode_frames(&self, first: u64, frames: &[Frame], out: &mut Vec<u8>) {
         for (i, frame) in frames.iter().enumerate() {
             self.encoder.encode(first + i as u64, frame, out);
         }
@@ -533,35 +540,35 @@ impl Drop for ReplayLog {
 #[cfg(test)]
 impl ReplayLog {
     /// Total stdout+stderr bytes ever appended.
-    pub fn raw_bytes(&self) -> u64 {
+    pub(crate) fn raw_bytes(&self) -> u64 {
         self.lock().raw_bytes
     }
 
     /// Bytes of this log in RAM and on disk.
-    pub fn footprint(&self) -> (u64, u64) {
+    pub(crate) fn footprint(&self) -> (u64, u64) {
         let state = self.lock();
         (state.hot_bytes, state.disk_bytes)
     }
 
     /// Drops every segment, as the disk budget does to an idle exited log.
-    pub fn evict_whole_for_test(&self) -> bool {
+    pub(crate) fn evict_whole_for_test(&self) -> bool {
         StoredLog::evict_disk(self, true)
     }
 
     /// Whether the log spills to disk (false: a RAM ring).
-    pub fn spills(&self) -> bool {
+    pub(crate) fn spills(&self) -> bool {
         self.lock().spill
     }
 
     /// Number of subscribed followers.
-    pub fn follower_count(&self) -> usize {
+    pub(crate) fn follower_count(&self) -> usize {
         self.lock().followers.len()
     }
 
     /// Blocking convenience for tests and tools: encodes frames
     /// `after+1 ..= upto` from RAM and disk, about `budget` raw bytes.
     /// Returns the seq of the last frame written.
-    pub fn encode_after(&self, after: u64, upto: u64, out: &mut Vec<u8>, budget: usize) -> u64 {
+    pub(crate) fn encode_after(&self, after: u64, upto: u64, out: &mut Vec<u8>, budget: usize) -> u64 {
         let mut after = after;
         let mut hint = None;
         let mut batch = Vec::new();

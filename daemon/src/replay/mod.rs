@@ -14,9 +14,9 @@
 //! store reaches the logs only through its [`store::StoredLog`] trait.
 //! Nothing here knows who follows a log (connections, tests, tools).
 
-pub mod cursor;
-pub mod followers;
-pub mod frame;
-pub mod log;
-pub mod segments;
-pub mod store;
+pub(crate) mod cursor;
+pub(crate) mod followers;
+pub(crate) mod frame;
+pub(crate) mod log;
+pub(crate) mod segments;
+pub(crate) mod store;

@@ -35,7 +35,7 @@ const TAG_STDOUT: u8 = 1;
 const TAG_STDERR: u8 = 2;
 const TAG_EXIT: u8 = 3;
 /// Bytes of a record header.
-pub const HEADER: u64 = 5;
+pub(crate) const HEADER: u64 = 5;
 /// Records per `writev`: at most two slices each and one more, under the
 /// 1024 of Linux's and macOS's `IOV_MAX`.
 const RECORDS_PER_WRITE: usize = 256;
@@ -51,7 +51,7 @@ static NEXT_STAMP: AtomicU64 = AtomicU64::new(1);
 
 /// One segment file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SegMeta {
+pub(crate) struct SegMeta {
     /// Number in the file name, unique within the log.
     pub number: u64,
     /// Daemon-wide creation order.
@@ -64,7 +64,7 @@ pub struct SegMeta {
 
 impl SegMeta {
     /// Seq of the last frame in the segment (`first_seq - 1` if empty).
-    pub fn last_seq(&self) -> u64 {
+    pub(crate) fn last_seq(&self) -> u64 {
         self.first_seq + self.frames - 1
     }
 }
@@ -73,7 +73,7 @@ impl SegMeta {
 /// `offset` of segment `number`. Valid while that segment exists (files
 /// only grow).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ReadHint {
+pub(crate) struct ReadHint {
     pub number: u64,
     pub seq: u64,
     pub offset: u64,
@@ -81,7 +81,7 @@ pub struct ReadHint {
 
 /// The segment files of one log.
 #[derive(Debug)]
-pub struct Segments {
+pub(crate) struct Segments {
     /// The verified directory the files live in.
     dir: Arc<OwnedFd>,
     /// The newest segment's number and its open file: appends go there.
@@ -99,7 +99,7 @@ pub struct Segments {
 
 /// What a reader needs to read one segment without holding the lock.
 #[derive(Debug, Clone)]
-pub struct SegmentView {
+pub(crate) struct SegmentView {
     /// The directory and the file's name in it.
     pub dir: Arc<OwnedFd>,
     pub name: String,
@@ -112,7 +112,7 @@ pub struct SegmentView {
 impl Segments {
     /// An empty set of segments for log `key` in `dir`, rolling to a new
     /// file once one holds `seg_size` bytes.
-    pub fn new(dir: Arc<OwnedFd>, key: u64, seg_size: u64) -> Segments {
+    pub(crate) fn new(dir: Arc<OwnedFd>, key: u64, seg_size: u64) -> Segments {
         Segments {
             dir,
             writing: None,
@@ -137,31 +137,31 @@ impl Segments {
     }
 
     /// Bytes on disk.
-    pub fn bytes(&self) -> u64 {
+    pub(crate) fn bytes(&self) -> u64 {
         self.bytes
     }
 
-    pub fn count(&self) -> usize {
+    pub(crate) fn count(&self) -> usize {
         self.segs.len()
     }
 
     /// Seq of the oldest frame on disk, if any.
-    pub fn first_seq(&self) -> Option<u64> {
+    pub(crate) fn first_seq(&self) -> Option<u64> {
         self.segs.iter().find(|s| s.frames > 0).map(|s| s.first_seq)
     }
 
     /// Seq of the newest frame on disk, if any.
-    pub fn last_seq(&self) -> Option<u64> {
+    pub(crate) fn last_seq(&self) -> Option<u64> {
         self.segs.iter().rev().find(|s| s.frames > 0).map(SegMeta::last_seq)
     }
 
     /// File number of the oldest segment, if any.
-    pub fn oldest_number(&self) -> Option<u64> {
+    pub(crate) fn oldest_number(&self) -> Option<u64> {
         self.segs.front().map(|s| s.number)
     }
 
     /// Age stamp of the oldest segment, if any.
-    pub fn oldest_stamp(&self) -> Option<u64> {
+    pub(crate) fn oldest_stamp(&self) -> Option<u64> {
         self.segs.front().map(|s| s.stamp)
     }
 
@@ -170,7 +170,7 @@ impl Segments {
     /// Returns the bytes added. On error, the frames that were completely
     /// written stay counted and the rest are not; the caller stops
     /// spilling.
-    pub fn append(&mut self, first_seq: u64, frames: &[Frame]) -> io::Result<u64> {
+    pub(crate) fn append(&mut self, first_seq: u64, frames: &[Frame]) -> io::Result<u64> {
         let mut seq = first_seq;
         let mut added = 0;
         let mut rest = frames;
@@ -300,7 +300,7 @@ impl Segments {
     }
 
     /// Removes the oldest segment; returns its metadata.
-    pub fn evict_oldest(&mut self) -> Option<SegMeta> {
+    pub(crate) fn evict_oldest(&mut self) -> Option<SegMeta> {
         let seg = self.segs.pop_front()?;
         self.remove_file(seg.number);
         self.bytes -= seg.bytes;
@@ -308,7 +308,7 @@ impl Segments {
     }
 
     /// Removes every segment; returns the bytes freed.
-    pub fn remove_all(&mut self) -> u64 {
+    pub(crate) fn remove_all(&mut self) -> u64 {
         let freed = self.bytes;
         while self.evict_oldest().is_some() {}
         freed
@@ -317,7 +317,7 @@ impl Segments {
     /// Where to read seq `seq` from: the segment holding it and a start
     /// position (the hint's, when it points into that segment at or
     /// before `seq`). `None` if no segment holds `seq`.
-    pub fn locate(&self, seq: u64, hint: Option<ReadHint>) -> Option<SegmentView> {
+    pub(crate) fn locate(&self, seq: u64, hint: Option<ReadHint>) -> Option<SegmentView> {
         let i = self.segs.partition_point(|s| s.first_seq + s.frames <= seq);
         let meta = self.segs.get(i)?;
         if meta.frames == 0 || seq < meta.first_seq {
@@ -442,7 +442,7 @@ fn encode_head(frame: &Frame, out: &mut Vec<u8>) {
 /// else holds it (a cursor's previous batch, all written): on musl a
 /// fresh 1 MiB buffer is a new mapping, faulted in page by page and
 /// unmapped again. On return it is the buffer the frames live in.
-pub fn read_segment(
+pub(crate) fn read_segment(
     view: &SegmentView,
     from: u64,
     upto: u64,

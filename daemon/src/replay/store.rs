@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 /// Default disk budget for all logs together.
-pub const DEFAULT_BUDGET_MIB: u64 = 2048;
+pub(crate) const DEFAULT_BUDGET_MIB: u64 = 2048;
 /// Segment file size.
 const SEGMENT_BYTES: u64 = 8 << 20;
 /// Written frames a running process keeps in RAM for live followers. A
@@ -31,22 +31,22 @@ const SEGMENT_BYTES: u64 = 8 << 20;
 /// batch; at 256 KiB it fell behind the tail and read its own live stream
 /// back from disk (1 GiB stream: 0.70x the all-RAM build's rate, against
 /// 0.90x at 1 MiB and 0.89x at 4 MiB, `harness bench`, both orders).
-pub const HOT_TAIL: u64 = 1 << 20;
+pub(crate) const HOT_TAIL: u64 = 1 << 20;
 /// Written frames all running processes together keep in RAM. Past it,
 /// every hot tail is trimmed to its unwritten frames (followers then read
 /// from disk), so many chatty processes cannot add up to N x HOT_TAIL.
-pub const GLOBAL_HOT_TAIL: u64 = 32 << 20;
+pub(crate) const GLOBAL_HOT_TAIL: u64 = 32 << 20;
 /// Frames a process may have in RAM that are not on disk yet; past this
 /// its pipe reader waits for the disk writer.
-pub const WRITE_BEHIND: u64 = 1 << 20;
+pub(crate) const WRITE_BEHIND: u64 = 1 << 20;
 /// Not-yet-written bytes across all processes past which every pipe
 /// reader with unwritten frames waits.
-pub const GLOBAL_WRITE_BEHIND: u64 = 16 << 20;
+pub(crate) const GLOBAL_WRITE_BEHIND: u64 = 16 << 20;
 /// The in-memory ring of a log that cannot use the disk (the Go daemon's
 /// per-log bound).
-pub const RING_BYTES: u64 = 16 << 20;
+pub(crate) const RING_BYTES: u64 = 16 << 20;
 /// How long an exited process stays registered after its exit frame.
-pub const RETENTION: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+pub(crate) const RETENTION: std::time::Duration = std::time::Duration::from_secs(15 * 60);
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -54,7 +54,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// Settings of the store, from the command line (and test-only env).
 #[derive(Debug, Clone)]
-pub struct StoreConfig {
+pub(crate) struct StoreConfig {
     /// `-replay-dir`; `None` = the default location.
     pub dir: Option<PathBuf>,
     pub budget_bytes: u64,
@@ -78,13 +78,13 @@ impl Default for StoreConfig {
 }
 
 /// A numeric test-only override from the environment.
-pub fn test_env(name: &str) -> Option<u64> {
+pub(crate) fn test_env(name: &str) -> Option<u64> {
     std::env::var(name).ok()?.parse().ok()
 }
 
 /// The default replay directory: on disk under the user's state dir, never
 /// a tmpfs by default (that would be memory again).
-pub fn default_dir() -> PathBuf {
+pub(crate) fn default_dir() -> PathBuf {
     if let Some(state) = std::env::var_os("XDG_STATE_HOME").filter(|v| !v.is_empty()) {
         return PathBuf::from(state).join("remora").join("replay");
     }
@@ -99,7 +99,7 @@ pub fn default_dir() -> PathBuf {
 /// What the store asks of each registered log when it enforces its
 /// bounds. [`super::log::ReplayLog`] implements it; the store never names
 /// the log type, so the log may depend on the store and not the reverse.
-pub trait StoredLog: Send + Sync {
+pub(crate) trait StoredLog: Send + Sync {
     /// Trims the hot tail to the frames not yet on disk (the global
     /// hot-tail bound was crossed).
     fn trim_tail(&self);
@@ -234,7 +234,7 @@ type LogRef = Weak<dyn StoredLog>;
 
 /// The replay store shared by every log of one daemon.
 #[derive(Debug)]
-pub struct ReplayStore {
+pub(crate) struct ReplayStore {
     /// This daemon's directory; `None` when the disk cannot be used (every
     /// log is then a RAM ring).
     dir: Option<OwnDir>,
@@ -261,7 +261,7 @@ pub struct ReplayStore {
 impl ReplayStore {
     /// Prepares the replay directory and sweeps stale ones. Any failure
     /// leaves the store RAM-only, with one WARN and a fallback counted.
-    pub fn open(config: StoreConfig, metrics: Arc<ReplayMetrics>) -> Arc<ReplayStore> {
+    pub(crate) fn open(config: StoreConfig, metrics: Arc<ReplayMetrics>) -> Arc<ReplayStore> {
         let base = config.dir.clone().unwrap_or_else(default_dir);
         let dir = match prepare(&base) {
             Ok(dir) => Some(dir),
@@ -300,7 +300,7 @@ impl ReplayStore {
     }
 
     /// This daemon's segment directory, if spilling is possible.
-    pub fn dir(&self) -> Option<Arc<OwnedFd>> {
+    pub(crate) fn dir(&self) -> Option<Arc<OwnedFd>> {
         if self.removed.load(Ordering::Acquire) {
             return None;
         }
@@ -419,7 +419,7 @@ impl ReplayStore {
 
     /// Removes this daemon's directory (graceful shutdown). Logs still
     /// alive fall back to RAM for anything they append later.
-    pub fn remove_own_dir(&self) {
+    pub(crate) fn remove_own_dir(&self) {
         if let Some(dir) = &self.dir {
             if !self.removed.swap(true, Ordering::AcqRel) {
                 let _ = safedir::remove_flat_dir_in(&dir.base, dir.name.as_bytes());
@@ -556,7 +556,7 @@ fn sweep_stale(base: &OwnedFd, base_path: &Path) {
 #[cfg(test)]
 impl ReplayStore {
     /// A store that never touches the disk (unit tests).
-    pub fn in_memory() -> Arc<ReplayStore> {
+    pub(crate) fn in_memory() -> Arc<ReplayStore> {
         let config = StoreConfig {
             dir: None,
             budget_bytes: 0,

@@ -39,10 +39,10 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// The variable that names a child's run directory.
-pub const RUN_DIR_ENV: &str = "CLAUDE_SSH_RUN_DIR";
+pub(crate) const RUN_DIR_ENV: &str = "CLAUDE_SSH_RUN_DIR";
 /// The variable in which a child names itself, `<pid>:<start ticks>`
 /// (stamped by [`crate::agent::trampoline`]).
-pub const CHILD_ENV: &str = "CLAUDE_SSH_CHILD";
+pub(crate) const CHILD_ENV: &str = "CLAUDE_SSH_CHILD";
 /// Records read per start; groups ended per start; a record's size cap.
 const MAX_RECORDS: usize = 128;
 const MAX_GROUPS: usize = 64;
@@ -55,7 +55,7 @@ const POLL: Duration = Duration::from_millis(20);
 /// One record, members in the reference's order.
 #[derive(serde::Serialize, serde::Deserialize, Debug, Clone, Default)]
 #[serde(default)]
-pub struct Record {
+pub(crate) struct Record {
     pub pid: i64,
     pub node: String,
     pub host: String,
@@ -82,7 +82,7 @@ static RECORDER: OnceLock<Recorder> = OnceLock::new();
 
 /// The run directory of `socket`, as children see it in
 /// [`RUN_DIR_ENV`]: the socket's folder, lexically cleaned.
-pub fn run_dir_of(socket: &Path) -> PathBuf {
+pub(crate) fn run_dir_of(socket: &Path) -> PathBuf {
     let dir = crate::rundir::tokenfile::socket_dir(socket);
     PathBuf::from(OsStr::from_bytes(&crate::base::gopath::clean(
         dir.as_os_str().as_bytes(),
@@ -90,7 +90,7 @@ pub fn run_dir_of(socket: &Path) -> PathBuf {
 }
 
 /// The `(name, value)` every child gets, once recording is on.
-pub fn child_marker() -> Option<(&'static str, &'static Path)> {
+pub(crate) fn child_marker() -> Option<(&'static str, &'static Path)> {
     RECORDER.get().map(|r| (RUN_DIR_ENV, r.run_dir.as_path()))
 }
 
@@ -98,7 +98,7 @@ pub fn child_marker() -> Option<(&'static str, &'static Path)> {
 /// it 0700 if missing, `<runDir>/children`. With `keep_children` the
 /// children still get the run-dir marker and the trampoline's stamp, but
 /// no record.
-pub fn start_recording(run_dir: &Path, instance: &crate::base::instance::Instance, keep_children: bool) {
+pub(crate) fn start_recording(run_dir: &Path, instance: &crate::base::instance::Instance, keep_children: bool) {
     let shown = run_dir.join("children");
     let dir = match open_children_dir(run_dir, true) {
         Ok(Some(fd)) => fd,
@@ -136,7 +136,7 @@ pub fn start_recording(run_dir: &Path, instance: &crate::base::instance::Instanc
 /// Records child `pid`, started as `argv0`. A no-op when recording is off,
 /// under `-keep-children`, or when the child's start time cannot be read
 /// (it already ended).
-pub fn record(pid: i32, argv0: &str) {
+pub(crate) fn record(pid: i32, argv0: &str) {
     let Some(r) = RECORDER.get().filter(|r| !r.keep_children) else {
         return;
     };
@@ -159,7 +159,7 @@ pub fn record(pid: i32, argv0: &str) {
 }
 
 /// Removes child `pid`'s record (its exit was observed).
-pub fn forget(pid: i32) {
+pub(crate) fn forget(pid: i32) {
     let Some(r) = RECORDER.get() else {
         return;
     };
@@ -175,7 +175,7 @@ pub fn forget(pid: i32) {
 
 /// Graceful shutdown: this daemon's remaining records go (children kept
 /// by `-keep-children` were left running on purpose).
-pub fn forget_all() {
+pub(crate) fn forget_all() {
     let Some(r) = RECORDER.get() else {
         return;
     };
@@ -207,7 +207,7 @@ struct Target {
 
 /// Ends the orphaned children a dead predecessor recorded under `run_dir`.
 /// Call before binding, only while holding the run-dir lock.
-pub fn reap_orphans(run_dir: &Path) {
+pub(crate) fn reap_orphans(run_dir: &Path) {
     let Ok(Some(dir)) = open_children_dir(run_dir, false) else {
         return;
     };
@@ -470,7 +470,7 @@ fn stat_fields(pid: i32) -> Option<Vec<String>> {
 }
 
 /// A process's start time in clock ticks since boot, as decimal text.
-pub fn start_ticks(pid: i32) -> Option<String> {
+pub(crate) fn start_ticks(pid: i32) -> Option<String> {
     stat_fields(pid)?.get(19).cloned()
 }
 

@@ -31,21 +31,21 @@ use std::os::fd::OwnedFd;
 use std::path::Path;
 
 /// The log's name in the socket's directory.
-pub const LOG_NAME: &str = "remote-server.log";
+pub(crate) const LOG_NAME: &str = "remote-server.log";
 /// The previous session's log.
-pub const OLD_NAME: &str = "remote-server.log.old";
+pub(crate) const OLD_NAME: &str = "remote-server.log.old";
 /// This session's first full log, kept while the session lasts.
-pub const FIRST_NAME: &str = "remote-server.log.1";
+pub(crate) const FIRST_NAME: &str = "remote-server.log.1";
 /// This session's latest full log but the first.
-pub const PREVIOUS_NAME: &str = "remote-server.log.2";
+pub(crate) const PREVIOUS_NAME: &str = "remote-server.log.2";
 /// The most one log file grows to before the daemon starts it over.
-pub const CAP: u64 = 32 << 20;
+pub(crate) const CAP: u64 = 32 << 20;
 /// Test-only override of [`CAP`] in bytes (read and removed by the
 /// detached daemon); not part of the documented interface.
-pub const TEST_CAP_ENV: &str = "REMORA_TEST_DAEMON_LOG_CAP";
+pub(crate) const TEST_CAP_ENV: &str = "REMORA_TEST_DAEMON_LOG_CAP";
 /// Tells the detached daemon that its stderr is this log (so it applies
 /// [`CAP`]); removed from its environment at start.
-pub const CAPPED_ENV: &str = "REMORA_DAEMON_LOG_CAPPED";
+pub(crate) const CAPPED_ENV: &str = "REMORA_DAEMON_LOG_CAPPED";
 
 /// The socket's directory, absolute.
 fn log_dir(socket: &Path) -> Option<std::path::PathBuf> {
@@ -59,7 +59,7 @@ fn log_dir(socket: &Path) -> Option<std::path::PathBuf> {
 
 /// Rotates and creates the log beside `socket`; `None` when the
 /// directory is not safe or the fresh file cannot be made.
-pub fn open_for_launch(socket: &Path) -> Option<File> {
+pub(crate) fn open_for_launch(socket: &Path) -> Option<File> {
     let fd = crate::base::safedir::open_own_dir(&log_dir(socket)?).ok()?;
     // The last session's rotated files go; its latest becomes `.old`.
     for rotated in [FIRST_NAME, PREVIOUS_NAME] {
@@ -92,7 +92,7 @@ fn create_log(dir: &OwnedFd) -> Option<File> {
 /// rotation renames only the file that is still this process's stderr
 /// (same device and inode), so a file someone swapped in is left alone
 /// (the log is then started over instead).
-pub fn arm_rotation(socket: &Path) {
+pub(crate) fn arm_rotation(socket: &Path) {
     if !crate::base::logging::stderr_capped() {
         return;
     }

@@ -25,15 +25,15 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 /// `minAgeDays` is clamped to this range; absent reads as 0, so 7.
-pub const MIN_AGE_DAYS: i64 = 7;
-pub const MAX_AGE_DAYS: i64 = 3650;
+pub(crate) const MIN_AGE_DAYS: i64 = 7;
+pub(crate) const MAX_AGE_DAYS: i64 = 3650;
 
 /// How long a sibling socket may take to accept before it counts as
 /// "cannot rule out".
-pub const SIBLING_DIAL_TIMEOUT: Duration = Duration::from_millis(300);
+pub(crate) const SIBLING_DIAL_TIMEOUT: Duration = Duration::from_millis(300);
 
 /// Why a daemon whose socket is off the run layout prunes nothing.
-pub const NOT_RUN_SHAPED: &str =
+pub(crate) const NOT_RUN_SHAPED: &str =
     "this daemon's socket is not under run/<clientId>/, so it has no per-install plugin root to prune";
 
 /// The candidate hash length.
@@ -41,7 +41,7 @@ const HASH_LEN: usize = 16;
 
 /// The run layout around a socket at `<base>/run/<client_id>/rpc.sock`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Layout {
+pub(crate) struct Layout {
     /// `<X>`.
     pub base: PathBuf,
     pub client_id: OsString,
@@ -51,7 +51,7 @@ impl Layout {
     /// The layout of `socket`, if it is run-shaped: the last component is
     /// exactly `rpc.sock`, its folder's folder exactly `run` (case
     /// matters), and the client id is neither empty nor `.`.
-    pub fn of(socket: &Path) -> Option<Layout> {
+    pub(crate) fn of(socket: &Path) -> Option<Layout> {
         let cleaned = PathBuf::from(OsString::from_vec(crate::base::gopath::clean(
             socket.as_os_str().as_bytes(),
         )));
@@ -77,22 +77,22 @@ impl Layout {
         })
     }
 
-    pub fn run_dir(&self) -> PathBuf {
+    pub(crate) fn run_dir(&self) -> PathBuf {
         self.base.join("run")
     }
 
-    pub fn legacy_root(&self) -> PathBuf {
+    pub(crate) fn legacy_root(&self) -> PathBuf {
         self.base.join("plugins")
     }
 
-    pub fn install_root(&self) -> PathBuf {
+    pub(crate) fn install_root(&self) -> PathBuf {
         self.legacy_root().join(&self.client_id)
     }
 }
 
 /// The plugin hashes a child's argv names: every maximal run of exactly
 /// 16 characters of `[0-9a-f]` in any word (`--plugin-dir <…>/<hash>`).
-pub fn hashes_in<'a>(words: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+pub(crate) fn hashes_in<'a>(words: impl IntoIterator<Item = &'a str>) -> Vec<String> {
     let mut found = Vec::new();
     for word in words {
         let bytes = word.as_bytes();
@@ -127,7 +127,7 @@ fn is_hash_name(name: &[u8]) -> bool {
 /// The first sibling daemon that blocks the legacy sweep, as the detail of
 /// the `skipped: another install's daemon is running (<detail>)` text; or
 /// `None` when every other socket under `<X>/run` is provably gone.
-pub async fn blocking_sibling(layout: &Layout) -> Option<String> {
+pub(crate) async fn blocking_sibling(layout: &Layout) -> Option<String> {
     let run_dir = layout.run_dir();
     let mut names = match std::fs::read_dir(&run_dir) {
         Ok(entries) => entries
@@ -176,7 +176,7 @@ pub async fn blocking_sibling(layout: &Layout) -> Option<String> {
 
 /// What sweeping one root did.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Swept {
+pub(crate) struct Swept {
     /// Hashes removed, sorted.
     pub removed: Vec<String>,
     pub live: u64,
@@ -222,7 +222,7 @@ fn mtime_of(st: &libc::stat) -> SystemTime {
 
 /// Opens a root: the base folder as given (the daemon's own), then each
 /// level below it without following a link. `Ok(None)` when it is missing.
-pub fn open_root(base: &Path, below: &[&Path]) -> io::Result<Option<OwnedFd>> {
+pub(crate) fn open_root(base: &Path, below: &[&Path]) -> io::Result<Option<OwnedFd>> {
     let open = |dir: Option<&OwnedFd>, name: &Path| match dir {
         Some(_) => open_dir_nofollow(dir, name),
         None => {
@@ -255,7 +255,13 @@ pub fn open_root(base: &Path, below: &[&Path]) -> io::Result<Option<OwnedFd>> {
 /// Sweeps the open root `root` (shown as `root_path`): every hash
 /// directory that is neither live nor used after `cutoff` is removed.
 /// `legacy` only changes the log line.
-pub fn sweep(root: &OwnedFd, root_path: &Path, live: &HashSet<String>, cutoff: SystemTime, legacy: bool) -> Swept {
+pub(crate) fn sweep(
+    root: &OwnedFd,
+    root_path: &Path,
+    live: &HashSet<String>,
+    cutoff: SystemTime,
+    legacy: bool,
+) -> Swept {
     let mut out = Swept::default();
     let shown_root = go_lossy(root_path.as_os_str().as_bytes());
     let mut names = match crate::base::safedir::read_names(root) {

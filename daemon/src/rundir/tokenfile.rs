@@ -22,23 +22,23 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// The fixed name clients derive from the socket path.
-pub const NAME: &str = "daemon.token";
+pub(crate) const NAME: &str = "daemon.token";
 
 /// A token file this daemon wrote; [`Persisted::remove`] at shutdown.
 #[derive(Debug)]
-pub struct Persisted {
+pub(crate) struct Persisted {
     path: PathBuf,
     identity: (u64, u64),
 }
 
 /// `<dir of socket>/daemon.token`.
 #[cfg_attr(not(test), allow(dead_code))]
-pub fn path_for(socket: &Path) -> PathBuf {
+pub(crate) fn path_for(socket: &Path) -> PathBuf {
     socket_dir(socket).join(NAME)
 }
 
 /// The socket's directory (`.` for a bare file name, like Go's `Dir`).
-pub fn socket_dir(socket: &Path) -> PathBuf {
+pub(crate) fn socket_dir(socket: &Path) -> PathBuf {
     match socket.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -47,7 +47,7 @@ pub fn socket_dir(socket: &Path) -> PathBuf {
 
 /// Writes `token` to `daemon.token` atomically. Logs and returns `None`
 /// on failure.
-pub fn persist(socket: &Path, token: &[u8]) -> Option<Persisted> {
+pub(crate) fn persist(socket: &Path, token: &[u8]) -> Option<Persisted> {
     match write_atomically(&socket_dir(socket), token) {
         Ok(p) => Some(p),
         Err(message) => {
@@ -128,13 +128,13 @@ fn temp_suffix(attempt: u32) -> u32 {
 
 impl Persisted {
     #[cfg_attr(not(test), allow(dead_code))]
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// Unlinks the file if it is still the one written at start. An absent
     /// file is fine (removed by hand, or replaced and then removed).
-    pub fn remove(self) {
+    pub(crate) fn remove(self) {
         match std::fs::symlink_metadata(&self.path) {
             Ok(m) if (m.dev(), m.ino()) == self.identity => {
                 if let Err(e) = std::fs::remove_file(&self.path) {

@@ -34,7 +34,7 @@
 //! Authenticated connections are the owner's; their own per-connection
 //! bounds (`connection.rs`) still apply.
 
-pub use crate::base::frame::SharedBudget;
+pub(crate) use crate::base::frame::SharedBudget;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -42,14 +42,14 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 /// How long a connection may stay open without an authenticated request.
-pub const AUTH_GRACE: Duration = Duration::from_secs(30);
+pub(crate) const AUTH_GRACE: Duration = Duration::from_secs(30);
 /// Test-only override of [`AUTH_GRACE`] in milliseconds; not part of the
 /// documented interface.
-pub const TEST_GRACE_ENV: &str = "REMORA_TEST_AUTH_GRACE_MS";
+pub(crate) const TEST_GRACE_ENV: &str = "REMORA_TEST_AUTH_GRACE_MS";
 
 /// [`AUTH_GRACE`], or the test override. Removes the variable so children
 /// never inherit it. Call before threads start.
-pub fn grace_from_env() -> Duration {
+pub(crate) fn grace_from_env() -> Duration {
     let Some(value) = std::env::var_os(TEST_GRACE_ENV) else {
         return AUTH_GRACE;
     };
@@ -64,31 +64,31 @@ pub fn grace_from_env() -> Duration {
 /// How long a newly admitted connection cannot be evicted (audit N6: with
 /// the oldest evicted first, a flood of same-uid connections evicted 15–30%
 /// of fresh clients before their first line was read).
-pub const FRESH_GRACE: Duration = Duration::from_secs(1);
+pub(crate) const FRESH_GRACE: Duration = Duration::from_secs(1);
 
 /// Fresh unauthenticated connections one process may have open while a
 /// newcomer of its own waits for room; past it its new connections are
 /// closed at once (the peer is `SO_PEERCRED`'s / `LOCAL_PEERPID`'s pid).
-pub const PEER_FRESH_LIMIT: usize = 8;
+pub(crate) const PEER_FRESH_LIMIT: usize = 8;
 
 /// Line-buffer bytes all unauthenticated connections together may hold.
-pub const UNAUTH_LINE_BUDGET: usize = 32 << 20;
+pub(crate) const UNAUTH_LINE_BUDGET: usize = 32 << 20;
 /// Descriptors kept out of the connection cap: at least this many, and at
 /// least a quarter of the limit.
-pub const MIN_RESERVED_FDS: u64 = 128;
+pub(crate) const MIN_RESERVED_FDS: u64 = 128;
 /// The cap never goes below this, even under a tiny descriptor limit.
 const MIN_CAP: usize = 16;
 
 /// The connection cap for a soft descriptor limit `soft`:
 /// `soft − max(128, soft / 4)`, at least 16.
-pub fn connection_cap(soft: u64) -> usize {
+pub(crate) fn connection_cap(soft: u64) -> usize {
     let reserve = MIN_RESERVED_FDS.max(soft / 4);
     (soft.saturating_sub(reserve) as usize).max(MIN_CAP)
 }
 
 /// This process's soft descriptor limit (1024 when it cannot be read;
 /// "unlimited" counts as 1 << 20).
-pub fn soft_fd_limit() -> u64 {
+pub(crate) fn soft_fd_limit() -> u64 {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -177,7 +177,7 @@ impl Queue {
 }
 
 /// The daemon's connection table, as far as admission needs one.
-pub struct Admission {
+pub(crate) struct Admission {
     cap: usize,
     grace: Duration,
     /// [`FRESH_GRACE`]; shorter in tests.
@@ -194,7 +194,7 @@ pub struct Admission {
 }
 
 /// Whether a new connection was let in.
-pub enum Admitted {
+pub(crate) enum Admitted {
     /// Serve it; it holds its place until the ticket drops.
     Yes(Ticket),
     /// Every place is taken by an authenticated connection.
@@ -205,12 +205,12 @@ pub enum Admitted {
 }
 
 impl Admission {
-    pub fn new(cap: usize, grace: Duration) -> Arc<Admission> {
+    pub(crate) fn new(cap: usize, grace: Duration) -> Arc<Admission> {
         Admission::with_fresh_grace(cap, grace, FRESH_GRACE)
     }
 
     /// [`Admission::new`] with another [`FRESH_GRACE`].
-    pub fn with_fresh_grace(cap: usize, grace: Duration, fresh: Duration) -> Arc<Admission> {
+    pub(crate) fn with_fresh_grace(cap: usize, grace: Duration, fresh: Duration) -> Arc<Admission> {
         Arc::new(Admission {
             cap,
             grace,
@@ -227,16 +227,16 @@ impl Admission {
     }
 
     /// The cap from this process's descriptor limit.
-    pub fn from_fd_limit(grace: Duration) -> Arc<Admission> {
+    pub(crate) fn from_fd_limit(grace: Duration) -> Arc<Admission> {
         Admission::new(connection_cap(soft_fd_limit()), grace)
     }
 
-    pub fn cap(&self) -> usize {
+    pub(crate) fn cap(&self) -> usize {
         self.cap
     }
 
     /// How long a connection may stay without an authenticated request.
-    pub fn grace(&self) -> Duration {
+    pub(crate) fn grace(&self) -> Duration {
         self.grace
     }
 
@@ -254,7 +254,7 @@ impl Admission {
     /// connections plus the one being admitted. The accept loop calls this
     /// before it accepts again.
     /// `peer` is the connecting process, when known.
-    pub async fn admit(self: &Arc<Self>, peer: Option<i32>) -> Admitted {
+    pub(crate) async fn admit(self: &Arc<Self>, peer: Option<i32>) -> Admitted {
         let permit = loop {
             if let Ok(permit) = self.places.clone().try_acquire_owned() {
                 break permit;
@@ -306,7 +306,7 @@ impl Admission {
 
     /// Open connections now.
     #[cfg(test)]
-    pub fn open(&self) -> usize {
+    pub(crate) fn open(&self) -> usize {
         self.cap - self.places.available_permits()
     }
 
@@ -319,7 +319,7 @@ impl Admission {
 }
 
 /// One connection's place in the table; dropping it gives the place back.
-pub struct Ticket {
+pub(crate) struct Ticket {
     admission: Arc<Admission>,
     id: u64,
     evict: Arc<Notify>,
@@ -332,18 +332,18 @@ impl Ticket {
     /// Resolves when an admission at the cap chose this connection to make
     /// room. Only unauthenticated connections are chosen; one that
     /// authenticates in the same instant still goes.
-    pub async fn evicted(&self) {
+    pub(crate) async fn evicted(&self) {
         self.evict.notified().await;
     }
 
-    pub fn is_authenticated(&self) -> bool {
+    pub(crate) fn is_authenticated(&self) -> bool {
         self.authenticated
     }
 
     /// The connection sent a complete line (without the token, or not yet
     /// checked): it is no longer silent, so evictions take it after the
     /// ones that have said nothing for longer.
-    pub fn heard(&self) {
+    pub(crate) fn heard(&self) {
         if !self.authenticated {
             self.heard.store(self.admission.clock_ms(), Ordering::Relaxed);
         }
@@ -351,7 +351,7 @@ impl Ticket {
 
     /// The connection sent a request with the right token: it is no longer
     /// a candidate for eviction, the grace or the unauthenticated budget.
-    pub fn authenticate(&mut self) {
+    pub(crate) fn authenticate(&mut self) {
         if !self.authenticated {
             self.authenticated = true;
             self.admission.forget(self.id);
@@ -359,7 +359,7 @@ impl Ticket {
     }
 
     /// The budget an unauthenticated connection's line buffer charges.
-    pub fn line_budget(&self) -> Arc<SharedBudget> {
+    pub(crate) fn line_budget(&self) -> Arc<SharedBudget> {
         self.admission.unauth_lines.clone()
     }
 }

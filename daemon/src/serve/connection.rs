@@ -67,7 +67,7 @@ fn connection_name(conn_id: u64, peer: Option<i32>) -> String {
 /// [`crate::serve::admission`]: its lines are checked on the reader, its buffer
 /// is charged to the shared unauthenticated budget, and it is closed
 /// after its grace ([`crate::serve::admission::AUTH_GRACE`]) or when a newer connection needs its place.
-pub async fn serve(stream: UnixStream, daemon: Arc<Daemon>, mut ticket: Ticket) {
+pub(crate) async fn serve(stream: UnixStream, daemon: Arc<Daemon>, mut ticket: Ticket) {
     let conn_id = NEXT_CONN_ID.fetch_add(1, Ordering::Relaxed);
     // Past a burst, a connection is logged only once it authenticates
     // (`connlog`): a churn without the token cannot flood the log.

@@ -25,11 +25,11 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Opening lines that may be written at once.
-pub const BURST: u32 = 20;
+pub(crate) const BURST: u32 = 20;
 /// One more opening line may be written per this much time.
-pub const REFILL: Duration = Duration::from_secs(2);
+pub(crate) const REFILL: Duration = Duration::from_secs(2);
 /// How often the summary of unlogged connections is written.
-pub const SUMMARY_EVERY: Duration = Duration::from_secs(60);
+pub(crate) const SUMMARY_EVERY: Duration = Duration::from_secs(60);
 
 struct Bucket {
     tokens: u32,
@@ -39,7 +39,7 @@ struct Bucket {
 
 /// Why an unlogged connection ended (the summary counts each).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ended {
+pub(crate) enum Ended {
     /// The client closed it (or the daemon stopped).
     Closed,
     /// No request with the token within the grace.
@@ -73,7 +73,7 @@ impl Ended {
 }
 
 /// The daemon-wide budget of connection lines.
-pub struct ConnLog {
+pub(crate) struct ConnLog {
     bucket: Mutex<Bucket>,
     /// Connections that ended without the token and unlogged since the
     /// last summary, by [`Ended`] (in `Ended::ALL` order).
@@ -94,7 +94,7 @@ impl Default for ConnLog {
 
 impl ConnLog {
     /// A connection opened: whether its lines are logged from the start.
-    pub fn admit(&self) -> bool {
+    pub(crate) fn admit(&self) -> bool {
         let mut b = self.bucket.lock().unwrap_or_else(|p| p.into_inner());
         let earned = b.refilled.elapsed().as_nanos() / REFILL.as_nanos().max(1);
         if earned > 0 {
@@ -114,7 +114,7 @@ impl ConnLog {
     }
 
     /// A connection without a line in the log ended without the token.
-    pub fn count_unlogged(&self, why: Ended) {
+    pub(crate) fn count_unlogged(&self, why: Ended) {
         if let Some(at) = Ended::ALL.iter().position(|e| *e == why) {
             self.unlogged[at].fetch_add(1, Ordering::Relaxed);
         }
@@ -122,7 +122,7 @@ impl ConnLog {
 
     /// Writes the summary line if any connection went unlogged since the
     /// last one.
-    pub fn summarize(&self) {
+    pub(crate) fn summarize(&self) {
         let counts: Vec<(Ended, u64)> = Ended::ALL
             .iter()
             .zip(&self.unlogged)

@@ -40,7 +40,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 /// What the connection's writer sends for one request.
-pub enum Reply {
+pub(crate) enum Reply {
     /// One complete NDJSON line, newline included.
     Line(Vec<u8>),
     /// Stream a log, and write the reply `line` at the place in it the
@@ -61,20 +61,20 @@ pub enum Reply {
 /// A [`StdinAck`] stored byte-aligned, so [`Reply::StdinAck`] fits in the
 /// room the largest variant already takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PackedAck {
+pub(crate) struct PackedAck {
     applied: [u8; 8],
     duplicate: bool,
 }
 
 impl PackedAck {
-    pub fn new(ack: StdinAck) -> PackedAck {
+    pub(crate) fn new(ack: StdinAck) -> PackedAck {
         PackedAck {
             applied: ack.applied.to_ne_bytes(),
             duplicate: ack.duplicate,
         }
     }
 
-    pub fn ack(&self) -> StdinAck {
+    pub(crate) fn ack(&self) -> StdinAck {
         StdinAck {
             applied: u64::from_ne_bytes(self.applied),
             duplicate: self.duplicate,
@@ -83,12 +83,12 @@ impl PackedAck {
 }
 
 /// The result of `server.ping`, as every ping reply carries it.
-pub const PONG_RESULT: &[u8] = br#"{"pong":true}"#;
+pub(crate) const PONG_RESULT: &[u8] = br#"{"pong":true}"#;
 
 impl Reply {
     /// Appends the reply's line to `out`, for the variants that are one
     /// line by themselves ([`Reply::Follow`] is ordered by the writer).
-    pub fn write_line(&self, out: &mut Vec<u8>) {
+    pub(crate) fn write_line(&self, out: &mut Vec<u8>) {
         match self {
             Reply::Line(line) => out.extend_from_slice(line),
             Reply::Pong(id) => rpc::write_success_line(out, id.as_bytes(), PONG_RESULT),
@@ -105,7 +105,7 @@ impl Reply {
 }
 
 /// What the connection's reader does with one line.
-pub enum Step<T> {
+pub(crate) enum Step<T> {
     /// Send this now: the line was answered on the reader.
     Reply(Reply),
     /// Run this future in a task of its own and send what it returns.
@@ -117,7 +117,7 @@ pub enum Step<T> {
 
 /// One line's [`Step`], and whether the line carried the right token
 /// (the connection is then authenticated).
-pub struct Dispatched<T> {
+pub(crate) struct Dispatched<T> {
     pub step: Step<T>,
     pub authenticates: bool,
 }
@@ -125,7 +125,7 @@ pub struct Dispatched<T> {
 /// What every line of one connection is dispatched with: the daemon, the
 /// connection's quota of unauthorized-request warnings, and which
 /// handlers its requests reach.
-pub struct Dispatcher {
+pub(crate) struct Dispatcher {
     daemon: Arc<Daemon>,
     warnings: Arc<Quota>,
     handlers: Handlers,
@@ -133,7 +133,7 @@ pub struct Dispatcher {
 
 impl Dispatcher {
     /// A dispatcher that logs at most `warnings` unauthorized requests.
-    pub fn new(daemon: Arc<Daemon>, warnings: u32, handlers: Handlers) -> Dispatcher {
+    pub(crate) fn new(daemon: Arc<Daemon>, warnings: u32, handlers: Handlers) -> Dispatcher {
         Dispatcher {
             daemon,
             warnings: Arc::new(Quota::new(warnings)),
@@ -142,7 +142,7 @@ impl Dispatcher {
     }
 
     /// Unauthorized requests that were past the warning quota (not logged).
-    pub fn unlogged_warnings(&self) -> u64 {
+    pub(crate) fn unlogged_warnings(&self) -> u64 {
         self.warnings.suppressed()
     }
 
@@ -153,7 +153,7 @@ impl Dispatcher {
     ///
     /// The task future owns what it needs, so it can outlive the line and
     /// run in a task of its own.
-    pub async fn on_line(
+    pub(crate) async fn on_line(
         &self,
         line: &[u8],
         authenticated: bool,
@@ -276,7 +276,7 @@ fn handler_panicked(method: Method) -> RpcError {
 /// their in-flight permits first and are parsed in their own task, so the
 /// reader never holds a big parsed tree beside the line waiting for a
 /// permit. Instant requests are about 100 bytes.
-pub const INSTANT_LINE_MAX: usize = 4096;
+pub(crate) const INSTANT_LINE_MAX: usize = 4096;
 
 /// Answers an instant request on the connection's reader. A panic loses
 /// this reply, never the connection.
@@ -323,7 +323,7 @@ fn is_instant(checked: &Checked) -> bool {
 
 /// Which handlers a validated request reaches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Handlers {
+pub(crate) enum Handlers {
     /// Every method runs: the daemon.
     All,
     /// `server.*` and `plugins.*` run; `files.*`, `git.*` and `process.*`
@@ -439,7 +439,7 @@ async fn dispatch(request: &Request, daemon: &Daemon, handlers: Handlers) -> Out
 
 /// The params gate: absent params or a failed Go-style decode are both
 /// `-32602 Invalid params`.
-pub fn bind_params<P>(
+pub(crate) fn bind_params<P>(
     params: &Option<Value>,
     decode: impl Fn(&Value) -> Result<P, crate::base::gojson::DecodeError>,
 ) -> Result<P, Outcome> {

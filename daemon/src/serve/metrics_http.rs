@@ -30,15 +30,15 @@ use tokio::net::{TcpListener, TcpStream};
 /// The largest request head accepted.
 const MAX_HEAD: usize = 8 * 1024;
 /// How long a client may take to send its request head.
-pub const READ_TIMEOUT: Duration = Duration::from_secs(2);
+pub(crate) const READ_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long a client may take to read the response.
-pub const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
+pub(crate) const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
 /// Connections served at once.
-pub const MAX_CONNECTIONS: usize = 4;
-pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4";
+pub(crate) const MAX_CONNECTIONS: usize = 4;
+pub(crate) const CONTENT_TYPE: &str = "text/plain; version=0.0.4";
 
 /// Binds `addr` and serves it in the background; logs a bind failure.
-pub async fn start(addr: &str, daemon: Arc<Daemon>) {
+pub(crate) async fn start(addr: &str, daemon: Arc<Daemon>) {
     match bind(addr).await {
         Ok(listener) => {
             let shown = listener
@@ -181,7 +181,7 @@ fn respond(head: &[u8], metrics: &Metrics) -> Vec<u8> {
 }
 
 /// Prometheus text exposition of every counter.
-pub fn render(m: &Metrics) -> String {
+pub(crate) fn render(m: &Metrics) -> String {
     let mut out = String::with_capacity(8 * 1024);
     let counter = |out: &mut String, name: &str, help: &str, value: u64| {
         let _ = write!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}\n");

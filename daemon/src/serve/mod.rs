@@ -18,12 +18,12 @@
 //! | [`metrics_http`] | the `-metrics-addr` HTTP endpoint |
 //! | [`shellenv`] | login-shell PATH extraction into the state |
 
-pub mod admission;
-pub mod connection;
-pub mod connlog;
-pub mod dispatch;
-pub mod metrics_http;
-pub mod orphan;
-pub mod server;
-pub mod shellenv;
-pub mod state;
+pub(crate) mod admission;
+pub(crate) mod connection;
+pub(crate) mod connlog;
+pub(crate) mod dispatch;
+pub(crate) mod metrics_http;
+pub(crate) mod orphan;
+pub(crate) mod server;
+pub(crate) mod shellenv;
+pub(crate) mod state;

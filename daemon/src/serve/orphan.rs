@@ -29,11 +29,11 @@ use std::time::Duration;
 
 /// Test-only override of the two periods; not part of the documented
 /// interface.
-pub const TEST_TIMERS_ENV: &str = "REMORA_TEST_ORPHAN_TIMERS";
+pub(crate) const TEST_TIMERS_ENV: &str = "REMORA_TEST_ORPHAN_TIMERS";
 
 /// The check period and the grace before the first self-probe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Timers {
+pub(crate) struct Timers {
     pub check: Duration,
     pub grace: Duration,
 }
@@ -50,7 +50,7 @@ impl Default for Timers {
 impl Timers {
     /// The reference periods, or the test override. Removes the variable
     /// so children never inherit it. Call before threads start.
-    pub fn from_env() -> Timers {
+    pub(crate) fn from_env() -> Timers {
         let Some(value) = std::env::var_os(TEST_TIMERS_ENV) else {
             return Timers::default();
         };
@@ -75,13 +75,13 @@ impl Timers {
 }
 
 /// Device and inode of the socket file at `path`.
-pub fn identity(path: &Path) -> Option<(u64, u64)> {
+pub(crate) fn identity(path: &Path) -> Option<(u64, u64)> {
     std::fs::symlink_metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 /// Runs the check until shutdown. A no-op when the bound socket's
 /// identity is unknown.
-pub async fn watch(daemon: Arc<Daemon>, bound: Option<(u64, u64)>, timers: Timers) {
+pub(crate) async fn watch(daemon: Arc<Daemon>, bound: Option<(u64, u64)>, timers: Timers) {
     let Some(bound) = bound else {
         return;
     };

@@ -35,7 +35,7 @@ impl std::error::Error for BindError {}
 #[cfg(target_os = "linux")]
 pub(crate) const SOCKET_PATH_MAX: usize = 107;
 #[cfg(not(target_os = "linux"))]
-pub const SOCKET_PATH_MAX: usize = 103;
+pub(crate) const SOCKET_PATH_MAX: usize = 103;
 #[cfg(target_os = "linux")]
 const SOCKET_PATH_SYSTEM: &str = "Linux";
 #[cfg(not(target_os = "linux"))]

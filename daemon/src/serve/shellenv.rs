@@ -20,12 +20,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// How long a login shell may take to report.
-pub const TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(5);
 const BEGIN: &str = "__REMORA_PATH_BEGIN__";
 const END: &str = "__REMORA_PATH_END__";
 
 /// Starts the extraction in the background.
-pub fn spawn(daemon: Arc<Daemon>) {
+pub(crate) fn spawn(daemon: Arc<Daemon>) {
     tokio::spawn(async move {
         let shell = login_shell();
         match extract(&shell).await {
@@ -47,7 +47,7 @@ fn login_shell() -> String {
 }
 
 /// Runs `shell` and returns the PATH it reports.
-pub async fn extract(shell: &str) -> Result<String, String> {
+pub(crate) async fn extract(shell: &str) -> Result<String, String> {
     // `printf` with the markers as arguments: works in sh, bash, zsh, fish
     // and tcsh alike, and "$PATH" is expanded by the login shell only.
     let script = format!("printf '%s%s%s' {BEGIN} \"$PATH\" {END}");

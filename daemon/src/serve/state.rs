@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 /// Settings fixed when the daemon starts.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     pub socket_path: PathBuf,
     /// `-keep-children`: leave children running across a graceful shutdown.
     pub keep_children: bool,
@@ -44,7 +44,7 @@ impl Default for Options {
 }
 
 /// State shared by every connection and handler.
-pub struct Daemon {
+pub(crate) struct Daemon {
     pub token: Vec<u8>,
     /// Per-boot identity (`server.capabilities`, run-dir lock, orphan check).
     pub instance: Instance,
@@ -63,7 +63,7 @@ pub struct Daemon {
 impl Daemon {
     /// The daemon state, with an identity made earlier (the run-dir lock
     /// records it before the daemon state exists).
-    pub fn with_instance(token: Vec<u8>, options: Options, instance: Instance) -> Arc<Daemon> {
+    pub(crate) fn with_instance(token: Vec<u8>, options: Options, instance: Instance) -> Arc<Daemon> {
         let metrics = Arc::new(Metrics::default());
         let replay = ReplayStore::open(options.replay.clone(), metrics.replay.clone());
         let shutdown = Shutdown::new();

@@ -7,5 +7,5 @@
 //! | [`os`] | peer pid, liveness, own executable, fd listing, pipe2, errno/readdir, CSPRNG, platform signal sets, glibc malloc tuning |
 //! | [`process`] | signal names, group kill, exit observed without reaping (pidfd / kqueue) |
 
-pub mod os;
-pub mod process;
+pub(crate) mod os;
+pub(crate) mod process;

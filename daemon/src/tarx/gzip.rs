@@ -20,10 +20,10 @@
 use flate2::{Crc, Decompress, FlushDecompress, Status};
 use std::io::{self, Read};
 
-pub const ERR_HEADER: &str = "gzip: invalid header";
-pub const ERR_CHECKSUM: &str = "gzip: invalid checksum";
-pub const ERR_UNEXPECTED_EOF: &str = "unexpected EOF";
-pub const ERR_EOF: &str = "EOF";
+pub(crate) const ERR_HEADER: &str = "gzip: invalid header";
+pub(crate) const ERR_CHECKSUM: &str = "gzip: invalid checksum";
+pub(crate) const ERR_UNEXPECTED_EOF: &str = "unexpected EOF";
+pub(crate) const ERR_EOF: &str = "EOF";
 
 const FLAG_HDR_CRC: u8 = 1 << 1;
 const FLAG_EXTRA: u8 = 1 << 2;
@@ -40,7 +40,7 @@ enum State {
 
 /// Go's `gzip.Reader` over a byte source. Errors are Go texts (`String`);
 /// `source_error` formats a failure of the underlying reader.
-pub struct GzipReader<R> {
+pub(crate) struct GzipReader<R> {
     inner: R,
     buf: Box<[u8]>,
     pos: usize,
@@ -54,7 +54,7 @@ pub struct GzipReader<R> {
 
 impl<R: Read> GzipReader<R> {
     /// Reads the first member's header, like `gzip.NewReader`.
-    pub fn new(inner: R, source_error: Box<dyn Fn(&io::Error) -> String + Send>) -> Result<Self, String> {
+    pub(crate) fn new(inner: R, source_error: Box<dyn Fn(&io::Error) -> String + Send>) -> Result<Self, String> {
         let mut reader = GzipReader {
             inner,
             buf: vec![0u8; INPUT_BUFFER].into_boxed_slice(),
@@ -203,7 +203,7 @@ impl<R: Read> GzipReader<R> {
 
     /// Decompressed bytes into `out`; `Ok(0)` at the clean end of the
     /// stream, `Err(go_text)` on failure (and on every later call).
-    pub fn read_go(&mut self, out: &mut [u8]) -> Result<usize, String> {
+    pub(crate) fn read_go(&mut self, out: &mut [u8]) -> Result<usize, String> {
         if out.is_empty() {
             return Ok(0);
         }

@@ -33,8 +33,8 @@
 //! symlink or into a pre-existing inode (a hard link), even if another
 //! process plants one in `destDir` while we extract.
 
-pub mod gzip;
-pub mod reader;
+pub(crate) mod gzip;
+pub(crate) mod reader;
 mod removeall;
 
 use crate::base::goerr::path_error;
@@ -49,12 +49,12 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use removeall::{open_parent, remove_all, split_path};
-pub use removeall::{remove_tree_errno, remove_tree_in};
+pub(crate) use removeall::{remove_tree_errno, remove_tree_in};
 
 /// The `files.extract_tar` result body. `fileCount` is absent only on the
 /// destDir rejection, which the contract shows without it.
 #[derive(Debug, Serialize, PartialEq, Eq)]
-pub struct ExtractResult {
+pub(crate) struct ExtractResult {
     pub success: bool,
     #[serde(rename = "fileCount", skip_serializing_if = "Option::is_none")]
     pub file_count: Option<u64>,
@@ -85,7 +85,7 @@ fn too_long(op: &str, path: &[u8]) -> String {
 
 /// Extracts the gzip'd tar at `archive` into `dest`. Never panics on input
 /// and never writes outside `dest`.
-pub fn extract(archive: &Path, dest: &Path) -> ExtractResult {
+pub(crate) fn extract(archive: &Path, dest: &Path) -> ExtractResult {
     let dest_b = dest.as_os_str().as_bytes();
     if !gopath::is_abs(dest_b) || gopath::clean(dest_b) == b"/" {
         return ExtractResult {

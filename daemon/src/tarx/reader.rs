@@ -20,15 +20,15 @@
 use super::gzip::ERR_UNEXPECTED_EOF;
 use std::collections::HashMap;
 
-pub const ERR_HEADER: &str = "archive/tar: invalid tar header";
-pub const ERR_FIELD_TOO_LONG: &str = "archive/tar: header field too long";
+pub(crate) const ERR_HEADER: &str = "archive/tar: invalid tar header";
+pub(crate) const ERR_FIELD_TOO_LONG: &str = "archive/tar: header field too long";
 
 const BLOCK: usize = 512;
 /// Go's `maxSpecialFileSize`: the cap on PAX and GNU long-name data.
 const MAX_SPECIAL: u64 = 1 << 20;
 
 /// A source of decompressed bytes with Go error texts.
-pub trait GoRead {
+pub(crate) trait GoRead {
     /// `Ok(0)` only at the clean end of the stream.
     fn read_go(&mut self, out: &mut [u8]) -> Result<usize, String>;
 }
@@ -50,14 +50,14 @@ impl GoRead for &[u8] {
 
 /// One archive entry's header, after PAX/GNU merging.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Header {
+pub(crate) struct Header {
     /// The name exactly as Go's `hdr.Name` (raw bytes).
     pub name: Vec<u8>,
     pub typeflag: u8,
     pub size: u64,
 }
 
-pub struct TarReader<R> {
+pub(crate) struct TarReader<R> {
     r: R,
     /// Data bytes of the current entry not yet read.
     remaining: u64,
@@ -153,7 +153,7 @@ fn parse_pax(mut s: &[u8]) -> Result<HashMap<Vec<u8>, Vec<u8>>, String> {
 }
 
 impl<R: GoRead> TarReader<R> {
-    pub fn new(r: R) -> Self {
+    pub(crate) fn new(r: R) -> Self {
         TarReader {
             r,
             remaining: 0,
@@ -193,7 +193,7 @@ impl<R: GoRead> TarReader<R> {
     }
 
     /// The current entry's data; `Ok(0)` at its end.
-    pub fn read_data(&mut self, out: &mut [u8]) -> Result<usize, String> {
+    pub(crate) fn read_data(&mut self, out: &mut [u8]) -> Result<usize, String> {
         if self.remaining == 0 || out.is_empty() {
             return Ok(0);
         }
@@ -213,7 +213,7 @@ impl<R: GoRead> TarReader<R> {
     /// last bytes, so the reference can miss a truncated or corrupt
     /// trailer; remora never reports such an archive as a success. The
     /// bytes are discarded (at most 8 KiB held at a time).
-    pub fn drain_to_end(&mut self) -> Result<(), String> {
+    pub(crate) fn drain_to_end(&mut self) -> Result<(), String> {
         let mut scratch = [0u8; 8192];
         while self.r.read_go(&mut scratch)? > 0 {}
         Ok(())
@@ -236,7 +236,7 @@ impl<R: GoRead> TarReader<R> {
     }
 
     /// Go's `Reader.Next`: the next entry, or `None` at the end.
-    pub fn next_entry(&mut self) -> Result<Option<Header>, String> {
+    pub(crate) fn next_entry(&mut self) -> Result<Option<Header>, String> {
         let mut pax: HashMap<Vec<u8>, Vec<u8>> = HashMap::new();
         let mut long_name: Option<Vec<u8>> = None;
         loop {

@@ -20,7 +20,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 /// Directory descriptors one removal keeps open at most.
-pub const OPEN_LEVELS: usize = 16;
+pub(super) const OPEN_LEVELS: usize = 16;
 
 /// Go's `os.RemoveAll` (the `removeall_at.go` variant Linux uses), ported
 /// for its error texts (`unlinkat <path>: …`, `openfdat <path>: …`). It
@@ -72,7 +72,7 @@ pub(super) fn remove_all(path: &[u8]) -> Result<(), String> {
 /// below it, as Go's `removeAllFrom` does, never following a link (a link
 /// is removed, not its target). `parent_path` is only for the error text
 /// (`unlinkat <parent_path>/<rel>: …`). Used by `plugins.prune` too.
-pub fn remove_tree_in(parent: &OwnedFd, name: &[u8], parent_path: &[u8]) -> Result<(), String> {
+pub(crate) fn remove_tree_in(parent: &OwnedFd, name: &[u8], parent_path: &[u8]) -> Result<(), String> {
     remove_all_from(parent, name).map_err(|(op, rel, e)| {
         let mut full = parent_path.to_vec();
         full.push(b'/');
@@ -83,7 +83,7 @@ pub fn remove_tree_in(parent: &OwnedFd, name: &[u8], parent_path: &[u8]) -> Resu
 
 /// [`remove_tree_in`] for callers whose texts name the entry themselves
 /// (`RemoveAll <entry>: …`): the bare OS error of the first failure.
-pub fn remove_tree_errno(parent: &OwnedFd, name: &[u8]) -> io::Result<()> {
+pub(crate) fn remove_tree_errno(parent: &OwnedFd, name: &[u8]) -> io::Result<()> {
     remove_all_from(parent, name).map_err(|(_, _, e)| e)
 }
 

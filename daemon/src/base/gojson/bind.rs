@@ -42,7 +42,7 @@ fn mismatch(expected: &'static str, found: &Value) -> DecodeError {
 
 /// Decoding into an existing value, as Go does (`json.Unmarshal` into a
 /// field keeps whatever `null` does not overwrite).
-pub trait GoDecode {
+pub(crate) trait GoDecode {
     fn decode_into(&mut self, value: &Value) -> Result<(), DecodeError>;
 }
 
@@ -73,7 +73,7 @@ impl GoDecode for bool {
 }
 
 /// `strconv.ParseInt(literal, 10, 64)`: no fraction, no exponent, in range.
-pub fn parse_go_int(literal: &str) -> Option<i64> {
+pub(crate) fn parse_go_int(literal: &str) -> Option<i64> {
     literal.parse::<i64>().ok()
 }
 
@@ -95,7 +95,7 @@ impl GoDecode for i64 {
 
 /// `strconv.ParseUint(literal, 10, 64)`: digits only (no sign, fraction or
 /// exponent), at most `u64::MAX`.
-pub fn parse_go_uint(literal: &str) -> Option<u64> {
+pub(crate) fn parse_go_uint(literal: &str) -> Option<u64> {
     if literal.is_empty() || !literal.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -224,7 +224,7 @@ impl GoDecode for Raw {
 /// decodes back to `self` (`None` = leave the member out). Used to check
 /// decode/encode round trips when fuzzing.
 #[cfg_attr(not(feature = "fuzzing"), allow(dead_code))]
-pub trait GoEncode {
+pub(crate) trait GoEncode {
     fn to_go_value(&self) -> Option<Value>;
 }
 
@@ -290,7 +290,7 @@ impl GoEncode for Raw {
 }
 
 /// Finds the field a key binds to: exact name first, then Go's fold.
-pub fn match_field(names: &[&str], key: &str) -> Option<usize> {
+pub(crate) fn match_field(names: &[&str], key: &str) -> Option<usize> {
     if let Some(i) = names.iter().position(|n| *n == key) {
         return Some(i);
     }
@@ -300,7 +300,7 @@ pub fn match_field(names: &[&str], key: &str) -> Option<usize> {
 
 /// Runs the struct-level part of a Go unmarshal: `null` is a no-op, an object
 /// feeds each member to `set(field_index, value)`, anything else fails.
-pub fn decode_struct(
+pub(crate) fn decode_struct(
     value: &Value,
     names: &[&str],
     mut set: impl FnMut(usize, &Value) -> Result<(), DecodeError>,
@@ -345,10 +345,10 @@ macro_rules! go_struct {
 
         impl $name {
             /// The JSON names, in declaration order.
-            pub const JSON_NAMES: &'static [&'static str] = &[$($json),*];
+            $vis const JSON_NAMES: &'static [&'static str] = &[$($json),*];
 
             /// Decodes `value` as Go's `json.Unmarshal` into a zero struct would.
-            pub fn from_go_value(value: &$crate::base::gojson::Value) -> Result<Self, $crate::base::gojson::DecodeError> {
+            $vis fn from_go_value(value: &$crate::base::gojson::Value) -> Result<Self, $crate::base::gojson::DecodeError> {
                 let mut out = Self::default();
                 $crate::base::gojson::GoDecode::decode_into(&mut out, value)?;
                 Ok(out)

@@ -22,7 +22,7 @@ use std::ops::ControlFlow;
 
 /// serde_json formatter producing Go's encoder output.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct GoFormatter;
+pub(crate) struct GoFormatter;
 
 impl serde_json::ser::Formatter for GoFormatter {
     fn write_string_fragment<W: ?Sized + Write>(&mut self, writer: &mut W, fragment: &str) -> io::Result<()> {
@@ -53,7 +53,7 @@ impl serde_json::ser::Formatter for GoFormatter {
 }
 
 /// Serialises `value` with Go's encoder rules, appending to `out`.
-pub fn write_go_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+pub(crate) fn write_go_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
     let mut ser = serde_json::Serializer::with_formatter(&mut *out, GoFormatter);
     // Serialising our own types into a Vec cannot fail: they hold no maps
     // with non-string keys and writing to memory does not error.
@@ -68,20 +68,20 @@ fn unreachable_serialisation(e: serde_json::Error) {
 }
 
 /// Serialises `value` with Go's encoder rules into a new buffer.
-pub fn to_go_json<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
+pub(crate) fn to_go_json<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
     let mut out = Vec::with_capacity(64);
     write_go_json(&mut out, value);
     out
 }
 
 /// Writes one string as a Go JSON string literal.
-pub fn write_go_string(out: &mut Vec<u8>, s: &str) {
+pub(crate) fn write_go_string(out: &mut Vec<u8>, s: &str) {
     write_go_json(out, s);
 }
 
 /// Go's `float64` encoding (`strconv.AppendFloat(f, 'f' or 'e', -1, 64)`
 /// plus the encoder's `e-07` → `e-7` clean-up).
-pub fn format_go_float(value: f64) -> String {
+pub(crate) fn format_go_float(value: f64) -> String {
     if !value.is_finite() {
         // Go refuses to encode these; they never reach the wire here.
         return "null".to_string();
@@ -105,7 +105,7 @@ pub fn format_go_float(value: f64) -> String {
 /// at least 6 (the `%g` rule with "shortest" precision), and a two-digit
 /// minimum exponent: `1e+06`, `1.2345678901234567e+19`, `1e-05`. This is
 /// not the JSON form ([`format_go_float`]), which switches only at 1e21.
-pub fn format_go_float_v(value: f64) -> String {
+pub(crate) fn format_go_float_v(value: f64) -> String {
     if value.is_nan() {
         return "NaN".to_string();
     }
@@ -137,7 +137,7 @@ pub fn format_go_float_v(value: f64) -> String {
 /// (the last duplicate winning, as in the decoded map). Iterative: ids
 /// nest as deep as the parser allows. The walk stops once the text passes
 /// `max_bytes`, so a log line never pays for a megabyte id.
-pub fn format_go_v(value: &Value, max_bytes: usize) -> String {
+pub(crate) fn format_go_v(value: &Value, max_bytes: usize) -> String {
     let mut out = String::new();
     let _: ControlFlow<()> = walk(value, Members::GoMap, |step| {
         if out.len() > max_bytes {
@@ -170,7 +170,7 @@ pub fn format_go_v(value: &Value, max_bytes: usize) -> String {
 /// `interface{}`: numbers as `float64`, objects as maps with sorted keys
 /// (the last duplicate winning), everything compact. Iterative, like every
 /// traversal of a [`Value`].
-pub fn write_value(out: &mut Vec<u8>, value: &Value) {
+pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value) {
     let _: ControlFlow<()> = walk(value, Members::GoMap, |step| {
         match step {
             Step::Scalar(Value::Bool(b)) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
@@ -199,7 +199,7 @@ pub fn write_value(out: &mut Vec<u8>, value: &Value) {
 
 /// [`write_value`] into a new buffer.
 #[cfg(any(test, feature = "fuzzing"))]
-pub fn value_to_json(value: &Value) -> Vec<u8> {
+pub(crate) fn value_to_json(value: &Value) -> Vec<u8> {
     let mut out = Vec::with_capacity(16);
     write_value(&mut out, value);
     out

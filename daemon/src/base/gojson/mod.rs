@@ -7,16 +7,16 @@
 //! replies are written ([`encode`]). Handlers never touch serde_json
 //! directly for wire bytes; they go through this module.
 
-pub mod bind;
-pub mod encode;
-pub mod text;
-pub mod typeerror;
-pub mod value;
-pub mod walk;
+pub(crate) mod bind;
+pub(crate) mod encode;
+pub(crate) mod text;
+pub(crate) mod typeerror;
+pub(crate) mod value;
+pub(crate) mod walk;
 
-pub use bind::{DecodeError, GoDecode, Raw, StringMap};
+pub(crate) use bind::{DecodeError, GoDecode, Raw, StringMap};
 #[cfg(any(test, feature = "fuzzing"))]
-pub use encode::value_to_json;
-pub use encode::{format_go_v, to_go_json, write_go_string, write_value};
-pub use text::go_lossy;
-pub use value::{parse, Value};
+pub(crate) use encode::value_to_json;
+pub(crate) use encode::{format_go_v, to_go_json, write_go_string, write_value};
+pub(crate) use text::go_lossy;
+pub(crate) use value::{parse, Value};

@@ -6,7 +6,7 @@
 /// valid UTF-8 sequence with U+FFFD — Go's `utf8.DecodeRune` semantics,
 /// which differ from `String::from_utf8_lossy` on truncated sequences
 /// (`E2 82` is two replacement characters in Go, one in Rust).
-pub fn push_go_lossy(out: &mut String, bytes: &[u8]) {
+pub(crate) fn push_go_lossy(out: &mut String, bytes: &[u8]) {
     for chunk in bytes.utf8_chunks() {
         out.push_str(chunk.valid());
         for _ in chunk.invalid() {
@@ -16,7 +16,7 @@ pub fn push_go_lossy(out: &mut String, bytes: &[u8]) {
 }
 
 /// Converts bytes to a string the way Go's JSON layer treats them.
-pub fn go_lossy(bytes: &[u8]) -> String {
+pub(crate) fn go_lossy(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len());
     push_go_lossy(&mut out, bytes);
     out
@@ -26,7 +26,7 @@ pub fn go_lossy(bytes: &[u8]) -> String {
 /// field names are ASCII, so the only runes that matter beyond ASCII are the
 /// few whose fold is an ASCII letter (the long s, the Kelvin sign, the dotted
 /// and dotless i); everything else can never match a field and is kept.
-pub fn fold_key(key: &str) -> String {
+pub(crate) fn fold_key(key: &str) -> String {
     key.chars()
         .map(|c| match c {
             'a'..='z' => c.to_ascii_uppercase(),

@@ -14,7 +14,7 @@ use std::fmt;
 
 /// One `json: cannot unmarshal …` error.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TypeError {
+pub(crate) struct TypeError {
     /// What Go calls the value: `string`, `number 1.5`, …
     pub value: String,
     /// Where it was going.
@@ -23,7 +23,7 @@ pub struct TypeError {
 
 /// Where the mismatched value was being stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
+pub(crate) enum Target {
     /// The top-level value, of the qualified Go type (`handlers.PruneParams`).
     Value { go_type: &'static str },
     /// A field of the top-level struct: `Struct.field` (the field by its
@@ -59,14 +59,14 @@ impl fmt::Display for TypeError {
 }
 
 /// How Go names `value` when it cannot be stored in a non-integer target.
-pub fn value_kind(value: &Value) -> String {
+pub(crate) fn value_kind(value: &Value) -> String {
     value.kind().to_string()
 }
 
 /// How Go names `value` when it cannot be stored in an integer target: a
 /// number that is not a plain in-range integer literal carries its
 /// literal (`number 1.5`, `number 1e3`).
-pub fn value_kind_for_int(value: &Value) -> String {
+pub(crate) fn value_kind_for_int(value: &Value) -> String {
     match value {
         Value::Number(literal) => format!("number {literal}"),
         other => other.kind().to_string(),

@@ -48,11 +48,11 @@ impl Value {
 }
 
 /// Go's `maxNestingDepth`.
-pub const MAX_DEPTH: usize = 10_000;
+pub(crate) const MAX_DEPTH: usize = 10_000;
 
 /// Why a line is not one JSON value.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SyntaxError {
+pub(crate) struct SyntaxError {
     pub offset: usize,
     pub what: &'static str,
 }
@@ -66,7 +66,7 @@ impl std::fmt::Display for SyntaxError {
 impl std::error::Error for SyntaxError {}
 
 /// Parses exactly one JSON value surrounded by optional JSON whitespace.
-pub fn parse(input: &[u8]) -> Result<Value, SyntaxError> {
+pub(crate) fn parse(input: &[u8]) -> Result<Value, SyntaxError> {
     let mut p = Parser { input, pos: 0 };
     let value = p.parse_value()?;
     p.skip_ws();

@@ -15,7 +15,7 @@ use std::ops::ControlFlow;
 
 /// One event of a depth-first walk, in document order.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Step<'a> {
+pub(crate) enum Step<'a> {
     /// `null`, a bool, a number or a string.
     Scalar(&'a Value),
     /// An array or object begins; `len` children follow.
@@ -29,7 +29,7 @@ pub enum Step<'a> {
 
 /// The order in which an object's members are visited.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Members {
+pub(crate) enum Members {
     /// As written, duplicates included (what the parser kept).
     Source,
     /// As Go sees a decoded `map[string]interface{}`: sorted by key bytes,
@@ -59,7 +59,7 @@ fn members_in(order: Members, members: &[(String, Value)]) -> Vec<(&str, &Value)
 /// Visits `root` depth-first without recursion. `visit` may stop the walk
 /// early by returning `Break`; memory is one frame per open container, on
 /// the heap.
-pub fn walk<'a, B>(
+pub(crate) fn walk<'a, B>(
     root: &'a Value,
     order: Members,
     mut visit: impl FnMut(Step<'a>) -> ControlFlow<B>,

@@ -18,7 +18,7 @@ use std::time::Duration;
 const UPDATE_REF_LIMIT: Duration = Duration::from_secs(5);
 
 /// Why a branch stayed, as the create rollback words it.
-pub enum Kept {
+pub(super) enum Kept {
     /// The name is not passed to git.
     UnsafeName,
     /// `update-ref` failed: its process error, and whether git's lock file
@@ -28,7 +28,7 @@ pub enum Kept {
 
 /// Deletes `refs/heads/<branch>` in `repo`. `Ok` also when there was no
 /// name or no such branch.
-pub async fn delete(repo: &str, branch: &str) -> Result<(), Kept> {
+pub(super) async fn delete(repo: &str, branch: &str) -> Result<(), Kept> {
     if branch.is_empty() {
         return Ok(());
     }
@@ -58,7 +58,7 @@ pub async fn delete(repo: &str, branch: &str) -> Result<(), Kept> {
 }
 
 /// The rollback's words for a branch that stayed.
-pub fn kept_text(branch: &str, kept: &Kept) -> String {
+pub(super) fn kept_text(branch: &str, kept: &Kept) -> String {
     match kept {
         Kept::UnsafeName => {
             format!("branch {branch} left in place (its name is unsafe to pass to update-ref); delete it by hand")

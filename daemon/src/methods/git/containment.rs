@@ -18,7 +18,7 @@ use std::path::Path;
 
 /// Which method a text is for (the only word the two share texts on).
 #[derive(Clone, Copy)]
-pub enum Verb {
+pub(super) enum Verb {
     Create,
     Remove,
 }
@@ -35,13 +35,13 @@ impl Verb {
 /// A refused request: the `error` text and the create `errorCode`
 /// (`git.worktree_remove` answers without one).
 #[derive(Debug, PartialEq, Eq)]
-pub struct Refusal {
+pub(super) struct Refusal {
     pub text: String,
     pub code: &'static str,
 }
 
 /// The text of a `baseRepo` inside another session's worktree tree.
-pub const NESTED_BASE_REPO: &str = "baseRepo is inside a managed worktrees directory (beneath .claude/worktrees, or beneath a directory holding a .claude-managed-worktrees marker), or could not be validated as a trust root";
+pub(super) const NESTED_BASE_REPO: &str = "baseRepo is inside a managed worktrees directory (beneath .claude/worktrees, or beneath a directory holding a .claude-managed-worktrees marker), or could not be validated as a trust root";
 
 /// The marker file that tags a directory as holding managed worktrees.
 const MANAGED_MARKER: &str = ".claude-managed-worktrees";
@@ -49,7 +49,7 @@ const MANAGED_MARKER: &str = ".claude-managed-worktrees";
 /// Whether `repo` (links resolved) lies beneath a `.claude/worktrees`
 /// directory or beneath a directory that holds the managed-worktrees
 /// marker file: a session worktree is never a base for another one.
-pub fn under_managed_worktrees(repo: &str) -> bool {
+pub(super) fn under_managed_worktrees(repo: &str) -> bool {
     let start = if repo.is_empty() {
         Path::new(".")
     } else {
@@ -76,7 +76,7 @@ pub fn under_managed_worktrees(repo: &str) -> bool {
 /// The location rules both methods share, in order: absolute, no `..`,
 /// strictly inside `repo` (as sent), no symbolic link between `repo` and
 /// the leaf. `worktree` is non-empty.
-pub fn location_refusal(verb: Verb, repo: &str, worktree: &str) -> Option<Refusal> {
+pub(super) fn location_refusal(verb: Verb, repo: &str, worktree: &str) -> Option<Refusal> {
     let v = verb.word();
     let unsafe_path = |text: String| {
         Some(Refusal {
@@ -116,7 +116,7 @@ pub fn location_refusal(verb: Verb, repo: &str, worktree: &str) -> Option<Refusa
 
 /// Create only: the leaf must not exist in any form (a link, dangling or
 /// not, counts). The text names the leaf with its parent's links resolved.
-pub fn exists_refusal(worktree: &str) -> Option<Refusal> {
+pub(super) fn exists_refusal(worktree: &str) -> Option<Refusal> {
     fs::symlink_metadata(worktree).ok()?;
     Some(Refusal {
         text: format!(
@@ -129,7 +129,7 @@ pub fn exists_refusal(worktree: &str) -> Option<Refusal> {
 
 /// Remove only: an existing leaf must be a directory, not a link to one.
 /// The text names the leaf with its parent's links resolved.
-pub fn leaf_kind_refusal(worktree: &str) -> Option<String> {
+pub(super) fn leaf_kind_refusal(worktree: &str) -> Option<String> {
     let meta = fs::symlink_metadata(worktree).ok()?;
     let what = if meta.file_type().is_symlink() {
         "is a symbolic link, not a worktree directory"
@@ -146,7 +146,7 @@ pub fn leaf_kind_refusal(worktree: &str) -> Option<String> {
 
 /// `worktree` cleaned, with the links of its parent resolved and its last
 /// name kept (a leaf that is itself a link is named, not followed).
-pub fn resolved_leaf(worktree: &str) -> String {
+pub(super) fn resolved_leaf(worktree: &str) -> String {
     let cleaned = clean(worktree);
     let path = Path::new(&cleaned);
     match (path.parent().map(fs::canonicalize), path.file_name()) {
@@ -157,7 +157,7 @@ pub fn resolved_leaf(worktree: &str) -> String {
 
 /// The new worktree's directory, made by [`make_leaf`]; held so a failed
 /// add can take it back.
-pub struct Leaf {
+pub(super) struct Leaf {
     parent: OwnedFd,
     name: CString,
     /// Device and inode of the directory the create made.
@@ -167,13 +167,13 @@ pub struct Leaf {
 impl Leaf {
     /// Whether the directory the create made is still at its name (not
     /// removed, not replaced by another one).
-    pub fn is_intact(&self) -> bool {
+    pub(super) fn is_intact(&self) -> bool {
         let now = stat_at(&self.parent, &self.name);
         now.is_some() && now == self.identity
     }
 
     /// The leaf, opened without following a link.
-    pub fn open(&self) -> io::Result<OwnedFd> {
+    pub(super) fn open(&self) -> io::Result<OwnedFd> {
         let name = self
             .name
             .to_str()
@@ -183,12 +183,12 @@ impl Leaf {
 
     /// Removes the leaf if it is an empty directory (`rmdir` refuses
     /// anything else), relative to the parent the create made it in.
-    pub fn remove_if_empty(&self) {
+    pub(super) fn remove_if_empty(&self) {
         let _ = self.remove_empty();
     }
 
     /// [`Leaf::remove_if_empty`], with the reason it failed.
-    pub fn remove_empty(&self) -> io::Result<()> {
+    pub(super) fn remove_empty(&self) -> io::Result<()> {
         // Never the home directory, even an empty one ([`crate::base::homeguard`]).
         let name = self.name.to_bytes();
         crate::base::homeguard::check_entry(&self.parent, name)?;
@@ -200,7 +200,7 @@ impl Leaf {
     }
 
     /// The leaf's own name (its last path component).
-    pub fn base_name(&self) -> String {
+    pub(super) fn base_name(&self) -> String {
         String::from_utf8_lossy(self.name.to_bytes()).into_owned()
     }
 }
@@ -209,7 +209,7 @@ impl Leaf {
 /// [`names_below`]): missing parents 0755, the leaf 0777, both less the
 /// umask. Every step below `repo` is `openat(O_NOFOLLOW)` from the step
 /// before. The error is Go's `mkdir <path>: <reason>`.
-pub fn make_leaf(repo: &str, names: &[String]) -> Result<Leaf, String> {
+pub(super) fn make_leaf(repo: &str, names: &[String]) -> Result<Leaf, String> {
     let (leaf, parents) = names.split_last().ok_or_else(|| "mkdir: no leaf".to_string())?;
     let mut shown = clean(repo);
     let open_err = |path: &str, e: &io::Error| path_error("open", path, e);

@@ -18,9 +18,9 @@ use std::time::Duration;
 use tokio::process::Command;
 
 /// Time limit for read-only queries.
-pub const QUERY_TIMEOUT: Duration = Duration::from_secs(30);
+pub(super) const QUERY_TIMEOUT: Duration = Duration::from_secs(30);
 /// Time limit for worktree creation/removal (a checkout can be large).
-pub const MUTATE_TIMEOUT: Duration = Duration::from_secs(600);
+pub(super) const MUTATE_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Variables that would point git at a repository other than `dir`.
 const SCRUBBED_ENV: &[&str] = &[
@@ -36,7 +36,7 @@ const SCRUBBED_ENV: &[&str] = &[
 
 /// What one git invocation produced.
 #[derive(Debug, Default)]
-pub struct GitOutput {
+pub(super) struct GitOutput {
     /// Exited with status 0.
     pub success: bool,
     /// `exit status N` (Go's `ExitError` text), or why git did not run.
@@ -50,12 +50,12 @@ pub struct GitOutput {
 impl GitOutput {
     /// stdout with surrounding white space removed, as Go's
     /// `strings.TrimSpace(string(out))`.
-    pub fn text(&self) -> String {
+    pub(super) fn text(&self) -> String {
         crate::base::gojson::go_lossy(self.stdout.trim_ascii())
     }
 
     /// stdout when successful.
-    pub fn ok_text(&self) -> Option<String> {
+    pub(super) fn ok_text(&self) -> Option<String> {
         self.success.then(|| self.text())
     }
 }
@@ -63,7 +63,7 @@ impl GitOutput {
 /// Runs `git <args>` in `dir` (the daemon's cwd when `dir` is empty, like
 /// Go's `cmd.Dir = ""`). A failure to start (missing `dir`, no git) or a
 /// timeout is an unsuccessful output, never a panic.
-pub async fn run(dir: &str, args: &[&str], read_only: bool, timeout: Duration) -> GitOutput {
+pub(super) async fn run(dir: &str, args: &[&str], read_only: bool, timeout: Duration) -> GitOutput {
     let mut cmd = Command::new("git");
     cmd.arg("--no-pager")
         .args(args)
@@ -139,7 +139,7 @@ pub async fn run(dir: &str, args: &[&str], read_only: bool, timeout: Duration) -
 /// Whether `dir` is inside a git work tree (`rev-parse
 /// --is-inside-work-tree` prints `true`; a bare repo or a `.git` directory
 /// prints `false`).
-pub async fn is_work_tree(dir: &str) -> bool {
+pub(super) async fn is_work_tree(dir: &str) -> bool {
     let out = run(dir, &["rev-parse", "--is-inside-work-tree"], true, QUERY_TIMEOUT).await;
     out.success && out.text() == "true"
 }
@@ -150,7 +150,7 @@ pub async fn is_work_tree(dir: &str) -> bool {
 /// scheme (`https://`, `ssh://`, `git://`, …) with optional userinfo and
 /// port. One trailing `/` and then one trailing `.git` are stripped; the
 /// path after the host must then be exactly two non-empty segments.
-pub fn repo_slug(url: &str) -> String {
+pub(super) fn repo_slug(url: &str) -> String {
     let url = url.trim();
     let path = if let Some(i) = url.find("://") {
         let rest = &url[i + 3..];
@@ -181,7 +181,7 @@ pub fn repo_slug(url: &str) -> String {
 /// minus their line endings (reference builds 7d193f89 and 4534d86; seed
 /// 000's reference trimmed the whole output first, which took the leading
 /// space of an unstaged first entry such as ` M a.txt`).
-pub fn porcelain_lines(stdout: &[u8]) -> Vec<String> {
+pub(super) fn porcelain_lines(stdout: &[u8]) -> Vec<String> {
     stdout
         .split(|&b| b == b'\n')
         .filter(|line| !line.is_empty())
@@ -190,7 +190,7 @@ pub fn porcelain_lines(stdout: &[u8]) -> Vec<String> {
 }
 
 /// The empty tree of a repository's object format, for `--attr-source`.
-pub fn empty_tree(object_format: &str) -> &'static str {
+pub(super) fn empty_tree(object_format: &str) -> &'static str {
     match object_format {
         "sha256" => "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321",
         _ => "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
@@ -199,7 +199,7 @@ pub fn empty_tree(object_format: &str) -> &'static str {
 
 /// Whether the `git` on PATH has `--attr-source` (git 2.40+). Asked once;
 /// a git that cannot be run or parsed counts as too old.
-pub async fn supports_attr_source() -> bool {
+pub(super) async fn supports_attr_source() -> bool {
     static ANSWER: tokio::sync::OnceCell<bool> = tokio::sync::OnceCell::const_new();
     *ANSWER
         .get_or_init(|| async {

@@ -235,7 +235,7 @@ fn patterns(manifest: &[u8]) -> Vec<Pattern<'_>> {
 
 /// For each listed ignored directory (paths without the trailing `/`, in
 /// listing order), whether the manifest opens it.
-pub fn opened(manifest: &[u8], dirs: &[String]) -> Vec<bool> {
+pub(super) fn opened(manifest: &[u8], dirs: &[String]) -> Vec<bool> {
     let patterns = patterns(manifest);
     let explicit: Vec<bool> = dirs
         .iter()

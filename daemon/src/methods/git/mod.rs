@@ -123,7 +123,7 @@ pub(super) struct WorktreeResult {
     error_code: String,
 }
 
-pub async fn handle(method: GitMethod, params: GitParams) -> Outcome {
+pub(crate) async fn handle(method: GitMethod, params: GitParams) -> Outcome {
     match method {
         GitMethod::Info => info(&params.path).await,
         GitMethod::Status => status(&params.path, &params.base_repo).await,

@@ -5,7 +5,7 @@
 /// Go's `filepath.Clean`: one separator between names, no `.` names, a
 /// `..` removes the name before it (at the root it is dropped), no
 /// trailing separator; an empty result is `.`.
-pub fn clean(path: &str) -> String {
+pub(super) fn clean(path: &str) -> String {
     let rooted = path.starts_with('/');
     let mut names: Vec<&str> = Vec::new();
     for name in path.split('/') {
@@ -30,14 +30,14 @@ pub fn clean(path: &str) -> String {
 }
 
 /// Whether any `/`-separated name of the path as sent is exactly `..`.
-pub fn has_dotdot(path: &str) -> bool {
+pub(super) fn has_dotdot(path: &str) -> bool {
     path.split('/').any(|name| name == "..")
 }
 
 /// The names of `path` below `root` when `path`, cleaned, lies strictly
 /// below `root`, cleaned (both absolute); `None` otherwise (equal paths
 /// included: the root itself is not inside).
-pub fn names_below(path: &str, root: &str) -> Option<Vec<String>> {
+pub(super) fn names_below(path: &str, root: &str) -> Option<Vec<String>> {
     if !path.starts_with('/') || !root.starts_with('/') {
         return None;
     }

@@ -52,7 +52,7 @@ const RUNTIME_STATE: [&str; 9] = [
 const BATCH_BUDGET: usize = 130_985;
 
 /// Whether `path` (as `ls-files` prints it, `.claude/…`) is runtime state.
-pub fn is_runtime_state(path: &str) -> bool {
+pub(super) fn is_runtime_state(path: &str) -> bool {
     let Some(rest) = path
         .get(..8)
         .filter(|p| p.eq_ignore_ascii_case(".claude/"))
@@ -70,7 +70,7 @@ pub fn is_runtime_state(path: &str) -> bool {
 /// The children of the top level's `.claude/` as pathspecs
 /// (`.claude/<name>`), in directory-read order, `worktrees` (any case)
 /// left out.
-pub fn claude_children(top: &str) -> Vec<String> {
+pub(super) fn claude_children(top: &str) -> Vec<String> {
     match fs::read_dir(Path::new(top).join(".claude")) {
         Ok(entries) => entries
             .filter_map(Result::ok)
@@ -84,7 +84,7 @@ pub fn claude_children(top: &str) -> Vec<String> {
 
 /// Copies the ignored `.claude/` files of the repository whose top level
 /// is `top` into the worktree open at `dest`.
-pub async fn claude_pass(top: &str, dest: &OwnedFd) {
+pub(super) async fn claude_pass(top: &str, dest: &OwnedFd) {
     let children = claude_children(top);
     let mut listed = Vec::new();
     for batch in batches(&children) {
@@ -114,7 +114,7 @@ pub async fn claude_pass(top: &str, dest: &OwnedFd) {
 
 /// Copies each of `paths` (relative to `top`) into the worktree open at
 /// `dest`, off the async threads; a path that fails is skipped.
-pub async fn copy_into(top: &str, dest: &OwnedFd, paths: Vec<String>) {
+pub(super) async fn copy_into(top: &str, dest: &OwnedFd, paths: Vec<String>) {
     if paths.is_empty() {
         return;
     }

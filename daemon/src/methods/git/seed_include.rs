@@ -49,7 +49,7 @@ const LISTING_CAP: usize = 1 << 20;
 
 /// Copies the files the manifest of the repository at `top` selects into
 /// the worktree open at `dest`.
-pub async fn manifest_pass(top: &str, dest: &OwnedFd) {
+pub(super) async fn manifest_pass(top: &str, dest: &OwnedFd) {
     let Some(manifest) = read_manifest(top) else {
         return;
     };

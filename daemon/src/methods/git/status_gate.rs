@@ -48,7 +48,7 @@ async fn layout(dir: &str) -> Option<Layout> {
 }
 
 /// Whether `path` is a linked worktree of the repository at `base`.
-pub async fn is_linked_worktree_of(path: &str, base: &str) -> bool {
+pub(super) async fn is_linked_worktree_of(path: &str, base: &str) -> bool {
     if names_below(path, base).is_some() && (has_dotdot(path) || crosses_link(path, base)) {
         return false;
     }

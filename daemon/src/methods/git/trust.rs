@@ -46,7 +46,7 @@ const PREFIX: &str =
 
 /// What the check says about a request directory.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub(super) enum Verdict {
     /// Run git as usual (also when no repository was found: git says so).
     Trusted,
     /// Answer as for a directory that holds no repository.
@@ -57,7 +57,7 @@ pub enum Verdict {
 
 /// Judges the git directory that git would use for `dir` (the daemon's
 /// cwd when empty). File-system work only, bounded; run off the reactor.
-pub async fn judge(dir: &str) -> Verdict {
+pub(super) async fn judge(dir: &str) -> Verdict {
     judge_with_root(dir).await.0
 }
 
@@ -66,7 +66,7 @@ pub async fn judge(dir: &str) -> Verdict {
 /// the walk found a git directory with no work tree above it (a bare
 /// repository, a path inside `.git`) or nothing at all. Build 89cb6289
 /// answers `git.info`'s `root` with this folder.
-pub async fn judge_with_root(dir: &str) -> (Verdict, Option<PathBuf>) {
+pub(super) async fn judge_with_root(dir: &str) -> (Verdict, Option<PathBuf>) {
     let dir = dir.to_string();
     tokio::task::spawn_blocking(move || judge_dir(&dir))
         .await

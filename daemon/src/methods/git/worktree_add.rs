@@ -28,7 +28,7 @@ use std::time::Duration;
 const TEXT_CAP: usize = 512;
 
 /// What to add.
-pub struct AddPlan<'a> {
+pub(super) struct AddPlan<'a> {
     pub branch_name: &'a str,
     pub worktree: &'a str,
     /// The start commit of a new branch (empty: HEAD).
@@ -50,7 +50,7 @@ async fn query(repo: &str, args: &[&str]) -> GitOutput {
 
 /// The start commit for `sourceBranch` (non-empty), by the rule above;
 /// `None` when neither candidate names a commit.
-pub async fn start_commit(repo: &str, source: &str) -> Option<String> {
+pub(super) async fn start_commit(repo: &str, source: &str) -> Option<String> {
     let (local_ref, remote_ref) = (format!("refs/heads/{source}"), format!("refs/remotes/origin/{source}"));
     let (local, remote) = tokio::join!(commit_of(repo, &local_ref), commit_of(repo, &remote_ref));
     let (local, remote) = match (local, remote) {
@@ -86,7 +86,7 @@ pub async fn start_commit(repo: &str, source: &str) -> Option<String> {
 }
 
 /// How the add ended.
-pub enum Added {
+pub(super) enum Added {
     /// The worktree is registered, with nothing checked out yet; `branch`
     /// is the one it will check out, `created` whether this call made it.
     Done {
@@ -99,7 +99,7 @@ pub enum Added {
 }
 
 /// The branch `existingBranch` names, when it is a local branch.
-pub async fn existing_branch<'a>(repo: &str, requested: &'a str) -> Option<&'a str> {
+pub(super) async fn existing_branch<'a>(repo: &str, requested: &'a str) -> Option<&'a str> {
     if requested.is_empty() {
         return None;
     }
@@ -111,7 +111,7 @@ pub async fn existing_branch<'a>(repo: &str, requested: &'a str) -> Option<&'a s
 /// Runs `git worktree add --no-checkout` (the checkout is the caller's
 /// next step, build f6010b97) within `limit`. After a failure the leaf is
 /// removed if git left it empty; nothing else is undone.
-pub async fn add(repo: &str, plan: &AddPlan<'_>, limit: Duration, leaf: &Leaf) -> Added {
+pub(super) async fn add(repo: &str, plan: &AddPlan<'_>, limit: Duration, leaf: &Leaf) -> Added {
     let base = vec!["worktree", "add", "--no-checkout"];
     let mut new_branch = base.clone();
     new_branch.extend(["--no-track", "-b", plan.branch_name, plan.worktree]);
@@ -167,7 +167,7 @@ fn finish(out: GitOutput, branch: &str, leaf: &Leaf, failed: impl FnOnce(&GitOut
 }
 
 /// `git worktree add failed: <text>`, `worktree_add_failed`.
-pub fn add_failed(text: &str) -> WorktreeResult {
+pub(super) fn add_failed(text: &str) -> WorktreeResult {
     WorktreeResult::failed(format!("git worktree add failed: {text}"), "worktree_add_failed")
 }
 
@@ -175,7 +175,7 @@ pub fn add_failed(text: &str) -> WorktreeResult {
 /// bytes, bytes that are not UTF-8 dropped (a character the cap cut
 /// included), every character that is not printable one space, spaces
 /// trimmed at both ends; when nothing is left, the exit status text.
-pub fn git_text(out: &GitOutput) -> String {
+pub(super) fn git_text(out: &GitOutput) -> String {
     let head = &out.stderr[..out.stderr.len().min(TEXT_CAP)];
     let mut text = String::with_capacity(head.len());
     for chunk in head.utf8_chunks() {

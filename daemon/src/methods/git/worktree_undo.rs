@@ -37,7 +37,7 @@ use std::path::{Path, PathBuf};
 const GIT_FILE_CAP: u64 = 4096;
 
 /// What a rollback works on.
-pub struct Undo<'a> {
+pub(super) struct Undo<'a> {
     pub repo: &'a str,
     /// `worktreePath` as sent: the texts name it so.
     pub worktree: &'a str,
@@ -49,7 +49,7 @@ pub struct Undo<'a> {
 
 impl Undo<'_> {
     /// Runs the four steps; the text to append to the error, or nothing.
-    pub async fn run(&self) -> String {
+    pub(super) async fn run(&self) -> String {
         if let Some(refused) = self.home_refusal() {
             return format!("; and the undo could not finish for {}: {refused}", self.worktree);
         }

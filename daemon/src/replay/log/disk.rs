@@ -27,7 +27,7 @@ impl ReplayLog {
     /// Waits while this log's disk writer is a whole write-behind bound
     /// behind (or the daemon's writers together are, and this log has
     /// unwritten frames). The pipe reader calls this between reads.
-    pub async fn wait_writable(&self) {
+    pub(crate) async fn wait_writable(&self) {
         loop {
             let flushed = self.flushed.notified();
             tokio::pin!(flushed);

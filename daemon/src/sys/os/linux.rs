@@ -5,7 +5,7 @@ use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 
 /// The pid at the other end of a connected Unix socket.
-pub fn peer_pid(fd: RawFd) -> Option<i32> {
+pub(crate) fn peer_pid(fd: RawFd) -> Option<i32> {
     let mut cred = libc::ucred { pid: 0, uid: 0, gid: 0 };
     let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
     // SAFETY: getsockopt writes at most `len` bytes into `cred`.
@@ -22,7 +22,7 @@ pub fn peer_pid(fd: RawFd) -> Option<i32> {
 }
 
 /// Running (a zombie waiting for its reaper counts as ended).
-pub fn process_alive(pid: i32) -> bool {
+pub(crate) fn process_alive(pid: i32) -> bool {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
         return false;
     };
@@ -31,7 +31,7 @@ pub fn process_alive(pid: i32) -> bool {
 }
 
 /// What the daemon re-executes to detach: the running image itself.
-pub fn own_executable() -> PathBuf {
+pub(crate) fn own_executable() -> PathBuf {
     PathBuf::from("/proc/self/exe")
 }
 
@@ -39,7 +39,7 @@ pub fn own_executable() -> PathBuf {
 /// show) after the file it was executed from. The daemon is re-executed
 /// through `/proc/self/exe`, and the kernel names a process after the last
 /// component of the path it was executed by, so it would be called `exe`.
-pub fn name_after_executable() {
+pub(crate) fn name_after_executable() {
     use std::os::unix::ffi::OsStrExt;
     let Ok(target) = std::fs::read_link("/proc/self/exe") else {
         return;
@@ -63,7 +63,7 @@ pub fn name_after_executable() {
 
 /// The address range of the environment block the kernel set up at exec
 /// (`env_start`, `env_end`: fields 50 and 51 of `/proc/self/stat`).
-pub fn initial_env_block() -> Option<(usize, usize)> {
+pub(crate) fn initial_env_block() -> Option<(usize, usize)> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
     // Fields after the parenthesised command name start at field 3.
     let rest = &stat[stat.rfind(')')? + 2..];
@@ -75,7 +75,7 @@ pub fn initial_env_block() -> Option<(usize, usize)> {
 
 /// This process's open descriptors (the listing's own included; it is
 /// closed by the time the caller sees the list).
-pub fn open_fds() -> Vec<RawFd> {
+pub(crate) fn open_fds() -> Vec<RawFd> {
     let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
         return Vec::new();
     };
@@ -83,7 +83,7 @@ pub fn open_fds() -> Vec<RawFd> {
 }
 
 /// A pipe whose both ends are close-on-exec from creation.
-pub fn pipe_cloexec() -> io::Result<(OwnedFd, OwnedFd)> {
+pub(crate) fn pipe_cloexec() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0 as RawFd; 2];
     // SAFETY: pipe2 writes two descriptors into the array on success.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
@@ -95,7 +95,7 @@ pub fn pipe_cloexec() -> io::Result<(OwnedFd, OwnedFd)> {
 
 /// Sets this thread's errno to 0 (for calls that report errors only
 /// through errno, like `readdir`).
-pub fn clear_errno() {
+pub(crate) fn clear_errno() {
     // SAFETY: errno is thread-local.
     unsafe { *libc::__errno_location() = 0 };
 }
@@ -106,7 +106,7 @@ pub fn clear_errno() {
 /// # Safety
 /// `stream` must be a valid `DIR*`; the name lives until the next call on
 /// the stream.
-pub unsafe fn next_dir_name(stream: *mut libc::DIR) -> *const libc::c_char {
+pub(crate) unsafe fn next_dir_name(stream: *mut libc::DIR) -> *const libc::c_char {
     // SAFETY: the caller guarantees `stream`.
     let entry = unsafe { libc::readdir64(stream) };
     if entry.is_null() {
@@ -117,7 +117,7 @@ pub unsafe fn next_dir_name(stream: *mut libc::DIR) -> *const libc::c_char {
 }
 
 /// Fills `buf` from the kernel's CSPRNG (`getrandom`).
-pub fn fill_random(buf: &mut [u8]) -> io::Result<()> {
+pub(crate) fn fill_random(buf: &mut [u8]) -> io::Result<()> {
     let mut filled = 0;
     while filled < buf.len() {
         // SAFETY: writes at most the remaining length into `buf`.
@@ -141,23 +141,23 @@ const FIRST_CAUGHT_REALTIME: libc::c_int = 35;
 
 /// Signals only Linux has that a Go program catches and remora drops at
 /// start: SIGPWR and the real-time signals from 35 on.
-pub fn is_platform_dropped_signal(signal: libc::c_int) -> bool {
+pub(crate) fn is_platform_dropped_signal(signal: libc::c_int) -> bool {
     signal >= FIRST_CAUGHT_REALTIME || signal == libc::SIGPWR
 }
 
 /// The real-time signals glibc reserves (32–34): left as inherited.
-pub fn is_libc_reserved_signal(signal: libc::c_int) -> bool {
+pub(crate) fn is_libc_reserved_signal(signal: libc::c_int) -> bool {
     (32..FIRST_CAUGHT_REALTIME).contains(&signal)
 }
 
 /// The real-time signals a disposition can be held for beyond 1–31.
-pub fn realtime_signals() -> std::ops::Range<libc::c_int> {
+pub(crate) fn realtime_signals() -> std::ops::Range<libc::c_int> {
     FIRST_CAUGHT_REALTIME..libc::SIGRTMAX() + 1
 }
 
 /// Returns free heap pages to the kernel; glibc keeps them otherwise
 /// (musl's malloc has no such call and needs none).
-pub fn trim_heap() {
+pub(crate) fn trim_heap() {
     #[cfg(target_env = "gnu")]
     // SAFETY: malloc_trim only releases free memory.
     unsafe {
@@ -166,7 +166,7 @@ pub fn trim_heap() {
 }
 
 /// Caps glibc's malloc arenas (a no-op under musl).
-pub fn limit_malloc_arenas(arenas: libc::c_int) {
+pub(crate) fn limit_malloc_arenas(arenas: libc::c_int) {
     #[cfg(target_env = "gnu")]
     // SAFETY: called before the runtime spawns any thread; mallopt only
     // changes a malloc tunable.

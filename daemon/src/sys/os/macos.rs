@@ -6,7 +6,7 @@ use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 
 /// The pid at the other end of a connected Unix socket.
-pub fn peer_pid(fd: RawFd) -> Option<i32> {
+pub(crate) fn peer_pid(fd: RawFd) -> Option<i32> {
     let mut pid: libc::pid_t = 0;
     let mut len = std::mem::size_of::<libc::pid_t>() as libc::socklen_t;
     // SAFETY: getsockopt writes at most `len` bytes into `pid`.
@@ -24,30 +24,30 @@ pub fn peer_pid(fd: RawFd) -> Option<i32> {
 
 /// Running, or a zombie not yet reaped (launchd, which adopts the
 /// detached daemon, reaps at once).
-pub fn process_alive(pid: i32) -> bool {
+pub(crate) fn process_alive(pid: i32) -> bool {
     // SAFETY: signal 0 checks existence and sends nothing.
     let rc = unsafe { libc::kill(pid, 0) };
     rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 /// What the daemon re-executes to detach: the path it was started from.
-pub fn own_executable() -> PathBuf {
+pub(crate) fn own_executable() -> PathBuf {
     std::env::current_exe().unwrap_or_else(|_| PathBuf::from(std::env::args_os().next().unwrap_or_default()))
 }
 
 /// Nothing to do: [`own_executable`] is the file's real path, so the
 /// re-executed daemon is already named after it.
-pub fn name_after_executable() {}
+pub(crate) fn name_after_executable() {}
 
 /// Not known without `/proc`: the caller unsets the sentinel but leaves
 /// the bytes of the initial block alone.
-pub fn initial_env_block() -> Option<(usize, usize)> {
+pub(crate) fn initial_env_block() -> Option<(usize, usize)> {
     None
 }
 
 /// This process's open descriptors (the listing's own included; it is
 /// closed by the time the caller sees the list).
-pub fn open_fds() -> Vec<RawFd> {
+pub(crate) fn open_fds() -> Vec<RawFd> {
     let Ok(dir) = std::fs::read_dir("/dev/fd") else {
         return Vec::new();
     };
@@ -56,7 +56,7 @@ pub fn open_fds() -> Vec<RawFd> {
 
 /// A pipe whose both ends are close-on-exec (set right after creation:
 /// Darwin has no `pipe2`; the daemon calls this while single-threaded).
-pub fn pipe_cloexec() -> io::Result<(OwnedFd, OwnedFd)> {
+pub(crate) fn pipe_cloexec() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0 as RawFd; 2];
     // SAFETY: pipe writes two descriptors into the array on success.
     if unsafe { libc::pipe(fds.as_mut_ptr()) } < 0 {
@@ -75,7 +75,7 @@ pub fn pipe_cloexec() -> io::Result<(OwnedFd, OwnedFd)> {
 
 /// Sets this thread's errno to 0 (for calls that report errors only
 /// through errno, like `readdir`).
-pub fn clear_errno() {
+pub(crate) fn clear_errno() {
     // SAFETY: errno is thread-local.
     unsafe { *libc::__error() = 0 };
 }
@@ -86,7 +86,7 @@ pub fn clear_errno() {
 /// # Safety
 /// `stream` must be a valid `DIR*`; the name lives until the next call on
 /// the stream.
-pub unsafe fn next_dir_name(stream: *mut libc::DIR) -> *const libc::c_char {
+pub(crate) unsafe fn next_dir_name(stream: *mut libc::DIR) -> *const libc::c_char {
     // SAFETY: the caller guarantees `stream`.
     let entry = unsafe { libc::readdir(stream) };
     if entry.is_null() {
@@ -97,7 +97,7 @@ pub unsafe fn next_dir_name(stream: *mut libc::DIR) -> *const libc::c_char {
 }
 
 /// Fills `buf` (at most 256 bytes) from the kernel's CSPRNG (`getentropy`).
-pub fn fill_random(buf: &mut [u8]) -> io::Result<()> {
+pub(crate) fn fill_random(buf: &mut [u8]) -> io::Result<()> {
     // SAFETY: writes exactly `buf.len()` bytes into `buf`.
     if unsafe { libc::getentropy(buf.as_mut_ptr().cast(), buf.len()) } < 0 {
         return Err(io::Error::last_os_error());
@@ -107,22 +107,22 @@ pub fn fill_random(buf: &mut [u8]) -> io::Result<()> {
 
 /// Darwin has no SIGPWR and no real-time signals: nothing beyond the
 /// common table is dropped.
-pub fn is_platform_dropped_signal(_signal: libc::c_int) -> bool {
+pub(crate) fn is_platform_dropped_signal(_signal: libc::c_int) -> bool {
     false
 }
 
 /// No real-time signals, so none reserved by libc.
-pub fn is_libc_reserved_signal(_signal: libc::c_int) -> bool {
+pub(crate) fn is_libc_reserved_signal(_signal: libc::c_int) -> bool {
     false
 }
 
 /// No real-time signals.
-pub fn realtime_signals() -> std::ops::Range<libc::c_int> {
+pub(crate) fn realtime_signals() -> std::ops::Range<libc::c_int> {
     0..0
 }
 
 /// Darwin's malloc returns pages by itself: nothing to do.
-pub fn trim_heap() {}
+pub(crate) fn trim_heap() {}
 
 /// Darwin's malloc has no arena tunable: nothing to do.
-pub fn limit_malloc_arenas(_arenas: libc::c_int) {}
+pub(crate) fn limit_malloc_arenas(_arenas: libc::c_int) {}

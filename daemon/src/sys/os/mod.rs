@@ -27,7 +27,7 @@ mod platform;
 #[path = "macos.rs"]
 mod platform;
 
-pub use platform::{
+pub(crate) use platform::{
     clear_errno, fill_random, initial_env_block, is_libc_reserved_signal, is_platform_dropped_signal,
     limit_malloc_arenas, name_after_executable, next_dir_name, open_fds, own_executable, peer_pid, pipe_cloexec,
     process_alive, realtime_signals, trim_heap,

@@ -6,7 +6,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 /// A pidfd for `pid`: readable once the process has exited (and for good
 /// after that). `None` on kernels before 5.3 or when the pid is gone.
-pub fn exit_notifier(pid: i32) -> Option<OwnedFd> {
+pub(super) fn exit_notifier(pid: i32) -> Option<OwnedFd> {
     // SAFETY: plain syscall; on success we own the returned descriptor.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
     if fd < 0 {
@@ -20,7 +20,7 @@ pub fn exit_notifier(pid: i32) -> Option<OwnedFd> {
 /// Whether the pidfd reports the exit now. Its readiness is a state, not
 /// a queued event: readable once the process has exited, and no further
 /// edge follows.
-pub fn take_exit_event(fd: &OwnedFd) -> bool {
+pub(super) fn take_exit_event(fd: &OwnedFd) -> bool {
     // A pidfd is readable exactly when the process has exited; a readiness
     // without that (a spurious wake) must not send the caller to a
     // blocking wait that would hold a pool thread for the child's life.
@@ -36,7 +36,7 @@ pub fn take_exit_event(fd: &OwnedFd) -> bool {
 
 /// Sets the pipe's capacity to `size` bytes; false when the kernel refused
 /// (over `pipe-max-size` or the user's pipe budget).
-pub fn resize_pipe(fd: RawFd, size: i32) -> bool {
+pub(crate) fn resize_pipe(fd: RawFd, size: i32) -> bool {
     // SAFETY: fcntl on a descriptor the caller owns.
     unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, size) >= 0 }
 }
@@ -45,7 +45,7 @@ pub fn resize_pipe(fd: RawFd, size: i32) -> bool {
 /// 4534d86). The table is Linux's signals 1..=31 under their canonical
 /// names; anything else (the real-time signals) has no name, and the
 /// frame then omits `signal`, as an empty omitempty string would.
-pub fn signal_name(signal: i32) -> Option<&'static str> {
+pub(crate) fn signal_name(signal: i32) -> Option<&'static str> {
     Some(match signal {
         libc::SIGHUP => "SIGHUP",
         libc::SIGINT => "SIGINT",
@@ -84,7 +84,7 @@ pub fn signal_name(signal: i32) -> Option<&'static str> {
 
 /// Whether `/proc/<pid>` exists (tests and diagnostics; a zombie counts).
 #[cfg(test)]
-pub fn pid_exists(pid: i32) -> bool {
+pub(crate) fn pid_exists(pid: i32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
 

@@ -19,7 +19,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 /// exited. `None` when the kqueue cannot be made or the pid is already
 /// gone (`ESRCH`); the caller then waits with a blocking `waitid`, which
 /// returns at once for a zombie.
-pub fn exit_notifier(pid: i32) -> Option<OwnedFd> {
+pub(crate) fn exit_notifier(pid: i32) -> Option<OwnedFd> {
     // SAFETY: plain syscall; on success we own the returned descriptor.
     let kq = unsafe { libc::kqueue() };
     if kq < 0 {
@@ -46,7 +46,7 @@ pub fn exit_notifier(pid: i32) -> Option<OwnedFd> {
 /// `EV_ONESHOT` filter is gone with it and the kqueue will never turn
 /// readable again, even if the child is not waitable yet. False for a
 /// readiness that brought no event; the filter is still armed then.
-pub fn take_exit_event(fd: &OwnedFd) -> bool {
+pub(crate) fn take_exit_event(fd: &OwnedFd) -> bool {
     // SAFETY: a zeroed kevent is a valid out-parameter.
     let mut event: libc::kevent = unsafe { std::mem::zeroed() };
     let zero = libc::timespec { tv_sec: 0, tv_nsec: 0 };
@@ -57,14 +57,14 @@ pub fn take_exit_event(fd: &OwnedFd) -> bool {
 
 /// Darwin has no way to set a pipe's capacity: always false, so the
 /// caller's grown-pipe budget is never charged.
-pub fn resize_pipe(_fd: RawFd, _size: i32) -> bool {
+pub(crate) fn resize_pipe(_fd: RawFd, _size: i32) -> bool {
     false
 }
 
 /// The SIG-prefixed name the exit frame's `signal` carries: Darwin's
 /// signals 1..=31 under their canonical names (Go's names for darwin);
 /// anything else has none and the frame omits `signal`.
-pub fn signal_name(signal: i32) -> Option<&'static str> {
+pub(crate) fn signal_name(signal: i32) -> Option<&'static str> {
     Some(match signal {
         libc::SIGHUP => "SIGHUP",
         libc::SIGINT => "SIGINT",
@@ -104,7 +104,7 @@ pub fn signal_name(signal: i32) -> Option<&'static str> {
 /// Whether `pid` exists (a zombie counts): `kill(pid, 0)` succeeds, or
 /// fails only for lack of permission.
 #[cfg(test)]
-pub fn pid_exists(pid: i32) -> bool {
+pub(crate) fn pid_exists(pid: i32) -> bool {
     // SAFETY: signal 0 checks existence and sends nothing.
     let rc = unsafe { libc::kill(pid, 0) };
     rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)

@@ -27,13 +27,13 @@ mod platform;
 #[path = "macos.rs"]
 mod platform;
 
-pub use platform::{resize_pipe, signal_name};
+pub(crate) use platform::{resize_pipe, signal_name};
 
 /// Parses a `signal` param as the reference does: exactly `TERM`, `KILL`,
 /// `INT`, `HUP`, with or without the `SIG` prefix, case-sensitive. Anything
 /// else (empty, `term`, `QUIT`, a number) means SIGTERM: the request is
 /// fire-and-forget, and a stray value still stops the process politely.
-pub fn parse_signal(name: &str) -> i32 {
+pub(crate) fn parse_signal(name: &str) -> i32 {
     match name {
         "KILL" | "SIGKILL" => libc::SIGKILL,
         "INT" | "SIGINT" => libc::SIGINT,
@@ -44,7 +44,7 @@ pub fn parse_signal(name: &str) -> i32 {
 
 /// Sends `signal` to the process `pid` only (not its group). Errors are
 /// ignored: every caller is best-effort.
-pub fn signal_child(pid: i32, signal: i32) {
+pub(crate) fn signal_child(pid: i32, signal: i32) {
     if pid > 1 {
         // SAFETY: plain syscall on a positive pid.
         unsafe {
@@ -56,7 +56,7 @@ pub fn signal_child(pid: i32, signal: i32) {
 /// Sends `signal` to the process group `pgid` (the child is its group's
 /// leader). Errors (ESRCH: the group is already empty) are ignored: every
 /// caller is best-effort.
-pub fn signal_group(pgid: i32, signal: i32) {
+pub(crate) fn signal_group(pgid: i32, signal: i32) {
     if pgid > 1 {
         // SAFETY: plain syscall; a negative pid addresses the group.
         unsafe {
@@ -67,7 +67,7 @@ pub fn signal_group(pgid: i32, signal: i32) {
 
 /// How a child ended, as the exit frame reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ExitStatus {
+pub(crate) struct ExitStatus {
     /// The exit code, or -1 when a signal ended the child (Go's
     /// `ProcessState.ExitCode()`).
     pub code: i64,
@@ -126,7 +126,7 @@ fn peek_exit(pid: i32, extra: i32) -> io::Result<Option<ExitStatus>> {
 /// readable once the child exits, so no thread is parked per child; where
 /// no notifier can be had, a blocking `waitid` on the blocking pool waits
 /// instead.
-pub async fn wait_exit(pid: i32) -> io::Result<ExitStatus> {
+pub(crate) async fn wait_exit(pid: i32) -> io::Result<ExitStatus> {
     wait_exit_on(pid, platform::exit_notifier(pid)).await
 }
 
@@ -172,7 +172,7 @@ async fn wait_exit_on(pid: i32, notifier: Option<std::os::fd::OwnedFd>) -> io::R
 
 /// Reaps child `pid` if it has exited (WNOHANG). Returns true when the pid
 /// is gone (reaped now, or not our child any more).
-pub fn reap(pid: i32) -> bool {
+pub(crate) fn reap(pid: i32) -> bool {
     let mut status = 0;
     loop {
         // SAFETY: plain syscall writing into `status`.
@@ -191,7 +191,7 @@ pub fn reap(pid: i32) -> bool {
 }
 
 #[cfg(test)]
-pub use platform::pid_exists;
+pub(crate) use platform::pid_exists;
 
 #[cfg(test)]
 mod tests {
