@@ -3,10 +3,59 @@
 //! the probe selection, binary paths made absolute, the report writers).
 //! What each subcommand does lives in `commands/`.
 
+use crate::error::{At, IoAt};
 use crate::runner::RunConfig;
 use crate::{normalize, probe, report};
 use clap::{Args, Parser, Subcommand};
+use std::fmt;
 use std::path::{Path, PathBuf};
+
+/// Why an argument does not resolve (a probe selection, a binary, a
+/// rename, the candidate build) or a report cannot be written.
+#[derive(Debug)]
+pub(crate) enum Error {
+    Probes(probe::LoadError),
+    /// The selection left no probe of the directory.
+    NoProbes(PathBuf),
+    CurrentDir(std::io::Error),
+    NoBinary(PathBuf),
+    Rename(normalize::BadRename),
+    /// `cargo` could not be started.
+    Cargo(std::io::Error),
+    BuildFailed,
+    Json(serde_json::Error),
+    Io(IoAt),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Probes(e) => write!(f, "{e}"),
+            Error::NoProbes(dir) => write!(f, "no probes selected in {}", dir.display()),
+            Error::CurrentDir(e) => write!(f, "{e}"),
+            Error::NoBinary(p) => write!(f, "binary {} does not exist", p.display()),
+            Error::Rename(e) => write!(f, "{e}"),
+            Error::Cargo(e) => write!(f, "cargo: {e}"),
+            Error::BuildFailed => f.write_str("building remora failed"),
+            Error::Json(e) => write!(f, "{e}"),
+            Error::Io(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<normalize::BadRename> for Error {
+    fn from(e: normalize::BadRename) -> Error {
+        Error::Rename(e)
+    }
+}
+
+impl From<IoAt> for Error {
+    fn from(e: IoAt) -> Error {
+        Error::Io(e)
+    }
+}
 
 #[derive(Parser)]
 #[command(
@@ -438,9 +487,9 @@ pub(crate) fn matches_filter(name: &str, filters: &[String]) -> bool {
         })
 }
 
-pub(crate) fn load_probes(c: &Common) -> Result<(Vec<probe::Probe>, PathBuf), String> {
+pub(crate) fn load_probes(c: &Common) -> Result<(Vec<probe::Probe>, PathBuf), Error> {
     let dir = c.probes.clone().unwrap_or_else(|| workspace().join("probes"));
-    let all = probe::load_dir(&dir).map_err(|e| e.to_string())?;
+    let all = probe::load_dir(&dir).map_err(Error::Probes)?;
     let (excluded, probes): (Vec<_>, Vec<_>) = all
         .into_iter()
         .filter(|p| matches_filter(&p.name, &c.filter))
@@ -449,24 +498,24 @@ pub(crate) fn load_probes(c: &Common) -> Result<(Vec<probe::Probe>, PathBuf), St
         eprintln!("excluded: {} (--exclude)", p.name);
     }
     if probes.is_empty() {
-        return Err(format!("no probes selected in {}", dir.display()));
+        return Err(Error::NoProbes(dir));
     }
     Ok((probes, dir))
 }
 
-pub(crate) fn absolute(p: &Path) -> Result<PathBuf, String> {
+pub(crate) fn absolute(p: &Path) -> Result<PathBuf, Error> {
     let p = if p.is_absolute() {
         p.to_path_buf()
     } else {
-        std::env::current_dir().map_err(|e| e.to_string())?.join(p)
+        std::env::current_dir().map_err(Error::CurrentDir)?.join(p)
     };
     if !p.exists() {
-        return Err(format!("binary {} does not exist", p.display()));
+        return Err(Error::NoBinary(p));
     }
     Ok(p)
 }
 
-pub(crate) fn run_cfg(bin: &Path, c: &Common) -> Result<RunConfig, String> {
+pub(crate) fn run_cfg(bin: &Path, c: &Common) -> Result<RunConfig, Error> {
     Ok(RunConfig {
         bin: absolute(bin)?,
         renames: normalize::parse_renames(&c.rename)?,
@@ -508,15 +557,15 @@ pub(crate) fn plain_cargo(args: &[&str]) -> std::process::Command {
     cmd
 }
 
-pub(crate) fn default_candidate(no_build: bool) -> Result<PathBuf, String> {
+pub(crate) fn default_candidate(no_build: bool) -> Result<PathBuf, Error> {
     let ws = workspace();
     if !no_build {
         eprintln!("harness: building the candidate (cargo build --release -p remora)…");
         let st = plain_cargo(&["build", "--release", "-p", "remora"])
             .status()
-            .map_err(|e| format!("cargo: {e}"))?;
+            .map_err(Error::Cargo)?;
         if !st.success() {
-            return Err("building remora failed".into());
+            return Err(Error::BuildFailed);
         }
     }
     let target = std::env::var_os("CARGO_TARGET_DIR")
@@ -525,15 +574,15 @@ pub(crate) fn default_candidate(no_build: bool) -> Result<PathBuf, String> {
     Ok(target.join("release").join("remora"))
 }
 
-pub(crate) fn write_reports(rep: &report::Report, r: &ReportArgs) -> Result<(), String> {
+pub(crate) fn write_reports(rep: &report::Report, r: &ReportArgs) -> Result<(), Error> {
     print!("{}", report::terminal(rep, r.verbose));
     if let Some(p) = &r.json {
-        let j = serde_json::to_string_pretty(rep).map_err(|e| e.to_string())?;
-        std::fs::write(p, j).map_err(|e| format!("{}: {e}", p.display()))?;
+        let j = serde_json::to_string_pretty(rep).map_err(Error::Json)?;
+        std::fs::write(p, j).at(p)?;
         eprintln!("harness: JSON report written to {}", p.display());
     }
     if let Some(p) = &r.html {
-        std::fs::write(p, report::html(rep)).map_err(|e| format!("{}: {e}", p.display()))?;
+        std::fs::write(p, report::html(rep)).at(p)?;
         eprintln!("harness: HTML report written to {}", p.display());
     }
     Ok(())

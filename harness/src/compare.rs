@@ -47,14 +47,6 @@ impl fmt::Display for AcceptedError {
 
 impl std::error::Error for AcceptedError {}
 
-// `commands/corpus.rs` (another branch's file) returns `String` and uses
-// `?` on `load_accepted`: remove once it has an error type of its own.
-impl From<AcceptedError> for String {
-    fn from(e: AcceptedError) -> String {
-        e.to_string()
-    }
-}
-
 /// Reads the central list; a missing file is an empty list.
 pub fn load_accepted(path: &Path) -> Result<Vec<CentralAccept>, AcceptedError> {
     let text = match std::fs::read_to_string(path) {

@@ -6,7 +6,8 @@
 //! (`diff`), binary against committed transcripts (`check`, `diff` without
 //! `--reference`), or writes transcripts (`record`). `bench` compares
 //! performance; `mutant-proxy` is the wire-altering wrapper the sensitivity
-//! tests use. It never links the remora crate: it only runs binaries.
+//! tests use. It runs daemons only as binaries: the remora crate is
+//! linked for its method table alone (fuzz-diff's vocabulary).
 
 mod bench;
 mod capture;
@@ -34,10 +35,8 @@ use cli::{Cli, Cmd};
 use commands::{corpus, tools};
 use std::process::ExitCode;
 
-/// Parses the command line and runs the one subcommand it names. The
-/// corpus commands still say what failed in a `String`, the others in
-/// [`tools::Error`]; both print the same way.
-fn real_main() -> Result<ExitCode, Box<dyn std::error::Error>> {
+/// Parses the command line and runs the one subcommand it names.
+fn real_main() -> Result<ExitCode, commands::Error> {
     Ok(match Cli::parse().cmd {
         Cmd::List(a) => corpus::list(a)?,
         Cmd::Diff(a) => corpus::diff(a)?,

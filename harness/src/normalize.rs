@@ -6,6 +6,7 @@
 //! prints.
 
 use std::collections::HashMap;
+use std::fmt;
 
 /// The default product-name rename map (reference → remora).
 pub const DEFAULT_RENAMES: &[(&str, &str)] = &[
@@ -14,8 +15,20 @@ pub const DEFAULT_RENAMES: &[(&str, &str)] = &[
     ("CLAUSTRUM", "REMORA"),
 ];
 
+/// A `--rename` argument that is not `FROM=TO` (with a non-empty `FROM`).
+#[derive(Debug)]
+pub struct BadRename(pub String);
+
+impl fmt::Display for BadRename {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "--rename takes FROM=TO, got {:?}", self.0)
+    }
+}
+
+impl std::error::Error for BadRename {}
+
 /// Parses `FROM=TO` pairs; an empty list means [`DEFAULT_RENAMES`].
-pub fn parse_renames(pairs: &[String]) -> Result<Vec<(String, String)>, String> {
+pub fn parse_renames(pairs: &[String]) -> Result<Vec<(String, String)>, BadRename> {
     if pairs.is_empty() {
         return Ok(DEFAULT_RENAMES
             .iter()
@@ -28,7 +41,7 @@ pub fn parse_renames(pairs: &[String]) -> Result<Vec<(String, String)>, String> 
             p.split_once('=')
                 .filter(|(a, _)| !a.is_empty())
                 .map(|(a, b)| (a.to_string(), b.to_string()))
-                .ok_or_else(|| format!("--rename takes FROM=TO, got {p:?}"))
+                .ok_or_else(|| BadRename(p.clone()))
         })
         .collect()
 }

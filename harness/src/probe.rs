@@ -11,6 +11,7 @@
 //! `$…` templates expand. Quoted tokens additionally process C escapes
 //! (`\n \r \t \0 \\ \" \xNN`). See [`Template`].
 
+use crate::error::{At, IoAt};
 use serde_json::Value;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -37,6 +38,28 @@ impl fmt::Display for ParseError {
 }
 
 impl std::error::Error for ParseError {}
+
+/// Why the probe directory cannot be loaded.
+#[derive(Debug)]
+pub enum LoadError {
+    /// The directory itself.
+    ReadDir(IoAt),
+    /// One probe file.
+    Read(IoAt),
+    Parse(ParseError),
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LoadError::ReadDir(e) => write!(f, "reading probe directory {e}"),
+            LoadError::Read(e) => write!(f, "{e}"),
+            LoadError::Parse(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for LoadError {}
 
 /// A variable a template can reference.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -342,17 +365,18 @@ impl Probe {
 }
 
 /// Loads every `*.probe` under `dir`, sorted by name.
-pub fn load_dir(dir: &Path) -> Result<Vec<Probe>, Box<dyn std::error::Error>> {
+pub fn load_dir(dir: &Path) -> Result<Vec<Probe>, LoadError> {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| format!("reading probe directory {}: {e}", dir.display()))?
+        .at(dir)
+        .map_err(LoadError::ReadDir)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == "probe"))
         .collect();
     paths.sort();
     let mut out = Vec::new();
     for p in paths {
-        let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
-        out.push(parse(&p, &text)?);
+        let text = std::fs::read_to_string(&p).at(&p).map_err(LoadError::Read)?;
+        out.push(parse(&p, &text).map_err(LoadError::Parse)?);
     }
     Ok(out)
 }

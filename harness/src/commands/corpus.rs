@@ -2,17 +2,19 @@
 //! `list`, `diff`, `check`, `record`, `derive` and `report` (a saved
 //! report rendered again).
 
+use super::Error;
 use crate::cli::{
     load_probes, run_cfg, workspace, write_reports, CheckArgs, DeriveArgs, DiffArgs, ListArgs, RecordArgs, RenderArgs,
     ReportArgs,
 };
-use crate::derive::{changed_keys, Recipe};
+use crate::derive::{changed_keys, derived_text, Recipe};
 use crate::diff::{DiffOptions, Reference};
+use crate::error::At;
 use crate::{compare, diff, normalize, report, runner, transcript};
 use std::process::ExitCode;
 
 /// `harness list`: every selected probe with its description.
-pub(crate) fn list(a: ListArgs) -> Result<ExitCode, String> {
+pub(crate) fn list(a: ListArgs) -> Result<ExitCode, Error> {
     let (probes, _) = load_probes(&a.common)?;
     for p in &probes {
         println!("{:<44} {}", p.name, p.desc);
@@ -23,7 +25,7 @@ pub(crate) fn list(a: ListArgs) -> Result<ExitCode, String> {
 
 /// `harness diff`: a candidate against a reference binary, or against the
 /// committed transcripts when there is no `--reference`.
-pub(crate) fn diff(a: DiffArgs) -> Result<ExitCode, String> {
+pub(crate) fn diff(a: DiffArgs) -> Result<ExitCode, Error> {
     let DiffArgs {
         reference,
         candidate,
@@ -84,7 +86,7 @@ pub(crate) fn diff(a: DiffArgs) -> Result<ExitCode, String> {
 }
 
 /// `harness check`: a binary against the committed transcripts (CI).
-pub(crate) fn check(a: CheckArgs) -> Result<ExitCode, String> {
+pub(crate) fn check(a: CheckArgs) -> Result<ExitCode, Error> {
     let CheckArgs {
         binary,
         transcripts,
@@ -127,11 +129,13 @@ pub(crate) fn check(a: CheckArgs) -> Result<ExitCode, String> {
 
 /// `harness report`: a saved JSON report rendered again. Exits 0 once it
 /// is written, whatever the report says.
-pub(crate) fn render(a: RenderArgs) -> Result<ExitCode, String> {
+pub(crate) fn render(a: RenderArgs) -> Result<ExitCode, Error> {
     let RenderArgs { json, html, verbose } = a;
-    let text = std::fs::read_to_string(&json).map_err(|e| format!("{}: {e}", json.display()))?;
-    let rep: report::Report =
-        serde_json::from_str(&text).map_err(|e| format!("{}: not a JSON report: {e}", json.display()))?;
+    let text = std::fs::read_to_string(&json).at(&json)?;
+    let rep: report::Report = serde_json::from_str(&text).map_err(|source| Error::NotAReport {
+        path: json.clone(),
+        source,
+    })?;
     write_reports(
         &rep,
         &ReportArgs {
@@ -145,7 +149,7 @@ pub(crate) fn render(a: RenderArgs) -> Result<ExitCode, String> {
 
 /// `harness record`: writes each probe's transcript as the binary answers
 /// it, except the reference-derived ones, which are only compared.
-pub(crate) fn record(a: RecordArgs) -> Result<ExitCode, String> {
+pub(crate) fn record(a: RecordArgs) -> Result<ExitCode, Error> {
     let RecordArgs {
         binary,
         out,
@@ -155,12 +159,12 @@ pub(crate) fn record(a: RecordArgs) -> Result<ExitCode, String> {
     let (probes, _) = load_probes(&common)?;
     let cfg = run_cfg(&binary, &common)?;
     let out = out.unwrap_or_else(|| workspace().join("corpora/transcripts"));
-    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    std::fs::create_dir_all(&out).at(&out)?;
     let results = diff::parallel(
         &probes,
         common.jobs,
         !common.quiet,
-        |p| runner::run_probe(p, &cfg),
+        |p| runner::run(p, &cfg),
         |r| match r {
             Ok(_) => "ran".into(),
             Err(e) => format!("ERROR {e}"),
@@ -187,7 +191,7 @@ pub(crate) fn record(a: RecordArgs) -> Result<ExitCode, String> {
                     let _ = std::fs::remove_file(&path);
                     continue;
                 }
-                std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+                std::fs::write(&path, text).at(&path)?;
                 written += 1;
             }
             Err(e) => {
@@ -211,7 +215,7 @@ pub(crate) fn record(a: RecordArgs) -> Result<ExitCode, String> {
 /// reference-derived transcript written; a refusal (counts or ids out of
 /// step, an unmapped placeholder) fails the run and writes nothing for
 /// that probe.
-pub(crate) fn derive(a: DeriveArgs) -> Result<ExitCode, String> {
+pub(crate) fn derive(a: DeriveArgs) -> Result<ExitCode, Error> {
     let DeriveArgs {
         binary,
         sources,
@@ -225,7 +229,7 @@ pub(crate) fn derive(a: DeriveArgs) -> Result<ExitCode, String> {
         .into_iter()
         .partition(|p| sources.join(format!("{}.derive", p.name)).is_file());
     if probes.is_empty() {
-        return Err(format!("no selected probe has a recipe in {}", sources.display()));
+        return Err(Error::NoRecipes(sources));
     }
     if !common.filter.is_empty() {
         for p in &without {
@@ -237,12 +241,12 @@ pub(crate) fn derive(a: DeriveArgs) -> Result<ExitCode, String> {
         .map(|p| Recipe::load(&sources.join(format!("{}.derive", p.name))))
         .collect::<Result<Vec<_>, _>>()?;
     let cfg = run_cfg(&binary, &common)?;
-    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    std::fs::create_dir_all(&out).at(&out)?;
     let runs = diff::parallel(
         &probes,
         common.jobs,
         !common.quiet,
-        |p| runner::run_probe(p, &cfg),
+        |p| runner::run(p, &cfg),
         |r| match r {
             Ok(_) => "ran".into(),
             Err(e) => format!("ERROR {e}"),
@@ -250,7 +254,12 @@ pub(crate) fn derive(a: DeriveArgs) -> Result<ExitCode, String> {
     );
     let (mut written, mut unchanged, mut refused) = (0, 0, 0);
     for ((p, recipe), run) in probes.iter().zip(&recipes).zip(runs) {
-        let text = match run.and_then(|t| crate::derive::derive(recipe, &t)) {
+        // A probe that did not run and a derivation refused are both refusals.
+        let derived: Result<String, Box<dyn std::error::Error>> = match run {
+            Ok(t) => derived_text(recipe, &t).map_err(Into::into),
+            Err(e) => Err(e.into()),
+        };
+        let text = match derived {
             Ok(t) => t,
             Err(e) => {
                 eprintln!("{}: {e}", p.name);
@@ -276,7 +285,7 @@ pub(crate) fn derive(a: DeriveArgs) -> Result<ExitCode, String> {
                 }
             );
         }
-        std::fs::write(&path, &text).map_err(|e| format!("{}: {e}", path.display()))?;
+        std::fs::write(&path, &text).at(&path)?;
         written += 1;
     }
     println!(

@@ -2,76 +2,15 @@
 //! (and its re-executed client), `capture`, `fuzz-diff` and
 //! `mutant-proxy`.
 
+use super::Error;
 use crate::cli::{
     absolute, workspace, BenchArgs, CaptureArgs, FuzzDiffArgs, MutantProxyArgs, StressArgs, StressClientArgs,
 };
-use crate::error::{At, IoAt};
+use crate::error::At;
 use crate::runner::RunConfig;
 use crate::{bench, capture, compare, fuzzdiff, fuzzgen, mutant, normalize, stress};
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-
-/// Why one of these subcommands failed.
-#[derive(Debug)]
-pub(crate) enum Error {
-    /// A command-line argument that does not resolve (`cli.rs` and
-    /// `normalize.rs`, another branch's files, still say so in a `String`).
-    Args(String),
-    Stress(stress::Error),
-    Capture(capture::Error),
-    Accepted(compare::AcceptedError),
-    /// Reading or writing a file the command line names.
-    Io(IoAt),
-    Json(serde_json::Error),
-    CurrentExe(std::io::Error),
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Error::Args(e) => f.write_str(e),
-            Error::Stress(e) => write!(f, "{e}"),
-            Error::Capture(e) => write!(f, "{e}"),
-            Error::Accepted(e) => write!(f, "{e}"),
-            Error::Io(e) => write!(f, "{e}"),
-            Error::Json(e) => write!(f, "{e}"),
-            Error::CurrentExe(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl std::error::Error for Error {}
-
-impl From<String> for Error {
-    fn from(e: String) -> Error {
-        Error::Args(e)
-    }
-}
-
-impl From<stress::Error> for Error {
-    fn from(e: stress::Error) -> Error {
-        Error::Stress(e)
-    }
-}
-
-impl From<capture::Error> for Error {
-    fn from(e: capture::Error) -> Error {
-        Error::Capture(e)
-    }
-}
-
-impl From<compare::AcceptedError> for Error {
-    fn from(e: compare::AcceptedError) -> Error {
-        Error::Accepted(e)
-    }
-}
-
-impl From<IoAt> for Error {
-    fn from(e: IoAt) -> Error {
-        Error::Io(e)
-    }
-}
 
 /// A child's status as this process's exit code (clamped to 0..=255).
 fn exit_code(status: i32) -> ExitCode {

@@ -150,11 +150,3 @@ impl From<IoAt> for Error {
         Error::Io(e)
     }
 }
-
-// `commands/corpus.rs` (another branch's file) returns `String` and uses
-// `?` on `Recipe::load`: remove once it has an error type of its own.
-impl From<Error> for String {
-    fn from(e: Error) -> String {
-        e.to_string()
-    }
-}

@@ -219,13 +219,6 @@ fn key_id(key: &str) -> &str {
     rest.split(" #").next().unwrap_or(rest)
 }
 
-/// [`derived_text`] for `commands/corpus.rs` (another branch's file),
-/// which chains it with `runner::run_probe` on `String` errors: remove
-/// once it is typed.
-pub fn derive(recipe: &Recipe, run: &Transcript) -> Result<String, String> {
-    derived_text(recipe, run).map_err(|e| e.to_string())
-}
-
 /// Builds the derived transcript's text from remora's run of the probe.
 pub fn derived_text(recipe: &Recipe, run: &Transcript) -> Result<String, Error> {
     let frames = recipe.frames()?;
@@ -374,7 +367,7 @@ mod tests {
             dir.path(),
             "replace L2 c1 reply 1 | {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"later\":true}} | a later build's page\n",
         );
-        let out = derive(&r, &run()).unwrap();
+        let out = derived_text(&r, &run()).unwrap();
         assert!(
             out.contains("L2 c1 reply 1\t{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"later\":true}}"),
             "{out}"
@@ -384,7 +377,10 @@ mod tests {
             "{out}"
         );
         let r = recipe(dir.path(), "replace L9 c1 reply 9 | {\"id\":9} | nowhere\n");
-        assert!(derive(&r, &run()).is_err(), "a key the source does not fill is refused");
+        assert!(
+            derived_text(&r, &run()).is_err(),
+            "a key the source does not fill is refused"
+        );
     }
 
     #[test]
@@ -399,14 +395,14 @@ mod tests {
             dir.path(),
             "frame L2 c1 reply 1 | {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"success\":true}} | seed 000\npending L3 c1 reply 2 | issue 23 | 19f30c46 | pong false\n",
         );
-        let text = derive(&r, &run()).unwrap();
+        let text = derived_text(&r, &run()).unwrap();
         assert!(text.contains(
             "# derived-from: o/r testdata/x.golden.json @ abc, build 5db5e4a; requests from x_test.go TestX\n"
         ));
         assert!(text.contains("L3 c1 reply 2\t{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"pong\":false}}\n"));
         assert!(text.contains("L1 banner\tRemora listening\\n\n"));
         assert!(text.contains("# pending: L3 c1 reply 2 | issue 23 | 19f30c46 | pong false\n"));
-        assert_eq!(derive(&r, &run()).unwrap(), text, "deterministic");
+        assert_eq!(derived_text(&r, &run()).unwrap(), text, "deterministic");
     }
 
     #[test]
@@ -417,16 +413,17 @@ mod tests {
             r#"[{"jsonrpc":"2.0","id":2,"result":{}}]"#,
         )
         .unwrap();
-        let e = derive(&recipe(dir.path(), ""), &run()).unwrap_err();
+        let e = derived_text(&recipe(dir.path(), ""), &run()).unwrap_err().to_string();
         assert!(e.contains("1 frame(s)") && e.contains("2 repl(ies)"), "{e}");
-        let e = derive(
+        let e = derived_text(
             &recipe(
                 dir.path(),
                 "frame L3 c1 reply 2 | {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}} | seed 000\n",
             ),
             &run(),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("out of step"), "{e}");
     }
 

@@ -3,8 +3,9 @@
 //! differs only after earlier cases on the same live daemons) with the
 //! preceding cases attached.
 
-use super::{shrink::shrink, Checker, Reruns};
+use super::{shrink::shrink, Checker, Error, Reruns};
 use crate::compare::EntryDiff;
+use crate::error::At;
 use crate::fuzzgen::Case;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -22,7 +23,7 @@ pub(super) fn keys(d: &[EntryDiff]) -> String {
 /// candidate that differed once, and a race can do that, so a shrunk case
 /// that does not hold up is dropped for the unshrunk one. What the header
 /// shows comes from a run that differed, never from an identical one.
-pub(super) fn write_shrunk(ck: &Checker, case: &Case, found: &Reruns) -> Result<PathBuf, String> {
+pub(super) fn write_shrunk(ck: &Checker, case: &Case, found: &Reruns) -> Result<PathBuf, Error> {
     let before = ck.runs.load(Ordering::Relaxed);
     let min = shrink(ck, case);
     let runs = ck.runs.load(Ordering::Relaxed) - before;
@@ -56,7 +57,7 @@ pub(super) fn write_shrunk(ck: &Checker, case: &Case, found: &Reruns) -> Result<
 }
 
 /// Writes a difference that did not repeat, unshrunk.
-pub(super) fn write_flaky(ck: &Checker, case: &Case, diffs: &[EntryDiff], why: &str) -> Result<PathBuf, String> {
+pub(super) fn write_flaky(ck: &Checker, case: &Case, diffs: &[EntryDiff], why: &str) -> Result<PathBuf, Error> {
     let note = format!("FLAKY: {why} (not shrunk) — nondeterminism in a daemon or the harness");
     write_probe(ck, case, vec![note], diffs, &[])
 }
@@ -68,7 +69,7 @@ pub(super) fn write_state_dependent(
     case: &Case,
     preceding: &[u64],
     diffs: &[EntryDiff],
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, Error> {
     let o = ck.o;
     let list: Vec<String> = preceding.iter().map(u64::to_string).collect();
     let notes = vec![
@@ -100,7 +101,7 @@ fn write_probe(
     notes: Vec<String>,
     diffs: &[EntryDiff],
     trailer: &[String],
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, Error> {
     let o = ck.o;
     let shown: Vec<&EntryDiff> = diffs.iter().take(3).collect();
     let header_lines = 2 + notes.len() + 3 * shown.len();
@@ -126,10 +127,10 @@ fn write_probe(
         text.push_str(l);
         text.push('\n');
     }
-    crate::probe::parse(Path::new("check.probe"), &text).map_err(|e| e.to_string())?;
-    std::fs::create_dir_all(&o.out).map_err(|e| format!("{}: {e}", o.out.display()))?;
+    crate::probe::parse(Path::new("check.probe"), &text).map_err(Error::Unreadable)?;
+    std::fs::create_dir_all(&o.out).at(&o.out)?;
     let path = o.out.join(format!("{}.probe", case.name()));
-    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    std::fs::write(&path, text).at(&path)?;
     Ok(path)
 }
 

@@ -26,6 +26,7 @@
 #![allow(clippy::unwrap_used)] // TODO(lints): the fuzzing branch owns this file; its `lock().unwrap()`s go with its next change
 
 mod coverage;
+mod error;
 mod found;
 mod shrink;
 
@@ -33,9 +34,10 @@ use crate::compare::{accepts_for, compare, CentralAccept, EntryDiff, Status};
 use crate::diff::{diff_probe, DiffOptions, Reference};
 use crate::fuzzgen::{self, Case, Unit};
 use crate::probe::Probe;
-use crate::runner::{LiveDaemon, RunConfig};
+use crate::runner::{self, LiveDaemon, RunConfig};
 use crate::transcript::Transcript;
 pub use coverage::Coverage;
+use error::Error;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -118,7 +120,7 @@ impl Checker<'_> {
         self.runs.fetch_add(1, Ordering::Relaxed);
         let probe = match parse(name, text) {
             Ok(p) => p,
-            Err(e) => return Outcome::Error(e),
+            Err(e) => return Outcome::Error(e.to_string()),
         };
         let mut r = diff_probe(&probe, &self.diff);
         if let Some(cov) = cov {
@@ -185,9 +187,8 @@ impl Reruns {
     }
 }
 
-fn parse(name: &str, text: &str) -> Result<Probe, String> {
-    crate::probe::parse(Path::new(&format!("{name}.probe")), text)
-        .map_err(|e| format!("generated probe does not parse: {e}"))
+fn parse(name: &str, text: &str) -> Result<Probe, Error> {
+    crate::probe::parse(Path::new(&format!("{name}.probe")), text).map_err(Error::Generated)
 }
 
 /// One worker's live reference and candidate daemons.
@@ -207,7 +208,7 @@ struct LiveRun {
 }
 
 impl Pair {
-    fn new(o: &FuzzOptions) -> Result<Pair, String> {
+    fn new(o: &FuzzOptions) -> Result<Pair, runner::Error> {
         Ok(Pair {
             reference: LiveDaemon::new(&o.reference)?,
             candidate: LiveDaemon::new(&o.candidate)?,
@@ -235,7 +236,7 @@ impl Pair {
             Ok(p) => p,
             Err(e) => {
                 return LiveRun {
-                    outcome: Outcome::Error(e),
+                    outcome: Outcome::Error(e.to_string()),
                     reference: None,
                     suspicious: false,
                 }
@@ -247,12 +248,13 @@ impl Pair {
         let (rt, ct) = std::thread::scope(|s| {
             let h = s.spawn(move || reference.run(rp));
             let ct = candidate.run(cp);
-            (h.join().unwrap_or_else(|_| Err("reference side panicked".into())), ct)
+            (h.join(), ct)
         });
         let shutdown = case.units.iter().any(|u| matches!(u, Unit::Shutdown(_)));
         let (rt, ct) = match (rt, ct) {
-            (Ok(r), Ok(c)) => (r, c),
-            (Err(e), _) => return error_run(format!("reference: {e}")),
+            (Ok(Ok(r)), Ok(c)) => (r, c),
+            (Err(_), _) => return error_run("reference: reference side panicked".into()),
+            (Ok(Err(e)), _) => return error_run(format!("reference: {e}")),
             (_, Err(e)) => return error_run(format!("candidate: {e}")),
         };
         let timed_out = |t: &Transcript| t.entries.iter().any(|e| e.value.starts_with(b"<timeout"));
@@ -448,7 +450,7 @@ enum Found {
 
 type CaseResult = (Outcome, Option<PathBuf>, Found);
 
-fn written(ck: &Checker, n: u64, r: Result<PathBuf, String>) -> Option<PathBuf> {
+fn written(ck: &Checker, n: u64, r: Result<PathBuf, Error>) -> Option<PathBuf> {
     match r {
         Ok(p) => {
             say(ck.o, &format!("case {n}: wrote {}", p.display()));

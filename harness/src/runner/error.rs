@@ -49,11 +49,3 @@ impl From<dut::Error> for Error {
         Error::Daemon(e)
     }
 }
-
-// `fuzzdiff/` (another branch's files) still returns `String` and uses `?`
-// on `LiveDaemon::new`: remove once it has an error type of its own.
-impl From<Error> for String {
-    fn from(e: Error) -> String {
-        e.to_string()
-    }
-}

@@ -126,15 +126,8 @@ impl LiveDaemon {
         self.stop();
     }
 
-    /// [`LiveDaemon::run_probe`] for `fuzzdiff/` (another branch's files),
-    /// which builds its own `String` errors beside this one: remove once
-    /// it is typed.
-    pub fn run(&mut self, probe: &Probe) -> Result<Transcript, String> {
-        self.run_probe(probe).map_err(|e| e.to_string())
-    }
-
     /// Runs `probe` on the running daemon (starting one if needed).
-    pub fn run_probe(&mut self, probe: &Probe) -> Result<Transcript, Error> {
+    pub fn run(&mut self, probe: &Probe) -> Result<Transcript, Error> {
         if let Some(why) = Self::unsupported(probe) {
             return Err(Error::Unsupported {
                 probe: probe.name.clone(),

@@ -154,12 +154,6 @@ struct Runner<'a> {
     settled_procs: BTreeSet<(String, String)>,
 }
 
-/// [`run`] for `commands/corpus.rs` (another branch's file), which chains
-/// it with `derive::derive` on `String` errors: remove once it is typed.
-pub fn run_probe(probe: &Probe, cfg: &RunConfig) -> Result<Transcript, String> {
-    run(probe, cfg).map_err(|e| e.to_string())
-}
-
 /// Runs `probe` against `cfg.bin`; never panics on daemon misbehaviour,
 /// everything observed goes into the transcript.
 pub fn run(probe: &Probe, cfg: &RunConfig) -> Result<Transcript, Error> {
