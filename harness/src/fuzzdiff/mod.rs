@@ -23,7 +23,6 @@
 //! otherwise it is flaky (rate 0 of the reruns).
 //!
 //! `--fresh` runs every case on fresh daemons instead (the old mode).
-#![allow(clippy::unwrap_used)] // TODO(lints): the fuzzing branch owns this file; its `lock().unwrap()`s go with its next change
 
 mod coverage;
 mod error;
@@ -35,6 +34,7 @@ use crate::diff::{diff_probe, DiffOptions, Reference};
 use crate::fuzzgen::{self, Case, Unit};
 use crate::probe::Probe;
 use crate::runner::{self, LiveDaemon, RunConfig};
+use crate::sync;
 use crate::transcript::Transcript;
 pub use coverage::Coverage;
 use error::Error;
@@ -328,7 +328,7 @@ pub fn run(o: &FuzzOptions) -> Summary {
                         Ok(p) => Some(p),
                         Err(e) => {
                             say(o, &format!("cannot set up daemons: {e}"));
-                            summary.lock().unwrap().errors += 1;
+                            sync::lock(&summary).errors += 1;
                             return;
                         }
                     }
@@ -348,7 +348,7 @@ pub fn run(o: &FuzzOptions) -> Summary {
                         Some(p) => live_case(&ck, p, &case, &mut cov),
                         None => fresh_case(&ck, &case, &mut cov),
                     };
-                    let mut sm = summary.lock().unwrap();
+                    let mut sm = sync::lock(&summary);
                     sm.cases += 1;
                     *sm.sizes.entry(case.requests()).or_default() += 1;
                     match outcome {
@@ -367,7 +367,7 @@ pub fn run(o: &FuzzOptions) -> Summary {
                         Found::Nothing => {}
                     }
                     sm.files.extend(file);
-                    let mut lp = last_progress.lock().unwrap();
+                    let mut lp = sync::lock(&last_progress);
                     if lp.elapsed() >= Duration::from_secs(5) {
                         *lp = Instant::now();
                         let secs = started.elapsed().as_secs_f64();
@@ -382,7 +382,7 @@ pub fn run(o: &FuzzOptions) -> Summary {
                         );
                     }
                 }
-                let mut sm = summary.lock().unwrap();
+                let mut sm = sync::lock(&summary);
                 sm.coverage.merge(cov);
                 if let Some(p) = pair.as_mut() {
                     p.restart();
@@ -391,7 +391,7 @@ pub fn run(o: &FuzzOptions) -> Summary {
             });
         }
     });
-    let mut sm = summary.into_inner().unwrap();
+    let mut sm = sync::into_inner(summary);
     sm.files.sort();
     sm.elapsed = started.elapsed();
     sm
