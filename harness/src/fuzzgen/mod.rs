@@ -23,6 +23,8 @@
 //! are never shrunk character by character.
 
 mod gen;
+mod mutate;
+mod params;
 mod predict;
 mod rng;
 mod vocab;
@@ -379,7 +381,7 @@ pub fn atoms(t: &str) -> Vec<String> {
 }
 #[cfg(test)]
 mod tests {
-    use super::gen::safe_cut;
+    use super::mutate::safe_cut;
     use super::*;
     use std::path::Path;
 
