@@ -300,9 +300,14 @@ pub fn run(o: &FuzzOptions) -> Summary {
         (None, None, None) => 100,
     };
     let jobs = if o.cases.is_some() { 1 } else { o.jobs.max(1) };
-    let next = AtomicU64::new(0);
-    let summary = Mutex::new(Summary::default());
-    let last_progress = Mutex::new(Instant::now());
+    let shared = Shared {
+        started,
+        deadline,
+        limit,
+        next: AtomicU64::new(0),
+        summary: Mutex::new(Summary::default()),
+        last_progress: Mutex::new(Instant::now()),
+    };
     let diff = DiffOptions {
         reference: Reference::Binary(o.reference.clone()),
         candidate: o.candidate.clone(),
@@ -315,86 +320,110 @@ pub fn run(o: &FuzzOptions) -> Summary {
     };
     std::thread::scope(|s| {
         for _ in 0..jobs {
-            s.spawn(|| {
-                let ck = Checker {
-                    o,
-                    diff: diff.clone(),
-                    runs: AtomicUsize::new(0),
-                };
-                let mut pair = if o.fresh {
-                    None
-                } else {
-                    match Pair::new(o) {
-                        Ok(p) => Some(p),
-                        Err(e) => {
-                            say(o, &format!("cannot set up daemons: {e}"));
-                            sync::lock(&summary).errors += 1;
-                            return;
-                        }
-                    }
-                };
-                let mut cov = Coverage::default();
-                loop {
-                    if deadline.is_some_and(|d| Instant::now() >= d) {
-                        break;
-                    }
-                    let i = next.fetch_add(1, Ordering::SeqCst);
-                    if i >= limit {
-                        break;
-                    }
-                    let n = o.cases.as_ref().map(|c| c[i as usize]).unwrap_or(i);
-                    let case = fuzzgen::generate(o.seed, n);
-                    let (outcome, file, kind) = match pair.as_mut() {
-                        Some(p) => live_case(&ck, p, &case, &mut cov),
-                        None => fresh_case(&ck, &case, &mut cov),
-                    };
-                    let mut sm = sync::lock(&summary);
-                    sm.cases += 1;
-                    *sm.sizes.entry(case.requests()).or_default() += 1;
-                    match outcome {
-                        Outcome::Differs(_) => sm.differences += 1,
-                        Outcome::Accepted => sm.accepted += 1,
-                        Outcome::Error(_) => sm.errors += 1,
-                        Outcome::Identical => {}
-                    }
-                    match kind {
-                        Found::Flaky(r) => {
-                            sm.flaky += 1;
-                            sm.flake_rates.push((n, r.differed, r.runs));
-                        }
-                        Found::StateDependent => sm.state_dependent += 1,
-                        Found::Reproduced => sm.reproduced += 1,
-                        Found::Nothing => {}
-                    }
-                    sm.files.extend(file);
-                    let mut lp = sync::lock(&last_progress);
-                    if lp.elapsed() >= Duration::from_secs(5) {
-                        *lp = Instant::now();
-                        let secs = started.elapsed().as_secs_f64();
-                        say(
-                            o,
-                            &format!(
-                                "{} cases, {} differences, {:.1} cases/s",
-                                sm.cases,
-                                sm.differences,
-                                sm.cases as f64 / secs
-                            ),
-                        );
-                    }
-                }
-                let mut sm = sync::lock(&summary);
-                sm.coverage.merge(cov);
-                if let Some(p) = pair.as_mut() {
-                    p.restart();
-                    sm.starts += p.starts();
-                }
-            });
+            s.spawn(|| worker(o, &diff, &shared));
         }
     });
-    let mut sm = sync::into_inner(summary);
+    let mut sm = sync::into_inner(shared.summary);
     sm.files.sort();
     sm.elapsed = started.elapsed();
     sm
+}
+
+/// What the workers share: where the run stops, the next case to take,
+/// the tallies and when progress was last shown.
+struct Shared {
+    started: Instant,
+    deadline: Option<Instant>,
+    /// Case indices below this are run (the index picks the case number).
+    limit: u64,
+    next: AtomicU64,
+    summary: Mutex<Summary>,
+    last_progress: Mutex<Instant>,
+}
+
+/// One worker: takes cases until the limit or the deadline, each on its
+/// live pair (or on fresh daemons with `--fresh`), and counts what they
+/// found; at the end its coverage and daemon starts.
+fn worker(o: &FuzzOptions, diff: &DiffOptions, sh: &Shared) {
+    let ck = Checker {
+        o,
+        diff: diff.clone(),
+        runs: AtomicUsize::new(0),
+    };
+    let mut pair = if o.fresh {
+        None
+    } else {
+        match Pair::new(o) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                say(o, &format!("cannot set up daemons: {e}"));
+                sync::lock(&sh.summary).errors += 1;
+                return;
+            }
+        }
+    };
+    let mut cov = Coverage::default();
+    loop {
+        if sh.deadline.is_some_and(|d| Instant::now() >= d) {
+            break;
+        }
+        let i = sh.next.fetch_add(1, Ordering::SeqCst);
+        if i >= sh.limit {
+            break;
+        }
+        let n = o.cases.as_ref().map(|c| c[i as usize]).unwrap_or(i);
+        let case = fuzzgen::generate(o.seed, n);
+        let result = match pair.as_mut() {
+            Some(p) => live_case(&ck, p, &case, &mut cov),
+            None => fresh_case(&ck, &case, &mut cov),
+        };
+        sh.tally(o, &case, result);
+    }
+    let mut sm = sync::lock(&sh.summary);
+    sm.coverage.merge(cov);
+    if let Some(p) = pair.as_mut() {
+        p.restart();
+        sm.starts += p.starts();
+    }
+}
+
+impl Shared {
+    /// Counts one case's result; a progress line at most every 5 seconds.
+    fn tally(&self, o: &FuzzOptions, case: &Case, (outcome, file, kind): CaseResult) {
+        let mut sm = sync::lock(&self.summary);
+        sm.cases += 1;
+        *sm.sizes.entry(case.requests()).or_default() += 1;
+        match outcome {
+            Outcome::Differs(_) => sm.differences += 1,
+            Outcome::Accepted => sm.accepted += 1,
+            Outcome::Error(_) => sm.errors += 1,
+            Outcome::Identical => {}
+        }
+        match kind {
+            Found::Flaky(r) => {
+                sm.flaky += 1;
+                sm.flake_rates.push((case.n, r.differed, r.runs));
+            }
+            Found::StateDependent => sm.state_dependent += 1,
+            Found::Reproduced => sm.reproduced += 1,
+            Found::Nothing => {}
+        }
+        sm.files.extend(file);
+        let mut lp = sync::lock(&self.last_progress);
+        if lp.elapsed() >= Duration::from_secs(5) {
+            *lp = Instant::now();
+            let secs = self.started.elapsed().as_secs_f64();
+            say(
+                o,
+                &format!(
+                    "{} cases, {} differences, {:.1} cases/s",
+                    sm.cases,
+                    sm.differences,
+                    sm.cases as f64 / secs
+                ),
+            );
+        }
+    }
 }
 
 /// The closing report: counts, cases/s, files, coverage and case sizes.
