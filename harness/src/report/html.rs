@@ -5,7 +5,7 @@
 //! reference-derived transcripts and the normalisation rules come last,
 //! folded.
 
-use super::{Report, SideTiming};
+use super::{ProbeResult, Report, SideTiming};
 use crate::compare::Status;
 use crate::transcript::Entry;
 use std::fmt::Write as _;
@@ -192,6 +192,17 @@ fn derived_section(o: &mut String, rep: &Report) {
 /// characters (the whole text is the cell's tooltip and in the section).
 const NOTE_CHARS: usize = 120;
 
+/// The page's style sheet.
+const STYLE: &str = "body{font:14px system-ui,sans-serif;margin:1.5em}table{border-collapse:collapse}td,th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}\
+         .identical{color:#2a7}.accepted{color:#b80}.DIFFERS,.ERROR{color:#c22;font-weight:bold}.unrecorded{color:#888}\
+         pre{margin:0;white-space:pre-wrap;overflow-wrap:anywhere;font:12px ui-monospace,monospace;max-height:40em;overflow:auto}\
+         .d{background:#fee}.a{background:#ffd}.bar{height:8px;display:block}.r{background:#69c}.c{background:#c96}\
+         details{margin:.5em 0}summary{cursor:pointer}table.side{table-layout:fixed;width:100%}table.side td:first-child,table.side th:first-child{width:16em}\
+         mark.fd{background:#f33;color:#fff;outline:1px solid #900}mark.fd.end{padding:0 .3em}.cut{color:#888}\
+         #verdict{margin:0 0 .3em;padding:.3em .6em;border-radius:4px;font-size:1.6em}#verdict.pass{background:#dfd;color:#173}#verdict.fail{background:#fdd;color:#900}\
+         #what{margin:.2em 0;color:#444}#summary{margin:.2em 0 .6em;font-size:1.1em}td.note{color:#555;font-size:12px;max-width:60em}\
+         .tools{position:sticky;top:0;background:#fff;padding:.4em 0;border-bottom:1px solid #ccc}[hidden]{display:none!important}";
+
 /// A self-contained HTML page (no external resources). First screen: the
 /// verdict, what ran, the counts, the filter and the probe table, failing
 /// and accepted probes first, each with its reason or error cut to a line.
@@ -208,18 +219,26 @@ pub fn html(rep: &Report) -> String {
         if pass { "PASS" } else { "FAIL" },
         h(&rep.what_ran())
     );
-    o.push_str(
-        "body{font:14px system-ui,sans-serif;margin:1.5em}table{border-collapse:collapse}td,th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}\
-         .identical{color:#2a7}.accepted{color:#b80}.DIFFERS,.ERROR{color:#c22;font-weight:bold}.unrecorded{color:#888}\
-         pre{margin:0;white-space:pre-wrap;overflow-wrap:anywhere;font:12px ui-monospace,monospace;max-height:40em;overflow:auto}\
-         .d{background:#fee}.a{background:#ffd}.bar{height:8px;display:block}.r{background:#69c}.c{background:#c96}\
-         details{margin:.5em 0}summary{cursor:pointer}table.side{table-layout:fixed;width:100%}table.side td:first-child,table.side th:first-child{width:16em}\
-         mark.fd{background:#f33;color:#fff;outline:1px solid #900}mark.fd.end{padding:0 .3em}.cut{color:#888}\
-         #verdict{margin:0 0 .3em;padding:.3em .6em;border-radius:4px;font-size:1.6em}#verdict.pass{background:#dfd;color:#173}#verdict.fail{background:#fdd;color:#900}\
-         #what{margin:.2em 0;color:#444}#summary{margin:.2em 0 .6em;font-size:1.1em}td.note{color:#555;font-size:12px;max-width:60em}\
-         .tools{position:sticky;top:0;background:#fff;padding:.4em 0;border-bottom:1px solid #ccc}[hidden]{display:none!important}",
-    );
+    o.push_str(STYLE);
     o.push_str("</style></head><body>");
+    heading(&mut o, rep, pass);
+    filter_bar(&mut o, rep);
+    let ordered = rep.by_severity();
+    probe_table(&mut o, rep, &ordered);
+    transcripts(&mut o, rep, &ordered);
+    o.push_str("<h2>Provenance</h2>");
+    derived_section(&mut o, rep);
+    o.push_str("<details id=\"normalisation\"><summary>Normalisation rules</summary><ul>");
+    for r in &rep.normalisation {
+        let _ = write!(o, "<li>{}</li>", h(r));
+    }
+    o.push_str("</ul></details>");
+    let _ = writeln!(o, "<script>{SCRIPT}</script></body></html>");
+    o
+}
+
+/// The verdict, what ran and the counts.
+fn heading(o: &mut String, rep: &Report, pass: bool) {
     let _ = write!(
         o,
         "<h1 id=\"verdict\" class=\"{}\">{}</h1><p id=\"what\">{}</p>",
@@ -239,8 +258,11 @@ pub fn html(rep: &Report) -> String {
         let _ = write!(o, "<br><small>{}</small>", h(&rep.derived.line()));
     }
     o.push_str("</p>");
-    // Filtering: every status is shown by default (the table is one row
-    // each, the identical ones last), and the text box narrows by name.
+}
+
+/// The filter: every status is shown by default (the table is one row
+/// each, the identical ones last), and the text box narrows by name.
+fn filter_bar(o: &mut String, rep: &Report) {
     o.push_str("<div class=\"tools\"><input id=\"filter\" placeholder=\"filter probes by name\" size=\"40\"> ");
     for s in [
         Status::Differs,
@@ -257,6 +279,11 @@ pub fn html(rep: &Report) -> String {
         );
     }
     o.push_str("<button id=\"expand\">expand all</button> <button id=\"collapse\">collapse all</button> <span id=\"shown\"></span> shown</div>");
+}
+
+/// One row per probe, most severe first: status, timings with their bars,
+/// and the reason or error cut to [`NOTE_CHARS`].
+fn probe_table(o: &mut String, rep: &Report, ordered: &[&ProbeResult]) {
     o.push_str("<table id=\"probes\"><tr><th>probe</th><th>status</th><th>ref µs</th><th>cand µs</th><th>ratio</th><th>timing</th><th>why</th></tr>");
     let max = rep
         .probes
@@ -266,8 +293,7 @@ pub fn html(rep: &Report) -> String {
         .max()
         .unwrap_or(1)
         .max(1) as f64;
-    let ordered = rep.by_severity();
-    for p in &ordered {
+    for p in ordered {
         let us = |t: &Option<SideTiming>| t.as_ref().map(|t| t.median_us);
         let bar = |v: Option<u64>, cls: &str| match v {
             Some(v) => format!(
@@ -299,6 +325,11 @@ pub fn html(rep: &Report) -> String {
             h(&cut),
         );
     }
+}
+
+/// A folded section per probe that is not identical, the first
+/// [`OPEN_FAILING`] failing ones open.
+fn transcripts(o: &mut String, rep: &Report, ordered: &[&ProbeResult]) {
     let identical = rep.count(Status::Identical);
     let _ = write!(
         o,
@@ -315,76 +346,77 @@ pub fn html(rep: &Report) -> String {
     o.push_str("</p>");
     let mut opened = 0;
     for p in ordered.iter().filter(|p| p.status != Status::Identical) {
-        let open = if p.status.fails() && opened < OPEN_FAILING {
+        let open = p.status.fails() && opened < OPEN_FAILING;
+        if open {
             opened += 1;
-            " open"
-        } else {
-            ""
-        };
-        let _ = write!(
-            o,
-            "<details class=\"probe\" id=\"{0}\" data-status=\"{1}\" data-probe=\"{0}\"{open}><summary><b>{0}</b> — <span class=\"{1}\">{1}</span> {2}</summary>",
-            h(&p.probe),
-            p.status.label(),
-            h(&p.desc)
-        );
-        if let Some(e) = &p.error {
-            let _ = write!(o, "<p class=\"ERROR\">{}</p>", h(e));
         }
-        if p.reference.is_empty() && p.candidate.is_empty() {
-            o.push_str("</details>");
-            continue;
-        }
-        o.push_str("<table class=\"side\"><tr><th>key</th><th>reference</th><th>candidate</th></tr>");
-        let mut keys: Vec<&str> = p.reference.iter().map(|e| e.key.as_str()).collect();
-        for e in &p.candidate {
-            if !keys.contains(&e.key.as_str()) {
-                keys.push(&e.key);
-            }
-        }
-        for k in keys {
-            let get = |v: &[Entry]| {
-                v.iter()
-                    .find(|e| e.key == k)
-                    .map(|e| crate::transcript::escape(&e.value).replace("\\n", "\\n\n"))
-            };
-            let d = p.diffs.iter().find(|d| d.key == k);
-            let cls = match d {
-                Some(d) if d.accepted.is_some() => " class=\"a\"",
-                Some(_) => " class=\"d\"",
-                None => "",
-            };
-            let note = d
-                .and_then(|d| d.accepted.as_ref())
-                .map(|r| format!("<br><i>accepted: {}</i>", h(r)))
-                .unwrap_or_default();
-            let (r, c) = match (get(&p.reference), get(&p.candidate)) {
-                (Some(r), Some(c)) if d.is_some() => marked_pair(&r, &c),
-                (r, c) => {
-                    let show = |v: Option<String>| match v {
-                        Some(v) => h(&window(&v.chars().collect::<Vec<_>>(), 0)),
-                        None => "∅".into(),
-                    };
-                    (show(r), show(c))
-                }
-            };
-            let _ = write!(
-                o,
-                "<tr{cls}><td><pre>{}</pre>{note}</td><td><pre>{r}</pre></td><td><pre>{c}</pre></td></tr>",
-                h(k),
-            );
-        }
-        o.push_str("</table></details>");
+        probe_section(o, p, open);
     }
-    o.push_str("<h2>Provenance</h2>");
-    derived_section(&mut o, rep);
-    o.push_str("<details id=\"normalisation\"><summary>Normalisation rules</summary><ul>");
-    for r in &rep.normalisation {
-        let _ = write!(o, "<li>{}</li>", h(r));
+}
+
+/// One probe's section: its error, then its entries side by side.
+fn probe_section(o: &mut String, p: &ProbeResult, open: bool) {
+    let _ = write!(
+        o,
+        "<details class=\"probe\" id=\"{0}\" data-status=\"{1}\" data-probe=\"{0}\"{open}><summary><b>{0}</b> — <span class=\"{1}\">{1}</span> {2}</summary>",
+        h(&p.probe),
+        p.status.label(),
+        h(&p.desc),
+        open = if open { " open" } else { "" },
+    );
+    if let Some(e) = &p.error {
+        let _ = write!(o, "<p class=\"ERROR\">{}</p>", h(e));
     }
-    o.push_str("</ul></details>");
-    let _ = writeln!(o, "<script>{SCRIPT}</script></body></html>");
-    o
+    if p.reference.is_empty() && p.candidate.is_empty() {
+        o.push_str("</details>");
+        return;
+    }
+    o.push_str("<table class=\"side\"><tr><th>key</th><th>reference</th><th>candidate</th></tr>");
+    let mut keys: Vec<&str> = p.reference.iter().map(|e| e.key.as_str()).collect();
+    for e in &p.candidate {
+        if !keys.contains(&e.key.as_str()) {
+            keys.push(&e.key);
+        }
+    }
+    for k in keys {
+        side_row(o, p, k);
+    }
+    o.push_str("</table></details>");
+}
+
+/// The row of entry `k`: a differing pair with its first difference
+/// marked, an accepted one with its reason.
+fn side_row(o: &mut String, p: &ProbeResult, k: &str) {
+    let get = |v: &[Entry]| {
+        v.iter()
+            .find(|e| e.key == k)
+            .map(|e| crate::transcript::escape(&e.value).replace("\\n", "\\n\n"))
+    };
+    let d = p.diffs.iter().find(|d| d.key == k);
+    let cls = match d {
+        Some(d) if d.accepted.is_some() => " class=\"a\"",
+        Some(_) => " class=\"d\"",
+        None => "",
+    };
+    let note = d
+        .and_then(|d| d.accepted.as_ref())
+        .map(|r| format!("<br><i>accepted: {}</i>", h(r)))
+        .unwrap_or_default();
+    let (r, c) = match (get(&p.reference), get(&p.candidate)) {
+        (Some(r), Some(c)) if d.is_some() => marked_pair(&r, &c),
+        (r, c) => {
+            let show = |v: Option<String>| match v {
+                Some(v) => h(&window(&v.chars().collect::<Vec<_>>(), 0)),
+                None => "∅".into(),
+            };
+            (show(r), show(c))
+        }
+    };
+    let _ = write!(
+        o,
+        "<tr{cls}><td><pre>{}</pre>{note}</td><td><pre>{r}</pre></td><td><pre>{c}</pre></td></tr>",
+        h(k),
+    );
 }
 
 #[cfg(test)]
