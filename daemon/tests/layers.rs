@@ -13,12 +13,15 @@
 
 #![allow(clippy::unwrap_used)] // a test that unwraps fails loudly; the lint guards the daemon
 
+#[path = "support/layer_scan.rs"]
+mod layer_scan;
+
 use std::path::{Path, PathBuf};
 
 /// The layers, lowest first, each the list of top-level folders of
 /// `daemon/src` it is made of. A module may import its own layer and the
 /// ones before it. Keep in step with `docs/ARCHITECTURE.md`.
-const LAYERS: &[(&str, &[&str])] = &[
+const LAYERS: &layer_scan::Layers = &[
     ("platform", &["sys"]),
     ("foundation", &["base"]),
     ("protocol", &["protocol"]),
@@ -84,15 +87,7 @@ fn unit_of(path: &[String]) -> Option<&'static str> {
     if let Some((_, module)) = MACROS.iter().find(|(m, _)| m == first) {
         return Some(module);
     }
-    LAYERS
-        .iter()
-        .flat_map(|(_, units)| units.iter())
-        .find(|u| **u == first.as_str())
-        .copied()
-}
-
-fn layer_of(unit: &str) -> usize {
-    LAYERS.iter().position(|(_, units)| units.contains(&unit)).unwrap()
+    layer_scan::unit_named(LAYERS, first)
 }
 
 /// The ranks of `unit`'s inner order, if it has one.
@@ -130,122 +125,15 @@ fn inner_violation(file: &Path, own: &[String], path: &[String]) -> Option<Strin
     })
 }
 
-/// The module path of a file under `src` (`replay/log.rs` → `replay::log`).
-fn module_of(relative: &Path) -> Vec<String> {
-    let mut parts: Vec<String> = relative
-        .with_extension("")
-        .iter()
-        .map(|p| p.to_string_lossy().into_owned())
-        .collect();
-    if matches!(parts.last().map(String::as_str), Some("mod" | "lib" | "main")) {
-        parts.pop();
-    }
-    parts
-}
-
-/// Source without comments (doc links name modules too) and without test
-/// code: everything from the first `#[cfg(test)]` on.
-fn code_of(source: &str) -> String {
-    let source = source.split("#[cfg(test)]").next().unwrap_or_default();
-    source
-        .lines()
-        .map(|line| match line.find("//") {
-            Some(at) => &line[..at],
-            None => line,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-fn is_ident(c: char) -> bool {
-    c.is_ascii_alphanumeric() || c == '_'
-}
-
-/// Every path the code names from the crate root: `crate::a::b`, each
-/// top-level entry of `crate::{a, b::c}`, and `super::…` resolved against
-/// `module`.
-fn crate_paths(module: &[String], code: &str) -> Vec<Vec<String>> {
-    let mut found = Vec::new();
-    let bytes: Vec<char> = code.chars().collect();
-    let mut i = 0;
-    while i < bytes.len() {
-        let rest: String = bytes[i..bytes.len().min(i + 8)].iter().collect();
-        let before_ok = i == 0 || !is_ident(bytes[i - 1]);
-        if before_ok && rest.starts_with("crate::") {
-            i += "crate::".len();
-            found.extend(paths_at(&bytes, &mut i, Vec::new()));
-            continue;
-        }
-        if before_ok && rest.starts_with("super::") {
-            let mut base: Vec<String> = module.to_vec();
-            while bytes[i..].iter().collect::<String>().starts_with("super::") {
-                base.pop();
-                i += "super::".len();
-            }
-            found.extend(paths_at(&bytes, &mut i, base));
-            continue;
-        }
-        i += 1;
-    }
-    found
-}
-
-/// Reads one path (or a `{…}` group of them) starting at `i`, below `base`.
-fn paths_at(chars: &[char], i: &mut usize, base: Vec<String>) -> Vec<Vec<String>> {
-    let mut path = base;
-    loop {
-        while *i < chars.len() && chars[*i].is_whitespace() {
-            *i += 1;
-        }
-        if *i < chars.len() && chars[*i] == '{' {
-            // A group: each comma-separated member at depth 1.
-            *i += 1;
-            let mut out = Vec::new();
-            loop {
-                while *i < chars.len() && (chars[*i].is_whitespace() || chars[*i] == ',') {
-                    *i += 1;
-                }
-                if *i >= chars.len() || chars[*i] == '}' {
-                    *i += 1;
-                    return out;
-                }
-                let before = *i;
-                out.extend(paths_at(chars, i, path.clone()));
-                if *i == before {
-                    *i += 1;
-                }
-            }
-        }
-        let start = *i;
-        while *i < chars.len() && is_ident(chars[*i]) {
-            *i += 1;
-        }
-        if *i == start {
-            return if path.is_empty() { Vec::new() } else { vec![path] };
-        }
-        let segment: String = chars[start..*i].iter().collect();
-        if segment != "self" {
-            path.push(segment);
-        }
-        let next: String = chars[*i..chars.len().min(*i + 2)].iter().collect();
-        if next == "::" {
-            *i += 2;
-            continue;
-        }
-        return vec![path];
-    }
-}
-
-/// The layer violations of one file: `file` is its path under `src`.
+/// The layer violations of one file (`file` is its path under `src`), and
+/// inside a folder with an inner order, a module of no rank and a path
+/// that reaches up a rank.
 fn violations(file: &Path, source: &str) -> Vec<String> {
-    let module = module_of(file);
+    let mut found = layer_scan::layer_violations(LAYERS, unit_of, file, source);
+    let module = layer_scan::module_of(file);
     let Some(own) = unit_of(&module) else {
-        if module.is_empty() {
-            return Vec::new(); // lib.rs / main.rs: the root declares modules
-        }
-        return vec![format!("{}: module has no layer in LAYERS", file.display())];
+        return found;
     };
-    let mut found = Vec::new();
     if let (Some(ranks), Some(name)) = (inner_order(own), module.get(1)) {
         if rank_of(ranks, name).is_none() {
             found.push(format!(
@@ -255,72 +143,25 @@ fn violations(file: &Path, source: &str) -> Vec<String> {
             ));
         }
     }
-    for path in crate_paths(&module, &code_of(source)) {
-        if path.is_empty() {
-            continue;
-        }
-        let Some(target) = unit_of(&path) else {
-            // `crate::SomeItem` from the root (none today) or a typo:
-            // either way the rule cannot judge it.
-            found.push(format!(
-                "{}: `{}` names no layered module",
-                file.display(),
-                path.join("::")
-            ));
-            continue;
-        };
+    for path in layer_scan::crate_paths(&module, &layer_scan::code_of(source)) {
         found.extend(inner_violation(file, &module, &path));
-        if target != own && layer_of(target) > layer_of(own) {
-            found.push(format!(
-                "{}: `{}` reaches up from {} ({}) to {} ({})",
-                file.display(),
-                path.join("::"),
-                own,
-                LAYERS[layer_of(own)].0,
-                target,
-                LAYERS[layer_of(target)].0
-            ));
-        }
     }
     found
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            if path.file_name().is_some_and(|n| n == "tests") {
-                continue;
-            }
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") && path.file_name().is_some_and(|n| n != "tests.rs") {
-            out.push(path);
-        }
-    }
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
 
 #[test]
 fn no_import_crosses_the_layers() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
-    assert!(
-        files.len() > 50,
-        "found only {} files under {}",
-        files.len(),
-        src.display()
-    );
-    let mut all = Vec::new();
-    for file in &files {
-        let source = std::fs::read_to_string(file).unwrap();
-        all.extend(violations(file.strip_prefix(&src).unwrap(), &source));
-    }
+    let all = layer_scan::check_tree(&src(), 50, violations);
     assert!(all.is_empty(), "imports across the layers:\n{}", all.join("\n"));
 }
 
 #[test]
 fn every_top_level_module_has_a_layer() {
-    let lib = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs")).unwrap();
+    let lib = std::fs::read_to_string(src().join("lib.rs")).unwrap();
     for line in lib.lines() {
         let Some(name) = line
             .trim()
@@ -336,7 +177,7 @@ fn every_top_level_module_has_a_layer() {
 
 #[test]
 fn the_root_holds_only_layer_folders() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let src = src();
     let mut loose = Vec::new();
     for entry in std::fs::read_dir(&src).unwrap() {
         let path = entry.unwrap().path();
