@@ -24,6 +24,10 @@
 //!
 //! `unreachable_pub` keeps that true: an item outside those paths is
 //! `pub(crate)` (or narrower), so `pub` in this crate means "API".
+//!
+//! Which reference build a behaviour comes from is the ledger's business
+//! (`docs/UPSTREAM.md`: one row per change, with its source and the module
+//! that adopts it); a comment names a build only where builds differ.
 
 #![warn(unreachable_pub)]
 

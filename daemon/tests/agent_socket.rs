@@ -1,4 +1,4 @@
-//! `process.spawn`'s SSH agent hand-off (reference build `f6010b97`),
+//! `process.spawn`'s SSH agent hand-off,
 //! against a real daemon whose login shell (`$SHELL`, a script here)
 //! exports a real listening agent socket.
 #![allow(clippy::unwrap_used)]

@@ -1,4 +1,4 @@
-//! Child records and the orphan reap (19f30c46) with real processes: a
+//! Child records and the orphan reap with real processes: a
 //! daemon is SIGKILLed with children running (one with a grandchild, one
 //! ignoring SIGTERM); the next daemon on the same socket ends them all,
 //! and drops, without signalling, records that do not verify.

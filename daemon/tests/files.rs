@@ -116,7 +116,7 @@ fn stat_reports_go_mode_strings_and_follows_symlinks() {
     assert_eq!(c.call(14, "files.stat", r#"{"path":null}"#), ok(14, missing));
     assert_eq!(c.call(15, "files.stat", "{}"), ok(15, missing));
     assert_eq!(c.call(16, "files.stat", "null"), ok(16, missing));
-    // An over-long name is an error like any other (reference 5db5e4a).
+    // An over-long name is an error like any other.
     let long = format!("/{}", "a".repeat(300));
     assert_eq!(
         stat(&mut c, 17, &long),
@@ -289,7 +289,7 @@ fn read_returns_raw_text_and_enforces_max_bytes() {
         ok(8, r#"{"content":"","exists":true}"#)
     );
     // A symlink is read through; a FIFO without a writer is refused at
-    // once instead of blocking (5fd08069).
+    // once instead of blocking.
     symlink(&f, root.join("lnk")).unwrap();
     assert_eq!(
         c.call(9, "files.read", &format!(r#"{{"path":"{}/lnk"}}"#, p(&root))),

@@ -86,8 +86,7 @@ fn info_branch_root_and_detached() {
             )
         )
     );
-    // `repo` is the folder name of `root` whatever the spelling of `path`
-    // (build 5db5e4a), a trailing slash included.
+    // `repo` is the folder name of `root` whatever the spelling of `path`, a trailing slash included.
     assert_eq!(
         call(&d, "git.info", &path_param(&format!("{rs}/"))),
         ok(
@@ -224,7 +223,7 @@ fn bare_repositories_and_dot_git_folders_per_method() {
 /// Build 89cb6289 (`git.info.discovered_root`): `root` is the folder where
 /// the trust check's walk found `.git`, links resolved, and `repo` is its
 /// name; `core.worktree` does not move it, and a name that starts with `-`
-/// or `+` leaves `repo` out (f6010b97 and 89cb6289).
+/// or `+` leaves `repo` out.
 #[test]
 fn info_root_is_the_folder_holding_dot_git() {
     let d = daemon();
@@ -304,8 +303,8 @@ fn status_clean_and_dirty() {
     fs::create_dir_all(w.join("dir/deeper")).unwrap();
     fs::write(w.join("dir/x"), b"").unwrap();
     fs::write(w.join("dir/deeper/y"), b"").unwrap();
-    // Every line keeps its columns, the first one too (build 4534d86), and
-    // an untracked directory is listed file by file (7d193f89).
+    // Every line keeps its columns, the first one too, and
+    // an untracked directory is listed file by file.
     assert_eq!(
         call(&d, "git.status", &status_params(&s0, &rs)),
         ok(
@@ -423,8 +422,7 @@ fn worktree_create_and_remove() {
         "{reply}"
     );
     assert!(!Path::new(&wt3).exists(), "the empty leaf is removed");
-    // A sourceBranch that names nothing starts at HEAD, echoing the current
-    // branch (f6010b97).
+    // A sourceBranch that names nothing starts at HEAD, echoing the current branch.
     assert_eq!(
         create("nb9", &wt3, r#","sourceBranch":"no-such-branch""#),
         ok(
@@ -433,7 +431,7 @@ fn worktree_create_and_remove() {
         )
     );
 
-    // A detached HEAD: no current branch to echo (f6010b97).
+    // A detached HEAD: no current branch to echo.
     git(&r, &["checkout", "-q", "--detach"]);
     let wt4 = format!("{rs}/.claude/worktrees/wt4");
     assert_eq!(
@@ -519,7 +517,7 @@ fn worktree_on_unborn_head_and_default_repo() {
         )
     );
     repo(&root, false);
-    // A relative path is refused (7d193f89), and so is every absolute one:
+    // A relative path is refused, and so is every absolute one:
     // no path is inside the repository an absent baseRepo names.
     assert_eq!(
         call(

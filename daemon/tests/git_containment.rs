@@ -1,7 +1,7 @@
 //! The `git.*` safety rules of the later reference builds, end to end on
-//! real repositories: where worktrees may be created and removed
-//! (7d193f89), which `git.status` requests get a status (7d193f89), and
-//! the git-directory trust check (f6010b97). Every refusal is checked to
+//! real repositories: where worktrees may be created and removed, which
+//! `git.status` requests get a status, and the git-directory trust check.
+//! Every refusal is checked to
 //! leave the disk as it was: no directory, no branch, no registration.
 
 #![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
@@ -273,7 +273,7 @@ fn remove_refusals_and_the_locked_worktree() {
     // The same path can be created again.
     assert!(create(&d, &rs, "s0b", &s0).contains(r#""success":true"#));
 
-    // A leaf that is a link to a worktree elsewhere, or a file (f6010b97).
+    // A leaf that is a link to a worktree elsewhere, or a file.
     let beside = root.join("beside");
     git(&r, &["worktree", "add", "-q", "-b", "beside", &p(&beside)]);
     symlink(&beside, r.join(".claude/worktrees/lnk")).unwrap();

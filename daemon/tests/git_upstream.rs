@@ -1,5 +1,5 @@
 //! git.* changes of reference builds 4534d86 and f6010b97 against real
-//! repositories: the start commit of a new worktree's branch (f6010b97);
+//! repositories: the start commit of a new worktree's branch;
 //! `git.worktree_create` `timeoutMs` (each phase a deadline can cut, with
 //! hooks and filters that make git slow on purpose), and `git.status`
 //! ignoring in-repo `.gitattributes`, keeping the first line's leading
@@ -63,8 +63,8 @@ fn worktree_create_timeout_before_the_checkout() {
     let d = daemon();
     let r = repo(&d.root().join("r"), false);
     let wt = p(&r.join(".claude/worktrees/wt"));
-    // No add finishes within 1 ms. The add is waited for, not killed
-    // (f6010b97), and what it made is rolled back: the leaf, the
+    // No add finishes within 1 ms. The add is waited for, not killed, and what it made is rolled
+    // back: the leaf, the
     // registration and the new branch go; the parents made stay.
     assert_eq!(
         create(&d, &r, "b", &wt, r#","timeoutMs":1"#),
@@ -157,7 +157,7 @@ fn worktree_create_within_the_deadline_is_unchanged() {
             &format!(r#"{{"success":true,"path":"{wt3}","sourceBranch":"master","branch":"c"}}"#)
         )
     );
-    // The location rules come before the deadline (7d193f89).
+    // The location rules come before the deadline.
     assert_eq!(
         create(&d, &r, "rel", "rel-wt", r#","timeoutMs":20000"#),
         ok(
@@ -165,7 +165,7 @@ fn worktree_create_within_the_deadline_is_unchanged() {
             r#"{"success":false,"error":"refusing to create worktree: rel-wt is a relative path; choose the session folder by its absolute path, without \"..\"","errorCode":"unsafe_path"}"#
         )
     );
-    // An unborn HEAD fails the add under a deadline too (7d193f89).
+    // An unborn HEAD fails the add under a deadline too.
     let u = repo(&d.root().join("u"), true);
     let wt4 = p(&u.join(".claude/worktrees/wt4"));
     let reply = create(&d, &u, "fresh", &wt4, r#","timeoutMs":20000"#);

@@ -505,7 +505,7 @@ fn url_stalled_body_times_out() {
     let mut l = limits();
     l.read_timeout = Duration::from_millis(1000);
     let r = install_with(&o, &l);
-    // Build 4534d86: the read-idle abort has its own cliError.
+    // The read-idle abort has its own cliError.
     assert_eq!(
         r.cli_error.as_deref(),
         Some("download stalled: no data for 1s after 1000/1048576 bytes")

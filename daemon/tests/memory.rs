@@ -283,7 +283,7 @@ fn reattach_from_evicted_disk_and_hot_regions_under_a_small_budget() {
     );
     assert!(log.contains("WARN  [replay] disk budget exceeded: dropped"), "{log}");
     assert!(log.contains("replay log of live process big"), "{log}");
-    // `a` was closed by the first reattach from another connection (90fca6e6).
+    // `a` was closed by the first reattach from another connection.
     d.call("process.kill", r#"{"id":"big","signal":"KILL"}"#);
 }
 

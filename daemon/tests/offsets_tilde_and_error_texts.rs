@@ -77,7 +77,7 @@ fn stdin_offset_and_reattach_from_seq_are_unsigned_64_bit() {
             && reply.ends_with(r#""stdinApplied":6}}"#),
         "{reply}"
     );
-    // The reattach moved the process to `r` and closed `c` (90fca6e6).
+    // The reattach moved the process to `r` and closed `c`.
     assert_eq!(
         r.call(10, "process.stdin", r#"{"id":"u","data":"","offset":6}"#),
         ok(10, r#"{"success":true,"applied":6}"#)

@@ -92,7 +92,7 @@ fn stderr_frames_and_exit_codes() {
         r#"{"type":"stream","processId":"e","stream":"exit","seq":2,"exitCode":3}"#
     );
 
-    // Killed by a signal: -1, not 128+signo, and (4534d86) the signal's
+    // Killed by a signal: -1, not 128+signo, and the signal's
     // name; no killedBy, as no request asked for it.
     spawn(&mut c, 2, "s", "sh", &["-c", "kill -9 $$"]);
     let frames = frames_until_exit(&mut c, "s");
@@ -170,7 +170,7 @@ fn kill_tears_down_the_whole_tree() {
         .parse()
         .expect("grandchild pid");
     assert!(!common::pid_gone(grandchild));
-    // Only KILL reaches the group (5db5e4a, 89cb6289); other signals go to
+    // Only KILL reaches the group; other signals go to
     // the direct child alone (daemon/tests/kill_reach.rs).
     assert_eq!(
         c.call(2, "process.kill", r#"{"id":"t","signal":"KILL"}"#),
@@ -470,7 +470,7 @@ fn spawn_validation_and_go_error_texts() {
         c.call(5, "process.spawn", &format!(r#"{{"id":"x","command":"{noexec}"}}"#)),
         err(5, -32603, &format!("fork/exec {noexec}: permission denied"))
     );
-    // A bad cwd is caught by a stat before the fork (reference 5db5e4a):
+    // A bad cwd is caught by a stat before the fork:
     // the stat error wrapped in chdir, and a non-directory named as such.
     let reply = c.call(
         6,
@@ -651,7 +651,7 @@ fn stdin_offsets_through_cat() {
         "{reply}"
     );
     assert!(reply.ends_with(r#","stdinApplied":9}}"#), "{reply}");
-    // Once exited (4534d86): the offset verdict still comes first — a gap
+    // Once exited: the offset verdict still comes first — a gap
     // is a gap and a replay a duplicate — and only a request that would
     // write is refused as not running.
     assert_eq!(
@@ -808,7 +808,7 @@ fn shutdown_kills_every_child_tree() {
     assert!(d.log().contains("[process.Manager] Spawned process a"), "{}", d.log());
 }
 
-/// Reference build 90fca6e6: a process whose child has exited is not
+/// A process whose child has exited is not
 /// running while its exit frame still waits for the pipes to drain (a
 /// grandchild holds stdout): reattach answers `running:false` and fresh
 /// stdin bytes are refused, before any exit frame exists.

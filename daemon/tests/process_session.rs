@@ -1,4 +1,4 @@
-//! Session superseding (reference build 4534d86): a `process.spawn` whose
+//! Session superseding: a `process.spawn` whose
 //! arguments name a stream-json CLI session terminates every other running
 //! process of that session — real children, real signals, exact frames.
 

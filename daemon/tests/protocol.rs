@@ -19,7 +19,7 @@ fn server_methods_reply_byte_exact() {
     );
     // Seed 000 answered server.version with {version, platform, arch}; the
     // reference removed the method at 7d193f89, and every build a client
-    // pins (90fca6e6, f6010b97) answers it as an unknown method, so remora
+    // pins answers it as an unknown method, so remora
     // follows them (docs/PROTOCOL.md, "server.version").
     assert_eq!(
         c.call(2, "server.version", "{}"),
@@ -32,7 +32,7 @@ fn server_methods_reply_byte_exact() {
         caps.starts_with(r#"{"jsonrpc":"2.0","id":3,"result":{"version":""#),
         "{caps}"
     );
-    // 4534d86: instanceId (32 hex) and startedAt (unix ms) between methods
+    // `instanceId` (32 hex) and `startedAt` (unix ms) between methods
     // and features.
     let at = caps.find(methods).unwrap_or_else(|| panic!("{caps}")) + methods.len();
     let id = &caps[at..at + 32];
@@ -196,7 +196,7 @@ fn empty_lines_get_no_reply_white_space_lines_a_parse_error() {
     c.send_raw(ping.trim_end().as_bytes());
     c.send_raw(b"\r\n");
     assert_eq!(c.recv_line(), r#"{"jsonrpc":"2.0","id":1,"result":{"pong":true}}"#);
-    // Spaces only (90fca6e6, f6010b97), a tab, a doubled `\r`: each is a
+    // Spaces only, a tab, a doubled `\r`: each is a
     // line that does not decode.
     c.send_raw(b"   \n\t\n\r\r\n");
     for _ in 0..3 {

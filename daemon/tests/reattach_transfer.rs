@@ -1,5 +1,5 @@
-//! A reattach transfers a process to the reattaching connection (5db5e4a)
-//! and closes the connection it took it from (90fca6e6), with two and
+//! A reattach transfers a process to the reattaching connection
+//! and closes the connection it took it from, with two and
 //! three real connections to a real daemon and a real child.
 
 #![allow(clippy::unwrap_used)] // a test that unwraps fails loudly; the lint guards the daemon

@@ -1,7 +1,7 @@
 //! Lifecycle changes of later reference builds, with real daemons, sockets
-//! and child processes: the persisted `daemon.token` (5db5e4a), the
+//! and child processes: the persisted `daemon.token`, the
 //! per-boot capabilities identity, the run-dir lock with predecessor
-//! eviction, and orphan exit (4534d86).
+//! eviction, and orphan exit.
 
 #![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
 

@@ -1,4 +1,4 @@
-//! The SSH agent hand-off of `process.spawn` (reference build `f6010b97`):
+//! The SSH agent hand-off of `process.spawn`:
 //! a child whose environment has no `SSH_AUTH_SOCK` entry at all gets the
 //! agent socket the user's login shell exports.
 //!

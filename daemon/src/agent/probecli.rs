@@ -1,4 +1,4 @@
-//! `-probe-cli <path>` (reference build `19f30c46`): does this agent CLI
+//! `-probe-cli <path>`: does this agent CLI
 //! binary run at all on this host? Runs `<path> --version` once, bounded,
 //! and prints a verdict a driver can match without parsing:
 //!

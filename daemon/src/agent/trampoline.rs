@@ -1,4 +1,4 @@
-//! The exec-child trampoline (reference build `19f30c46`): on Linux, while
+//! The exec-child trampoline: on Linux, while
 //! the daemon records its children ([`crate::rundir::childrec`]), a spawned child
 //! starts as `/proc/self/exe --exec-child <report fd> <path> <argv0>
 //! <args…>`, a fresh copy of this binary that stamps the child's own

@@ -83,7 +83,7 @@ pub(crate) fn home_dir() -> Option<String> {
 }
 
 /// The reference's `~` rule for paths in `files.*`, `git.*` and the spawn
-/// `cwd` (build 5db5e4a): a path that is exactly `~` or starts with `~/`
+/// `cwd`: a path that is exactly `~` or starts with `~/`
 /// becomes `home` joined with the rest, cleaned lexically (`~/` → home,
 /// `~//x` → home`/x`, `~/a/../b` → home`/b`). `~user/…`, a `~` anywhere
 /// but first, and any path when there is no home are returned unchanged.

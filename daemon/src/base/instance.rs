@@ -1,5 +1,5 @@
 //! The daemon's per-boot identity: a random 32-hex `instanceId` and the
-//! boot time `startedAt` in unix milliseconds (reference build `4534d86`).
+//! boot time `startedAt` in unix milliseconds.
 //! `server.capabilities` reports both, the run-dir lock's owner record
 //! carries them, and the orphan check compares them.
 

@@ -69,7 +69,7 @@ pub struct Limits {
     pub connect_timeout: Duration,
     /// Longest silence between two reads of the download (a stalled server
     /// fails the install instead of hanging it forever): 60 s, the
-    /// reference's read-idle abort (build 4534d86).
+    /// reference's read-idle abort.
     pub read_timeout: Duration,
     /// Period of the `__INSTALL_PROGRESS__` ticker.
     pub progress_interval: Duration,
@@ -118,7 +118,7 @@ pub struct InstallResult {
     pub cli_was_present: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cli_error: Option<String>,
-    /// Build 4534d86: the download's statistics, last, when `-cli-url`
+    /// The download's statistics, last, when `-cli-url`
     /// was attempted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fetch: Option<FetchStats>,

@@ -393,7 +393,7 @@ fn serve_child(flags: &Flags) -> i32 {
 }
 
 /// The soft limit the daemon (and so every child) gets: the reference
-/// raises it to this, or to the hard limit when that is lower (`19f30c46`).
+/// raises it to this, or to the hard limit when that is lower.
 const OPEN_FILES_TARGET: libc::rlim_t = 65536;
 
 /// Raises the soft `RLIMIT_NOFILE` to min(hard, [`OPEN_FILES_TARGET`]) and

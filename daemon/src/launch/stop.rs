@@ -1,6 +1,6 @@
 //! `-stop`: end the daemon serving a socket, the way the Desktop client
 //! does it from a bare SSH command line (no `CLAUDE_RPC_TOKEN`), and print
-//! one word saying what happened (reference builds `90fca6e6`, `f6010b97`).
+//! one word saying what happened.
 //!
 //! Two paths, chosen by whether the socket answers a connect:
 //!

@@ -10,13 +10,13 @@
 //!   what `os.Stat` produces (`os.Lstat` would say `lstat …`). A symlink is
 //!   reported as its target; a dangling one as missing.
 //! - "Missing" is `ENOENT` alone (Go's `os.IsNotExist`); any other stat
-//!   failure, `ENAMETOOLONG` included (reference build 5db5e4a; seed 000
+//!   failure, `ENAMETOOLONG` included (seed 000
 //!   listed the empty `exists:false` body there as claustrum's own), is
 //!   -32603 with the Go error text, or validate's `error` field.
 //! - `files.list` on a non-directory: `open <path>: not a directory`, for
-//!   any file, readable or not (reference build 7d193f89; the seed-000
+//!   any file, readable or not (the seed-000
 //!   build's `os.ReadDir` said `readdirent <path>: not a directory`).
-//! - `files.read` follows reference build 5fd08069: the path is opened
+//! - `files.read` follows the later record (`docs/record/files-read.md`): the path is opened
 //!   once, non-blocking, and the open file's kind decides (a directory is
 //!   refused, the null device reads empty, any other non-regular file is
 //!   `files.read: not a regular file`); `maxBytes <= 0` caps at 262144.
@@ -88,8 +88,7 @@ pub(crate) const FILES_BLOCKING_MAX: usize = 16;
 /// The permits behind [`FILES_BLOCKING_MAX`].
 static FILES_JOBS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(FILES_BLOCKING_MAX);
 
-/// `files.read`'s cap when `maxBytes` is absent, zero or negative
-/// (reference builds 89cb6289 and 5fd08069).
+/// `files.read`'s cap when `maxBytes` is absent, zero or negative.
 pub(crate) const READ_DEFAULT_CAP: u64 = 262_144;
 
 pub(crate) async fn handle(method: FilesMethod, params: PathParams) -> Outcome {
@@ -136,7 +135,7 @@ fn stat(path: &str) -> Outcome {
 }
 
 fn list(path: &str) -> Outcome {
-    // O_DIRECTORY (reference 7d193f89): a file of any other kind fails the
+    // O_DIRECTORY: a file of any other kind fails the
     // open with ENOTDIR before its permissions are looked at, and a FIFO
     // is refused without waiting for a writer.
     let dir = match OpenOptions::new()

@@ -1,4 +1,4 @@
-//! `plugins.prune` (reference `19f30c46`): binds its params with the
+//! `plugins.prune`: binds its params with the
 //! decoder's detail in the `-32602` text, and reports the sweep of
 //! [`crate::rundir::plugindirs`] in the reference's member order.
 

@@ -17,7 +17,7 @@ struct Pong {
 struct Capabilities<'a> {
     version: &'static str,
     methods: &'static [&'static str],
-    /// Per boot (reference `4534d86`); between `methods` and `features`.
+    /// Per boot; between `methods` and `features`.
     #[serde(rename = "instanceId")]
     instance_id: &'a str,
     #[serde(rename = "startedAt")]

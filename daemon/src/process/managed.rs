@@ -79,8 +79,7 @@ pub(super) struct StdinState {
     pub(super) writer: Option<tokio::task::AbortHandle>,
 }
 
-/// Who asked the daemon to kill a process: the exit frame's `killedBy`
-/// (build 4534d86).
+/// Who asked the daemon to kill a process: the exit frame's `killedBy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum KilledBy {
     /// `process.kill`, `process.killAndWait`, or a superseding spawn.
@@ -196,7 +195,7 @@ impl ManagedProcess {
     /// frame, then, when `escalate`, a group SIGKILL and a bounded wait.
     ///
     /// The grace waits for the exit *frame*, not the exit alone, as the
-    /// reference measured (`89cb6289`, record rows X1, X2a/X2b, B2): a
+    /// reference measured (record rows X1, X2a/X2b, B2): a
     /// child that ended on the signal while another member of its group
     /// still holds its output pipe has not died yet, so at the end of the
     /// grace the group gets SIGKILL (the leader's zombie still pins the

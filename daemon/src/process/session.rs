@@ -1,4 +1,4 @@
-//! Agent CLI sessions (reference build 4534d86): a `process.spawn` whose
+//! Agent CLI sessions: a `process.spawn` whose
 //! arguments name a stream-json CLI session supersedes — terminates, by
 //! the kill path a client would use — every other running process of the
 //! same session, so two CLIs never write one session at once.

@@ -84,7 +84,7 @@ namespace_methods! {
 }
 
 namespace_methods! {
-    /// `plugins.*` (reference `19f30c46`): params bound by the handler,
+    /// `plugins.*`: params bound by the handler,
     /// whose `-32602` carries the decoder's detail.
     PluginsMethod {
         Prune => "plugins.prune",
@@ -281,7 +281,7 @@ mod tests {
             Method::from_name("files.nope"),
             Err("Unknown method: files.nope".to_string())
         );
-        // 19f30c46: the plugins namespace exists.
+        // The plugins namespace exists.
         assert_eq!(
             Method::from_name("plugins.bogus"),
             Err("Unknown method: plugins.bogus".to_string())

@@ -41,9 +41,9 @@ go_struct! {
         pub branch_name: String = "branchName",
         pub worktree_path: String = "worktreePath",
         pub source_branch: String = "sourceBranch",
-        /// `git.worktree_create` deadline (build 4534d86); 0 or less: none.
+        /// `git.worktree_create` deadline; 0 or less: none.
         pub timeout_ms: i64 = "timeoutMs",
-        /// `git.worktree_create` attaches to this local branch (build 19f30c46).
+        /// `git.worktree_create` attaches to this local branch.
         pub existing_branch: String = "existingBranch",
     }
 }
@@ -57,17 +57,17 @@ go_struct! {
         pub cwd: String = "cwd",
         pub env: StringMap = "env",
         pub want_pid: bool = "wantPid",
-        /// `process.spawn` skips the SSH agent hand-off (build f6010b97).
+        /// `process.spawn` skips the SSH agent hand-off.
         pub disable_shell_agent_socket: bool = "disableShellAgentSocket",
         pub data: String = "data",
-        /// `*uint64` in Go (build 5db5e4a): absent and `null` both mean
+        /// `*uint64` in Go: absent and `null` both mean
         /// "append"; a negative offset is a type error.
         pub offset: Option<u64> = "offset",
         pub signal: String = "signal",
         pub timeout_ms: i64 = "timeoutMs",
         /// `*bool` in Go: absent means the default, `true`.
         pub escalate: Option<bool> = "escalate",
-        /// `uint64` in Go (build 5db5e4a): a negative value is a type error.
+        /// `uint64` in Go: a negative value is a type error.
         pub from_seq: u64 = "fromSeq",
     }
 }

@@ -4,7 +4,7 @@
 //! follower writes it, as one NDJSON line of the documented shape:
 //! `{"type":"stream","processId":…,"stream":"stdout"|"stderr","seq":…,"data":…}`
 //! or, for the exit, `…"stream":"exit","seq":…,"exitCode":…` with the
-//! optional `signal` and `killedBy` (build 4534d86). The field order and
+//! optional `signal` and `killedBy`. The field order and
 //! bytes are wire facts: the lines are written by hand here, not through a
 //! serializer, because this is the hottest encoding in the daemon.
 
@@ -27,7 +27,7 @@ impl Stream {
     }
 }
 
-/// What the `exit` frame says: `exitCode`, then (build 4534d86) the
+/// What the `exit` frame says: `exitCode`, then the
 /// terminating signal's name and who asked for the kill, both omitted
 /// when absent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! Child records and the orphan reap (reference build `19f30c46`): a
+//! Child records and the orphan reap: a
 //! SIGKILLed daemon cannot end its children, so the next daemon of the same
 //! run directory (the socket's folder) does.
 //!

@@ -1,4 +1,4 @@
-//! The run-dir lock (reference build `4534d86`): a `-serve` daemon holds an
+//! The run-dir lock: a `-serve` daemon holds an
 //! exclusive `flock` on `daemon.lock` in its socket's directory for its
 //! whole life, with an owner record
 //! `{"pid":…,"role":"serve","node":"…","instanceId":"…","startedAt":…}`

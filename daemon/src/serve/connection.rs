@@ -184,7 +184,7 @@ async fn read_requests(
             }
             taken = replaced.wait_for(Option::is_some) => {
                 // Another connection reattached a process this one
-                // followed (90fca6e6): the writer stops by itself.
+                // followed: the writer stops by itself.
                 if let Some(taken) = taken.ok().as_deref().and_then(Option::as_ref) {
                     crate::log_info!(
                         "[Server] closing connection @ ({}): process {} reattached from another connection ({})",

@@ -1,4 +1,4 @@
-//! Orphan exit (reference build `4534d86`): a daemon whose socket path no
+//! Orphan exit: a daemon whose socket path no
 //! longer leads back to it, and that has had no client for a while, shuts
 //! itself down gracefully instead of lingering forever.
 //!

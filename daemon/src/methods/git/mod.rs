@@ -2,14 +2,14 @@
 //! all by running the real `git` CLI (see [`crate::methods::git::gitcli`]).
 //!
 //! Before git runs, every method has the git directory judged by
-//! [`trust`] (build f6010b97). Choices where the contract is silent (also
+//! [`trust`]. Choices where the contract is silent (also
 //! in `docs/PROTOCOL.md`):
 //! - "is a repo" means `git rev-parse --git-dir` succeeds in the directory
 //!   (a missing dir or git, no repository: the non-repo body). For
 //!   `git.list_branches` that is all (a bare repo and the inside of `.git`
 //!   list their branches, build 5db5e4a), and a failing `for-each-ref` is
 //!   `-32603 exit status <n>`. `git.info` also needs the trust check's walk
-//!   to have found a work tree (build 89cb6289): `root` is the folder
+//!   to have found a work tree: `root` is the folder
 //!   holding `.git`, links resolved; a bare repo or the inside of `.git`
 //!   is the non-repo body. `git.status` is gated by [`status_gate`].
 //! - `git.info` `repo` is `root`'s folder name, left out when it starts
@@ -26,16 +26,16 @@
 //!   keeps the first line's leading space), every untracked file listed,
 //!   and, with git ≥ 2.40, attributes come from the empty tree, so a
 //!   repo's `.gitattributes` runs no filter.
-//! - `git.worktree_create`/`_remove` paths pass [`containment`] first
-//!   (7d193f89); create makes the directories itself and takes an empty
+//! - `git.worktree_create`/`_remove` paths pass [`containment`] first;
+//!   create makes the directories itself and takes an empty
 //!   leaf back after a failed add.
 //! - `git.worktree_create` starts the branch at the commit
-//!   [`worktree_add::start_commit`] picks for `sourceBranch` (f6010b97),
+//!   [`worktree_add::start_commit`] picks for `sourceBranch`,
 //!   else at HEAD, echoing the current branch (none when detached); an
-//!   `existingBranch` is attached instead (19f30c46). The add never checks
+//!   `existingBranch` is attached instead. The add never checks
 //!   out; [`worktree_checkout`] does, seeds ([`seed`]) and judges
 //!   `timeoutMs`, and a failed checkout or a fired deadline is rolled back
-//!   by [`worktree_undo`] (f6010b97). A failure's text is git's stderr by
+//!   by [`worktree_undo`]. A failure's text is git's stderr by
 //!   [`worktree_add::git_text`].
 //! - `git.worktree_remove` refuses a leaf link and a locked worktree,
 //!   then [`worktree_remove`] removes it (git, else by hand) and deletes
@@ -70,7 +70,7 @@ struct InfoRepo {
     #[serde(rename = "isRepo")]
     is_repo: bool,
     /// The folder name of `root`; left out for a name that starts with
-    /// `-` or `+` (builds f6010b97 and 89cb6289).
+    /// `-` or `+`.
     #[serde(skip_serializing_if = "Option::is_none")]
     repo: Option<String>,
     branch: String,
@@ -114,7 +114,7 @@ pub(super) struct WorktreeResult {
     path: String,
     #[serde(rename = "sourceBranch", skip_serializing_if = "String::is_empty")]
     source_branch: String,
-    /// The branch the new worktree checks out (build 19f30c46).
+    /// The branch the new worktree checks out.
     #[serde(skip_serializing_if = "String::is_empty")]
     branch: String,
     #[serde(skip_serializing_if = "String::is_empty")]
@@ -159,7 +159,7 @@ async fn info(path: &str) -> Outcome {
     if verdict == Verdict::NoRepository || !has_git_dir(path).await {
         return not_repo();
     }
-    // Build 89cb6289: the root is the folder where the trust check's walk
+    // The root is the folder where the trust check's walk
     // found `.git`, not git's `--show-toplevel` (so `core.worktree` cannot
     // move it); a walk that found no work tree answers the non-repo body.
     let Some(root) = walk_root else {
@@ -209,7 +209,7 @@ fn folder_name(root: &str) -> Option<String> {
 }
 
 async fn status(path: &str, base_repo: &str) -> Outcome {
-    // Build 7d193f89: status is for a session worktree of `baseRepo` only,
+    // Status is for a session worktree of `baseRepo` only,
     // so a request without one (seed 000's `{path}`) is refused.
     if base_repo.is_empty() {
         return Outcome::invalid_params("baseRepo is required");
@@ -235,10 +235,10 @@ async fn status(path: &str, base_repo: &str) -> Outcome {
     if lines.next() != Some("true") {
         return Outcome::ok(&not_repo);
     }
-    // Build 4534d86: attributes come from the empty tree, so a repo's own
+    // Attributes come from the empty tree, so a repo's own
     // .gitattributes can neither change the answer nor run its filters.
     let attr_source = format!("--attr-source={}", gitcli::empty_tree(lines.next().unwrap_or("sha1")));
-    // Every untracked file on its own line, not its directory (7d193f89).
+    // Every untracked file on its own line, not its directory.
     let mut args = vec!["status", "--porcelain", "--untracked-files=all"];
     if gitcli::supports_attr_source().await {
         args.insert(0, &attr_source);
@@ -264,7 +264,7 @@ async fn list_branches(path: &str) -> Outcome {
     if let Verdict::Refused(text) = verdict {
         return Outcome::internal(text);
     }
-    // Build 5db5e4a: a bare repository and the inside of `.git` are
+    // A bare repository and the inside of `.git` are
     // repositories here (unlike git.info).
     if verdict == Verdict::NoRepository || !has_git_dir(path).await {
         return Outcome::ok(&not_repo);
@@ -325,7 +325,7 @@ async fn worktree_create(params: &GitParams) -> Outcome {
     if let Some(Refusal { text, code }) = refusal {
         return Outcome::ok(&WorktreeResult::failed(text, code));
     }
-    // Build f6010b97: a sourceBranch that names a commit is echoed as sent
+    // A sourceBranch that names a commit is echoed as sent
     // and starts the branch; otherwise the branch starts at HEAD and the
     // reply echoes the current branch (none when detached or unborn).
     let start = match params.source_branch.as_str() {
@@ -412,7 +412,7 @@ async fn worktree_remove(params: &GitParams) -> Outcome {
     if let Some(Refusal { text, .. }) = containment::location_refusal(Verb::Remove, repo, worktree) {
         return refused(text);
     }
-    // Build f6010b97: git resolves a link to the worktree it names, so a
+    // Git resolves a link to the worktree it names, so a
     // planted leaf link could point the remove at any worktree.
     if let Some(text) = containment::leaf_kind_refusal(worktree) {
         return refused(text);

@@ -35,7 +35,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-/// Runtime state of a Claude session, never seeded (build 90fca6e6).
+/// Runtime state of a Claude session, never seeded.
 const RUNTIME_STATE: [&str; 9] = [
     "scheduled_tasks.json",
     "scheduled_tasks.lock",

@@ -1,4 +1,4 @@
-//! Which `git.status` requests get a status (reference build `7d193f89`):
+//! Which `git.status` requests get a status:
 //! only a linked worktree of the repository `baseRepo` names. A plain
 //! directory, a subdirectory, a nested repository, the repository itself,
 //! a worktree of another repository, or the right worktree named against

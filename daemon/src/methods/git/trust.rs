@@ -1,4 +1,4 @@
-//! The git-directory trust check (reference build `f6010b97`): before any
+//! The git-directory trust check: before any
 //! `git.*` method runs git, the git directory the request would use is
 //! found the way git's own discovery finds it and judged on its layout.
 //!

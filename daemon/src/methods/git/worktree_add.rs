@@ -1,6 +1,6 @@
 //! The `git worktree add` step of `git.worktree_create`: a new branch, or
-//! (build 19f30c46) the attach to an existing branch with its fallback,
-//! the new branch's start commit (build f6010b97), and the text a failed
+//! the attach to an existing branch with its fallback,
+//! the new branch's start commit, and the text a failed
 //! add answers with (builds 90fca6e6/f6010b97).
 //!
 //! Start commit: a `sourceBranch` `s` is looked up as the local branch

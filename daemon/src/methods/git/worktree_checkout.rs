@@ -1,4 +1,4 @@
-//! `git.worktree_create` after the location checks (build f6010b97): the
+//! `git.worktree_create` after the location checks: the
 //! add with `--no-checkout` ([`worktree_add`]), the checkout as its own
 //! `git read-tree`, the `.claude/` seeding, and, when the checkout fails
 //! or a caller deadline (`timeoutMs`, build 4534d86) fires, the rollback

@@ -4,8 +4,8 @@
 //! not be or contain the home directory: "<p>"`), whatever git would say.
 //! Then `git worktree remove --force`; when git
 //! will not (the directory is no registered worktree, or a damaged one),
-//! the directory is deleted by hand, as the reference deletes it itself
-//! (build f6010b97), and `git worktree prune` drops a registration whose
+//! the directory is deleted by hand, as the reference deletes it itself, and `git worktree prune`
+//! drops a registration whose
 //! directory is gone. Then the branch `branchName` goes ([`branch_step`],
 //! whatever the branch holds: the 5db5e4a golden file and f6010b97).
 //!

@@ -1,5 +1,5 @@
 //! Undoing a `git.worktree_create` whose add succeeded but whose checkout
-//! failed or whose `timeoutMs` fired (build f6010b97, as
+//! failed or whose `timeoutMs` fired (as
 //! `docs/record/git-worktree-create.md` measures it), in four steps:
 //! 1. delete the leaf's entries one at a time in directory-read order,
 //!    stopping at the first that will not go (then nothing else is undone);
