@@ -7,11 +7,10 @@
 
 mod common;
 
-use common::{pid_gone, wait_until, Client, TestDaemon, TOKEN};
-use std::io::BufRead;
+use common::{pid_gone, wait_until, Client, TestDaemon};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 fn read_json(path: &Path) -> serde_json::Value {
@@ -100,30 +99,16 @@ fn a_killed_daemons_children_are_ended_by_the_next_daemon() {
     }
 
     // The next daemon on the same socket.
-    let token = root.join("token2");
-    std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
-    let log = root.join("second.log");
-    let mut launcher = common::serve_command(&socket, &token)
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let mut banner = String::new();
-    std::io::BufReader::new(launcher.stdout.take().unwrap())
-        .read_line(&mut banner)
-        .unwrap();
-    let _ = launcher.wait();
-    assert!(banner.starts_with("Remora remote server listening"), "{banner}");
+    let text = common::serve_next(&socket, &root, &[]);
     // Reaped before the socket was bound, so before the banner.
     for pid in [plain, parent, grandchild, stubborn] {
         assert!(
             pid_gone(pid),
             "{pid} should have been ended ({plain} {parent} {grandchild} {stubborn}): {}",
-            std::fs::read_to_string(&log).unwrap()
+            text
         );
     }
     assert!(alive(outsider_pid), "an unverified record must not be signalled");
-    let text = std::fs::read_to_string(&log).unwrap();
     for want in [
         format!("[process.Registry] ending orphaned process group {plain} recorded by daemon instance \""),
         format!("(pid {daemon}): SIGTERM\n"),
@@ -226,20 +211,8 @@ fn children_name_themselves_and_what_they_start_is_never_reaped() {
     // SAFETY: kill(2) on the daemon this test started.
     unsafe { libc::kill(daemon, libc::SIGKILL) };
     assert!(wait_until(Duration::from_secs(10), || pid_gone(daemon)));
-    let token = root.join("token2");
-    std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
-    let log = root.join("second.log");
-    let mut launcher = common::serve_command(&socket, &token)
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let mut banner = String::new();
-    std::io::BufReader::new(launcher.stdout.take().unwrap())
-        .read_line(&mut banner)
-        .unwrap();
-    let _ = launcher.wait();
-    let text = std::fs::read_to_string(&log).unwrap();
+    // The next daemon on the same socket.
+    let text = common::serve_next(&socket, &root, &[]);
     let spared = alive(grandchild);
     // SAFETY: kill(2) on a process this test's child started.
     unsafe { libc::kill(grandchild, libc::SIGKILL) };

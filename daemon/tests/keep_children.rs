@@ -8,10 +8,8 @@
 
 mod common;
 
-use common::{pid_gone, wait_until, Client, TestDaemon, TOKEN};
-use std::io::BufRead;
+use common::{pid_gone, wait_until, Client, TestDaemon};
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 /// Spawns `sh -c 'echo $$; sleep 300; :'` as `id`; returns its pid.
@@ -38,23 +36,7 @@ fn daemon_pid(root: &Path) -> i32 {
 /// Starts another `-serve` on `first`'s socket (with `args`); returns its
 /// log once it listens: a predecessor's orphans are ended before that.
 fn next_daemon(first: &TestDaemon, args: &[&str]) -> String {
-    let root = first.root();
-    let token = root.join("token2");
-    std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
-    let log = root.join("second.log");
-    let mut launcher = common::serve_command(&first.socket, &token)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let mut banner = String::new();
-    std::io::BufReader::new(launcher.stdout.take().unwrap())
-        .read_line(&mut banner)
-        .unwrap();
-    let _ = launcher.wait();
-    assert!(banner.starts_with("Remora remote server listening"), "{banner}");
-    std::fs::read_to_string(&log).unwrap()
+    common::serve_next(&first.socket, first.root(), args)
 }
 
 fn records(root: &Path) -> Vec<std::ffi::OsString> {

@@ -9,10 +9,9 @@ mod common;
 
 use common::frames::{frames_until_exit, stdout_of};
 use common::{pid_gone, remora_bin, request_line, wait_until, Client, TOKEN};
-use std::io::BufRead;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 /// An executable shell script `name` in `dir`.
@@ -116,7 +115,8 @@ fn serve_raises_the_soft_open_files_limit_for_children() {
     std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
     let log = dir.path().join("daemon.log");
     // Started from a shell with a low soft limit, so the raise shows.
-    let mut launcher = Command::new("sh")
+    let mut launcher = Command::new("sh");
+    launcher
         .args([
             "-c",
             "ulimit -Sn 256 && exec \"$0\" \"$@\"",
@@ -126,17 +126,8 @@ fn serve_raises_the_soft_open_files_limit_for_children() {
         ])
         .arg(&socket)
         .arg("-token-file")
-        .arg(&token)
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let mut banner = String::new();
-    std::io::BufReader::new(launcher.stdout.take().unwrap())
-        .read_line(&mut banner)
-        .unwrap();
-    assert!(banner.starts_with("Remora remote server listening"), "{banner}");
-    let _ = launcher.wait();
+        .arg(&token);
+    common::launch_to_banner(launcher, &log);
     let mut c = Client::connect(&socket);
     let spawn = r#"{"id":"u","command":"sh","args":["-c","ulimit -Sn; sh -c 'ulimit -Sn'"]}"#;
     let reply = c.call(1, "process.spawn", spawn);

@@ -36,6 +36,38 @@ pub fn serve_command(socket: &Path, token: &Path) -> Command {
     command
 }
 
+/// Starts `command` (a `-serve` launcher) with stdout piped and stderr
+/// into `log`, reads the banner it prints once the socket listens, and
+/// waits for the launcher to exit; the daemon it started keeps serving
+/// (stop it through its socket). Fails unless the banner is the listening
+/// line.
+pub fn launch_to_banner(mut command: Command, log: &Path) -> String {
+    let mut launcher = command
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut banner = String::new();
+    BufReader::new(launcher.stdout.take().unwrap())
+        .read_line(&mut banner)
+        .unwrap();
+    let _ = launcher.wait();
+    assert!(banner.starts_with("Remora remote server listening"), "{banner}");
+    banner
+}
+
+/// The next `-serve` on `socket` (extra `args`), with its token in
+/// `<dir>/token2`; returns its log (`<dir>/second.log`) once it listens.
+pub fn serve_next(socket: &Path, dir: &Path, args: &[&str]) -> String {
+    let token = dir.join("token2");
+    std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
+    let log = dir.join("second.log");
+    let mut command = serve_command(socket, &token);
+    command.args(args);
+    launch_to_banner(command, &log);
+    std::fs::read_to_string(&log).unwrap()
+}
+
 pub struct TestDaemon {
     pub dir: tempfile::TempDir,
     pub socket: PathBuf,
