@@ -226,23 +226,14 @@ fn children_name_themselves_and_what_they_start_is_never_reaped() {
 /// One `-serve` on `<dir>/rpc.sock` with its log in `<dir>/daemon.log`,
 /// stopped again at once; returns the log.
 fn serve_once_in(dir: &Path) -> String {
-    use std::io::{BufRead, BufReader, Read, Write};
+    use std::io::{Read, Write};
     let socket = dir.join("rpc.sock");
     let token = dir.join("token");
     std::fs::write(&token, format!("{}\n", common::TOKEN)).unwrap();
     let log = dir.join("daemon.log");
-    let mut launcher = common::serve_command(&socket, &token)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let mut banner = String::new();
-    BufReader::new(launcher.stdout.take().unwrap())
-        .read_line(&mut banner)
-        .unwrap();
-    let _ = launcher.wait();
-    assert!(banner.starts_with("Remora remote server listening on"), "{banner}");
+    let mut command = common::serve_command(&socket, &token);
+    command.stdin(std::process::Stdio::null());
+    common::launch_to_banner(command, &log);
     let mut s = std::os::unix::net::UnixStream::connect(&socket).unwrap();
     let pid = common::peer_pid(&s);
     s.write_all(common::request_line("9", "server.shutdown", None, common::TOKEN).as_bytes())
