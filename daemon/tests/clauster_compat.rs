@@ -28,6 +28,9 @@ fn clauster_drives_remora_end_to_end() {
         .arg(&runner)
         .arg("--binary")
         .arg(common::remora_bin())
+        // Inherited by the daemons clauster spawns (one is killed with
+        // SIGKILL): no profile of the developer's runs under them.
+        .env("SHELL", common::QUICK_LOGIN_SHELL)
         .env(
             "REMORA_COMPAT_CACHE",
             Path::new(env!("CARGO_TARGET_TMPDIR")).join("compat"),

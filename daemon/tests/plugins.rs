@@ -7,10 +7,10 @@
 
 mod common;
 
-use common::{remora_bin, Client, TOKEN};
+use common::{Client, TOKEN};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, SystemTime};
 
 struct RunDaemon {
@@ -28,11 +28,7 @@ impl Drop for RunDaemon {
 }
 
 fn serve(socket: &Path, token_file: &Path) -> RunDaemon {
-    let mut child = Command::new(remora_bin())
-        .args(["-serve", "-socket"])
-        .arg(socket)
-        .arg("-token-file")
-        .arg(token_file)
+    let mut child = common::serve_command(socket, token_file)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

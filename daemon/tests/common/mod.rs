@@ -23,11 +23,16 @@ pub fn remora_bin() -> &'static str {
     env!("CARGO_BIN_EXE_remora")
 }
 
-/// `remora -serve -socket <socket> -token-file <token>`, ready for the
-/// caller's stdio and environment.
+/// The `SHELL` of the daemons started here unless a test sets its own
+/// (see the script's comment).
+pub const QUICK_LOGIN_SHELL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/quick-login-shell");
+
+/// `remora -serve -socket <socket> -token-file <token>` with
+/// [`QUICK_LOGIN_SHELL`], ready for the caller's stdio and environment.
 pub fn serve_command(socket: &Path, token: &Path) -> Command {
     let mut command = Command::new(remora_bin());
     command
+        .env("SHELL", QUICK_LOGIN_SHELL)
         .arg("-serve")
         .arg("-socket")
         .arg(socket)
@@ -146,7 +151,8 @@ impl TestDaemon {
             .current_dir(dir.path())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(stderr);
+            .stderr(stderr)
+            .env("SHELL", QUICK_LOGIN_SHELL);
         for k in unset {
             cmd.env_remove(k);
         }
