@@ -472,46 +472,85 @@ pub fn build_archive(input: &TarInput) -> Vec<u8> {
 /// 0600 and every directory 0700, consumes the archive, and on success
 /// reports exactly the regular files on disk (the `.synced` marker aside).
 pub fn tar_extract(data: &[u8]) {
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let Ok(input) = TarInput::arbitrary_take_rest(Unstructured::new(data)) else {
         return;
     };
-    let scratch = tempfile::tempdir().expect("tempdir");
-    let outside = scratch.path().join("outside");
-    let dest = scratch.path().join("dest");
-    let archive = scratch.path().join("in.tgz");
-    std::fs::create_dir(&outside).expect("mkdir");
-    std::fs::write(&archive, build_archive(&input)).expect("write archive");
-    if input.stale_dest_file {
-        std::fs::create_dir(&dest).expect("mkdir dest");
-        std::fs::write(dest.join("stale"), b"old").expect("write stale");
-    }
-
-    let result = crate::tarx::extract(&archive, &dest);
-
-    assert!(!archive.exists(), "archive not consumed: {result:?}");
-    let mut top: Vec<_> = std::fs::read_dir(scratch.path())
-        .expect("readdir")
-        .flatten()
-        .map(|e| e.file_name())
-        .collect();
-    top.sort();
-    assert!(
-        top.iter().all(|n| n == "dest" || n == "outside"),
-        "created outside destDir: {top:?}"
-    );
-    assert_eq!(
-        std::fs::read_dir(&outside).expect("readdir").count(),
-        0,
-        "wrote into a sibling"
-    );
+    let scratch = TarScratch::stage(&input);
+    let result = crate::tarx::extract(&scratch.archive, &scratch.dest);
+    scratch.assert_contained(&result);
+    let dest = &scratch.dest;
     if !dest.exists() {
         assert!(!result.success);
         return;
     }
     assert!(!dest.join("stale").exists() || !result.success, "destDir not wiped");
+    let files = count_extracted_files(dest);
+    if result.success {
+        assert!(dest.join(".synced").is_file());
+        assert_file_count(&input, &result, dest, files);
+    }
+}
+
+/// The directory one `tar_extract` run works in: the archive and destDir,
+/// and a sibling of destDir that extraction must never write into.
+struct TarScratch {
+    dir: tempfile::TempDir,
+    outside: std::path::PathBuf,
+    dest: std::path::PathBuf,
+    archive: std::path::PathBuf,
+}
+
+impl TarScratch {
+    /// Writes the archive `input` describes, and the stale destDir content
+    /// it asks for.
+    fn stage(input: &TarInput) -> TarScratch {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let outside = dir.path().join("outside");
+        let dest = dir.path().join("dest");
+        let archive = dir.path().join("in.tgz");
+        std::fs::create_dir(&outside).expect("mkdir");
+        std::fs::write(&archive, build_archive(input)).expect("write archive");
+        if input.stale_dest_file {
+            std::fs::create_dir(&dest).expect("mkdir dest");
+            std::fs::write(dest.join("stale"), b"old").expect("write stale");
+        }
+        TarScratch {
+            dir,
+            outside,
+            dest,
+            archive,
+        }
+    }
+
+    /// The archive is consumed, and nothing but destDir (and the untouched
+    /// sibling) is left in the scratch directory.
+    fn assert_contained(&self, result: &crate::tarx::ExtractResult) {
+        assert!(!self.archive.exists(), "archive not consumed: {result:?}");
+        let mut top: Vec<_> = std::fs::read_dir(self.dir.path())
+            .expect("readdir")
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        top.sort();
+        assert!(
+            top.iter().all(|n| n == "dest" || n == "outside"),
+            "created outside destDir: {top:?}"
+        );
+        assert_eq!(
+            std::fs::read_dir(&self.outside).expect("readdir").count(),
+            0,
+            "wrote into a sibling"
+        );
+    }
+}
+
+/// Walks destDir (a loop, not recursion): only directories (0700) and
+/// single-link regular files (0600, the pre-existing `stale` aside).
+/// Returns the number of regular files, the `.synced` marker not counted.
+fn count_extracted_files(dest: &std::path::Path) -> u64 {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let mut files = 0u64;
-    let mut stack = vec![dest.clone()];
+    let mut stack = vec![dest.to_path_buf()];
     while let Some(dir) = stack.pop() {
         for entry in std::fs::read_dir(&dir).expect("readdir").flatten() {
             let meta = std::fs::symlink_metadata(entry.path()).expect("lstat");
@@ -534,59 +573,67 @@ pub fn tar_extract(data: &[u8]) {
             }
         }
     }
-    if result.success {
-        assert!(dest.join(".synced").is_file());
-        // fileCount counts regular entries, as Go's loop does: an entry
-        // written twice counts twice, and one landing on the root
-        // `.synced` counts before the marker truncates it. Typeflag NUL is
-        // a regular file unless the name ends in `/` (Go's TypeRegA).
-        let dest_bytes = dest.as_os_str().as_encoded_bytes();
-        let marker = crate::base::gopath::join(&[dest_bytes, b".synced"]);
-        let regular: Vec<Vec<u8>> = input
-            .entries
-            .iter()
-            .take(24)
-            // A header's name field ends at its first NUL, as tar readers
-            // (Go's too) parse it.
-            .map(|e| {
-                let mut name = entry_name(&e.name);
-                name.truncate(name.iter().position(|&b| b == 0).unwrap_or(name.len()));
-                (e.kind, name)
-            })
-            .filter(|(kind, name)| match kind.typeflag() {
-                b'0' => true,
-                0 => !name.ends_with(b"/"),
-                _ => false,
-            })
-            .map(|(_, name)| crate::base::gopath::join(&[dest_bytes, &name]))
-            .collect();
-        let corrupted = input.flip.is_some() || input.truncate.is_some();
-        if corrupted {
-            // A damaged stream no longer describes `entries`; what holds is
-            // that every file on disk was counted.
-            assert!(result.file_count >= Some(files), "fileCount below the files on disk");
-            return;
-        }
+    files
+}
+
+/// The paths under `dest` of the archive's regular entries, in order.
+/// fileCount counts regular entries, as Go's loop does: an entry written
+/// twice counts twice, and one landing on the root `.synced` counts
+/// before the marker truncates it. Typeflag NUL is a regular file unless
+/// the name ends in `/` (Go's TypeRegA).
+fn regular_entry_paths(input: &TarInput, dest_bytes: &[u8]) -> Vec<Vec<u8>> {
+    input
+        .entries
+        .iter()
+        .take(24)
+        // A header's name field ends at its first NUL, as tar readers
+        // (Go's too) parse it.
+        .map(|e| {
+            let mut name = entry_name(&e.name);
+            name.truncate(name.iter().position(|&b| b == 0).unwrap_or(name.len()));
+            (e.kind, name)
+        })
+        .filter(|(kind, name)| match kind.typeflag() {
+            b'0' => true,
+            0 => !name.ends_with(b"/"),
+            _ => false,
+        })
+        .map(|(_, name)| crate::base::gopath::join(&[dest_bytes, &name]))
+        .collect()
+}
+
+/// A successful extraction's fileCount against the archive and the
+/// `files` found on disk.
+fn assert_file_count(input: &TarInput, result: &crate::tarx::ExtractResult, dest: &std::path::Path, files: u64) {
+    let dest_bytes = dest.as_os_str().as_encoded_bytes();
+    let marker = crate::base::gopath::join(&[dest_bytes, b".synced"]);
+    let regular = regular_entry_paths(input, dest_bytes);
+    let corrupted = input.flip.is_some() || input.truncate.is_some();
+    if corrupted {
+        // A damaged stream no longer describes `entries`; what holds is
+        // that every file on disk was counted.
+        assert!(result.file_count >= Some(files), "fileCount below the files on disk");
+        return;
+    }
+    assert_eq!(
+        result.file_count,
+        Some(regular.len() as u64),
+        "fileCount is not the regular entries"
+    );
+    // Metadata entries (long names, PAX) can rename what follows; the
+    // on-disk comparison is exact only without them.
+    let renames = input
+        .entries
+        .iter()
+        .take(24)
+        .any(|e| matches!(e.kind.typeflag(), b'L' | b'K' | b'x' | b'X' | b'g'));
+    if !renames {
+        let distinct: std::collections::BTreeSet<&Vec<u8>> = regular.iter().filter(|p| **p != marker).collect();
         assert_eq!(
-            result.file_count,
-            Some(regular.len() as u64),
-            "fileCount is not the regular entries"
+            files,
+            distinct.len() as u64,
+            "files on disk differ from the archive's regular entries"
         );
-        // Metadata entries (long names, PAX) can rename what follows; the
-        // on-disk comparison is exact only without them.
-        let renames = input
-            .entries
-            .iter()
-            .take(24)
-            .any(|e| matches!(e.kind.typeflag(), b'L' | b'K' | b'x' | b'X' | b'g'));
-        if !renames {
-            let distinct: std::collections::BTreeSet<&Vec<u8>> = regular.iter().filter(|p| **p != marker).collect();
-            assert_eq!(
-                files,
-                distinct.len() as u64,
-                "files on disk differ from the archive's regular entries"
-            );
-        }
     }
 }
 

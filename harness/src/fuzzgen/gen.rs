@@ -398,8 +398,10 @@ impl<'a> Gen<'a> {
         self.mutate(&mut req);
         if known.is_some() && req.process_request().is_some() && !req.starts_process(&pid) {
             // The mutation keeps the replay but loses the await-exit after
-            // it (a notification, a folded key): its frames would race the
-            // rest of the case.
+            // it (a folded key): its frames would race the rest of the
+            // case. The unmutated request always leads its await-exit: an
+            // envelope id the decoder rejects (`1e400`) makes it replay
+            // nothing, and a `null` one still replays, answered with null.
             req = plain;
         }
         match known {

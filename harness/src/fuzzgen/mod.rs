@@ -298,7 +298,9 @@ impl Req {
 
     /// Whether this is an intact spawn or reattach of `proc_id`: plain
     /// envelope (each member once, no junk around the line), the right
-    /// version, method and token, an id the decoder accepts, and
+    /// version, method and token, an envelope the decoder accepts (an
+    /// explicit or absent null id included: the daemon runs the request
+    /// and answers it with id null), and
     /// `"id":"<proc_id>"` in the params. A mutated one may start nothing,
     /// and awaiting its exit would only wait for the timeout.
     fn starts_process(&self, proc_id: &str) -> bool {
@@ -317,7 +319,7 @@ impl Req {
         is("jsonrpc", &["\"2.0\""])
             && is("method", &["\"process.spawn\"", "\"process.reattach\""])
             && is("auth", &["\"$TOKEN\""])
-            && matches!(self.predict(), Some(v) if !v.is_null())
+            && predict::envelope_id(&self.bytes()).is_some()
             && matches!(text("params"), Some(Val::Obj(p))
                 if p.iter().filter(|m| fold_eq(m.key.trim_matches('"'), "id")).count() == 1
                     && p.iter().any(|m| m.key == "\"id\"" && m.val == Val::Text(want_id.clone())))
@@ -495,11 +497,55 @@ mod tests {
         assert!(ok.render(&[]).contains(&format!("await-exit c1 {pid}")));
         // The same spawn on its own (what the shrinker once made of it).
         assert!(!case(vec![Unit::Req(spawn.clone())]).awaits_every_process());
-        // A reattach notification (folded key) of that process, in or out
-        // of a scenario; alone, there is nothing it could replay.
+        // A reattach of that process under a folded params key (and no
+        // envelope id), in or out of a scenario; alone, there is nothing it
+        // could replay.
         assert!(!case(vec![proc(&spawn), proc(&note)]).awaits_every_process());
         assert!(!case(vec![proc(&spawn), Unit::Req(note.clone())]).awaits_every_process());
         assert!(case(vec![Unit::Req(note), Unit::Req(ghost)]).awaits_every_process());
+    }
+
+    /// The cases where a reattach of an exited process drew an envelope id
+    /// of `null` (decoded: the replay happens, answered with id null) or
+    /// `1e400` (a parse error: nothing is replayed), which tripped the
+    /// invariant. They generate without tripping it, and a decoded replay
+    /// is awaited (two await-exits: the spawn's and the reattach's).
+    #[test]
+    fn reattach_with_a_null_or_undecodable_id_is_read_as_the_daemon_reads_it() {
+        // (seed, case, whether the reattach the case ends up with replays)
+        let cases = [
+            (0, 1162, true),
+            (1, 2163, false),
+            (7, 2656, false),
+            (0, 1317, true),
+            (0, 1576, true),
+            (0, 1965, true),
+        ];
+        for (seed, n, replays) in cases {
+            let case = std::panic::catch_unwind(|| generate(seed, n))
+                .unwrap_or_else(|_| panic!("seed {seed} case {n}: generate panicked"));
+            let text = case.render(&[]);
+            assert!(case.awaits_every_process(), "seed {seed} case {n}:\n{text}");
+            let pid = format!("p{n}-1");
+            let awaits = text.matches(&format!(" {pid}\n")).count();
+            assert_eq!(awaits, if replays { 2 } else { 1 }, "{text}");
+        }
+        let line = |id: &str| {
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"process.reattach\",\"params\":{{\"id\":\"p\"}},\"auth\":\"$TOKEN\"}}")
+        };
+        assert!(predict_process(&expand(&line("null"))).is_some());
+        assert_eq!(predict_process(&expand(&line("1e400"))), None);
+        assert_eq!(predict_process(&expand(&line("[1e400]"))), None);
+        // An intact reattach with an explicit null id replays: it leads
+        // its scenario's await-exit. One the decoder rejects does not.
+        let mut rng = Rng::for_case(0, 0);
+        let mut g = gen::Gen::for_test(&mut rng, 0);
+        let mut r = g.plain(1, "process.reattach", Some(vec![Member::new("id", "\"p\"")]));
+        super::mutate::set(&mut r.members, "id", "null");
+        assert!(r.starts_process("p"), "{}", r.text());
+        super::mutate::set(&mut r.members, "id", "1e400");
+        assert!(!r.starts_process("p"), "{}", r.text());
+        assert_eq!(r.process_request(), None);
     }
 
     #[test]

@@ -145,13 +145,17 @@ pub fn predict_reply_id(line: &[u8]) -> Option<Value> {
     if line.strip_suffix(b"\r").unwrap_or(line).is_empty() {
         return None;
     }
+    Some(envelope_id(line).unwrap_or(Value::Null))
+}
+
+/// The id of a line whose envelope Go decodes (an absent id is null);
+/// `None` when the decode fails (-32700, answered with id null), and the
+/// daemon does nothing else with the line. This is what tells an explicit
+/// `"id":null`, which runs the method, from a parse error, which does not.
+pub(super) fn envelope_id(line: &[u8]) -> Option<Value> {
     let text = mark_overflow(&fix_surrogates(&go_lossy(line)));
-    if serde_json::from_str::<Value>(&text).is_err() {
-        return Some(Value::Null);
-    }
-    let Ok(Members(ms)) = serde_json::from_str::<Members>(&text) else {
-        return Some(Value::Null);
-    };
+    serde_json::from_str::<Value>(&text).ok()?;
+    let Members(ms) = serde_json::from_str::<Members>(&text).ok()?;
     let mut id = Value::Null;
     let mut overflow = false;
     for (k, v) in ms {
@@ -162,13 +166,13 @@ pub fn predict_reply_id(line: &[u8]) -> Option<Value> {
         } else if ["jsonrpc", "method", "auth"].iter().any(|f| fold_eq(&k, f))
             && (!matches!(v, Value::String(_) | Value::Null) || has_overflow(&v))
         {
-            return Some(Value::Null);
+            return None;
         }
     }
     // A number out of float64 range fails the decode of the id (an
     // interface{}), but not of params (raw JSON, decoded later).
     if overflow {
-        return Some(Value::Null);
+        return None;
     }
     Some(id)
 }
@@ -202,9 +206,11 @@ pub struct ProcessRequest {
 
 /// The [`ProcessRequest`] of a line, as Go's decoder reads it (last
 /// case-insensitive `params`, then its last case-insensitive members):
-/// `None` for other methods, lines that do not decode, and ids that are
-/// not strings (those start and replay nothing).
+/// `None` for other methods, lines whose envelope does not decode (an id
+/// of `1e400` is a parse error), and ids that are not strings (those
+/// start and replay nothing).
 pub fn predict_process(line: &[u8]) -> Option<ProcessRequest> {
+    envelope_id(line)?;
     let method = predict_method(line)?;
     if method != "process.spawn" && method != "process.reattach" {
         return None;

@@ -482,44 +482,69 @@ mod tests {
         }
     }
 
-    /// A `process.stdin` (sometimes `server.ping`) line assembled from
-    /// parts that are mostly plain and sometimes not.
-    fn stdin_line() -> impl proptest::strategy::Strategy<Value = String> {
+    /// The proptest strategy of generated request lines, in its parts:
+    /// values (strings, base64 data, offsets, ids), member sets and objects.
+    mod lines {
+        use base64::Engine;
         use proptest::prelude::*;
+
+        type Member = (&'static str, String);
+
+        /// Whitespace between tokens, mostly none.
         fn space() -> impl Strategy<Value = &'static str> + Clone {
             prop::sample::select(vec!["", "", "", " ", "\t", "\n ", "\r"])
         }
-        let string = |plain: Vec<&'static str>| {
+
+        /// A string value: one of `plain`, quoted, or now and then one with
+        /// an escape or a control character, or not a string at all.
+        fn string(plain: Vec<&'static str>) -> impl Strategy<Value = String> {
             prop_oneof![
                 20 => prop::sample::select(plain).prop_map(|s| format!("\"{s}\"")),
                 1 => prop::sample::select(vec![
                     r#""a\u0041""#, r#""\/""#, "\"\u{e9}\"", "\"\u{2028}\"", "\"a\tb\"", r#""""#, "null", "1", "[]", "{}", "true",
                 ]).prop_map(str::to_string),
             ]
-        };
-        let base64 = prop_oneof![
-            12 => prop::collection::vec(any::<u8>(), 0..40)
-                .prop_map(|b| format!("\"{}\"", base64::engine::general_purpose::STANDARD.encode(b))),
-            1 => prop::sample::select(vec![
-                r#""aGk""#, r#""aGk=aGk=""#, r#""a-_=""#, r#""aG\r\nk=""#, r#""aG\u006b=""#, r#""!!""#, "\"\u{e9}\"", "null", "7",
-            ]).prop_map(str::to_string),
-        ];
-        let offset = prop_oneof![
-            3 => any::<u64>().prop_map(|o| o.to_string()),
-            3 => (0u64..20).prop_map(|o| o.to_string()),
-            2 => prop::sample::select(vec![
-                "null", "0", "-0", "00", "01", "1.0", "1e2", "1E2", "-1", "18446744073709551615", "18446744073709551616",
-                "99999999999999999999", "\"3\"", "true", "[]", "0.5",
-            ]).prop_map(str::to_string),
-        ];
-        // Each member is present once, most of the time (an absent one is
-        // a `None`), plus now and then one that is case-folded, unknown or
-        // repeated; the order is shuffled.
-        fn object(
-            members: Vec<Option<(&'static str, String)>>,
-            extra: Vec<(&'static str, String)>,
-        ) -> impl Strategy<Value = String> {
-            let all: Vec<(&'static str, String)> = members.into_iter().flatten().chain(extra).collect();
+        }
+
+        /// A `data` value: standard base64 of some bytes, or a bad one.
+        fn base64() -> impl Strategy<Value = String> {
+            prop_oneof![
+                12 => prop::collection::vec(any::<u8>(), 0..40)
+                    .prop_map(|b| format!("\"{}\"", base64::engine::general_purpose::STANDARD.encode(b))),
+                1 => prop::sample::select(vec![
+                    r#""aGk""#, r#""aGk=aGk=""#, r#""a-_=""#, r#""aG\r\nk=""#, r#""aG\u006b=""#, r#""!!""#, "\"\u{e9}\"", "null", "7",
+                ]).prop_map(str::to_string),
+            ]
+        }
+
+        /// An `offset` value: any u64, a small one, or a non-canonical one.
+        fn offset() -> impl Strategy<Value = String> {
+            prop_oneof![
+                3 => any::<u64>().prop_map(|o| o.to_string()),
+                3 => (0u64..20).prop_map(|o| o.to_string()),
+                2 => prop::sample::select(vec![
+                    "null", "0", "-0", "00", "01", "1.0", "1e2", "1E2", "-1", "18446744073709551615", "18446744073709551616",
+                    "99999999999999999999", "\"3\"", "true", "[]", "0.5",
+                ]).prop_map(str::to_string),
+            ]
+        }
+
+        /// The request id: integers, strings, and ids Go re-encodes.
+        fn request_id() -> impl Strategy<Value = String> {
+            prop_oneof![
+                3 => (-1000i64..1000).prop_map(|i| i.to_string()),
+                1 => any::<i64>().prop_map(|i| i.to_string()),
+                2 => string(vec!["a", "a b", "~", "0123456789012345678901234567890123456", ""]),
+                1 => prop::sample::select(vec!["null", "1.0", "1e3", "-0", "01", "[1]", "{}", "true", "123456789012345", "1234567890123456"])
+                    .prop_map(str::to_string),
+            ]
+        }
+
+        /// Each member is present once, most of the time (an absent one is
+        /// a `None`), plus now and then one that is case-folded, unknown or
+        /// repeated; the order is shuffled.
+        fn object(members: Vec<Option<Member>>, extra: Vec<Member>) -> impl Strategy<Value = String> {
+            let all: Vec<Member> = members.into_iter().flatten().chain(extra).collect();
             let spaces = prop::collection::vec(space(), all.len());
             (Just(all).prop_shuffle(), spaces).prop_map(|(all, spaces)| {
                 let inner: Vec<String> = all
@@ -530,10 +555,14 @@ mod tests {
                 format!("{{{}}}", inner.join(","))
             })
         }
-        let present = |weight: u32| {
-            move |v: BoxedStrategy<(&'static str, String)>| prop::option::weighted(f64::from(weight) / 10.0, v)
-        };
-        let extra = |keys: Vec<&'static str>| {
+
+        /// The member `v`, present `weight` times in ten.
+        fn present(weight: u32, v: BoxedStrategy<Member>) -> impl Strategy<Value = Option<Member>> {
+            prop::option::weighted(f64::from(weight) / 10.0, v)
+        }
+
+        /// Mostly nothing; now and then one or two members named from `keys`.
+        fn extra(keys: Vec<&'static str>) -> impl Strategy<Value = Vec<Member>> {
             prop_oneof![
                 8 => Just(Vec::new()),
                 1 => prop::collection::vec(
@@ -541,57 +570,64 @@ mod tests {
                     1..3,
                 ),
             ]
-        };
-        let params = prop_oneof![
-            8 => (
-                present(8)(string(vec!["p", "q", ""]).prop_map(|v| ("id", v)).boxed()),
-                present(8)(base64.prop_map(|v| ("data", v)).boxed()),
-                present(6)(offset.prop_map(|v| ("offset", v)).boxed()),
-                extra(vec!["ID", "Data", "oFFSET", "cwd", "x", "id", "data", "offset"]),
+        }
+
+        /// A stdin call's params: an object of `id`, `data`, `offset` (and
+        /// extras), or something that is not such an object.
+        fn params() -> impl Strategy<Value = String> {
+            prop_oneof![
+                8 => (
+                    present(8, string(vec!["p", "q", ""]).prop_map(|v| ("id", v)).boxed()),
+                    present(8, base64().prop_map(|v| ("data", v)).boxed()),
+                    present(6, offset().prop_map(|v| ("offset", v)).boxed()),
+                    extra(vec!["ID", "Data", "oFFSET", "cwd", "x", "id", "data", "offset"]),
+                )
+                    .prop_flat_map(move |(id, data, offset, extra)| object(vec![id, data, offset], extra)),
+                1 => prop::sample::select(vec!["null", "[]", "\"x\"", "{\"id\":{}}", "{}"]).prop_map(str::to_string),
+            ]
+        }
+
+        /// A `process.stdin` (sometimes `server.ping`) line assembled from
+        /// parts that are mostly plain and sometimes not.
+        pub(super) fn stdin_line() -> impl Strategy<Value = String> {
+            (
+                present(
+                    9,
+                    string(vec!["2.0", "2.0", "2.0", "1.0"])
+                        .prop_map(|v| ("jsonrpc", v))
+                        .boxed(),
+                ),
+                present(9, request_id().prop_map(|v| ("id", v)).boxed()),
+                present(
+                    9,
+                    string(vec![
+                        "process.stdin",
+                        "process.stdin",
+                        "process.stdin",
+                        "server.ping",
+                        "process.kill",
+                    ])
+                    .prop_map(|v| ("method", v))
+                    .boxed(),
+                ),
+                present(9, params().prop_map(|v| ("params", v)).boxed()),
+                present(
+                    9,
+                    string(vec!["tok", "tok", "tok", "bad"])
+                        .prop_map(|v| ("auth", v))
+                        .boxed(),
+                ),
+                extra(vec![
+                    "JSONRPC", "Auth", "METHOD", "Params", "x", "id", "auth", "method", "params",
+                ]),
+                space(),
             )
-                .prop_flat_map(move |(id, data, offset, extra)| object(vec![id, data, offset], extra)),
-            1 => prop::sample::select(vec!["null", "[]", "\"x\"", "{\"id\":{}}", "{}"]).prop_map(str::to_string),
-        ];
-        let id = prop_oneof![
-            3 => (-1000i64..1000).prop_map(|i| i.to_string()),
-            1 => any::<i64>().prop_map(|i| i.to_string()),
-            2 => string(vec!["a", "a b", "~", "0123456789012345678901234567890123456", ""]),
-            1 => prop::sample::select(vec!["null", "1.0", "1e3", "-0", "01", "[1]", "{}", "true", "123456789012345", "1234567890123456"])
-                .prop_map(str::to_string),
-        ];
-        (
-            present(9)(
-                string(vec!["2.0", "2.0", "2.0", "1.0"])
-                    .prop_map(|v| ("jsonrpc", v))
-                    .boxed(),
-            ),
-            present(9)(id.prop_map(|v| ("id", v)).boxed()),
-            present(9)(
-                string(vec![
-                    "process.stdin",
-                    "process.stdin",
-                    "process.stdin",
-                    "server.ping",
-                    "process.kill",
-                ])
-                .prop_map(|v| ("method", v))
-                .boxed(),
-            ),
-            present(9)(params.prop_map(|v| ("params", v)).boxed()),
-            present(9)(
-                string(vec!["tok", "tok", "tok", "bad"])
-                    .prop_map(|v| ("auth", v))
-                    .boxed(),
-            ),
-            extra(vec![
-                "JSONRPC", "Auth", "METHOD", "Params", "x", "id", "auth", "method", "params",
-            ]),
-            space(),
-        )
-            .prop_flat_map(move |(jsonrpc, id, method, params, auth, extra, end)| {
-                object(vec![jsonrpc, id, method, params, auth], extra).prop_map(move |o| format!("{o}{end}"))
-            })
+                .prop_flat_map(move |(jsonrpc, id, method, params, auth, extra, end)| {
+                    object(vec![jsonrpc, id, method, params, auth], extra).prop_map(move |o| format!("{o}{end}"))
+                })
+        }
     }
+    use lines::stdin_line;
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4096))]
