@@ -337,12 +337,16 @@ mod tests {
     /// A stand-in daemon: prints a banner, makes its socket, and goes away
     /// when the socket is removed, so launch and stop are shown without
     /// building remora.
+    /// A launcher that prints its banner before its socket exists (so
+    /// `launch` must wait for it), then makes the socket appear only once
+    /// it listens (bound under another name, renamed into place), as a
+    /// real daemon's is connectable once it is there.
     fn fake_daemon(dir: &Path) -> PathBuf {
         let bin = dir.join("fake-daemon");
         std::fs::write(
             &bin,
             "#!/bin/sh\n# -serve -socket S -token-file T\necho \"banner $HARNESS_DUT_VAR\"\n\
-             python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(); c,_=s.accept(); c.recv(4096); import os; os.unlink(sys.argv[1])' \"$3\"\n",
+             python3 -c 'import os,socket,sys; p=sys.argv[1]; s=socket.socket(socket.AF_UNIX); s.bind(p+\".new\"); s.listen(); os.rename(p+\".new\", p); c,_=s.accept(); c.recv(4096); os.unlink(p)' \"$3\"\n",
         )
         .unwrap();
         std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
