@@ -396,8 +396,8 @@ const FIRST_LINE_AFTER: Duration = Duration::from_millis(500);
 /// session attaches): connect, ping with the token after
 /// [`FIRST_LINE_AFTER`], wait for the pong. `Err` says how it failed.
 fn fresh_ping(socket: &std::path::Path) -> Result<(), String> {
-    use std::process::{Command, Stdio};
-    let mut bridge = Command::new(common::remora_bin())
+    use std::process::Stdio;
+    let mut bridge = common::remora_command()
         .args(["-bridge", "-socket"])
         .arg(socket)
         .stdin(Stdio::piped())

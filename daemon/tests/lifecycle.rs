@@ -11,7 +11,7 @@
 mod common;
 
 use common::frames::{frames_until_exit, stdout_of};
-use common::{remora_bin, request_line, wait_until, Client, TestDaemon, TOKEN};
+use common::{request_line, wait_until, Client, TestDaemon, TOKEN};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -126,7 +126,7 @@ impl Launch {
             .collect();
         let stderr =
             stderr.unwrap_or_else(|| Stdio::from(std::fs::File::create(dir.path().join("daemon.log")).unwrap()));
-        let mut child = Command::new(remora_bin())
+        let mut child = common::remora_command()
             .args(&args)
             .current_dir(dir.path())
             .env_remove("CLAUDE_RPC_TOKEN")
@@ -172,7 +172,7 @@ impl Launch {
 
     /// Stops the daemon with `-stop` and waits for its socket to go.
     fn stop(&self, token: &str) {
-        let out = Command::new(remora_bin())
+        let out = common::remora_command()
             .args(["-stop", "-socket", self.socket.to_str().unwrap()])
             .env("CLAUDE_RPC_TOKEN", token)
             .output()
@@ -440,7 +440,7 @@ fn a_stale_socket_file_is_replaced() {
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     assert_eq!(ping_with(&socket, "tok"), PONG);
-    let stop = Command::new(remora_bin())
+    let stop = common::remora_command()
         .args(["-stop", "-socket", socket.to_str().unwrap()])
         .env("CLAUDE_RPC_TOKEN", "tok")
         .output()
@@ -481,7 +481,7 @@ fn sigint_shuts_down_and_removes_the_socket() {
 fn stop_stops_a_live_daemon_and_says_so() {
     let mut d = TestDaemon::start();
     let pid = daemon_pid(&d.socket, d.launcher.as_ref().map(Child::id));
-    let out = Command::new(remora_bin())
+    let out = common::remora_command()
         .args(["-stop", "-socket", d.socket.to_str().unwrap()])
         .env("CLAUDE_RPC_TOKEN", TOKEN)
         .output()
@@ -502,7 +502,7 @@ fn stop_never_relays_the_daemons_reply() {
     // is refused, the word is still `stopped` and the refusal goes to
     // stderr, never to stdout.
     std::fs::set_permissions(d.root().join("daemon.token"), std::fs::Permissions::from_mode(0o640)).unwrap();
-    let out = Command::new(remora_bin())
+    let out = common::remora_command()
         .args(["--stop", "--socket", d.socket.to_str().unwrap()])
         .env("CLAUDE_RPC_TOKEN", "wrong")
         .output()
@@ -518,7 +518,7 @@ fn stop_never_relays_the_daemons_reply() {
 fn a_successor_started_during_teardown_keeps_its_socket() {
     let first = TestDaemon::start();
     let pid = daemon_pid(&first.socket, first.launcher.as_ref().map(Child::id));
-    let out = Command::new(remora_bin())
+    let out = common::remora_command()
         .args(["-stop", "-socket", first.socket.to_str().unwrap()])
         .env("CLAUDE_RPC_TOKEN", TOKEN)
         .output()
@@ -535,7 +535,7 @@ fn a_successor_started_during_teardown_keeps_its_socket() {
     assert!(out.status.success(), "{out:?}");
     assert!(wait_until(Duration::from_secs(10), || is_dead(pid)));
     assert_eq!(ping_with(&first.socket, "next"), PONG);
-    let stop = Command::new(remora_bin())
+    let stop = common::remora_command()
         .args(["-stop", "-socket", first.socket.to_str().unwrap()])
         .env("CLAUDE_RPC_TOKEN", "next")
         .output()
@@ -545,7 +545,7 @@ fn a_successor_started_during_teardown_keeps_its_socket() {
 }
 
 fn bridge(socket: &Path, input: &[u8]) -> (i32, String, String) {
-    let mut child = Command::new(remora_bin())
+    let mut child = common::remora_command()
         .args(["-bridge", "-socket", socket.to_str().unwrap()])
         .env_remove("CLAUDE_RPC_TOKEN")
         .stdin(Stdio::piped())

@@ -24,7 +24,7 @@ fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
 
 /// `remora -probe-cli <path>` → (exit code, stdout, stderr).
 fn probe(path: &Path, env: &[(&str, &str)]) -> (i32, String, String) {
-    let out = Command::new(remora_bin())
+    let out = common::remora_command()
         .arg("-probe-cli")
         .arg(path)
         .envs(env.iter().copied())
@@ -66,7 +66,7 @@ fn a_failing_or_missing_cli_is_bad() {
     std::fs::write(&plain, "#!/bin/sh\nexit 0\n").unwrap();
     assert_eq!(probe(&plain, &[]), bad);
     // -probe-cli wins over -serve, -bridge and -stop.
-    let out = Command::new(remora_bin())
+    let out = common::remora_command()
         .args([
             "-stop",
             "-serve",

@@ -8,12 +8,12 @@
 
 mod common;
 
-use common::{pid_gone, remora_bin, request_line, wait_until, TestDaemon};
+use common::{pid_gone, request_line, wait_until, TestDaemon};
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Duration;
 
 const UNAUTHORIZED: &str =
@@ -23,7 +23,7 @@ const PONG: &str = r#"{"jsonrpc":"2.0","id":1,"result":{"pong":true}}"#;
 /// `remora -stop -socket <socket>` with `CLAUDE_RPC_TOKEN` unset, or set
 /// to `token`.
 fn stop(socket: &Path, token: Option<&str>) -> Output {
-    let mut cmd = Command::new(remora_bin());
+    let mut cmd = common::remora_command();
     cmd.args(["-stop", "-socket", socket.to_str().unwrap()]);
     match token {
         Some(t) => cmd.env("CLAUDE_RPC_TOKEN", t),

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{remora_bin, request_line, wait_until, TestDaemon, TOKEN};
+use common::{request_line, wait_until, TestDaemon, TOKEN};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -54,7 +54,7 @@ fn lock_pid(dir: &Path) -> u32 {
 fn serve(socket: &Path, token: &str, log: &Path, env: &[(&str, &str)]) -> (i32, String) {
     let token_file = socket.with_file_name(format!("token-{}", std::process::id()));
     std::fs::write(&token_file, format!("{token}\n")).unwrap();
-    let mut cmd = Command::new(remora_bin());
+    let mut cmd = common::remora_command();
     cmd.args([
         "-serve",
         "-socket",

@@ -27,12 +27,18 @@ pub fn remora_bin() -> &'static str {
 /// (see the script's comment).
 pub const QUICK_LOGIN_SHELL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/quick-login-shell");
 
+/// `remora` with [`QUICK_LOGIN_SHELL`]: how every test starts the binary.
+pub fn remora_command() -> Command {
+    let mut command = Command::new(remora_bin());
+    command.env("SHELL", QUICK_LOGIN_SHELL);
+    command
+}
+
 /// `remora -serve -socket <socket> -token-file <token>` with
 /// [`QUICK_LOGIN_SHELL`], ready for the caller's stdio and environment.
 pub fn serve_command(socket: &Path, token: &Path) -> Command {
-    let mut command = Command::new(remora_bin());
+    let mut command = remora_command();
     command
-        .env("SHELL", QUICK_LOGIN_SHELL)
         .arg("-serve")
         .arg("-socket")
         .arg(socket)
