@@ -11,10 +11,14 @@
 //! the group id is still its own), and one that lingers after answering
 //! gets the same deadline in the background, then the same kill.
 //!
-//! Every group not yet reaped is listed in [`RUNNING`], and the daemon's
-//! teardown calls [`end_all`]: a daemon stopped before a slow profile
-//! answers (a `pyenv rehash` waiting on its lock, a hung network mount)
-//! leaves none of it behind.
+//! Every run's group is listed in [`RUNNING`] until its shell is reaped,
+//! and the group is killed then too, so helpers a profile left in it (a
+//! `pyenv rehash &`) go with the shell. The daemon's teardown calls
+//! [`end_all`]: it kills the groups still listed and closes the list, so
+//! a run that starts later (a spawn racing the shutdown) is killed at
+//! once. A daemon stopped before a slow profile answers leaves none of it
+//! behind. (A process the profile detaches into a session of its own,
+//! such as `ssh-agent`, is not in the group and is left alone.)
 
 use std::ffi::OsString;
 use std::os::unix::fs::PermissionsExt;
@@ -26,25 +30,83 @@ use tokio::io::AsyncReadExt;
 /// Bytes of shell output read at most; a profile printing more is broken.
 pub(crate) const MAX_OUTPUT: usize = 1 << 20;
 
-/// Process groups (the shell's pid) of runs not yet reaped. At most a
-/// handful: the PATH probe runs once, the agent hand-off a bounded number
-/// of times.
-static RUNNING: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+/// Process groups (the shell's pid) of runs not yet reaped; `closed` once
+/// the daemon's teardown has run. Bounded by the runs in flight at once:
+/// the PATH probe and the agent hand-off's runs (one at a time, each
+/// reaped within two deadlines).
+static RUNNING: Mutex<Groups> = Mutex::new(Groups {
+    listed: Vec::new(),
+    closed: false,
+});
 
-/// Kills the process group of every run not yet reaped. Called once the
-/// daemon's children are dealt with, just before it exits.
+struct Groups {
+    listed: Vec<i32>,
+    closed: bool,
+}
+
+/// Kills the process group of every run not yet reaped, and of every run
+/// started from now on. Called once the daemon's children are dealt
+/// with, just before it exits.
 pub(crate) fn end_all() {
-    let groups = std::mem::take(&mut *RUNNING.lock().unwrap_or_else(PoisonError::into_inner));
+    let groups = {
+        let mut running = RUNNING.lock().unwrap_or_else(PoisonError::into_inner);
+        running.closed = true;
+        std::mem::take(&mut running.listed)
+    };
     for group in groups {
-        kill_group(Some(group));
+        kill_group(group);
     }
 }
 
-fn track(group: i32, running: bool) {
-    let mut list = RUNNING.lock().unwrap_or_else(PoisonError::into_inner);
-    list.retain(|&g| g != group);
-    if running {
-        list.push(group);
+/// One run's group, listed while its shell is not reaped. Dropped without
+/// [`Tracked::reaped`] (the caller's future was dropped mid-run), it kills
+/// the group: the shell is not reaped yet, so the id is still its own.
+struct Tracked {
+    group: Option<i32>,
+    reaped: bool,
+}
+
+impl Tracked {
+    fn new(pid: Option<u32>) -> Tracked {
+        let group = pid.and_then(|p| i32::try_from(p).ok()).filter(|&p| p > 1);
+        if let Some(group) = group {
+            let mut running = RUNNING.lock().unwrap_or_else(PoisonError::into_inner);
+            if running.closed {
+                kill_group(group);
+            } else {
+                running.listed.push(group);
+            }
+        }
+        Tracked { group, reaped: false }
+    }
+
+    fn kill(&self) {
+        if let Some(group) = self.group {
+            kill_group(group);
+        }
+    }
+
+    /// The shell was reaped. Its group's other members still hold the id
+    /// (it cannot be reused while they live), so killing it now reaches
+    /// exactly them; with none left the kill finds nothing.
+    fn reaped(mut self) {
+        self.reaped = true;
+        self.kill();
+    }
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        if let Some(group) = self.group {
+            RUNNING
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .listed
+                .retain(|&g| g != group);
+            if !self.reaped {
+                kill_group(group);
+            }
+        }
     }
 }
 
@@ -90,14 +152,10 @@ pub(crate) async fn ask(
         .process_group(0)
         .kill_on_drop(true)
         .spawn()?;
-    let pid = child.id();
-    let group = pid.and_then(|p| i32::try_from(p).ok()).filter(|&p| p > 1);
-    if let Some(group) = group {
-        track(group, true);
-    }
     let Some(mut stdout) = child.stdout.take() else {
         return Err(std::io::Error::other("no stdout pipe"));
     };
+    let tracked = Tracked::new(child.id());
     let read = async {
         let mut out = Vec::new();
         let mut buf = [0u8; 8192];
@@ -115,24 +173,20 @@ pub(crate) async fn ask(
     };
     let read = tokio::time::timeout(deadline, read).await;
     if read.is_err() {
-        kill_group(pid);
+        tracked.kill();
     }
     tokio::spawn(async move {
         if tokio::time::timeout(deadline, child.wait()).await.is_err() {
-            kill_group(pid);
+            tracked.kill();
             let _ = child.wait().await;
         }
-        // Reaped: the group id may be reused from here on.
-        if let Some(group) = group {
-            track(group, false);
-        }
+        tracked.reaped();
     });
     Ok(read.ok())
 }
 
-fn kill_group(pid: Option<impl TryInto<i32>>) {
-    if let Some(pid) = pid.and_then(|p| p.try_into().ok()).filter(|&p| p > 1) {
-        // SAFETY: signalling the process group created for the shell.
-        unsafe { libc::kill(-pid, libc::SIGKILL) };
-    }
+fn kill_group(group: i32) {
+    // SAFETY: signalling the process group created for a shell run (see
+    // `Tracked` for why the id is still that group's).
+    unsafe { libc::kill(-group, libc::SIGKILL) };
 }

@@ -169,10 +169,14 @@ pub(crate) async fn run(listener: StdUnixListener, daemon: Arc<Daemon>) -> io::R
     let served = accept_loop(listener, daemon.clone()).await;
     summaries.abort();
     daemon.admission.log_lines.summarize();
+    if served.is_err() {
+        crate::agent::loginshell::end_all();
+    }
     served?;
     crate::log_info!("[Server] Shutting down");
     daemon.processes.shutdown(daemon.options.keep_children).await;
-    // A login-shell probe still running is ours, kept children or not.
+    // A login-shell run still going is ours, kept children or not; so is
+    // one a spawn racing this teardown starts (killed at once).
     crate::agent::loginshell::end_all();
     daemon.replay.remove_own_dir();
     // Only remove the socket if it is still the one we bound: a successor
