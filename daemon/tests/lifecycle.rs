@@ -804,6 +804,33 @@ fn login_shell_path_is_extracted() {
 }
 
 #[test]
+fn what_a_login_shell_leaves_running_after_answering_is_ended_with_it() {
+    let shells = tempfile::tempdir().unwrap();
+    let marker = format!("answered-shell-{}", std::process::id());
+    // The profile backgrounds a helper (in the shell's group), then answers.
+    let shell = fake_shell(
+        shells.path(),
+        &format!("/bin/sh -c 'sleep 600; : {marker}' & shift 3; exec /bin/sh -c \"$1\""),
+    );
+    let d = TestDaemon::start_with(&[], &[("SHELL", shell.to_str().unwrap())]);
+    assert!(
+        wait_until(Duration::from_secs(10), || d
+            .log()
+            .contains("[shellenv] Using PATH from login shell")),
+        "{}",
+        d.log()
+    );
+    // The daemon keeps serving; the helper is gone all the same.
+    assert_eq!(d.call("server.ping", "{}"), PONG);
+    assert!(
+        wait_until(Duration::from_secs(10), || pids_mentioning(&marker, &[])
+            .into_iter()
+            .all(is_dead)),
+        "the profile's helper outlived its shell"
+    );
+}
+
+#[test]
 fn a_daemon_stopped_while_its_login_shell_hangs_leaves_no_shell_behind() {
     let shells = tempfile::tempdir().unwrap();
     let marker = format!("stopped-shell-{}", std::process::id());
