@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Identity of one daemon boot. Fixed for the life of the process.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Instance {
+pub(crate) struct Instance {
     /// 16 random bytes as 32 lowercase hex digits.
     pub id: String,
     /// Unix milliseconds at start.
@@ -15,7 +15,7 @@ pub struct Instance {
 }
 
 impl Instance {
-    pub fn new() -> Instance {
+    pub(crate) fn new() -> Instance {
         let started_at = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_millis() as i64)

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 #[repr(u8)]
-pub enum Level {
+pub(crate) enum Level {
     Debug = 0,
     Info = 1,
     Warn = 2,
@@ -31,13 +31,13 @@ impl Level {
     }
 
     /// Parses a `REMORA_LOG_LEVEL` value; anything unknown is `Debug`.
-    pub fn from_setting(value: Option<&str>) -> Level {
+    pub(crate) fn from_setting(value: Option<&str>) -> Level {
         value.and_then(Level::parse).unwrap_or(Level::Debug)
     }
 
     /// A level by name (case-insensitive, surrounding blanks ignored);
     /// `None` for anything else.
-    pub fn parse(value: &str) -> Option<Level> {
+    pub(crate) fn parse(value: &str) -> Option<Level> {
         match value.trim().to_ascii_lowercase().as_str() {
             "debug" => Some(Level::Debug),
             "info" => Some(Level::Info),
@@ -48,7 +48,7 @@ impl Level {
     }
 
     /// The level's name as `-log-level` takes it.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Level::Debug => "debug",
             Level::Info => "info",

@@ -133,7 +133,7 @@ fn install_options(flags: &Flags) -> crate::install::InstallOptions {
 
 /// `-socket`, or `~/.claude/remote/rpc.sock` when it is empty. Only the
 /// `-serve` launcher creates a missing parent ([`create_socket_dir`]).
-pub fn socket_path(flags: &Flags) -> PathBuf {
+pub(crate) fn socket_path(flags: &Flags) -> PathBuf {
     if !flags.socket.is_empty() {
         return PathBuf::from(&flags.socket);
     }
@@ -291,7 +291,7 @@ fn read_token_fd(fd: i64) -> Result<Vec<u8>, String> {
 
 /// A token is read as a line: one trailing `\n` or `\r\n` is removed,
 /// everything else is kept verbatim.
-pub fn strip_line_end(mut token: Vec<u8>) -> Vec<u8> {
+pub(crate) fn strip_line_end(mut token: Vec<u8>) -> Vec<u8> {
     if token.ends_with(b"\n") {
         token.pop();
         if token.ends_with(b"\r") {

@@ -191,7 +191,7 @@ const SPECS: &[Spec] = &[
 /// The parsed command line. String values stay `OsString` so that paths
 /// with non-UTF-8 bytes survive.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Flags {
+pub(crate) struct Flags {
     pub serve: bool,
     pub bridge: bool,
     pub stop: bool,
@@ -275,7 +275,7 @@ impl Flags {
     /// Sets flag `name` from `value` with the flag grammar; the error is
     /// the reason Go's `flag` package would print. `remora.conf` values go
     /// through here too, so a key and its flag accept the same text.
-    pub fn set(&mut self, name: &str, value: &OsStr) -> Result<(), String> {
+    pub(crate) fn set(&mut self, name: &str, value: &OsStr) -> Result<(), String> {
         let text = || value.to_os_string();
         match name {
             "bridge" => self.bridge = parse_bool(value)?,

@@ -205,7 +205,7 @@ fn decode_exact(input: &[u8]) -> Option<Vec<u8>> {
 /// the line, so a refused call (a client retrying against a full queue,
 /// say) allocates no error text or reply line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StdinRefusal {
+pub(crate) enum StdinRefusal {
     BadBase64,
     NotFound,
     NotRunning,
@@ -215,7 +215,7 @@ pub enum StdinRefusal {
 
 impl StdinRefusal {
     /// The wire error: code and message.
-    pub fn code_and_message(self) -> (i64, &'static str) {
+    pub(crate) fn code_and_message(self) -> (i64, &'static str) {
         match self {
             StdinRefusal::BadBase64 => (crate::protocol::rpc::INVALID_PARAMS, MSG_BAD_BASE64),
             StdinRefusal::NotFound => (crate::protocol::rpc::INVALID_PARAMS, MSG_NOT_FOUND),
@@ -228,7 +228,7 @@ impl StdinRefusal {
 
 /// Why a `process.stdin` call did not go through.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StdinError {
+pub(crate) enum StdinError {
     Refused(StdinRefusal),
     /// The child's stdin broke earlier; the text names the OS error.
     Failed(RpcError),

@@ -9,7 +9,7 @@ use std::sync::Arc;
 /// Replay-log storage figures, shared with the replay store that updates
 /// them (see [`crate::replay::store`]).
 #[derive(Debug, Default)]
-pub struct ReplayMetrics {
+pub(crate) struct ReplayMetrics {
     /// Gauge: frame bytes held in RAM (hot tails, unwritten frames, rings).
     pub ram_bytes: AtomicU64,
     /// Gauge: bytes in segment files.
@@ -22,7 +22,7 @@ pub struct ReplayMetrics {
 
 /// Outcome classes of a request, for `requests` counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     Ok = 0,
     Error = 1,
     NoReply = 2,
@@ -30,7 +30,7 @@ pub enum Outcome {
 
 /// Every counter the daemon keeps.
 #[derive(Debug)]
-pub struct Metrics {
+pub(crate) struct Metrics {
     pub connections: AtomicU64,
     /// Indexed by [`Method::index`] (the order of
     /// [`crate::protocol::method::METHODS`]), then by [`Outcome`].
@@ -62,7 +62,7 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    pub fn count_request(&self, method: Method, outcome: Outcome) {
+    pub(crate) fn count_request(&self, method: Method, outcome: Outcome) {
         if let Some(counter) = self
             .requests
             .get(method.index())

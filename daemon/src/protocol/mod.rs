@@ -9,6 +9,6 @@
 //! | [`metrics`] | counters for `-metrics-addr`, keyed by method (the engines below the handlers bump them too) |
 
 pub mod method;
-pub mod metrics;
-pub mod params;
-pub mod rpc;
+pub(crate) mod metrics;
+pub(crate) mod params;
+pub(crate) mod rpc;

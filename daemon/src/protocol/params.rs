@@ -13,7 +13,7 @@ use crate::go_struct;
 /// Every params struct holding client paths: [`HomeExpansion::expand_home`]
 /// applies the reference's leading-`~` rule ([`expand_home`], build
 /// 5db5e4a) to exactly those fields, once, where the request is bound.
-pub trait HomeExpansion: Sized {
+pub(crate) trait HomeExpansion: Sized {
     /// The params with each path field's leading `~` expanded to `home`.
     fn expand_home_with(self, home: Option<&str>) -> Self;
 
@@ -25,7 +25,7 @@ pub trait HomeExpansion: Sized {
 
 go_struct! {
     /// Params of every `files.*` method.
-    pub struct PathParams {
+    pub(crate) struct PathParams {
         pub path: String = "path",
         pub max_bytes: i64 = "maxBytes",
         pub archive_path: String = "archivePath",
@@ -35,7 +35,7 @@ go_struct! {
 
 go_struct! {
     /// Params of every `git.*` method.
-    pub struct GitParams {
+    pub(crate) struct GitParams {
         pub path: String = "path",
         pub base_repo: String = "baseRepo",
         pub branch_name: String = "branchName",
@@ -50,7 +50,7 @@ go_struct! {
 
 go_struct! {
     /// Params of every `process.*` method.
-    pub struct ProcessParams {
+    pub(crate) struct ProcessParams {
         pub id: String = "id",
         pub command: String = "command",
         pub args: Vec<String> = "args",
@@ -77,7 +77,7 @@ go_struct! {
 /// straight from the request line on the quick one
 /// ([`crate::protocol::rpc::quick`]). Either way the same handler gives the verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct StdinParams<'a> {
+pub(crate) struct StdinParams<'a> {
     pub id: &'a str,
     /// The base64 text, not yet decoded.
     pub data: &'a str,
@@ -86,7 +86,7 @@ pub struct StdinParams<'a> {
 
 impl ProcessParams {
     /// The fields `process.stdin` reads.
-    pub fn stdin(&self) -> StdinParams<'_> {
+    pub(crate) fn stdin(&self) -> StdinParams<'_> {
         StdinParams {
             id: &self.id,
             data: &self.data,

@@ -121,7 +121,7 @@ fn is_zero(v: &i64) -> bool {
 
 /// Takes the lock for `socket`, evicting a provable predecessor. `None`
 /// means "serve without run-dir ownership" (already logged).
-pub fn claim(socket: &Path, instance: &crate::base::instance::Instance) -> Option<RunLock> {
+pub(crate) fn claim(socket: &Path, instance: &crate::base::instance::Instance) -> Option<RunLock> {
     let path = crate::rundir::tokenfile::socket_dir(socket).join(NAME);
     let shown = path.display().to_string();
     let mut file = match open_lock_file(&path) {
@@ -313,7 +313,7 @@ fn gone_or(pid: i32, file: &File, summary: impl Fn(&str), outcome: &str) -> bool
 
 /// The owner record in an open lock file (at most [`MAX_RECORD`] bytes),
 /// `None` when it is not one JSON record.
-pub fn read_record(file: &File) -> Option<OwnerRecord> {
+pub(crate) fn read_record(file: &File) -> Option<OwnerRecord> {
     let mut f = file.try_clone().ok()?;
     f.rewind().ok()?;
     let mut body = Vec::new();

@@ -20,7 +20,7 @@ use super::value::Value;
 
 /// A Go-style unmarshal type error: the decode as a whole failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DecodeError {
+pub(crate) struct DecodeError {
     pub expected: &'static str,
     pub found: &'static str,
 }
@@ -158,7 +158,7 @@ impl<T: GoDecode + Default> GoDecode for Vec<T> {
 /// nil; an object merges into the existing map with each element decoded
 /// from its zero value, so `{"A":null}` stores an empty string.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct StringMap(pub Vec<(String, String)>);
+pub(crate) struct StringMap(pub Vec<(String, String)>);
 
 impl GoDecode for StringMap {
     fn decode_into(&mut self, value: &Value) -> Result<(), DecodeError> {
@@ -211,7 +211,7 @@ fn check_float_range(value: &Value) -> Result<(), DecodeError> {
 
 /// `json.RawMessage`: present (even as `null`) or absent, never a type error.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Raw(pub Option<Value>);
+pub(crate) struct Raw(pub Option<Value>);
 
 impl GoDecode for Raw {
     fn decode_into(&mut self, value: &Value) -> Result<(), DecodeError> {

@@ -21,7 +21,7 @@ use super::text::push_go_lossy;
 /// line nests 10 000 levels. They live in [`super::walk`], beside the
 /// traversal they use.
 #[derive(Default)]
-pub enum Value {
+pub(crate) enum Value {
     #[default]
     Null,
     Bool(bool),
@@ -35,7 +35,7 @@ pub enum Value {
 
 impl Value {
     /// A short name of the JSON type, for error messages.
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             Value::Null => "null",
             Value::Bool(_) => "bool",

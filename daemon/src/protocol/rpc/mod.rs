@@ -5,31 +5,31 @@
 //! Every error code and message string of the protocol lives here, except
 //! the -32601 texts, which come from the method table ([`crate::protocol::method`]).
 
-pub mod quick;
+pub(crate) mod quick;
 
 use crate::base::gojson::{self, Raw, Value};
 use crate::protocol::method::Method;
 use serde::Serialize;
 
-pub const PARSE_ERROR: i64 = -32700;
-pub const INVALID_REQUEST: i64 = -32600;
-pub const METHOD_NOT_FOUND: i64 = -32601;
-pub const INVALID_PARAMS: i64 = -32602;
-pub const INTERNAL_ERROR: i64 = -32603;
-pub const UNAUTHORIZED: i64 = -32001;
-pub const STDIN_BACKPRESSURE: i64 = -32002;
-pub const STDIN_OFFSET_GAP: i64 = -32003;
+pub(crate) const PARSE_ERROR: i64 = -32700;
+pub(crate) const INVALID_REQUEST: i64 = -32600;
+pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
+pub(crate) const INVALID_PARAMS: i64 = -32602;
+pub(crate) const INTERNAL_ERROR: i64 = -32603;
+pub(crate) const UNAUTHORIZED: i64 = -32001;
+pub(crate) const STDIN_BACKPRESSURE: i64 = -32002;
+pub(crate) const STDIN_OFFSET_GAP: i64 = -32003;
 
-pub const MSG_PARSE_ERROR: &str = "Parse error";
-pub const MSG_UNAUTHORIZED: &str = "Unauthorized: invalid or missing auth token";
-pub const MSG_INVALID_VERSION: &str = "Invalid JSON-RPC version";
-pub const MSG_INVALID_PARAMS: &str = "Invalid params";
-pub const MSG_STDIN_OFFSET_GAP: &str = "stdin offset gap: offset ahead of applied bytes";
-pub const MSG_STDIN_BACKPRESSURE: &str = "stdin backpressure: queue full";
+pub(crate) const MSG_PARSE_ERROR: &str = "Parse error";
+pub(crate) const MSG_UNAUTHORIZED: &str = "Unauthorized: invalid or missing auth token";
+pub(crate) const MSG_INVALID_VERSION: &str = "Invalid JSON-RPC version";
+pub(crate) const MSG_INVALID_PARAMS: &str = "Invalid params";
+pub(crate) const MSG_STDIN_OFFSET_GAP: &str = "stdin offset gap: offset ahead of applied bytes";
+pub(crate) const MSG_STDIN_BACKPRESSURE: &str = "stdin backpressure: queue full";
 
 /// The method names, in the order `server.capabilities` lists them (from
 /// the typed table in [`crate::protocol::method`]).
-pub use crate::protocol::method::METHODS;
+pub(crate) use crate::protocol::method::METHODS;
 
 /// Optional protocol extensions advertised by `server.capabilities`, in
 /// the order of the newest pinned build, `f6010b97`:
@@ -39,7 +39,7 @@ pub use crate::protocol::method::METHODS;
 /// `server.instance_id` (`19f30c46`/`90fca6e6` list the same without
 /// `process.spawn.shellAgentSocket`). A feature is listed here only once
 /// remora implements it, at its place in that order.
-pub const FEATURES: [&str; 6] = [
+pub(crate) const FEATURES: [&str; 6] = [
     "process.stdin.offset",
     "git.status.baseRepo",
     "git.worktree_create.timeoutMs",
@@ -50,7 +50,7 @@ pub const FEATURES: [&str; 6] = [
 
 crate::go_struct! {
     /// The request envelope, bound like the reference's Go struct.
-    pub struct Envelope {
+    pub(crate) struct Envelope {
         pub jsonrpc: String = "jsonrpc",
         pub id: Value = "id",
         pub method: String = "method",
@@ -61,31 +61,31 @@ crate::go_struct! {
 
 /// A JSON-RPC error object.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct RpcError {
+pub(crate) struct RpcError {
     pub code: i64,
     pub message: String,
 }
 
 impl RpcError {
-    pub fn new(code: i64, message: impl Into<String>) -> Self {
+    pub(crate) fn new(code: i64, message: impl Into<String>) -> Self {
         RpcError {
             code,
             message: message.into(),
         }
     }
 
-    pub fn invalid_params(message: impl Into<String>) -> Self {
+    pub(crate) fn invalid_params(message: impl Into<String>) -> Self {
         RpcError::new(INVALID_PARAMS, message)
     }
 
-    pub fn internal(message: impl Into<String>) -> Self {
+    pub(crate) fn internal(message: impl Into<String>) -> Self {
         RpcError::new(INTERNAL_ERROR, message)
     }
 }
 
 /// A request that passed parse, auth, version and method checks.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Request {
+pub(crate) struct Request {
     pub id: Value,
     pub method: Method,
     /// `None` when the `params` member was absent (`null` is `Some(Null)`).
@@ -94,7 +94,7 @@ pub struct Request {
 
 /// Outcome of envelope validation.
 #[derive(Debug, PartialEq)]
-pub enum Checked {
+pub(crate) enum Checked {
     Valid(Request),
     /// Reply with this error; `unauthorized` marks the -32001 case so the
     /// caller can log it.
@@ -108,7 +108,7 @@ pub enum Checked {
 impl Checked {
     /// Whether the line carried the right token: it passed the auth check
     /// (valid, or rejected only by a later check).
-    pub fn authenticated(&self) -> bool {
+    pub(crate) fn authenticated(&self) -> bool {
         match self {
             Checked::Valid(_) => true,
             Checked::Rejected {
@@ -119,7 +119,7 @@ impl Checked {
 }
 
 /// Validates one (non-blank) request line against `token`.
-pub fn check(line: &[u8], token: &[u8]) -> Checked {
+pub(crate) fn check(line: &[u8], token: &[u8]) -> Checked {
     let reject = |id: Value, error: RpcError| Checked::Rejected {
         id,
         error,
@@ -155,7 +155,7 @@ pub fn check(line: &[u8], token: &[u8]) -> Checked {
 
 /// Compares a presented token with the expected one in time that depends
 /// only on the expected token's length.
-pub fn constant_time_eq(presented: &[u8], expected: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(presented: &[u8], expected: &[u8]) -> bool {
     let mut diff = (presented.len() != expected.len()) as u8;
     for (i, e) in expected.iter().enumerate() {
         let p = presented.get(i).copied().unwrap_or(!*e);
@@ -166,13 +166,13 @@ pub fn constant_time_eq(presented: &[u8], expected: &[u8]) -> bool {
 
 /// Appends `{"jsonrpc":"2.0","id":…,"result":…}\n` with an id and a
 /// result already encoded.
-pub fn write_success_line(out: &mut Vec<u8>, id_json: &[u8], result_json: &[u8]) {
+pub(crate) fn write_success_line(out: &mut Vec<u8>, id_json: &[u8], result_json: &[u8]) {
     write_success_line_with(out, id_json, |out| out.extend_from_slice(result_json));
 }
 
 /// Appends `{"jsonrpc":"2.0","id":…,"result":…}\n` with an id already
 /// encoded, `write_result` encoding the result in place.
-pub fn write_success_line_with(out: &mut Vec<u8>, id_json: &[u8], write_result: impl FnOnce(&mut Vec<u8>)) {
+pub(crate) fn write_success_line_with(out: &mut Vec<u8>, id_json: &[u8], write_result: impl FnOnce(&mut Vec<u8>)) {
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     out.extend_from_slice(id_json);
     out.extend_from_slice(br#","result":"#);
@@ -181,7 +181,7 @@ pub fn write_success_line_with(out: &mut Vec<u8>, id_json: &[u8], write_result: 
 }
 
 /// `{"jsonrpc":"2.0","id":…,"result":…}\n` around an already-encoded result.
-pub fn success_line(id: &Value, result_json: &[u8]) -> Vec<u8> {
+pub(crate) fn success_line(id: &Value, result_json: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(32 + result_json.len());
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     gojson::write_value(&mut out, id);
@@ -192,12 +192,12 @@ pub fn success_line(id: &Value, result_json: &[u8]) -> Vec<u8> {
 }
 
 /// `{"jsonrpc":"2.0","id":…,"error":{"code":…,"message":…}}\n`.
-pub fn error_line(id: &Value, error: &RpcError) -> Vec<u8> {
+pub(crate) fn error_line(id: &Value, error: &RpcError) -> Vec<u8> {
     error_line_with(|out| gojson::write_value(out, id), error)
 }
 
 /// [`error_line`] with an id already encoded as Go writes it.
-pub fn error_line_for_id_json(id_json: &[u8], error: &RpcError) -> Vec<u8> {
+pub(crate) fn error_line_for_id_json(id_json: &[u8], error: &RpcError) -> Vec<u8> {
     error_line_with(|out| out.extend_from_slice(id_json), error)
 }
 
@@ -209,7 +209,7 @@ fn error_line_with(write_id: impl FnOnce(&mut Vec<u8>), error: &RpcError) -> Vec
 
 /// Appends `{"jsonrpc":"2.0","id":…,"error":{"code":…,"message":…}}\n`
 /// with an id already encoded (the writer's form of [`error_line`]).
-pub fn write_error_line(out: &mut Vec<u8>, id_json: &[u8], code: i64, message: &str) {
+pub(crate) fn write_error_line(out: &mut Vec<u8>, id_json: &[u8], code: i64, message: &str) {
     write_error_line_with(out, |out| out.extend_from_slice(id_json), code, message);
 }
 
@@ -227,7 +227,7 @@ fn write_error_line_with(out: &mut Vec<u8>, write_id: impl FnOnce(&mut Vec<u8>),
 /// How an id appears in the log: Go's `%v` of the decoded `interface{}`
 /// (not the JSON form: an id of 1000000 logs as `1e+06`), with control
 /// characters escaped and the length capped, as for every client string.
-pub fn id_for_log(id: &Value) -> String {
+pub(crate) fn id_for_log(id: &Value) -> String {
     let text = gojson::format_go_v(id, 4 * crate::base::logging::UNTRUSTED_MAX_CHARS);
     crate::base::logging::Untrusted(&text).to_string()
 }

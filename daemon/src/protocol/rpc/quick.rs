@@ -24,11 +24,11 @@ use crate::protocol::params::StdinParams;
 
 /// The longest id echoed from the quick path, as written (quotes
 /// included).
-pub const ID_MAX: usize = 40;
+pub(crate) const ID_MAX: usize = 40;
 
 /// The id of a quick ping, as it appears in the reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ShortId {
+pub(crate) struct ShortId {
     len: u8,
     bytes: [u8; ID_MAX],
 }
@@ -43,7 +43,7 @@ impl ShortId {
         })
     }
 
-    pub fn as_bytes(&self) -> &[u8] {
+    pub(crate) fn as_bytes(&self) -> &[u8] {
         self.bytes.get(..usize::from(self.len)).unwrap_or_default()
     }
 }
@@ -136,7 +136,7 @@ impl<'a> Scan<'a> {
 
 /// A plain request the quick path answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Quick<'a> {
+pub(crate) enum Quick<'a> {
     /// `server.ping`, with the id to echo.
     Ping(ShortId),
     /// `process.stdin`, with the id to echo and the params as Go binds them.
@@ -228,7 +228,7 @@ impl<'a> Scan<'a> {
 
 /// What the quick path answers for `line`, if it is a plain, authorised
 /// `server.ping` or `process.stdin` (see the module comment).
-pub fn request<'a>(line: &'a [u8], token: &[u8]) -> Option<Quick<'a>> {
+pub(crate) fn request<'a>(line: &'a [u8], token: &[u8]) -> Option<Quick<'a>> {
     let mut scan = Scan { rest: line };
     scan.eat(b'{')?;
     let (mut jsonrpc, mut id, mut method, mut auth, mut params) = (None, None, None, None, None);
