@@ -22,8 +22,10 @@
 //! | 6 | serving | [`serve`] |
 //! | 7 | entry | [`launch`], `fuzzing` |
 //!
-//! `unreachable_pub` keeps that true: an item outside those paths is
-//! `pub(crate)` (or narrower), so `pub` in this crate means "API".
+//! `unreachable_pub` keeps that true for items: one outside those paths is
+//! `pub(crate)` (or narrower), so a `pub` item in this crate is API. (The
+//! lint does not look at fields: a `pub` field of a `pub(crate)` struct is
+//! as private as its struct.)
 //!
 //! Which reference build a behaviour comes from is the ledger's business
 //! (`docs/UPSTREAM.md`: one row per change, with its source and the module

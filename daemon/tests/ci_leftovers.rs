@@ -17,7 +17,12 @@ fn script() -> PathBuf {
 
 /// Runs `ci/leftovers -- args…`; returns (exit code, stderr).
 fn leftovers(args: &[&str]) -> (i32, String) {
-    let out = Command::new(script()).arg("--").args(args).output().unwrap();
+    let out = Command::new(script())
+        .arg("--")
+        .args(args)
+        .env("SHELL", common::QUICK_LOGIN_SHELL)
+        .output()
+        .unwrap();
     (
         out.status.code().unwrap(),
         String::from_utf8_lossy(&out.stderr).into_owned(),

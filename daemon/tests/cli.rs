@@ -14,6 +14,7 @@ use common::remora_bin;
 fn run(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     let mut cmd = Command::new(remora_bin());
     cmd.args(args)
+        .env("SHELL", common::QUICK_LOGIN_SHELL)
         .env_remove("CLAUDE_RPC_TOKEN")
         .env_remove("REMORA_DAEMON_CHILD")
         .env_remove("REMORA_LOG_LEVEL");

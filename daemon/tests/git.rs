@@ -86,7 +86,8 @@ fn info_branch_root_and_detached() {
             )
         )
     );
-    // `repo` is the folder name of `root` whatever the spelling of `path`, a trailing slash included.
+    // `repo` is the folder name of `root` whatever the spelling of `path`,
+    // a trailing slash included.
     assert_eq!(
         call(&d, "git.info", &path_param(&format!("{rs}/"))),
         ok(

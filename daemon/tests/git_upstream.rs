@@ -63,9 +63,9 @@ fn worktree_create_timeout_before_the_checkout() {
     let d = daemon();
     let r = repo(&d.root().join("r"), false);
     let wt = p(&r.join(".claude/worktrees/wt"));
-    // No add finishes within 1 ms. The add is waited for, not killed, and what it made is rolled
-    // back: the leaf, the
-    // registration and the new branch go; the parents made stay.
+    // No add finishes within 1 ms. The add is waited for, not killed, and
+    // what it made is rolled back: the leaf, the registration and the new
+    // branch go; the parents made stay.
     assert_eq!(
         create(&d, &r, "b", &wt, r#","timeoutMs":1"#),
         ok(

@@ -126,7 +126,8 @@ fn serve_raises_the_soft_open_files_limit_for_children() {
         ])
         .arg(&socket)
         .arg("-token-file")
-        .arg(&token);
+        .arg(&token)
+        .env("SHELL", common::QUICK_LOGIN_SHELL);
     common::launch_to_banner(launcher, &log);
     let mut c = Client::connect(&socket);
     let spawn = r#"{"id":"u","command":"sh","args":["-c","ulimit -Sn; sh -c 'ulimit -Sn'"]}"#;

@@ -161,6 +161,11 @@ impl Fixture {
         std::fs::create_dir(&out_dir).unwrap();
         let probe = out_dir.join("session.probe");
         let mut daemon = Command::new(&remora)
+            // No developer profile under the daemon (see the script).
+            .env(
+                "SHELL",
+                concat!(env!("CARGO_MANIFEST_DIR"), "/../daemon/tests/support/quick-login-shell"),
+            )
             .args(["-serve", "-socket"])
             .arg(&daemon_sock)
             .arg("-token-file")

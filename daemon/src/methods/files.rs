@@ -14,9 +14,10 @@
 //!   listed the empty `exists:false` body there as claustrum's own), is
 //!   -32603 with the Go error text, or validate's `error` field.
 //! - `files.list` on a non-directory: `open <path>: not a directory`, for
-//!   any file, readable or not (the seed-000
-//!   build's `os.ReadDir` said `readdirent <path>: not a directory`).
-//! - `files.read` follows the later record (`docs/record/files-read.md`): the path is opened
+//!   any file, readable or not (the seed-000 build's `os.ReadDir` said
+//!   `readdirent <path>: not a directory`).
+//! - `files.read` follows the builds after seed 000 as
+//!   `docs/record/files-read.md` measures them: the path is opened
 //!   once, non-blocking, and the open file's kind decides (a directory is
 //!   refused, the null device reads empty, any other non-regular file is
 //!   `files.read: not a regular file`); `maxBytes <= 0` caps at 262144.

@@ -12,8 +12,8 @@
 //!   directory`). remora looks up in the *child's* PATH (the merged env),
 //!   which is also what the client means when it overrides `env.PATH`;
 //! * a non-empty `cwd` is checked with `stat` (following links) before the
-//!   command is looked up (earlier builds let the
-//!   child fail `chdir` and answered `fork/exec <cmd>: …`): a stat failure
+//!   command is looked up (since reference build `5db5e4a`; earlier builds
+//!   let the child fail `chdir` and answered `fork/exec <cmd>: …`): a stat failure
 //!   is `chdir <dir>: stat <dir>: <errno text>`, and anything but a
 //!   directory is `chdir <dir>: not a directory` ([`check_cwd`]);
 //! * anything that fails in fork/exec is `fork/exec <path>: <errno text>`,

@@ -63,7 +63,11 @@ pub fn launch_to_banner(mut command: Command, log: &Path) -> String {
         .read_line(&mut banner)
         .unwrap();
     let _ = launcher.wait();
-    assert!(banner.starts_with("Remora remote server listening"), "{banner}");
+    assert!(
+        banner.starts_with("Remora remote server listening"),
+        "banner {banner:?}; log:\n{}",
+        std::fs::read_to_string(log).unwrap_or_default()
+    );
     banner
 }
 

@@ -334,13 +334,11 @@ impl Drop for Daemon {
 mod tests {
     use super::*;
 
-    /// A stand-in daemon: prints a banner, makes its socket, and goes away
-    /// when the socket is removed, so launch and stop are shown without
-    /// building remora.
-    /// A launcher that prints its banner before its socket exists (so
-    /// `launch` must wait for it), then makes the socket appear only once
-    /// it listens (bound under another name, renamed into place), as a
-    /// real daemon's is connectable once it is there.
+    /// A stand-in daemon, so launch and stop are shown without building
+    /// remora: it prints its banner before its socket exists (so `launch`
+    /// must wait for it), makes the socket appear only once it listens
+    /// (bound under another name, renamed into place: a real daemon's is
+    /// connectable once it is there), and goes away after one request.
     fn fake_daemon(dir: &Path) -> PathBuf {
         let bin = dir.join("fake-daemon");
         std::fs::write(

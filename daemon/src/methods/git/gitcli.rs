@@ -178,9 +178,9 @@ pub(super) fn repo_slug(url: &str) -> String {
 }
 
 /// Porcelain v1 lines from `git status --porcelain` output, verbatim
-/// minus their line endings (seed
-/// 000's reference trimmed the whole output first, which took the leading
-/// space of an unstaged first entry such as ` M a.txt`).
+/// minus their line endings (seed 000's reference trimmed the whole
+/// output first, which took the leading space of an unstaged first entry
+/// such as ` M a.txt`).
 pub(super) fn porcelain_lines(stdout: &[u8]) -> Vec<String> {
     stdout
         .split(|&b| b == b'\n')

@@ -2,12 +2,12 @@
 //! location, leaf and lock checks. A path that is or contains the daemon
 //! user's home is refused first ([`crate::base::homeguard`]: `worktreePath must
 //! not be or contain the home directory: "<p>"`), whatever git would say.
-//! Then `git worktree remove --force`; when git
-//! will not (the directory is no registered worktree, or a damaged one),
-//! the directory is deleted by hand, as the reference deletes it itself, and `git worktree prune`
-//! drops a registration whose
-//! directory is gone. Then the branch `branchName` goes ([`branch_step`],
-//! whatever the branch holds: the 5db5e4a golden file and f6010b97).
+//! Then `git worktree remove --force`; when git will not (the directory is
+//! no registered worktree, or a damaged one), the directory is deleted by
+//! hand, as the reference deletes it itself, and `git worktree prune` drops
+//! a registration whose directory is gone. Then the branch `branchName`
+//! goes ([`branch_step`], whatever the branch holds: the 5db5e4a golden
+//! file and f6010b97).
 //!
 //! remora deletes by hand only a plain directory (no `.git` entry) or a
 //! worktree of this repository (a `.git` file naming an entry of its
