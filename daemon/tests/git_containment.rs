@@ -1,8 +1,8 @@
 //! The `git.*` safety rules of the later reference builds, end to end on
 //! real repositories: where worktrees may be created and removed, which
 //! `git.status` requests get a status, and the git-directory trust check.
-//! Every refusal is checked to
-//! leave the disk as it was: no directory, no branch, no registration.
+//! Every refusal is checked to leave the disk as it was: no directory, no
+//! branch, no registration.
 
 #![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
 
