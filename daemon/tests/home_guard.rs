@@ -342,26 +342,9 @@ fn install_refuses_the_home_as_its_cli_path_or_cli_dir() {
     assert!(!beside.join("0.9").exists(), "pruned to one");
 }
 
-/// `unshare` arguments that give a private mount namespace (root, or an
-/// unprivileged user namespace), or why there is none.
-fn unshare_prefix() -> Result<Vec<&'static str>, String> {
-    let mut failures = Vec::new();
-    for prefix in [
-        vec!["unshare", "--mount"],
-        vec!["unshare", "--mount", "--map-root-user"],
-    ] {
-        match Command::new(prefix[0]).args(&prefix[1..]).arg("true").output() {
-            Ok(o) if o.status.success() => return Ok(prefix),
-            Ok(o) => failures.push(String::from_utf8_lossy(&o.stderr).trim().to_string()),
-            Err(e) => return Err(format!("cannot run unshare: {e}")),
-        }
-    }
-    Err(failures.join("; "))
-}
-
 #[test]
 fn install_refuses_the_home_reached_through_a_bind_mount_of_its_parent() {
-    let prefix = match unshare_prefix() {
+    let prefix = match common::unshare_prefix() {
         Ok(prefix) => prefix,
         Err(why) => {
             common::skip::skip(&format!("no private mount namespace here: {why}"));

@@ -37,28 +37,6 @@ fn binary() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_remora")))
 }
 
-/// `unshare` arguments that give a private mount namespace, or why this
-/// machine allows neither the root nor the user-namespace form.
-fn unshare_prefix() -> Result<Vec<&'static str>, String> {
-    let mut failures = Vec::new();
-    for prefix in [
-        vec!["unshare", "--mount"],
-        vec!["unshare", "--mount", "--map-root-user"],
-    ] {
-        match Command::new(prefix[0]).args(&prefix[1..]).arg("true").output() {
-            Ok(o) if o.status.success() => return Ok(prefix),
-            Ok(o) => failures.push(format!(
-                "`{} true`: {}",
-                prefix.join(" "),
-                String::from_utf8_lossy(&o.stderr).trim()
-            )),
-            // Both forms run the same program: no point trying the second.
-            Err(e) => return Err(format!("cannot run `{}`: {e}", prefix[0])),
-        }
-    }
-    Err(failures.join("; "))
-}
-
 /// Serves `body` for every GET on 127.0.0.1 until the test process ends.
 fn serve(body: Vec<u8>) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -113,7 +91,7 @@ fn install_with_hosts(prefix: &[&str], dir: &Path, hosts: &str, url: &str, sum: 
 
 #[test]
 fn cli_url_host_name_resolves_from_etc_hosts() {
-    let prefix = match unshare_prefix() {
+    let prefix = match common::unshare_prefix() {
         Ok(prefix) => prefix,
         Err(why) => {
             common::skip::skip_unless(

@@ -481,3 +481,25 @@ pub fn pid_gone(pid: i32) -> bool {
             .is_some_and(|rest| matches!(rest.trim_start().chars().next(), Some('Z' | 'X'))),
     }
 }
+
+/// `unshare` arguments that give a private mount namespace (as root, or in
+/// an unprivileged user namespace), or why this machine allows neither.
+pub fn unshare_prefix() -> Result<Vec<&'static str>, String> {
+    let mut failures = Vec::new();
+    for prefix in [
+        vec!["unshare", "--mount"],
+        vec!["unshare", "--mount", "--map-root-user"],
+    ] {
+        match Command::new(prefix[0]).args(&prefix[1..]).arg("true").output() {
+            Ok(o) if o.status.success() => return Ok(prefix),
+            Ok(o) => failures.push(format!(
+                "`{} true`: {}",
+                prefix.join(" "),
+                String::from_utf8_lossy(&o.stderr).trim()
+            )),
+            // Both forms run the same program: no point trying the second.
+            Err(e) => return Err(format!("cannot run `{}`: {e}", prefix[0])),
+        }
+    }
+    Err(failures.join("; "))
+}

@@ -317,16 +317,7 @@ pub fn garbage(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Error> {
         // report names the death and not only its symptom.
         Daemon::wait_for(Duration::from_secs(10), || !d.alive());
     }
-    let alive = d.alive();
-    o.check(
-        "the daemon never dies",
-        alive,
-        if alive {
-            "".into()
-        } else {
-            format!("{}; log: {}", d.describe(), d.log_tail())
-        },
-    );
+    o.check_alive(&d);
     o.check_ok(
         "a fresh connection's ping is answered",
         ping.map(|m| format!("{m:.1} ms")),

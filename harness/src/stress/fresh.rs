@@ -91,16 +91,7 @@ pub fn fresh_clients_under_flood(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(
         }
     }
     let took = t.elapsed();
-    let alive = d.alive();
-    o.check(
-        "the daemon never dies",
-        alive,
-        if alive {
-            String::new()
-        } else {
-            format!("{}; log: {}", d.describe(), d.log_tail())
-        },
-    );
+    o.check_alive(&d);
     let share = latencies.len() as f64 / tries as f64;
     o.check(
         "at least 99% of fresh pings are answered under the flood",

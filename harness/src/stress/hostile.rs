@@ -173,16 +173,7 @@ pub fn hostile_neighbours(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Erro
     let (pts, ping_err) = pings.join().map_err(|_| Error::Panicked("pinger"))?;
     let took = t.elapsed();
 
-    let alive = d.alive();
-    o.check(
-        "the daemon never dies",
-        alive,
-        if alive {
-            String::new()
-        } else {
-            format!("{}; log: {}", d.describe(), d.log_tail())
-        },
-    );
+    o.check_alive(&d);
     o.check(
         "the authenticated pinger is answered throughout",
         ping_err.is_none() && !pts.is_empty(),

@@ -101,6 +101,17 @@ impl Obs {
         });
     }
 
+    /// Records "the daemon never dies" for `d`, naming the death and the
+    /// log's tail when it did.
+    pub fn check_alive(&mut self, d: &daemon::Daemon) {
+        let alive = d.alive();
+        let detail = match alive {
+            true => String::new(),
+            false => format!("{}; log: {}", d.describe(), d.log_tail()),
+        };
+        self.check("the daemon never dies", alive, detail);
+    }
+
     /// Records an invariant from a result (Err = broken, with its text).
     pub fn check_ok(&mut self, name: &str, r: Result<String, impl Display>) {
         match r {
