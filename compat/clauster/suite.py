@@ -194,8 +194,11 @@ class Deployment:
         self.managers.append(manager)
         return manager
 
+    def project_dir(self, name: str) -> Path:
+        return self.dir / "projects" / name
+
     def project(self, name: str, **settings: Any) -> Path:
-        path = self.dir / "projects" / name
+        path = self.project_dir(name)
         path.mkdir(parents=True, exist_ok=True)
         (path / "fake-claude.json").write_text(json.dumps(settings), encoding="utf-8")
         return path
@@ -376,20 +379,26 @@ async def restart_then_reattach_from_zero(dep: Deployment) -> None:
     check(done.get("exit_code") == 0, f"exited's exit {done}")
 
 
+async def spawn_hosted(dep: Deployment, client: Any, manager: Any, name: str, **settings: Any) -> tuple[Any, Events]:
+    """Spawns the fake `claude` as clauster's hosted channel does, in project
+    `name` (`settings` go to its fake), and subscribes to its session."""
+    cwd = dep.project(name, **settings)
+    inst = await manager.spawn(
+        client, project=name, label=name, cwd=str(cwd), claude_binary=str(FAKE_CLAUDE),
+        permission_mode="default",
+    )
+    dep.agent_pids.append(inst.agent_pid)
+    return inst, Events(manager.session(inst.claustrum_process_id).subscribe())
+
+
 async def hosted_lifecycle(dep: Deployment) -> None:
     """the hosted channel: MCP ack, a permission answer, a clauster restart, stop with grace and with escalation."""
     _, client = await dep.clauster()
     manager = dep.manager()
-    cwd = dep.project("calm", on_int="exit")
-    inst = await manager.spawn(
-        client, project="calm", label="calm", cwd=str(cwd), claude_binary=str(FAKE_CLAUDE),
-        permission_mode="default",
-    )
+    inst, events = await spawn_hosted(dep, client, manager, "calm", on_int="exit")
     hid = inst.claustrum_process_id
     check(inst.agent_pid is not None, f"no agent pid on {inst}")
-    dep.agent_pids.append(inst.agent_pid)
     session = manager.session(hid)
-    events = Events(session.subscribe())
     await events.until("init frame", frame_event("system", "init"))
     ack = await events.until("MCP auto-ack", lambda e: e.get("type") == "control_ack")
     check(ack.get("subtype") == "mcp_message", f"ack {ack}")
@@ -427,14 +436,8 @@ async def hosted_lifecycle(dep: Deployment) -> None:
     check(await wait_gone(inst.agent_pid, 5), "the stopped agent still runs")
 
     # An agent that ignores INT: clauster escalates to KILL after the grace.
-    cwd = dep.project("stubborn", on_int="ignore")
-    inst = await manager.spawn(
-        client, project="stubborn", label="stubborn", cwd=str(cwd), claude_binary=str(FAKE_CLAUDE),
-        permission_mode="default",
-    )
-    dep.agent_pids.append(inst.agent_pid)
+    inst, events = await spawn_hosted(dep, client, manager, "stubborn", on_int="ignore")
     session = manager.session(inst.claustrum_process_id)
-    events = Events(session.subscribe())
     await events.until("stubborn's ack", frame_event("system", "mcp_acknowledged"))
     started = time.monotonic()
     row = await manager.stop(inst.claustrum_process_id)
@@ -458,14 +461,8 @@ async def session_ended_while_clauster_was_away(dep: Deployment) -> None:
     finally:
         del os.environ["REMORA_TEST_RETENTION_MINUTE_MS"]
     manager = dep.manager()
-    cwd = dep.project("away", on_int="exit")
-    inst = await manager.spawn(
-        client, project="away", label="away", cwd=str(cwd), claude_binary=str(FAKE_CLAUDE),
-        permission_mode="default",
-    )
+    inst, events = await spawn_hosted(dep, client, manager, "away", on_int="exit")
     hid, agent = inst.claustrum_process_id, inst.agent_pid
-    dep.agent_pids.append(agent)
-    events = Events(manager.session(hid).subscribe())
     await events.until("ack", frame_event("system", "mcp_acknowledged"))
     await manager.aclose()
     await dep.claustera[-1].aclose()
@@ -496,14 +493,8 @@ async def _kept_agent_across_restart(dep: Deployment, restart: Callable[[int], A
     """Spawns a hosted agent, restarts the daemon with `restart(daemon_pid)`, reattaches."""
     _, client = await dep.clauster()
     manager = dep.manager()
-    cwd = dep.project("kept", on_int="exit")
-    inst = await manager.spawn(
-        client, project="kept", label="kept", cwd=str(cwd), claude_binary=str(FAKE_CLAUDE),
-        permission_mode="default",
-    )
+    inst, events = await spawn_hosted(dep, client, manager, "kept", on_int="exit")
     hid, agent = inst.claustrum_process_id, inst.agent_pid
-    dep.agent_pids.append(agent)
-    events = Events(manager.session(hid).subscribe())
     await events.until("ack", frame_event("system", "mcp_acknowledged"))
     await manager.aclose()
     old_daemon = dep.daemon_pids[-1]
@@ -521,7 +512,7 @@ async def _kept_agent_across_restart(dep: Deployment, restart: Callable[[int], A
     check(row.error_detail == "survived a daemon restart — Resume to recover, or Kill", f"{row.error_detail}")
     # The agent keeps working: its heartbeat, which nobody's pipe carries
     # any more, still grows in its transcript.
-    transcript = cwd / "fake-claude.out"
+    transcript = dep.project_dir("kept") / "fake-claude.out"
     beats = transcript.read_text(encoding="utf-8").count("beat ")
     await eventually("the survivor's heartbeat", lambda: transcript.read_text(encoding="utf-8").count("beat ") > beats + 2)
     row = await manager.kill_orphan(hid)
@@ -553,13 +544,7 @@ async def sigkill_without_keep_children_reaps(dep: Deployment) -> None:
     """without -keep-children, the next daemon ends a SIGKILLed predecessor's agent."""
     _, client = await dep.clauster()
     manager = dep.manager()
-    cwd = dep.project("reaped")
-    inst = await manager.spawn(
-        client, project="reaped", label="reaped", cwd=str(cwd), claude_binary=str(FAKE_CLAUDE),
-        permission_mode="default",
-    )
-    dep.agent_pids.append(inst.agent_pid)
-    events = Events(manager.session(inst.claustrum_process_id).subscribe())
+    inst, events = await spawn_hosted(dep, client, manager, "reaped")
     await events.until("ack", frame_event("system", "mcp_acknowledged"))
     await manager.aclose()
     old_daemon = dep.daemon_pids[-1]
