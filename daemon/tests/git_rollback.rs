@@ -19,6 +19,15 @@ fn call(d: &TestDaemon, method: &str, params: &str) -> String {
     d.call(method, params)
 }
 
+/// `git.worktree_remove` of `wt` in repository `r`, without a branch.
+fn remove_worktree(d: &TestDaemon, r: &Path, wt: &Path) -> String {
+    call(
+        d,
+        "git.worktree_remove",
+        &format!(r#"{{"baseRepo":"{}","worktreePath":"{}"}}"#, p(r), p(wt)),
+    )
+}
+
 fn heads(r: &Path) -> String {
     git(r, &["for-each-ref", "--format=%(refname:short)", "refs/heads/"]).replace('\n', " ")
 }
@@ -183,11 +192,7 @@ fn remove_deletes_by_hand_what_git_will_not() {
     fs::create_dir_all(plain.join("sub/deeper")).unwrap();
     fs::write(plain.join("sub/deeper/f"), "f").unwrap();
     std::os::unix::fs::symlink(&outside, plain.join("link")).unwrap();
-    let reply = call(
-        &d,
-        "git.worktree_remove",
-        &format!(r#"{{"baseRepo":"{}","worktreePath":"{}"}}"#, p(&r), p(&plain)),
-    );
+    let reply = remove_worktree(&d, &r, &plain);
     assert_eq!(reply, r#"{"jsonrpc":"2.0","id":1,"result":{"success":true}}"#);
     assert!(!plain.exists());
     assert!(outside.join("keep.txt").exists());
@@ -270,11 +275,7 @@ fn a_delete_by_hand_that_fails_keeps_the_rest() {
 fn the_repositorys_git_directory_is_never_deleted_by_hand() {
     let d = daemon();
     let r = repo(&d.root().join("r"), false);
-    let reply = call(
-        &d,
-        "git.worktree_remove",
-        &format!(r#"{{"baseRepo":"{}","worktreePath":"{}"}}"#, p(&r), p(&r.join(".git"))),
-    );
+    let reply = remove_worktree(&d, &r, &r.join(".git"));
     let left = |path: &std::path::Path| {
         format!(
             r#"{{"jsonrpc":"2.0","id":1,"result":{{"success":false,"error":"failed to remove worktree: git did not remove {}, and it is not a worktree of this repository or a plain directory, so it is left in place"}}}}"#,
@@ -285,11 +286,7 @@ fn the_repositorys_git_directory_is_never_deleted_by_hand() {
     // Inside the git directory: the object store, the refs, another
     // worktree's registration.
     for inside in [".git/objects", ".git/refs"] {
-        let reply = call(
-            &d,
-            "git.worktree_remove",
-            &format!(r#"{{"baseRepo":"{}","worktreePath":"{}"}}"#, p(&r), p(&r.join(inside))),
-        );
+        let reply = remove_worktree(&d, &r, &r.join(inside));
         assert_eq!(reply, left(&r.join(inside)));
     }
     assert_eq!(git(&r, &["rev-parse", "--verify", "HEAD^{commit}"]).len(), 40);
@@ -304,11 +301,7 @@ fn the_repositorys_git_directory_is_never_deleted_by_hand() {
     fs::write(foreign.join(".git"), format!("gitdir: {}\n", p(&nested.join(".git")))).unwrap();
     fs::write(foreign.join("work.txt"), "keep").unwrap();
     for kept in [&nested, &foreign] {
-        let reply = call(
-            &d,
-            "git.worktree_remove",
-            &format!(r#"{{"baseRepo":"{}","worktreePath":"{}"}}"#, p(&r), p(kept)),
-        );
+        let reply = remove_worktree(&d, &r, kept);
         assert_eq!(reply, left(kept));
     }
     assert!(nested.join(".git/objects").is_dir());
@@ -333,11 +326,7 @@ fn a_tree_deeper_than_the_descriptor_limit_is_removed_by_hand() {
     }
     fs::create_dir_all(&bottom).unwrap();
     fs::write(bottom.join("f"), "f").unwrap();
-    let reply = call(
-        &d,
-        "git.worktree_remove",
-        &format!(r#"{{"baseRepo":"{}","worktreePath":"{}"}}"#, p(&r), p(&plain)),
-    );
+    let reply = remove_worktree(&d, &r, &plain);
     assert_eq!(reply, r#"{"jsonrpc":"2.0","id":1,"result":{"success":true}}"#);
     assert!(!plain.exists());
 }
