@@ -163,7 +163,7 @@ fn run_connection(lines: &[Vec<u8>]) {
             }
             // Whether no reply is right: the oracle decodes the line
             // itself (a panic here is a finding too).
-            let shutdown = is_shutdown(&rpc::check(line, TOKEN.as_bytes()));
+            let shutdown = is_shutdown(&rpc::check(line, TOKEN.as_bytes(), crate::protocol::build::NEWEST));
             let dispatched = dispatcher.on_line(line, authenticated).await;
             authenticated |= dispatched.authenticates;
             let reply = match dispatched.step {

@@ -139,7 +139,7 @@ pub fn request_envelope(data: &[u8]) {
     if line.is_empty() {
         return;
     }
-    let reply = match rpc::check(line, TOKEN) {
+    let reply = match rpc::check(line, TOKEN, crate::protocol::build::NEWEST) {
         Checked::Valid(request) => {
             assert!(rpc::METHODS.contains(&request.method.name()));
             rpc::success_line(&request.id, b"{}")

@@ -13,6 +13,7 @@
 
 use crate::launch::daemonize::{self, Readiness};
 use crate::launch::flags::{self, Flags, ParseError};
+use crate::protocol::build::{Build, Choice, Switch};
 use crate::serve::server;
 use crate::serve::state::{Daemon, Options};
 use std::ffi::OsString;
@@ -168,7 +169,14 @@ fn serve_launcher(flags: &Flags) -> i32 {
         return 1;
     }
     create_socket_dir(&socket);
-    daemonize::launch(&socket, &token)
+    // Unstamped, the banner is remora's own line; stamped, the build's.
+    let (build, _) = Build::for_stamp(&flags.reference_build);
+    let stamped = !flags.reference_build.is_empty();
+    let style = daemonize::BannerStyle {
+        stamped,
+        ids: stamped && build.has(Switch::BannerIds),
+    };
+    daemonize::launch(&socket, &token, style)
 }
 
 /// Creates the socket's missing parent directories owner-only (0700), as
@@ -308,6 +316,9 @@ fn serve_child(flags: &Flags) -> i32 {
     raise_open_files_limit();
     // Children spawned by the daemon inherit this, as with the reference.
     std::env::set_var(daemonize::CHILD_MARKER, "1");
+    // Also while single-threaded: the peer-check variable leaves the
+    // environment before anything could start a child.
+    let (build, peer_check) = served_build(flags);
     let (token, mut readiness) = match daemonize::adopt_pipes() {
         Ok(pair) => pair,
         Err(Some(message)) => {
@@ -362,6 +373,8 @@ fn serve_child(flags: &Flags) -> i32 {
                 u64::try_from(flags.exited_retention_min).unwrap_or(0),
             ),
             auth_grace,
+            build,
+            peer_check,
         },
         instance,
     );
@@ -390,6 +403,48 @@ fn serve_child(flags: &Flags) -> i32 {
     // blocking task (a login shell being reaped) hold up the exit.
     runtime.shutdown_timeout(Duration::from_secs(1));
     code
+}
+
+/// The reference build the daemon answers as (`reference-build`), logged
+/// once, and its `peerCheck` member where the build has one.
+fn served_build(flags: &Flags) -> (&'static Build, Option<&'static str>) {
+    let (build, choice) = Build::for_stamp(&flags.reference_build);
+    match choice {
+        Choice::Recorded => crate::log_info!("[daemon] answering as reference build {}", build.id),
+        Choice::Unstamped => crate::log_info!(
+            "[daemon] no reference-build stamp: answering as the newest recorded build, {}",
+            build.id
+        ),
+        Choice::Unrecorded => crate::log_warn!(
+            "[daemon] reference-build {} has no record: answering as the newest recorded build, {}",
+            flags.reference_build,
+            build.id
+        ),
+    }
+    (build, peer_check(build))
+}
+
+/// The variable a client sets to ask for the peer check.
+const PEER_CHECK_ENV: &str = "CLAUDE_SSH_PEER_CHECK";
+
+/// For a build with the `peerCheck` member: reads [`PEER_CHECK_ENV`] once
+/// and takes it out of the environment whatever its value, so no child,
+/// git call or login shell inherits it. Only `1` asks; remora has no peer
+/// check, so it answers `unavailable` and serves every caller, as
+/// claustrum's D25 does (5fd08069 on Linux answers `on` and checks
+/// namespaces the record does not pin down); anything else is `off`.
+/// Must run while the process has one thread.
+fn peer_check(build: &Build) -> Option<&'static str> {
+    if !build.has(Switch::PeerCheck) {
+        return None;
+    }
+    let asked = std::env::var_os(PEER_CHECK_ENV).is_some_and(|v| v == "1");
+    std::env::remove_var(PEER_CHECK_ENV);
+    if !asked {
+        return Some("off");
+    }
+    crate::log_warn!("[Server] {PEER_CHECK_ENV} is set: remora has no peer check, serving all callers");
+    Some("unavailable")
 }
 
 /// The soft limit the daemon (and so every child) gets: the reference
@@ -486,7 +541,7 @@ async fn serve_daemon(
         lifecycle.timers,
     ));
     crate::log_info!("[Server] Listening on {}", daemon.options.socket_path.display());
-    readiness.ready();
+    readiness.ready(&daemon.instance.id);
     match server::run(listener, daemon).await {
         Ok(()) => {
             crate::log_info!("[Server] Shutdown complete");

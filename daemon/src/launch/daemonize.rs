@@ -56,8 +56,8 @@ const NO_TCACHE: &str = "glibc.malloc.tcache_count=0";
 const TOKEN_FD: RawFd = 3;
 /// Where the child finds the readiness pipe.
 const READY_FD: RawFd = 4;
-/// What the child writes when it is serving.
-const READY: &[u8] = b"ready";
+/// What the child writes when it is serving, followed by its instance id.
+const READY: &[u8] = b"ready ";
 /// Opens a notice on the readiness pipe: a byte no error line starts with.
 const NOTICE: u8 = 0x1e;
 /// Upper bound on a token, wherever it comes from: a token is a short
@@ -164,13 +164,13 @@ fn original_env_entry(name: &str) -> Option<(*mut u8, usize)> {
 }
 
 /// Launcher side: starts the detached daemon, hands it `token`, and waits
-/// for its verdict. Returns the launcher's exit code; prints the banner on
-/// success and the daemon's error otherwise.
-pub(crate) fn launch(socket: &std::path::Path, token: &[u8]) -> i32 {
+/// for its verdict. Returns the launcher's exit code; prints the banner
+/// ([`banner`]) on success and the daemon's error otherwise.
+pub(crate) fn launch(socket: &std::path::Path, token: &[u8], style: BannerStyle) -> i32 {
     match spawn_and_wait(socket, token) {
-        Ok(Verdict::Ready) => {
+        Ok(Verdict::Ready { pid, instance }) => {
             let mut out = io::stdout().lock();
-            let _ = writeln!(out, "Remora remote server listening on {}", socket.display());
+            let _ = writeln!(out, "{}", banner(style, socket, pid, &instance));
             let _ = out.flush();
             0
         }
@@ -189,8 +189,30 @@ pub(crate) fn launch(socket: &std::path::Path, token: &[u8]) -> i32 {
     }
 }
 
+/// How the readiness banner reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BannerStyle {
+    /// Stamped as a reference build: the reference's product name
+    /// (`Claude`), which a client waiting for the banner may match.
+    pub stamped: bool,
+    /// The build ends it with the daemon's pid and instance
+    /// ([`crate::protocol::build::Switch::BannerIds`]).
+    pub ids: bool,
+}
+
+/// The line the launcher prints once the daemon's socket accepts.
+pub(crate) fn banner(style: BannerStyle, socket: &std::path::Path, pid: u32, instance: &str) -> String {
+    let product = if style.stamped { "Claude" } else { "Remora" };
+    let mut line = format!("{product} remote server listening on {}", socket.display());
+    if style.ids {
+        line.push_str(&format!(" (pid {pid}, instance {instance})"));
+    }
+    line
+}
+
 enum Verdict {
-    Ready,
+    /// Serving: the daemon's pid and instance id.
+    Ready { pid: u32, instance: String },
     /// The line to print (the child's error, or why it vanished).
     Failed(Vec<u8>),
 }
@@ -273,8 +295,11 @@ fn spawn_and_wait(socket: &std::path::Path, token: &[u8]) -> io::Result<Verdict>
 
     let mut report = read_report(ready_r)?;
     print_notices(&mut report);
-    if report.as_slice() == READY {
-        return Ok(Verdict::Ready);
+    if let Some(instance) = report.strip_prefix(READY) {
+        return Ok(Verdict::Ready {
+            pid: child.id(),
+            instance: String::from_utf8_lossy(instance).into_owned(),
+        });
     }
     if !report.is_empty() {
         let _ = child.wait();
@@ -392,9 +417,12 @@ pub(crate) struct Readiness {
 }
 
 impl Readiness {
-    /// The socket is accepting: the launcher may print the banner.
-    pub(crate) fn ready(mut self) {
-        self.send(READY);
+    /// The socket is accepting: the launcher may print the banner, which
+    /// names `instance` (`server.capabilities`' `instanceId`).
+    pub(crate) fn ready(mut self, instance: &str) {
+        let mut bytes = READY.to_vec();
+        bytes.extend_from_slice(instance.as_bytes());
+        self.send(&bytes);
     }
 
     /// Start-up failed: the launcher prints `line` and exits 1.

@@ -184,24 +184,32 @@ impl Method {
         }
     }
 
-    /// Resolves a request's `method` string, or gives the -32601 message:
-    /// no dot is a format error, a prefix no method has is an unknown
-    /// namespace, anything else not in the table an unknown method.
+    /// Resolves a request's `method` string against the whole table, or
+    /// gives the -32601 message ([`resolve`]).
     pub fn from_name(name: &str) -> Result<Method, String> {
-        let Some((namespace, _)) = name.split_once('.') else {
-            return Err(format!("Invalid method format: {name}"));
-        };
-        if let Some(method) = ALL.iter().find(|m| m.name() == name) {
-            return Ok(*method);
-        }
-        let known_namespace = METHODS
-            .iter()
-            .any(|m| m.split_once('.').is_some_and(|(ns, _)| ns == namespace));
-        if known_namespace {
-            Err(format!("Unknown method: {name}"))
-        } else {
-            Err(format!("Unknown namespace: {namespace}"))
-        }
+        resolve(name, |_| true)
+    }
+}
+
+/// Resolves a request's `method` string among the methods `serves` keeps,
+/// or gives the -32601 message: no dot is a format error, a prefix none of
+/// those methods has is an unknown namespace, anything else not among them
+/// an unknown method.
+pub fn resolve(name: &str, serves: impl Fn(Method) -> bool) -> Result<Method, String> {
+    let Some((namespace, _)) = name.split_once('.') else {
+        return Err(format!("Invalid method format: {name}"));
+    };
+    if let Some(method) = ALL.iter().find(|m| m.name() == name && serves(**m)) {
+        return Ok(*method);
+    }
+    let known_namespace = ALL
+        .iter()
+        .filter(|m| serves(**m))
+        .any(|m| m.name().split_once('.').is_some_and(|(ns, _)| ns == namespace));
+    if known_namespace {
+        Err(format!("Unknown method: {name}"))
+    } else {
+        Err(format!("Unknown namespace: {namespace}"))
     }
 }
 

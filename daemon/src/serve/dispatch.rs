@@ -294,7 +294,7 @@ async fn answer_instant(checked: Checked, daemon: &Daemon, warnings: &Quota, han
 /// caught here and the line dropped unanswered, on the reader as in a
 /// request task.
 fn check_line(line: &[u8], daemon: &Daemon) -> Option<Checked> {
-    match std::panic::catch_unwind(AssertUnwindSafe(|| rpc::check(line, &daemon.token))) {
+    match std::panic::catch_unwind(AssertUnwindSafe(|| rpc::check(line, &daemon.token, daemon.options.build))) {
         Ok(checked) => Some(checked),
         Err(_) => {
             crate::log_error!("[Server] request validation panicked");
@@ -393,7 +393,15 @@ async fn handle_checked(checked: Checked, daemon: &Daemon, warnings: &Quota, han
 async fn dispatch(request: &Request, daemon: &Daemon, handlers: Handlers) -> Outcome {
     let effects = handlers == Handlers::All;
     match request.method {
-        Method::Server(method) => methods::server::handle(method, &daemon.instance, &daemon.shutdown).await,
+        Method::Server(method) => {
+            let state = methods::server::ServerState {
+                instance: &daemon.instance,
+                build: daemon.options.build,
+                peer_check: daemon.options.peer_check,
+                shutdown: &daemon.shutdown,
+            };
+            methods::server::handle(method, state).await
+        }
         // Paths enter here: a leading `~` is expanded once, for every
         // handler (`params::HomeExpansion`).
         Method::Files(method) => {
@@ -474,7 +482,7 @@ mod tests {
     fn only_state_reads_and_rejections_run_on_the_reader() {
         let checked = |method: &str, auth: &str| {
             let line = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{{}},"auth":"{auth}"}}"#);
-            rpc::check(line.as_bytes(), b"t")
+            rpc::check(line.as_bytes(), b"t", crate::protocol::build::NEWEST)
         };
         // server.version is an unknown method (a rejection) since 7d193f89.
         for method in ["server.ping", "server.version", "server.capabilities"] {
@@ -491,7 +499,7 @@ mod tests {
         }
         assert!(is_instant(&checked("process.spawn", "wrong")), "unauthorized");
         assert!(is_instant(&checked("nope.nothing", "t")), "unknown method");
-        assert!(is_instant(&rpc::check(b"{not json", b"t")), "parse error");
+        assert!(is_instant(&rpc::check(b"{not json", b"t", crate::protocol::build::NEWEST)), "parse error");
     }
 
     /// The reader's one way in: each kind of line takes the step the

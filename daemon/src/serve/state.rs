@@ -9,6 +9,7 @@ use crate::base::instance::Instance;
 use crate::base::shutdown::Shutdown;
 use crate::process::retention::Retention;
 use crate::process::{ProcessManager, Supervision};
+use crate::protocol::build::Build;
 use crate::protocol::metrics::Metrics;
 use crate::replay::store::{ReplayStore, StoreConfig};
 use crate::serve::admission::Admission;
@@ -29,6 +30,11 @@ pub(crate) struct Options {
     /// How long a connection may stay without an authenticated request
     /// ([`crate::serve::admission::AUTH_GRACE`] unless a test shortens it).
     pub auth_grace: std::time::Duration,
+    /// The reference build answered as (the `reference-build` stamp).
+    pub build: &'static Build,
+    /// `server.capabilities`' `peerCheck`, for a build that has the member
+    /// ([`crate::serve::peercheck`]).
+    pub peer_check: Option<&'static str>,
 }
 
 impl Default for Options {
@@ -39,6 +45,8 @@ impl Default for Options {
             replay: StoreConfig::default(),
             retention: Retention::from_minutes(crate::process::retention::DEFAULT_MINUTES),
             auth_grace: crate::serve::admission::AUTH_GRACE,
+            build: crate::protocol::build::NEWEST,
+            peer_check: None,
         }
     }
 }

@@ -8,6 +8,7 @@
 pub(crate) mod quick;
 
 use crate::base::gojson::{self, Raw, Value};
+use crate::protocol::build::Build;
 use crate::protocol::method::Method;
 use serde::Serialize;
 
@@ -30,23 +31,6 @@ pub(crate) const MSG_STDIN_BACKPRESSURE: &str = "stdin backpressure: queue full"
 /// The method names, in the order `server.capabilities` lists them (from
 /// the typed table in [`crate::protocol::method`]).
 pub(crate) use crate::protocol::method::METHODS;
-
-/// Optional protocol extensions advertised by `server.capabilities`, in
-/// the order of the newest pinned build, `f6010b97`:
-/// `process.stdin.offset`, `git.status.baseRepo`,
-/// `git.worktree_create.timeoutMs`, `git.worktree_create.existingBranch`,
-/// `process.spawn.shellAgentSocket`, `git.worktree.external_root`,
-/// `server.instance_id` (`19f30c46`/`90fca6e6` list the same without
-/// `process.spawn.shellAgentSocket`). A feature is listed here only once
-/// remora implements it, at its place in that order.
-pub(crate) const FEATURES: [&str; 6] = [
-    "process.stdin.offset",
-    "git.status.baseRepo",
-    "git.worktree_create.timeoutMs",
-    "git.worktree_create.existingBranch",
-    "process.spawn.shellAgentSocket",
-    "server.instance_id",
-];
 
 crate::go_struct! {
     /// The request envelope, bound like the reference's Go struct.
@@ -118,8 +102,9 @@ impl Checked {
     }
 }
 
-/// Validates one (non-blank) request line against `token`.
-pub(crate) fn check(line: &[u8], token: &[u8]) -> Checked {
+/// Validates one (non-blank) request line against `token`, resolving its
+/// method among those `build` has.
+pub(crate) fn check(line: &[u8], token: &[u8], build: &Build) -> Checked {
     let reject = |id: Value, error: RpcError| Checked::Rejected {
         id,
         error,
@@ -142,7 +127,7 @@ pub(crate) fn check(line: &[u8], token: &[u8]) -> Checked {
     if envelope.jsonrpc != "2.0" {
         return reject(envelope.id, RpcError::new(INVALID_REQUEST, MSG_INVALID_VERSION));
     }
-    let method = match Method::from_name(&envelope.method) {
+    let method = match build.resolve(&envelope.method) {
         Ok(method) => method,
         Err(message) => return reject(envelope.id, RpcError::new(METHOD_NOT_FOUND, message)),
     };

@@ -1,0 +1,272 @@
+//! The reference builds remora answers as: one [`Build`] per recorded
+//! build, chosen once at start from the `reference-build` stamp.
+//!
+//! Claude Desktop deploys the daemon at `srv/<sha>/server` and talks to it
+//! as the build `<sha>` names; the pin moves every few weeks. Each build's
+//! surface (its `server.capabilities` frame and every behaviour that
+//! differs between builds) is one row of [`BUILDS`], and handlers ask the
+//! row ([`Build::has`]) instead of comparing ids. A [`Switch`] names one
+//! such behaviour; [`Switch::source`] names the record page it comes from.
+//!
+//! Choosing ([`Build::for_stamp`]): a stamp whose leading digits are a
+//! row's id serves that row; no stamp, or a stamp no row records, serves
+//! the newest row ([`NEWEST`]), and the caller logs which.
+
+use crate::protocol::method::{Method, PluginsMethod, ALL};
+
+/// A behaviour that differs between reference builds. Every one is served
+/// only to the builds whose row lists it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Switch {
+    /// The readiness banner ends `(pid <n>, instance <32hex>)`, the
+    /// instance being `server.capabilities`' `instanceId`.
+    BannerIds,
+    /// `-install -cli-version` without `-cli-dir` installs into
+    /// `<home>/.claude/remote/ccd-cli`.
+    DefaultCliDir,
+    /// `server.capabilities` ends with `peerCheck`; the daemon reads
+    /// `CLAUDE_SSH_PEER_CHECK` once at start and no child inherits it.
+    PeerCheck,
+    /// `files.extract_tar` lands a file whose owner execute bit is set as
+    /// `0700` (else `0600`), and refuses a name that leaves `destDir` and
+    /// comes back (`../dest/x`).
+    TarExecBit,
+}
+
+impl Switch {
+    /// Every switch, for the table test.
+    pub const ALL: [Switch; 4] = [
+        Switch::BannerIds,
+        Switch::DefaultCliDir,
+        Switch::PeerCheck,
+        Switch::TarExecBit,
+    ];
+
+    /// Where the behaviour and the builds that have it are recorded
+    /// (`schubydoo/claustrum`; docs/UPSTREAM.md has the rows).
+    pub const fn source(self) -> &'static str {
+        match self {
+            Switch::BannerIds => "docs/PROTOCOL.md, \"Daemon log\" (measured on f6010b97 and 89cb6289)",
+            Switch::DefaultCliDir => "docs/PROTOCOL.md, \"-install\" (default CLI folder measured on 89cb6289; the no-home refusal on f6010b97 too)",
+            Switch::PeerCheck => "docs/PROTOCOL.md, \"server.*\"; .changeset/capabilities-peer-check.md; docs/DIVERGENCES.md D25",
+            Switch::TarExecBit => "docs/record/files-extract-tar.md (every table gives 5fd08069 beside 89cb6289); .changeset/extract-tar-exec-bit.md",
+        }
+    }
+}
+
+/// One recorded reference build: what its `server.capabilities` lists and
+/// which [`Switch`]es it has.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Build {
+    /// The id as the records name it (the leading hex digits of the commit).
+    pub id: &'static str,
+    /// The methods of [`ALL`] this build does not have.
+    lacks: &'static [Method],
+    /// `server.capabilities` `features`, in the build's order (Linux and
+    /// macOS), less [`NOT_SERVED`].
+    features: &'static [&'static str],
+    switches: &'static [Switch],
+}
+
+/// Features a build's record lists that remora does not offer, with why
+/// (docs/UPSTREAM.md and the closing notes keep the detail). They are left
+/// out of every frame rather than advertised for a behaviour remora lacks.
+pub const NOT_SERVED: &[(&str, &str)] = &[(
+    "git.worktree.external_root",
+    "worktreeRoot placement: the record gives the marker's name and size, not its bytes",
+)];
+
+const PEER_CHECK: &str = "server.peer_check";
+
+/// Every recorded build remora can answer as, oldest first; the last is
+/// [`NEWEST`]. Feature lists: docs/PROTOCOL.md "server.*" of each era and
+/// `testdata/socket_responses.golden.json` (19f30c46/90fca6e6).
+pub const BUILDS: &[Build] = &[
+    Build {
+        id: "4534d86",
+        lacks: &[Method::Plugins(PluginsMethod::Prune)],
+        features: &[
+            "process.stdin.offset",
+            "git.status.baseRepo",
+            "git.worktree_create.timeoutMs",
+            "server.instance_id",
+        ],
+        switches: &[],
+    },
+    Build {
+        id: "19f30c46",
+        lacks: &[],
+        features: &[
+            "process.stdin.offset",
+            "git.status.baseRepo",
+            "git.worktree_create.timeoutMs",
+            "git.worktree_create.existingBranch",
+            "server.instance_id",
+        ],
+        switches: &[],
+    },
+    Build {
+        id: "90fca6e6",
+        lacks: &[],
+        features: &[
+            "process.stdin.offset",
+            "git.status.baseRepo",
+            "git.worktree_create.timeoutMs",
+            "git.worktree_create.existingBranch",
+            "server.instance_id",
+        ],
+        switches: &[],
+    },
+    Build {
+        id: "f6010b97",
+        lacks: &[],
+        features: &[
+            "process.stdin.offset",
+            "git.status.baseRepo",
+            "git.worktree_create.timeoutMs",
+            "git.worktree_create.existingBranch",
+            "process.spawn.shellAgentSocket",
+            "server.instance_id",
+        ],
+        switches: &[Switch::BannerIds, Switch::DefaultCliDir],
+    },
+    Build {
+        id: "89cb6289",
+        lacks: &[],
+        features: &[
+            "process.stdin.offset",
+            "git.status.baseRepo",
+            "git.info.discovered_root",
+            "git.worktree_create.timeoutMs",
+            "git.worktree_create.existingBranch",
+            "process.spawn.shellAgentSocket",
+            "server.instance_id",
+        ],
+        switches: &[Switch::BannerIds, Switch::DefaultCliDir],
+    },
+    Build {
+        id: "5fd08069",
+        lacks: &[],
+        features: &[
+            "process.stdin.offset",
+            "files.extract_tar.execBit",
+            "git.status.baseRepo",
+            "git.info.discovered_root",
+            "git.worktree_create.timeoutMs",
+            "git.worktree_create.existingBranch",
+            "process.spawn.shellAgentSocket",
+            PEER_CHECK,
+            "server.instance_id",
+        ],
+        switches: &[
+            Switch::BannerIds,
+            Switch::DefaultCliDir,
+            Switch::PeerCheck,
+            Switch::TarExecBit,
+        ],
+    },
+];
+
+/// The build served without a stamp, or for a stamp no row records.
+pub const NEWEST: &Build = &BUILDS[BUILDS.len() - 1];
+
+/// How a stamp was answered: the row served, and whether the stamp named it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Choice {
+    /// No stamp: [`NEWEST`].
+    Unstamped,
+    /// The stamp names this recorded build.
+    Recorded,
+    /// The stamp names a build with no record: [`NEWEST`] is served.
+    Unrecorded,
+}
+
+impl Build {
+    /// The row a `reference-build` stamp (lower-case hex, or empty) selects.
+    pub fn for_stamp(stamp: &str) -> (&'static Build, Choice) {
+        if stamp.is_empty() {
+            return (NEWEST, Choice::Unstamped);
+        }
+        match BUILDS.iter().find(|b| stamp.starts_with(b.id)) {
+            Some(build) => (build, Choice::Recorded),
+            None => (NEWEST, Choice::Unrecorded),
+        }
+    }
+
+    /// Whether this build has the behaviour.
+    pub fn has(&self, switch: Switch) -> bool {
+        self.switches.contains(&switch)
+    }
+
+    /// Whether this build has the method (else it answers `-32601` as a
+    /// build without it).
+    pub fn serves(&self, method: Method) -> bool {
+        !self.lacks.contains(&method)
+    }
+
+    /// The `server.capabilities` `methods`, in order.
+    pub fn methods(&self) -> impl Iterator<Item = &'static str> + Clone + '_ {
+        ALL.iter().filter(|m| self.serves(**m)).map(|m| m.name())
+    }
+
+    /// The `server.capabilities` `features`, in order.
+    pub fn features(&self) -> &'static [&'static str] {
+        self.features
+    }
+
+    /// Resolves a request's `method` among this build's methods, or gives
+    /// the -32601 message the build answers ([`crate::protocol::method::resolve`]).
+    pub fn resolve(&self, name: &str) -> Result<Method, String> {
+        crate::protocol::method::resolve(name, |m| self.serves(m))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_switch_names_its_record_and_a_build_that_has_it() {
+        for switch in Switch::ALL {
+            assert!(switch.source().starts_with("docs/") || switch.source().starts_with(".changeset/"));
+            assert!(BUILDS.iter().any(|b| b.has(switch)), "{switch:?} is served to no build");
+        }
+    }
+
+    #[test]
+    fn a_stamp_selects_by_leading_digits_and_an_unknown_one_gets_the_newest() {
+        let (b, c) = Build::for_stamp(&"89cb6289".repeat(5));
+        assert_eq!((b.id, c), ("89cb6289", Choice::Recorded));
+        let (b, c) = Build::for_stamp("4534d86000000000000000000000000000000000");
+        assert_eq!((b.id, c), ("4534d86", Choice::Recorded));
+        let (b, c) = Build::for_stamp("869762545054f8caf5b0e36192651744a2461d3b");
+        assert_eq!((b, c), (NEWEST, Choice::Unrecorded));
+        assert_eq!(Build::for_stamp(""), (NEWEST, Choice::Unstamped));
+    }
+
+    #[test]
+    fn ids_are_unique_prefixes_and_features_keep_instance_id_last() {
+        for (i, a) in BUILDS.iter().enumerate() {
+            for b in &BUILDS[i + 1..] {
+                assert!(!a.id.starts_with(b.id) && !b.id.starts_with(a.id), "{} {}", a.id, b.id);
+            }
+            assert_eq!(a.features.last(), Some(&"server.instance_id"), "{}", a.id);
+            assert_eq!(a.has(Switch::PeerCheck), a.features.contains(&PEER_CHECK), "{}", a.id);
+            for (feature, _) in NOT_SERVED {
+                assert!(!a.features.contains(feature), "{}: {feature}", a.id);
+            }
+        }
+    }
+
+    #[test]
+    fn resolve_answers_as_the_build() {
+        let newest = NEWEST;
+        assert_eq!(newest.resolve("server.ping").map(|m| m.name()), Ok("server.ping"));
+        assert_eq!(newest.resolve("ping"), Err("Invalid method format: ping".into()));
+        assert_eq!(newest.resolve("server.nope"), Err("Unknown method: server.nope".into()));
+        assert_eq!(newest.resolve("nope.x"), Err("Unknown namespace: nope".into()));
+        let (old, _) = Build::for_stamp(&"4534d86".repeat(6)[..40]);
+        assert_eq!(old.methods().count(), 18);
+        assert_eq!(old.resolve("plugins.prune"), Err("Unknown namespace: plugins".into()));
+    }
+}
