@@ -628,17 +628,22 @@ fn missing_cli_dir_flag_is_reported() {
     assert_eq!(r.cli_path, "1.0");
 }
 
+/// Each new level is owner-only, as 89cb6289 makes it (new levels `0700`
+/// whatever the umask); remora grants no more to any build.
 #[test]
-fn cli_dir_is_created_0755() {
+fn cli_dir_is_created_owner_only() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("deep").join("er").join("cli");
     let mut o = opts(&dir, "1.0");
     o.cli_zst = upload(tmp.path(), &zst(&script("1.0", 0)));
     assert_ok(&run(&o), &dir, "1.0", false);
-    assert_eq!(
-        fs::metadata(&dir).unwrap().permissions().mode() & 0o777 & !0o022,
-        0o755 & !0o022
-    );
+    for level in [&dir, &tmp.path().join("deep").join("er"), &tmp.path().join("deep")] {
+        assert_eq!(
+            fs::metadata(level).unwrap().permissions().mode() & 0o777,
+            0o700,
+            "{level:?}"
+        );
+    }
 }
 
 // ----------------------------------------------------------------- prune

@@ -476,7 +476,7 @@ pub fn tar_extract(data: &[u8]) {
         return;
     };
     let scratch = TarScratch::stage(&input);
-    let result = crate::tarx::extract(&scratch.archive, &scratch.dest);
+    let result = crate::tarx::extract(&scratch.archive, &scratch.dest, crate::tarx::Rules::default());
     scratch.assert_contained(&result);
     let dest = &scratch.dest;
     if !dest.exists() {

@@ -432,12 +432,14 @@ fn validate_version(version: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// `os.MkdirAll(dir, 0755)`; the error keeps Go's `mkdir <path>: <errno>`.
+/// `os.MkdirAll(dir, 0700)`: each new level owner-only, as 89cb6289 makes
+/// them (older builds asked for 0755, which remora never grants); the
+/// error keeps Go's `mkdir <path>: <errno>`.
 fn create_dir(dir: &str) -> Result<(), String> {
     use std::os::unix::fs::DirBuilderExt;
     fs::DirBuilder::new()
         .recursive(true)
-        .mode(0o755)
+        .mode(0o700)
         .create(dir)
         .map_err(|e| format!("creating cli dir: {}", path_error("mkdir", dir, &e)))
 }

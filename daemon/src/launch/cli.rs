@@ -97,7 +97,13 @@ fn run(flags: &Flags, daemon_child: bool) -> i32 {
         return 0;
     }
     if flags.install {
-        return crate::install::run(&install_options(flags));
+        return match install_options(flags) {
+            Ok(options) => crate::install::run(&options),
+            Err(message) => {
+                eprintln!("{message}");
+                2
+            }
+        };
     }
     if !flags.probe_cli.is_empty() {
         return crate::agent::probecli::run(&flags.probe_cli);
@@ -119,17 +125,31 @@ fn run(flags: &Flags, daemon_child: bool) -> i32 {
     2
 }
 
-fn install_options(flags: &Flags) -> crate::install::InstallOptions {
+/// The `-install` options. A build with [`Switch::DefaultCliDir`] installs
+/// `-cli-version` without `-cli-dir` into `$HOME/.claude/remote/ccd-cli`;
+/// with no `$HOME` that is the error line (exit 2). Without `-cli-version`
+/// no folder applies: the facts say what is missing.
+fn install_options(flags: &Flags) -> Result<crate::install::InstallOptions, String> {
     let text = |s: &OsString| s.to_string_lossy().into_owned();
-    crate::install::InstallOptions {
-        cli_dir: text(&flags.cli_dir),
+    let mut cli_dir = text(&flags.cli_dir);
+    let (build, _) = Build::for_stamp(&flags.reference_build);
+    if cli_dir.is_empty() && !flags.cli_version.is_empty() && build.has(Switch::DefaultCliDir) {
+        let home = std::env::var_os("HOME").filter(|h| !h.is_empty());
+        let Some(home) = home else {
+            return Err("remora: cannot resolve home directory: $HOME is not defined".to_string());
+        };
+        let dir = PathBuf::from(home).join(".claude").join("remote").join("ccd-cli");
+        cli_dir = dir.to_string_lossy().into_owned();
+    }
+    Ok(crate::install::InstallOptions {
+        cli_dir,
         cli_version: text(&flags.cli_version),
         cli_url: text(&flags.cli_url),
         cli_checksum: text(&flags.cli_checksum),
         cli_zst: text(&flags.cli_zst),
         cli_keep: flags.cli_keep,
         download_timeout: flags.cli_download_timeout,
-    }
+    })
 }
 
 /// `-socket`, or `~/.claude/remote/rpc.sock` when it is empty. Only the

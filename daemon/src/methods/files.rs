@@ -34,6 +34,7 @@ use crate::base::filemode;
 use crate::base::goerr::path_error;
 use crate::base::gojson::go_lossy;
 use crate::base::gopath;
+use crate::protocol::build::{Build, Switch};
 use crate::protocol::method::FilesMethod;
 use crate::protocol::params::PathParams;
 use serde::Serialize;
@@ -92,7 +93,11 @@ static FILES_JOBS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(FI
 /// `files.read`'s cap when `maxBytes` is absent, zero or negative.
 pub(crate) const READ_DEFAULT_CAP: u64 = 262_144;
 
-pub(crate) async fn handle(method: FilesMethod, params: PathParams) -> Outcome {
+pub(crate) async fn handle(method: FilesMethod, params: PathParams, build: &Build) -> Outcome {
+    let tar_rules = crate::tarx::Rules {
+        exec_bit: build.has(Switch::TarExecBit),
+        no_come_back: build.has(Switch::TarExecBit),
+    };
     // Never closed, so acquiring only fails if that changes; answer
     // rather than run unbounded.
     let Ok(_permit) = FILES_JOBS.acquire().await else {
@@ -103,7 +108,7 @@ pub(crate) async fn handle(method: FilesMethod, params: PathParams) -> Outcome {
         FilesMethod::List => list(&params.path),
         FilesMethod::Read => read(&params.path, params.max_bytes),
         FilesMethod::Validate => validate(&params.path),
-        FilesMethod::ExtractTar => extract_tar(&params.archive_path, &params.dest_dir),
+        FilesMethod::ExtractTar => extract_tar(&params.archive_path, &params.dest_dir, tar_rules),
     };
     match tokio::task::spawn_blocking(work).await {
         Ok(outcome) => outcome,
@@ -282,9 +287,9 @@ fn validate(path: &str) -> Outcome {
     Outcome::ok(&result)
 }
 
-fn extract_tar(archive: &str, dest: &str) -> Outcome {
+fn extract_tar(archive: &str, dest: &str, rules: crate::tarx::Rules) -> Outcome {
     if archive.is_empty() || dest.is_empty() {
         return Outcome::invalid_params("archivePath and destDir are required");
     }
-    Outcome::ok(&crate::tarx::extract(Path::new(archive), Path::new(dest)))
+    Outcome::ok(&crate::tarx::extract(Path::new(archive), Path::new(dest), rules))
 }

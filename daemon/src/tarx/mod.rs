@@ -19,8 +19,10 @@
 //!    level by an exclusive `mkdirat`, verified through its fd;
 //! 4. entries are extracted: the target is `filepath.Join(destDir, name)`,
 //!    which must be `destDir` or lie under it (so an absolute name lands
-//!    inside, and a `../` that comes back inside is fine); only regular
-//!    files (0600) and directories (0700) are created, anything else is
+//!    inside; a `../` that comes back inside is fine unless [`Rules`] says
+//!    the build refuses it); only regular files (0600, or 0700 where
+//!    [`Rules`] keeps the owner's execute bit) and directories (0700) are
+//!    created, anything else is
 //!    `unsupported tar entry type <c>: <name>`; a directory or file that
 //!    cannot be made names the entry first (`mkdir parent <name>: `,
 //!    `mkdir <name>: `, `create <name>: `, as build 89cb6289 does);
@@ -83,9 +85,20 @@ fn too_long(op: &str, path: &[u8]) -> String {
     path_error(op, &go_lossy(path), &io::Error::from_raw_os_error(libc::ENAMETOOLONG))
 }
 
+/// What differs between the builds that extract
+/// ([`crate::protocol::build::Switch::TarExecBit`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Rules {
+    /// A file whose owner execute bit is set lands `0700`, not `0600`.
+    pub exec_bit: bool,
+    /// A name that leaves `destDir` and comes back (`../dest/x`,
+    /// `sub/../../dest/y`) is refused as unsafe, like one that stays out.
+    pub no_come_back: bool,
+}
+
 /// Extracts the gzip'd tar at `archive` into `dest`. Never panics on input
 /// and never writes outside `dest`.
-pub(crate) fn extract(archive: &Path, dest: &Path) -> ExtractResult {
+pub(crate) fn extract(archive: &Path, dest: &Path, rules: Rules) -> ExtractResult {
     let dest_b = dest.as_os_str().as_bytes();
     if !gopath::is_abs(dest_b) || gopath::clean(dest_b) == b"/" {
         return ExtractResult {
@@ -108,7 +121,7 @@ pub(crate) fn extract(archive: &Path, dest: &Path) -> ExtractResult {
         Ok(f) => f,
         Err(e) => return ExtractResult::failed(e.text(&archive_text)),
     };
-    let result = match unpack(file, &archive_text, dest_b) {
+    let result = match unpack(file, &archive_text, dest_b, rules) {
         Ok(count) => ExtractResult {
             success: true,
             file_count: Some(count),
@@ -167,7 +180,7 @@ fn remove(path: &[u8]) {
     }
 }
 
-fn unpack(file: File, archive_text: &str, dest: &[u8]) -> Result<u64, String> {
+fn unpack(file: File, archive_text: &str, dest: &[u8], rules: Rules) -> Result<u64, String> {
     remove_all(dest).map_err(|e| format!("clean destDir: {e}"))?;
     let clean_dest = gopath::clean(dest);
     let root = create_dest(&clean_dest).map_err(|e| format!("mkdir destDir: {e}"))?;
@@ -180,6 +193,9 @@ fn unpack(file: File, archive_text: &str, dest: &[u8]) -> Result<u64, String> {
     while let Some(hdr) = tar.next_entry()? {
         let name = &hdr.name;
         let target = gopath::join(&[dest, name]);
+        if rules.no_come_back && leaves_and_returns(name) {
+            return Err(format!("unsafe path in archive: {}", go_lossy(name)));
+        }
         let rel: &[u8] = if target == clean_dest {
             b""
         } else if target.starts_with(&clean_dest) && target.get(clean_dest.len()) == Some(&b'/') {
@@ -212,7 +228,12 @@ fn unpack(file: File, archive_text: &str, dest: &[u8]) -> Result<u64, String> {
                 }
                 let dir = parent.as_ref().unwrap_or(&root);
                 let target_text = go_lossy(&target);
-                let mut out = create_file(dir, leaf)
+                let mode = if rules.exec_bit && hdr.mode & 0o100 != 0 {
+                    0o700
+                } else {
+                    0o600
+                };
+                let mut out = create_file(dir, leaf, mode)
                     .map_err(|e| format!("create {entry}: {}", path_error("open", &target_text, &e)))?;
                 if let Err(e) = copy_data(&mut tar, &mut out, &mut buf, &target_text) {
                     // No half-written file survives a failure: the archive
@@ -339,10 +360,18 @@ fn not_dir(e: io::Error) -> io::Error {
     }
 }
 
-/// Creates `name` in `dir` as a fresh 0600 file. A previous entry of that
-/// name (a duplicate in the archive) is unlinked first, as Go's `O_TRUNC`
-/// would replace its content, but we never write into an existing inode.
-fn create_file(dir: &OwnedFd, name: &[u8]) -> io::Result<File> {
+/// Whether a relative `name` climbs above its start once cleaned
+/// (`../x`, `a/../../x`), whether or not the join lands back inside.
+fn leaves_and_returns(name: &[u8]) -> bool {
+    let cleaned = gopath::clean(name);
+    cleaned == b".." || cleaned.starts_with(b"../")
+}
+
+/// Creates `name` in `dir` as a fresh file of `mode` (0600 or 0700). A
+/// previous entry of that name (a duplicate in the archive) is unlinked
+/// first, as Go's `O_TRUNC` would replace its content, but we never write
+/// into an existing inode.
+fn create_file(dir: &OwnedFd, name: &[u8], mode: libc::mode_t) -> io::Result<File> {
     let c = cstr(name)?;
     // SAFETY: valid dirfd and NUL-terminated name.
     if unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), 0) } != 0 {
@@ -353,7 +382,7 @@ fn create_file(dir: &OwnedFd, name: &[u8]) -> io::Result<File> {
     }
     let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
     // SAFETY: valid dirfd and NUL-terminated name.
-    let fd = unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), flags, 0o600 as libc::c_uint) };
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), flags, libc::c_uint::from(mode)) };
     if fd < 0 {
         return Err(last_err());
     }

@@ -55,6 +55,8 @@ pub(crate) struct Header {
     pub name: Vec<u8>,
     pub typeflag: u8,
     pub size: u64,
+    /// The header's mode field (permission and special bits).
+    pub mode: i64,
 }
 
 pub(crate) struct TarReader<R> {
@@ -324,7 +326,8 @@ impl<R: GoRead> TarReader<R> {
         let gnu = magic == b"ustar " && version == b" \0";
         let typeflag = blk[156];
         let mut name = parse_string(&blk[0..100]).to_vec();
-        for field in [&blk[100..108], &blk[108..116], &blk[116..124], &blk[136..148]] {
+        let mode = parse_numeric(&blk[100..108]).map_err(|_| bad())?;
+        for field in [&blk[108..116], &blk[116..124], &blk[136..148]] {
             parse_numeric(field).map_err(|_| bad())?;
         }
         let size = parse_numeric(&blk[124..136]).map_err(|_| bad())?;
@@ -347,7 +350,12 @@ impl<R: GoRead> TarReader<R> {
             full.extend_from_slice(&name);
             name = full;
         }
-        Ok(Some(Header { name, typeflag, size }))
+        Ok(Some(Header {
+            name,
+            typeflag,
+            size,
+            mode,
+        }))
     }
 }
 
