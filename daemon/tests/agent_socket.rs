@@ -126,7 +126,8 @@ fn a_socket_that_is_not_ours_or_not_a_socket_is_not_handed_on() {
 
 #[test]
 fn capabilities_list_the_feature_where_f6010b97_does() {
-    let d = TestDaemon::start();
+    let stamp = format!("{:0<40}", "f6010b97");
+    let d = TestDaemon::start_with(&["-reference-build", &stamp], &[]);
     let reply = d.call("server.capabilities", "{}");
     assert!(
         reply.contains(

@@ -617,7 +617,8 @@ fn desktop_install_and_restore_over_a_real_sshd() {
         }
     }
     let daemon_guard = StopOnDrop(&server, stop.clone());
-    assert!(String::from_utf8_lossy(&out.stdout).starts_with("Remora remote server listening on "));
+    // Stamped as the pinned build: the reference's wording.
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("Claude remote server listening on "));
     ping_and_spawn_through(&server, &format!("{server_path} --bridge --socket {run}/rpc.sock"));
 
     // A CLI into the client's cli-dir, from an uploaded zstd blob.

@@ -65,8 +65,12 @@ struct Case {
 }
 
 impl Case {
+    /// A daemon stamped as 89cb6289, the build whose column of
+    /// `docs/record/files-extract-tar.md` these cases check (5fd08069's
+    /// exec bit and come-back refusal: build_profiles.rs).
     fn new() -> Case {
-        let d = TestDaemon::start();
+        let stamp = format!("{:0<40}", "89cb6289");
+        let d = TestDaemon::start_with(&["-reference-build", &stamp], &[]);
         let archive = d.root().join("upload.tar.gz");
         let dest = d.root().join("work").join("dest");
         Case { d, archive, dest }

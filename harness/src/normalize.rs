@@ -50,9 +50,9 @@ pub fn parse_renames(pairs: &[String]) -> Result<Vec<(String, String)>, BadRenam
 pub fn rules(renames: &[(String, String)]) -> Vec<String> {
     let mut r = vec![
         "paths: the run's fixture root → $ROOT, its socket → $SOCKET, the run directory → $RUN (HOME is $RUN/home), the binary's own path → $BIN (also their canonical forms)".to_string(),
-        "pids: every \"pid\":<n> → \"pid\":<pid:k>, k numbering distinct values in order of appearance within the probe (so the same pid on spawn and reattach stays visibly the same); in command output, `the daemon pid <n>` likewise".to_string(),
+        "pids: every \"pid\":<n> → \"pid\":<pid:k>, k numbering distinct values in order of appearance within the probe (so the same pid on spawn and reattach stays visibly the same); in command output, `the daemon pid <n>` and a stamped banner's `(pid <n>` likewise".to_string(),
         "startTime: \"startTime\":<number> → <startTime:k>, numbered like pids".to_string(),
-        "boot identity: \"instanceId\":\"<32 lowercase hex>\" → \"<instanceId:k>\" and \"startedAt\":<integer> → <startedAt:k>, numbered like pids (per-boot values; the same boot keeps its number, a restart gets the next; a value of another shape is left as it is)".to_string(),
+        "boot identity: \"instanceId\":\"<32 lowercase hex>\" (and a stamped banner's `, instance <32 lowercase hex>`) → <instanceId:k> and \"startedAt\":<integer> → <startedAt:k>, numbered like pids (per-boot values; the same boot keeps its number, a restart gets the next; a value of another shape is left as it is)".to_string(),
         "versions: \"version\":\"…\" and \"serverVersion\":\"…\" string values → \"<version>\"; a command-line output line `<name> <id> (built <time>)` → `<name> <version>`".to_string(),
         "platform: \"arch\":\"…\" → \"<arch>\", \"os\":\"…\" and \"platform\":\"…\" → \"<os>\" (the build's GOARCH/GOOS, so transcripts recorded on linux/amd64 check an arm64 or darwin build)".to_string(),
         "log lines: a leading `YYYY/MM/DD HH:MM:SS ` timestamp → `<time> `".to_string(),
@@ -160,7 +160,7 @@ impl Normalizer {
         let v = replace_string_value(&v, b"\"platform\":\"", b"<os>");
         let v = number_placeholder(&v, b"\"pid\":", "pid", &mut self.pids);
         let v = number_placeholder(&v, b"\"startTime\":", "startTime", &mut self.starts);
-        let v = instance_placeholder(&v, &mut self.instances);
+        let v = instance_placeholder(&v, b"\"instanceId\":\"", &mut self.instances);
         let mut v = integer_placeholder(&v, b"\"startedAt\":", "startedAt", &mut self.boots);
         for key in &self.masks {
             v = mask_number(&v, key);
@@ -181,6 +181,9 @@ impl Normalizer {
             let line = version_line(&line);
             // A second -serve names the daemon it replaces.
             let line = number_placeholder(&line, b"the daemon pid ", "pid", &mut self.pids);
+            // A stamped banner ends `(pid <n>, instance <32hex>)`.
+            let line = number_placeholder(&line, b" (pid ", "pid", &mut self.pids);
+            let line = instance_placeholder(&line, b", instance ", &mut self.instances);
             if line.starts_with(b"__INSTALL_RESULT__") {
                 out.extend(self.json(&line));
             } else {
@@ -268,9 +271,11 @@ fn number_placeholder(v: &[u8], key: &[u8], label: &str, seen: &mut HashMap<Vec<
     })
 }
 
-/// `"instanceId":"<32 lowercase hex>"` → `"instanceId":"<instanceId:k>"`.
-fn instance_placeholder(v: &[u8], seen: &mut HashMap<Vec<u8>, usize>) -> Vec<u8> {
-    rewrite_values(v, b"\"instanceId\":\"", string_body_len, |id| {
+/// `<key><32 lowercase hex>` → `<key><instanceId:k>`, for the JSON member
+/// (`"instanceId":"`) and the stamped banner (`, instance `).
+fn instance_placeholder(v: &[u8], key: &[u8], seen: &mut HashMap<Vec<u8>, usize>) -> Vec<u8> {
+    let hex_len = |b: &[u8]| b.iter().take_while(|c| c.is_ascii_hexdigit()).count();
+    rewrite_values(v, key, hex_len, |id| {
         if id.len() != 32 || !id.iter().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')) {
             return None;
         }

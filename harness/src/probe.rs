@@ -347,6 +347,10 @@ pub struct Probe {
     /// JSON keys whose numeric values depend on pipe scheduling (e.g. a
     /// reattach `lastSeq` after multi-frame output): masked before compare.
     pub masks: Vec<String>,
+    /// `build <id>`: the reference build the transcript's bytes come from;
+    /// the candidate is started stamped as it (`-reference-build`, the id
+    /// padded to 40 digits). `None`: unstamped, the newest recorded build.
+    pub build: Option<String>,
     pub steps: Vec<Step>,
 }
 

@@ -75,6 +75,7 @@ pub fn main() -> i32 {
             "{}",
             crate::launch::settings::print_config(&flags, &settings, &provenance)
         );
+        println!("# {}", served_build_line(&flags.reference_build));
         return 0;
     }
     if flags.install || (flags.serve && daemon_child) {
@@ -429,19 +430,29 @@ fn serve_child(flags: &Flags) -> i32 {
 /// once, and its `peerCheck` member where the build has one.
 fn served_build(flags: &Flags) -> (&'static Build, Option<&'static str>) {
     let (build, choice) = Build::for_stamp(&flags.reference_build);
+    let line = served_build_line(&flags.reference_build);
     match choice {
-        Choice::Recorded => crate::log_info!("[daemon] answering as reference build {}", build.id),
-        Choice::Unstamped => crate::log_info!(
-            "[daemon] no reference-build stamp: answering as the newest recorded build, {}",
+        Choice::Recorded | Choice::Unstamped => crate::log_info!("[daemon] {line}"),
+        Choice::Unrecorded => crate::log_warn!("[daemon] {line}"),
+    }
+    (build, peer_check(build))
+}
+
+/// Which build a `reference-build` stamp is answered as, and why: the log
+/// line at start and the last line of `-print-config`.
+fn served_build_line(stamp: &str) -> String {
+    let (build, choice) = Build::for_stamp(stamp);
+    match choice {
+        Choice::Recorded => format!("answering as reference build {}", build.id),
+        Choice::Unstamped => format!(
+            "no reference-build stamp: answering as the newest recorded build, {}",
             build.id
         ),
-        Choice::Unrecorded => crate::log_warn!(
-            "[daemon] reference-build {} has no record: answering as the newest recorded build, {}",
-            flags.reference_build,
+        Choice::Unrecorded => format!(
+            "reference-build {stamp} has no record: answering as the newest recorded build, {}",
             build.id
         ),
     }
-    (build, peer_check(build))
 }
 
 /// The variable a client sets to ask for the peer check.

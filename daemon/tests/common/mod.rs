@@ -52,7 +52,19 @@ pub fn serve_command(socket: &Path, token: &Path) -> Command {
 /// waits for the launcher to exit; the daemon it started keeps serving
 /// (stop it through its socket). Fails unless the banner is the listening
 /// line.
-pub fn launch_to_banner(mut command: Command, log: &Path) -> String {
+pub fn launch_to_banner(command: Command, log: &Path) -> String {
+    let banner = launch_to_banner_line(command, log);
+    assert!(
+        banner.starts_with("Remora remote server listening"),
+        "banner {banner:?}; log:\n{}",
+        std::fs::read_to_string(log).unwrap_or_default()
+    );
+    banner
+}
+
+/// [`launch_to_banner`] for any build's banner (a stamped daemon prints the
+/// reference's product name): fails unless the line says it listens.
+pub fn launch_to_banner_line(mut command: Command, log: &Path) -> String {
     let mut launcher = command
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(log).unwrap())
@@ -64,7 +76,7 @@ pub fn launch_to_banner(mut command: Command, log: &Path) -> String {
         .unwrap();
     let _ = launcher.wait();
     assert!(
-        banner.starts_with("Remora remote server listening"),
+        banner.contains(" remote server listening on "),
         "banner {banner:?}; log:\n{}",
         std::fs::read_to_string(log).unwrap_or_default()
     );
@@ -194,10 +206,13 @@ impl TestDaemon {
         let mut stdout = BufReader::new(launcher.stdout.take().unwrap());
         let mut banner = String::new();
         stdout.read_line(&mut banner).expect("read banner");
-        assert_eq!(
-            banner,
-            format!("Remora remote server listening on {}\n", socket.display()),
-            "daemon did not start; log: {}",
+        // Unstamped, remora's own line; stamped (remora.conf beside a
+        // copied binary), the reference's wording for that build.
+        let plain = format!("Remora remote server listening on {}\n", socket.display());
+        let stamped = format!("Claude remote server listening on {}", socket.display());
+        assert!(
+            banner == plain || banner.starts_with(&stamped),
+            "daemon did not start: {banner:?}; log: {}",
             std::fs::read_to_string(&stderr_path).unwrap_or_default()
         );
         TestDaemon {

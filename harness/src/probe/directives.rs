@@ -57,6 +57,7 @@ pub(super) const DIRECTIVES: &[Directive] = &[
     },
     header("timeout", "timeout <ms>", timeout),
     header("env", "env takes KEY=VALUE", env),
+    header("build", "build takes a reference build id (7 to 40 hex digits)", build),
     header("accept", "accept takes `<key glob> | <reason>`", accept),
     header("accept-next", "accept-next <reason>", accept_next),
     header("mask", "mask takes one JSON key", mask),
@@ -136,6 +137,16 @@ fn timeout(h: &mut Header, a: &Args) -> Result<(), ParseError> {
 fn env(h: &mut Header, a: &Args) -> Result<(), ParseError> {
     let (k, v) = a.rest.trim().split_once('=').ok_or_else(|| a.usage())?;
     h.probe.env.push((k.to_string(), v.to_string()));
+    Ok(())
+}
+
+fn build(h: &mut Header, a: &Args) -> Result<(), ParseError> {
+    let id = a.rest.trim();
+    let hex = id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    if !(7..=40).contains(&id.len()) || !hex || h.probe.build.is_some() {
+        return Err(a.usage());
+    }
+    h.probe.build = Some(id.to_string());
     Ok(())
 }
 

@@ -124,6 +124,7 @@ impl Header {
             env: Vec::new(),
             accepts: Vec::new(),
             masks: Vec::new(),
+            build: None,
             steps: Vec::new(),
         };
         Header {

@@ -26,6 +26,11 @@ impl Runner<'_> {
             return;
         }
         let token_file = self.run.join("token");
+        let mut extra = extra.to_vec();
+        if let Some(build) = &self.probe.build {
+            extra.extend(["-reference-build".to_string(), format!("{build:0<40}")]);
+        }
+        let extra = extra.as_slice();
         let launch = Launch {
             bin: &self.cfg.bin,
             socket: &self.socket,
