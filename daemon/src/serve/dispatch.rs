@@ -294,7 +294,9 @@ async fn answer_instant(checked: Checked, daemon: &Daemon, warnings: &Quota, han
 /// caught here and the line dropped unanswered, on the reader as in a
 /// request task.
 fn check_line(line: &[u8], daemon: &Daemon) -> Option<Checked> {
-    match std::panic::catch_unwind(AssertUnwindSafe(|| rpc::check(line, &daemon.token, daemon.options.build))) {
+    match std::panic::catch_unwind(AssertUnwindSafe(|| {
+        rpc::check(line, &daemon.token, daemon.options.build)
+    })) {
         Ok(checked) => Some(checked),
         Err(_) => {
             crate::log_error!("[Server] request validation panicked");
@@ -413,7 +415,10 @@ async fn dispatch(request: &Request, daemon: &Daemon, handlers: Handlers) -> Out
         }
         Method::Git(method) => {
             match bind_params(&request.params, GitParams::from_go_value).map(HomeExpansion::expand_home) {
-                Ok(params) if effects => Box::pin(methods::git::handle(method, params)).await,
+                Ok(params) if effects => {
+                    let guard = daemon.options.build.has(crate::protocol::build::Switch::UnpushedGuard);
+                    Box::pin(methods::git::handle(method, params, guard)).await
+                }
                 Ok(_) => Outcome::Result(b"{}".to_vec()),
                 Err(outcome) => outcome,
             }
@@ -499,7 +504,10 @@ mod tests {
         }
         assert!(is_instant(&checked("process.spawn", "wrong")), "unauthorized");
         assert!(is_instant(&checked("nope.nothing", "t")), "unknown method");
-        assert!(is_instant(&rpc::check(b"{not json", b"t", crate::protocol::build::NEWEST)), "parse error");
+        assert!(
+            is_instant(&rpc::check(b"{not json", b"t", crate::protocol::build::NEWEST)),
+            "parse error"
+        );
     }
 
     /// The reader's one way in: each kind of line takes the step the
