@@ -106,6 +106,80 @@ fn a_guarded_build_keeps_an_unpushed_branch_and_deletes_a_reached_one() {
 }
 
 #[test]
+fn a_letter_case_twin_keeps_the_branch() {
+    let d = daemon(GUARDED);
+    let r = repo(&d.root().join("r"), false);
+    let wt = worktree(&r, "wt", "twin", 0);
+    git(&r, &["branch", "Twin"]);
+    assert_eq!(
+        remove(&d, &r, &wt, "twin"),
+        ok(1, r#"{"success":true,"branchKept":true}"#)
+    );
+    assert_eq!(heads(&r), "Twin master twin");
+}
+
+/// A repository whose checkout fails after its smudge filter moved the
+/// branch being checked out (`refs/heads/b`) to a commit only it has.
+fn checkout_that_leaves_work(root: &Path) -> PathBuf {
+    let r = repo(&root.join("r"), false);
+    fs::write(r.join(".gitattributes"), "a.txt filter=broken\n").unwrap();
+    git(&r, &["add", ".gitattributes"]);
+    git(&r, &["commit", "-q", "-m", "attrs"]);
+    let work = "c=$(git commit-tree -m work HEAD^{tree} -p HEAD) && git update-ref refs/heads/b \"$c\"; exit 3";
+    git(&r, &["config", "user.name", "Remora Test"]);
+    git(&r, &["config", "user.email", "test@example.com"]);
+    git(&r, &["config", "filter.broken.smudge", work]);
+    git(&r, &["config", "filter.broken.required", "true"]);
+    r
+}
+
+fn create(d: &TestDaemon, r: &Path, wt: &Path) -> String {
+    d.call(
+        "git.worktree_create",
+        &format!(
+            r#"{{"baseRepo":"{}","branchName":"b","worktreePath":"{}"}}"#,
+            p(r),
+            p(wt)
+        ),
+    )
+}
+
+#[test]
+fn a_create_rollback_keeps_a_branch_only_it_reaches_on_a_guarded_build() {
+    let d = daemon(GUARDED);
+    let r = checkout_that_leaves_work(d.root());
+    let wt = r.join(".claude/worktrees/wt");
+    let reply = create(&d, &r, &wt);
+    let tail = format!(
+        "; and the undo could not finish for {}: the worktree itself was removed, but branch b was left in place: it now has commits no other branch or remote-tracking ref reaches. To keep that work, push the branch or rename it. To discard it, run git branch -D b. This branch name cannot be reused until the branch is renamed or deleted\",\"errorCode\":\"worktree_add_failed\",\"branchKept\":true}}}}",
+        p(&wt)
+    );
+    assert!(
+        reply.starts_with(
+            r#"{"jsonrpc":"2.0","id":1,"result":{"success":false,"error":"git worktree add failed (checkout): "#
+        ),
+        "{reply}"
+    );
+    assert!(reply.ends_with(&tail), "{reply}");
+    assert!(!wt.exists());
+    assert_eq!(heads(&r), "b master");
+
+    // f6010b97: the branch goes, no text, no member.
+    let d = daemon(UNGUARDED);
+    let r = checkout_that_leaves_work(d.root());
+    let reply = create(&d, &r, &wt_of(&r));
+    assert!(
+        reply.ends_with(r#"","errorCode":"worktree_add_failed"}}"#) && !reply.contains("undo"),
+        "{reply}"
+    );
+    assert_eq!(heads(&r), "master");
+}
+
+fn wt_of(r: &Path) -> PathBuf {
+    r.join(".claude/worktrees/wt")
+}
+
+#[test]
 fn f6010b97_deletes_an_unpushed_branch_with_no_member() {
     let d = daemon(UNGUARDED);
     let r = repo(&d.root().join("r"), false);

@@ -259,3 +259,46 @@ pub(super) fn kept_text(branch: &str, kept: &Kept, worktree_gone: bool) -> Strin
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_listing_is_read_strictly() {
+        let heads = parse_heads(b"aa\0refs/heads/a\0\nbb\0refs/heads/s\0refs/heads/a\n").unwrap();
+        assert_eq!(heads.len(), 2);
+        assert_eq!(
+            (heads[0].objectname.as_str(), heads[0].refname.as_str()),
+            ("aa", "refs/heads/a")
+        );
+        assert_eq!(heads[1].symref, "refs/heads/a");
+        assert_eq!(parse_heads(b"").map(|h| h.len()), Some(0));
+        assert!(parse_heads(b"aa\0refs/heads/a\n").is_none());
+        assert!(parse_heads(b"aa\0refs/heads/a\0\0x\n").is_none());
+        assert!(parse_heads(b"aa\0refs/heads/\xff\0\n").is_none());
+        let many: Vec<u8> = (0..HEADS_CAP)
+            .flat_map(|i| format!("aa\0refs/heads/b{i}\0\n").into_bytes())
+            .collect();
+        assert!(parse_heads(&many).is_none());
+        let fewer = &many[..many.len() - "aa\0refs/heads/b10000\0\n".len()];
+        assert_eq!(parse_heads(fewer).map(|h| h.len()), Some(HEADS_CAP - 1));
+    }
+
+    #[test]
+    fn the_undo_texts() {
+        assert_eq!(
+            kept_text("b", &Kept::Unpushed, true),
+            "the worktree itself was removed, but branch b was left in place: it now has commits no other branch or remote-tracking ref reaches. To keep that work, push the branch or rename it. To discard it, run git branch -D b. This branch name cannot be reused until the branch is renamed or deleted"
+        );
+        assert!(kept_text("b", &Kept::Unpushed, false).starts_with("branch b was left in place: it now has"));
+        let unchecked = "branch b still exists; delete it by hand (for example: git branch -d b, which git refuses if that would lose commits) before retrying this branch name: could not check whether another branch or remote-tracking ref reaches its commits";
+        assert_eq!(kept_text("b", &Kept::Unchecked(None), true), unchecked);
+        assert_eq!(
+            kept_text("b", &Kept::Unchecked(Some("exit status 128".into())), true),
+            format!("{unchecked} (exit status 128)")
+        );
+        assert!(!Kept::UnsafeName.reported_on_remove());
+        assert!(Kept::Unpushed.reported_on_remove());
+    }
+}
