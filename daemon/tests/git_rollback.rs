@@ -137,7 +137,12 @@ fn an_undo_that_cannot_empty_the_leaf_says_what_remains() {
 
 #[test]
 fn remove_deletes_branch_name_merged_or_not() {
-    let d = daemon();
+    // f6010b97's branch step (no check); 89cb6289's guard is
+    // `tests/branch_guard.rs`.
+    let d = TestDaemon::start_with(
+        &["-reference-build", "f6010b97a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5"],
+        &[("GIT_CONFIG_NOSYSTEM", "1"), ("GIT_CONFIG_GLOBAL", "/dev/null")],
+    );
     let r = repo(&d.root().join("r"), false);
     let create = |branch: &str, wt: &Path| {
         call(

@@ -31,15 +31,21 @@ pub enum Switch {
     /// `0700` (else `0600`), and refuses a name that leaves `destDir` and
     /// comes back (`../dest/x`).
     TarExecBit,
+    /// `git.worktree_remove` and the create rollback delete a branch only
+    /// when another local branch or a remote-tracking ref reaches its tip,
+    /// and say `"branchKept":true` when they keep it (feature
+    /// `git.worktree_remove.unpushedGuard`).
+    UnpushedGuard,
 }
 
 impl Switch {
     /// Every switch, for the table test.
-    pub const ALL: [Switch; 4] = [
+    pub const ALL: [Switch; 5] = [
         Switch::BannerIds,
         Switch::DefaultCliDir,
         Switch::PeerCheck,
         Switch::TarExecBit,
+        Switch::UnpushedGuard,
     ];
 
     /// Where the behaviour and the builds that have it are recorded
@@ -50,6 +56,7 @@ impl Switch {
             Switch::DefaultCliDir => "docs/PROTOCOL.md, \"-install\" (default CLI folder measured on 89cb6289; the no-home refusal on f6010b97 too)",
             Switch::PeerCheck => "docs/PROTOCOL.md, \"server.*\"; .changeset/capabilities-peer-check.md; docs/DIVERGENCES.md D25",
             Switch::TarExecBit => "docs/record/files-extract-tar.md (every table gives 5fd08069 beside 89cb6289); .changeset/extract-tar-exec-bit.md",
+            Switch::UnpushedGuard => "docs/PROTOCOL.md, \"The branch step\" and \"git.worktree_remove\"; docs/protocol/git-worktree-create-evidence.md (\"Evidence: `branchKept` rows\")",
         }
     }
 }
@@ -77,6 +84,7 @@ pub const NOT_SERVED: &[(&str, &str)] = &[(
 )];
 
 const PEER_CHECK: &str = "server.peer_check";
+const GUARD: &str = "git.worktree_remove.unpushedGuard";
 
 /// Every recorded build remora can answer as, oldest first; the last is
 /// [`NEWEST`]. Feature lists: docs/PROTOCOL.md "server.*" of each era and
@@ -139,10 +147,11 @@ pub const BUILDS: &[Build] = &[
             "git.info.discovered_root",
             "git.worktree_create.timeoutMs",
             "git.worktree_create.existingBranch",
+            GUARD,
             "process.spawn.shellAgentSocket",
             "server.instance_id",
         ],
-        switches: &[Switch::BannerIds, Switch::DefaultCliDir],
+        switches: &[Switch::BannerIds, Switch::DefaultCliDir, Switch::UnpushedGuard],
     },
     Build {
         id: "5fd08069",
@@ -154,6 +163,7 @@ pub const BUILDS: &[Build] = &[
             "git.info.discovered_root",
             "git.worktree_create.timeoutMs",
             "git.worktree_create.existingBranch",
+            GUARD,
             "process.spawn.shellAgentSocket",
             PEER_CHECK,
             "server.instance_id",
@@ -163,6 +173,7 @@ pub const BUILDS: &[Build] = &[
             Switch::DefaultCliDir,
             Switch::PeerCheck,
             Switch::TarExecBit,
+            Switch::UnpushedGuard,
         ],
     },
 ];
@@ -252,6 +263,7 @@ mod tests {
             }
             assert_eq!(a.features.last(), Some(&"server.instance_id"), "{}", a.id);
             assert_eq!(a.has(Switch::PeerCheck), a.features.contains(&PEER_CHECK), "{}", a.id);
+            assert_eq!(a.has(Switch::UnpushedGuard), a.features.contains(&GUARD), "{}", a.id);
             for (feature, _) in NOT_SERVED {
                 assert!(!a.features.contains(feature), "{}: {feature}", a.id);
             }

@@ -64,10 +64,22 @@ impl GitOutput {
 /// Go's `cmd.Dir = ""`). A failure to start (missing `dir`, no git) or a
 /// timeout is an unsuccessful output, never a panic.
 pub(super) async fn run(dir: &str, args: &[&str], read_only: bool, timeout: Duration) -> GitOutput {
+    run_with_input(dir, args, read_only, timeout, None).await
+}
+
+/// [`run`], with `input` written to git's stdin (then closed) when given;
+/// the write counts against `timeout` too.
+pub(super) async fn run_with_input(
+    dir: &str,
+    args: &[&str],
+    read_only: bool,
+    timeout: Duration,
+    input: Option<Vec<u8>>,
+) -> GitOutput {
     let mut cmd = Command::new("git");
     cmd.arg("--no-pager")
         .args(args)
-        .stdin(Stdio::null())
+        .stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
@@ -87,7 +99,7 @@ pub(super) async fn run(dir: &str, args: &[&str], read_only: bool, timeout: Dura
     if !dir.is_empty() {
         cmd.current_dir(Path::new(dir));
     }
-    let child = match cmd.spawn() {
+    let mut child = match cmd.spawn() {
         Ok(child) => child,
         Err(e) => {
             return GitOutput {
@@ -97,12 +109,25 @@ pub(super) async fn run(dir: &str, args: &[&str], read_only: bool, timeout: Dura
         }
     };
     let group = child.id().and_then(|pid| i32::try_from(pid).ok());
+    // Written beside the wait, so a git that answers before reading all of
+    // its input (or never reads it) cannot block the daemon; a git that
+    // exits early ends the write with a broken pipe, which is ignored.
+    let writer = match (input, child.stdin.take()) {
+        (Some(bytes), Some(mut stdin)) => Some(tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            let _ = stdin.write_all(&bytes).await;
+        })),
+        _ => None,
+    };
     let output = child.wait_with_output();
     tokio::pin!(output);
     let finished = tokio::select! {
         out = &mut output => Ok(out),
         _ = tokio::time::sleep(timeout) => Err(()),
     };
+    if let Some(writer) = writer {
+        writer.abort();
+    }
     if finished.is_err() {
         // Before the child is dropped (and reaped): while the output is
         // pending, the leader is unreaped or a member holds its pipes, so

@@ -121,15 +121,21 @@ pub(super) struct WorktreeResult {
     error: String,
     #[serde(rename = "errorCode", skip_serializing_if = "String::is_empty")]
     error_code: String,
+    /// Only ever true: the guard kept the branch (builds with
+    /// [`crate::protocol::build::Switch::UnpushedGuard`]); last in every frame that has it.
+    #[serde(rename = "branchKept", skip_serializing_if = "std::ops::Not::not")]
+    branch_kept: bool,
 }
 
-pub(crate) async fn handle(method: GitMethod, params: GitParams) -> Outcome {
+/// `guard`: the served build has [`crate::protocol::build::Switch::UnpushedGuard`] (the branch
+/// step of `git.worktree_remove` and of the create rollback).
+pub(crate) async fn handle(method: GitMethod, params: GitParams, guard: bool) -> Outcome {
     match method {
         GitMethod::Info => info(&params.path).await,
         GitMethod::Status => status(&params.path, &params.base_repo).await,
         GitMethod::ListBranches => list_branches(&params.path).await,
-        GitMethod::WorktreeCreate => worktree_create(&params).await,
-        GitMethod::WorktreeRemove => worktree_remove(&params).await,
+        GitMethod::WorktreeCreate => worktree_create(&params, guard).await,
+        GitMethod::WorktreeRemove => worktree_remove(&params, guard).await,
     }
 }
 
@@ -288,7 +294,7 @@ async fn list_branches(path: &str) -> Outcome {
     })
 }
 
-async fn worktree_create(params: &GitParams) -> Outcome {
+async fn worktree_create(params: &GitParams, guard: bool) -> Outcome {
     if params.branch_name.is_empty() {
         return Outcome::invalid_params("branchName is required");
     }
@@ -358,7 +364,7 @@ async fn worktree_create(params: &GitParams) -> Outcome {
         start: &start,
         existing: worktree_add::existing_branch(repo, &params.existing_branch).await,
     };
-    worktree_checkout::create(repo, params, &plan, &source, &leaf).await
+    worktree_checkout::create(repo, params, &plan, &source, &leaf, guard).await
 }
 
 /// Copies the repository's ignored files that `.worktreeinclude` names
@@ -396,7 +402,7 @@ impl WorktreeResult {
     }
 }
 
-async fn worktree_remove(params: &GitParams) -> Outcome {
+async fn worktree_remove(params: &GitParams, guard: bool) -> Outcome {
     let refused = |text: String| {
         Outcome::ok(&WorktreeResult {
             success: false,
@@ -425,9 +431,16 @@ async fn worktree_remove(params: &GitParams) -> Outcome {
         _ => None,
     };
     let Some(locks) = locks else {
-        return refused(format!(
-            "failed to remove worktree: could not check whether {worktree} is locked (its registrations could not be examined); retry"
-        ));
+        // No repository there (none at all: row X3): the guard's listing
+        // would fail, so a guarded build reports the branch kept.
+        return Outcome::ok(&WorktreeResult {
+            success: false,
+            error: format!(
+                "failed to remove worktree: could not check whether {worktree} is locked (its registrations could not be examined); retry"
+            ),
+            branch_kept: guard && branch_step::is_passed_to_git(&params.branch_name),
+            ..WorktreeResult::default()
+        });
     };
     let spellings = [paths::clean(worktree), containment::resolved_leaf(worktree)];
     if locks.iter().any(|locked| spellings.contains(locked)) {
@@ -435,7 +448,7 @@ async fn worktree_remove(params: &GitParams) -> Outcome {
             "refusing to remove worktree: {worktree} is locked (git worktree lock); unlock it to remove it"
         ));
     }
-    worktree_remove::remove(repo, worktree, &params.branch_name).await
+    worktree_remove::remove(repo, worktree, &params.branch_name, guard).await
 }
 
 /// The paths of the locked worktrees registered in `repo`

@@ -50,7 +50,14 @@ fn checkout_failed(text: &str) -> WorktreeResult {
 
 /// Adds, checks out and seeds the worktree `plan` describes in the leaf
 /// the create made; answers the create's frame.
-pub(super) async fn create(repo: &str, params: &GitParams, plan: &AddPlan<'_>, source: &str, leaf: &Leaf) -> Outcome {
+pub(super) async fn create(
+    repo: &str,
+    params: &GitParams,
+    plan: &AddPlan<'_>,
+    source: &str,
+    leaf: &Leaf,
+    guard: bool,
+) -> Outcome {
     let ms = params.timeout_ms;
     let deadline = (ms > 0).then(|| Instant::now() + Duration::from_millis(ms.unsigned_abs()));
     let expired = || deadline.is_some_and(|d| Instant::now() >= d);
@@ -65,6 +72,7 @@ pub(super) async fn create(repo: &str, params: &GitParams, plan: &AddPlan<'_>, s
         branch: &branch,
         created,
         leaf,
+        guard,
     };
     if expired() {
         return fail(&undo, timed_out(ms, Cut::Before)).await;
@@ -97,6 +105,8 @@ pub(super) async fn create(repo: &str, params: &GitParams, plan: &AddPlan<'_>, s
 /// Rolls the create back and answers `result`, with what the rollback
 /// could not undo appended to its text.
 async fn fail(undo: &Undo<'_>, mut result: WorktreeResult) -> Outcome {
-    result.error.push_str(&undo.run().await);
+    let undone = undo.run().await;
+    result.error.push_str(&undone.text);
+    result.branch_kept = undone.branch_kept;
     Outcome::ok(&result)
 }

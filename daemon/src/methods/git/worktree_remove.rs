@@ -7,7 +7,8 @@
 //! hand, as the reference deletes it itself, and `git worktree prune` drops
 //! a registration whose directory is gone. Then the branch `branchName`
 //! goes ([`branch_step`], whatever the branch holds: the 5db5e4a golden
-//! file and f6010b97).
+//! file and f6010b97; builds 89cb6289 and 5fd08069 keep a branch only it
+//! reaches and answer `"branchKept":true` after `success`).
 //!
 //! remora deletes by hand only a plain directory (no `.git` entry) or a
 //! worktree of this repository (a `.git` file naming an entry of its
@@ -43,7 +44,7 @@ use crate::tarx;
 use std::os::fd::AsRawFd;
 use std::path::Path;
 
-pub(super) async fn remove(repo: &str, worktree: &str, branch: &str) -> Outcome {
+pub(super) async fn remove(repo: &str, worktree: &str, branch: &str, guard: bool) -> Outcome {
     // remora's own refusal, in front of both deletes (git's and ours): a
     // repository above the home lets the home pass the location checks.
     if let Some(error) = crate::base::homeguard::check("worktreePath", worktree) {
@@ -94,10 +95,12 @@ pub(super) async fn remove(repo: &str, worktree: &str, branch: &str) -> Outcome 
             ..WorktreeResult::default()
         });
     }
-    // Lenient: a branch that is absent, or that will not go, changes nothing.
-    let _ = branch_step::delete(repo, branch).await;
+    // Lenient: a branch that is absent, or that will not go, changes
+    // nothing but `branchKept` (guarded builds only).
+    let kept = branch_step::delete(repo, branch, guard).await.err();
     Outcome::ok(&WorktreeResult {
         success: true,
+        branch_kept: guard && kept.is_some_and(|k| k.reported_on_remove()),
         ..WorktreeResult::default()
     })
 }

@@ -45,27 +45,47 @@ pub(super) struct Undo<'a> {
     /// Whether the call made `branch` (not an attached existing branch).
     pub created: bool,
     pub leaf: &'a Leaf,
+    /// The build checks the branch before deleting it
+    /// ([`branch_step`]'s guard).
+    pub guard: bool,
+}
+
+/// What a rollback could not undo.
+#[derive(Default)]
+pub(super) struct Undone {
+    /// The text to append to the error (empty: all undone).
+    pub text: String,
+    /// The guard kept the branch the call made, whose commits only it
+    /// reaches (the reply's `branchKept`).
+    pub branch_kept: bool,
 }
 
 impl Undo<'_> {
-    /// Runs the four steps; the text to append to the error, or nothing.
-    pub(super) async fn run(&self) -> String {
+    /// Runs the four steps; what stayed.
+    pub(super) async fn run(&self) -> Undone {
         if let Some(refused) = self.home_refusal() {
-            return format!("; and the undo could not finish for {}: {refused}", self.worktree);
+            return Undone {
+                text: format!("; and the undo could not finish for {}: {refused}", self.worktree),
+                branch_kept: false,
+            };
         }
         let registration = self.registration().await;
-        let parts = match self.steps(registration).await {
-            Ok(()) => return String::new(),
+        let mut branch_kept = false;
+        let parts = match self.steps(registration, &mut branch_kept).await {
+            Ok(()) => return Undone::default(),
             Err(parts) => parts,
         };
-        format!(
-            "; and the undo could not finish for {}: {}",
-            self.worktree,
-            parts.join("; ")
-        )
+        Undone {
+            text: format!(
+                "; and the undo could not finish for {}: {}",
+                self.worktree,
+                parts.join("; ")
+            ),
+            branch_kept,
+        }
     }
 
-    async fn steps(&self, registration: Option<(OwnedFd, String)>) -> Result<(), Vec<String>> {
+    async fn steps(&self, registration: Option<(OwnedFd, String)>, branch_kept: &mut bool) -> Result<(), Vec<String>> {
         let intact = self.leaf.is_intact();
         if intact {
             if let Err((entry, e)) = self.empty_leaf() {
@@ -93,7 +113,7 @@ impl Undo<'_> {
             }
         }
         let branch = match (&registration_stays, self.created) {
-            (None, true) => branch_step::delete(self.repo, self.branch).await.err(),
+            (None, true) => branch_step::delete(self.repo, self.branch, self.guard).await.err(),
             _ => None,
         };
         if intact {
@@ -109,7 +129,8 @@ impl Undo<'_> {
             return Err(vec![text]);
         }
         if let Some(kept) = branch {
-            parts.push(branch_step::kept_text(self.branch, &kept));
+            *branch_kept = matches!(kept, branch_step::Kept::Unpushed);
+            parts.push(branch_step::kept_text(self.branch, &kept, parts.is_empty()));
         }
         if parts.is_empty() {
             Ok(())
