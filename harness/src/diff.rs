@@ -100,6 +100,7 @@ pub fn parallel<T: Send>(
 /// Runs one probe on both sides and compares.
 pub fn diff_probe(p: &Probe, o: &DiffOptions) -> ProbeResult {
     let mut res = ProbeResult::new(p.name.clone(), p.desc.clone());
+    res.build = p.build.clone();
     let mut refs: Vec<Transcript> = Vec::new();
     let mut cands: Vec<Transcript> = Vec::new();
     for _ in 0..o.repeat.max(1) {

@@ -247,6 +247,10 @@ fn heading(o: &mut String, rep: &Report, pass: bool) {
         h(&rep.what_ran())
     );
     let _ = write!(o, "<p id=\"summary\">{}.", h(&rep.counts()));
+    let builds = rep.by_build();
+    for line in builds.iter().filter(|_| builds.len() > 1) {
+        let _ = write!(o, "<br><small>{}</small>", h(line));
+    }
     if let Some(r) = rep.overall_ratio {
         let _ = write!(
             o,

@@ -43,6 +43,10 @@ pub struct ProbeResult {
     /// For a reference-derived transcript (`check`): its frames by verdict.
     #[serde(default)]
     pub derived: Option<DerivedCounts>,
+    /// The reference build the probe's transcript records (its `build`
+    /// line), the candidate stamped as it; `None`: unstamped.
+    #[serde(default)]
+    pub build: Option<String>,
 }
 
 impl ProbeResult {
@@ -62,6 +66,7 @@ impl ProbeResult {
             reference: Vec::new(),
             candidate: Vec::new(),
             derived: None,
+            build: None,
         }
     }
 }
@@ -185,6 +190,43 @@ impl Report {
         format!("FAIL: {}", parts.join(", "))
     }
 
+    /// One line per reference build the probes were run as, oldest id
+    /// order aside, unstamped (the newest recorded build) first:
+    /// `build <id>: <n> probes — <a> identical / <b> differ / <c> accepted`
+    /// (errors and unrecorded probes, where any, after).
+    pub fn by_build(&self) -> Vec<String> {
+        let mut builds: Vec<Option<&str>> = self.probes.iter().map(|p| p.build.as_deref()).collect();
+        builds.sort();
+        builds.dedup();
+        builds
+            .into_iter()
+            .map(|build| {
+                let of = |s: Status| {
+                    self.probes
+                        .iter()
+                        .filter(|p| p.build.as_deref() == build && p.status == s)
+                        .count()
+                };
+                let total = self.probes.iter().filter(|p| p.build.as_deref() == build).count();
+                let name = build.map_or("unstamped (the newest recorded build)".to_string(), |b| {
+                    format!("build {b}")
+                });
+                let mut line = format!(
+                    "{name}: {total} probes — {} identical / {} differ / {} accepted",
+                    of(Status::Identical),
+                    of(Status::Differs),
+                    of(Status::Accepted)
+                );
+                for (status, word) in [(Status::Error, "errors"), (Status::Unrecorded, "unrecorded")] {
+                    if of(status) > 0 {
+                        line.push_str(&format!(" / {} {word}", of(status)));
+                    }
+                }
+                line
+            })
+            .collect()
+    }
+
     /// `<n> probes: <a> identical, … unrecorded` (the page adds a period).
     pub fn counts(&self) -> String {
         format!(
@@ -271,6 +313,12 @@ pub fn terminal(rep: &Report, verbose: bool) -> String {
         probe_lines(&mut o, p, verbose);
     }
     let _ = writeln!(o, "\n{}", rep.counts());
+    // Per build only when the run had more than one (a row that repeats
+    // the counts says nothing).
+    let builds = rep.by_build();
+    for line in builds.iter().filter(|_| builds.len() > 1) {
+        let _ = writeln!(o, "  {line}");
+    }
     if rep.derived.transcripts > 0 {
         let _ = writeln!(o, "{}", rep.derived.line());
         for k in &rep.derived.resolved_pending {
@@ -405,6 +453,30 @@ mod tests {
             probes,
             slow_fails: false,
         }
+    }
+
+    #[test]
+    fn one_line_per_build_with_its_verdicts() {
+        let stamped = |name: &str, status: Status, build: &str| ProbeResult {
+            build: Some(build.to_string()),
+            ..result(name, status)
+        };
+        let rep = report(vec![
+            result("a", Status::Identical),
+            stamped("b", Status::Differs, "89cb6289"),
+            stamped("c", Status::Accepted, "89cb6289"),
+            stamped("d", Status::Identical, "f6010b97"),
+            stamped("e", Status::Error, "f6010b97"),
+        ]);
+        assert_eq!(
+            rep.by_build(),
+            [
+                "unstamped (the newest recorded build): 1 probes — 1 identical / 0 differ / 0 accepted",
+                "build 89cb6289: 2 probes — 0 identical / 1 differ / 1 accepted",
+                "build f6010b97: 2 probes — 1 identical / 0 differ / 0 accepted / 1 errors",
+            ]
+        );
+        assert!(terminal(&rep, false).contains("\n  build 89cb6289: 2 probes"));
     }
 
     /// The start tag of the section with this id.
