@@ -82,7 +82,10 @@ fn resolved_features(target: &str, offline: bool, selection: &[&str]) -> BTreeMa
 fn differing_features(target: &str, offline: bool) -> Vec<String> {
     let alone = resolved_features(target, offline, &["-p", "remora"]);
     let workspace = resolved_features(target, offline, &["--workspace"]);
-    assert!(alone.len() > 20, "cargo tree --target {target} listed too little: {alone:?}");
+    assert!(
+        alone.len() > 20,
+        "cargo tree --target {target} listed too little: {alone:?}"
+    );
     // Every feature set remora's own build resolves must be one the
     // workspace build resolves too (the workspace may add a host-side set
     // for a build script of the harness's).

@@ -246,7 +246,7 @@ mod tests {
     }
 
     fn reply(line: &str) -> String {
-        match check(line.as_bytes(), TOKEN) {
+        match check(line.as_bytes(), TOKEN, crate::protocol::build::NEWEST) {
             Checked::Valid(r) => format!("valid {} {:?}", r.method, r.params),
             Checked::Rejected { id, error, .. } => String::from_utf8(error_line(&id, &error)).unwrap(),
         }
@@ -342,7 +342,7 @@ mod tests {
         let got = reply("{\"jsonrpc\":\"1\",\"id\":\"\u{fffd}\",\"auth\":\"tok\"}");
         assert!(got.contains("\"id\":\"\u{fffd}\""));
         let raw = b"{\"jsonrpc\":\"1\",\"id\":\"a\xffb\",\"auth\":\"tok\"}";
-        let Checked::Rejected { id, .. } = check(raw, TOKEN) else {
+        let Checked::Rejected { id, .. } = check(raw, TOKEN, crate::protocol::build::NEWEST) else {
             panic!()
         };
         assert_eq!(id, Value::String("a\u{fffd}b".into()));

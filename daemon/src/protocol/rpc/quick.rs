@@ -294,7 +294,7 @@ mod tests {
 
     /// What the full path answers for a ping line, if it is a valid ping.
     fn full(line: &str) -> Option<Vec<u8>> {
-        match check(line.as_bytes(), TOKEN) {
+        match check(line.as_bytes(), TOKEN, crate::protocol::build::NEWEST) {
             Checked::Valid(r) if r.method.to_string() == "server.ping" => {
                 Some(success_line(&r.id, br#"{"pong":true}"#))
             }
@@ -362,7 +362,7 @@ mod tests {
     /// back, and for `process.stdin` the params through the params gate.
     fn full_binding(line: &[u8]) -> Option<(Vec<u8>, Option<crate::protocol::params::ProcessParams>)> {
         use crate::protocol::method::{Method, ProcessMethod, ServerMethod};
-        let Checked::Valid(r) = check(line, TOKEN) else {
+        let Checked::Valid(r) = check(line, TOKEN, crate::protocol::build::NEWEST) else {
             return None;
         };
         let mut id = Vec::new();
