@@ -85,14 +85,20 @@ pub(crate) enum Resolution {
 /// daemon) when [`SETTINGS_DIR_ENV`] is set but the system folder holds
 /// this host's policy.
 pub(crate) fn settings_dir() -> (PathBuf, Option<String>) {
-    let system = PathBuf::from(SYSTEM_DIR);
-    let asked = std::env::var_os(SETTINGS_DIR_ENV).filter(|v| !v.is_empty());
-    let Some(asked) = asked else {
-        return (system, None);
+    choose_dir(Path::new(SYSTEM_DIR), std::env::var_os(SETTINGS_DIR_ENV))
+}
+
+/// [`settings_dir`] with the system folder and the variable's value given.
+fn choose_dir(system: &Path, asked: Option<OsString>) -> (PathBuf, Option<String>) {
+    let Some(asked) = asked.filter(|v| !v.is_empty()) else {
+        return (system.to_path_buf(), None);
     };
-    if holds_policy(&system) {
-        let note = format!("[launcher] {SETTINGS_DIR_ENV} ignored: {SYSTEM_DIR} holds this host's policy");
-        return (system, Some(note));
+    if holds_policy(system) {
+        let note = format!(
+            "[launcher] {SETTINGS_DIR_ENV} ignored: {} holds this host's policy",
+            display(system)
+        );
+        return (system.to_path_buf(), Some(note));
     }
     (PathBuf::from(asked), None)
 }

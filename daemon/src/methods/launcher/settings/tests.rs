@@ -169,3 +169,25 @@ fn wire_shapes_keep_the_recorded_member_order() {
         r#"{"status":"unreadable","reason":"r","path":"/p"}"#
     );
 }
+
+#[test]
+fn the_override_applies_only_while_the_system_folder_holds_no_policy() {
+    let system = tempfile::tempdir().unwrap();
+    let sys = system.path();
+    let asked = Some(OsString::from("/tmp/elsewhere"));
+    assert_eq!(choose_dir(sys, None), (sys.to_path_buf(), None));
+    assert_eq!(choose_dir(sys, Some(OsString::new())), (sys.to_path_buf(), None));
+    assert_eq!(choose_dir(sys, asked.clone()), (PathBuf::from("/tmp/elsewhere"), None));
+    // A drop-in folder without a drop-in holds no policy.
+    write(&sys.join(DROP_IN_DIR).join(".hidden.json"), "{}");
+    assert_eq!(choose_dir(sys, asked.clone()), (PathBuf::from("/tmp/elsewhere"), None));
+    let note = format!(
+        "[launcher] CLAUDE_SSH_E2E_MANAGED_SETTINGS_DIR ignored: {} holds this host's policy",
+        sys.display()
+    );
+    write(&sys.join(DROP_IN_DIR).join("a.json"), "{}");
+    assert_eq!(choose_dir(sys, asked.clone()), (sys.to_path_buf(), Some(note.clone())));
+    std::fs::remove_file(sys.join(DROP_IN_DIR).join("a.json")).unwrap();
+    write(&sys.join(BASE_FILE), "not even JSON");
+    assert_eq!(choose_dir(sys, asked), (sys.to_path_buf(), Some(note)));
+}
