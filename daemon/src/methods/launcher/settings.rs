@@ -4,7 +4,8 @@
 //! `launcher` param goes through the same argv checks ([`check_argv`]).
 //!
 //! Facts (docs/PROTOCOL.md "launcher.* (added 89cb6289)" in
-//! `schubydoo/claustrum`): the folder is [`SYSTEM_DIR`]; the base file
+//! `schubydoo/claustrum`): the folder is [`SYSTEM_DIR`] (`/etc/claude-code`
+//! on Linux, `/Library/Application Support/ClaudeCode` on macOS); the base file
 //! [`BASE_FILE`] is read first, then the `*.json` drop-ins of [`DROP_IN_DIR`]
 //! in name order; in one file `env.CLAUDE_CODE_PROCESS_WRAPPER` wins over
 //! `processWrapper`, and a later file with a value wins. Every reason text
@@ -21,8 +22,12 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-/// The system folder of the managed settings (Linux).
+/// The system folder of the managed settings.
+#[cfg(not(target_os = "macos"))]
 pub(crate) const SYSTEM_DIR: &str = "/etc/claude-code";
+/// The system folder of the managed settings.
+#[cfg(target_os = "macos")]
+pub(crate) const SYSTEM_DIR: &str = "/Library/Application Support/ClaudeCode";
 /// The base settings file, in the folder.
 pub(crate) const BASE_FILE: &str = "managed-settings.json";
 /// The drop-in folder, in the folder.
