@@ -11,10 +11,9 @@ use std::io::Write;
 
 #[test]
 fn server_methods_reply_byte_exact() {
-    // Stamped as f6010b97, whose frame this is (every build's frame:
+    // Unstamped: the newest recorded build (every build's frame:
     // build_profiles.rs).
-    let stamp = format!("{:0<40}", "f6010b97");
-    let d = TestDaemon::start_with(&["-reference-build", &stamp], &[]);
+    let d = TestDaemon::start();
     let mut c = d.connect();
     assert_eq!(
         c.call(1, "server.ping", "{}"),
@@ -29,8 +28,9 @@ fn server_methods_reply_byte_exact() {
         err("2", -32601, "Unknown method: server.version")
     );
     let caps = c.call(3, "server.capabilities", "{}");
-    let methods = r#""methods":["server.ping","server.capabilities","server.shutdown","files.list","files.validate","files.stat","files.read","files.extract_tar","git.info","git.status","git.list_branches","git.worktree_create","git.worktree_remove","process.spawn","process.stdin","process.kill","process.killAndWait","process.reattach","plugins.prune"],"instanceId":""#;
-    let features = r#","features":["process.stdin.offset","git.status.baseRepo","git.worktree_create.timeoutMs","git.worktree_create.existingBranch","process.spawn.shellAgentSocket","server.instance_id"]}}"#;
+    let methods = r#""methods":["server.ping","server.capabilities","server.shutdown","files.list","files.validate","files.stat","files.read","files.extract_tar","git.info","git.status","git.list_branches","git.worktree_create","git.worktree_remove","launcher.resolve","process.spawn","process.stdin","process.kill","process.killAndWait","process.reattach","plugins.prune"],"instanceId":""#;
+    // Unstamped: the newest recorded build (5fd08069), `peerCheck` last.
+    let features = r#","features":["process.stdin.offset","files.extract_tar.execBit","git.status.baseRepo","git.info.discovered_root","git.worktree_create.timeoutMs","git.worktree_create.existingBranch","git.worktree_remove.unpushedGuard","process.spawn.shellAgentSocket","launcher.managed","server.peer_check","server.instance_id"],"peerCheck":"off"}}"#;
     assert!(
         caps.starts_with(r#"{"jsonrpc":"2.0","id":3,"result":{"version":""#),
         "{caps}"

@@ -5,6 +5,7 @@
 
 pub(crate) mod files;
 pub(crate) mod git;
+pub(crate) mod launcher;
 pub(crate) mod plugins;
 pub(crate) mod process;
 pub(crate) mod server;

@@ -6,6 +6,7 @@
 //! fields are `omitempty` in Go, hence `skip_serializing_if`.
 
 use super::{Follow, Outcome};
+use crate::methods::launcher::LauncherParam;
 use crate::process::{KilledBy, ProcessManager, SpawnError, SpawnSpec, StdinResult, Termination};
 use crate::protocol::method::ProcessMethod;
 use crate::protocol::metrics::Metrics;
@@ -96,14 +97,20 @@ struct ReattachReply {
     start_time: Option<f64>,
 }
 
+/// A `process.*` request's managed-launcher part: `None` for builds
+/// without [`crate::protocol::build::Switch::ManagedLauncher`] (the
+/// `launcher` param is then an unknown key), else the bound param.
+pub(crate) type Managed = Option<LauncherParam>;
+
 pub(crate) async fn handle(
     method: ProcessMethod,
     params: ProcessParams,
+    managed: Managed,
     processes: &ProcessManager,
     metrics: &Metrics,
 ) -> Outcome {
     match method {
-        ProcessMethod::Spawn => spawn(params, processes).await,
+        ProcessMethod::Spawn => spawn(params, managed, processes).await,
         ProcessMethod::Stdin => match stdin(params.stdin(), processes, metrics) {
             Ok(ack) => {
                 let mut result = Vec::with_capacity(48);
@@ -118,12 +125,23 @@ pub(crate) async fn handle(
     }
 }
 
-async fn spawn(p: ProcessParams, processes: &ProcessManager) -> Outcome {
+async fn spawn(p: ProcessParams, managed: Managed, processes: &ProcessManager) -> Outcome {
     if p.id.is_empty() {
         return Outcome::invalid_params(MSG_ID_REQUIRED);
     }
     if p.command.is_empty() {
         return Outcome::invalid_params(MSG_COMMAND_REQUIRED);
+    }
+    let launcher = managed.as_ref().and_then(|m| m.launcher.as_deref());
+    if let Some(launcher) = launcher {
+        if let Err(error) = crate::methods::launcher::check_spawn_launcher(launcher, &p.command) {
+            crate::log_warn!(
+                "[process.Manager] Failed to start process {}: {}",
+                crate::base::logging::Untrusted(&p.id),
+                crate::base::logging::Untrusted(&error.message)
+            );
+            return Outcome::Error(error);
+        }
     }
     if processes.is_shutting_down() {
         // Teardown may already have run: a child started now would leak.
@@ -136,10 +154,15 @@ async fn spawn(p: ProcessParams, processes: &ProcessManager) -> Outcome {
         cwd: &p.cwd,
         env: &p.env.0,
         no_agent_socket: p.disable_shell_agent_socket,
+        launcher,
+        strip_launcher_env: managed.is_some(),
     };
     let process = match processes.spawn(&spec).await {
         Ok(process) => process,
         Err(SpawnError::Failed(message)) => return Outcome::internal(message),
+        Err(SpawnError::Launcher(message)) => {
+            return Outcome::Error(RpcError::new(crate::methods::launcher::LAUNCHER_NOT_STARTED, message))
+        }
         Err(SpawnError::ShuttingDown) => return Outcome::NoReply,
     };
     let result = SpawnResult {

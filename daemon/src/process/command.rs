@@ -141,6 +141,23 @@ fn is_executable(path: &Path) -> bool {
     unsafe { libc::faccessat(libc::AT_FDCWD, c_path.as_ptr(), libc::X_OK, libc::AT_EACCESS) == 0 }
 }
 
+/// Whether exec could run `path`, as `execve` would judge it: the error it
+/// would give for a missing path, a directory or other non-regular file
+/// (`EACCES`), or a file without execute permission. For a command run
+/// through a managed launcher, which the daemon does not exec itself.
+pub(crate) fn exec_check(path: &str) -> std::io::Result<()> {
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() {
+        return Err(std::io::Error::from_raw_os_error(libc::EACCES));
+    }
+    let c_path = std::ffi::CString::new(path).map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: plain syscall on a NUL-terminated path.
+    if unsafe { libc::faccessat(libc::AT_FDCWD, c_path.as_ptr(), libc::X_OK, libc::AT_EACCESS) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// The reference's check of a spawn's working directory (see the module
 /// doc). An empty `cwd` means the daemon's own and is not checked.
 pub(crate) fn check_cwd(cwd: &str) -> Result<(), String> {

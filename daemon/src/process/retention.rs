@@ -223,6 +223,8 @@ mod tests {
                 cwd: "",
                 env: &[],
                 no_agent_socket: true,
+                launcher: None,
+                strip_launcher_env: false,
             };
             let p = processes.spawn(&spec).await.unwrap();
             // Exited, and its output on disk.

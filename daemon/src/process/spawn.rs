@@ -30,9 +30,15 @@ pub(crate) enum SpawnError {
     Failed(String),
     /// Shutdown began while the spawn waited (to supersede): no reply.
     ShuttingDown,
+    /// The managed launcher did not start: the wire message for -32005.
+    Launcher(String),
 }
 
+/// Words the wire message of a failed exec of `program`.
+type ExecError = fn(&str, &std::io::Error) -> String;
+
 /// What `process.spawn` asks for.
+#[derive(Clone, Copy)]
 pub(crate) struct SpawnSpec<'a> {
     pub id: &'a str,
     pub command: &'a str,
@@ -41,6 +47,14 @@ pub(crate) struct SpawnSpec<'a> {
     pub env: &'a [(String, String)],
     /// Skip the SSH agent hand-off ([`crate::agent::agentsock`]).
     pub no_agent_socket: bool,
+    /// Run the command through this managed launcher (build 89cb6289's
+    /// `launcher` param, already checked by the handler): the child is
+    /// `<launcher...> <command> <args...>`.
+    pub launcher: Option<&'a [String]>,
+    /// The child loses the managed launcher's variables
+    /// ([`crate::methods::launcher::settings::STRIPPED_ENV`]), and with a
+    /// launcher also `CLAUDE_CODE_PROCESS_WRAPPER`.
+    pub strip_launcher_env: bool,
 }
 
 /// A new child's pipes, as registered with the tokio reactor.
@@ -64,6 +78,11 @@ impl ProcessManager {
         // The request's entries named as the child will read them.
         let requested: Vec<(String, String)> = spec.env.iter().map(|(k, v)| command::go_entry(k, v)).collect();
         let mut env = command::merged_env(self.login_path.get().map(String::as_str), &requested);
+        if spec.strip_launcher_env {
+            use crate::methods::launcher::settings::{STRIPPED_ENV, WRAPPER_ENV};
+            let with_launcher = spec.launcher.is_some();
+            env.retain(|(k, _)| !(STRIPPED_ENV.iter().any(|s| k == s) || with_launcher && k == WRAPPER_ENV));
+        }
         // An agent socket the daemon itself inherited (say from an SSH
         // session with forwarding, long gone) is checked like the login
         // shell's before a child gets it: its path may since have been
@@ -91,9 +110,40 @@ impl ProcessManager {
             // Go 1.20), after the lookup and without the fork/exec prefix.
             return Err(SpawnError::Failed(command::ENV_NUL.to_string()));
         }
+        // With a launcher the child is `<launcher...> <command> <args...>`:
+        // the command is checked as exec would, then the launcher runs.
+        let launched: Vec<String>;
+        let (run, program, exec_error, failed): (SpawnSpec<'_>, String, ExecError, fn(String) -> SpawnError) =
+            match spec.launcher {
+                None => (*spec, program, command::fork_exec_error, SpawnError::Failed),
+                Some(launcher) => {
+                    command::exec_check(&program)
+                        .map_err(|e| SpawnError::Failed(command::fork_exec_error(&program, &e)))?;
+                    let (first, rest) = launcher.split_first().ok_or_else(|| {
+                        SpawnError::Failed(crate::methods::launcher::settings::NO_LAUNCHER.to_string())
+                    })?;
+                    launched = rest
+                        .iter()
+                        .chain(std::iter::once(&spec.command.to_string()))
+                        .chain(spec.args)
+                        .cloned()
+                        .collect();
+                    let run = SpawnSpec {
+                        command: first,
+                        args: &launched,
+                        ..*spec
+                    };
+                    (
+                        run,
+                        first.clone(),
+                        crate::methods::launcher::not_started,
+                        SpawnError::Launcher,
+                    )
+                }
+            };
         let key = session::key_of(spec.args);
         let Some(key) = key else {
-            return self.start(spec, &program, env, None).map_err(SpawnError::Failed);
+            return self.start(&run, &program, env, None, exec_error).map_err(failed);
         };
         let _serial = self.sessions.lock(&key).await;
         self.supersede(&key, spec.id).await;
@@ -101,7 +151,7 @@ impl ProcessManager {
             // Teardown may already have run: a child started now would leak.
             return Err(SpawnError::ShuttingDown);
         }
-        self.start(spec, &program, env, Some(key)).map_err(SpawnError::Failed)
+        self.start(&run, &program, env, Some(key), exec_error).map_err(failed)
     }
 
     /// Terminates every running process of session `key` other than `id`
@@ -131,8 +181,9 @@ impl ProcessManager {
         program: &str,
         env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
         session: Option<String>,
+        exec_error: ExecError,
     ) -> Result<Arc<ManagedProcess>, String> {
-        let mut child = launch(spec, program, env)?;
+        let mut child = launch(spec, program, env, exec_error)?;
         let start_time = epoch_seconds();
         let pid = i32::try_from(child.id()).unwrap_or(0);
         crate::rundir::childrec::record(pid, spec.command);
@@ -332,11 +383,12 @@ fn launch(
     spec: &SpawnSpec<'_>,
     program: &str,
     env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    exec_error: ExecError,
 ) -> Result<std::process::Child, String> {
     let direct = |env: &[(std::ffi::OsString, std::ffi::OsString)]| {
         child_command(spec, program, env, None)
             .spawn()
-            .map_err(|e| command::fork_exec_error(program, &e))
+            .map_err(|e| exec_error(program, &e))
     };
     if !crate::agent::trampoline::enabled() {
         return direct(&env);
@@ -363,10 +415,7 @@ fn launch(
         Some(errno) => {
             // The trampoline exits right after its report.
             let _ = child.wait();
-            Err(command::fork_exec_error(
-                program,
-                &std::io::Error::from_raw_os_error(errno),
-            ))
+            Err(exec_error(program, &std::io::Error::from_raw_os_error(errno)))
         }
     }
 }

@@ -29,6 +29,8 @@ fn spec<'a>(id: &'a str, command: &'a str, args: &'a [String]) -> SpawnSpec<'a> 
         env: &[],
         // No login shell run from unit tests.
         no_agent_socket: true,
+        launcher: None,
+        strip_launcher_env: false,
     }
 }
 

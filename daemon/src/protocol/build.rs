@@ -12,7 +12,7 @@
 //! row's id serves that row; no stamp, or a stamp no row records, serves
 //! the newest row ([`NEWEST`]), and the caller logs which.
 
-use crate::protocol::method::{Method, PluginsMethod, ALL};
+use crate::protocol::method::{LauncherMethod, Method, PluginsMethod, ALL};
 
 /// A behaviour that differs between reference builds. Every one is served
 /// only to the builds whose row lists it.
@@ -36,16 +36,21 @@ pub enum Switch {
     /// and say `"branchKept":true` when they keep it (feature
     /// `git.worktree_remove.unpushedGuard`).
     UnpushedGuard,
+    /// The managed launcher: `launcher.resolve`, `process.spawn`'s
+    /// `launcher` param, and every child loses
+    /// `CLAUDE_SSH_MANAGED_LAUNCHER` and `CLAUDE_SSH_E2E_MANAGED_SETTINGS_DIR`.
+    ManagedLauncher,
 }
 
 impl Switch {
     /// Every switch, for the table test.
-    pub const ALL: [Switch; 5] = [
+    pub const ALL: [Switch; 6] = [
         Switch::BannerIds,
         Switch::DefaultCliDir,
         Switch::PeerCheck,
         Switch::TarExecBit,
         Switch::UnpushedGuard,
+        Switch::ManagedLauncher,
     ];
 
     /// Where the behaviour and the builds that have it are recorded
@@ -57,6 +62,7 @@ impl Switch {
             Switch::PeerCheck => "docs/PROTOCOL.md, \"server.*\"; .changeset/capabilities-peer-check.md; docs/DIVERGENCES.md D25",
             Switch::TarExecBit => "docs/record/files-extract-tar.md (every table gives 5fd08069 beside 89cb6289); .changeset/extract-tar-exec-bit.md",
             Switch::UnpushedGuard => "docs/PROTOCOL.md, \"The branch step\" and \"git.worktree_remove\"; docs/protocol/git-worktree-create-evidence.md (\"Evidence: `branchKept` rows\")",
+            Switch::ManagedLauncher => "docs/PROTOCOL.md, \"launcher.* (added 89cb6289)\"; .changeset/managed-launcher.md",
         }
     }
 }
@@ -86,13 +92,17 @@ pub const NOT_SERVED: &[(&str, &str)] = &[(
 const PEER_CHECK: &str = "server.peer_check";
 const GUARD: &str = "git.worktree_remove.unpushedGuard";
 
+/// `launcher.resolve`, which builds before 89cb6289 lack (they answer
+/// `-32601 Unknown namespace: launcher`).
+const RESOLVE: Method = Method::Launcher(LauncherMethod::Resolve);
+
 /// Every recorded build remora can answer as, oldest first; the last is
 /// [`NEWEST`]. Feature lists: docs/PROTOCOL.md "server.*" of each era and
 /// `testdata/socket_responses.golden.json` (19f30c46/90fca6e6).
 pub const BUILDS: &[Build] = &[
     Build {
         id: "4534d86",
-        lacks: &[Method::Plugins(PluginsMethod::Prune)],
+        lacks: &[Method::Plugins(PluginsMethod::Prune), RESOLVE],
         features: &[
             "process.stdin.offset",
             "git.status.baseRepo",
@@ -103,7 +113,7 @@ pub const BUILDS: &[Build] = &[
     },
     Build {
         id: "19f30c46",
-        lacks: &[],
+        lacks: &[RESOLVE],
         features: &[
             "process.stdin.offset",
             "git.status.baseRepo",
@@ -115,7 +125,7 @@ pub const BUILDS: &[Build] = &[
     },
     Build {
         id: "90fca6e6",
-        lacks: &[],
+        lacks: &[RESOLVE],
         features: &[
             "process.stdin.offset",
             "git.status.baseRepo",
@@ -127,7 +137,7 @@ pub const BUILDS: &[Build] = &[
     },
     Build {
         id: "f6010b97",
-        lacks: &[],
+        lacks: &[RESOLVE],
         features: &[
             "process.stdin.offset",
             "git.status.baseRepo",
@@ -149,9 +159,15 @@ pub const BUILDS: &[Build] = &[
             "git.worktree_create.existingBranch",
             GUARD,
             "process.spawn.shellAgentSocket",
+            "launcher.managed",
             "server.instance_id",
         ],
-        switches: &[Switch::BannerIds, Switch::DefaultCliDir, Switch::UnpushedGuard],
+        switches: &[
+            Switch::BannerIds,
+            Switch::DefaultCliDir,
+            Switch::UnpushedGuard,
+            Switch::ManagedLauncher,
+        ],
     },
     Build {
         id: "5fd08069",
@@ -165,6 +181,7 @@ pub const BUILDS: &[Build] = &[
             "git.worktree_create.existingBranch",
             GUARD,
             "process.spawn.shellAgentSocket",
+            "launcher.managed",
             PEER_CHECK,
             "server.instance_id",
         ],
@@ -174,6 +191,7 @@ pub const BUILDS: &[Build] = &[
             Switch::PeerCheck,
             Switch::TarExecBit,
             Switch::UnpushedGuard,
+            Switch::ManagedLauncher,
         ],
     },
 ];
@@ -280,5 +298,18 @@ mod tests {
         let (old, _) = Build::for_stamp(&"4534d86".repeat(6)[..40]);
         assert_eq!(old.methods().count(), 18);
         assert_eq!(old.resolve("plugins.prune"), Err("Unknown namespace: plugins".into()));
+        assert_eq!(
+            old.resolve("launcher.resolve"),
+            Err("Unknown namespace: launcher".into())
+        );
+        assert_eq!(
+            newest.resolve("launcher.nope"),
+            Err("Unknown method: launcher.nope".into())
+        );
+        for b in BUILDS {
+            let managed = b.has(Switch::ManagedLauncher);
+            assert_eq!(b.serves(RESOLVE), managed, "{}", b.id);
+            assert_eq!(b.features.contains(&"launcher.managed"), managed, "{}", b.id);
+        }
     }
 }

@@ -73,6 +73,14 @@ namespace_methods! {
 }
 
 namespace_methods! {
+    /// `launcher.*` (build 89cb6289's managed launcher): params bound by
+    /// the handler ([`crate::methods::launcher`]).
+    LauncherMethod {
+        Resolve => "launcher.resolve",
+    }
+}
+
+namespace_methods! {
     /// `process.*`: params bound as [`crate::protocol::params::ProcessParams`].
     ProcessMethod {
         Spawn => "process.spawn",
@@ -97,6 +105,7 @@ pub enum Method {
     Server(ServerMethod),
     Files(FilesMethod),
     Git(GitMethod),
+    Launcher(LauncherMethod),
     Process(ProcessMethod),
     Plugins(PluginsMethod),
 }
@@ -105,6 +114,7 @@ pub enum Method {
 pub const COUNT: usize = ServerMethod::ALL.len()
     + FilesMethod::ALL.len()
     + GitMethod::ALL.len()
+    + LauncherMethod::ALL.len()
     + ProcessMethod::ALL.len()
     + PluginsMethod::ALL.len();
 
@@ -128,6 +138,12 @@ pub const ALL: [Method; COUNT] = {
     j = 0;
     while j < GitMethod::ALL.len() {
         all[i] = Method::Git(GitMethod::ALL[j]);
+        i += 1;
+        j += 1;
+    }
+    j = 0;
+    while j < LauncherMethod::ALL.len() {
+        all[i] = Method::Launcher(LauncherMethod::ALL[j]);
         i += 1;
         j += 1;
     }
@@ -164,6 +180,7 @@ impl Method {
             Method::Server(m) => m.name(),
             Method::Files(m) => m.name(),
             Method::Git(m) => m.name(),
+            Method::Launcher(m) => m.name(),
             Method::Process(m) => m.name(),
             Method::Plugins(m) => m.name(),
         }
@@ -173,12 +190,14 @@ impl Method {
     pub const fn index(self) -> usize {
         const FILES: usize = ServerMethod::ALL.len();
         const GIT: usize = FILES + FilesMethod::ALL.len();
-        const PROCESS: usize = GIT + GitMethod::ALL.len();
+        const LAUNCHER: usize = GIT + GitMethod::ALL.len();
+        const PROCESS: usize = LAUNCHER + LauncherMethod::ALL.len();
         const PLUGINS: usize = PROCESS + ProcessMethod::ALL.len();
         match self {
             Method::Server(m) => m as usize,
             Method::Files(m) => FILES + m as usize,
             Method::Git(m) => GIT + m as usize,
+            Method::Launcher(m) => LAUNCHER + m as usize,
             Method::Process(m) => PROCESS + m as usize,
             Method::Plugins(m) => PLUGINS + m as usize,
         }
@@ -241,6 +260,7 @@ mod tests {
                 "git.list_branches",
                 "git.worktree_create",
                 "git.worktree_remove",
+                "launcher.resolve",
                 "process.spawn",
                 "process.stdin",
                 "process.kill",
@@ -261,6 +281,7 @@ mod tests {
                 Method::Server(_) => "server.",
                 Method::Files(_) => "files.",
                 Method::Git(_) => "git.",
+                Method::Launcher(_) => "launcher.",
                 Method::Process(_) => "process.",
                 Method::Plugins(_) => "plugins.",
             };

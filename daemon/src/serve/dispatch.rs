@@ -19,13 +19,15 @@
 //!
 //! The params gate is the one place that decides `-32602 Invalid params`
 //! for absent or mistyped params: it runs after method resolution, only for
-//! the files/git/process namespaces; `server.*` ignores params entirely, and
+//! the files/git/launcher/process namespaces; `server.*` ignores params entirely, and
 //! `plugins.*` binds its own (its -32602 carries the decoder's detail).
 
 use crate::base::gojson::Value;
 use crate::base::logging::Quota;
+use crate::methods::launcher::{LauncherParam, LauncherParams};
 use crate::methods::process::{StdinAck, StdinError, StdinRefusal};
 use crate::methods::{self, Follow, Outcome};
+use crate::protocol::build::Switch;
 use crate::protocol::method::{Method, ProcessMethod, ServerMethod};
 use crate::protocol::metrics;
 use crate::protocol::params::{GitParams, HomeExpansion, PathParams, ProcessParams};
@@ -423,13 +425,29 @@ async fn dispatch(request: &Request, daemon: &Daemon, handlers: Handlers) -> Out
                 Err(outcome) => outcome,
             }
         }
+        Method::Launcher(method) => match bind_params(&request.params, LauncherParams::from_go_value) {
+            Ok(params) if effects => methods::launcher::handle(method, params, &daemon.launcher_log),
+            Ok(_) => Outcome::Result(b"{}".to_vec()),
+            Err(outcome) => outcome,
+        },
         Method::Process(method) => {
-            match bind_params(&request.params, ProcessParams::from_go_value).map(HomeExpansion::expand_home) {
+            let bound = bind_params(&request.params, ProcessParams::from_go_value).and_then(|params| {
+                // The `launcher` param exists only for builds with the
+                // managed launcher; elsewhere it is an unknown key.
+                let managed = if daemon.options.build.has(Switch::ManagedLauncher) {
+                    Some(bind_params(&request.params, LauncherParam::from_go_value)?)
+                } else {
+                    None
+                };
+                Ok((params.expand_home(), managed))
+            });
+            match bound {
                 Ok(_) if !effects => Outcome::Result(b"{}".to_vec()),
-                Ok(params) => {
+                Ok((params, managed)) => {
                     Box::pin(methods::process::handle(
                         method,
                         params,
+                        managed,
                         &daemon.processes,
                         &daemon.metrics,
                     ))

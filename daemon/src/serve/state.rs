@@ -66,6 +66,8 @@ pub(crate) struct Daemon {
     pub replay: Arc<ReplayStore>,
     /// The connection cap and the bounds on connections without the token.
     pub admission: Arc<Admission>,
+    /// What `launcher.resolve` remembers for its log lines.
+    pub launcher_log: crate::methods::launcher::LauncherLog,
 }
 
 impl Daemon {
@@ -91,6 +93,7 @@ impl Daemon {
             processes,
             replay,
             admission: Admission::from_fd_limit(options.auth_grace),
+            launcher_log: Default::default(),
             options,
         })
     }

@@ -57,6 +57,10 @@ pub(super) fn params(r: &mut Rng, method: &str) -> Option<Vec<Member>> {
                 sensitive("worktreePath", field(r, w)),
             ]
         }
+        Method::Launcher(_) => {
+            let good = path(r);
+            vec![Member::new("cliPath", field(r, good))]
+        }
         Method::Process(p) => process(r, p),
         Method::Plugins(PluginsMethod::Prune) => prune(r),
     };
