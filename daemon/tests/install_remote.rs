@@ -555,7 +555,8 @@ fn desktop_install_and_restore_over_a_real_sshd() {
         return;
     };
     let arch = std::env::consts::ARCH;
-    let sha = "f6010b97".repeat(5);
+    // The build Desktop deploys now: remora answers as its record says.
+    let sha = "89cb6289".repeat(5);
     let srv = account.home.join(".claude/remote/srv").join(&sha);
     std::fs::create_dir_all(&srv).unwrap();
     let reference = format!("#!/bin/sh\necho \"claude-ssh {sha} (built 2026-09-24T00:00:00Z)\"\n");
@@ -617,9 +618,16 @@ fn desktop_install_and_restore_over_a_real_sshd() {
         }
     }
     let daemon_guard = StopOnDrop(&server, stop.clone());
-    // Stamped as the pinned build: the reference's wording.
-    assert!(String::from_utf8_lossy(&out.stdout).starts_with("Claude remote server listening on "));
-    ping_and_spawn_through(&server, &format!("{server_path} --bridge --socket {run}/rpc.sock"));
+    // Stamped as the pinned build: the reference's wording, and 89cb6289
+    // ends it with the daemon's pid and instance.
+    let banner = String::from_utf8_lossy(&out.stdout).into_owned();
+    let socket = account.home.join(".claude/remote/run/0a1b2c3d/rpc.sock");
+    let prefix = format!("Claude remote server listening on {} (pid ", socket.display());
+    assert!(banner.starts_with(&prefix), "{banner}");
+    assert!(banner.contains(", instance ") && banner.ends_with(")\n"), "{banner}");
+    let bridge = format!("{server_path} --bridge --socket {run}/rpc.sock");
+    ping_and_spawn_through(&server, &bridge);
+    answers_as_89cb6289(&server, &bridge, &account.home);
 
     // A CLI into the client's cli-dir, from an uploaded zstd blob.
     let cli = b"#!/bin/sh\necho \"2.1.300 (Claude Code)\"\n";
@@ -631,8 +639,9 @@ fn desktop_install_and_restore_over_a_real_sshd() {
         .unwrap();
     upload.stdin.take().unwrap().write_all(&blob).unwrap();
     assert!(upload.wait().unwrap().success(), "upload failed");
+    // 89cb6289 installs into ~/.claude/remote/ccd-cli without --cli-dir.
     let out = run_ok(&mut server.ssh(&format!(
-        "{server_path} --install --cli-dir ~/.claude/remote/ccd-cli --cli-version 2.1.300 --cli-zst ~/.claude/remote/cli.zst"
+        "{server_path} --install --cli-version 2.1.300 --cli-zst ~/.claude/remote/cli.zst"
     )));
     let facts = String::from_utf8_lossy(&out.stdout);
     let cli_path = account.home.join(".claude/remote/ccd-cli/2.1.300");
@@ -657,6 +666,71 @@ fn desktop_install_and_restore_over_a_real_sshd() {
     assert!(!srv.join("remora.conf").exists());
     let version = String::from_utf8(run_ok(&mut server.ssh(&format!("{server_path} --version"))).stdout).unwrap();
     assert_eq!(version, format!("claude-ssh {sha} (built 2026-09-24T00:00:00Z)\n"));
+}
+
+/// 89cb6289's surface through `bridge_command` over ssh, as the records
+/// give it: `launcher.resolve` with no managed settings, a spawn through a
+/// launcher, and a worktree remove that keeps a branch with unpushed work.
+fn answers_as_89cb6289(server: &Sshd, bridge_command: &str, home: &std::path::Path) {
+    let repo = home.join("project");
+    let wt = repo.join(".claude/worktrees/wt");
+    let git = "git -c user.email=t@example.com -c user.name=t -c init.defaultBranch=main";
+    run_ok(&mut server.ssh(&format!(
+        "{git} init -q ~/project && cd ~/project && {git} commit -q --allow-empty -m init && \
+         {git} worktree add -q -b wt .claude/worktrees/wt && cd .claude/worktrees/wt && \
+         {git} commit -q --allow-empty -m unpushed"
+    )));
+    let mut bridge = server
+        .ssh(bridge_command)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut to_bridge = bridge.stdin.take().unwrap();
+    let from_bridge = bridge.stdout.take().unwrap();
+    let (line_tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(from_bridge).lines().map_while(Result::ok) {
+            if line_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let request = |id: u32, method: &str, params: &str| {
+        format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params},"auth":"{TOKEN}"}}"#)
+    };
+    // The reply to `id`, skipping stream frames.
+    let reply = |id: u32| loop {
+        let line = bridge_line(&lines);
+        if line.starts_with(&format!(r#"{{"jsonrpc":"2.0","id":{id},"#)) {
+            return line;
+        }
+    };
+    bridge_send(
+        &mut to_bridge,
+        &request(11, "launcher.resolve", r#"{"cliPath":"/bin/true"}"#),
+    );
+    assert_eq!(reply(11), r#"{"jsonrpc":"2.0","id":11,"result":{"status":"none"}}"#);
+    let spawn = r#"{"id":"wrapped","command":"/bin/echo","args":["hi"],"launcher":["/usr/bin/env"]}"#;
+    bridge_send(&mut to_bridge, &request(12, "process.spawn", spawn));
+    assert!(reply(12).contains(r#""result":"#), "a spawn through a launcher");
+    let remove = format!(
+        r#"{{"baseRepo":"{}","worktreePath":"{}","branchName":"wt"}}"#,
+        repo.display(),
+        wt.display()
+    );
+    bridge_send(&mut to_bridge, &request(13, "git.worktree_remove", &remove));
+    assert_eq!(
+        reply(13),
+        r#"{"jsonrpc":"2.0","id":13,"result":{"success":true,"branchKept":true}}"#
+    );
+    drop(to_bridge);
+    let _ = bridge.wait();
+    let heads = run_ok(&mut server.ssh("git -C ~/project for-each-ref '--format=%(refname:short)' refs/heads/"));
+    assert!(
+        String::from_utf8_lossy(&heads.stdout).lines().any(|h| h == "wt"),
+        "the unpushed branch was deleted"
+    );
 }
 
 /// A ping and a spawn of `echo hi` through `bridge_command` run over ssh.
