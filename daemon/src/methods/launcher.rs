@@ -59,6 +59,22 @@ pub(crate) fn check_spawn_launcher(launcher: &[String], command: &str) -> Result
 }
 
 /// The `-32005` message for a launcher at `path` whose exec failed.
+/// What a spawned child loses: nothing for a build without the managed
+/// launcher; else [`settings::STRIPPED_ENV`], and with a launcher also
+/// [`settings::WRAPPER_ENV`].
+pub(crate) fn stripped_env(managed: bool, with_launcher: bool) -> &'static [&'static str] {
+    const WITH_LAUNCHER: [&str; 3] = [
+        settings::STRIPPED_ENV[0],
+        settings::STRIPPED_ENV[1],
+        settings::WRAPPER_ENV,
+    ];
+    match (managed, with_launcher) {
+        (false, _) => &[],
+        (true, false) => &settings::STRIPPED_ENV,
+        (true, true) => &WITH_LAUNCHER,
+    }
+}
+
 pub(crate) fn not_started(path: &str, err: &std::io::Error) -> String {
     let reason = match err.raw_os_error() {
         // The launcher passed the checks, so it exists: what is missing

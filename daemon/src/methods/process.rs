@@ -7,7 +7,7 @@
 
 use super::{Follow, Outcome};
 use crate::methods::launcher::LauncherParam;
-use crate::process::{KilledBy, ProcessManager, SpawnError, SpawnSpec, StdinResult, Termination};
+use crate::process::{KilledBy, Launcher, ProcessManager, SpawnError, SpawnSpec, StdinResult, Termination};
 use crate::protocol::method::ProcessMethod;
 use crate::protocol::metrics::Metrics;
 use crate::protocol::params::{ProcessParams, StdinParams};
@@ -147,6 +147,15 @@ async fn spawn(p: ProcessParams, managed: Managed, processes: &ProcessManager) -
         // Teardown may already have run: a child started now would leak.
         return Outcome::NoReply;
     }
+    // The launcher's program and its own arguments (the check above
+    // refused an empty one).
+    let launcher = launcher
+        .and_then(|argv| argv.split_first())
+        .map(|(program, args)| Launcher {
+            program,
+            args,
+            not_started: crate::methods::launcher::not_started,
+        });
     let spec = SpawnSpec {
         id: &p.id,
         command: &p.command,
@@ -155,7 +164,7 @@ async fn spawn(p: ProcessParams, managed: Managed, processes: &ProcessManager) -
         env: &p.env.0,
         no_agent_socket: p.disable_shell_agent_socket,
         launcher,
-        strip_launcher_env: managed.is_some(),
+        strip_env: crate::methods::launcher::stripped_env(managed.is_some(), launcher.is_some()),
     };
     let process = match processes.spawn(&spec).await {
         Ok(process) => process,

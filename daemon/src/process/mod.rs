@@ -40,7 +40,7 @@ pub(crate) mod supervise;
 
 pub(crate) use managed::{KilledBy, StdinResult, Termination};
 pub(crate) use registry::{kill_grace_cap_from_env, ProcessManager, Supervision};
-pub(crate) use spawn::{SpawnError, SpawnSpec};
+pub(crate) use spawn::{Launcher, SpawnError, SpawnSpec};
 
 #[cfg(test)]
 mod tests;

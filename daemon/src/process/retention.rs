@@ -224,7 +224,7 @@ mod tests {
                 env: &[],
                 no_agent_socket: true,
                 launcher: None,
-                strip_launcher_env: false,
+                strip_env: &[],
             };
             let p = processes.spawn(&spec).await.unwrap();
             // Exited, and its output on disk.

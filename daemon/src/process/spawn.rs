@@ -35,7 +35,7 @@ pub(crate) enum SpawnError {
 }
 
 /// Words the wire message of a failed exec of `program`.
-type ExecError = fn(&str, &std::io::Error) -> String;
+pub(crate) type ExecError = fn(&str, &std::io::Error) -> String;
 
 /// What `process.spawn` asks for.
 #[derive(Clone, Copy)]
@@ -50,11 +50,20 @@ pub(crate) struct SpawnSpec<'a> {
     /// Run the command through this managed launcher (build 89cb6289's
     /// `launcher` param, already checked by the handler): the child is
     /// `<launcher...> <command> <args...>`.
-    pub launcher: Option<&'a [String]>,
-    /// The child loses the managed launcher's variables
-    /// ([`crate::methods::launcher::settings::STRIPPED_ENV`]), and with a
-    /// launcher also `CLAUDE_CODE_PROCESS_WRAPPER`.
-    pub strip_launcher_env: bool,
+    pub launcher: Option<Launcher<'a>>,
+    /// Variables the child never gets, whoever set them (the daemon's
+    /// environment or the request's `env`): the handler names them.
+    pub strip_env: &'a [&'a str],
+}
+
+/// A managed launcher to run the command through, as the handler checked
+/// it: its program, its own arguments, and how a failed start is worded.
+#[derive(Clone, Copy)]
+pub(crate) struct Launcher<'a> {
+    pub program: &'a str,
+    pub args: &'a [String],
+    /// The -32005 message for a launcher that did not start.
+    pub not_started: ExecError,
 }
 
 /// A new child's pipes, as registered with the tokio reactor.
@@ -78,11 +87,7 @@ impl ProcessManager {
         // The request's entries named as the child will read them.
         let requested: Vec<(String, String)> = spec.env.iter().map(|(k, v)| command::go_entry(k, v)).collect();
         let mut env = command::merged_env(self.login_path.get().map(String::as_str), &requested);
-        if spec.strip_launcher_env {
-            use crate::methods::launcher::settings::{STRIPPED_ENV, WRAPPER_ENV};
-            let with_launcher = spec.launcher.is_some();
-            env.retain(|(k, _)| !(STRIPPED_ENV.iter().any(|s| k == s) || with_launcher && k == WRAPPER_ENV));
-        }
+        env.retain(|(k, _)| !spec.strip_env.iter().any(|s| k == s));
         // An agent socket the daemon itself inherited (say from an SSH
         // session with forwarding, long gone) is checked like the login
         // shell's before a child gets it: its path may since have been
@@ -119,24 +124,22 @@ impl ProcessManager {
                 Some(launcher) => {
                     command::exec_check(&program)
                         .map_err(|e| SpawnError::Failed(command::fork_exec_error(&program, &e)))?;
-                    let (first, rest) = launcher.split_first().ok_or_else(|| {
-                        SpawnError::Failed(crate::methods::launcher::settings::NO_LAUNCHER.to_string())
-                    })?;
-                    launched = rest
+                    launched = launcher
+                        .args
                         .iter()
                         .chain(std::iter::once(&spec.command.to_string()))
                         .chain(spec.args)
                         .cloned()
                         .collect();
                     let run = SpawnSpec {
-                        command: first,
+                        command: launcher.program,
                         args: &launched,
                         ..*spec
                     };
                     (
                         run,
-                        first.clone(),
-                        crate::methods::launcher::not_started,
+                        launcher.program.to_string(),
+                        launcher.not_started,
                         SpawnError::Launcher,
                     )
                 }

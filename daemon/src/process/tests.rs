@@ -30,7 +30,7 @@ fn spec<'a>(id: &'a str, command: &'a str, args: &'a [String]) -> SpawnSpec<'a> 
         // No login shell run from unit tests.
         no_agent_socket: true,
         launcher: None,
-        strip_launcher_env: false,
+        strip_env: &[],
     }
 }
 
