@@ -12,7 +12,7 @@
 
 #![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/common/mod.rs"]
 mod common;
 
 use common::{Client, TestDaemon};

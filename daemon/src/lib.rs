@@ -4,7 +4,7 @@
 //!
 //! The folders are the layers of `docs/ARCHITECTURE.md`, lowest first: a
 //! module may import only its own folder's layer or a lower one
-//! (`daemon/tests/layers.rs`). Each folder's `mod.rs` lists what its
+//! (`daemon/tests/it/layers.rs`). Each folder's `mod.rs` lists what its
 //! files own. Public only where the binary, tests, benches and fuzz
 //! targets reach in: `launch::cli`, `install`, `rundir::runlock`,
 //! `base::version`, `protocol::method` (the harness's differential fuzzer

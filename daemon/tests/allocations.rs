@@ -7,6 +7,7 @@
 
 #![allow(clippy::unwrap_used)] // a test that unwraps fails loudly; the lint guards the daemon
 
+#[path = "it/common/mod.rs"]
 mod common;
 
 use common::{TestDaemon, TOKEN};

@@ -1,6 +1,6 @@
 //! The checks behind the cargo-fuzz targets in `fuzz/`, compiled with the
 //! `fuzzing` feature. Each entry point takes the raw fuzzer input, so the
-//! fuzzers and the stable-Rust corpus replay test (`tests/fuzz_corpora.rs`)
+//! fuzzers and the stable-Rust corpus replay test (`tests/it/fuzz_corpora.rs`)
 //! run exactly the same code. Every check panics on a violated property.
 
 use crate::base::frame::{Framed, LineBuffer};

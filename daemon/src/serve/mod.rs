@@ -2,7 +2,7 @@
 //! line to its reply, one connection's reader and writer, and the accept
 //! loop with what runs beside it. Inside the folder the files import in
 //! one direction only, `admission` ← `state` ← `dispatch` ← `connection` ←
-//! {`server`, `orphan`, `metrics_http`, `shellenv`}: `daemon/tests/layers.rs`
+//! {`server`, `orphan`, `metrics_http`, `shellenv`}: `daemon/tests/it/layers.rs`
 //! (`INNER`) fails on an import that reaches up this order, and
 //! `import-circles` keeps each rank free of circles.
 //!
