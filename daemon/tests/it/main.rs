@@ -19,6 +19,8 @@ mod common;
 mod support;
 
 mod agent_socket;
+mod branch_guard;
+mod build_profiles;
 mod childrec;
 mod ci_leftovers;
 mod clauster_compat;
@@ -43,6 +45,7 @@ mod install_remote;
 #[cfg(target_os = "linux")]
 mod keep_children;
 mod kill_reach;
+mod launcher;
 mod layers;
 mod lifecycle;
 mod memory;

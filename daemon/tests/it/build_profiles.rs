@@ -6,11 +6,8 @@
 //! are the records' (schubydoo/claustrum `docs/PROTOCOL.md` "server.*" of
 //! each era; `testdata/socket_responses.golden.json` for 19f30c46/90fca6e6),
 //! less the features `remora::protocol::build::NOT_SERVED` names.
-#![allow(clippy::unwrap_used)]
 
-mod common;
-
-use common::{launch_to_banner_line, remora_command, serve_command, stop_serving, Client, TOKEN};
+use crate::common::{launch_to_banner_line, remora_command, serve_command, stop_serving, Client, TOKEN};
 use std::path::{Path, PathBuf};
 
 const M18: &[&str] = &[
@@ -237,7 +234,7 @@ fn each_stamp_answers_its_builds_capabilities_frame_and_banner() {
         let plain = format!("Claude remote server listening on {}", d.socket.display());
         if ["f6010b97", "89cb6289", "5fd08069"].contains(&r.id) {
             let rest = d.banner.strip_prefix(&plain).unwrap_or_else(|| panic!("{}", d.banner));
-            let pid = common::peer_pid(&std::os::unix::net::UnixStream::connect(&d.socket).unwrap()).unwrap();
+            let pid = crate::common::peer_pid(&std::os::unix::net::UnixStream::connect(&d.socket).unwrap()).unwrap();
             assert_eq!(rest, format!(" (pid {pid}, instance {instance})\n"), "build {}", r.id);
         } else {
             assert_eq!(d.banner, format!("{plain}\n"), "build {}", r.id);
@@ -292,8 +289,8 @@ fn child_env(socket: &Path, name: &str) -> String {
     let params = format!(r#"{{"id":"e","command":"sh","args":["-c","printf %s \"${{{name}-absent}}\""]}}"#);
     let reply = c.call(1, "process.spawn", &params);
     assert!(reply.contains("\"result\""), "{reply}");
-    let frames = common::frames::frames_until_exit(&mut c, "e");
-    String::from_utf8(common::frames::stdout_of(&frames)).unwrap()
+    let frames = crate::common::frames::frames_until_exit(&mut c, "e");
+    String::from_utf8(crate::common::frames::stdout_of(&frames)).unwrap()
 }
 
 #[test]

@@ -5,13 +5,9 @@
 //! `launcher` param and the child env strip; and that a build before it
 //! has no `launcher` namespace.
 
-#![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
-
-mod common;
-
-use common::frames::{frames_until_exit, stdout_of};
-use common::reply::{err, ok, p};
-use common::{request_line, serve_command, Client, StopOnDrop, TOKEN};
+use crate::common::frames::{frames_until_exit, stdout_of};
+use crate::common::reply::{err, ok, p};
+use crate::common::{request_line, serve_command, Client, StopOnDrop, TOKEN};
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

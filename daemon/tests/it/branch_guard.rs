@@ -4,13 +4,9 @@
 //! otherwise keep it with `"branchKept":true`; f6010b97 deletes it with no
 //! check and adds no member.
 
-#![allow(clippy::unwrap_used)] // a test or bench that unwraps fails loudly; the lint guards the daemon
-
-mod common;
-
-use common::git::{git, repo};
-use common::reply::{ok, p};
-use common::TestDaemon;
+use crate::common::git::{git, repo};
+use crate::common::reply::{ok, p};
+use crate::common::TestDaemon;
 use std::fs;
 use std::path::{Path, PathBuf};
 
