@@ -16,7 +16,9 @@
 //! 4. the root owned by the user, not writable by others or by a shared
 //!    group (a private group, by the flat `/etc/passwd`/`/etc/group`, may
 //!    write);
-//! 5. the `<directory>` level not a link, not a file, no `.git` in it, and
+//! 5. remora's own: the root reached only through links and directories
+//!    of the user or root ([`crate::base::trustpath::walk`]);
+//! 6. the `<directory>` level not a link, not a file, no `.git` in it, and
 //!    empty unless it holds the marker; the leaf does not exist.
 //!
 //! The directories are then made from `/` down the resolved path with
@@ -321,6 +323,14 @@ pub(super) fn create_refusal(root: &str, worktree: &str) -> Result<PathBuf, Refu
     let dir = chain_check(root, worktree)?;
     if let Some(r) = share_refusal(root) {
         return Err(r);
+    }
+    // remora's own (after every recorded test): the root is reached only
+    // through links and directories nobody but the user or root controls,
+    // so no other user can repoint it between this check and a later use.
+    if let Err(reason) = crate::base::trustpath::walk(Path::new(&clean(root)), euid()) {
+        return Err(unsafe_path(format!(
+            "refusing to create worktree: {root} cannot be used safely: {reason}"
+        )));
     }
     if let Some(text) = dir_symlink_refusal(Verb::Create, worktree) {
         return Err(unsafe_path(text));
