@@ -134,9 +134,33 @@ fn a_remove_never_deletes_a_directory_that_is_no_worktree_of_the_repository() {
     let plain = format!("{root}/proj/plain");
     fs::create_dir_all(&plain).unwrap();
     fs::write(format!("{plain}/keep.txt"), "x").unwrap();
-    let reply = remove(&d, &rs, "nope", &plain, &root);
-    assert!(reply.contains(r#""success":false"#), "{reply}");
+    assert_eq!(
+        remove(&d, &rs, "nope", &plain, &root),
+        ok(
+            1,
+            &format!(
+                r#"{{"success":false,"error":"{}"}}"#,
+                json_text(&format!("failed to remove worktree: git did not remove {plain}, and under a worktree location only a worktree git removes is deleted, so it is left in place"))
+            )
+        )
+    );
     assert_eq!(fs::read_to_string(format!("{plain}/keep.txt")).unwrap(), "x");
+    // A worktree of another repository under the same root stays whole.
+    let other = repo(&d.root().join("other"), false);
+    let theirs = format!("{root}/theirs/w1");
+    assert!(create(&d, &p(&other), "t1", &theirs, &root).contains(r#""success":true"#));
+    assert_eq!(
+        remove(&d, &rs, "t1", &theirs, &root),
+        ok(
+            1,
+            &format!(
+                r#"{{"success":false,"error":"{}"}}"#,
+                json_text(&format!("failed to remove worktree: git did not remove {theirs}, and under a worktree location only a worktree git removes is deleted, so it is left in place"))
+            )
+        )
+    );
+    assert!(Path::new(&theirs).join("a.txt").exists());
+    assert_eq!(branches(&other), "refs/heads/master\nrefs/heads/t1");
     // A root that does not exist: the recorded remove refusal.
     let gone = format!("{}/gone", p(d.root()));
     assert_eq!(
@@ -318,4 +342,43 @@ fn a_missing_root_is_made_private_and_the_lexical_rules_come_first() {
         )
     );
     assert_eq!(branches(&r), "refs/heads/b1\nrefs/heads/master");
+}
+
+#[test]
+fn a_marked_directory_is_reused_as_it_is_and_a_worktree_in_it_is_no_base_repo() {
+    let d = daemon();
+    let r = repo(&d.root().join("repo"), false);
+    let rs = p(&r);
+    let root = mkdir(&d.root().join("wt"), 0o700);
+    // A <directory> that holds files and an existing marker (its own bytes
+    // and mode): the create goes on, and the marker is kept as it was.
+    let proj = mkdir(&d.root().join("wt/proj"), 0o755);
+    fs::write(format!("{proj}/notes"), "n").unwrap();
+    fs::write(format!("{proj}/.claude-managed-worktrees"), "mine").unwrap();
+    fs::set_permissions(
+        format!("{proj}/.claude-managed-worktrees"),
+        fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
+    let wp = format!("{proj}/w1");
+    assert_eq!(
+        create(&d, &rs, "b1", &wp, &root),
+        ok(
+            1,
+            &format!(r#"{{"success":true,"path":"{wp}","sourceBranch":"master","branch":"b1"}}"#)
+        )
+    );
+    let marker = format!("{proj}/.claude-managed-worktrees");
+    assert_eq!(fs::read_to_string(&marker).unwrap(), "mine");
+    assert_eq!(fs::metadata(&marker).unwrap().mode() & 0o777, 0o600);
+    assert_eq!(fs::metadata(&proj).unwrap().mode() & 0o777, 0o755);
+    // The new worktree sits under a marker, so it is no base for another.
+    assert_eq!(
+        create(&d, &wp, "b2", &format!("{root}/other/w2"), &root),
+        failed(
+            "baseRepo is inside a managed worktrees directory (beneath .claude/worktrees, or beneath a directory holding a .claude-managed-worktrees marker), or could not be validated as a trust root",
+            "nested_base_repo"
+        )
+    );
+    assert!(!Path::new(&format!("{root}/other")).exists());
 }

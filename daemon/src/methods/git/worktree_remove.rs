@@ -67,11 +67,18 @@ pub(super) async fn remove(repo: &str, worktree: &str, branch: &str, guard: bool
     if !by_git.success {
         let present = std::fs::symlink_metadata(worktree).is_ok();
         if (external && present) || (!external && !may_delete_by_hand(repo, worktree).await) {
+            let error = if external {
+                format!(
+                    "failed to remove worktree: git did not remove {worktree}, and under a worktree location only a worktree git removes is deleted, so it is left in place"
+                )
+            } else {
+                format!(
+                    "failed to remove worktree: git did not remove {worktree}, and it is not a worktree of this repository or a plain directory, so it is left in place"
+                )
+            };
             return Outcome::ok(&WorktreeResult {
                 success: false,
-                error: format!(
-                    "failed to remove worktree: git did not remove {worktree}, and it is not a worktree of this repository or a plain directory, so it is left in place"
-                ),
+                error,
                 ..WorktreeResult::default()
             });
         }
