@@ -222,20 +222,45 @@ fn a_symlinked_root_or_directory_level_is_judged_by_what_it_leads_to() {
     let d = daemon();
     let r = repo(&d.root().join("repo"), false);
     let rs = p(&r);
-    // A root that is a link into the repository: the root chain finds the
-    // repository's .git entry.
+    // A root that is a link into the repository: checkout test B.
     let link = d.root().join("into-repo");
     symlink(r.join("sub"), &link).unwrap();
     fs::create_dir(r.join("sub")).unwrap();
     let ls = p(&link);
+    // A root in a linked worktree of the repository: checkout test C.
+    let linked = d.root().join("linked");
+    git(&r, &["worktree", "add", "-q", &p(&linked)]);
+    let lw = p(&linked);
+    // A root that is a link into another repository: the root chain finds
+    // that repository's .git entry.
+    let other = repo(&d.root().join("other"), false);
+    let os = p(&other);
+    let link2 = d.root().join("into-other");
+    symlink(&other, &link2).unwrap();
+    let l2 = p(&link2);
     let before = snapshot(d.root());
     assert_eq!(
         create(&d, &rs, "b1", &format!("{ls}/proj/w1"), &ls),
         failed(
-            &format!("refusing to create worktree: {ls} is inside a git checkout ({rs} has a .git entry); a worktree location must be outside every checkout, so that no session working in one can reach it — choose a directory that is not part of any repository"),
+            &format!("refusing to create worktree: {ls} leads into the repository {rs} (at {rs}); a worktree location must be outside the repository"),
             "unsafe_path"
         )
     );
+    assert_eq!(
+        create(&d, &rs, "b1", &format!("{lw}/x/proj/w1"), &format!("{lw}/x")),
+        failed(
+            &format!("refusing to create worktree: {lw}/x leads into {lw}, a worktree of the repository {rs} (at {lw}); a worktree location must be outside the repository's checkouts"),
+            "unsafe_path"
+        )
+    );
+    assert_eq!(
+        create(&d, &rs, "b1", &format!("{l2}/proj/w1"), &l2),
+        failed(
+            &format!("refusing to create worktree: {l2} is inside a git checkout ({os} has a .git entry); a worktree location must be outside every checkout, so that no session working in one can reach it — choose a directory that is not part of any repository"),
+            "unsafe_path"
+        )
+    );
+    assert_eq!(snapshot(d.root()), before);
     // A <directory> level that is a link.
     let root = mkdir(&d.root().join("wt"), 0o700);
     let elsewhere = mkdir(&d.root().join("elsewhere"), 0o700);
@@ -250,7 +275,7 @@ fn a_symlinked_root_or_directory_level_is_judged_by_what_it_leads_to() {
     );
     assert_eq!(snapshot(d.root()), before_dir);
     assert!(before.len() < before_dir.len());
-    assert_eq!(branches(&r), "refs/heads/master");
+    assert_eq!(branches(&r), "refs/heads/linked\nrefs/heads/master");
 
     // A root that is the user's own link to a good directory is accepted
     // (the record: the root itself may be a link); the directories are made

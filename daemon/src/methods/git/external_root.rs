@@ -10,7 +10,9 @@
 //!    that is the repository or inside it (by whole components);
 //! 2. the ancestor test: every directory above the root (each resolved,
 //!    and the chain above the resolved root) owned by the user or uid 0,
-//!    and not writable by others or by a shared group unless sticky;
+//!    and not writable by others or by a shared group unless sticky; then
+//!    the checkout tests B and C: the root leads neither into the
+//!    repository's top level or main checkout nor into a linked worktree;
 //! 3. the root chain: the deepest existing prefix of the root resolved, no
 //!    `.git` entry from `/` down to it (a link loop refuses);
 //! 4. the root owned by the user, not writable by others or by a shared
@@ -93,6 +95,99 @@ pub(super) fn spelling_refusal(verb: Verb, root: &str, repo: &str, worktree: &st
         return Some(unsafe_path(format!(
             "refusing to {v} worktree: {root} is the repository {repo} or inside it; a worktree location must be outside the repository"
         )));
+    }
+    None
+}
+
+/// What the checkout tests B and C compare the root with: the repository's
+/// git top level and `git worktree list --porcelain -z` (main checkout
+/// first; a git before 2.36, without `-z`, lists nothing: no error).
+#[derive(Default)]
+pub(super) struct Checkouts {
+    pub top_level: String,
+    /// (path as listed, bare)
+    pub listed: Vec<(String, bool)>,
+}
+
+impl Checkouts {
+    pub(super) async fn of(repo: &str) -> Checkouts {
+        use super::gitcli::{run, QUERY_TIMEOUT};
+        let top = run(repo, &["rev-parse", "--show-toplevel"], true, QUERY_TIMEOUT).await;
+        let list = run(repo, &["worktree", "list", "--porcelain", "-z"], true, QUERY_TIMEOUT).await;
+        let mut listed: Vec<(String, bool)> = Vec::new();
+        if list.success {
+            let text = String::from_utf8_lossy(&list.stdout);
+            for line in text.trim_end_matches('\n').split('\0') {
+                if let Some(path) = line.strip_prefix("worktree ") {
+                    listed.push((path.to_string(), false));
+                } else if line == "bare" {
+                    if let Some(last) = listed.last_mut() {
+                        last.1 = true;
+                    }
+                }
+            }
+        }
+        Checkouts {
+            top_level: top.ok_text().unwrap_or_default(),
+            listed,
+        }
+    }
+}
+
+/// The root with the links of its longest existing prefix resolved and
+/// the missing rest appended.
+fn resolved_of_gone(root: &str) -> PathBuf {
+    let mut prefix = PathBuf::from(clean(root));
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(resolved) = fs::canonicalize(&prefix) {
+            let mut out = resolved;
+            out.extend(rest.iter().rev());
+            return out;
+        }
+        let (Some(name), Some(up)) = (prefix.file_name().map(|n| n.to_os_string()), prefix.parent()) else {
+            return PathBuf::from(clean(root));
+        };
+        rest.push(name);
+        prefix = up.to_path_buf();
+    }
+}
+
+/// Checkout tests B (the root leads into the git top level or the main
+/// checkout, by file identity, the outermost match named) and C (the root
+/// lies in a linked worktree, compared as listed, by whole components).
+pub(super) fn checkout_refusal(verb: Verb, root: &str, repo: &str, c: &Checkouts) -> Option<Refusal> {
+    let v = verb.word();
+    let id = |p: &Path| fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+    let mut checkouts = Vec::new();
+    if !c.top_level.is_empty() {
+        checkouts.extend(id(Path::new(&c.top_level)));
+    }
+    if let Some((main, false)) = c.listed.first() {
+        checkouts.extend(id(Path::new(main)));
+    }
+    let resolved = resolved_of_gone(root);
+    if !checkouts.is_empty() {
+        let outer = resolved
+            .ancestors()
+            .filter(|at| id(at).is_some_and(|i| checkouts.contains(&i)))
+            .last();
+        if let Some(outer) = outer {
+            return Some(unsafe_path(format!(
+                "refusing to {v} worktree: {root} leads into the repository {repo} (at {}); a worktree location must be outside the repository",
+                outer.display()
+            )));
+        }
+    }
+    for (path, _) in c.listed.iter().skip(1) {
+        if fs::symlink_metadata(path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+            continue;
+        }
+        if resolved.starts_with(path) {
+            return Some(unsafe_path(format!(
+                "refusing to {v} worktree: {root} leads into {path}, a worktree of the repository {repo} (at {path}); a worktree location must be outside the repository's checkouts"
+            )));
+        }
     }
     None
 }
@@ -316,8 +411,11 @@ fn share_refusal(root: &str) -> Option<Refusal> {
 }
 
 /// Steps 2 to 5 on create; the resolved `<directory>` level when they pass.
-pub(super) fn create_refusal(root: &str, worktree: &str) -> Result<PathBuf, Refusal> {
+pub(super) fn create_refusal(root: &str, repo: &str, worktree: &str, c: &Checkouts) -> Result<PathBuf, Refusal> {
     if let Some(r) = ancestor_refusal(root) {
+        return Err(r);
+    }
+    if let Some(r) = checkout_refusal(Verb::Create, root, repo, c) {
         return Err(r);
     }
     let dir = chain_check(root, worktree)?;

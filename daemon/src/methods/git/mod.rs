@@ -338,7 +338,10 @@ async fn worktree_create(params: &GitParams, guard: bool) -> Outcome {
     } else {
         let checked = match external_root::spelling_refusal(Verb::Create, root, repo, worktree) {
             Some(refusal) => Err(refusal),
-            None => external_root::create_refusal(root, worktree),
+            None => {
+                let checkouts = external_root::Checkouts::of(repo).await;
+                external_root::create_refusal(root, repo, worktree, &checkouts)
+            }
         };
         match checked {
             Ok(dir) => Some(dir),
@@ -441,8 +444,11 @@ async fn worktree_remove(params: &GitParams, guard: bool) -> Outcome {
     let root = params.worktree_root.as_str();
     let location = if root.is_empty() {
         containment::location_refusal(Verb::Remove, repo, worktree).map(|r| r.text)
+    } else if let Some(r) = external_root::spelling_refusal(Verb::Remove, root, repo, worktree) {
+        Some(r.text)
     } else {
-        external_root::spelling_refusal(Verb::Remove, root, repo, worktree)
+        let checkouts = external_root::Checkouts::of(repo).await;
+        external_root::checkout_refusal(Verb::Remove, root, repo, &checkouts)
             .map(|r| r.text)
             .or_else(|| external_root::missing_root_refusal(root))
             .or_else(|| external_root::dir_symlink_refusal(Verb::Remove, worktree))
