@@ -84,13 +84,14 @@ pub struct Build {
 /// Features a build's record lists that remora does not offer, with why
 /// (docs/UPSTREAM.md and the closing notes keep the detail). They are left
 /// out of every frame rather than advertised for a behaviour remora lacks.
-pub const NOT_SERVED: &[(&str, &str)] = &[(
-    "git.worktree.external_root",
-    "worktreeRoot placement: the record gives the marker's name and size, not its bytes",
-)];
+/// Empty since `git.worktree.external_root` (`worktreeRoot`) is served.
+pub const NOT_SERVED: &[(&str, &str)] = &[];
 
 const PEER_CHECK: &str = "server.peer_check";
 const GUARD: &str = "git.worktree_remove.unpushedGuard";
+/// `worktreeRoot` placement ([`crate::methods`] git `external_root`),
+/// listed right before `server.instance_id` by every build since 7d193f89.
+const EXTERNAL_ROOT: &str = "git.worktree.external_root";
 
 /// `launcher.resolve`, which builds before 89cb6289 lack (they answer
 /// `-32601 Unknown namespace: launcher`).
@@ -107,6 +108,7 @@ pub const BUILDS: &[Build] = &[
             "process.stdin.offset",
             "git.status.baseRepo",
             "git.worktree_create.timeoutMs",
+            EXTERNAL_ROOT,
             "server.instance_id",
         ],
         switches: &[],
@@ -119,6 +121,7 @@ pub const BUILDS: &[Build] = &[
             "git.status.baseRepo",
             "git.worktree_create.timeoutMs",
             "git.worktree_create.existingBranch",
+            EXTERNAL_ROOT,
             "server.instance_id",
         ],
         switches: &[],
@@ -131,6 +134,7 @@ pub const BUILDS: &[Build] = &[
             "git.status.baseRepo",
             "git.worktree_create.timeoutMs",
             "git.worktree_create.existingBranch",
+            EXTERNAL_ROOT,
             "server.instance_id",
         ],
         switches: &[],
@@ -144,6 +148,7 @@ pub const BUILDS: &[Build] = &[
             "git.worktree_create.timeoutMs",
             "git.worktree_create.existingBranch",
             "process.spawn.shellAgentSocket",
+            EXTERNAL_ROOT,
             "server.instance_id",
         ],
         switches: &[Switch::BannerIds, Switch::DefaultCliDir],
@@ -160,6 +165,7 @@ pub const BUILDS: &[Build] = &[
             GUARD,
             "process.spawn.shellAgentSocket",
             "launcher.managed",
+            EXTERNAL_ROOT,
             "server.instance_id",
         ],
         switches: &[
@@ -183,6 +189,7 @@ pub const BUILDS: &[Build] = &[
             "process.spawn.shellAgentSocket",
             "launcher.managed",
             PEER_CHECK,
+            EXTERNAL_ROOT,
             "server.instance_id",
         ],
         switches: &[
@@ -280,6 +287,7 @@ mod tests {
                 assert!(!a.id.starts_with(b.id) && !b.id.starts_with(a.id), "{} {}", a.id, b.id);
             }
             assert_eq!(a.features.last(), Some(&"server.instance_id"), "{}", a.id);
+            assert_eq!(a.features[a.features.len() - 2], EXTERNAL_ROOT, "{}", a.id);
             assert_eq!(a.has(Switch::PeerCheck), a.features.contains(&PEER_CHECK), "{}", a.id);
             assert_eq!(a.has(Switch::UnpushedGuard), a.features.contains(&GUARD), "{}", a.id);
             for (feature, _) in NOT_SERVED {

@@ -45,6 +45,9 @@ go_struct! {
         pub timeout_ms: i64 = "timeoutMs",
         /// `git.worktree_create` attaches to this local branch.
         pub existing_branch: String = "existingBranch",
+        /// `git.worktree_create`/`_remove`: the worktree lies outside the
+        /// repository, at `<worktreeRoot>/<directory>/<name>`.
+        pub worktree_root: String = "worktreeRoot",
     }
 }
 
@@ -151,6 +154,7 @@ mod tests {
             source_branch: "~".into(),
             existing_branch: "~/e".into(),
             timeout_ms: 0,
+            worktree_root: String::new(),
         }
         .expand_home_with(home);
         assert_eq!(

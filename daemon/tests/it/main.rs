@@ -32,6 +32,7 @@ mod files;
 mod fuzz_corpora;
 mod git;
 mod git_containment;
+mod git_external_root;
 mod git_include;
 mod git_rollback;
 mod git_upstream;

@@ -24,7 +24,7 @@ pub(super) enum Verb {
 }
 
 impl Verb {
-    fn word(self) -> &'static str {
+    pub(super) fn word(self) -> &'static str {
         match self {
             Verb::Create => "create",
             Verb::Remove => "remove",
@@ -84,15 +84,8 @@ pub(super) fn location_refusal(verb: Verb, repo: &str, worktree: &str) -> Option
             code: "unsafe_path",
         })
     };
-    if !worktree.starts_with('/') {
-        return unsafe_path(format!(
-            "refusing to {v} worktree: {worktree} is a relative path; choose the session folder by its absolute path, without \"..\""
-        ));
-    }
-    if has_dotdot(worktree) {
-        return unsafe_path(format!(
-            "refusing to {v} worktree: {worktree} contains a \"..\" component; choose the session folder by its absolute path, without \"..\""
-        ));
+    if let Some(r) = folder_spelling_refusal(verb, worktree) {
+        return Some(r);
     }
     let Some(names) = names_below(worktree, repo) else {
         return unsafe_path(format!(
@@ -112,6 +105,26 @@ pub(super) fn location_refusal(verb: Verb, repo: &str, worktree: &str) -> Option
         }
     }
     None
+}
+
+/// The first two location rules: absolute, no `..` component.
+pub(super) fn folder_spelling_refusal(verb: Verb, worktree: &str) -> Option<Refusal> {
+    let v = verb.word();
+    let text = if !worktree.starts_with('/') {
+        format!(
+            "refusing to {v} worktree: {worktree} is a relative path; choose the session folder by its absolute path, without \"..\""
+        )
+    } else if has_dotdot(worktree) {
+        format!(
+            "refusing to {v} worktree: {worktree} contains a \"..\" component; choose the session folder by its absolute path, without \"..\""
+        )
+    } else {
+        return None;
+    };
+    Some(Refusal {
+        text,
+        code: "unsafe_path",
+    })
 }
 
 /// Create only: the leaf must not exist in any form (a link, dangling or
@@ -226,7 +239,13 @@ pub(super) fn make_leaf(repo: &str, names: &[String]) -> Result<Leaf, String> {
         };
     }
     shown = clean(&format!("{shown}/{leaf}"));
-    let name = make_dir(&dir, leaf, 0o777).map_err(|e| path_error("mkdir", &shown, &e))?;
+    make_leaf_in(dir, leaf, &shown)
+}
+
+/// Makes the leaf `name` (0777 less the umask) in the open directory
+/// `dir`; `shown` names it in the error.
+pub(super) fn make_leaf_in(dir: OwnedFd, name: &str, shown: &str) -> Result<Leaf, String> {
+    let name = make_dir(&dir, name, 0o777).map_err(|e| path_error("mkdir", shown, &e))?;
     let identity = stat_at(&dir, &name);
     Ok(Leaf {
         parent: dir,

@@ -43,6 +43,7 @@
 
 mod branch_step;
 mod containment;
+mod external_root;
 mod gitcli;
 mod include_rules;
 mod paths;
@@ -326,11 +327,27 @@ async fn worktree_create(params: &GitParams, guard: bool) -> Outcome {
             "mkdir_failed",
         ));
     }
-    let refusal =
-        containment::location_refusal(Verb::Create, repo, worktree).or_else(|| containment::exists_refusal(worktree));
-    if let Some(Refusal { text, code }) = refusal {
-        return Outcome::ok(&WorktreeResult::failed(text, code));
-    }
+    let root = params.worktree_root.as_str();
+    let external_dir = if root.is_empty() {
+        let refusal = containment::location_refusal(Verb::Create, repo, worktree)
+            .or_else(|| containment::exists_refusal(worktree));
+        if let Some(Refusal { text, code }) = refusal {
+            return Outcome::ok(&WorktreeResult::failed(text, code));
+        }
+        None
+    } else {
+        let checked = match external_root::spelling_refusal(Verb::Create, root, repo, worktree) {
+            Some(refusal) => Err(refusal),
+            None => {
+                let checkouts = external_root::Checkouts::of(repo).await;
+                external_root::create_refusal(root, repo, worktree, &checkouts)
+            }
+        };
+        match checked {
+            Ok(dir) => Some(dir),
+            Err(Refusal { text, code }) => return Outcome::ok(&WorktreeResult::failed(text, code)),
+        }
+    };
     // A sourceBranch that names a commit is echoed as sent
     // and starts the branch; otherwise the branch starts at HEAD and the
     // reply echoes the current branch (none when detached or unborn).
@@ -347,9 +364,18 @@ async fn worktree_create(params: &GitParams, guard: bool) -> Outcome {
             .unwrap_or_default(),
     };
     let start = start.unwrap_or_default();
-    // The location rules passed, so the path lies strictly below the repo.
-    let names = paths::names_below(worktree, repo).unwrap_or_default();
-    let leaf = match containment::make_leaf(repo, &names) {
+    let made = match &external_dir {
+        Some(dir) => {
+            let name = std::path::Path::new(&paths::clean(worktree))
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            external_root::make_leaf(dir, &name)
+        }
+        // The location rules passed, so the path lies strictly below the repo.
+        None => containment::make_leaf(repo, &paths::names_below(worktree, repo).unwrap_or_default()),
+    };
+    let leaf = match made {
         Ok(leaf) => leaf,
         Err(e) => {
             return Outcome::ok(&WorktreeResult::failed(
@@ -415,7 +441,19 @@ async fn worktree_remove(params: &GitParams, guard: bool) -> Outcome {
     if worktree.is_empty() {
         return refused("failed to remove worktree: \"\" does not name a directory".to_string());
     }
-    if let Some(Refusal { text, .. }) = containment::location_refusal(Verb::Remove, repo, worktree) {
+    let root = params.worktree_root.as_str();
+    let location = if root.is_empty() {
+        containment::location_refusal(Verb::Remove, repo, worktree).map(|r| r.text)
+    } else if let Some(r) = external_root::spelling_refusal(Verb::Remove, root, repo, worktree) {
+        Some(r.text)
+    } else {
+        let checkouts = external_root::Checkouts::of(repo).await;
+        external_root::checkout_refusal(Verb::Remove, root, repo, &checkouts)
+            .map(|r| r.text)
+            .or_else(|| external_root::missing_root_refusal(root))
+            .or_else(|| external_root::dir_symlink_refusal(Verb::Remove, worktree))
+    };
+    if let Some(text) = location {
         return refused(text);
     }
     // Git resolves a link to the worktree it names, so a
@@ -448,7 +486,7 @@ async fn worktree_remove(params: &GitParams, guard: bool) -> Outcome {
             "refusing to remove worktree: {worktree} is locked (git worktree lock); unlock it to remove it"
         ));
     }
-    worktree_remove::remove(repo, worktree, &params.branch_name, guard).await
+    worktree_remove::remove(repo, worktree, &params.branch_name, guard, !root.is_empty()).await
 }
 
 /// The paths of the locked worktrees registered in `repo`

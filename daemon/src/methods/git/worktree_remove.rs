@@ -44,7 +44,10 @@ use crate::tarx;
 use std::os::fd::AsRawFd;
 use std::path::Path;
 
-pub(super) async fn remove(repo: &str, worktree: &str, branch: &str, guard: bool) -> Outcome {
+/// `external`: the worktree lies under a `worktreeRoot`, outside the
+/// repository; then only git's own remove (which removes only a worktree
+/// registered in this repository) may delete it, never a delete by hand.
+pub(super) async fn remove(repo: &str, worktree: &str, branch: &str, guard: bool, external: bool) -> Outcome {
     // remora's own refusal, in front of both deletes (git's and ours): a
     // repository above the home lets the home pass the location checks.
     if let Some(error) = crate::base::homeguard::check("worktreePath", worktree) {
@@ -62,19 +65,31 @@ pub(super) async fn remove(repo: &str, worktree: &str, branch: &str, guard: bool
     )
     .await;
     if !by_git.success {
-        if !may_delete_by_hand(repo, worktree).await {
+        let present = std::fs::symlink_metadata(worktree).is_ok();
+        if (external && present) || (!external && !may_delete_by_hand(repo, worktree).await) {
+            let error = if external {
+                format!(
+                    "failed to remove worktree: git did not remove {worktree}, and under a worktree location only a worktree git removes is deleted, so it is left in place"
+                )
+            } else {
+                format!(
+                    "failed to remove worktree: git did not remove {worktree}, and it is not a worktree of this repository or a plain directory, so it is left in place"
+                )
+            };
             return Outcome::ok(&WorktreeResult {
                 success: false,
-                error: format!(
-                    "failed to remove worktree: git did not remove {worktree}, and it is not a worktree of this repository or a plain directory, so it is left in place"
-                ),
+                error,
                 ..WorktreeResult::default()
             });
         }
         let (repo_path, path) = (repo.to_string(), worktree.to_string());
-        let by_hand = tokio::task::spawn_blocking(move || delete_tree(&repo_path, &path))
-            .await
-            .unwrap_or_else(|_| Err("the delete did not finish".to_string()));
+        let by_hand = tokio::task::spawn_blocking(move || match external {
+            // Already gone: nothing to delete, only the registration to prune.
+            true => Ok(()),
+            false => delete_tree(&repo_path, &path),
+        })
+        .await
+        .unwrap_or_else(|_| Err("the delete did not finish".to_string()));
         if let Err(text) = by_hand {
             return Outcome::ok(&WorktreeResult {
                 success: false,
