@@ -128,7 +128,7 @@ fn capabilities_list_the_feature_where_f6010b97_does() {
     let reply = d.call("server.capabilities", "{}");
     assert!(
         reply.contains(
-            r#""features":["process.stdin.offset","git.status.baseRepo","git.worktree_create.timeoutMs","git.worktree_create.existingBranch","process.spawn.shellAgentSocket","server.instance_id"]"#
+            r#""features":["process.stdin.offset","git.status.baseRepo","git.worktree_create.timeoutMs","git.worktree_create.existingBranch","process.spawn.shellAgentSocket","git.worktree.external_root","server.instance_id"]"#
         ),
         "{reply}"
     );

@@ -27,7 +27,7 @@ fn server_methods_reply_byte_exact() {
     let caps = c.call(3, "server.capabilities", "{}");
     let methods = r#""methods":["server.ping","server.capabilities","server.shutdown","files.list","files.validate","files.stat","files.read","files.extract_tar","git.info","git.status","git.list_branches","git.worktree_create","git.worktree_remove","launcher.resolve","process.spawn","process.stdin","process.kill","process.killAndWait","process.reattach","plugins.prune"],"instanceId":""#;
     // Unstamped: the newest recorded build (5fd08069), `peerCheck` last.
-    let features = r#","features":["process.stdin.offset","files.extract_tar.execBit","git.status.baseRepo","git.info.discovered_root","git.worktree_create.timeoutMs","git.worktree_create.existingBranch","git.worktree_remove.unpushedGuard","process.spawn.shellAgentSocket","launcher.managed","server.peer_check","server.instance_id"],"peerCheck":"off"}}"#;
+    let features = r#","features":["process.stdin.offset","files.extract_tar.execBit","git.status.baseRepo","git.info.discovered_root","git.worktree_create.timeoutMs","git.worktree_create.existingBranch","git.worktree_remove.unpushedGuard","process.spawn.shellAgentSocket","launcher.managed","server.peer_check","git.worktree.external_root","server.instance_id"],"peerCheck":"off"}}"#;
     assert!(
         caps.starts_with(r#"{"jsonrpc":"2.0","id":3,"result":{"version":""#),
         "{caps}"
