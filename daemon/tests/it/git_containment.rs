@@ -4,12 +4,12 @@
 //! Every refusal is checked to leave the disk as it was: no directory, no
 //! branch, no registration.
 
-use crate::common::git::{git, git_daemon as daemon, repo};
+use crate::common::git::{branches, git, git_daemon as daemon, repo, snapshot};
 use crate::common::reply::{ok, p};
 use crate::common::TestDaemon;
 use std::fs;
 use std::os::unix::fs::symlink;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 fn internal(message: &str) -> String {
     format!(r#"{{"jsonrpc":"2.0","id":1,"error":{{"code":-32603,"message":"{message}"}}}}"#)
@@ -49,29 +49,6 @@ fn remove(d: &TestDaemon, base: &str, path: &str) -> String {
         "git.worktree_remove",
         &format!(r#"{{"baseRepo":"{base}","worktreePath":"{path}"}}"#),
     )
-}
-
-/// Every path under `dir` (links not followed) with its kind, sorted: two
-/// equal snapshots mean nothing was created, removed or retyped.
-fn snapshot(dir: &Path) -> Vec<(PathBuf, String)> {
-    let mut out = Vec::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(here) = pending.pop() {
-        for entry in fs::read_dir(&here).unwrap() {
-            let entry = entry.unwrap();
-            let kind = entry.file_type().unwrap();
-            if kind.is_dir() {
-                pending.push(entry.path());
-            }
-            out.push((entry.path(), format!("{kind:?}")));
-        }
-    }
-    out.sort();
-    out
-}
-
-fn branches(r: &Path) -> String {
-    git(r, &["for-each-ref", "--format=%(refname)", "refs/heads/"])
 }
 
 /// Runs `call`, then asserts it answered `want` and changed nothing under

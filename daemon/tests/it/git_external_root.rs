@@ -6,13 +6,12 @@
 //! `<directory>` level, and the remove of such a worktree. Every refusal is
 //! checked to leave the disk as it was.
 
-
-use crate::common::git::{git, git_daemon as daemon, repo};
+use crate::common::git::{branches, git, git_daemon as daemon, repo, snapshot};
 use crate::common::reply::{ok, p};
 use crate::common::TestDaemon;
 use std::fs;
 use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const MARKER: &str = "This directory holds Claude Code session worktrees placed here by the\n\
 claude-ssh daemon (the \"Worktree location\" setting). Its subdirectories are\n\
@@ -49,28 +48,6 @@ fn remove(d: &TestDaemon, base: &str, branch: &str, path: &str, root: &str) -> S
         "git.worktree_remove",
         &format!(r#"{{"baseRepo":"{base}","branchName":"{branch}","worktreePath":"{path}","worktreeRoot":"{root}"}}"#),
     )
-}
-
-/// Every path under `dir` (links not followed) with its kind, sorted.
-fn snapshot(dir: &Path) -> Vec<(PathBuf, String)> {
-    let mut out = Vec::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(here) = pending.pop() {
-        for entry in fs::read_dir(&here).unwrap() {
-            let entry = entry.unwrap();
-            let kind = entry.file_type().unwrap();
-            if kind.is_dir() {
-                pending.push(entry.path());
-            }
-            out.push((entry.path(), format!("{kind:?}")));
-        }
-    }
-    out.sort();
-    out
-}
-
-fn branches(r: &Path) -> String {
-    git(r, &["for-each-ref", "--format=%(refname)", "refs/heads/"])
 }
 
 fn mkdir(path: &Path, mode: u32) -> String {

@@ -676,22 +676,7 @@ fn answers_as_89cb6289(server: &Sshd, bridge_command: &str, home: &std::path::Pa
          {git} worktree add -q -b wt .claude/worktrees/wt && cd .claude/worktrees/wt && \
          {git} commit -q --allow-empty -m unpushed"
     )));
-    let mut bridge = server
-        .ssh(bridge_command)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut to_bridge = bridge.stdin.take().unwrap();
-    let from_bridge = bridge.stdout.take().unwrap();
-    let (line_tx, lines) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(from_bridge).lines().map_while(Result::ok) {
-            if line_tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let (mut bridge, mut to_bridge, lines) = open_bridge(server, bridge_command);
     let request = |id: u32, method: &str, params: &str| {
         format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params},"auth":"{TOKEN}"}}"#)
     };
@@ -729,15 +714,16 @@ fn answers_as_89cb6289(server: &Sshd, bridge_command: &str, home: &std::path::Pa
     );
 }
 
-/// A ping and a spawn of `echo hi` through `bridge_command` run over ssh.
-fn ping_and_spawn_through(server: &Sshd, bridge_command: &str) {
+/// `bridge_command` run over ssh: the process, its stdin, and its stdout
+/// as lines arriving on a channel (read by a thread of its own).
+fn open_bridge(server: &Sshd, bridge_command: &str) -> (Child, ChildStdin, mpsc::Receiver<String>) {
     let mut bridge = server
         .ssh(bridge_command)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut to_bridge = bridge.stdin.take().unwrap();
+    let to_bridge = bridge.stdin.take().unwrap();
     let from_bridge = bridge.stdout.take().unwrap();
     let (line_tx, lines) = mpsc::channel();
     std::thread::spawn(move || {
@@ -747,6 +733,12 @@ fn ping_and_spawn_through(server: &Sshd, bridge_command: &str) {
             }
         }
     });
+    (bridge, to_bridge, lines)
+}
+
+/// A ping and a spawn of `echo hi` through `bridge_command` run over ssh.
+fn ping_and_spawn_through(server: &Sshd, bridge_command: &str) {
+    let (mut bridge, mut to_bridge, lines) = open_bridge(server, bridge_command);
     bridge_send(
         &mut to_bridge,
         &format!(r#"{{"jsonrpc":"2.0","id":1,"method":"server.ping","auth":"{TOKEN}"}}"#),

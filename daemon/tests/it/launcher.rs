@@ -374,7 +374,9 @@ fn capabilities_of_89cb6289_list_the_launcher() {
         "{caps}"
     );
     assert!(
-        caps.contains(r#""process.spawn.shellAgentSocket","launcher.managed","git.worktree.external_root","server.instance_id""#),
+        caps.contains(
+            r#""process.spawn.shellAgentSocket","launcher.managed","git.worktree.external_root","server.instance_id""#
+        ),
         "{caps}"
     );
 }

@@ -45,3 +45,27 @@ pub fn repo(dir: &Path, unborn: bool) -> PathBuf {
 pub fn git_daemon() -> TestDaemon {
     TestDaemon::start_with(&[], &[("GIT_CONFIG_NOSYSTEM", "1"), ("GIT_CONFIG_GLOBAL", "/dev/null")])
 }
+
+/// Every path under `dir` (links not followed) with its kind, sorted: two
+/// equal snapshots mean nothing was created, removed or retyped.
+pub fn snapshot(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(here) = pending.pop() {
+        for entry in std::fs::read_dir(&here).unwrap() {
+            let entry = entry.unwrap();
+            let kind = entry.file_type().unwrap();
+            if kind.is_dir() {
+                pending.push(entry.path());
+            }
+            out.push((entry.path(), format!("{kind:?}")));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The full names of `r`'s local branches, one a line.
+pub fn branches(r: &Path) -> String {
+    git(r, &["for-each-ref", "--format=%(refname)", "refs/heads/"])
+}
