@@ -16,7 +16,9 @@
 //!    (removal failures are ignored, as Go ignores its deferred `os.Remove`);
 //! 3. `destDir` is removed (a port of Go's `os.RemoveAll`, for its error
 //!    texts) and recreated 0700: parents as Go's `os.MkdirAll`, the last
-//!    level by an exclusive `mkdirat`, verified through its fd;
+//!    level by an exclusive `mkdirat`, verified through its fd (where
+//!    [`Rules::relative_texts`]: parents made and the parent opened first,
+//!    then the old `destDir` removed below it, as build 5fd08069 does);
 //! 4. entries are extracted: the target is `filepath.Join(destDir, name)`,
 //!    which must be `destDir` or lie under it (so an absolute name lands
 //!    inside; a `../` that comes back inside is fine unless [`Rules`] says
@@ -25,7 +27,8 @@
 //!    created, anything else is
 //!    `unsupported tar entry type <c>: <name>`; a directory or file that
 //!    cannot be made names the entry first (`mkdir parent <name>: `,
-//!    `mkdir <name>: `, `create <name>: `, as build 89cb6289 does);
+//!    `mkdir <name>: `, `create <name>: `, as build 89cb6289 does; the
+//!    OS error after it is worded by [`texts`], per build);
 //! 5. `.synced` is written empty at the root.
 //!
 //! Confinement does not rely on the lexical check alone: every directory is
