@@ -231,3 +231,71 @@ fn dest_dir_permission_rows() {
     assert_eq!(r3, failed(&format!("open parent: open {}: permission denied", p(&wx))));
     assert!(wx.join("dest/old.txt").exists(), "the old content stays");
 }
+
+/// A 5fd08069 daemon started with `umask` (through a shell that sets it
+/// and execs remora; the test process's own umask is never changed).
+fn daemon_with_umask(dir: &std::path::Path, umask: &str) -> TestDaemon {
+    use std::os::unix::fs::OpenOptionsExt;
+    let wrapper = dir.join(format!("remora-umask-{umask}"));
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o755)
+        .open(&wrapper)
+        .unwrap();
+    writeln!(
+        f,
+        "#!/bin/sh\numask {umask}\nexec '{}' \"$@\"",
+        crate::common::remora_bin()
+    )
+    .unwrap();
+    drop(f);
+    let stamp = format!("{:0<40}", "5fd08069");
+    TestDaemon::start_binary(&wrapper, &["-reference-build", &stamp])
+}
+
+/// The umask rows of the record (Linux VM): the new destDir gets a mode
+/// the daemon cannot use. Root passes every permission check, so these
+/// run only as another user.
+#[test]
+fn dest_dir_umask_rows() {
+    if is_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let call = |d: &TestDaemon, dest: &std::path::Path| {
+        let archive = tmp.path().join("a.tar.gz");
+        fs::write(&archive, gz(&raw_tar(&[(b"a.txt", b'0', b"x")]))).unwrap();
+        d.call(
+            "files.extract_tar",
+            &format!(r#"{{"archivePath":"{}","destDir":"{}"}}"#, p(&archive), p(dest)),
+        )
+    };
+    let d = daemon_with_umask(tmp.path(), "0200");
+    fs::create_dir(tmp.path().join("u200")).unwrap();
+    let dest = tmp.path().join("u200/dest");
+    assert_eq!(call(&d, &dest), failed("create a.txt: openat a.txt: permission denied"));
+    let d = daemon_with_umask(tmp.path(), "0100");
+    fs::create_dir_all(tmp.path().join("u100/x")).unwrap();
+    let dest = tmp.path().join("u100/x/dest");
+    assert_eq!(
+        call(&d, &dest),
+        failed(r#"open destDir: \"dest\" could not be examined (statat .: permission denied)"#)
+    );
+    let d = daemon_with_umask(tmp.path(), "0400");
+    fs::create_dir(tmp.path().join("u400")).unwrap();
+    let dest = tmp.path().join("u400/dest");
+    assert_eq!(call(&d, &dest), failed("open destDir: openat dest: permission denied"));
+    let dest = tmp.path().join("u400b/p/dest");
+    assert_eq!(
+        call(&d, &dest),
+        failed(&format!(
+            "open parent: open {}: permission denied",
+            p(&tmp.path().join("u400b/p"))
+        ))
+    );
+    assert!(!dest.exists(), "no destDir afterwards");
+    for sub in ["u200/dest", "u100/x/dest", "u400/dest", "u400b", "u400b/p"] {
+        let _ = fs::set_permissions(tmp.path().join(sub), fs::Permissions::from_mode(0o700));
+    }
+}
