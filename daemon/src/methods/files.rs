@@ -97,6 +97,7 @@ pub(crate) async fn handle(method: FilesMethod, params: PathParams, build: &Buil
     let tar_rules = crate::tarx::Rules {
         exec_bit: build.has(Switch::TarExecBit),
         no_come_back: build.has(Switch::TarExecBit),
+        relative_texts: build.has(Switch::TarExecBit),
     };
     // Never closed, so acquiring only fails if that changes; answer
     // rather than run unbounded.

@@ -29,7 +29,8 @@ pub enum Switch {
     PeerCheck,
     /// `files.extract_tar` lands a file whose owner execute bit is set as
     /// `0700` (else `0600`), and refuses a name that leaves `destDir` and
-    /// comes back (`../dest/x`).
+    /// comes back (`../dest/x`), and words its entry and destDir failures
+    /// relative to `destDir` (`mkdirat a: file exists`; one changeset).
     TarExecBit,
     /// `git.worktree_remove` and the create rollback delete a branch only
     /// when another local branch or a remote-tracking ref reaches its tip,

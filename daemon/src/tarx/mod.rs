@@ -16,7 +16,9 @@
 //!    (removal failures are ignored, as Go ignores its deferred `os.Remove`);
 //! 3. `destDir` is removed (a port of Go's `os.RemoveAll`, for its error
 //!    texts) and recreated 0700: parents as Go's `os.MkdirAll`, the last
-//!    level by an exclusive `mkdirat`, verified through its fd;
+//!    level by an exclusive `mkdirat`, verified through its fd (where
+//!    [`Rules::relative_texts`]: parents made and the parent opened first,
+//!    then the old `destDir` removed below it, as build 5fd08069 does);
 //! 4. entries are extracted: the target is `filepath.Join(destDir, name)`,
 //!    which must be `destDir` or lie under it (so an absolute name lands
 //!    inside; a `../` that comes back inside is fine unless [`Rules`] says
@@ -25,7 +27,8 @@
 //!    created, anything else is
 //!    `unsupported tar entry type <c>: <name>`; a directory or file that
 //!    cannot be made names the entry first (`mkdir parent <name>: `,
-//!    `mkdir <name>: `, `create <name>: `, as build 89cb6289 does);
+//!    `mkdir <name>: `, `create <name>: `, as build 89cb6289 does; the
+//!    OS error after it is worded by [`texts`], per build);
 //! 5. `.synced` is written empty at the root.
 //!
 //! Confinement does not rely on the lexical check alone: every directory is
@@ -38,6 +41,7 @@
 pub(crate) mod gzip;
 pub(crate) mod reader;
 mod removeall;
+mod texts;
 
 use crate::base::goerr::path_error;
 use crate::base::gojson::go_lossy;
@@ -52,6 +56,7 @@ use std::path::Path;
 
 use removeall::{open_parent, remove_all, split_path};
 pub(crate) use removeall::{remove_tree_errno, remove_tree_in};
+use texts::{DestStep, DirStep, Texts};
 
 /// The `files.extract_tar` result body. `fileCount` is absent only on the
 /// destDir rejection, which the contract shows without it.
@@ -81,10 +86,6 @@ const COPY_BUFFER: usize = 64 * 1024;
 /// do we, which also keeps later `RemoveAll` recursion shallow.
 const PATH_MAX: usize = 4096;
 
-fn too_long(op: &str, path: &[u8]) -> String {
-    path_error(op, &go_lossy(path), &io::Error::from_raw_os_error(libc::ENAMETOOLONG))
-}
-
 /// What differs between the builds that extract
 /// ([`crate::protocol::build::Switch::TarExecBit`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -94,6 +95,11 @@ pub(crate) struct Rules {
     /// A name that leaves `destDir` and comes back (`../dest/x`,
     /// `sub/../../dest/y`) is refused as unsafe, like one that stays out.
     pub no_come_back: bool,
+    /// The entry and destDir failures are worded as build 5fd08069 does,
+    /// relative to `destDir` (`mkdirat a: file exists`, `openat x: file
+    /// exists`), and the parent of `destDir` is opened before the old
+    /// `destDir` is removed ([`texts`] has the wording).
+    pub relative_texts: bool,
 }
 
 /// Extracts the gzip'd tar at `archive` into `dest`. Never panics on input
@@ -181,9 +187,14 @@ fn remove(path: &[u8]) {
 }
 
 fn unpack(file: File, archive_text: &str, dest: &[u8], rules: Rules) -> Result<u64, String> {
-    remove_all(dest).map_err(|e| format!("clean destDir: {e}"))?;
+    let texts = Texts {
+        relative: rules.relative_texts,
+    };
+    if !texts.relative {
+        remove_all(dest).map_err(|e| format!("clean destDir: {e}"))?;
+    }
     let clean_dest = gopath::clean(dest);
-    let root = create_dest(&clean_dest).map_err(|e| format!("mkdir destDir: {e}"))?;
+    let root = create_dest(&clean_dest, texts)?;
     let archive_text = archive_text.to_string();
     let source_error = Box::new(move |e: &io::Error| path_error("read", &archive_text, e));
     let gz = gzip::GzipReader::new(file, source_error)?;
@@ -206,25 +217,32 @@ fn unpack(file: File, archive_text: &str, dest: &[u8], rules: Rules) -> Result<u
         let comps: Vec<&[u8]> = rel.split(|&c| c == b'/').filter(|c| !c.is_empty()).collect();
         match hdr.typeflag {
             b'5' => {
-                walk_dirs(&root, &clean_dest, &comps).map_err(|e| format!("mkdir {}: {e}", go_lossy(name)))?;
+                walk_dirs(&root, &clean_dest, &comps).map_err(|(at, step, e)| {
+                    format!(
+                        "mkdir {}: {}",
+                        go_lossy(name),
+                        texts.dir(&clean_dest, &comps, at, step, &e)
+                    )
+                })?;
             }
             b'0' => {
                 // Build 89cb6289 names the entry before the OS error:
                 // `mkdir parent <entry>: ` when a directory above it cannot
                 // be made, `create <entry>: ` when the file cannot.
                 let entry = go_lossy(name);
+                let create_err = |e: &io::Error| format!("create {entry}: {}", texts.create(&target, &comps, e));
                 let Some((leaf, parents)) = comps.split_last() else {
                     // The entry names destDir itself.
-                    let eisdir = io::Error::from_raw_os_error(libc::EISDIR);
-                    return Err(format!(
-                        "create {entry}: {}",
-                        path_error("open", &go_lossy(&target), &eisdir)
-                    ));
+                    return Err(create_err(&io::Error::from_raw_os_error(libc::EISDIR)));
                 };
-                let parent =
-                    walk_dirs(&root, &clean_dest, parents).map_err(|e| format!("mkdir parent {entry}: {e}"))?;
+                let parent = walk_dirs(&root, &clean_dest, parents).map_err(|(at, step, e)| {
+                    format!(
+                        "mkdir parent {entry}: {}",
+                        texts.dir(&clean_dest, parents, at, step, &e)
+                    )
+                })?;
                 if target.len() >= PATH_MAX {
-                    return Err(format!("create {entry}: {}", too_long("open", &target)));
+                    return Err(create_err(&io::Error::from_raw_os_error(libc::ENAMETOOLONG)));
                 }
                 let dir = parent.as_ref().unwrap_or(&root);
                 let target_text = go_lossy(&target);
@@ -233,8 +251,7 @@ fn unpack(file: File, archive_text: &str, dest: &[u8], rules: Rules) -> Result<u
                 } else {
                     0o600
                 };
-                let mut out = create_file(dir, leaf, mode)
-                    .map_err(|e| format!("create {entry}: {}", path_error("open", &target_text, &e)))?;
+                let mut out = create_file(dir, leaf, mode).map_err(|e| create_err(&e))?;
                 if let Err(e) = copy_data(&mut tar, &mut out, &mut buf, &target_text) {
                     // No half-written file survives a failure: the archive
                     // was cut short, corrupt, or the disk was full.
@@ -317,47 +334,41 @@ fn open_dir_at(dir: Option<&OwnedFd>, name: &[u8]) -> io::Result<OwnedFd> {
 }
 
 /// Walks (creating 0700 as needed) `comps` below `root`; returns the last
-/// directory's fd, `None` for `root` itself. Errors read like Go's
-/// `os.MkdirAll`: `mkdir <path>: <err>`, `not a directory` when a
-/// component exists and is not a directory (or is a symlink).
-fn walk_dirs(root: &OwnedFd, root_path: &[u8], comps: &[&[u8]]) -> Result<Option<OwnedFd>, String> {
+/// directory's fd, `None` for `root` itself. A failure says which
+/// component (its index), at which step, with the OS error; [`Texts::dir`]
+/// words it for the build (Go's `os.MkdirAll`: `mkdir <path>: <err>`, or
+/// 5fd08069's `mkdirat`/`openat` relative to `destDir`).
+fn walk_dirs(
+    root: &OwnedFd,
+    root_path: &[u8],
+    comps: &[&[u8]],
+) -> Result<Option<OwnedFd>, (usize, DirStep, io::Error)> {
     let mut current: Option<OwnedFd> = None;
-    let mut path = root_path.to_vec();
-    for comp in comps {
-        path.push(b'/');
-        path.extend_from_slice(comp);
-        if path.len() >= PATH_MAX {
-            return Err(too_long("mkdir", &path));
+    let mut path_len = root_path.len();
+    for (at, comp) in comps.iter().enumerate() {
+        path_len += 1 + comp.len();
+        if path_len >= PATH_MAX {
+            return Err((at, DirStep::Open, io::Error::from_raw_os_error(libc::ENAMETOOLONG)));
         }
         let parent = current.as_ref().unwrap_or(root);
-        let mkdir_err = |e: &io::Error| path_error("mkdir", &go_lossy(&path), e);
         let fd = match open_dir_at(Some(parent), comp) {
             Ok(fd) => fd,
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
-                let c = cstr(comp).map_err(|e| mkdir_err(&e))?;
+                let c = cstr(comp).map_err(|e| (at, DirStep::Make, e))?;
                 // SAFETY: valid dirfd and NUL-terminated name.
                 if unsafe { libc::mkdirat(parent.as_raw_fd(), c.as_ptr(), 0o700) } != 0 {
                     let e = last_err();
                     if e.raw_os_error() != Some(libc::EEXIST) {
-                        return Err(mkdir_err(&e));
+                        return Err((at, DirStep::Make, e));
                     }
                 }
-                open_dir_at(Some(parent), comp).map_err(|e| mkdir_err(&not_dir(e)))?
+                open_dir_at(Some(parent), comp).map_err(|e| (at, DirStep::Reopen, e))?
             }
-            Err(e) => return Err(mkdir_err(&not_dir(e))),
+            Err(e) => return Err((at, DirStep::Open, e)),
         };
         current = Some(fd);
     }
     Ok(current)
-}
-
-/// A symlink met with O_NOFOLLOW (ELOOP) is reported as Go's MkdirAll
-/// reports any existing non-directory.
-fn not_dir(e: io::Error) -> io::Error {
-    match e.raw_os_error() {
-        Some(libc::ELOOP) => io::Error::from_raw_os_error(libc::ENOTDIR),
-        _ => e,
-    }
 }
 
 /// Whether a relative `name` climbs above its start once cleaned
@@ -415,28 +426,46 @@ fn create_marker(root: &OwnedFd) -> io::Result<()> {
 /// `mkdir <dest>: file exists` — then opened `O_NOFOLLOW|O_DIRECTORY` and
 /// `fstat`ed: it must be a directory owned by the daemon's effective uid,
 /// else `<dest>: not a directory this daemon created (owner uid <n>)`.
-fn create_dest(dest: &[u8]) -> Result<OwnedFd, String> {
+fn create_dest(dest: &[u8], texts: Texts) -> Result<OwnedFd, String> {
     let text = go_lossy(dest);
     let (parent, base) = split_path(dest);
-    mkdir_all(&parent)?;
-    let parent_fd = open_parent(&parent).map_err(|e| path_error("open", &go_lossy(&parent), &e))?;
-    let c = cstr(&base).map_err(|e| path_error("mkdir", &text, &e))?;
+    mkdir_all(&parent).map_err(|e| format!("mkdir destDir: {e}"))?;
+    let step = |s: DestStep, e: &io::Error| texts.dest(s, &parent, &base, dest, e);
+    let parent_fd = open_parent(&parent).map_err(|e| step(DestStep::OpenParent, &e))?;
+    if texts.relative {
+        // 5fd08069 removes the old destDir below the parent it opened.
+        match remove_tree_errno(&parent_fd, &base) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(step(DestStep::Clean, &e)),
+            _ => {}
+        }
+    }
+    let c = cstr(&base).map_err(|e| step(DestStep::Make, &e))?;
     // SAFETY: valid dirfd and NUL-terminated name.
     if unsafe { libc::mkdirat(parent_fd.as_raw_fd(), c.as_ptr(), 0o700) } != 0 {
-        return Err(path_error("mkdir", &text, &last_err()));
+        return Err(step(DestStep::Make, &last_err()));
     }
-    let fd = open_dir_at(Some(&parent_fd), &base).map_err(|e| path_error("open", &text, &e))?;
+    let fd = open_dir_at(Some(&parent_fd), &base).map_err(|e| step(DestStep::Open, &e))?;
+    if texts.relative {
+        // 5fd08069 looks at `.` inside it: a destDir it cannot search
+        // fails here, before any entry.
+        // SAFETY: an all-zero `stat` is a valid value to be overwritten.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: valid dirfd, NUL-terminated name, sized out-parameter.
+        if unsafe { libc::fstatat(fd.as_raw_fd(), c".".as_ptr(), &mut st, 0) } != 0 {
+            return Err(step(DestStep::Examine, &last_err()));
+        }
+    }
     // SAFETY: an all-zero `stat` is a valid value to be overwritten.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: valid fd and a properly sized out-parameter.
     if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
-        return Err(path_error("stat", &text, &last_err()));
+        return Err(format!("mkdir destDir: {}", path_error("stat", &text, &last_err())));
     }
     // SAFETY: geteuid cannot fail.
     let me = unsafe { libc::geteuid() };
     if st.st_mode & libc::S_IFMT != libc::S_IFDIR || st.st_uid != me {
         return Err(format!(
-            "{text}: not a directory this daemon created (owner uid {})",
+            "mkdir destDir: {text}: not a directory this daemon created (owner uid {})",
             st.st_uid
         ));
     }

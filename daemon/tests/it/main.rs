@@ -67,5 +67,6 @@ mod static_resolve;
 mod stdin_paths;
 mod stop;
 mod tar;
+mod tar_5fd08069;
 mod upstream_life;
 mod version_id;
