@@ -13,6 +13,7 @@
 //! | [`homeguard`] | no destructive target is, or contains, the user's home directory |
 //! | [`filemode`] | Go's `FileMode.String()` for `files.stat` |
 //! | [`version`] | build id, GOOS/GOARCH names |
+//! | [`flagtable`] | every command-line flag, declared once (the parser, the help, `remora.conf` and the run lock derive from it) |
 //! | [`utctime`] | epoch seconds as a UTC RFC 3339 timestamp (shared with `build.rs`) |
 //! | [`shutdown`] | the daemon-wide stop signal |
 //! | [`frame`] | NDJSON framing and the 1 MiB line cap |
@@ -25,6 +26,7 @@
 #[cfg(feature = "alloc-count")]
 pub mod alloccount;
 pub(crate) mod filemode;
+pub(crate) mod flagtable;
 pub(crate) mod frame;
 pub(crate) mod goduration;
 pub(crate) mod goerr;

@@ -11,8 +11,9 @@
 //! signals, metrics and the login-shell probe, reports readiness, and
 //! serves until shutdown.
 
+use crate::base::flagtable::Flags;
 use crate::launch::daemonize::{self, Readiness};
-use crate::launch::flags::{self, Flags, ParseError};
+use crate::launch::flags::{self, ParseError};
 use crate::protocol::build::{Build, Choice, Switch};
 use crate::serve::server;
 use crate::serve::state::{Daemon, Options};

@@ -5,12 +5,12 @@
 //! | module | owns |
 //! | --- | --- |
 //! | [`cli`] | mode selection, the `-serve` start-up sequence |
-//! | [`flags`] | Go `flag` parsing, messages and usage text |
+//! | [`flags`] | Go `flag` parsing, messages and usage text, from `base::flagtable` |
 //! | [`daemonize`] | self-daemonize re-exec, token and readiness pipes |
 //! | [`logind`] | whether logout kills the daemon (`KillUserProcesses`), and escaping the session scope |
 //! | [`stop`] | `-stop`: authenticated shutdown, the lock path, its one-word outcome |
 //! | [`bridge`] | the `-bridge` relay |
-//! | [`settings`] | `remora.conf` beside the binary: keys, trust checks, precedence, the effective-settings report |
+//! | [`settings`] | `remora.conf` beside the binary: trust checks, precedence, the effective-settings report (its keys: `base::flagtable`) |
 
 pub(crate) mod bridge;
 pub mod cli;

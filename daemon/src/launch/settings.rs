@@ -11,9 +11,10 @@
 //! `key = value` per line, `#` starts a comment line, blank lines are
 //! skipped. Every key is the name of a flag and takes the same text as
 //! that flag ([`Flags::set`] parses both), so there is one grammar per
-//! setting. Precedence: a flag on the command line, then the file, then
-//! the default ([`apply`]); `REMORA_LOG_LEVEL` sits between the flag and
-//! the file for `log-level`.
+//! setting; which flags are keys is the flag table's word
+//! ([`crate::base::flagtable::Flag::conf`]). Precedence: a flag on the
+//! command line, then the file, then the default ([`apply`]);
+//! `REMORA_LOG_LEVEL` sits between the flag and the file for `log-level`.
 //!
 //! The file is fail-safe. It is read only when it is a regular file, not
 //! a link, owned by the daemon's user or root, not writable by group or
@@ -23,9 +24,9 @@
 //! daemon from starting, and no value can turn on something the flags
 //! could not.
 
+use crate::base::flagtable::{Flag, Flags, FLAGS};
 use crate::base::goerr::go_quote;
 use crate::base::logging::Level;
-use crate::launch::flags::Flags;
 use std::ffi::OsStr;
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
@@ -39,22 +40,18 @@ pub(crate) const MAX_FILE_BYTES: u64 = 64 * 1024;
 /// costs a bounded number of log lines.
 const MAX_WARNINGS: usize = 8;
 
-/// The keys the file may set, in the order they are reported. Each is a
-/// flag of the same name ([`crate::launch::flags`]); modes, the token, the
-/// socket and the per-call `-cli-*` values (what to install, from where)
-/// are the driver's and stay out. `cli-download-timeout` is the operator's:
-/// Desktop runs `-install` with an argv of its own, so this file is the
-/// knob that reaches it.
-pub(crate) const KEYS: &[&str] = &[
-    "reference-build",
-    "replay-dir",
-    "replay-budget-mb",
-    "metrics-addr",
-    "keep-children",
-    "log-level",
-    "exited-retention-min",
-    "cli-download-timeout",
-];
+/// The keys the file may set, in the order they are reported: the flags
+/// the table marks as settings ([`crate::base::flagtable::Flag::conf`]).
+pub(crate) fn keys() -> Vec<&'static str> {
+    keys_of(FLAGS)
+}
+
+/// The settings of `table`, by their rank.
+fn keys_of(table: &[Flag]) -> Vec<&'static str> {
+    let mut ranked: Vec<(u8, &'static str)> = table.iter().filter_map(|f| Some((f.conf?, f.name))).collect();
+    ranked.sort_unstable();
+    ranked.into_iter().map(|(_, name)| name).collect()
+}
 
 /// Where an effective value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,7 +94,7 @@ pub(crate) enum FileState {
     Refused(String),
 }
 
-/// The effective settings' origins, key by key, in [`KEYS`] order.
+/// The effective settings' origins, key by key, in [`keys`] order.
 #[derive(Debug, Clone)]
 pub(crate) struct Provenance {
     pub file: Option<PathBuf>,
@@ -225,6 +222,7 @@ impl Warnings {
 /// skipped. Values are checked with the flag grammar on a scratch
 /// [`Flags`], so a value that passes here also applies.
 fn parse(text: &[u8], shown: &str, warnings: &mut Warnings) -> Vec<Entry> {
+    let keys = keys();
     let mut entries: Vec<Entry> = Vec::new();
     for (index, raw) in text.split(|&b| b == b'\n').enumerate() {
         let line = index + 1;
@@ -249,11 +247,11 @@ fn parse(text: &[u8], shown: &str, warnings: &mut Warnings) -> Vec<Entry> {
             continue;
         };
         let (key, value) = (key.trim(), value.trim());
-        let Some(&known) = KEYS.iter().find(|k| **k == key) else {
+        let Some(&known) = keys.iter().find(|k| **k == key) else {
             warnings.push(format!(
                 "{shown}:{line}: unknown key {} (known: {}); line ignored",
                 go_quote(key.as_bytes()),
-                KEYS.join(", ")
+                keys.join(", ")
             ));
             continue;
         };
@@ -307,8 +305,9 @@ fn expand_home(key: &str, value: &str) -> String {
 /// `REMORA_LOG_LEVEL`, which outranks the file.
 pub(crate) fn apply(flags: &mut Flags, loaded: &Loaded, log_level_env: Option<&str>) -> Provenance {
     let env_level = log_level_env.and_then(Level::parse);
-    let mut sources = Vec::with_capacity(KEYS.len());
-    for &key in KEYS {
+    let keys = keys();
+    let mut sources = Vec::with_capacity(keys.len());
+    for key in keys {
         let source = if flags.explicit.contains(&key) {
             Source::Flag
         } else if key == "log-level" && env_level.is_some() {
@@ -331,29 +330,6 @@ pub(crate) fn apply(flags: &mut Flags, loaded: &Loaded, log_level_env: Option<&s
     }
 }
 
-/// The effective value of `key` as text: quoted as Go quotes strings for
-/// the log, raw for the file format.
-fn value_text(flags: &Flags, key: &str, quote: bool) -> String {
-    let quoted = |s: &OsStr| {
-        if quote {
-            go_quote(s.as_bytes())
-        } else {
-            s.to_string_lossy().into_owned()
-        }
-    };
-    match key {
-        "reference-build" => quoted(OsStr::new(&flags.reference_build)),
-        "replay-dir" => quoted(&flags.replay_dir),
-        "replay-budget-mb" => flags.replay_budget_mb.to_string(),
-        "metrics-addr" => quoted(&flags.metrics_addr),
-        "keep-children" => flags.keep_children.to_string(),
-        "exited-retention-min" => flags.exited_retention_min.to_string(),
-        "cli-download-timeout" => crate::base::goduration::text(flags.cli_download_timeout),
-        "log-level" => flags.log_level.unwrap_or(Level::Debug).name().to_string(),
-        _ => String::new(),
-    }
-}
-
 fn source_text(source: &Source, file: Option<&Path>) -> String {
     match source {
         Source::Default => "default".to_string(),
@@ -372,7 +348,7 @@ pub(crate) fn summary_line(flags: &Flags, provenance: &Provenance) -> String {
     let parts: Vec<String> = provenance
         .sources
         .iter()
-        .map(|(key, source)| format!("{key}={} ({})", value_text(flags, key, true), source_text(source, file)))
+        .map(|(key, source)| format!("{key}={} ({})", flags.text(key, true), source_text(source, file)))
         .collect();
     format!("settings: {}", parts.join(", "))
 }
@@ -397,7 +373,7 @@ pub(crate) fn print_config(flags: &Flags, loaded: &Loaded, provenance: &Provenan
         out.push_str(&format!("# warning: {warning}\n"));
     }
     for (key, source) in &provenance.sources {
-        let value = value_text(flags, key, false);
+        let value = flags.text(key, false);
         let line = format!("{key} = {value}");
         match source {
             Source::Default => out.push_str(&format!("# {line}  (default)\n")),
@@ -420,13 +396,28 @@ mod tests {
 
     #[test]
     fn every_key_is_a_flag() {
-        for key in KEYS {
+        for key in keys() {
             if let Err(crate::launch::flags::ParseError::Invalid(why)) =
                 crate::launch::flags::parse(&[format!("-{key}=x").into()])
             {
                 assert!(!why.contains("not defined"), "{key}: {why}");
             }
         }
+    }
+
+    #[test]
+    fn the_keys_come_from_the_table() {
+        // A flag only the table knows is a key, in its rank's place.
+        let planted = crate::base::flagtable::planted();
+        let mut expected = keys();
+        expected.push("planted-knob");
+        assert_eq!(keys_of(&planted), expected);
+        // Without it, the keys are the table's settings.
+        let mut marked: Vec<&str> = FLAGS.iter().filter(|f| f.conf.is_some()).map(|f| f.name).collect();
+        let mut listed = keys();
+        marked.sort_unstable();
+        listed.sort_unstable();
+        assert_eq!(listed, marked);
     }
 
     #[test]

@@ -191,7 +191,7 @@ mod tests {
     #[test]
     fn the_flag_default_is_the_module_default() {
         assert_eq!(
-            crate::launch::flags::Flags::default().exited_retention_min,
+            crate::base::flagtable::Flags::default().exited_retention_min,
             DEFAULT_MINUTES as i64
         );
         let r = Retention::from_minutes(DEFAULT_MINUTES);

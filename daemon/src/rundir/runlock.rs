@@ -22,33 +22,12 @@
 //! the same socket. The lock file itself is opened `O_NOFOLLOW`, must be a
 //! regular file owned by our user with a single link, and is created 0600.
 
+use crate::base::flagtable::{Flag, FLAGS};
 use std::fs::File;
 use std::io::{self, Read, Seek, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
-
-/// The `-serve` flags that take a value, to walk a holder's command line
-/// read from `/proc` without parsing it. `launch::flags` tests that this is
-/// every value flag it defines.
-pub(crate) const VALUE_FLAGS: &[&str] = &[
-    "token-file",
-    "token-fd",
-    "metrics-addr",
-    "cli-dir",
-    "cli-version",
-    "cli-url",
-    "cli-checksum",
-    "cli-zst",
-    "cli-keep",
-    "cli-download-timeout",
-    "replay-dir",
-    "replay-budget-mb",
-    "exited-retention-min",
-    "log-level",
-    "reference-build",
-    "probe-cli",
-];
 use std::time::{Duration, Instant};
 
 /// The fixed name, beside the socket.
@@ -509,6 +488,12 @@ struct ServeArgs<'a> {
 
 /// Walks a NUL-separated command line's flags as Go's `flag` would.
 fn serve_args(cmdline: &[u8]) -> ServeArgs<'_> {
+    serve_args_in(FLAGS, cmdline)
+}
+
+/// [`serve_args`] with the flags of `table`: the value of every flag that
+/// takes one is skipped, so that it is not read as a flag.
+fn serve_args_in<'a>(table: &[Flag], cmdline: &'a [u8]) -> ServeArgs<'a> {
     let argv: Vec<&[u8]> = cmdline
         .strip_suffix(b"\0")
         .unwrap_or(cmdline)
@@ -538,7 +523,7 @@ fn serve_args(cmdline: &[u8]) -> ServeArgs<'_> {
                 }
             },
             // Flags that take a value: skip it so it is not read as a flag.
-            _ if value.is_none() && VALUE_FLAGS.iter().any(|f| f.as_bytes() == key) => {
+            _ if value.is_none() && table.iter().any(|f| f.takes_value() && f.name.as_bytes() == key) => {
                 i += 1;
             }
             _ => {}
@@ -636,6 +621,21 @@ mod tests {
         ];
         for c in kills {
             assert!(!serve_args(c).keep_children, "{:?}", String::from_utf8_lossy(c));
+        }
+    }
+
+    #[test]
+    fn the_value_flags_come_from_the_table() {
+        // `-planted-knob` takes a value only in the planted table: there
+        // `-serve` is its value, not a flag.
+        let c: &[u8] = b"remora\0-planted-knob\0-serve\0-socket\0/run/x/rpc.sock\0";
+        assert!(serve_args(c).serve);
+        assert!(!serve_args_in(&crate::base::flagtable::planted(), c).serve);
+        // Every flag of the table that takes a value is skipped with it;
+        // a boolean takes none.
+        for flag in FLAGS {
+            let c = format!("remora\0-{}\0-serve\0", flag.name);
+            assert_eq!(serve_args(c.as_bytes()).serve, !flag.takes_value(), "{}", flag.name);
         }
     }
 
