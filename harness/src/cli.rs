@@ -3,9 +3,10 @@
 //! the probe selection, binary paths made absolute, the report writers).
 //! What each subcommand does lives in `commands/`.
 
-use crate::error::{At, IoAt};
+use crate::base::error::{At, IoAt};
 use crate::runner::RunConfig;
-use crate::{normalize, probe, report};
+use crate::transcript::normalize;
+use crate::{probe, report};
 use clap::{Args, Parser, Subcommand};
 use std::fmt;
 use std::path::{Path, PathBuf};

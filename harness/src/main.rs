@@ -9,25 +9,20 @@
 //! tests use. It runs daemons only as binaries: the remora crate is
 //! linked for its method table alone (fuzz-diff's vocabulary).
 
+mod base;
 mod bench;
 mod capture;
 mod cli;
 mod commands;
-mod compare;
 mod derive;
-mod diff;
 mod dut;
-mod error;
-mod fixture;
 mod fuzzdiff;
 mod fuzzgen;
 mod mutant;
-mod normalize;
 mod probe;
 mod report;
 mod runner;
 mod stress;
-mod sync;
 mod transcript;
 
 use clap::Parser;

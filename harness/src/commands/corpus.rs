@@ -3,14 +3,16 @@
 //! report rendered again).
 
 use super::Error;
+use crate::base::error::At;
 use crate::cli::{
     load_probes, run_cfg, workspace, write_reports, CheckArgs, DeriveArgs, DiffArgs, ListArgs, RecordArgs, RenderArgs,
     ReportArgs,
 };
 use crate::derive::{changed_keys, derived_text, Recipe};
-use crate::diff::{DiffOptions, Reference};
-use crate::error::At;
-use crate::{compare, diff, normalize, report, runner, transcript};
+use crate::report;
+use crate::runner::diff::{DiffOptions, Reference};
+use crate::runner::{self, diff};
+use crate::transcript::{self, compare, normalize};
 use std::process::ExitCode;
 
 /// `harness list`: every selected probe with its description.

@@ -2,8 +2,9 @@
 //! wraps the error of the module that failed and prints as it does
 //! (`main` puts `harness: ` in front).
 
-use crate::error::IoAt;
-use crate::{capture, cli, compare, derive, normalize, stress};
+use crate::base::error::IoAt;
+use crate::transcript::{compare, normalize};
+use crate::{capture, cli, derive, stress};
 use std::fmt;
 use std::path::PathBuf;
 

@@ -3,12 +3,13 @@
 //! `mutant-proxy`.
 
 use super::Error;
+use crate::base::error::At;
 use crate::cli::{
     absolute, workspace, BenchArgs, CaptureArgs, FuzzDiffArgs, MutantProxyArgs, StressArgs, StressClientArgs,
 };
-use crate::error::At;
 use crate::runner::RunConfig;
-use crate::{bench, capture, compare, fuzzdiff, fuzzgen, mutant, normalize, stress};
+use crate::transcript::{compare, normalize};
+use crate::{bench, capture, fuzzdiff, fuzzgen, mutant, stress};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 

@@ -2,7 +2,7 @@
 //! a transcript cannot be derived from them: [`Error`], and
 //! [`FrameError`] for one source or frame.
 
-use crate::error::IoAt;
+use crate::base::error::IoAt;
 use crate::transcript;
 use std::fmt;
 use std::path::PathBuf;

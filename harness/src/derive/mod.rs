@@ -30,8 +30,8 @@ mod frames;
 
 pub use error::{Error, FrameError, LineProblem};
 
-use crate::compare::is_reply_key;
-use crate::error::At;
+use crate::base::error::At;
+use crate::transcript::compare::is_reply_key;
 use crate::transcript::{escape, Pending, Transcript, DERIVED_MARK};
 use std::path::{Path, PathBuf};
 

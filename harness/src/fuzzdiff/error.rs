@@ -1,7 +1,7 @@
 //! Why a fuzz-diff case could not be run or written: [`Error`]. What the
 //! daemons did is never an error here; it is the case's outcome.
 
-use crate::error::IoAt;
+use crate::base::error::IoAt;
 use crate::probe::ParseError;
 use std::fmt;
 

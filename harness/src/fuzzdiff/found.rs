@@ -4,9 +4,9 @@
 //! preceding cases attached.
 
 use super::{shrink::shrink, Checker, Error, Reruns};
-use crate::compare::EntryDiff;
-use crate::error::At;
+use crate::base::error::At;
 use crate::fuzzgen::Case;
+use crate::transcript::compare::EntryDiff;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 

@@ -29,12 +29,12 @@ mod error;
 mod found;
 mod shrink;
 
-use crate::compare::{accepts_for, compare, CentralAccept, EntryDiff, Status};
-use crate::diff::{diff_probe, DiffOptions, Reference};
+use crate::base::sync;
 use crate::fuzzgen::{self, Case, Unit};
 use crate::probe::Probe;
+use crate::runner::diff::{diff_probe, DiffOptions, Reference};
 use crate::runner::{self, LiveDaemon, RunConfig};
-use crate::sync;
+use crate::transcript::compare::{accepts_for, compare, CentralAccept, EntryDiff, Status};
 use crate::transcript::Transcript;
 pub use coverage::Coverage;
 use error::Error;

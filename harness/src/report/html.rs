@@ -6,7 +6,7 @@
 //! folded.
 
 use super::{ProbeResult, Report, SideTiming};
-use crate::compare::Status;
+use crate::transcript::compare::Status;
 use crate::transcript::Entry;
 use std::fmt::Write as _;
 

@@ -8,7 +8,7 @@
 mod html;
 pub use html::html;
 
-use crate::compare::{line_diffs, DerivedCounts, EntryDiff, Status};
+use crate::transcript::compare::{line_diffs, DerivedCounts, EntryDiff, Status};
 use crate::transcript::Entry;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;

@@ -2,7 +2,7 @@
 //! replies for the awaits, and reassembles each process's stream frames
 //! (bytes, seq runs, frame shapes, the exit frame).
 
-use crate::sync::lock;
+use crate::base::sync::lock;
 use base64::Engine;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -223,7 +223,12 @@ pub(super) fn bounded(v: &[u8]) -> Vec<u8> {
     if v.len() <= INLINE_LIMIT {
         v.to_vec()
     } else {
-        format!("<{} bytes sha256:{}>", v.len(), crate::fixture::describe_content(v)).into_bytes()
+        format!(
+            "<{} bytes sha256:{}>",
+            v.len(),
+            crate::probe::fixture::describe_content(v)
+        )
+        .into_bytes()
     }
 }
 

@@ -1,8 +1,9 @@
 //! Why a probe could not be run (what the daemon did is never an error:
 //! it goes into the transcript).
 
-use crate::error::IoAt;
-use crate::{dut, fixture};
+use crate::base::error::IoAt;
+use crate::dut;
+use crate::probe::fixture;
 use std::fmt;
 use std::io;
 use std::path::PathBuf;

@@ -23,7 +23,7 @@
 
 use super::{kill_mentioning, Error, RunConfig, Runner, Sandbox};
 use crate::dut::{self, Env, Launch};
-use crate::fixture;
+use crate::probe::fixture;
 use crate::probe::{Probe, StepKind};
 use crate::transcript::Transcript;
 use std::collections::HashMap;

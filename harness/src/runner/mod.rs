@@ -12,24 +12,25 @@
 //! the socket file must vanish; anything still running whose command line
 //! mentions `$RUN` is killed.
 
-mod cli;
 mod conn;
 mod daemon;
+pub(crate) mod diff;
 mod error;
+mod exec;
 mod live;
 mod session;
 
-// `mutant.rs` finds the processes a wrapped binary left behind here.
+// `mutant/` finds the processes a wrapped binary left behind here.
 pub(crate) use crate::dut::procfs::kill_mentioning;
 pub use error::Error;
 pub use live::LiveDaemon;
 
+use crate::base::error::At;
+use crate::base::sync::lock;
 use crate::dut::client::json_string;
-use crate::error::At;
-use crate::fixture;
-use crate::normalize::Normalizer;
+use crate::probe::fixture;
 use crate::probe::{Ctx, Probe, StepKind, Template};
-use crate::sync::lock;
+use crate::transcript::normalize::Normalizer;
 use crate::transcript::Transcript;
 use conn::{id_matches, Conn};
 use daemon::Daemon;

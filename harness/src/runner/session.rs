@@ -3,8 +3,8 @@
 
 use super::conn::{bounded, id_matches, seq_runs, spawn_reader, Conn, ConnState, Shared};
 use super::{contains, exit_text, Runner};
+use crate::base::sync::{lock, wait_timeout};
 use crate::dut::wait_or_kill;
-use crate::sync::{lock, wait_timeout};
 use crate::transcript::Timing;
 use serde_json::Value;
 use std::io::{Read, Write};

@@ -11,9 +11,9 @@
 //! "none"/"unknown"; nothing runs it there (`ci/release` runs `check`).
 
 use super::Error;
+use crate::base::sync::lock;
 use crate::dut::procfs::{self, alive, fd_count, fd_kinds, pids_with_env, zombie_parent};
 use crate::dut::{self, client, Options};
-use crate::sync::lock;
 use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -11,7 +11,10 @@
 //! control bytes and invalid UTF-8 as `\xNN`. Lines starting with `#` are
 //! comments.
 
-use crate::error::IoAt;
+pub(crate) mod compare;
+pub(crate) mod normalize;
+
+use crate::base::error::IoAt;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::{Path, PathBuf};

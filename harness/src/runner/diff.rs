@@ -1,11 +1,13 @@
 //! Orchestration of `diff`, `check` and `record`: running probes in
 //! parallel, repeats, timing medians and progress output.
 
-use crate::compare::{accepts_for, compare, derived_counts, pending_accepts, unstable_keys, CentralAccept, Status};
+use crate::base::sync::{into_inner, lock};
 use crate::probe::Probe;
 use crate::report::{ProbeResult, SideTiming};
 use crate::runner::{self, RunConfig};
-use crate::sync::{into_inner, lock};
+use crate::transcript::compare::{
+    accepts_for, compare, derived_counts, pending_accepts, unstable_keys, CentralAccept, Status,
+};
 use crate::transcript::{derived_header, Transcript};
 use std::collections::BTreeMap;
 use std::io::Write;

@@ -6,7 +6,7 @@
 //! `probes/ACCEPTED` list — is reported as *accepted* with its reason; it
 //! is never hidden.
 
-use crate::error::IoAt;
+use crate::base::error::IoAt;
 use crate::probe::{glob_match, Accept, Probe};
 use crate::transcript::{DerivedHeader, Entry, Transcript};
 use serde::{Deserialize, Serialize};

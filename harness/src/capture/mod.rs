@@ -22,9 +22,9 @@
 //! - a line longer than `--large` bytes goes to `<stem>.fixtures/<n>.line`
 //!   and is sent as `$file(…)`.
 
-use crate::error::{At, IoAt};
+use crate::base::error::{At, IoAt};
+use crate::base::sync::lock;
 use crate::probe::ParseError;
-use crate::sync::lock;
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Read, Write};

@@ -11,13 +11,14 @@
 //! `$…` templates expand. Quoted tokens additionally process C escapes
 //! (`\n \r \t \0 \\ \" \xNN`). See [`Template`].
 
-use crate::error::{At, IoAt};
+use crate::base::error::{At, IoAt};
 use serde_json::Value;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 mod directives;
+pub(crate) mod fixture;
 mod grammar;
 mod lex;
 mod parse;

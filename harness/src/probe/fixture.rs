@@ -1,8 +1,8 @@
 //! Fixtures (files, directories, links, fifos, git repositories, tar
 //! archives) and the snapshot of the fixture tree taken after a probe.
 
-use crate::normalize::Normalizer;
 use crate::probe::{Ctx, StepKind, TarEntry, TarFormat, TarKind};
+use crate::transcript::normalize::Normalizer;
 use crate::transcript::Transcript;
 use sha2::{Digest, Sha256};
 use std::fmt;

@@ -1,0 +1,9 @@
+//! The foundation: what every module of the harness shares.
+//!
+//! | module | owns |
+//! | --- | --- |
+//! | [`error`] | `IoAt`, an I/O error with its path, and `At::at` to attach it |
+//! | [`sync`] | locks that survive a panicked holder |
+
+pub(crate) mod error;
+pub(crate) mod sync;
