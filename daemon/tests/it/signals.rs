@@ -3,7 +3,6 @@
 //! default dispositions except for SIGHUP, and the daemon drops the
 //! signals a Go daemon drops (SIGUSR1, SIGALRM, …) however it started.
 
-use crate::common;
 use crate::common::frames::{frames_until_exit, stdout_of};
 use crate::common::{Client, TestDaemon};
 
@@ -97,9 +96,10 @@ fn the_daemon_drops_the_signals_go_drops() {
         assert_eq!(unsafe { libc::kill(daemon as i32, s) }, 0);
     }
     // Delivered once nothing is pending; then the daemon must still serve.
-    assert!(common::wait_until(std::time::Duration::from_secs(10), || pending(
-        daemon
-    ) == 0));
+    assert!(crate::common::wait_until(
+        std::time::Duration::from_secs(10),
+        || pending(daemon) == 0
+    ));
     let reply = d.call("server.ping", "{}");
     assert!(reply.contains(r#""result""#), "{reply}");
     // And its children start with all three at their default.

@@ -298,7 +298,8 @@ fn ancestor_fault(meta: &fs::Metadata) -> Option<String> {
         ));
     }
     let mode = meta.permissions().mode();
-    if mode & libc::S_ISVTX != 0 {
+    // The sticky bit (S_ISVTX, whose type differs between Linux and macOS).
+    if mode & 0o1000 != 0 {
         return None;
     }
     let perm = mode & 0o777;
