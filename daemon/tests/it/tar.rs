@@ -3,11 +3,9 @@
 //! checks the exact reply and what is (and is not) on disk afterwards.
 
 use crate::common::reply::{ok, p};
+use crate::common::tarball::{gz, raw_header, raw_tar};
 use crate::common::TestDaemon;
-use flate2::write::GzEncoder;
-use flate2::Compression;
 use std::fs;
-use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
@@ -22,36 +20,6 @@ fn is_root() -> bool {
 
 fn mode(path: &Path) -> u32 {
     fs::symlink_metadata(path).unwrap().permissions().mode() & 0o7777
-}
-
-fn gz(data: &[u8]) -> Vec<u8> {
-    let mut e = GzEncoder::new(Vec::new(), Compression::fast());
-    e.write_all(data).unwrap();
-    e.finish().unwrap()
-}
-
-/// A ustar header with a raw name and typeflag (the tar crate refuses `..`).
-fn raw_header(name: &[u8], typeflag: u8, size: u64) -> Vec<u8> {
-    let mut h = tar::Header::new_ustar();
-    h.as_old_mut().name[..name.len()].copy_from_slice(name);
-    h.as_old_mut().linkflag[0] = typeflag;
-    h.set_size(size);
-    h.set_mode(0o644);
-    h.set_mtime(0);
-    h.set_cksum();
-    h.as_bytes().to_vec()
-}
-
-/// A tar stream of `(name, typeflag, data)` entries with the end marker.
-fn raw_tar(entries: &[(&[u8], u8, &[u8])]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for (name, typeflag, data) in entries {
-        out.extend(raw_header(name, *typeflag, data.len() as u64));
-        out.extend_from_slice(data);
-        out.resize(out.len().div_ceil(512) * 512, 0);
-    }
-    out.extend_from_slice(&[0u8; 1024]);
-    out
 }
 
 struct Case {

@@ -5,16 +5,12 @@
 //! build (Linux rows). `tar.rs` holds the 89cb6289 texts of the same cases.
 
 use crate::common::reply::{ok, p};
+use crate::common::tarball::{gz, raw_tar, Entry};
 use crate::common::TestDaemon;
-use flate2::write::GzEncoder;
-use flate2::Compression;
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
-
-/// One archive entry: `(name, typeflag, data)`.
-type Entry<'a> = (&'a [u8], u8, &'a [u8]);
 
 fn failed(error: &str) -> String {
     ok(1, &format!(r#"{{"success":false,"fileCount":0,"error":"{error}"}}"#))
@@ -23,36 +19,6 @@ fn failed(error: &str) -> String {
 fn is_root() -> bool {
     // SAFETY: geteuid takes nothing and cannot fail.
     unsafe { libc::geteuid() == 0 }
-}
-
-fn gz(data: &[u8]) -> Vec<u8> {
-    let mut e = GzEncoder::new(Vec::new(), Compression::fast());
-    e.write_all(data).unwrap();
-    e.finish().unwrap()
-}
-
-/// A ustar header with a raw name and typeflag.
-fn raw_header(name: &[u8], typeflag: u8, size: u64) -> Vec<u8> {
-    let mut h = tar::Header::new_ustar();
-    h.as_old_mut().name[..name.len()].copy_from_slice(name);
-    h.as_old_mut().linkflag[0] = typeflag;
-    h.set_size(size);
-    h.set_mode(0o644);
-    h.set_mtime(0);
-    h.set_cksum();
-    h.as_bytes().to_vec()
-}
-
-/// A tar stream of `(name, typeflag, data)` entries with the end marker.
-fn raw_tar(entries: &[Entry]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for (name, typeflag, data) in entries {
-        out.extend(raw_header(name, *typeflag, data.len() as u64));
-        out.extend_from_slice(data);
-        out.resize(out.len().div_ceil(512) * 512, 0);
-    }
-    out.extend_from_slice(&[0u8; 1024]);
-    out
 }
 
 struct Case {

@@ -10,6 +10,7 @@ pub mod git;
 pub mod http;
 pub mod reply;
 pub mod skip;
+pub mod tarball;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
