@@ -31,6 +31,17 @@ const M18: &[&str] = &[
     "process.reattach",
 ];
 
+/// The features of 19f30c46, which 90fca6e6 lists unchanged
+/// (`testdata/socket_responses.golden.json`).
+const F19F30C46: &[&str] = &[
+    "process.stdin.offset",
+    "git.status.baseRepo",
+    "git.worktree_create.timeoutMs",
+    "git.worktree_create.existingBranch",
+    "git.worktree.external_root",
+    "server.instance_id",
+];
+
 /// A recorded build: its stamp's leading digits, methods, features, and
 /// the `peerCheck` member's value without `CLAUDE_SSH_PEER_CHECK`.
 struct Recorded {
@@ -70,27 +81,13 @@ fn recorded() -> Vec<Recorded> {
         Recorded {
             id: "19f30c46",
             methods: with_plugins(),
-            features: &[
-                "process.stdin.offset",
-                "git.status.baseRepo",
-                "git.worktree_create.timeoutMs",
-                "git.worktree_create.existingBranch",
-                "git.worktree.external_root",
-                "server.instance_id",
-            ],
+            features: F19F30C46,
             peer_check: None,
         },
         Recorded {
             id: "90fca6e6",
             methods: with_plugins(),
-            features: &[
-                "process.stdin.offset",
-                "git.status.baseRepo",
-                "git.worktree_create.timeoutMs",
-                "git.worktree_create.existingBranch",
-                "git.worktree.external_root",
-                "server.instance_id",
-            ],
+            features: F19F30C46,
             peer_check: None,
         },
         Recorded {
