@@ -1,9 +1,11 @@
 //! The registry: the table of managed processes keyed by the client's id
 //! ([`ProcessManager`]), what it gets from the rest of the daemon
-//! ([`Supervision`]), and its teardown at shutdown. Starting a child is
-//! [`super::spawn`]'s.
+//! ([`Supervision`]), when a spawn may start (one per agent session, after
+//! superseding the session's other processes), id reuse, and teardown at
+//! shutdown. Checking and starting one child is [`super::spawn`]'s.
 
 use super::managed::{lock, KilledBy, ManagedProcess, Table};
+use super::spawn::{self, SpawnError, SpawnSpec};
 use super::{retention, session};
 use crate::agent::agentsock;
 use crate::base::shutdown::ShutdownWatch;
@@ -15,6 +17,10 @@ use std::time::Duration;
 
 /// How long graceful shutdown waits for SIGKILLed children to exit.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// The grace a superseded session process gets between SIGTERM and the
+/// group SIGKILL: `process.killAndWait`'s default.
+const SUPERSEDE_GRACE: Duration = Duration::from_millis(3000);
 
 /// The longest grace `process.killAndWait` honours: larger `timeoutMs`
 /// values are clamped to 30000 ms, as the reference measured (bracketed
@@ -63,8 +69,8 @@ pub(crate) struct ProcessManager {
     /// Set by a `-keep-children` shutdown: the backstop in `Drop` must not
     /// kill what the operator asked to keep.
     pub(super) keep: AtomicBool,
-    /// The retention sweeper runs once the first process was spawned.
-    pub(super) sweeper: AtomicBool,
+    /// The retention sweeper, started by the first spawn.
+    pub(super) sweeper: retention::Sweeper,
     /// PATH from the login shell, once known ([`crate::serve::shellenv`]);
     /// children get it.
     pub(super) login_path: OnceLock<String>,
@@ -88,7 +94,7 @@ impl ProcessManager {
             table: Arc::default(),
             sessions: session::SessionLocks::default(),
             keep: AtomicBool::new(false),
-            sweeper: AtomicBool::new(false),
+            sweeper: retention::Sweeper::default(),
             login_path: OnceLock::new(),
             agent: agentsock::HandOff::default(),
             deps,
@@ -123,6 +129,77 @@ impl ProcessManager {
 
     pub(crate) fn get(&self, id: &str) -> Option<Arc<ManagedProcess>> {
         lock(&self.table).get(id).cloned()
+    }
+
+    /// Starts a child and registers it under `spec.id`, replacing (and
+    /// tearing down) a previous process with that id. When the arguments
+    /// name an agent CLI session, every other running process of that
+    /// session is terminated first ([`session`]), one spawn of a session at
+    /// a time. Must run inside the tokio runtime.
+    pub(crate) async fn spawn(&self, spec: &SpawnSpec<'_>) -> Result<Arc<ManagedProcess>, SpawnError> {
+        let prepared = spawn::prepare(spec, self.login_path.get().map(String::as_str), &self.agent).await?;
+        let Some(key) = session::key_of(spec.args) else {
+            return self.start(prepared, None);
+        };
+        let _serial = self.sessions.lock(&key).await;
+        self.supersede(&key, spec.id).await;
+        if self.is_shutting_down() {
+            // Teardown may already have run: a child started now would leak.
+            return Err(SpawnError::ShuttingDown);
+        }
+        self.start(prepared, Some(key))
+    }
+
+    /// Starts a prepared child, the retention sweeper with the first one,
+    /// and registers it.
+    fn start(&self, prepared: spawn::Prepared<'_>, session: Option<String>) -> Result<Arc<ManagedProcess>, SpawnError> {
+        let id = prepared.id().to_string();
+        let process = spawn::start(prepared, session, &self.deps.replay, &self.deps.metrics)?;
+        self.sweeper
+            .start_once(&self.table, self.deps.retention, &self.deps.shutdown);
+        self.register(&id, &process);
+        Ok(process)
+    }
+
+    /// Terminates every running process of session `key` other than `id`
+    /// (that one is replaced by the id reuse rule), as a client's
+    /// killAndWait would, and waits for them.
+    async fn supersede(&self, key: &str, id: &str) {
+        let rivals: Vec<Arc<ManagedProcess>> = lock(&self.table)
+            .values()
+            .filter(|p| p.id != id && p.session.as_deref() == Some(key) && !p.exited())
+            .cloned()
+            .collect();
+        for old in rivals {
+            crate::log_info!(
+                "[process.Manager] Process {} (pid {}) superseded by {} (same session)",
+                crate::base::logging::Untrusted(&old.id),
+                old.pid,
+                crate::base::logging::Untrusted(id)
+            );
+            old.terminate(libc::SIGTERM, SUPERSEDE_GRACE, true, KilledBy::Client)
+                .await;
+        }
+    }
+
+    /// Registers a started child under `id`; a previous process with that
+    /// id is torn down.
+    fn register(&self, id: &str, process: &Arc<ManagedProcess>) {
+        let previous = lock(&self.table).insert(id.to_string(), process.clone());
+        if let Some(old) = previous {
+            // The old tree would be unreachable: no kill, stdin or
+            // reattach can name it any more. Drop its subscribers first so
+            // no frame of it arrives under the reused id, then kill it.
+            old.log.detach_all();
+            old.stop_stdin();
+            // Nobody can see its exit frame any more: no reason to record.
+            old.kill_tree(None);
+            crate::log_info!(
+                "[process.Manager] Process id {} reused: killed previous process (pid {})",
+                crate::base::logging::Untrusted(&old.id),
+                old.pid
+            );
+        }
     }
 
     /// Graceful-shutdown teardown: kill every child tree, or leave them

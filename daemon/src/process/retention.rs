@@ -25,7 +25,8 @@
 use super::managed::{lock, Table};
 use crate::base::shutdown::ShutdownWatch;
 use crate::replay::store;
-use std::sync::Weak;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 /// The setting's default: a day, so a client away overnight still finds
@@ -127,9 +128,27 @@ pub(super) fn drop_exited(table: &Table, retention: &Retention, now: Instant) ->
     dropped
 }
 
-/// The retention sweeper: every [`Retention::period`], drops what
-/// [`drop_exited`] drops. Ends with the registry or at shutdown.
-pub(super) async fn sweep_exited(table: Weak<Table>, retention: Retention, mut shutdown: ShutdownWatch) {
+/// The retention sweeper of one registry: not running until the first
+/// spawn (a daemon that never spawns has nothing to sweep), then one task
+/// until the registry is dropped or the daemon stops.
+#[derive(Default)]
+pub(super) struct Sweeper {
+    started: AtomicBool,
+}
+
+impl Sweeper {
+    /// Starts the sweeper over `table` unless it already runs. Must run
+    /// inside the tokio runtime.
+    pub(super) fn start_once(&self, table: &Arc<Table>, retention: Retention, shutdown: &ShutdownWatch) {
+        if !self.started.swap(true, Ordering::AcqRel) {
+            tokio::spawn(sweep_exited(Arc::downgrade(table), retention, shutdown.clone()));
+        }
+    }
+}
+
+/// The sweep: every [`Retention::period`], drops what [`drop_exited`]
+/// drops. Ends with the registry or at shutdown.
+async fn sweep_exited(table: Weak<Table>, retention: Retention, mut shutdown: ShutdownWatch) {
     let period = retention.period();
     // A second trim once the blocking pool's idle threads (kept 10 s) are
     // gone, so what they freed is returned too.

@@ -1,27 +1,25 @@
-//! Starting a child: `process.spawn`'s checks and environment, the
-//! superseding of a session's other processes, the launch (directly or
-//! through the exec-child trampoline), and the wiring of a new
-//! [`ManagedProcess`] to its pumps and supervisor before it is registered.
+//! Starting a child: `process.spawn`'s checks and environment
+//! ([`prepare`]), the launch (directly or through the exec-child
+//! trampoline), and the wiring of a new [`ManagedProcess`] to its pumps
+//! and supervisor ([`start`]). The registry decides when (one spawn of a
+//! session at a time, after superseding its other processes) and
+//! registers what starts.
 
-use super::managed::{lock, KilledBy, ManagedProcess, StdinState};
+use super::command;
+use super::managed::{lock, ManagedProcess, StdinState};
 use super::pumps::{feed_stdin, grow_pipe, pump, GROWN_PIPES};
-use super::registry::ProcessManager;
 use super::supervise::supervise;
-use super::{command, retention, session};
 use crate::agent::agentsock;
+use crate::protocol::metrics::Metrics;
 use crate::replay::frame::Stream;
 use crate::replay::log::ReplayLog;
+use crate::replay::store::ReplayStore;
 use crate::sys::process as sys;
 use std::os::unix::ffi::OsStrExt;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 use tokio::sync::{mpsc, watch};
-
-/// The grace a superseded session process gets between SIGTERM and the
-/// group SIGKILL: `process.killAndWait`'s default.
-pub(crate) const SUPERSEDE_GRACE: Duration = Duration::from_millis(3000);
 
 /// Why `process.spawn` started nothing.
 #[derive(Debug)]
@@ -76,251 +74,228 @@ type ChildPipes = (
 /// The output pumps of a child, stdout's then stderr's.
 type Readers = (tokio::task::JoinHandle<()>, tokio::task::JoinHandle<()>);
 
-impl ProcessManager {
-    /// Starts a child and registers it under `spec.id`, replacing (and
-    /// tearing down) a previous process with that id. When the arguments
-    /// name an agent CLI session, every other running process of that
-    /// session is terminated first ([`session`]), one spawn of a session at
-    /// a time. Must run inside the tokio runtime.
-    pub(crate) async fn spawn(&self, spec: &SpawnSpec<'_>) -> Result<Arc<ManagedProcess>, SpawnError> {
-        command::check_cwd(spec.cwd).map_err(SpawnError::Failed)?;
-        // The request's entries named as the child will read them.
-        let requested: Vec<(String, String)> = spec.env.iter().map(|(k, v)| command::go_entry(k, v)).collect();
-        let mut env = command::merged_env(self.login_path.get().map(String::as_str), &requested);
-        env.retain(|(k, _)| !spec.strip_env.iter().any(|s| k == s));
-        // An agent socket the daemon itself inherited (say from an SSH
-        // session with forwarding, long gone) is checked like the login
-        // shell's before a child gets it: its path may since have been
-        // re-created by another user. One the caller names is its choice.
-        if !requested.iter().any(|(k, _)| k == agentsock::AGENT_SOCK_ENV) {
-            if let Some(at) = env.iter().position(|(k, _)| k == agentsock::AGENT_SOCK_ENV) {
-                if !self.agent.vet(&env[at].1.to_string_lossy()).await {
-                    env.remove(at);
-                }
-            }
-        }
-        // The hand-off comes after the caller's entries, and only when no
-        // entry names the variable at all (an empty value opts out too).
-        if !spec.no_agent_socket && !env.iter().any(|(k, _)| k == agentsock::AGENT_SOCK_ENV) {
-            if let Some(sock) = self.agent.socket().await {
-                env.push((agentsock::AGENT_SOCK_ENV.into(), sock.into()));
-            }
-        }
-        let program = command::resolve(spec.command, &command::path_of(&env)).map_err(SpawnError::Failed)?;
-        if env
-            .iter()
-            .any(|(k, v)| k.as_bytes().contains(&0) || v.as_bytes().contains(&0))
-        {
-            // Go's Cmd.Start refuses this before forking (dedupEnv, since
-            // Go 1.20), after the lookup and without the fork/exec prefix.
-            return Err(SpawnError::Failed(command::ENV_NUL.to_string()));
-        }
-        // With a launcher the child is `<launcher...> <command> <args...>`:
-        // the command is checked as exec would, then the launcher runs.
-        let launched: Vec<String>;
-        let (run, program, exec_error, failed): (SpawnSpec<'_>, String, ExecError, fn(String) -> SpawnError) =
-            match spec.launcher {
-                None => (*spec, program, command::fork_exec_error, SpawnError::Failed),
-                Some(launcher) => {
-                    command::exec_check(&program)
-                        .map_err(|e| SpawnError::Failed(command::fork_exec_error(&program, &e)))?;
-                    launched = launcher
-                        .args
-                        .iter()
-                        .chain(std::iter::once(&spec.command.to_string()))
-                        .chain(spec.args)
-                        .cloned()
-                        .collect();
-                    let run = SpawnSpec {
-                        command: launcher.program,
-                        args: &launched,
-                        ..*spec
-                    };
-                    (
-                        run,
-                        launcher.program.to_string(),
-                        launcher.not_started,
-                        SpawnError::Launcher,
-                    )
-                }
-            };
-        let key = session::key_of(spec.args);
-        let Some(key) = key else {
-            return self.start(&run, &program, env, None, exec_error).map_err(failed);
-        };
-        let _serial = self.sessions.lock(&key).await;
-        self.supersede(&key, spec.id).await;
-        if self.is_shutting_down() {
-            // Teardown may already have run: a child started now would leak.
-            return Err(SpawnError::ShuttingDown);
-        }
-        self.start(&run, &program, env, Some(key), exec_error).map_err(failed)
+/// A child's environment, as `Command::envs` takes it.
+type Env = Vec<(std::ffi::OsString, std::ffi::OsString)>;
+
+/// A spawn whose checks passed: what runs, in which environment, and how
+/// a failure to start it is worded. [`start`] consumes it.
+pub(super) struct Prepared<'a> {
+    spec: SpawnSpec<'a>,
+    /// With a launcher, the child's arguments: `<launcher args...>
+    /// <command> <args...>`.
+    launched: Option<Vec<String>>,
+    /// The resolved path of what runs (the launcher's, with one).
+    program: String,
+    env: Env,
+    exec_error: ExecError,
+    failed: fn(String) -> SpawnError,
+}
+
+impl<'a> Prepared<'a> {
+    /// The id the client gave.
+    pub(super) fn id(&self) -> &'a str {
+        self.spec.id
     }
 
-    /// Terminates every running process of session `key` other than `id`
-    /// (that one is replaced by the id reuse rule), as a client's
-    /// killAndWait would, and waits for them.
-    async fn supersede(&self, key: &str, id: &str) {
-        let rivals: Vec<Arc<ManagedProcess>> = lock(&self.table)
-            .values()
-            .filter(|p| p.id != id && p.session.as_deref() == Some(key) && !p.exited())
-            .cloned()
-            .collect();
-        for old in rivals {
-            crate::log_info!(
-                "[process.Manager] Process {} (pid {}) superseded by {} (same session)",
-                crate::base::logging::Untrusted(&old.id),
-                old.pid,
-                crate::base::logging::Untrusted(id)
-            );
-            old.terminate(libc::SIGTERM, SUPERSEDE_GRACE, true, KilledBy::Client)
-                .await;
+    /// What is started: the request itself, or its launcher with the
+    /// command and its arguments after the launcher's own.
+    fn run(&self) -> SpawnSpec<'_> {
+        match (&self.launched, self.spec.launcher) {
+            (Some(args), Some(launcher)) => SpawnSpec {
+                command: launcher.program,
+                args,
+                ..self.spec
+            },
+            _ => self.spec,
         }
     }
+}
 
-    fn start(
-        &self,
-        spec: &SpawnSpec<'_>,
-        program: &str,
-        env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
-        session: Option<String>,
-        exec_error: ExecError,
-    ) -> Result<Arc<ManagedProcess>, String> {
-        let mut child = launch(spec, program, env, exec_error)?;
-        let start_time = epoch_seconds();
-        let pid = i32::try_from(child.id()).unwrap_or(0);
-        crate::rundir::childrec::record(pid, spec.command);
-        // From here on the child exists: every path must end in a
-        // supervisor that reaps it.
-        let grown = child.stdout.as_ref().is_some_and(grow_pipe);
-        let pipes = (child.stdin.take(), child.stdout.take(), child.stderr.take());
-        let (stdin, stdout, stderr) = match pipes {
-            (Some(i), Some(o), Some(e)) => (
-                tokio::process::ChildStdin::from_std(i),
-                tokio::process::ChildStdout::from_std(o),
-                tokio::process::ChildStderr::from_std(e),
-            ),
-            _ => (
-                Err(std::io::Error::other("missing pipe")),
-                Err(std::io::Error::other("missing pipe")),
-                Err(std::io::Error::other("missing pipe")),
-            ),
-        };
-        let (exit_tx, _) = watch::channel(None);
-        let (queue_tx, queue_rx) = mpsc::unbounded_channel();
-        let process = Arc::new(ManagedProcess {
-            id: spec.id.to_string(),
-            pid,
-            start_time,
-            log: ReplayLog::new(spec.id, &self.deps.replay),
-            exit: exit_tx,
-            reaped: Mutex::new(false),
-            session,
-            plugin_hashes: crate::rundir::plugindirs::hashes_in(
-                std::iter::once(spec.command).chain(spec.args.iter().map(String::as_str)),
-            ),
-            killed_by: Mutex::new(None),
-            stdin: Mutex::new(StdinState {
-                applied: 0,
-                queue: Some(queue_tx),
-                broken: None,
-                writer: None,
-            }),
-            stdin_queued: Arc::new(AtomicUsize::new(0)),
-            finished_at: std::sync::OnceLock::new(),
-            finished: watch::channel(false).0,
+/// `process.spawn`'s checks before anything starts, in the reference's
+/// order: the cwd, the child's environment (the login shell's PATH, the
+/// request's entries, the agent socket hand-off, the handler's strip
+/// list), the command's lookup, a NUL in the environment, and the
+/// launcher's exec check.
+pub(super) async fn prepare<'a>(
+    spec: &SpawnSpec<'a>,
+    login_path: Option<&str>,
+    agent: &agentsock::HandOff,
+) -> Result<Prepared<'a>, SpawnError> {
+    command::check_cwd(spec.cwd).map_err(SpawnError::Failed)?;
+    // The request's entries named as the child will read them.
+    let requested: Vec<(String, String)> = spec.env.iter().map(|(k, v)| command::go_entry(k, v)).collect();
+    let mut env = command::merged_env(login_path, &requested);
+    env.retain(|(k, _)| !spec.strip_env.iter().any(|s| k == s));
+    // An agent socket the daemon itself inherited (say from an SSH
+    // session with forwarding, long gone) is checked like the login
+    // shell's before a child gets it: its path may since have been
+    // re-created by another user. One the caller names is its choice.
+    if !requested.iter().any(|(k, _)| k == agentsock::AGENT_SOCK_ENV) {
+        if let Some(at) = env.iter().position(|(k, _)| k == agentsock::AGENT_SOCK_ENV) {
+            if !agent.vet(&env[at].1.to_string_lossy()).await {
+                env.remove(at);
+            }
+        }
+    }
+    // The hand-off comes after the caller's entries, and only when no
+    // entry names the variable at all (an empty value opts out too).
+    if !spec.no_agent_socket && !env.iter().any(|(k, _)| k == agentsock::AGENT_SOCK_ENV) {
+        if let Some(sock) = agent.socket().await {
+            env.push((agentsock::AGENT_SOCK_ENV.into(), sock.into()));
+        }
+    }
+    let program = command::resolve(spec.command, &command::path_of(&env)).map_err(SpawnError::Failed)?;
+    if env
+        .iter()
+        .any(|(k, v)| k.as_bytes().contains(&0) || v.as_bytes().contains(&0))
+    {
+        // Go's Cmd.Start refuses this before forking (dedupEnv, since
+        // Go 1.20), after the lookup and without the fork/exec prefix.
+        return Err(SpawnError::Failed(command::ENV_NUL.to_string()));
+    }
+    let Some(launcher) = spec.launcher else {
+        return Ok(Prepared {
+            spec: *spec,
+            launched: None,
+            program,
+            env,
+            exec_error: command::fork_exec_error,
+            failed: SpawnError::Failed,
         });
-        let readers = Some(self.start_pumps(&process, (stdin, stdout, stderr), queue_rx, grown, program)?);
-        // The std handle is not needed any more: the supervisor reaps by
-        // pid. Dropping it neither kills nor waits.
-        drop(child);
-        tokio::spawn(supervise(process.clone(), readers, self.deps.metrics.clone()));
-        self.deps.metrics.process_spawns.fetch_add(1, Ordering::Relaxed);
-        if !self.sweeper.swap(true, Ordering::AcqRel) {
-            tokio::spawn(retention::sweep_exited(
-                Arc::downgrade(&self.table),
-                self.deps.retention,
-                self.deps.shutdown.clone(),
+    };
+    // With a launcher the child is `<launcher...> <command> <args...>`:
+    // the command is checked as exec would, then the launcher runs.
+    command::exec_check(&program).map_err(|e| SpawnError::Failed(command::fork_exec_error(&program, &e)))?;
+    let launched = launcher
+        .args
+        .iter()
+        .chain(std::iter::once(&spec.command.to_string()))
+        .chain(spec.args)
+        .cloned()
+        .collect();
+    Ok(Prepared {
+        spec: *spec,
+        launched: Some(launched),
+        program: launcher.program.to_string(),
+        env,
+        exec_error: launcher.not_started,
+        failed: SpawnError::Launcher,
+    })
+}
+
+/// Starts a prepared child and wires it to its stdin writer, output pumps
+/// and supervisor. The caller registers it.
+pub(super) fn start(
+    prepared: Prepared<'_>,
+    session: Option<String>,
+    replay: &Arc<ReplayStore>,
+    metrics: &Arc<Metrics>,
+) -> Result<Arc<ManagedProcess>, SpawnError> {
+    let spec = prepared.run();
+    let program = prepared.program.as_str();
+    let started = launch(&spec, program, &prepared.env, prepared.exec_error);
+    let mut child = started.map_err(prepared.failed)?;
+    let start_time = epoch_seconds();
+    let pid = i32::try_from(child.id()).unwrap_or(0);
+    crate::rundir::childrec::record(pid, spec.command);
+    // From here on the child exists: every path must end in a
+    // supervisor that reaps it.
+    let grown = child.stdout.as_ref().is_some_and(grow_pipe);
+    let pipes = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+    let (stdin, stdout, stderr) = match pipes {
+        (Some(i), Some(o), Some(e)) => (
+            tokio::process::ChildStdin::from_std(i),
+            tokio::process::ChildStdout::from_std(o),
+            tokio::process::ChildStderr::from_std(e),
+        ),
+        _ => (
+            Err(std::io::Error::other("missing pipe")),
+            Err(std::io::Error::other("missing pipe")),
+            Err(std::io::Error::other("missing pipe")),
+        ),
+    };
+    let (exit_tx, _) = watch::channel(None);
+    let (queue_tx, queue_rx) = mpsc::unbounded_channel();
+    let process = Arc::new(ManagedProcess {
+        id: spec.id.to_string(),
+        pid,
+        start_time,
+        log: ReplayLog::new(spec.id, replay),
+        exit: exit_tx,
+        reaped: Mutex::new(false),
+        session,
+        plugin_hashes: crate::rundir::plugindirs::hashes_in(
+            std::iter::once(spec.command).chain(spec.args.iter().map(String::as_str)),
+        ),
+        killed_by: Mutex::new(None),
+        stdin: Mutex::new(StdinState {
+            applied: 0,
+            queue: Some(queue_tx),
+            broken: None,
+            writer: None,
+        }),
+        stdin_queued: Arc::new(AtomicUsize::new(0)),
+        finished_at: std::sync::OnceLock::new(),
+        finished: watch::channel(false).0,
+    });
+    let pumps = start_pumps(&process, (stdin, stdout, stderr), queue_rx, grown, program, metrics);
+    let readers = Some(pumps.map_err(prepared.failed)?);
+    // The std handle is not needed any more: the supervisor reaps by
+    // pid. Dropping it neither kills nor waits.
+    drop(child);
+    tokio::spawn(supervise(process.clone(), readers, metrics.clone()));
+    metrics.process_spawns.fetch_add(1, Ordering::Relaxed);
+    crate::log_info!(
+        "[process.Manager] Spawned process {} (pid {}): {}",
+        crate::base::logging::Untrusted(spec.id),
+        pid,
+        crate::base::logging::Untrusted(spec.command)
+    );
+    Ok(process)
+}
+
+/// Starts the stdin writer and the two output pumps of a new child.
+/// When a pipe cannot be registered with the reactor the child is
+/// killed and left to a supervisor of its own, which reaps it.
+fn start_pumps(
+    process: &Arc<ManagedProcess>,
+    pipes: ChildPipes,
+    queue_rx: mpsc::UnboundedReceiver<Vec<u8>>,
+    grown: bool,
+    program: &str,
+    metrics: &Arc<Metrics>,
+) -> Result<Readers, String> {
+    match pipes {
+        (Ok(stdin), Ok(stdout), Ok(stderr)) => {
+            let writer = tokio::spawn(feed_stdin(
+                stdin,
+                queue_rx,
+                process.stdin_queued.clone(),
+                Arc::downgrade(process),
             ));
+            lock(&process.stdin).writer = Some(writer.abort_handle());
+            let (log_out, metrics_out) = (process.log.clone(), metrics.clone());
+            Ok((
+                tokio::spawn(async move {
+                    pump(stdout, Stream::Stdout, log_out, metrics_out).await;
+                    if grown {
+                        GROWN_PIPES.fetch_sub(1, Ordering::AcqRel);
+                    }
+                }),
+                tokio::spawn(pump(stderr, Stream::Stderr, process.log.clone(), metrics.clone())),
+            ))
         }
-        crate::log_info!(
-            "[process.Manager] Spawned process {} (pid {}): {}",
-            crate::base::logging::Untrusted(spec.id),
-            pid,
-            crate::base::logging::Untrusted(spec.command)
-        );
-        self.register(spec.id, &process);
-        Ok(process)
-    }
-
-    /// Starts the stdin writer and the two output pumps of a new child.
-    /// When a pipe cannot be registered with the reactor the child is
-    /// killed and left to a supervisor of its own, which reaps it.
-    fn start_pumps(
-        &self,
-        process: &Arc<ManagedProcess>,
-        pipes: ChildPipes,
-        queue_rx: mpsc::UnboundedReceiver<Vec<u8>>,
-        grown: bool,
-        program: &str,
-    ) -> Result<Readers, String> {
-        match pipes {
-            (Ok(stdin), Ok(stdout), Ok(stderr)) => {
-                let writer = tokio::spawn(feed_stdin(
-                    stdin,
-                    queue_rx,
-                    process.stdin_queued.clone(),
-                    Arc::downgrade(process),
-                ));
-                lock(&process.stdin).writer = Some(writer.abort_handle());
-                let (log_out, metrics_out) = (process.log.clone(), self.deps.metrics.clone());
-                Ok((
-                    tokio::spawn(async move {
-                        pump(stdout, Stream::Stdout, log_out, metrics_out).await;
-                        if grown {
-                            GROWN_PIPES.fetch_sub(1, Ordering::AcqRel);
-                        }
-                    }),
-                    tokio::spawn(pump(
-                        stderr,
-                        Stream::Stderr,
-                        process.log.clone(),
-                        self.deps.metrics.clone(),
-                    )),
-                ))
+        (i, o, e) => {
+            // Registering a pipe with the reactor failed (out of
+            // descriptors?): don't leave a child we cannot talk to.
+            let err = [i.err(), o.err(), e.err()].into_iter().flatten().next();
+            if grown {
+                GROWN_PIPES.fetch_sub(1, Ordering::AcqRel);
             }
-            (i, o, e) => {
-                // Registering a pipe with the reactor failed (out of
-                // descriptors?): don't leave a child we cannot talk to.
-                let err = [i.err(), o.err(), e.err()].into_iter().flatten().next();
-                if grown {
-                    GROWN_PIPES.fetch_sub(1, Ordering::AcqRel);
-                }
-                sys::signal_group(process.pid, libc::SIGKILL);
-                tokio::spawn(supervise(process.clone(), None, self.deps.metrics.clone()));
-                let err = err.unwrap_or_else(|| std::io::Error::other("pipe setup failed"));
-                Err(command::fork_exec_error(program, &err))
-            }
-        }
-    }
-
-    /// Registers a started child under `id`; a previous process with that
-    /// id is torn down.
-    fn register(&self, id: &str, process: &Arc<ManagedProcess>) {
-        let previous = lock(&self.table).insert(id.to_string(), process.clone());
-        if let Some(old) = previous {
-            // The old tree would be unreachable: no kill, stdin or
-            // reattach can name it any more. Drop its subscribers first so
-            // no frame of it arrives under the reused id, then kill it.
-            old.log.detach_all();
-            old.stop_stdin();
-            // Nobody can see its exit frame any more: no reason to record.
-            old.kill_tree(None);
-            crate::log_info!(
-                "[process.Manager] Process id {} reused: killed previous process (pid {})",
-                crate::base::logging::Untrusted(&old.id),
-                old.pid
-            );
+            sys::signal_group(process.pid, libc::SIGKILL);
+            tokio::spawn(supervise(process.clone(), None, metrics.clone()));
+            let err = err.unwrap_or_else(|| std::io::Error::other("pipe setup failed"));
+            Err(command::fork_exec_error(program, &err))
         }
     }
 }
@@ -385,7 +360,7 @@ fn child_command(
 fn launch(
     spec: &SpawnSpec<'_>,
     program: &str,
-    env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    env: &[(std::ffi::OsString, std::ffi::OsString)],
     exec_error: ExecError,
 ) -> Result<std::process::Child, String> {
     let direct = |env: &[(std::ffi::OsString, std::ffi::OsString)]| {
@@ -394,13 +369,13 @@ fn launch(
             .map_err(|e| exec_error(program, &e))
     };
     if !crate::agent::trampoline::enabled() {
-        return direct(&env);
+        return direct(env);
     }
     let (read, write) = match crate::agent::trampoline::report_pipe() {
         Ok(pair) => pair,
-        Err(_) => return direct(&env),
+        Err(_) => return direct(env),
     };
-    let spawned = child_command(spec, program, &env, Some(&write)).spawn();
+    let spawned = child_command(spec, program, env, Some(&write)).spawn();
     drop(write);
     let mut child = match spawned {
         Ok(child) => child,
@@ -410,7 +385,7 @@ fn launch(
                 crate::base::logging::Untrusted(spec.id),
                 command::fork_exec_error(crate::agent::trampoline::SELF_EXE, &e)
             );
-            return direct(&env);
+            return direct(env);
         }
     };
     match crate::agent::trampoline::read_report(&read) {

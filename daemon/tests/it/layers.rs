@@ -61,10 +61,10 @@ const INNER: &[(&str, &[&[&str]])] = &[
             // What runs beside a child: its pumps, its supervisor, the
             // retention sweeper.
             &["pumps", "supervise", "retention"],
-            // The registry and its teardown.
-            &["registry"],
-            // Starting a child, which wires all of the above.
+            // Checking and starting one child, which wires all of the above.
             &["spawn"],
+            // The registry: when a spawn may start, id reuse, teardown.
+            &["registry"],
         ],
     ),
 ];
@@ -293,8 +293,8 @@ fn planted_violations_inside_process_are_caught() {
     );
     assert_eq!(
         check(
-            "process/registry.rs",
-            "use crate::{base::frame, process::spawn::SpawnError};"
+            "process/spawn.rs",
+            "use crate::{base::frame, process::registry::ProcessManager};"
         )
         .len(),
         1
@@ -305,8 +305,8 @@ fn planted_violations_inside_process_are_caught() {
     );
     // Downward and within a rank are fine, and so is the folder's mod.rs.
     assert!(check(
-        "process/spawn.rs",
-        "use super::managed::lock; use super::registry::ProcessManager; use super::command::resolve;"
+        "process/registry.rs",
+        "use super::managed::lock; use super::spawn::SpawnSpec; use super::command::resolve;"
     )
     .is_empty());
     assert!(check("process/supervise.rs", "use super::pumps::pump;").is_empty());
