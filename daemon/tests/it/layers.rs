@@ -285,7 +285,7 @@ fn planted_violations_inside_process_are_caught() {
     // Upward inside the folder, by plain path, group and `super::`.
     assert_eq!(
         check("process/managed.rs", "use super::registry::ProcessManager;"),
-        ["process/managed.rs: `process::registry::ProcessManager` reaches up inside process from managed (rank 1) to registry (rank 3)"]
+        ["process/managed.rs: `process::registry::ProcessManager` reaches up inside process from managed (rank 1) to registry (rank 4)"]
     );
     assert_eq!(
         check("process/pumps.rs", "use crate::process::spawn::SpawnSpec;").len(),
