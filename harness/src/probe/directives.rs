@@ -45,6 +45,21 @@ const fn tokens(
     }
 }
 
+/// A fixture directive (see [`Fixture`]).
+const fn fixture(
+    name: &'static str,
+    usage: &'static str,
+    shape: Shape,
+    f: fn(&Args) -> Result<Fixture, ParseError>,
+) -> Directive {
+    Directive {
+        name,
+        usage,
+        shape,
+        action: Action::Fixture(f),
+    }
+}
+
 /// Every directive, header directives first, in the order of
 /// `docs/PROBES.md`.
 pub(super) const DIRECTIVES: &[Directive] = &[
@@ -61,14 +76,29 @@ pub(super) const DIRECTIVES: &[Directive] = &[
     header("accept", "accept takes `<key glob> | <reason>`", accept),
     header("accept-next", "accept-next <reason>", accept_next),
     header("mask", "mask takes one JSON key", mask),
-    tokens("file", "file <path> [<mode>] <content>", (2, 3), file),
-    tokens("dir", "dir <path> [<mode>]", (1, 2), dir),
-    tokens("symlink", "symlink <path> <target>", (2, 2), link),
-    tokens("hardlink", "hardlink <path> <target>", (2, 2), link),
-    tokens("fifo", "fifo <path>", (1, 1), fifo),
-    tokens("chmod", "chmod <mode> <path>", (2, 2), chmod),
-    tokens("git", "git <args…>", (0, ANY), git),
-    step("sh", "sh <command line>", sh),
+    fixture(
+        "file",
+        "file <path> [<mode>] <content>",
+        Shape::Tokens { min: 2, max: 3 },
+        file,
+    ),
+    fixture("dir", "dir <path> [<mode>]", Shape::Tokens { min: 1, max: 2 }, dir),
+    fixture(
+        "symlink",
+        "symlink <path> <target>",
+        Shape::Tokens { min: 2, max: 2 },
+        link,
+    ),
+    fixture(
+        "hardlink",
+        "hardlink <path> <target>",
+        Shape::Tokens { min: 2, max: 2 },
+        link,
+    ),
+    fixture("fifo", "fifo <path>", Shape::Tokens { min: 1, max: 1 }, fifo),
+    fixture("chmod", "chmod <mode> <path>", Shape::Tokens { min: 2, max: 2 }, chmod),
+    fixture("git", "git <args…>", Shape::Tokens { min: 0, max: ANY }, git),
+    fixture("sh", "sh <command line>", Shape::Line, sh),
     Directive {
         name: "tar",
         usage: "tar <path> [gzip|plain|truncated|garbage]",
@@ -181,58 +211,58 @@ fn mask(h: &mut Header, a: &Args) -> Result<(), ParseError> {
 
 // Fixtures.
 
-fn file(a: &Args) -> Result<StepKind, ParseError> {
+fn file(a: &Args) -> Result<Fixture, ParseError> {
     let (path, mode, content) = match a.toks.as_slice() {
         [p, m, c] if is_mode(m.text()) => (p, parse_mode(&a.cx, m.text())?, c),
         [p, c] => (p, 0o644, c),
         _ => return Err(a.usage()),
     };
-    Ok(StepKind::File {
+    Ok(Fixture::File {
         path: tok_template(&a.cx, path)?,
         mode,
         content: tok_template(&a.cx, content)?,
     })
 }
 
-fn dir(a: &Args) -> Result<StepKind, ParseError> {
+fn dir(a: &Args) -> Result<Fixture, ParseError> {
     let (path, mode) = match a.toks.as_slice() {
         [p, m] => (p, parse_mode(&a.cx, m.text())?),
         [p] => (p, 0o755),
         _ => return Err(a.usage()),
     };
-    Ok(StepKind::Dir {
+    Ok(Fixture::Dir {
         path: tok_template(&a.cx, path)?,
         mode,
     })
 }
 
 /// `symlink` and `hardlink`.
-fn link(a: &Args) -> Result<StepKind, ParseError> {
+fn link(a: &Args) -> Result<Fixture, ParseError> {
     let [p, t] = a.toks.as_slice() else {
         return Err(a.usage());
     };
     let (path, target) = (tok_template(&a.cx, p)?, tok_template(&a.cx, t)?);
     Ok(if a.name == "symlink" {
-        StepKind::Symlink { path, target }
+        Fixture::Symlink { path, target }
     } else {
-        StepKind::Hardlink { path, target }
+        Fixture::Hardlink { path, target }
     })
 }
 
-fn fifo(a: &Args) -> Result<StepKind, ParseError> {
+fn fifo(a: &Args) -> Result<Fixture, ParseError> {
     let [p] = a.toks.as_slice() else {
         return Err(a.usage());
     };
-    Ok(StepKind::Fifo {
+    Ok(Fixture::Fifo {
         path: tok_template(&a.cx, p)?,
     })
 }
 
-fn chmod(a: &Args) -> Result<StepKind, ParseError> {
+fn chmod(a: &Args) -> Result<Fixture, ParseError> {
     let [m, p] = a.toks.as_slice() else {
         return Err(a.usage());
     };
-    Ok(StepKind::Chmod {
+    Ok(Fixture::Chmod {
         mode: parse_mode(&a.cx, m.text())?,
         path: tok_template(&a.cx, p)?,
     })
@@ -243,18 +273,18 @@ fn templates(a: &Args) -> Result<Vec<Template>, ParseError> {
     a.toks.iter().map(|t| tok_template(&a.cx, t)).collect()
 }
 
-fn git(a: &Args) -> Result<StepKind, ParseError> {
-    Ok(StepKind::Git { args: templates(a)? })
+fn git(a: &Args) -> Result<Fixture, ParseError> {
+    Ok(Fixture::Git { args: templates(a)? })
 }
 
-fn sh(a: &Args) -> Result<StepKind, ParseError> {
-    Ok(StepKind::Sh {
+fn sh(a: &Args) -> Result<Fixture, ParseError> {
+    Ok(Fixture::Sh {
         command: parse_template(&a.cx, a.rest.trim_end(), false)?,
     })
 }
 
 /// `tar <path> [<format>]`, then one entry per line up to `end`.
-fn tar(a: &Args, source: &mut Source) -> Result<StepKind, ParseError> {
+fn tar(a: &Args, source: &mut Source) -> Result<Fixture, ParseError> {
     let (p, format) = match a.toks.as_slice() {
         [p] => (p, None),
         [p, f] => (p, Some(f.text())),
@@ -282,7 +312,7 @@ fn tar(a: &Args, source: &mut Source) -> Result<StepKind, ParseError> {
         }
         entries.push(tar_entry(&ecx, t)?);
     }
-    Ok(StepKind::Tar { path, format, entries })
+    Ok(Fixture::Tar { path, format, entries })
 }
 
 /// One line of a `tar` block: `<kind> <name> [<mode>] [<kind's arguments>]`.

@@ -1,7 +1,7 @@
 //! Fixtures (files, directories, links, fifos, git repositories, tar
 //! archives) and the snapshot of the fixture tree taken after a probe.
 
-use crate::probe::{Ctx, StepKind, TarEntry, TarFormat, TarKind};
+use crate::probe::{Ctx, Fixture, TarEntry, TarFormat, TarKind};
 use crate::transcript::normalize::Normalizer;
 use crate::transcript::Transcript;
 use sha2::{Digest, Sha256};
@@ -33,8 +33,6 @@ pub enum Error {
         stderr: String,
     },
     Tar(std::io::Error),
-    /// A step that is not a fixture (its debug form).
-    NotAFixture(String),
 }
 
 impl fmt::Display for Error {
@@ -45,7 +43,6 @@ impl fmt::Display for Error {
             Error::Command { what, source } => write!(f, "{what}: {source}"),
             Error::Failed { what, status, stderr } => write!(f, "{what} fixture failed ({status}): {stderr}"),
             Error::Tar(e) => write!(f, "tar: {e}"),
-            Error::NotAFixture(step) => write!(f, "not a fixture: {step}"),
         }
     }
 }
@@ -72,35 +69,35 @@ fn ensure_parent(p: &Path) -> std::io::Result<()> {
 }
 
 /// Builds one fixture step. Paths are relative to the fixture root.
-pub fn build(step: &StepKind, ctx: &Ctx, root: &Path, run: &Path) -> Result<(), Error> {
+pub fn build(step: &Fixture, ctx: &Ctx, root: &Path, run: &Path) -> Result<(), Error> {
     let io = |op: &'static str, p: &Path, source: std::io::Error| Error::Io {
         op,
         path: p.to_path_buf(),
         source,
     };
     match step {
-        StepKind::File { path, mode, content } => {
+        Fixture::File { path, mode, content } => {
             let p = resolve(root, &path.expand_str(ctx));
             ensure_parent(&p).map_err(|e| io("mkdir", &p, e))?;
             std::fs::write(&p, content.expand(ctx)).map_err(|e| io("write", &p, e))?;
             std::fs::set_permissions(&p, std::fs::Permissions::from_mode(*mode)).map_err(|e| io("chmod", &p, e))
         }
-        StepKind::Dir { path, mode } => {
+        Fixture::Dir { path, mode } => {
             let p = resolve(root, &path.expand_str(ctx));
             std::fs::create_dir_all(&p).map_err(|e| io("mkdir", &p, e))?;
             std::fs::set_permissions(&p, std::fs::Permissions::from_mode(*mode)).map_err(|e| io("chmod", &p, e))
         }
-        StepKind::Symlink { path, target } => {
+        Fixture::Symlink { path, target } => {
             let p = resolve(root, &path.expand_str(ctx));
             ensure_parent(&p).map_err(|e| io("mkdir", &p, e))?;
             std::os::unix::fs::symlink(target.expand_str(ctx), &p).map_err(|e| io("symlink", &p, e))
         }
-        StepKind::Hardlink { path, target } => {
+        Fixture::Hardlink { path, target } => {
             let p = resolve(root, &path.expand_str(ctx));
             ensure_parent(&p).map_err(|e| io("mkdir", &p, e))?;
             std::fs::hard_link(resolve(root, &target.expand_str(ctx)), &p).map_err(|e| io("link", &p, e))
         }
-        StepKind::Fifo { path } => {
+        Fixture::Fifo { path } => {
             let p = resolve(root, &path.expand_str(ctx));
             ensure_parent(&p).map_err(|e| io("mkdir", &p, e))?;
             let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).map_err(|_| Error::NulInPath)?;
@@ -110,11 +107,11 @@ pub fn build(step: &StepKind, ctx: &Ctx, root: &Path, run: &Path) -> Result<(), 
             }
             Ok(())
         }
-        StepKind::Chmod { mode, path } => {
+        Fixture::Chmod { mode, path } => {
             let p = resolve(root, &path.expand_str(ctx));
             std::fs::set_permissions(&p, std::fs::Permissions::from_mode(*mode)).map_err(|e| io("chmod", &p, e))
         }
-        StepKind::Git { args } => {
+        Fixture::Git { args } => {
             let mut cmd = Command::new("git");
             cmd.args([
                 "-c",
@@ -131,18 +128,17 @@ pub fn build(step: &StepKind, ctx: &Ctx, root: &Path, run: &Path) -> Result<(), 
             cmd.args(args.iter().map(|a| a.expand_str(ctx)));
             run_fixture_cmd(cmd, root, run, "git")
         }
-        StepKind::Sh { command } => {
+        Fixture::Sh { command } => {
             let mut cmd = Command::new("sh");
             cmd.arg("-c").arg(command.expand_str(ctx));
             run_fixture_cmd(cmd, root, run, "sh")
         }
-        StepKind::Tar { path, format, entries } => {
+        Fixture::Tar { path, format, entries } => {
             let p = resolve(root, &path.expand_str(ctx));
             ensure_parent(&p).map_err(|e| io("mkdir", &p, e))?;
             let bytes = build_tar(entries, *format, ctx).map_err(Error::Tar)?;
             std::fs::write(&p, bytes).map_err(|e| io("write", &p, e))
         }
-        other => Err(Error::NotAFixture(format!("{other:?}"))),
     }
 }
 

@@ -31,8 +31,10 @@ pub(super) enum Action {
     Header(fn(&mut Header, &Args) -> Result<(), ParseError>),
     /// One step.
     Step(fn(&Args) -> Result<StepKind, ParseError>),
-    /// One step that also reads the block of lines after it (`tar` … `end`).
-    Block(fn(&Args, &mut Source) -> Result<StepKind, ParseError>),
+    /// One fixture step.
+    Fixture(fn(&Args) -> Result<Fixture, ParseError>),
+    /// One fixture that also reads the block of lines after it (`tar` … `end`).
+    Block(fn(&Args, &mut Source) -> Result<Fixture, ParseError>),
 }
 
 /// The arguments of one directive line.

@@ -196,9 +196,11 @@ pub struct TarEntry {
     pub kind: TarKind,
 }
 
-/// One directive of a probe, in execution order.
+/// A fixture: a step that prepares the probe's tree before the daemon
+/// exists (files, directories, links, fifos, modes, git, shell, tar).
+/// [`fixture::build`] makes each kind; nothing else lists them.
 #[derive(Debug, Clone, PartialEq)]
-pub enum StepKind {
+pub enum Fixture {
     File {
         path: Template,
         mode: u32,
@@ -234,6 +236,13 @@ pub enum StepKind {
         format: TarFormat,
         entries: Vec<TarEntry>,
     },
+}
+
+/// One directive of a probe, in execution order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StepKind {
+    /// Runs before the daemon starts (every probe's fixtures come first).
+    Fixture(Fixture),
     Start {
         args: Vec<Template>,
     },
@@ -304,18 +313,7 @@ pub enum StepKind {
 impl StepKind {
     /// Whether this step is a fixture (runs before the daemon exists).
     pub fn is_fixture(&self) -> bool {
-        matches!(
-            self,
-            StepKind::File { .. }
-                | StepKind::Dir { .. }
-                | StepKind::Symlink { .. }
-                | StepKind::Hardlink { .. }
-                | StepKind::Fifo { .. }
-                | StepKind::Chmod { .. }
-                | StepKind::Git { .. }
-                | StepKind::Sh { .. }
-                | StepKind::Tar { .. }
-        )
+        matches!(self, StepKind::Fixture(_))
     }
 }
 

@@ -30,7 +30,8 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ParseError> {
                 continue;
             }
             Action::Step(step) => step(&args)?,
-            Action::Block(step) => step(&args, &mut source)?,
+            Action::Fixture(fixture) => StepKind::Fixture(fixture(&args)?),
+            Action::Block(fixture) => StepKind::Fixture(fixture(&args, &mut source)?),
         };
         header.push_step(line, kind);
     }

@@ -82,9 +82,15 @@ fn call_with_and_without_params() {
 #[test]
 fn fixtures_and_tar_block() {
     let pr = p("file a 0600 \"x\"\nfile b \"y\"\ntar t.tgz\n  file ../e 0755 \"z\"\n  symlink l /etc\n  chardev c 1 3\nend\nrun -- -version\n");
-    assert!(matches!(pr.steps[0].kind, StepKind::File { mode: 0o600, .. }));
-    assert!(matches!(pr.steps[1].kind, StepKind::File { mode: 0o644, .. }));
-    let StepKind::Tar { entries, format, .. } = &pr.steps[2].kind else {
+    assert!(matches!(
+        pr.steps[0].kind,
+        StepKind::Fixture(Fixture::File { mode: 0o600, .. })
+    ));
+    assert!(matches!(
+        pr.steps[1].kind,
+        StepKind::Fixture(Fixture::File { mode: 0o644, .. })
+    ));
+    let StepKind::Fixture(Fixture::Tar { entries, format, .. }) = &pr.steps[2].kind else {
         panic!()
     };
     assert_eq!(*format, TarFormat::Gzip);

@@ -24,7 +24,7 @@
 use super::{kill_mentioning, Error, RunConfig, Runner, Sandbox};
 use crate::dut::{self, Env, Launch};
 use crate::probe::fixture;
-use crate::probe::{Probe, StepKind};
+use crate::probe::{Fixture, Probe, StepKind};
 use crate::transcript::Transcript;
 use std::collections::HashMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -161,7 +161,7 @@ impl LiveDaemon {
         let prefix = probe.steps.iter().take_while(|s| s.kind.is_fixture()).count();
         let cached = probe.steps[..prefix]
             .iter()
-            .any(|s| matches!(s.kind, StepKind::Git { .. } | StepKind::Sh { .. }));
+            .any(|s| matches!(s.kind, StepKind::Fixture(Fixture::Git { .. } | Fixture::Sh { .. })));
         if !cached {
             return Ok(0);
         }
@@ -176,7 +176,8 @@ impl LiveDaemon {
         }
         let ctx = self.sb.ctx(probe.token());
         for s in &probe.steps[..prefix] {
-            fixture::build(&s.kind, &ctx, &self.sb.root, &self.sb.run).map_err(|source| Error::Fixture {
+            let StepKind::Fixture(step) = &s.kind else { continue };
+            fixture::build(step, &ctx, &self.sb.root, &self.sb.run).map_err(|source| Error::Fixture {
                 probe: probe.path.clone(),
                 line: s.line,
                 source,

@@ -218,7 +218,7 @@ impl Runner<'_> {
     /// built is an error, everything else goes into the transcript.
     fn step(&mut self, l: usize, kind: &StepKind) -> Result<(), Error> {
         match kind {
-            k if k.is_fixture() => {
+            StepKind::Fixture(k) => {
                 fixture::build(k, &self.ctx, &self.root, &self.run).map_err(|source| Error::Fixture {
                     probe: self.probe.path.clone(),
                     line: l,
@@ -278,16 +278,6 @@ impl Runner<'_> {
             }
             StepKind::Snapshot => fixture::snapshot(&self.root, &self.norm, &format!("L{l} "), &mut self.t),
             StepKind::Log { pattern } => self.log(l, pattern),
-            // Fixtures are built in the first arm.
-            StepKind::File { .. }
-            | StepKind::Dir { .. }
-            | StepKind::Symlink { .. }
-            | StepKind::Hardlink { .. }
-            | StepKind::Fifo { .. }
-            | StepKind::Chmod { .. }
-            | StepKind::Git { .. }
-            | StepKind::Sh { .. }
-            | StepKind::Tar { .. } => {}
         }
         Ok(())
     }
