@@ -7,6 +7,33 @@
 use super::error::FrameError;
 use serde_json::Value;
 
+/// Tells, character by character, whether JSON text is inside a string
+/// (its quotes included): the one scanner for every pass here that must
+/// leave strings alone.
+#[derive(Default)]
+pub(super) struct Strings {
+    inside: bool,
+    escaped: bool,
+}
+
+impl Strings {
+    /// Takes the next character; true when it belongs to a string.
+    pub(super) fn holds(&mut self, c: char) -> bool {
+        if self.inside {
+            if self.escaped {
+                self.escaped = false;
+            } else if c == '\\' {
+                self.escaped = true;
+            } else if c == '"' {
+                self.inside = false;
+            }
+            return true;
+        }
+        self.inside = c == '"';
+        self.inside
+    }
+}
+
 /// Splits a JSON array into its elements, each compacted: whitespace
 /// outside strings is dropped, everything else (member order, number
 /// spelling, escapes) is kept exactly. Every element must be valid JSON.
@@ -17,24 +44,13 @@ pub fn golden_frames(text: &str) -> Result<Vec<String>, FrameError> {
     let inner = &body[1..body.len() - 1];
     let mut frames = Vec::new();
     let mut cur = String::new();
-    let (mut depth, mut in_str, mut escaped) = (0usize, false, false);
+    let (mut depth, mut strings) = (0usize, Strings::default());
     for c in inner.chars() {
-        if in_str {
+        if strings.holds(c) {
             cur.push(c);
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == '"' {
-                in_str = false;
-            }
             continue;
         }
         match c {
-            '"' => {
-                in_str = true;
-                cur.push(c);
-            }
             '{' | '[' => {
                 depth += 1;
                 cur.push(c);

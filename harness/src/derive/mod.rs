@@ -185,7 +185,7 @@ impl Recipe {
 /// strings) read as `0`, so it parses as JSON for the id check.
 fn bare_tokens_as_zero(f: &str) -> String {
     let mut out = String::with_capacity(f.len());
-    let (mut in_str, mut escaped, mut in_token) = (false, false, false);
+    let (mut strings, mut in_token) = (frames::Strings::default(), false);
     for c in f.chars() {
         if in_token {
             if c == '>' {
@@ -194,17 +194,7 @@ fn bare_tokens_as_zero(f: &str) -> String {
             }
             continue;
         }
-        if in_str {
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == '"' {
-                in_str = false;
-            }
-        } else if c == '"' {
-            in_str = true;
-        } else if c == '<' {
+        if !strings.holds(c) && c == '<' {
             in_token = true;
             continue;
         }
