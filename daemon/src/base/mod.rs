@@ -16,7 +16,7 @@
 //! | [`flagtable`] | every command-line flag, declared once (the parser, the help, `remora.conf` and the run lock derive from it) |
 //! | [`utctime`] | epoch seconds as a UTC RFC 3339 timestamp (shared with `build.rs`) |
 //! | [`shutdown`] | the daemon-wide stop signal |
-//! | [`frame`] | NDJSON framing and the 1 MiB line cap |
+//! | [`ndjson`] | NDJSON framing and the 1 MiB line cap |
 //! | [`instance`] | per-boot `instanceId` / `startedAt` |
 //! | [`signals`] | inherited signal dispositions, reset for children |
 //! | [`safedir`] | opening a directory path no other user can tamper with |
@@ -27,7 +27,6 @@
 pub mod alloccount;
 pub(crate) mod filemode;
 pub(crate) mod flagtable;
-pub(crate) mod frame;
 pub(crate) mod goduration;
 pub(crate) mod goerr;
 pub(crate) mod gojson;
@@ -35,6 +34,7 @@ pub(crate) mod gopath;
 pub(crate) mod homeguard;
 pub(crate) mod instance;
 pub(crate) mod logging;
+pub(crate) mod ndjson;
 pub(crate) mod safedir;
 pub(crate) mod shutdown;
 pub(crate) mod signals;

@@ -26,9 +26,9 @@
 //! that does not decode); only `server.shutdown` goes unanswered; and
 //! every log line is one line, bounded, without a raw control character.
 
-use crate::base::frame::MAX_LINE;
 use crate::base::gojson::{self, Value};
 use crate::base::logging;
+use crate::base::ndjson::MAX_LINE;
 use crate::protocol::method::{Method, ServerMethod};
 use crate::protocol::rpc::{self, Checked, Envelope};
 use crate::serve::dispatch::{Dispatcher, Handlers, Reply, Step};

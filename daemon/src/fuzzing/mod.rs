@@ -3,8 +3,8 @@
 //! fuzzers and the stable-Rust corpus replay test (`tests/it/fuzz_corpora.rs`)
 //! run exactly the same code. Every check panics on a violated property.
 
-use crate::base::frame::{Framed, LineBuffer};
 use crate::base::gojson::{self, bind::GoEncode, Value};
+use crate::base::ndjson::{Framed, LineBuffer};
 use crate::process::stdin::{plan_stdin_write, StdinPlan};
 use crate::protocol::params::{GitParams, PathParams, ProcessParams};
 use crate::protocol::rpc::{self, Checked, Envelope};
@@ -643,7 +643,7 @@ mod tests {
 
     #[test]
     fn framing_model_agrees_on_the_cap() {
-        use crate::base::frame::MAX_LINE;
+        use crate::base::ndjson::MAX_LINE;
         let mut stream = vec![b'a'; MAX_LINE - 1];
         stream.extend_from_slice(b"\nb\r\n");
         stream.extend(std::iter::repeat_n(b'c', MAX_LINE));

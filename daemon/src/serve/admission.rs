@@ -34,7 +34,7 @@
 //! Authenticated connections are the owner's; their own per-connection
 //! bounds (`connection.rs`) still apply.
 
-pub(crate) use crate::base::frame::SharedBudget;
+pub(crate) use crate::base::ndjson::SharedBudget;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};

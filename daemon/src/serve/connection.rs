@@ -22,7 +22,7 @@
 //! line, which names both connections by number and peer pid: `@` alone,
 //! the reference's address of a Unix socket peer, says nothing).
 
-use crate::base::frame::{LineReader, ReadEvent};
+use crate::base::ndjson::{LineReader, ReadEvent};
 use crate::methods::Follow;
 use crate::replay::cursor::Cursor;
 use crate::replay::followers::{Handoff, HandoffSlot};
@@ -43,7 +43,7 @@ const MAX_IN_FLIGHT: usize = 1024;
 /// Request-line bytes of one connection that running requests may hold.
 /// A line takes `min(len, MAX_IN_FLIGHT_BYTES)` of it, so one line of any
 /// allowed size always fits; past the bound the reader stops reading.
-const MAX_IN_FLIGHT_BYTES: usize = crate::base::frame::MAX_LINE;
+const MAX_IN_FLIGHT_BYTES: usize = crate::base::ndjson::MAX_LINE;
 /// Replies that may wait for the writer.
 const REPLY_QUEUE: usize = 1024;
 /// Raw stream bytes the writer takes per pass before it checks for replies.

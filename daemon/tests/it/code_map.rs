@@ -119,12 +119,12 @@ fn a_stale_path_is_caught() {
     assert_eq!(check("see `rpc.rs`").len(), 1);
     assert_eq!(check("see `process/store.rs`").len(), 1);
     assert_eq!(
-        check("see `replay/{log,store,gone}.rs`"),
-        ["`replay/gone.rs` (in `replay/{log,store,gone}.rs`)"]
+        check("see `replay/{cursor,store,gone}.rs`"),
+        ["`replay/gone.rs` (in `replay/{cursor,store,gone}.rs`)"]
     );
     assert_eq!(check("see `daemon/src/frame.rs`").len(), 1);
     assert_eq!(check("see `os/linux.rs`, `process/sys/`").len(), 2);
     assert_eq!(check("## The harness (`harness/`)\n`nosuch.rs`").len(), 1);
-    assert!(check("see `base/frame.rs`, `tests/it/layers.rs`, `daemon/src/serve/`, `children/`").is_empty());
+    assert!(check("see `base/ndjson.rs`, `tests/it/layers.rs`, `daemon/src/serve/`, `children/`").is_empty());
     assert!(check("## The harness (`harness/`)\n`runner/daemon.rs`").is_empty());
 }

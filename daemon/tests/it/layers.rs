@@ -216,7 +216,7 @@ fn planted_violations_are_caught() {
         1
     );
     assert_eq!(check("sys/process/mod.rs", "use crate::process::Termination;").len(), 1);
-    assert_eq!(check("base/frame.rs", "use super::super::protocol::rpc;").len(), 1);
+    assert_eq!(check("base/ndjson.rs", "use super::super::protocol::rpc;").len(), 1);
     // Downward and sideways within a layer are fine; comments and test
     // code are not imports.
     assert!(check("replay/segments.rs", "use crate::sys::process::signal_name;").is_empty());
@@ -251,7 +251,7 @@ fn planted_violations_inside_serve_are_caught() {
     );
     assert_eq!(check("serve/dispatch.rs", "use super::connection::serve;").len(), 1);
     assert_eq!(
-        check("serve/dispatch.rs", "use crate::{base::frame, serve::server::run};").len(),
+        check("serve/dispatch.rs", "use crate::{base::ndjson, serve::server::run};").len(),
         1
     );
     assert_eq!(
@@ -294,7 +294,7 @@ fn planted_violations_inside_process_are_caught() {
     assert_eq!(
         check(
             "process/spawn.rs",
-            "use crate::{base::frame, process::registry::ProcessManager};"
+            "use crate::{base::ndjson, process::registry::ProcessManager};"
         )
         .len(),
         1
