@@ -4,7 +4,7 @@
 //! one direction only, `admission` ← `state` ← `dispatch` ← `connection` ←
 //! {`server`, `orphan`, `metrics_http`, `shellenv`}: `daemon/tests/it/layers.rs`
 //! (`INNER`) fails on an import that reaches up this order, and
-//! `import-circles` keeps each rank free of circles.
+//! `daemon/tests/it/import_circles.rs` keeps each rank free of circles.
 //!
 //! | module | owns |
 //! | --- | --- |

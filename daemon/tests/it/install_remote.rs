@@ -7,7 +7,7 @@
 //! by the server's config, so nothing lands in the real home.
 //!
 //! Through that server it installs a tarball packed by `ci/pack` (as
-//! `ci/release` packs), starts the daemon the way the README does, upgrades
+//! `ci/release` packs), starts the daemon the way `docs/OPERATING.md` does, upgrades
 //! the binary under the running daemon, is refused a tarball whose checksum
 //! does not match and a dist/ without a tarball for the remote's
 //! architecture, then drives a ping and a spawn through `remora -bridge`
@@ -28,7 +28,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 const TOKEN: &str = "install-remote-test-token";
-/// The README's remote commands, verbatim (checked below). Serving: a
+/// The remote commands of `docs/OPERATING.md`, verbatim (checked below). Serving: a
 /// private directory for the socket, the token on stdin, the log kept
 /// with `2>>`.
 const SERVE: &str = "mkdir -p -m 700 ~/.remora && ~/.local/bin/remora -serve -socket ~/.remora/rpc.sock -token-fd 0 2>>~/.remora/daemon.log";
@@ -284,7 +284,7 @@ impl Sshd {
     }
 
     /// `ci/install-remote <options> HOST <ssh options>`, executed as the
-    /// README calls it (so a missing run bit fails here).
+    /// operator's guide calls it (so a missing run bit fails here).
     fn install_remote(&self, options: &[&std::ffi::OsStr]) -> Output {
         let mut cmd = Command::new(workspace().join("ci/install-remote"));
         cmd.args(options)
@@ -366,10 +366,13 @@ fn bridge_send(stdin: &mut ChildStdin, line: &str) {
 }
 
 #[test]
-fn the_readme_shows_the_remote_commands_this_test_runs() {
-    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
+fn the_operating_guide_shows_the_remote_commands_this_test_runs() {
+    let guide = std::fs::read_to_string(workspace().join("docs/OPERATING.md")).unwrap();
     for command in [SERVE, BRIDGE, STOP] {
-        assert!(readme.contains(&format!("'{command}'")), "README.md lacks '{command}'");
+        assert!(
+            guide.contains(&format!("'{command}'")),
+            "docs/OPERATING.md lacks '{command}'"
+        );
     }
 }
 
@@ -453,7 +456,7 @@ fn install_upgrade_refusal_and_bridge_over_a_real_sshd() {
     assert!(stdout.contains("is not on the PATH"), "{stdout}");
     assert!(installed_bytes() == v1_bytes, "the installed file is not v1");
 
-    // The daemon as the README starts it.
+    // The daemon as docs/OPERATING.md starts it.
     let _daemon = RemoteDaemon(&server);
     let out = server.ssh_with_input(SERVE, &format!("{TOKEN}\n"));
     assert!(out.status.success(), "-serve over ssh failed");
@@ -568,7 +571,7 @@ fn desktop_install_and_restore_over_a_real_sshd() {
         &dist,
     );
 
-    // The install, as the README calls it.
+    // The install, as README and docs/OPERATING.md call it.
     let out = server.install_remote(&["--desktop".as_ref(), "--dist".as_ref(), dist.as_os_str()]);
     assert!(out.status.success(), "--desktop failed");
     let stdout = String::from_utf8_lossy(&out.stdout);
