@@ -17,13 +17,9 @@
 //! Like Go, an error discovered while producing the last bytes of a read is
 //! returned by the *next* read, after those bytes are delivered.
 
+use super::read_error::ReadError;
 use flate2::{Crc, Decompress, FlushDecompress, Status};
 use std::io::{self, Read};
-
-pub(crate) const ERR_HEADER: &str = "gzip: invalid header";
-pub(crate) const ERR_CHECKSUM: &str = "gzip: invalid checksum";
-pub(crate) const ERR_UNEXPECTED_EOF: &str = "unexpected EOF";
-pub(crate) const ERR_EOF: &str = "EOF";
 
 const FLAG_HDR_CRC: u8 = 1 << 1;
 const FLAG_EXTRA: u8 = 1 << 2;
@@ -35,11 +31,11 @@ const INPUT_BUFFER: usize = 64 * 1024;
 enum State {
     Body,
     Done,
-    Failed(String),
+    Failed(ReadError),
 }
 
-/// Go's `gzip.Reader` over a byte source. Errors are Go texts (`String`);
-/// `source_error` formats a failure of the underlying reader.
+/// Go's `gzip.Reader` over a byte source. Errors display as Go's texts;
+/// `source_error` words a failure of the underlying reader.
 pub(crate) struct GzipReader<R> {
     inner: R,
     buf: Box<[u8]>,
@@ -54,7 +50,7 @@ pub(crate) struct GzipReader<R> {
 
 impl<R: Read> GzipReader<R> {
     /// Reads the first member's header, like `gzip.NewReader`.
-    pub(crate) fn new(inner: R, source_error: Box<dyn Fn(&io::Error) -> String + Send>) -> Result<Self, String> {
+    pub(crate) fn new(inner: R, source_error: Box<dyn Fn(&io::Error) -> String + Send>) -> Result<Self, ReadError> {
         let mut reader = GzipReader {
             inner,
             buf: vec![0u8; INPUT_BUFFER].into_boxed_slice(),
@@ -69,12 +65,12 @@ impl<R: Read> GzipReader<R> {
         match reader.read_header()? {
             true => Ok(reader),
             // An empty file: Go returns io.EOF from NewReader.
-            false => Err(ERR_EOF.to_string()),
+            false => Err(ReadError::Eof),
         }
     }
 
     /// Refills the input buffer when it is empty; false at end of input.
-    fn fill(&mut self) -> Result<bool, String> {
+    fn fill(&mut self) -> Result<bool, ReadError> {
         if self.pos < self.len {
             return Ok(true);
         }
@@ -93,12 +89,12 @@ impl<R: Read> GzipReader<R> {
                     return Ok(true);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err((self.source_error)(&e)),
+                Err(e) => return Err(ReadError::Source((self.source_error)(&e))),
             }
         }
     }
 
-    fn read_byte(&mut self) -> Result<Option<u8>, String> {
+    fn read_byte(&mut self) -> Result<Option<u8>, ReadError> {
         if !self.fill()? {
             return Ok(None);
         }
@@ -109,11 +105,11 @@ impl<R: Read> GzipReader<R> {
 
     /// `io.ReadFull`: `Ok(0)` when nothing at all could be read, `Ok(n)`
     /// when fully read, `unexpected EOF` when cut short.
-    fn read_full(&mut self, out: &mut [u8]) -> Result<usize, String> {
+    fn read_full(&mut self, out: &mut [u8]) -> Result<usize, ReadError> {
         let mut n = 0;
         while n < out.len() {
             if !self.fill()? {
-                return if n == 0 { Ok(0) } else { Err(ERR_UNEXPECTED_EOF.into()) };
+                return if n == 0 { Ok(0) } else { Err(ReadError::UnexpectedEof) };
             }
             let take = (self.len - self.pos).min(out.len() - n);
             out[n..n + take].copy_from_slice(&self.buf[self.pos..self.pos + take]);
@@ -124,21 +120,21 @@ impl<R: Read> GzipReader<R> {
     }
 
     /// `read_full` where a clean EOF is also `unexpected EOF` (Go's `noEOF`).
-    fn read_full_no_eof(&mut self, out: &mut [u8]) -> Result<(), String> {
+    fn read_full_no_eof(&mut self, out: &mut [u8]) -> Result<(), ReadError> {
         match self.read_full(out)? {
-            0 if !out.is_empty() => Err(ERR_UNEXPECTED_EOF.into()),
+            0 if !out.is_empty() => Err(ReadError::UnexpectedEof),
             _ => Ok(()),
         }
     }
 
     /// Go's `readHeader`: `Ok(false)` on a clean EOF before any byte.
-    fn read_header(&mut self) -> Result<bool, String> {
+    fn read_header(&mut self) -> Result<bool, ReadError> {
         let mut head = [0u8; 10];
         if self.read_full(&mut head)? == 0 {
             return Ok(false);
         }
         if head[0] != 0x1f || head[1] != 0x8b || head[2] != 8 {
-            return Err(ERR_HEADER.into());
+            return Err(ReadError::GzipHeader);
         }
         let flags = head[3];
         let mut digest = Crc::new();
@@ -160,7 +156,7 @@ impl<R: Read> GzipReader<R> {
             let mut crc = [0u8; 2];
             self.read_full_no_eof(&mut crc)?;
             if u16::from_le_bytes(crc) != (digest.sum() & 0xffff) as u16 {
-                return Err(ERR_HEADER.into());
+                return Err(ReadError::GzipHeader);
             }
         }
         self.inflate.reset(false);
@@ -169,13 +165,13 @@ impl<R: Read> GzipReader<R> {
     }
 
     /// A NUL-terminated header string; Go allows 511 bytes before the NUL.
-    fn read_string(&mut self, digest: &mut Crc) -> Result<(), String> {
+    fn read_string(&mut self, digest: &mut Crc) -> Result<(), ReadError> {
         let mut s = Vec::new();
         loop {
             if s.len() >= 512 {
-                return Err(ERR_HEADER.into());
+                return Err(ReadError::GzipHeader);
             }
-            let b = self.read_byte()?.ok_or_else(|| ERR_UNEXPECTED_EOF.to_string())?;
+            let b = self.read_byte()?.ok_or(ReadError::UnexpectedEof)?;
             s.push(b);
             if b == 0 {
                 digest.update(&s);
@@ -185,13 +181,13 @@ impl<R: Read> GzipReader<R> {
     }
 
     /// The trailer of a finished member, then the next member's header.
-    fn finish_member(&mut self) -> Result<(), String> {
+    fn finish_member(&mut self) -> Result<(), ReadError> {
         let mut trailer = [0u8; 8];
         self.read_full_no_eof(&mut trailer)?;
         let crc = u32::from_le_bytes([trailer[0], trailer[1], trailer[2], trailer[3]]);
         let size = u32::from_le_bytes([trailer[4], trailer[5], trailer[6], trailer[7]]);
         if crc != self.crc.sum() || size != self.crc.amount() {
-            return Err(ERR_CHECKSUM.into());
+            return Err(ReadError::GzipChecksum);
         }
         if self.read_header()? {
             self.state = State::Body;
@@ -202,8 +198,8 @@ impl<R: Read> GzipReader<R> {
     }
 
     /// Decompressed bytes into `out`; `Ok(0)` at the clean end of the
-    /// stream, `Err(go_text)` on failure (and on every later call).
-    pub(crate) fn read_go(&mut self, out: &mut [u8]) -> Result<usize, String> {
+    /// stream, the error on failure (and on every later call).
+    pub(crate) fn read_go(&mut self, out: &mut [u8]) -> Result<usize, ReadError> {
         if out.is_empty() {
             return Ok(0);
         }
@@ -228,8 +224,8 @@ impl<R: Read> GzipReader<R> {
             self.crc.update(&out[..produced]);
             match status {
                 Err(_) => {
-                    let msg = format!("flate: corrupt input before offset {}", self.inflate.total_in());
-                    return self.deliver(produced, msg);
+                    let offset = self.inflate.total_in();
+                    return self.deliver(produced, ReadError::FlateCorrupt { offset });
                 }
                 Ok(Status::StreamEnd) => {
                     if let Err(msg) = self.finish_member() {
@@ -244,7 +240,7 @@ impl<R: Read> GzipReader<R> {
                         return Ok(produced);
                     }
                     if consumed == 0 && !have_input {
-                        return self.deliver(0, ERR_UNEXPECTED_EOF.into());
+                        return self.deliver(0, ReadError::UnexpectedEof);
                     }
                 }
             }
@@ -252,7 +248,7 @@ impl<R: Read> GzipReader<R> {
     }
 
     /// Records a sticky error; returns pending bytes first, as Go does.
-    fn deliver(&mut self, produced: usize, msg: String) -> Result<usize, String> {
+    fn deliver(&mut self, produced: usize, msg: ReadError) -> Result<usize, ReadError> {
         self.state = State::Failed(msg.clone());
         if produced > 0 {
             Ok(produced)
@@ -261,7 +257,7 @@ impl<R: Read> GzipReader<R> {
         }
     }
 
-    fn fail(&mut self, msg: String) -> String {
+    fn fail(&mut self, msg: ReadError) -> ReadError {
         self.state = State::Failed(msg.clone());
         msg
     }

@@ -39,6 +39,7 @@
 //! process plants one in `destDir` while we extract.
 
 pub(crate) mod gzip;
+mod read_error;
 pub(crate) mod reader;
 mod removeall;
 mod texts;

@@ -17,30 +17,27 @@
 //! - header-only types (links, devices, directories, FIFOs) have no data
 //!   regardless of their size field.
 
-use super::gzip::ERR_UNEXPECTED_EOF;
+use super::read_error::ReadError;
 use std::collections::HashMap;
-
-pub(crate) const ERR_HEADER: &str = "archive/tar: invalid tar header";
-pub(crate) const ERR_FIELD_TOO_LONG: &str = "archive/tar: header field too long";
 
 const BLOCK: usize = 512;
 /// Go's `maxSpecialFileSize`: the cap on PAX and GNU long-name data.
 const MAX_SPECIAL: u64 = 1 << 20;
 
-/// A source of decompressed bytes with Go error texts.
+/// A source of decompressed bytes, failing as Go's readers fail.
 pub(crate) trait GoRead {
     /// `Ok(0)` only at the clean end of the stream.
-    fn read_go(&mut self, out: &mut [u8]) -> Result<usize, String>;
+    fn read_go(&mut self, out: &mut [u8]) -> Result<usize, ReadError>;
 }
 
 impl<R: std::io::Read> GoRead for super::gzip::GzipReader<R> {
-    fn read_go(&mut self, out: &mut [u8]) -> Result<usize, String> {
+    fn read_go(&mut self, out: &mut [u8]) -> Result<usize, ReadError> {
         super::gzip::GzipReader::read_go(self, out)
     }
 }
 
 impl GoRead for &[u8] {
-    fn read_go(&mut self, out: &mut [u8]) -> Result<usize, String> {
+    fn read_go(&mut self, out: &mut [u8]) -> Result<usize, ReadError> {
         let n = self.len().min(out.len());
         out[..n].copy_from_slice(&self[..n]);
         *self = &self[n..];
@@ -129,8 +126,8 @@ fn parse_numeric(b: &[u8]) -> Result<i64, ()> {
 }
 
 /// Go's `parsePAX` records (`"%d %s=%s\n"`), keeping the last value per key.
-fn parse_pax(mut s: &[u8]) -> Result<HashMap<Vec<u8>, Vec<u8>>, String> {
-    let bad = || ERR_HEADER.to_string();
+fn parse_pax(mut s: &[u8]) -> Result<HashMap<Vec<u8>, Vec<u8>>, ReadError> {
+    let bad = || ReadError::TarHeader;
     let mut out = HashMap::new();
     while !s.is_empty() {
         let sp = s.iter().position(|&c| c == b' ').ok_or_else(bad)?;
@@ -164,7 +161,7 @@ impl<R: GoRead> TarReader<R> {
     }
 
     /// `io.ReadFull` of one block: `Ok(false)` on EOF before any byte.
-    fn read_block(&mut self, blk: &mut [u8; BLOCK]) -> Result<bool, String> {
+    fn read_block(&mut self, blk: &mut [u8; BLOCK]) -> Result<bool, ReadError> {
         let mut n = 0;
         while n < BLOCK {
             let got = self.r.read_go(&mut blk[n..])?;
@@ -172,7 +169,7 @@ impl<R: GoRead> TarReader<R> {
                 return if n == 0 {
                     Ok(false)
                 } else {
-                    Err(ERR_UNEXPECTED_EOF.into())
+                    Err(ReadError::UnexpectedEof)
                 };
             }
             n += got;
@@ -181,13 +178,13 @@ impl<R: GoRead> TarReader<R> {
     }
 
     /// Skips `n` bytes; running out is `unexpected EOF`.
-    fn discard(&mut self, mut n: u64) -> Result<(), String> {
+    fn discard(&mut self, mut n: u64) -> Result<(), ReadError> {
         let mut scratch = [0u8; 8192];
         while n > 0 {
             let want = usize::try_from(n).unwrap_or(usize::MAX).min(scratch.len());
             let got = self.r.read_go(&mut scratch[..want])?;
             if got == 0 {
-                return Err(ERR_UNEXPECTED_EOF.into());
+                return Err(ReadError::UnexpectedEof);
             }
             n -= got as u64;
         }
@@ -195,14 +192,14 @@ impl<R: GoRead> TarReader<R> {
     }
 
     /// The current entry's data; `Ok(0)` at its end.
-    pub(crate) fn read_data(&mut self, out: &mut [u8]) -> Result<usize, String> {
+    pub(crate) fn read_data(&mut self, out: &mut [u8]) -> Result<usize, ReadError> {
         if self.remaining == 0 || out.is_empty() {
             return Ok(0);
         }
         let want = usize::try_from(self.remaining).unwrap_or(usize::MAX).min(out.len());
         let got = self.r.read_go(&mut out[..want])?;
         if got == 0 {
-            return Err(ERR_UNEXPECTED_EOF.into());
+            return Err(ReadError::UnexpectedEof);
         }
         self.remaining -= got as u64;
         Ok(got)
@@ -215,22 +212,22 @@ impl<R: GoRead> TarReader<R> {
     /// last bytes, so the reference can miss a truncated or corrupt
     /// trailer; remora never reports such an archive as a success. The
     /// bytes are discarded (at most 8 KiB held at a time).
-    pub(crate) fn drain_to_end(&mut self) -> Result<(), String> {
+    pub(crate) fn drain_to_end(&mut self) -> Result<(), ReadError> {
         let mut scratch = [0u8; 8192];
         while self.r.read_go(&mut scratch)? > 0 {}
         Ok(())
     }
 
     /// The whole data of a special (PAX/GNU) entry, capped like Go.
-    fn read_special(&mut self) -> Result<Vec<u8>, String> {
+    fn read_special(&mut self) -> Result<Vec<u8>, ReadError> {
         if self.remaining > MAX_SPECIAL {
-            return Err(ERR_FIELD_TOO_LONG.into());
+            return Err(ReadError::TarFieldTooLong);
         }
-        let mut data = vec![0u8; usize::try_from(self.remaining).map_err(|_| ERR_FIELD_TOO_LONG.to_string())?];
+        let mut data = vec![0u8; usize::try_from(self.remaining).map_err(|_| ReadError::TarFieldTooLong)?];
         let mut n = 0;
         while n < data.len() {
             n += match self.read_data(&mut data[n..])? {
-                0 => return Err(ERR_UNEXPECTED_EOF.into()),
+                0 => return Err(ReadError::UnexpectedEof),
                 got => got,
             };
         }
@@ -238,7 +235,7 @@ impl<R: GoRead> TarReader<R> {
     }
 
     /// Go's `Reader.Next`: the next entry, or `None` at the end.
-    pub(crate) fn next_entry(&mut self) -> Result<Option<Header>, String> {
+    pub(crate) fn next_entry(&mut self) -> Result<Option<Header>, ReadError> {
         let mut pax: HashMap<Vec<u8>, Vec<u8>> = HashMap::new();
         let mut long_name: Option<Vec<u8>> = None;
         loop {
@@ -274,7 +271,7 @@ impl<R: GoRead> TarReader<R> {
                             .ok()
                             .and_then(|s| s.parse::<i64>().ok())
                             .and_then(|s| u64::try_from(s).ok())
-                            .ok_or_else(|| ERR_HEADER.to_string())?;
+                            .ok_or(ReadError::TarHeader)?;
                         hdr.size = size;
                         if !is_header_only(hdr.typeflag) {
                             self.remaining = size;
@@ -294,7 +291,7 @@ impl<R: GoRead> TarReader<R> {
     }
 
     /// Go's `readHeader`: one raw header block, or `None` at the end.
-    fn read_header(&mut self) -> Result<Option<Header>, String> {
+    fn read_header(&mut self) -> Result<Option<Header>, ReadError> {
         let mut blk = [0u8; BLOCK];
         if !self.read_block(&mut blk)? {
             return Ok(None);
@@ -304,9 +301,9 @@ impl<R: GoRead> TarReader<R> {
             if !self.read_block(&mut blk)? || blk.iter().all(|&b| b == 0) {
                 return Ok(None);
             }
-            return Err(ERR_HEADER.into());
+            return Err(ReadError::TarHeader);
         }
-        let bad = || ERR_HEADER.to_string();
+        let bad = || ReadError::TarHeader;
         // Checksum over the block with the checksum field as spaces; Go
         // accepts the unsigned or the signed sum.
         let stored = parse_octal(&blk[148..156]).map_err(|_| bad())?;
@@ -447,14 +444,14 @@ mod tests {
     fn errors_use_go_texts() {
         let mut bad = header(b"a", b'0', 0);
         bad[0] = b'b';
-        assert_eq!(entries(&bad).unwrap_err(), ERR_HEADER);
+        assert_eq!(entries(&bad).unwrap_err(), "archive/tar: invalid tar header");
         let mut a = vec![0u8; 512];
         a.extend_from_slice(&header(b"a", b'0', 0));
-        assert_eq!(entries(&a).unwrap_err(), ERR_HEADER);
-        assert_eq!(entries(&header(b"a", b'0', 0)[..100]).unwrap_err(), ERR_UNEXPECTED_EOF);
+        assert_eq!(entries(&a).unwrap_err(), "archive/tar: invalid tar header");
+        assert_eq!(entries(&header(b"a", b'0', 0)[..100]).unwrap_err(), "unexpected EOF");
         let mut a = header(b"a", b'0', 10).to_vec();
         a.extend_from_slice(b"abc");
-        assert_eq!(entries(&a).unwrap_err(), ERR_UNEXPECTED_EOF);
+        assert_eq!(entries(&a).unwrap_err(), "unexpected EOF");
         let mut h = header(b"a", b'0', 0);
         h[124..136].copy_from_slice(b"0000000009z\0");
         let mut sum: u32 = h
@@ -464,7 +461,7 @@ mod tests {
             .sum();
         sum &= 0o777777;
         h[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
-        assert_eq!(entries(&h).unwrap_err(), ERR_HEADER);
+        assert_eq!(entries(&h).unwrap_err(), "archive/tar: invalid tar header");
         assert_eq!(parse_octal(b"0000644\0"), Ok(0o644));
         assert_eq!(parse_octal(b"  \0\0"), Ok(0));
         assert_eq!(parse_numeric(&[0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0]), Ok(256));
