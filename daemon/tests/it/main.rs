@@ -41,6 +41,7 @@ mod hostile_depth;
 mod hostile_neighbours;
 mod install;
 mod install_cli;
+mod install_launcher;
 mod install_progress;
 mod install_remote;
 #[cfg(target_os = "linux")]
