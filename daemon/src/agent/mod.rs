@@ -1,7 +1,7 @@
 //! Layer 3 (engines), the agent's surroundings: what a spawned agent CLI
 //! gets from the daemon besides its pipes (the login shell's SSH agent
 //! socket, the exec trampoline), and whether an agent CLI binary runs here
-//! at all.
+//! at all, directly or through the host's managed launcher.
 //!
 //! | module | owns |
 //! | --- | --- |
@@ -10,8 +10,14 @@
 //! | [`sockpath`] | whether an agent socket path can be redirected by anyone else |
 //! | [`trampoline`] | the exec-child trampoline that stamps `CLAUDE_SSH_CHILD` |
 //! | [`probecli`] | `-probe-cli`: the bounded `--version` probe (also run by `install`) |
+//! | [`launcher`] | the managed launcher's settings (also `launcher.resolve`'s) and one bounded run through it, for `-install` and `-probe-cli` |
+
+/// Test hook of [`probecli`]: its bound in milliseconds, so a test need
+/// not wait 30 s. Never passed on to the probed binary or a launcher run.
+pub(crate) const PROBE_LIMIT_ENV: &str = "REMORA_TEST_PROBE_CLI_LIMIT_MS";
 
 pub(crate) mod agentsock;
+pub(crate) mod launcher;
 pub(crate) mod loginshell;
 pub(crate) mod probecli;
 pub(crate) mod sockpath;

@@ -212,7 +212,7 @@ flag_table! {
         kind: Kind::Str,
         default: "",
         value: "PATH",
-        usage: "run PATH --version (30s bound): prints nothing if it ran, __CLI_HUNG__ if it was killed at the bound, __CLI_BAD__ if it is missing or failed",
+        usage: "run PATH --version (30s bound): prints nothing if it ran, __CLI_HUNG__ if it was killed at the bound, __CLI_BAD__ if it is missing or failed; with CLAUDE_SSH_MANAGED_LAUNCHER=1 it runs through the host's managed launcher (33s) and prints __CLI_LAUNCHER__ when that launcher is unusable, its settings unreadable, or its run failed (reason on stderr)",
         listed: Listed::Mode("PATH"),
         conf: None,
     }),

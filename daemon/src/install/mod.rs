@@ -17,17 +17,23 @@
 //!    into place ([`stage`]);
 //! 5. prune `-cli-dir` to the `-cli-keep` newest files ([`prune`]).
 //!
+//! With the managed launcher ([`InstallOptions::managed_launcher`]) the
+//! checks of steps 3 and 4 go as the host's launcher decides ([`launcher`]):
+//! through it on the final path, after the rename, or not at all.
+//!
 //! Failures never change the exit code: they become `cliError` in the
 //! facts line. Every decision the contract leaves open is listed in
 //! `docs/PROTOCOL.md` ("-install").
 
 mod fetch;
+mod launcher;
 mod probe;
 mod prune;
 mod stage;
 mod trust;
 
 use crate::base::goerr::{go_quote, path_error};
+use launcher::{Checked, How};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::fs::{self, File};
@@ -56,6 +62,11 @@ pub struct InstallOptions {
     /// key): the most a `-cli-url` download may take in all; zero, the
     /// default, is no deadline, as the reference has none.
     pub download_timeout: Duration,
+    /// The managed-settings folder whose launcher checks the CLI: set by
+    /// `cli` for a build with the managed launcher when
+    /// `CLAUDE_SSH_MANAGED_LAUNCHER` is `1`; `None` checks it directly and
+    /// adds no `launcher*` fact.
+    pub managed_launcher: Option<PathBuf>,
 }
 
 /// Time limits of one install. `Default` is what `-install` uses; tests
@@ -73,6 +84,11 @@ pub struct Limits {
     pub read_timeout: Duration,
     /// Period of the `__INSTALL_PROGRESS__` ticker.
     pub progress_interval: Duration,
+    /// How long a run through the managed launcher may take on a cache
+    /// hit before its group is killed: 33 s, the reference's.
+    pub launcher_timeout: Duration,
+    /// The same right after a fresh install: 123 s, the reference's.
+    pub launcher_first_timeout: Duration,
 }
 
 /// Test-only: overrides the 60 s read-idle abort of `-install`, in ms, so
@@ -87,6 +103,8 @@ impl Default for Limits {
             connect_timeout: Duration::from_secs(30),
             read_timeout: Duration::from_secs(60),
             progress_interval: Duration::from_secs(1),
+            launcher_timeout: crate::agent::launcher::RUN_BOUND,
+            launcher_first_timeout: crate::agent::launcher::FIRST_RUN_BOUND,
         }
     }
 }
@@ -118,10 +136,35 @@ pub struct InstallResult {
     pub cli_was_present: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cli_error: Option<String>,
-    /// The download's statistics, last, when `-cli-url`
-    /// was attempted.
+    /// A `--version` run through the managed launcher was stopped at its
+    /// bound (with that `cliError`). Absent when false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cli_unresponsive: bool,
+    /// The download's statistics, when `-cli-url` was attempted: the last
+    /// of the reference's fields but the `launcher*` ones.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fetch: Option<FetchStats>,
+    /// The managed launcher's facts (`CLAUDE_SSH_MANAGED_LAUNCHER=1` and a
+    /// CLI path only), in the recorded order, each absent where it does
+    /// not apply: `none`, `usable`, `unusable`, `unreadable`,
+    /// `probe_failed` or `unresponsive`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub launcher_status: Option<String>,
+    /// The resolved launcher argv.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub launcher: Option<Vec<String>>,
+    /// The settings file the launcher value came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub launcher_source: Option<String>,
+    /// The settings file or folder that could not be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub launcher_path: Option<String>,
+    /// Why the launcher was refused, failed or was stopped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub launcher_reason: Option<String>,
+    /// A failed run's stderr: 8192 bytes, then `\n[… N more bytes]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub launcher_stderr: Option<String>,
     /// remora only: where a non-directory found at `-cli-dir` was moved so
     /// the directory could be made. Absent otherwise, so the line is the
     /// reference's whenever the reference would have succeeded.
@@ -176,15 +219,32 @@ pub fn install_reporting(options: &InstallOptions, limits: &Limits, progress: &(
         ])),
         cli_was_present: false,
         cli_error: None,
+        cli_unresponsive: false,
         fetch: None,
+        launcher_status: None,
+        launcher: None,
+        launcher_source: None,
+        launcher_path: None,
+        launcher_reason: None,
+        launcher_stderr: None,
         cli_dir_moved_aside: None,
     };
+    // Resolved once, for a CLI path, before the CLI runs; an install with
+    // no CLI path carries no launcher fact.
+    let names_cli = !options.cli_dir.is_empty() && !options.cli_version.is_empty();
+    let managed = options
+        .managed_launcher
+        .as_deref()
+        .filter(|_| names_cli)
+        .map(|folder| launcher::Managed::resolve(folder, &result.cli_path));
     let mut run = Run {
         options,
         limits,
         progress,
         fetch: None,
         moved_aside: None,
+        launcher: managed,
+        unresponsive: false,
     };
     // The last line of defence for "always exits 0 with a facts line": a
     // panic anywhere in the flow (a bug, or one in a dependency reached by
@@ -197,6 +257,10 @@ pub fn install_reporting(options: &InstallOptions, limits: &Limits, progress: &(
         Err(payload) => result.cli_error = Some(format!("internal error: {}", panic_text(payload.as_ref()))),
     }
     result.fetch = run.fetch;
+    result.cli_unresponsive = run.unresponsive;
+    if let Some(managed) = &run.launcher {
+        managed.facts(&mut result);
+    }
     result.cli_dir_moved_aside = run
         .moved_aside
         .map(|p| crate::base::gojson::go_lossy(p.as_os_str().as_bytes()));
@@ -221,6 +285,10 @@ struct Run<'a> {
     fetch: Option<FetchStats>,
     /// Where a non-directory at `-cli-dir` went.
     moved_aside: Option<PathBuf>,
+    /// The managed launcher, when it applies.
+    launcher: Option<launcher::Managed>,
+    /// A check was stopped at its bound (`cliUnresponsive`).
+    unresponsive: bool,
 }
 
 /// Where the blob comes from.
@@ -249,10 +317,29 @@ impl Run<'_> {
         // A killed earlier run is garbage whatever happens next.
         stage::sweep_stale(dir);
 
-        if fs::metadata(&final_path).is_ok() && probe::runnable(&final_path, limits.probe_timeout) {
-            prune::prune(dir, version, options.cli_keep);
-            return Ok(true);
+        if fs::metadata(&final_path).is_ok_and(|m| m.is_file()) {
+            match self.how() {
+                How::Direct if probe::runnable(&final_path, limits.probe_timeout) => {
+                    prune::prune(dir, version, options.cli_keep);
+                    return Ok(true);
+                }
+                How::Direct => {}
+                How::Nothing => {
+                    prune::prune(dir, version, options.cli_keep);
+                    return Ok(true);
+                }
+                // A stopped run keeps the CLI, installs nothing and prunes
+                // nothing; any other run keeps it as present.
+                How::Launcher => {
+                    self.check_through_launcher(&final_path, false)?;
+                    prune::prune(dir, version, options.cli_keep);
+                    return Ok(true);
+                }
+            }
         }
+        // The direct check runs on the staged file, before the rename; a
+        // launcher gets the final path, after it.
+        let precheck = (self.how() == How::Direct).then_some(limits.probe_timeout);
 
         // The uploaded file wins: a driver that went to the trouble of an SFTP
         // upload means it, and the URL is only the fallback source.
@@ -281,7 +368,7 @@ impl Run<'_> {
                         .map_err(|e| format!("opening input: {}", path_error("seek", zst, &e)))?;
                 }
                 let opened = input.metadata().ok();
-                stage::install_blob(&mut input, dir, version, cli_path, limits)?;
+                stage::install_blob(&mut input, dir, version, cli_path, precheck)?;
                 // Consumed only once the CLI is in place: a failed install
                 // leaves the upload for a retry. Only the file that was read is
                 // removed — if the path now names another file (the upload was
@@ -310,16 +397,58 @@ impl Run<'_> {
                         path_error("seek", &blob.path().to_string_lossy(), &e)
                     )
                 })?;
-                stage::install_blob(&mut blob.file, dir, version, cli_path, limits)?;
+                stage::install_blob(&mut blob.file, dir, version, cli_path, precheck)?;
                 // `blob` drops here and removes the download.
             }
+        }
+        if self.how() == How::Launcher {
+            self.check_through_launcher(&final_path, true)?;
         }
         prune::prune(dir, version, options.cli_keep);
         Ok(false)
     }
 
+    /// How a CLI is checked in this install.
+    fn how(&self) -> How {
+        self.launcher.as_ref().map_or(How::Direct, launcher::Managed::how)
+    }
+
+    /// The run through the launcher (`first`: right after an install);
+    /// `Err` is the `cliError` of a stopped run.
+    fn check_through_launcher(&mut self, cli: &Path, first: bool) -> Result<(), String> {
+        let bound = if first {
+            self.limits.launcher_first_timeout
+        } else {
+            self.limits.launcher_timeout
+        };
+        let Some(managed) = self.launcher.as_mut() else {
+            return Ok(());
+        };
+        match managed.check(cli, bound, first) {
+            Checked::Runnable => Ok(()),
+            Checked::Stopped(message) => {
+                self.unresponsive = true;
+                Err(message)
+            }
+        }
+    }
+
     /// Makes `-cli-dir`, first moving aside a non-directory in its place.
     fn create_dir(&mut self) -> Result<(), String> {
+        let dir = &self.options.cli_dir;
+        let made = self.make_dir();
+        if made.is_err() {
+            // A cli dir that cannot be made carries no launcher fact (cell
+            // G1 of 89cb6289).
+            self.launcher = None;
+        }
+        made?;
+        // What now stands there is what the install will write into.
+        trust::check_cli_dir(Path::new(dir))
+    }
+
+    /// [`Run::create_dir`]'s move and mkdir.
+    fn make_dir(&mut self) -> Result<(), String> {
         let dir = &self.options.cli_dir;
         if let Some(aside) = move_aside_non_directory(Path::new(dir))? {
             crate::log_warn!(
@@ -329,9 +458,7 @@ impl Run<'_> {
             );
             self.moved_aside = Some(aside);
         }
-        create_dir(dir)?;
-        // What now stands there is what the install will write into.
-        trust::check_cli_dir(Path::new(dir))
+        create_dir(dir)
     }
 }
 
@@ -519,7 +646,14 @@ mod tests {
             cli_path: "/d/1.0".into(),
             cli_was_present: true,
             cli_error: None,
+            cli_unresponsive: false,
             fetch: None,
+            launcher_status: None,
+            launcher: None,
+            launcher_source: None,
+            launcher_path: None,
+            launcher_reason: None,
+            launcher_stderr: None,
             cli_dir_moved_aside: None,
         };
         assert_eq!(
@@ -543,5 +677,20 @@ mod tests {
         assert!(facts
             .line()
             .ends_with(",\"longestPauseMs\":3},\"cliDirMovedAside\":\"/d.moved-aside-1\"}"));
+        // The launcher facts: cliUnresponsive after cliError, the rest
+        // after fetch, remora's own member last.
+        facts.cli_unresponsive = true;
+        facts.launcher_status = Some("probe_failed".into());
+        facts.launcher = Some(vec!["/w".into()]);
+        facts.launcher_source = Some("/s.json".into());
+        facts.launcher_path = Some("/p".into());
+        facts.launcher_reason = Some("exit status 3".into());
+        facts.launcher_stderr = Some("e".into());
+        assert!(facts.line().ends_with(
+            "\"cliWasPresent\":true,\"cliError\":\"x \\u003cy\\u003e\",\"cliUnresponsive\":true,\
+             \"fetch\":{\"bytes\":5,\"ms\":12,\"longestPauseMs\":3},\"launcherStatus\":\"probe_failed\",\
+             \"launcher\":[\"/w\"],\"launcherSource\":\"/s.json\",\"launcherPath\":\"/p\",\
+             \"launcherReason\":\"exit status 3\",\"launcherStderr\":\"e\",\"cliDirMovedAside\":\"/d.moved-aside-1\"}"
+        ));
     }
 }

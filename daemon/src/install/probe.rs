@@ -139,7 +139,7 @@ fn ldd_version_output() -> Vec<u8> {
         let _ = tx.send(());
     });
     let pid = child.id() as i32;
-    let in_time = crate::agent::probecli::exited_within(pid, LDD_LIMIT);
+    let in_time = crate::sys::process::exited_within(pid, LDD_LIMIT);
     if in_time {
         let _ = rx.recv_timeout(LDD_DRAIN);
     }

@@ -177,14 +177,16 @@ fn pid_alive(pid: i32) -> bool {
 }
 
 /// Decompresses the zstd `blob` into a temporary beside the final path,
-/// makes it 0755, checks it runs, and renames it to `<dir>/<version>`.
-/// `cli_path` is the reported path, for the error text.
+/// makes it 0755, checks it runs (`--version` within `precheck`, when
+/// given: the caller checks through the managed launcher after the rename,
+/// or not at all), and renames it to `<dir>/<version>`. `cli_path` is the
+/// reported path, for the error text.
 pub(super) fn install_blob(
     blob: impl Read,
     dir: &Path,
     version: &str,
     cli_path: &str,
-    limits: &super::Limits,
+    precheck: Option<Duration>,
 ) -> Result<(), String> {
     let final_path = dir.join(version);
     let mut temp =
@@ -202,8 +204,10 @@ pub(super) fn install_blob(
     // close our handle first (probe also retries for other processes' forks).
     let temp = temp.close();
 
-    if !probe::runnable(temp.path(), limits.probe_timeout) {
-        return Err(format!("installed cli at {cli_path} is not runnable"));
+    if let Some(timeout) = precheck {
+        if !probe::runnable(temp.path(), timeout) {
+            return Err(format!("installed cli at {cli_path} is not runnable"));
+        }
     }
     fs::rename(temp.path(), &final_path)
         .map_err(|e| format!("rename {} {}: {}", temp_name, final_path.to_string_lossy(), io_text(&e)))?;

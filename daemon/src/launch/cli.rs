@@ -108,7 +108,8 @@ fn run(flags: &Flags, daemon_child: bool) -> i32 {
         };
     }
     if !flags.probe_cli.is_empty() {
-        return crate::agent::probecli::run(&flags.probe_cli);
+        let settings = crate::agent::launcher::settings_folder(managed_launcher(flags));
+        return crate::agent::probecli::run(&flags.probe_cli, settings.as_deref());
     }
     if flags.serve {
         return if daemon_child {
@@ -125,6 +126,12 @@ fn run(flags: &Flags, daemon_child: bool) -> i32 {
     }
     eprintln!("{NO_MODE}");
     2
+}
+
+/// Whether the served build has the managed launcher, which `-install` and
+/// `-probe-cli` use with `CLAUDE_SSH_MANAGED_LAUNCHER=1`.
+fn managed_launcher(flags: &Flags) -> bool {
+    Build::for_stamp(&flags.reference_build).0.has(Switch::ManagedLauncher)
 }
 
 /// The `-install` options. A build with [`Switch::DefaultCliDir`] installs
@@ -151,6 +158,7 @@ fn install_options(flags: &Flags) -> Result<crate::install::InstallOptions, Stri
         cli_zst: text(&flags.cli_zst),
         cli_keep: flags.cli_keep,
         download_timeout: flags.cli_download_timeout,
+        managed_launcher: crate::agent::launcher::settings_folder(managed_launcher(flags)),
     })
 }
 

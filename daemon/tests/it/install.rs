@@ -36,6 +36,7 @@ fn limits() -> Limits {
         connect_timeout: Duration::from_secs(5),
         read_timeout: Duration::from_secs(5),
         progress_interval: Duration::from_secs(1),
+        ..Limits::default()
     }
 }
 

@@ -43,6 +43,7 @@ mod hostile_neighbours;
 mod import_circles;
 mod install;
 mod install_cli;
+mod install_launcher;
 mod install_progress;
 mod install_remote;
 #[cfg(target_os = "linux")]

@@ -170,6 +170,21 @@ async fn wait_exit_on(pid: i32, notifier: Option<std::os::fd::OwnedFd>) -> io::R
     }
 }
 
+/// Whether child `pid` exits within `limit`, leaving it unreaped either
+/// way (`WNOWAIT`): while the leader is an unreaped zombie its pid, and so
+/// its group id, cannot be reused, which makes a later group kill safe.
+/// The caller reaps it. A thread does the blocking wait; the deadline is a
+/// channel timeout, not a polling loop. On a timeout that thread ends when
+/// the caller's kill makes the child exit.
+pub(crate) fn exited_within(pid: i32, limit: std::time::Duration) -> bool {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = peek_exit(pid, 0);
+        let _ = tx.send(());
+    });
+    rx.recv_timeout(limit).is_ok()
+}
+
 /// Reaps child `pid` if it has exited (WNOHANG). Returns true when the pid
 /// is gone (reaped now, or not our child any more).
 pub(crate) fn reap(pid: i32) -> bool {

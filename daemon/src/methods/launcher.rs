@@ -2,16 +2,17 @@
 //! with [`crate::protocol::build::Switch::ManagedLauncher`]):
 //! `launcher.resolve` reads the host's managed settings on every call and
 //! answers which launcher Claude Code would be started through
-//! ([`settings`]). Nothing is cached and the launcher is never run.
+//! ([`settings`], shared with `-install` and `-probe-cli` in
+//! [`crate::agent::launcher`]). Nothing is cached and the launcher is never
+//! run here.
 //!
 //! Params `{"cliPath": "<string>"}` bound with Go's rules: absent or
 //! mistyped params are `-32602 Invalid params` (the dispatcher's gate);
 //! `null` params, `{}` and a `null` or empty `cliPath` are
 //! `-32602 cliPath is required`.
 
-pub(crate) mod settings;
-
 use super::Outcome;
+use crate::agent::launcher::settings;
 use crate::base::logging::Untrusted;
 use crate::go_struct;
 use crate::protocol::method::LauncherMethod;

@@ -1,7 +1,8 @@
-//! The managed settings behind `launcher.resolve` (build 89cb6289): which
-//! files are read, how the launcher value is taken from them, how the value
-//! becomes an argv, and the checks an argv must pass. `process.spawn`'s
-//! `launcher` param goes through the same argv checks ([`check_argv`]).
+//! The managed settings behind `launcher.resolve`, `-install` and
+//! `-probe-cli` (build 89cb6289): which files are read, how the launcher
+//! value is taken from them, how the value becomes an argv, and the checks
+//! an argv must pass. `process.spawn`'s `launcher` param goes through the
+//! same argv checks ([`check_argv`]).
 //!
 //! Facts (docs/PROTOCOL.md "launcher.* (added 89cb6289)" in
 //! `schubydoo/claustrum`): the folder is [`SYSTEM_DIR`] (`/etc/claude-code`
