@@ -365,6 +365,37 @@ fn half_closed_client_still_gets_its_replies() {
     );
 }
 
+/// `.changeset/eof-parse-error-bridge-drain.md` (measured on f6010b97 and
+/// 90fca6e6): a client that half-closes right after a bad line, with or
+/// without its final newline, still gets the -32700 or -32001 answer.
+#[test]
+fn a_bad_line_or_wrong_token_right_before_a_half_close_is_answered() {
+    let d = TestDaemon::start();
+    let cases: [(&[u8], String); 4] = [
+        (b"{bad", err("null", -32700, "Parse error")),
+        (b"{bad\n", err("null", -32700, "Parse error")),
+        (
+            b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"server.ping\",\"auth\":\"wrong\"}",
+            err("7", -32001, "Unauthorized: invalid or missing auth token"),
+        ),
+        (
+            b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"server.ping\",\"auth\":\"wrong\"}\n",
+            err("7", -32001, "Unauthorized: invalid or missing auth token"),
+        ),
+    ];
+    for (line, answer) in cases {
+        let mut c = d.connect();
+        c.send_raw(line);
+        c.stream.shutdown(std::net::Shutdown::Write).unwrap();
+        assert_eq!(
+            c.read_to_eof(),
+            format!("{answer}\n"),
+            "{}",
+            String::from_utf8_lossy(line)
+        );
+    }
+}
+
 #[test]
 fn shutdown_with_bad_auth_is_rejected_and_daemon_stays_up() {
     let d = TestDaemon::start();
