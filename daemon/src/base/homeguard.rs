@@ -29,6 +29,17 @@
 //!   link to a home, a bind mount of a home or of its parent, and
 //!   `$HOME/..` through any spelling are caught.
 //!
+//! A target the guard cannot judge is refused as if it held a home
+//! (audit F1): a path, or its resolution, of `PATH_MAX` bytes or more, or
+//! with a name longer than the kernel takes (`ENAMETOOLONG`), which no
+//! path-based call reaches but a removal that splits it into a shorter
+//! parent and a name would (`/proc/self/root` and 2 025 `/.` before the
+//! home passed the guard and the wipe emptied the home); a relative
+//! target without a working directory; an entry or a directory whose
+//! identity cannot be read. Refused with [`Verdict::text`]'s
+//! `<what> is too long to be checked against the home directory …` or
+//! `<what> cannot be checked against the home directory …`.
+//!
 //! Directories *inside* a home stay allowed: `~/.claude/…` is where the
 //! daemon itself is installed and extracts. The guard stops a mistaken or
 //! generated path (claustrum's came from a fuzzer), not a determined
@@ -48,10 +59,50 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-/// Longest path the kernel resolves; a longer one fails every path-based
-/// call with `ENAMETOOLONG`, so it is judged lexically only (and the
-/// resolution loop stays bounded whatever the request sends).
-const PATH_MAX: usize = 4096;
+/// The kernel's `PATH_MAX` (4096 on Linux, 1024 on macOS): a path this
+/// long or longer fails every path-based call with `ENAMETOOLONG`, so the
+/// guard cannot resolve it and refuses it ([`Verdict::TooLong`]); the
+/// removals refuse it too (`tarx`'s `remove_all`).
+pub(crate) const PATH_MAX: usize = libc::PATH_MAX as usize;
+
+/// What the guard says about a target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// Neither a home nor above one: the step may go on.
+    Clear,
+    /// A home, or a directory above one.
+    Home,
+    /// The path or its resolution is `PATH_MAX` bytes or longer, or holds
+    /// a name too long for the kernel: it cannot be resolved to be judged.
+    TooLong,
+    /// Relative, with no working directory to resolve it from.
+    Unresolvable,
+}
+
+impl Verdict {
+    /// The refusal for a destructive `what` at `path` (the spelling the
+    /// request used), `None` when the step may go on.
+    pub(crate) fn text(self, what: &str, path: impl AsRef<Path>) -> Option<String> {
+        let quoted = || go_quote(path.as_ref().as_os_str().as_bytes());
+        match self {
+            Verdict::Clear => None,
+            Verdict::Home => Some(refusal(what, path)),
+            Verdict::TooLong => Some(format!(
+                "{what} is too long to be checked against the home directory (a path of {PATH_MAX} bytes or more, or a name of more than {} bytes, is refused): {}",
+                NAME_MAX,
+                quoted()
+            )),
+            Verdict::Unresolvable => Some(format!(
+                "{what} cannot be checked against the home directory (a relative path, and the working directory is gone): {}",
+                quoted()
+            )),
+        }
+    }
+}
+
+/// The longest name the kernel takes (255 on Linux and macOS), for the
+/// text only: the kernel's own `ENAMETOOLONG` is what is acted on.
+const NAME_MAX: usize = 255;
 
 /// The refusal text for a destructive `what` (`destDir`, `worktreePath`,
 /// `cli path`, …) at `path`: claustrum's D2 wording, `%q`-quoted.
@@ -62,22 +113,53 @@ pub(crate) fn refusal(what: &str, path: impl AsRef<Path>) -> String {
     )
 }
 
-/// [`refusal`] when `path` is or contains the daemon user's home.
+/// The refusal ([`Verdict::text`]) when `path` is or contains the daemon
+/// user's home, or cannot be judged.
 pub(crate) fn check(what: &str, path: impl AsRef<Path>) -> Option<String> {
     let path = path.as_ref();
-    Homes::of_daemon_user().holds(path).then(|| refusal(what, path))
+    Homes::of_daemon_user().verdict(path).text(what, path)
 }
 
-/// [`Homes::holds_entry`] for the daemon user, as the error a removal or
-/// rename in a directory descriptor fails with.
+/// Whether the entry `name` of `dir` is the daemon user's home or a
+/// directory above one, by identity (a link is not followed: removing or
+/// renaming a link leaves what it points at alone), as the error a
+/// removal or rename in a directory descriptor fails with. An entry whose
+/// identity cannot be read fails with that error (the guard cannot tell,
+/// so the step does not go on); one that is not there passes.
 pub(crate) fn check_entry(dir: &OwnedFd, name: &[u8]) -> io::Result<()> {
-    if Homes::of_daemon_user().holds_entry(dir, name) {
-        return Err(io::Error::new(
+    let homes = Homes::of_daemon_user();
+    if homes.holders.is_empty() {
+        return Ok(());
+    }
+    match entry_identity(dir, name)? {
+        Some(id) if homes.holders.contains(&id) => Err(io::Error::new(
             io::ErrorKind::PermissionDenied,
             refusal("directory entry", OsStr::from_bytes(name)),
-        ));
+        )),
+        _ => Ok(()),
     }
-    Ok(())
+}
+
+/// Device and inode of the entry `name` of `dir`, not following a link;
+/// `None` when there is no such entry (a name with a NUL names none).
+fn entry_identity(dir: &OwnedFd, name: &[u8]) -> io::Result<Option<(u64, u64)>> {
+    let Ok(cname) = CString::new(name) else {
+        return Ok(None);
+    };
+    // SAFETY: all-zero bytes are a valid `stat` to be overwritten.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: an open directory, a NUL-terminated name, a writable stat.
+    let rc = unsafe { libc::fstatat(dir.as_raw_fd(), cname.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
+    if rc != 0 {
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::ENOENT) => Ok(None),
+            _ => Err(e),
+        };
+    }
+    // `dev_t`/`ino_t` differ in width across targets.
+    #[allow(clippy::unnecessary_cast)]
+    Ok(Some((st.st_dev as u64, st.st_ino as u64)))
 }
 
 /// The home directories guarded, each as its spellings and as the
@@ -142,55 +224,79 @@ impl Homes {
         homes
     }
 
-    /// Whether `target` is or contains a home (see the module comment for
-    /// the three tests). An empty target names nothing.
+    /// Whether `target` is or contains a home, or cannot be judged (see
+    /// [`Homes::verdict`]): either way a destructive step must not go on.
+    #[cfg(test)]
     pub(crate) fn holds(&self, target: &Path) -> bool {
+        self.verdict(target) != Verdict::Clear
+    }
+
+    /// What the guard says about `target` (see the module comment for the
+    /// three tests). An empty target names nothing; with no home known
+    /// there is nothing to guard.
+    pub(crate) fn verdict(&self, target: &Path) -> Verdict {
         let raw = target.as_os_str().as_bytes();
         if raw.is_empty() || self.spellings.is_empty() {
-            return false;
+            return Verdict::Clear;
         }
         let cwd = std::env::current_dir().ok();
         let Some(abs) = absolute(raw, cwd.as_deref()) else {
-            // A relative target with no working directory: the kernel
-            // cannot resolve it either.
-            return false;
+            // A relative target with no working directory: what it names
+            // cannot be told.
+            return Verdict::Unresolvable;
         };
         if self.above_a_home(&gopath::clean(&abs)) {
-            return true;
+            return Verdict::Home;
         }
+        // Past here every test asks the kernel, which cannot resolve a
+        // path this long; a removal would split it into a shorter parent
+        // that it can (audit F1).
         if abs.len() >= PATH_MAX {
-            return false;
+            return Verdict::TooLong;
         }
-        if resolve(&abs).is_some_and(|resolved| self.above_a_home(&resolved)) {
-            return true;
+        let resolved = match resolve(&abs) {
+            Resolved::Path(resolved) if resolved.len() >= PATH_MAX => return Verdict::TooLong,
+            Resolved::Path(resolved) => Some(resolved),
+            Resolved::TooLong => return Verdict::TooLong,
+            Resolved::Nothing => None,
+        };
+        if resolved.is_some_and(|resolved| self.above_a_home(&resolved)) {
+            return Verdict::Home;
         }
-        std::fs::metadata(OsStr::from_bytes(&abs)).is_ok_and(|meta| self.holders.contains(&(meta.dev(), meta.ino())))
+        match std::fs::metadata(OsStr::from_bytes(&abs)) {
+            Ok(meta) if self.holders.contains(&(meta.dev(), meta.ino())) => Verdict::Home,
+            Err(e) if e.raw_os_error() == Some(libc::ENAMETOOLONG) => Verdict::TooLong,
+            _ => Verdict::Clear,
+        }
     }
 
     /// Whether the entry `name` of the open directory `dir` is a home or a
     /// directory above one, by identity (a link is not followed: removing
-    /// or renaming a link leaves what it points at alone).
+    /// or renaming a link leaves what it points at alone). An entry that
+    /// is not there holds nothing; one whose identity cannot be read
+    /// counts as held ([`check_entry`] is the daemon's form of it).
+    #[cfg(test)]
     pub(crate) fn holds_entry(&self, dir: &OwnedFd, name: &[u8]) -> bool {
         if self.holders.is_empty() {
             return false;
         }
-        let Ok(cname) = CString::new(name) else {
-            return false;
-        };
-        // SAFETY: all-zero bytes are a valid `stat` to be overwritten.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: an open directory, a NUL-terminated name, a writable stat.
-        let rc = unsafe { libc::fstatat(dir.as_raw_fd(), cname.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
-        rc == 0 && self.holders.contains(&(st.st_dev as u64, st.st_ino as u64))
+        match entry_identity(dir, name) {
+            Ok(Some(id)) => self.holders.contains(&id),
+            Ok(None) => false,
+            Err(_) => true,
+        }
     }
 
-    /// Whether the open directory `dir` is a home or a directory above one.
+    /// Whether the open directory `dir` is a home or a directory above
+    /// one; a directory whose identity cannot be read counts as one.
+    // `dev_t`/`ino_t` differ in width across targets.
+    #[allow(clippy::unnecessary_cast)]
     pub(crate) fn holds_dir(&self, dir: &OwnedFd) -> bool {
         // SAFETY: all-zero bytes are a valid `stat` to be overwritten.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         // SAFETY: an open descriptor and a writable stat.
         let rc = unsafe { libc::fstat(dir.as_raw_fd(), &mut st) };
-        rc == 0 && self.holders.contains(&(st.st_dev as u64, st.st_ino as u64))
+        rc != 0 || self.holders.contains(&(st.st_dev as u64, st.st_ino as u64))
     }
 
     /// Whether the absolute, cleaned `path` is a home's spelling or a
@@ -236,24 +342,45 @@ fn self_and_ancestors(path: &[u8]) -> Vec<&[u8]> {
     out
 }
 
+/// What [`resolve`] found.
+#[derive(Debug, PartialEq, Eq)]
+enum Resolved {
+    /// The path as the kernel resolves it.
+    Path(Vec<u8>),
+    /// The kernel could not resolve a prefix for its length
+    /// (`ENAMETOOLONG`: a name too long, or links that lead to a path of
+    /// `PATH_MAX` or more): what the path names cannot be told.
+    TooLong,
+    /// Not even `/` resolves.
+    Nothing,
+}
+
 /// The absolute `path` as the kernel would resolve it: the longest prefix
-/// that `realpath` resolves, followed by the remaining names, cleaned.
-/// `None` when not even `/` resolves.
-fn resolve(path: &[u8]) -> Option<Vec<u8>> {
+/// that `realpath` resolves, followed by the remaining names, cleaned. A
+/// prefix that is missing (or below a file) is cut back to its parent;
+/// one the kernel refuses for its length is not, since a shorter prefix
+/// would then stand for a path the kernel never reaches.
+fn resolve(path: &[u8]) -> Resolved {
     let mut head = path;
     loop {
         // Trailing slashes belong to the name before them.
         while head.len() > 1 && head.ends_with(b"/") {
             head = &head[..head.len() - 1];
         }
-        if let Ok(real) = std::fs::canonicalize(OsStr::from_bytes(head)) {
-            let rest = &path[head.len()..];
-            return Some(gopath::join(&[real.as_os_str().as_bytes(), rest]));
+        match std::fs::canonicalize(OsStr::from_bytes(head)) {
+            Ok(real) => {
+                let rest = &path[head.len()..];
+                return Resolved::Path(gopath::join(&[real.as_os_str().as_bytes(), rest]));
+            }
+            Err(e) if e.raw_os_error() == Some(libc::ENAMETOOLONG) => return Resolved::TooLong,
+            Err(_) => {}
         }
-        let cut = head.iter().rposition(|&b| b == b'/')?;
+        let Some(cut) = head.iter().rposition(|&b| b == b'/') else {
+            return Resolved::Nothing;
+        };
         if cut == 0 {
             if head.len() == 1 {
-                return None;
+                return Resolved::Nothing;
             }
             head = b"/";
         } else {
@@ -393,7 +520,7 @@ mod tests {
     }
 
     #[test]
-    fn no_home_refuses_nothing_and_long_paths_stay_lexical() {
+    fn no_home_refuses_nothing_and_long_paths_are_refused() {
         let homes = Homes::of::<PathBuf>(&[]);
         assert!(!homes.holds(Path::new("/")));
         let (tmp, home) = layout();
@@ -404,12 +531,67 @@ mod tests {
         }
         // Lexically this climbs to `/`, which holds the home.
         assert!(homes.holds(Path::new(OsStr::from_bytes(&long))));
+        // Below the home lexically, but too long for the kernel to tell
+        // where it leads: refused (audit F1).
         let mut deep = b(&home).to_vec();
         for _ in 0..3000 {
             deep.extend_from_slice(b"/a");
         }
-        assert!(!homes.holds(Path::new(OsStr::from_bytes(&deep))));
+        assert_eq!(homes.verdict(Path::new(OsStr::from_bytes(&deep))), Verdict::TooLong);
         drop(tmp);
+    }
+
+    /// `<top>/link` (a link to `<top>`), then `/.` until the whole is
+    /// `len` bytes or more, then `/home`: lexically not the home (the link
+    /// is not resolved by cleaning), and past `PATH_MAX` not resolvable.
+    fn long_spelling_through_a_link(top: &Path, len: usize) -> Vec<u8> {
+        let mut path = b(&top.join("link")).to_vec();
+        while path.len() + b"/home".len() < len {
+            path.extend_from_slice(b"/.");
+        }
+        path.extend_from_slice(b"/home");
+        path
+    }
+
+    #[test]
+    fn a_spelling_of_the_home_of_path_max_bytes_or_more_is_refused() {
+        let (tmp, home) = layout();
+        let homes = Homes::of(&[&home]);
+        symlink(tmp.path(), tmp.path().join("link")).unwrap();
+        let short = long_spelling_through_a_link(tmp.path(), 0);
+        assert_eq!(homes.verdict(Path::new(OsStr::from_bytes(&short))), Verdict::Home);
+        let long = long_spelling_through_a_link(tmp.path(), PATH_MAX);
+        assert!(long.len() >= PATH_MAX);
+        assert_eq!(homes.verdict(Path::new(OsStr::from_bytes(&long))), Verdict::TooLong);
+        let just_below = long_spelling_through_a_link(tmp.path(), PATH_MAX - 2);
+        if just_below.len() < PATH_MAX {
+            assert_eq!(homes.verdict(Path::new(OsStr::from_bytes(&just_below))), Verdict::Home);
+        }
+        // A name longer than the kernel takes cannot be resolved either.
+        let long_name = home.join("n".repeat(NAME_MAX + 1));
+        assert_eq!(homes.verdict(&long_name), Verdict::TooLong);
+        assert_eq!(homes.verdict(&home.join("n".repeat(NAME_MAX))), Verdict::Clear);
+        let text = Verdict::TooLong.text("destDir", "/x").unwrap();
+        assert_eq!(
+            text,
+            format!("destDir is too long to be checked against the home directory (a path of {PATH_MAX} bytes or more, or a name of more than 255 bytes, is refused): \"/x\"")
+        );
+        assert_eq!(Verdict::Clear.text("destDir", "/x"), None);
+    }
+
+    #[test]
+    fn an_entry_whose_identity_cannot_be_read_counts_as_held() {
+        let (tmp, home) = layout();
+        let homes = Homes::of(&[&home]);
+        let top: OwnedFd = fs::File::open(tmp.path()).unwrap().into();
+        // A name too long to look up: not "missing", so not "clear".
+        let long = vec![b'n'; NAME_MAX + 1];
+        assert!(homes.holds_entry(&top, &long));
+        assert!(!homes.holds_entry(&top, b"missing"));
+        let by_check = check_entry(&top, &long);
+        if !Homes::of_daemon_user().holders.is_empty() {
+            assert_eq!(by_check.unwrap_err().raw_os_error(), Some(libc::ENAMETOOLONG));
+        }
     }
 
     #[test]
@@ -441,9 +623,11 @@ mod tests {
     fn resolve_keeps_missing_names_and_cleans_them() {
         let (tmp, home) = layout();
         let real_top = fs::canonicalize(tmp.path()).unwrap();
-        let got = resolve(b(&home.join("missing/x/../y"))).unwrap();
-        assert_eq!(got, b(&real_top.join("home/missing/y")).to_vec());
-        assert_eq!(resolve(b"/").unwrap(), b"/".to_vec());
+        let got = resolve(b(&home.join("missing/x/../y")));
+        assert_eq!(got, Resolved::Path(b(&real_top.join("home/missing/y")).to_vec()));
+        assert_eq!(resolve(b"/"), Resolved::Path(b"/".to_vec()));
+        let long_name = home.join("n".repeat(NAME_MAX + 1)).join("x");
+        assert_eq!(resolve(b(&long_name)), Resolved::TooLong);
         assert_eq!(self_and_ancestors(b"/a/b"), vec![&b"/a/b"[..], b"/a", b"/"]);
         assert_eq!(self_and_ancestors(b"/"), vec![&b"/"[..]]);
     }

@@ -21,6 +21,7 @@
 //! | [`signals`] | inherited signal dispositions, reset for children |
 //! | [`safedir`] | opening a directory path no other user can tamper with |
 //! | [`trustpath`] | resolving a path no other user can redirect, links judged on the way |
+//! | [`privgroup`] | whether a group is the user's own private group (group write that counts as the user's) |
 //! | `alloccount` | heap allocation counting (feature `alloc-count`) |
 
 #[cfg(feature = "alloc-count")]
@@ -35,6 +36,7 @@ pub(crate) mod homeguard;
 pub(crate) mod instance;
 pub(crate) mod logging;
 pub(crate) mod ndjson;
+pub(crate) mod privgroup;
 pub(crate) mod safedir;
 pub(crate) mod shutdown;
 pub(crate) mod signals;

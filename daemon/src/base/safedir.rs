@@ -11,11 +11,20 @@
 //! * every level must be owned by root or by us;
 //! * a level others can write must carry the sticky bit (`/tmp`), so they
 //!   cannot rename or remove what we own inside it; a group-writable level
-//!   is accepted only when its group is our own primary group (the
-//!   user-private-group convention);
-//! * the final level must be ours and reachable by nobody else (`0700`);
-//!   one we created, or one of ours that is wider, is narrowed with
-//!   `fchmod`.
+//!   is accepted only when its group is our effective group and private
+//!   to us ([`crate::base::privgroup`], the user-private-group
+//!   convention; a primary group shared with other users is not);
+//! * the final level must be ours. One this walk created is set `0700`
+//!   with `fchmod`. The mode of one that was already there is never
+//!   changed (audit F4: `replay-dir = ~/` narrowed the home to `0700`, and
+//!   a root daemon given a `1777` directory took its sticky bit away): it
+//!   must pass the rule for the levels above, and is used as it is when
+//!   nobody else can write it (a `0755` home; what is kept inside is
+//!   `0700` anyway). One others can write (sticky, as `/tmp`) is a shared
+//!   place: the walk goes on into a subdirectory of our own in it,
+//!   `remora-<uid>`, created `0700` or, when it exists, ours and not
+//!   writable by others ([`UnsafeDir::TooWide`] otherwise, not
+//!   narrowed). [`PrivateDir::path`] says which directory was used.
 //!
 //! Missing levels are created `0700` with `mkdirat` and then opened and
 //! judged like any other, so a name another user wins a race for is
@@ -41,6 +50,10 @@ pub(crate) enum UnsafeDir {
     WritableByOthers { path: PathBuf, mode: u32 },
     /// A level is a symlink or not a directory.
     NotADirectory(PathBuf),
+    /// Our own subdirectory in a shared directory exists, but others can
+    /// write it, and it was not made by this walk, so its mode is not
+    /// ours to change.
+    TooWide { path: PathBuf, mode: u32 },
     /// A system call failed.
     Io {
         op: &'static str,
@@ -64,6 +77,11 @@ impl fmt::Display for UnsafeDir {
                 )
             }
             UnsafeDir::NotADirectory(p) => write!(f, "{}: a symlink or not a directory", p.display()),
+            UnsafeDir::TooWide { path, mode } => write!(
+                f,
+                "{}: writable by other users (mode {mode:04o}) and not made by this daemon, so left as it is; make it 0700 or remove it",
+                path.display()
+            ),
             UnsafeDir::Io { op, path, error } => write!(f, "{op} {}: {error}", path.display()),
         }
     }
@@ -123,13 +141,8 @@ fn check_level(st: &libc::stat, path: &Path, me: Identity) -> Result<(), UnsafeD
             uid: st.st_uid,
         });
     }
-    // `st_mode` is a u16 on macOS and a u32 on Linux.
-    #[allow(clippy::unnecessary_cast)]
-    let mode = (st.st_mode & 0o7777) as u32;
-    let sticky = mode & 0o1000 != 0;
-    let others_write = mode & 0o002 != 0;
-    let group_write = mode & 0o020 != 0 && st.st_gid != me.gid;
-    if (others_write || group_write) && !sticky {
+    let mode = mode_bits(st);
+    if others_can_write(st, me) && mode & 0o1000 == 0 {
         return Err(UnsafeDir::WritableByOthers {
             path: path.to_path_buf(),
             mode,
@@ -138,9 +151,43 @@ fn check_level(st: &libc::stat, path: &Path, me: Identity) -> Result<(), UnsafeD
     Ok(())
 }
 
+/// The permission bits of `st`, sticky bit included.
+// `st_mode` is a u16 on macOS and a u32 on Linux.
+#[allow(clippy::unnecessary_cast)]
+fn mode_bits(st: &libc::stat) -> u32 {
+    (st.st_mode & 0o7777) as u32
+}
+
+/// Whether users other than us may add, rename or remove entries in the
+/// directory (sticky bit aside): write by others, or by a group that is
+/// not our own private one ([`crate::base::privgroup`]).
+fn others_can_write(st: &libc::stat, me: Identity) -> bool {
+    let mode = mode_bits(st);
+    let others_write = mode & 0o002 != 0;
+    let group_write = mode & 0o020 != 0 && !(st.st_gid == me.gid && crate::base::privgroup::is_private(me.gid, me.uid));
+    others_write || group_write
+}
+
+/// A private directory of ours, open.
+#[derive(Debug)]
+pub(crate) struct PrivateDir {
+    pub fd: OwnedFd,
+    /// The directory `fd` is: the path asked for, or (when others can
+    /// write that one) our own subdirectory in it.
+    pub path: PathBuf,
+}
+
+/// The subdirectory of our own used inside a configured directory others
+/// can write: `remora-<uid>`, so that users sharing one directory (`/tmp`)
+/// each get theirs.
+fn own_subdir_name(uid: u32) -> String {
+    format!("remora-{uid}")
+}
+
 /// Opens `path` as a private directory of ours, creating missing levels
-/// `0700`. See the module doc for what is refused.
-pub(crate) fn open_private_dir(path: &Path) -> Result<OwnedFd, UnsafeDir> {
+/// `0700`. See the module doc for what is refused, and for the
+/// subdirectory used when others can write `path` itself.
+pub(crate) fn open_private_dir(path: &Path) -> Result<PrivateDir, UnsafeDir> {
     open_private_dir_as(path, Identity::current())
 }
 
@@ -165,14 +212,64 @@ pub(crate) fn open_trusted_dir(path: &Path) -> Result<OwnedFd, UnsafeDir> {
     walk_to(path, Identity::current(), Last::Trusted)
 }
 
-fn open_private_dir_as(path: &Path, me: Identity) -> Result<OwnedFd, UnsafeDir> {
-    walk(path, me, true)
+fn open_private_dir_as(path: &Path, me: Identity) -> Result<PrivateDir, UnsafeDir> {
+    let fd = walk(path, me, true)?;
+    let st = fstat(&fd).map_err(|error| UnsafeDir::Io {
+        op: "fstat",
+        path: path.to_path_buf(),
+        error,
+    })?;
+    if !others_can_write(&st, me) {
+        return Ok(PrivateDir {
+            fd,
+            path: path.to_path_buf(),
+        });
+    }
+    // A shared directory (the walk let it through: sticky, as /tmp) that
+    // we did not make: not ours to narrow, and not a place for our
+    // entries among everyone else's. A subdirectory of our own in it.
+    let name = own_subdir_name(me.uid);
+    let sub = path.join(&name);
+    let io_error = |op: &'static str, error: io::Error| UnsafeDir::Io {
+        op,
+        path: sub.clone(),
+        error,
+    };
+    let cname = CString::new(name.as_bytes()).map_err(|e| io_error("open", e.into()))?;
+    // SAFETY: `fd` is an open directory and `cname` is NUL-terminated.
+    let created = unsafe { libc::mkdirat(fd.as_raw_fd(), cname.as_ptr(), 0o700) } == 0;
+    if !created {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EEXIST) {
+            return Err(io_error("mkdir", e));
+        }
+    }
+    let sub_fd = open_dir_at(Some(&fd), &cname).map_err(|e| refine(e, &sub, |op, _, e| io_error(op, e)))?;
+    let st = fstat(&sub_fd).map_err(|e| io_error("fstat", e))?;
+    if st.st_uid != me.uid {
+        return Err(UnsafeDir::ForeignOwner {
+            path: sub,
+            uid: st.st_uid,
+        });
+    }
+    if created {
+        // SAFETY: `sub_fd` is an open directory fd of ours, just made.
+        if unsafe { libc::fchmod(sub_fd.as_raw_fd(), 0o700) } != 0 {
+            return Err(io_error("chmod", io::Error::last_os_error()));
+        }
+    } else if others_can_write(&st, me) {
+        let mode = mode_bits(&st);
+        return Err(UnsafeDir::TooWide { path: sub, mode });
+    }
+    Ok(PrivateDir { fd: sub_fd, path: sub })
 }
 
 /// What the last level of a walk must be.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Last {
-    /// Ours and 0700 (created or narrowed).
+    /// Ours; made 0700 when the walk created it, else judged like the
+    /// levels above when it is wider than 0700 ([`open_private_dir_as`]
+    /// goes into a subdirectory of its own when others can write it).
     Private,
     /// Ours, judged like the levels above.
     Own,
@@ -181,7 +278,8 @@ enum Last {
 }
 
 /// The walk behind [`open_private_dir`] and [`open_own_dir`]; `private`
-/// creates missing levels and makes the last one `0700`.
+/// creates missing levels and makes the last one `0700` when it created
+/// it.
 fn walk(path: &Path, me: Identity, private: bool) -> Result<OwnedFd, UnsafeDir> {
     walk_to(path, me, if private { Last::Private } else { Last::Own })
 }
@@ -240,13 +338,15 @@ fn walk_to(path: &Path, me: Identity, last_rule: Last) -> Result<OwnedFd, Unsafe
                     uid: st.st_uid,
                 });
             }
-            if !private {
-                check_level(&st, &walked, me)?;
-            } else if created || st.st_mode & 0o077 != 0 {
-                // SAFETY: `next` is an open directory fd of ours.
+            if created {
+                // SAFETY: `next` is an open directory fd of ours, just made.
                 if unsafe { libc::fchmod(next.as_raw_fd(), 0o700) } != 0 {
                     return Err(io_error("chmod", &walked, io::Error::last_os_error()));
                 }
+            } else {
+                // Never narrowed: a directory we did not make keeps its
+                // mode (audit F4), and must pass the rule above.
+                check_level(&st, &walked, me)?;
             }
         } else {
             check_level(&st, &walked, me)?;
@@ -454,12 +554,13 @@ mod tests {
     fn creates_missing_levels_private_and_reopens_them() {
         let t = tmp();
         let path = t.path().join("a/b/replay");
-        let fd = open_private_dir(&path).expect("private dir");
+        let dir = open_private_dir(&path).expect("private dir");
         for level in ["a", "a/b", "a/b/replay"] {
             let m = std::fs::metadata(t.path().join(level)).unwrap();
             assert_eq!(m.mode() & 0o777, 0o700, "{level}");
         }
-        assert!(fstat(&fd).is_ok());
+        assert!(fstat(&dir.fd).is_ok());
+        assert_eq!(dir.path, path);
         open_private_dir(&path).expect("the same dir again");
     }
 
@@ -551,12 +652,55 @@ mod tests {
     }
 
     #[test]
-    fn a_wide_final_level_of_ours_is_narrowed() {
+    fn a_wide_final_level_keeps_its_mode() {
         let t = tmp();
         let dir = t.path().join("wide");
         std::fs::create_dir(&dir).unwrap();
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-        open_private_dir(&dir).expect("ours");
-        assert_eq!(std::fs::metadata(&dir).unwrap().mode() & 0o777, 0o700);
+        let got = open_private_dir(&dir).expect("ours");
+        assert_eq!(
+            std::fs::metadata(&dir).unwrap().mode() & 0o7777,
+            0o755,
+            "left as it was"
+        );
+        assert_eq!(got.path, dir, "nobody else can write it: used as it is");
+        assert_eq!(fstat(&got.fd).unwrap().st_ino, std::fs::metadata(&dir).unwrap().ino());
+    }
+
+    #[test]
+    fn a_shared_sticky_final_level_keeps_its_bits_and_a_subdirectory_of_our_own_is_used() {
+        let t = tmp();
+        let shared = t.path().join("shared");
+        std::fs::create_dir(&shared).unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let got = open_private_dir(&shared).expect("sticky, as /tmp");
+        assert_eq!(std::fs::metadata(&shared).unwrap().mode() & 0o7777, 0o1777);
+        let sub = shared.join(own_subdir_name(me().uid));
+        assert_eq!(got.path, sub);
+        assert_eq!(std::fs::metadata(&sub).unwrap().mode() & 0o7777, 0o700);
+        assert_eq!(fstat(&got.fd).unwrap().st_ino, std::fs::metadata(&sub).unwrap().ino());
+        // The second time the subdirectory is there already.
+        assert_eq!(open_private_dir(&shared).expect("again").path, sub);
+        // Readable by others, ours: used as it is.
+        std::fs::set_permissions(&sub, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(open_private_dir(&shared).expect("0755").path, sub);
+        assert_eq!(std::fs::metadata(&sub).unwrap().mode() & 0o7777, 0o755);
+        // Writable by others since: refused, not narrowed.
+        std::fs::set_permissions(&sub, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let got = open_private_dir(&shared);
+        assert!(matches!(got, Err(UnsafeDir::TooWide { mode: 0o777, .. })), "{got:?}");
+        assert_eq!(std::fs::metadata(&sub).unwrap().mode() & 0o7777, 0o777);
+    }
+
+    #[test]
+    fn a_wide_final_level_others_can_write_is_refused_unchanged() {
+        let t = tmp();
+        let open = t.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let got = open_private_dir(&open);
+        assert!(matches!(got, Err(UnsafeDir::WritableByOthers { .. })), "{got:?}");
+        assert_eq!(std::fs::metadata(&open).unwrap().mode() & 0o7777, 0o777);
+        assert!(!open.join(own_subdir_name(me().uid)).exists());
     }
 }

@@ -12,8 +12,9 @@
 //! * the directory holding each entry passed through (link or not), and
 //!   every directory above it, is owned by the user or root and writable
 //!   by no one else unless sticky ([`safe_directories`]; group write by
-//!   the user's own primary group is the user's, as in `safedir`), so
-//!   nobody else can rename, replace or add an entry on the way;
+//!   the user's own private group is the user's, as in `safedir`:
+//!   [`crate::base::privgroup`]), so nobody else can rename, replace or
+//!   add an entry on the way;
 //! * each link is owned by the user or root (a link in a sticky directory
 //!   could still be someone else's);
 //! * a `..` climbs from where the links so far actually led.
@@ -135,10 +136,12 @@ pub(crate) fn safe_directories(dir: &Path, me: u32) -> Result<(), String> {
     for level in dir.ancestors() {
         let meta = std::fs::symlink_metadata(level).map_err(|e| crate::base::goerr::io_text(&e))?;
         // As `safedir` judges a level: group write counts only when the
-        // group is not the user's own primary group (the user-private-group
-        // convention makes a 0775 home or project directory common).
+        // group is not the user's own private group (the user-private-group
+        // convention makes a 0775 home or project directory common); a
+        // primary group shared with others is theirs too (audit F6).
         let others_write = meta.mode() & 0o002 != 0;
-        let group_write = meta.mode() & 0o020 != 0 && meta.gid() != my_group;
+        let group_write =
+            meta.mode() & 0o020 != 0 && !(meta.gid() == my_group && crate::base::privgroup::is_private(meta.gid(), me));
         let shared = (others_write || group_write) && meta.mode() & 0o1000 == 0;
         if !meta.is_dir() || (meta.uid() != me && meta.uid() != 0) || shared {
             return Err(format!(

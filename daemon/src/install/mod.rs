@@ -468,14 +468,14 @@ impl Run<'_> {
 /// must not be or contain the daemon user's home. Checked before anything
 /// on disk changes.
 fn refuse_home(dir: &Path, final_path: &Path, cli_path: &str) -> Result<(), String> {
-    use crate::base::homeguard::{refusal, Homes};
+    use crate::base::homeguard::Homes;
     let homes = Homes::of_daemon_user();
-    if homes.holds(final_path) {
-        // Named as the facts line names it (`cliPath`, cleaned).
-        return Err(refusal("cli path", cli_path));
+    // Named as the facts line names it (`cliPath`, cleaned).
+    if let Some(text) = homes.verdict(final_path).text("cli path", cli_path) {
+        return Err(text);
     }
-    if homes.holds(dir) {
-        return Err(refusal("cli dir", dir));
+    if let Some(text) = homes.verdict(dir).text("cli dir", dir) {
+        return Err(text);
     }
     Ok(())
 }

@@ -12,7 +12,11 @@
 //!   can read that file could have sent the frame anyway, so nothing is
 //!   given away. The word is `stopped` whatever the daemon answered, as
 //!   the reference prints it; a refusal is explained on stderr. Nothing is
-//!   removed on this path.
+//!   removed on this path. Before any token is written, the listener must
+//!   be the user's or root's (the peer's uid, `SO_PEERCRED` /
+//!   `getpeereid`; remora's rule, item 8 of the third audit): a socket
+//!   path another user took over gets nothing. Then the word is
+//!   `survivor`, stderr says whose listener it is, and the exit code is 1.
 //! - **It does not** → the run-dir lock decides. A free or missing
 //!   `daemon.lock` means nobody serves: `none`. A holder that
 //!   [`crate::rundir::runlock::may_signal`] proves to be this program's `-serve` of
@@ -26,7 +30,7 @@
 //!   link). `daemon.lock` itself is never created, locked, written or
 //!   removed here.
 //!
-//! The exit code is always 0.
+//! The exit code is 0, except after a listener of another user (1).
 
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -70,13 +74,19 @@ impl Outcome {
     }
 }
 
-/// Runs `-stop` for `socket`; returns the exit code (always 0).
+/// Runs `-stop` for `socket`; returns the exit code (0, or 1 when the
+/// listener was another user's).
 pub(crate) fn stop(socket: &Path) -> i32 {
+    let mut code = 0;
     let outcome = match UnixStream::connect(socket) {
-        Ok(stream) => {
-            shut_down(stream, socket);
-            Outcome::Stopped
-        }
+        Ok(stream) => match shut_down(stream, socket) {
+            Ok(()) => Outcome::Stopped,
+            Err(why) => {
+                eprintln!("remora: stop: {why}");
+                code = 1;
+                Outcome::Survivor
+            }
+        },
         Err(_) => {
             let outcome = end_lock_holder(socket);
             if outcome != Outcome::Survivor {
@@ -88,11 +98,32 @@ pub(crate) fn stop(socket: &Path) -> i32 {
     let mut out = io::stdout().lock();
     let _ = writeln!(out, "{}", outcome.word());
     let _ = out.flush();
-    0
+    code
 }
 
-/// The connect path: tries each credential until one is accepted.
-fn shut_down(first: UnixStream, socket: &Path) {
+/// Whether the listener at the other end of `stream` may be given a
+/// token: its uid is ours or root's. `Err` says whose it is, or that its
+/// uid cannot be read (which counts as another user's).
+fn trusted_listener(stream: &UnixStream, socket: &Path) -> Result<(), String> {
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    match crate::sys::os::peer_uid(std::os::fd::AsRawFd::as_raw_fd(stream)) {
+        Some(uid) if uid == me || uid == 0 => Ok(()),
+        Some(uid) => Err(format!(
+            "{} is served by uid {uid}, not by this user (uid {me}) or root: no token was sent and nothing was stopped",
+            socket.display()
+        )),
+        None => Err(format!(
+            "{}: the listener's uid cannot be read, so it may be another user's: no token was sent and nothing was stopped",
+            socket.display()
+        )),
+    }
+}
+
+/// The connect path: tries each credential until one is accepted. `Err`
+/// when a listener is not the user's or root's ([`trusted_listener`]):
+/// nothing was sent to it.
+fn shut_down(first: UnixStream, socket: &Path) -> Result<(), String> {
     let mut credentials: Vec<Vec<u8>> = Vec::new();
     if let Some(token) = std::env::var_os("CLAUDE_RPC_TOKEN").filter(|t| !t.is_empty()) {
         credentials.push(std::os::unix::ffi::OsStrExt::as_bytes(token.as_os_str()).to_vec());
@@ -114,16 +145,19 @@ fn shut_down(first: UnixStream, socket: &Path) {
             None => match UnixStream::connect(socket) {
                 Ok(s) => s,
                 // Gone meanwhile: whatever stopped it, it is stopped.
-                Err(_) => return,
+                Err(_) => return Ok(()),
             },
         };
+        // Every connection: the path may have changed hands in between.
+        trusted_listener(&conn, socket)?;
         match ask(conn, token) {
-            Answer::Accepted => return,
+            Answer::Accepted => return Ok(()),
             Answer::Refused(reply) => refusal = reply,
         }
     }
     let reply = String::from_utf8_lossy(refusal.strip_suffix(b"\n").unwrap_or(&refusal)).into_owned();
     eprintln!("remora: stop: the daemon did not accept server.shutdown: {reply}");
+    Ok(())
 }
 
 enum Answer {

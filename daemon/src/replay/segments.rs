@@ -584,7 +584,9 @@ mod tests {
     use proptest::prelude::*;
 
     fn dir_fd(path: &std::path::Path) -> Arc<OwnedFd> {
-        Arc::new(crate::base::safedir::open_private_dir(path).expect("private dir"))
+        let dir = crate::base::safedir::open_private_dir(path).expect("private dir");
+        assert_eq!(dir.path, path, "nobody else can write it: used as it is");
+        Arc::new(dir.fd)
     }
 
     #[test]

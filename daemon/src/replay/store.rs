@@ -450,8 +450,20 @@ struct OwnDir {
 /// ours or root's, none writable by others without the sticky bit, the
 /// last one ours and 0700, no links followed), sweeps stale daemon
 /// directories and creates this daemon's own, all through descriptors.
+/// A replay dir the daemon did not make keeps its mode (audit F4); in
+/// one others can write (sticky, as `/tmp`) its `remora-<uid>`
+/// subdirectory is used instead, and the log says so.
 fn prepare(base: &Path) -> std::io::Result<OwnDir> {
-    let base_fd = safedir::open_private_dir(base).map_err(std::io::Error::other)?;
+    let private = safedir::open_private_dir(base).map_err(std::io::Error::other)?;
+    if private.path != base {
+        crate::log_info!(
+            "[replay] {} is a directory other users can write, and its mode is not this daemon's to change: replay logs go to {}",
+            base.display(),
+            private.path.display()
+        );
+    }
+    let base_fd = private.fd;
+    let base = private.path.as_path();
     sweep_stale(&base_fd, base);
     // The counter keeps two stores of one process apart (unit tests).
     static STORES: AtomicU64 = AtomicU64::new(0);

@@ -24,7 +24,9 @@ pub(super) const OPEN_LEVELS: usize = 16;
 
 /// Go's `os.RemoveAll` (the `removeall_at.go` variant Linux uses), ported
 /// for its error texts (`unlinkat <path>: …`, `openfdat <path>: …`). It
-/// never follows symlinks: a link is removed, not its target.
+/// never follows symlinks: a link is removed, not its target. A path of
+/// `PATH_MAX` bytes or more, or one the kernel refuses for its length,
+/// fails (`RemoveAll <path>: file name too long`) with nothing removed.
 pub(super) fn remove_all(path: &[u8]) -> Result<(), String> {
     if path.is_empty() {
         return Ok(());
@@ -32,6 +34,17 @@ pub(super) fn remove_all(path: &[u8]) -> Result<(), String> {
     if path == b"." || path.ends_with(b"/.") {
         let e = io::Error::from_raw_os_error(libc::EINVAL);
         return Err(path_error("RemoveAll", &go_lossy(path), &e));
+    }
+    // A path the kernel cannot take is not removed at all: Go splits it
+    // and removes the name from the shorter parent, which may be a
+    // different place than the path names (`/proc/self/root/./…/home`
+    // past PATH_MAX emptied the home, audit F1).
+    let too_long = || {
+        let e = io::Error::from_raw_os_error(libc::ENAMETOOLONG);
+        Err(path_error("RemoveAll", &go_lossy(path), &e))
+    };
+    if path.len() >= crate::base::homeguard::PATH_MAX {
+        return too_long();
     }
     // os.Remove first: a file, a link or an empty directory.
     let c = cstr(path).map_err(|e| path_error("remove", &go_lossy(path), &e))?;
@@ -53,6 +66,9 @@ pub(super) fn remove_all(path: &[u8]) -> Result<(), String> {
     };
     if errno == Some(libc::ENOENT) {
         return Ok(());
+    }
+    if errno == Some(libc::ENAMETOOLONG) || unlink_errno == Some(libc::ENAMETOOLONG) {
+        return too_long();
     }
     let (parent_dir, base) = split_path(path);
     let parent = match open_parent(&parent_dir) {
@@ -433,6 +449,32 @@ mod tests {
         };
         let e = reopen_parent(&b, &elsewhere).unwrap_err();
         assert_eq!(e.raw_os_error(), Some(libc::ESTALE));
+    }
+
+    #[test]
+    fn a_path_too_long_for_the_kernel_is_never_removed_through_a_shorter_parent() {
+        let tmp = tempfile::tempdir().unwrap();
+        let victim = tmp.path().join("victim");
+        std::fs::create_dir(&victim).unwrap();
+        std::fs::write(victim.join("keep"), b"x").unwrap();
+        // `<tmp>/././…/victim`, PATH_MAX bytes or more: Go's split would
+        // open `<tmp>/././…` (short enough) and remove `victim` in it.
+        let mut path = tmp.path().as_os_str().as_bytes().to_vec();
+        while path.len() + b"/victim".len() < crate::base::homeguard::PATH_MAX {
+            path.extend_from_slice(b"/.");
+        }
+        path.extend_from_slice(b"/victim");
+        let err = remove_all(&path).unwrap_err();
+        assert!(err.starts_with("RemoveAll "), "{err}");
+        assert!(err.ends_with(": file name too long"), "{err}");
+        assert!(victim.join("keep").exists());
+        // A name too long for the kernel, below a short parent: the same.
+        let mut long_name = victim.as_os_str().as_bytes().to_vec();
+        long_name.push(b'/');
+        long_name.extend(std::iter::repeat_n(b'n', 300));
+        let err = remove_all(&long_name).unwrap_err();
+        assert!(err.ends_with(": file name too long"), "{err}");
+        assert!(victim.join("keep").exists());
     }
 
     #[test]

@@ -19,6 +19,7 @@ mod common;
 mod support;
 
 mod agent_socket;
+mod audit_three;
 mod branch_guard;
 mod build_profiles;
 mod childrec;

@@ -29,8 +29,10 @@
 //! however deep the tree ([`crate::tarx`]'s `removeall`).
 //!
 //! Whichever way it went, the answer is `success:true` only when nothing
-//! is left at `worktreePath` afterwards; otherwise `failed to remove
-//! worktree: <path> is still there after the remove`, the branch kept.
+//! is left at `worktreePath` afterwards (a lookup that fails for any
+//! reason but "no such entry" counts as something left); otherwise
+//! `failed to remove worktree: <path> is still there after the remove`,
+//! the branch kept.
 
 use super::branch_step;
 use super::containment::open_dir;
@@ -65,7 +67,7 @@ pub(super) async fn remove(repo: &str, worktree: &str, branch: &str, guard: bool
     )
     .await;
     if !by_git.success {
-        let present = std::fs::symlink_metadata(worktree).is_ok();
+        let present = !is_gone(worktree);
         if (external && present) || (!external && !may_delete_by_hand(repo, worktree).await) {
             let error = if external {
                 format!(
@@ -103,7 +105,7 @@ pub(super) async fn remove(repo: &str, worktree: &str, branch: &str, guard: bool
     // when the path is gone. A delete that met a missing level while the
     // path was being swapped answered success with the directory back in
     // place; then the branch stays too, as after any failed delete.
-    if std::fs::symlink_metadata(worktree).is_ok() {
+    if !is_gone(worktree) {
         return Outcome::ok(&WorktreeResult {
             success: false,
             error: format!("failed to remove worktree: {worktree} is still there after the remove"),
@@ -120,12 +122,23 @@ pub(super) async fn remove(repo: &str, worktree: &str, branch: &str, guard: bool
     })
 }
 
+/// Whether nothing is at `worktree`: only a lookup that says "no such
+/// entry" counts; one that fails otherwise (a path too long for the
+/// kernel, a directory that cannot be searched) cannot tell, and counts
+/// as something there.
+fn is_gone(worktree: &str) -> bool {
+    matches!(std::fs::symlink_metadata(worktree), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
+}
+
 /// Whether git's refusal may be followed by a delete by hand (see the
 /// module comment). Unknown counts as no; a path that is not there may be
-/// "deleted" (the walk finds nothing).
+/// "deleted" (the walk finds nothing). A path the kernel cannot resolve
+/// for another reason is unknown (audit F1: past `PATH_MAX` this answered
+/// yes, and the walk by descriptor deleted the home).
 async fn may_delete_by_hand(repo: &str, worktree: &str) -> bool {
-    let Ok(leaf) = std::fs::canonicalize(worktree) else {
-        return true;
+    let leaf = match std::fs::canonicalize(worktree) {
+        Ok(leaf) => leaf,
+        Err(e) => return e.kind() == std::io::ErrorKind::NotFound,
     };
     let mut common = None;
     for which in ["--git-common-dir", "--git-dir"] {

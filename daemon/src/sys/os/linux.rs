@@ -21,6 +21,25 @@ pub(crate) fn peer_pid(fd: RawFd) -> Option<i32> {
     (rc == 0 && cred.pid > 0).then_some(cred.pid)
 }
 
+/// The effective uid of the process at the other end of a connected
+/// Unix socket (for a listener: of the process that called `listen`).
+pub(crate) fn peer_uid(fd: RawFd) -> Option<u32> {
+    let mut cred = libc::ucred { pid: 0, uid: 0, gid: 0 };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into `cred`.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    // A socket without credentials (not a Unix stream) reports none.
+    (rc == 0 && len as usize == std::mem::size_of::<libc::ucred>() && cred.pid > 0).then_some(cred.uid)
+}
+
 /// Running (a zombie waiting for its reaper counts as ended).
 pub(crate) fn process_alive(pid: i32) -> bool {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {

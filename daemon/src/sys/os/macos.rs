@@ -22,6 +22,16 @@ pub(crate) fn peer_pid(fd: RawFd) -> Option<i32> {
     (rc == 0 && pid > 0).then_some(pid)
 }
 
+/// The effective uid of the process at the other end of a connected
+/// Unix socket (for a listener: of the process that called `listen`).
+pub(crate) fn peer_uid(fd: RawFd) -> Option<u32> {
+    let mut uid: libc::uid_t = 0;
+    let mut gid: libc::gid_t = 0;
+    // SAFETY: getpeereid writes one uid and one gid.
+    let rc = unsafe { libc::getpeereid(fd, &mut uid, &mut gid) };
+    (rc == 0).then_some(uid)
+}
+
 /// Running, or a zombie not yet reaped (launchd, which adopts the
 /// detached daemon, reaps at once).
 pub(crate) fn process_alive(pid: i32) -> bool {

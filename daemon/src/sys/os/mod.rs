@@ -6,6 +6,7 @@
 //! | function | Linux (`linux.rs`) | macOS (`macos.rs`) |
 //! | --- | --- | --- |
 //! | [`peer_pid`] | `SO_PEERCRED` | `LOCAL_PEERPID` |
+//! | [`peer_uid`] | `SO_PEERCRED` | `getpeereid` |
 //! | [`process_alive`] | `/proc/<pid>/stat`, a zombie counts as ended | `kill(pid, 0)` (a zombie counts as alive; launchd reaps promptly) |
 //! | [`own_executable`] | `/proc/self/exe` (still works if the file was replaced) | `_NSGetExecutablePath` via `current_exe` |
 //! | [`name_after_executable`] | `prctl(PR_SET_NAME)` to the name of `/proc/self/exe`'s file | nothing: exec'd by the real path |
@@ -29,6 +30,6 @@ mod platform;
 
 pub(crate) use platform::{
     clear_errno, fill_random, initial_env_block, is_libc_reserved_signal, is_platform_dropped_signal,
-    limit_malloc_arenas, name_after_executable, next_dir_name, open_fds, own_executable, peer_pid, pipe_cloexec,
-    process_alive, realtime_signals, trim_heap,
+    limit_malloc_arenas, name_after_executable, next_dir_name, open_fds, own_executable, peer_pid, peer_uid,
+    pipe_cloexec, process_alive, realtime_signals, trim_heap,
 };
