@@ -41,17 +41,24 @@ pub enum Switch {
     /// `launcher` param, and every child loses
     /// `CLAUDE_SSH_MANAGED_LAUNCHER` and `CLAUDE_SSH_E2E_MANAGED_SETTINGS_DIR`.
     ManagedLauncher,
+    /// `git.worktree_create` drops a stale registration of the new path
+    /// before the add, and after the add tests the registration git made
+    /// (the leaf's `.git` file, the entry, its `commondir` and `gitdir`
+    /// record, a stale entry that stayed) before the checkout, refusing
+    /// with `unsafe_path` (Linux and macOS).
+    WorktreeRegistration,
 }
 
 impl Switch {
     /// Every switch, for the table test.
-    pub const ALL: [Switch; 6] = [
+    pub const ALL: [Switch; 7] = [
         Switch::BannerIds,
         Switch::DefaultCliDir,
         Switch::PeerCheck,
         Switch::TarExecBit,
         Switch::UnpushedGuard,
         Switch::ManagedLauncher,
+        Switch::WorktreeRegistration,
     ];
 
     /// Where the behaviour and the builds that have it are recorded
@@ -64,6 +71,7 @@ impl Switch {
             Switch::TarExecBit => "docs/record/files-extract-tar.md (every table gives 5fd08069 beside 89cb6289); .changeset/extract-tar-exec-bit.md",
             Switch::UnpushedGuard => "docs/PROTOCOL.md, \"The branch step\" and \"git.worktree_remove\"; docs/protocol/git-worktree-create-evidence.md (\"Evidence: `branchKept` rows\")",
             Switch::ManagedLauncher => "docs/PROTOCOL.md, \"launcher.* (added 89cb6289)\"; .changeset/managed-launcher.md",
+            Switch::WorktreeRegistration => "docs/record/git-worktree-create.md (the stale-entry step before the add and the tests after it, A/S/P/D/T/U cells of 89cb6289); docs/protocol/git-worktree-create-steps.md, Steps 6 and 9",
         }
     }
 }
@@ -174,6 +182,7 @@ pub const BUILDS: &[Build] = &[
             Switch::DefaultCliDir,
             Switch::UnpushedGuard,
             Switch::ManagedLauncher,
+            Switch::WorktreeRegistration,
         ],
     },
     Build {

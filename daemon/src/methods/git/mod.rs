@@ -36,7 +36,10 @@
 //!   out; [`worktree_checkout`] does, seeds ([`seed`]) and judges
 //!   `timeoutMs`, and a failed checkout or a fired deadline is rolled back
 //!   by [`worktree_undo`]. A failure's text is git's stderr by
-//!   [`worktree_add::git_text`].
+//!   [`worktree_add::git_text`]. Build 89cb6289 also drops a stale
+//!   registration of the path before the add ([`worktree_stale`]) and
+//!   tests the registration git made before the checkout
+//!   ([`worktree_registered`]).
 //! - `git.worktree_remove` refuses a leaf link and a locked worktree,
 //!   then [`worktree_remove`] removes it (git, else by hand) and deletes
 //!   `branchName` ([`branch_step`]).
@@ -53,11 +56,14 @@ mod status_gate;
 mod trust;
 mod worktree_add;
 mod worktree_checkout;
+mod worktree_registered;
 mod worktree_remove;
+mod worktree_stale;
 mod worktree_undo;
 
 use super::Outcome;
 use crate::base::gojson::go_lossy;
+use crate::protocol::build::{Build, Switch};
 use crate::protocol::method::GitMethod;
 use crate::protocol::params::GitParams;
 use containment::{Refusal, Verb};
@@ -128,14 +134,18 @@ pub(super) struct WorktreeResult {
     branch_kept: bool,
 }
 
-/// `guard`: the served build has [`crate::protocol::build::Switch::UnpushedGuard`] (the branch
-/// step of `git.worktree_remove` and of the create rollback).
-pub(crate) async fn handle(method: GitMethod, params: GitParams, guard: bool) -> Outcome {
+/// Answers `method` as `build` does: with [`Switch::UnpushedGuard`] the
+/// branch step of `git.worktree_remove` and of the create rollback guards
+/// the branch; with [`Switch::WorktreeRegistration`] the create tests the
+/// registration around the add.
+pub(crate) async fn handle(method: GitMethod, params: GitParams, build: &Build) -> Outcome {
+    let guard = build.has(Switch::UnpushedGuard);
+    let registration = build.has(Switch::WorktreeRegistration);
     match method {
         GitMethod::Info => info(&params.path).await,
         GitMethod::Status => status(&params.path, &params.base_repo).await,
         GitMethod::ListBranches => list_branches(&params.path).await,
-        GitMethod::WorktreeCreate => worktree_create(&params, guard).await,
+        GitMethod::WorktreeCreate => worktree_create(&params, guard, registration).await,
         GitMethod::WorktreeRemove => worktree_remove(&params, guard).await,
     }
 }
@@ -295,7 +305,7 @@ async fn list_branches(path: &str) -> Outcome {
     })
 }
 
-async fn worktree_create(params: &GitParams, guard: bool) -> Outcome {
+async fn worktree_create(params: &GitParams, guard: bool, registration: bool) -> Outcome {
     if params.branch_name.is_empty() {
         return Outcome::invalid_params("branchName is required");
     }
@@ -390,7 +400,14 @@ async fn worktree_create(params: &GitParams, guard: bool) -> Outcome {
         start: &start,
         existing: worktree_add::existing_branch(repo, &params.existing_branch).await,
     };
-    worktree_checkout::create(repo, params, &plan, &source, &leaf, guard).await
+    // Right before the add: the stale-entry step, and the git directory
+    // the tests after the add judge by.
+    let before_add = if registration {
+        Some(worktree_registered::BeforeAdd::take(repo, worktree).await)
+    } else {
+        None
+    };
+    worktree_checkout::create(repo, params, &plan, &source, &leaf, guard, before_add.as_ref()).await
 }
 
 /// Copies the repository's ignored files that `.worktreeinclude` names
