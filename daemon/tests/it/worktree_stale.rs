@@ -26,7 +26,8 @@ const OTHER_RECORD: &str = "carries a .git file naming an admin directory whose 
 
 /// A git wrapper in its own folder: the real git, then, after a `worktree
 /// add` that succeeded, the shell script `after-add` of that folder when
-/// the test wrote one.
+/// the test wrote one; when the test wrote `read-tree`, a checkout runs
+/// that script and fails instead of running git.
 struct Wrapper {
     dir: PathBuf,
     _home: tempfile::TempDir,
@@ -38,7 +39,7 @@ impl Wrapper {
         let dir = fs::canonicalize(home.path()).unwrap();
         let real = real_git();
         let script = format!(
-            "#!/bin/sh\n\"{real}\" \"$@\"\nrc=$?\ncase \" $* \" in\n*\" worktree add \"*)\n  if [ $rc -eq 0 ] && [ -f \"{d}/after-add\" ]; then sh \"{d}/after-add\"; fi ;;\nesac\nexit $rc\n",
+            "#!/bin/sh\ncase \" $* \" in\n*\" read-tree \"*)\n  if [ -f \"{d}/read-tree\" ]; then sh \"{d}/read-tree\"; echo 'fatal: forced read-tree failure' >&2; exit 128; fi ;;\nesac\n\"{real}\" \"$@\"\nrc=$?\ncase \" $* \" in\n*\" worktree add \"*)\n  if [ $rc -eq 0 ] && [ -f \"{d}/after-add\" ]; then sh \"{d}/after-add\"; fi ;;\nesac\nexit $rc\n",
             real = real.display(),
             d = dir.display()
         );
@@ -50,6 +51,11 @@ impl Wrapper {
     /// What runs after the next successful adds.
     fn after_add(&self, script: &str) {
         fs::write(self.dir.join("after-add"), script).unwrap();
+    }
+
+    /// What runs in place of the next checkouts, which then fail.
+    fn failing_checkout(&self, script: &str) {
+        fs::write(self.dir.join("read-tree"), script).unwrap();
     }
 
     /// A daemon stamped `stamp` whose git is this wrapper.
@@ -358,4 +364,38 @@ fn the_record_test_refuses_a_record_of_another_worktree() {
     ));
     assert_eq!(create(&d, &r, &leaf, "b2", ""), created(&leaf, "b2"));
     assert!(leaf.join("a.txt").is_file());
+}
+
+#[test]
+fn the_rollback_deletes_the_entry_the_tests_accepted() {
+    let wrapper = Wrapper::new();
+    let forced = r#"{"success":false,"error":"git worktree add failed (checkout): fatal: forced read-tree failure","errorCode":"worktree_add_failed"}"#;
+    // Cell Z16: the record is rewritten before the checkout fails. The
+    // rollback reads it no more and deletes the entry the tests accepted.
+    let d = wrapper.daemon(WITH_STEPS);
+    let r = repo(&d.root().join("r"), false);
+    let leaf = r.join(".claude/worktrees/w1");
+    let entry = r.join(".git/worktrees/w1");
+    wrapper.failing_checkout(&format!("printf '/nonexistent/.git\\n' > '{}/gitdir'\n", p(&entry)));
+    assert_eq!(create(&d, &r, &leaf, "b1", ""), ok(1, forced));
+    assert!(!leaf.exists() && !entry.exists());
+    assert!(!branches(&r).contains("refs/heads/b1"));
+
+    // Cell B6: the entry is renamed and an empty folder takes its name.
+    // Neither is deleted (remora's identity guard, D24); the frame is the
+    // same.
+    let leaf = r.join(".claude/worktrees/w2");
+    let entry = r.join(".git/worktrees/w2");
+    wrapper.failing_checkout(&format!("mv '{0}' '{0}x' && mkdir '{0}'\n", p(&entry)));
+    assert_eq!(create(&d, &r, &leaf, "b2", ""), ok(1, forced));
+    assert!(entry.is_dir() && r.join(".git/worktrees/w2x/HEAD").is_file());
+
+    // f6010b97 finds the registration by the record, which no longer
+    // names the leaf: the entry stays.
+    let d = wrapper.daemon(WITHOUT);
+    let leaf = r.join(".claude/worktrees/w3");
+    let entry = r.join(".git/worktrees/w3");
+    wrapper.failing_checkout(&format!("printf '/nonexistent/.git\\n' > '{}/gitdir'\n", p(&entry)));
+    assert_eq!(create(&d, &r, &leaf, "b3", ""), ok(1, forced));
+    assert!(!leaf.exists() && entry.join("HEAD").is_file());
 }

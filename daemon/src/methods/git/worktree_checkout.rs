@@ -13,7 +13,7 @@
 //! limits.
 
 use super::worktree_add::{self, AddPlan, Added};
-use super::worktree_registered::BeforeAdd;
+use super::worktree_registered::{self, BeforeAdd};
 use super::worktree_undo::Undo;
 use super::{containment::Leaf, WorktreeResult};
 use crate::methods::git::gitcli::{self, MUTATE_TIMEOUT};
@@ -72,9 +72,11 @@ pub(super) async fn create(
     };
     // A refused registration is answered as it is: no checkout, nothing
     // rolled back.
-    if let Some(refused) = before_add.and_then(|b| b.refusal(&params.worktree_path, leaf)) {
-        return Outcome::ok(&refused);
-    }
+    let accepted = match before_add.map(|b| b.check(&params.worktree_path, leaf)) {
+        Some(Err(text)) => return Outcome::ok(&worktree_registered::refused(text)),
+        Some(Ok(accepted)) => accepted,
+        None => None,
+    };
     let undo = Undo {
         repo,
         worktree: &params.worktree_path,
@@ -82,6 +84,7 @@ pub(super) async fn create(
         created,
         leaf,
         guard,
+        accepted: accepted.as_ref(),
     };
     if expired() {
         return fail(&undo, timed_out(ms, Cut::Before)).await;

@@ -20,6 +20,8 @@
 //! byte. Tests 1 to 4 failing other than "was not populated" share one
 //! text. A refusal is `unsafe_path`, runs no checkout and rolls nothing
 //! back (the leaf keeps its `.git` file, the entry and the branch stay).
+//! The entry the tests accepted is the one a later rollback deletes
+//! ([`Accepted`]), with no second read of the `.git` file or the record.
 //! In every text the leaf is named with its parent's links resolved
 //! ([`containment::resolved_leaf`]).
 //!
@@ -33,6 +35,8 @@ use super::gitcli::{self, QUERY_TIMEOUT};
 use super::paths::clean;
 use super::worktree_stale::{self, read_record, record_path, KeptStale};
 use super::WorktreeResult;
+use crate::base::homeguard;
+use crate::base::safedir;
 use std::fs;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
@@ -85,43 +89,41 @@ impl BeforeAdd {
         BeforeAdd { git_dir, kept }
     }
 
-    /// After a successful add of `worktree` in `leaf`: the refusal of the
-    /// first test that fails, if one does.
-    pub(super) fn refusal(&self, worktree: &str, leaf: &Leaf) -> Option<WorktreeResult> {
-        let git_dir = self.git_dir.as_deref()?;
-        let named = gitdir_of_leaf(leaf)?;
-        let failed = self.judge(worktree, git_dir, &named)?;
-        Some(WorktreeResult::failed(
+    /// After a successful add of `worktree` in `leaf`: the entry the tests
+    /// accepted (`None` when no test ran), or the refusal of the first test
+    /// that fails (`unsafe_path`, [`refused`]).
+    pub(super) fn check(&self, worktree: &str, leaf: &Leaf) -> Result<Option<Accepted>, String> {
+        let (Some(git_dir), Some(named)) = (self.git_dir.as_deref(), gitdir_of_leaf(leaf)) else {
+            return Ok(None);
+        };
+        self.judge(worktree, git_dir, &named).map(Some).map_err(|failed| {
             format!(
                 "refusing to create worktree: {} {}",
                 containment::resolved_leaf(worktree),
                 failed.text()
-            ),
-            "unsafe_path",
-        ))
+            )
+        })
     }
 
-    fn judge(&self, worktree: &str, git_dir: &Path, named: &str) -> Option<Failed> {
+    fn judge(&self, worktree: &str, git_dir: &Path, named: &str) -> Result<Accepted, Failed> {
         // Test 1.
         let named = clean(named);
         let named = Path::new(&named);
         let (Some(name), Some(holder)) = (named.file_name(), named.parent().and_then(Path::file_name)) else {
-            return Some(Failed::NotOurs);
+            return Err(Failed::NotOurs);
         };
         if holder != "worktrees" {
-            return Some(Failed::NotOurs);
+            return Err(Failed::NotOurs);
         }
         // Test 2.
         let common = common_dir(git_dir);
         let registrations = common.join("worktrees");
         let folder = match worktree_stale::open_dir_path(&registrations) {
             Ok(folder) => folder,
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Some(Failed::NotPopulated),
-            Err(_) => return Some(Failed::NotOurs),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Err(Failed::NotPopulated),
+            Err(_) => return Err(Failed::NotOurs),
         };
-        let Ok(entry) = crate::base::safedir::open_dir_in(&folder, name.as_bytes()) else {
-            return Some(Failed::NotOurs);
-        };
+        let entry = safedir::open_dir_in(&folder, name.as_bytes()).map_err(|_| Failed::NotOurs)?;
         // Test 3: joined to the entry as spelled, so a `worktrees` link
         // (row D-3) still leads back.
         let spelled = registrations.join(name);
@@ -129,18 +131,61 @@ impl BeforeAdd {
             .and_then(|value| record_path(&value, &spelled))
             .is_some_and(|led| same_dir(Path::new(&led), &common));
         if !leads_back {
-            return Some(Failed::NotOurs);
+            return Err(Failed::NotOurs);
         }
         // Test 4.
-        let Some(record) = read_record(&entry, b"gitdir") else {
-            return Some(Failed::NotOurs);
-        };
-        if fd_identity(&entry).is_some_and(|id| self.kept.holds(id)) {
-            return Some(Failed::Stale);
+        let record = read_record(&entry, b"gitdir").ok_or(Failed::NotOurs)?;
+        let identity = fd_identity(&entry).ok_or(Failed::NotOurs)?;
+        if self.kept.holds(identity) {
+            return Err(Failed::Stale);
         }
         let resolved_entry = fs::canonicalize(&registrations).unwrap_or(registrations).join(name);
-        (!names_worktree(&record, &resolved_entry, worktree)).then_some(Failed::OtherRecord)
+        if !names_worktree(&record, &resolved_entry, worktree) {
+            return Err(Failed::OtherRecord);
+        }
+        Ok(Accepted {
+            folder,
+            name: name.as_bytes().to_vec(),
+            _entry: entry,
+            identity,
+        })
     }
+}
+
+/// The registration the tests accepted, held open until the create
+/// answers (so no new directory can take its identity): the one a
+/// rollback deletes.
+pub(super) struct Accepted {
+    /// The registrations folder, opened by the tests.
+    folder: OwnedFd,
+    name: Vec<u8>,
+    _entry: OwnedFd,
+    identity: (u64, u64),
+}
+
+impl Accepted {
+    /// The folder and the entry's name for the rollback's delete, when the
+    /// directory at the name is still the one the tests accepted and is
+    /// not (and does not hold) the home directory; `None`: nothing is
+    /// deleted, no text is added, the branch step runs (claustrum's
+    /// identity and home guards, D24 and D2).
+    pub(super) fn registration(&self) -> Option<(OwnedFd, String)> {
+        if worktree_stale::identity_in(&self.folder, &self.name) != Some(self.identity) {
+            return None;
+        }
+        if homeguard::Homes::of_daemon_user().holds_entry(&self.folder, &self.name) {
+            return None;
+        }
+        Some((
+            self.folder.try_clone().ok()?,
+            String::from_utf8_lossy(&self.name).into_owned(),
+        ))
+    }
+}
+
+/// The frame of a refusal [`BeforeAdd::check`] gave.
+pub(super) fn refused(text: String) -> WorktreeResult {
+    WorktreeResult::failed(text, "unsafe_path")
 }
 
 /// Whether a `gitdir` record names `<worktree>/.git`, `worktree` with its

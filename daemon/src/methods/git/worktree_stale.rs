@@ -159,7 +159,7 @@ fn exists_in(dir: &OwnedFd, name: &[u8]) -> bool {
 /// Device and inode of the real directory `name` in `dir`.
 // `dev_t` is `i32` on macOS, `u64` on Linux.
 #[allow(clippy::unnecessary_cast)]
-fn identity_in(dir: &OwnedFd, name: &[u8]) -> Option<(u64, u64)> {
+pub(super) fn identity_in(dir: &OwnedFd, name: &[u8]) -> Option<(u64, u64)> {
     let st = stat_in(dir, name)?;
     (st.st_mode & libc::S_IFMT == libc::S_IFDIR).then_some((st.st_dev as u64, st.st_ino as u64))
 }
