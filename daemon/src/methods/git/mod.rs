@@ -70,7 +70,7 @@ use containment::{Refusal, Verb};
 use gitcli::{porcelain_lines, repo_slug, QUERY_TIMEOUT};
 use serde::Serialize;
 use std::os::unix::ffi::OsStrExt;
-use trust::Verdict;
+use trust::{StrayRules, Verdict};
 
 #[derive(Serialize)]
 struct InfoRepo {
@@ -137,16 +137,22 @@ pub(super) struct WorktreeResult {
 /// Answers `method` as `build` does: with [`Switch::UnpushedGuard`] the
 /// branch step of `git.worktree_remove` and of the create rollback guards
 /// the branch; with [`Switch::WorktreeRegistration`] the create tests the
-/// registration around the add.
+/// registration around the add; with [`Switch::StrayCommondir`] the trust
+/// check trusts a stray `commondir` of `.` or `./`.
 pub(crate) async fn handle(method: GitMethod, params: GitParams, build: &Build) -> Outcome {
     let guard = build.has(Switch::UnpushedGuard);
     let registration = build.has(Switch::WorktreeRegistration);
+    let stray = if build.has(Switch::StrayCommondir) {
+        StrayRules::DotOnly
+    } else {
+        StrayRules::Refuse
+    };
     match method {
-        GitMethod::Info => info(&params.path).await,
-        GitMethod::Status => status(&params.path, &params.base_repo).await,
-        GitMethod::ListBranches => list_branches(&params.path).await,
-        GitMethod::WorktreeCreate => worktree_create(&params, guard, registration).await,
-        GitMethod::WorktreeRemove => worktree_remove(&params, guard).await,
+        GitMethod::Info => info(&params.path, stray).await,
+        GitMethod::Status => status(&params.path, &params.base_repo, stray).await,
+        GitMethod::ListBranches => list_branches(&params.path, stray).await,
+        GitMethod::WorktreeCreate => worktree_create(&params, guard, registration, stray).await,
+        GitMethod::WorktreeRemove => worktree_remove(&params, guard, stray).await,
     }
 }
 
@@ -161,7 +167,7 @@ async fn has_git_dir(dir: &str) -> bool {
     query(dir, &["rev-parse", "--git-dir"]).await.success
 }
 
-async fn info(path: &str) -> Outcome {
+async fn info(path: &str, stray: StrayRules) -> Outcome {
     let not_repo = || {
         Outcome::ok(&InfoNotRepo {
             is_repo: false,
@@ -169,7 +175,7 @@ async fn info(path: &str) -> Outcome {
             default_branch: "",
         })
     };
-    let (verdict, walk_root) = trust::judge_with_root(path).await;
+    let (verdict, walk_root) = trust::judge_with_root(path, stray).await;
     if let Verdict::Refused(text) = verdict {
         return Outcome::internal(text);
     }
@@ -225,7 +231,7 @@ fn folder_name(root: &str) -> Option<String> {
     (!name.starts_with(['-', '+'])).then(|| name.to_string())
 }
 
-async fn status(path: &str, base_repo: &str) -> Outcome {
+async fn status(path: &str, base_repo: &str, stray: StrayRules) -> Outcome {
     // Status is for a session worktree of `baseRepo` only,
     // so a request without one (seed 000's `{path}`) is refused.
     if base_repo.is_empty() {
@@ -236,7 +242,7 @@ async fn status(path: &str, base_repo: &str) -> Outcome {
         clean: false,
         changes: None,
     };
-    match trust::judge(base_repo).await {
+    match trust::judge(base_repo, stray).await {
         Verdict::Refused(text) => return Outcome::internal(text),
         Verdict::NoRepository => return Outcome::ok(&not_repo),
         Verdict::Trusted => {}
@@ -272,12 +278,12 @@ async fn status(path: &str, base_repo: &str) -> Outcome {
     })
 }
 
-async fn list_branches(path: &str) -> Outcome {
+async fn list_branches(path: &str, stray: StrayRules) -> Outcome {
     let not_repo = BranchesResult {
         is_repo: false,
         branches: Vec::new(),
     };
-    let verdict = trust::judge(path).await;
+    let verdict = trust::judge(path, stray).await;
     if let Verdict::Refused(text) = verdict {
         return Outcome::internal(text);
     }
@@ -305,7 +311,7 @@ async fn list_branches(path: &str) -> Outcome {
     })
 }
 
-async fn worktree_create(params: &GitParams, guard: bool, registration: bool) -> Outcome {
+async fn worktree_create(params: &GitParams, guard: bool, registration: bool, stray: StrayRules) -> Outcome {
     if params.branch_name.is_empty() {
         return Outcome::invalid_params("branchName is required");
     }
@@ -322,7 +328,7 @@ async fn worktree_create(params: &GitParams, guard: bool, registration: bool) ->
             "not_a_repo",
         ))
     };
-    match trust::judge(repo).await {
+    match trust::judge(repo, stray).await {
         Verdict::Refused(text) => return Outcome::ok(&WorktreeResult::failed(text, "worktree_add_failed")),
         Verdict::NoRepository => return not_a_repo(),
         Verdict::Trusted => {}
@@ -445,7 +451,7 @@ impl WorktreeResult {
     }
 }
 
-async fn worktree_remove(params: &GitParams, guard: bool) -> Outcome {
+async fn worktree_remove(params: &GitParams, guard: bool, stray: StrayRules) -> Outcome {
     let refused = |text: String| {
         Outcome::ok(&WorktreeResult {
             success: false,
@@ -481,7 +487,7 @@ async fn worktree_remove(params: &GitParams, guard: bool) -> Outcome {
     if containment::under_managed_worktrees(repo) {
         return refused(containment::NESTED_BASE_REPO.to_string());
     }
-    let locks = match trust::judge(repo).await {
+    let locks = match trust::judge(repo, stray).await {
         Verdict::Trusted => locked_worktrees(repo).await,
         _ => None,
     };
