@@ -41,17 +41,30 @@ pub enum Switch {
     /// `launcher` param, and every child loses
     /// `CLAUDE_SSH_MANAGED_LAUNCHER` and `CLAUDE_SSH_E2E_MANAGED_SETTINGS_DIR`.
     ManagedLauncher,
+    /// `git.worktree_create` drops a stale registration of the new path
+    /// before the add, and after the add tests the registration git made
+    /// (the leaf's `.git` file, the entry, its `commondir` and `gitdir`
+    /// record, a stale entry that stayed) before the checkout, refusing
+    /// with `unsafe_path` (Linux and macOS).
+    WorktreeRegistration,
+    /// The git-directory trust check trusts a stray `commondir` (one in a
+    /// git directory that is not a linked worktree's entry) that reads `.`
+    /// or `./` in a valid git directory, and refuses the rest with the
+    /// S1 to S3 texts instead of M1 (with feature `git.info.discovered_root`).
+    StrayCommondir,
 }
 
 impl Switch {
     /// Every switch, for the table test.
-    pub const ALL: [Switch; 6] = [
+    pub const ALL: [Switch; 8] = [
         Switch::BannerIds,
         Switch::DefaultCliDir,
         Switch::PeerCheck,
         Switch::TarExecBit,
         Switch::UnpushedGuard,
         Switch::ManagedLauncher,
+        Switch::WorktreeRegistration,
+        Switch::StrayCommondir,
     ];
 
     /// Where the behaviour and the builds that have it are recorded
@@ -64,6 +77,8 @@ impl Switch {
             Switch::TarExecBit => "docs/record/files-extract-tar.md (every table gives 5fd08069 beside 89cb6289); .changeset/extract-tar-exec-bit.md",
             Switch::UnpushedGuard => "docs/PROTOCOL.md, \"The branch step\" and \"git.worktree_remove\"; docs/protocol/git-worktree-create-evidence.md (\"Evidence: `branchKept` rows\")",
             Switch::ManagedLauncher => "docs/PROTOCOL.md, \"launcher.* (added 89cb6289)\"; .changeset/managed-launcher.md",
+            Switch::StrayCommondir => "docs/PROTOCOL.md, \"Git-directory trust check\" (stray commondir, rows T00 to T11 of 89cb6289); the .changeset note on git.info.discovered_root",
+            Switch::WorktreeRegistration => "docs/record/git-worktree-create.md (the stale-entry step before the add and the tests after it, A/S/P/D/T/U cells of 89cb6289); docs/protocol/git-worktree-create-steps.md, Steps 6 and 9",
         }
     }
 }
@@ -90,6 +105,8 @@ pub const NOT_SERVED: &[(&str, &str)] = &[];
 
 const PEER_CHECK: &str = "server.peer_check";
 const GUARD: &str = "git.worktree_remove.unpushedGuard";
+/// The feature whose changeset brings [`Switch::StrayCommondir`].
+const DISCOVERED_ROOT: &str = "git.info.discovered_root";
 /// `worktreeRoot` placement ([`crate::methods`] git `external_root`),
 /// listed right before `server.instance_id` by every build since 7d193f89.
 const EXTERNAL_ROOT: &str = "git.worktree.external_root";
@@ -160,7 +177,7 @@ pub const BUILDS: &[Build] = &[
         features: &[
             "process.stdin.offset",
             "git.status.baseRepo",
-            "git.info.discovered_root",
+            DISCOVERED_ROOT,
             "git.worktree_create.timeoutMs",
             "git.worktree_create.existingBranch",
             GUARD,
@@ -174,6 +191,8 @@ pub const BUILDS: &[Build] = &[
             Switch::DefaultCliDir,
             Switch::UnpushedGuard,
             Switch::ManagedLauncher,
+            Switch::WorktreeRegistration,
+            Switch::StrayCommondir,
         ],
     },
     Build {
@@ -183,7 +202,7 @@ pub const BUILDS: &[Build] = &[
             "process.stdin.offset",
             "files.extract_tar.execBit",
             "git.status.baseRepo",
-            "git.info.discovered_root",
+            DISCOVERED_ROOT,
             "git.worktree_create.timeoutMs",
             "git.worktree_create.existingBranch",
             GUARD,
@@ -200,6 +219,7 @@ pub const BUILDS: &[Build] = &[
             Switch::TarExecBit,
             Switch::UnpushedGuard,
             Switch::ManagedLauncher,
+            Switch::StrayCommondir,
         ],
     },
 ];
@@ -291,6 +311,12 @@ mod tests {
             assert_eq!(a.features[a.features.len() - 2], EXTERNAL_ROOT, "{}", a.id);
             assert_eq!(a.has(Switch::PeerCheck), a.features.contains(&PEER_CHECK), "{}", a.id);
             assert_eq!(a.has(Switch::UnpushedGuard), a.features.contains(&GUARD), "{}", a.id);
+            assert_eq!(
+                a.has(Switch::StrayCommondir),
+                a.features.contains(&DISCOVERED_ROOT),
+                "{}",
+                a.id
+            );
             for (feature, _) in NOT_SERVED {
                 assert!(!a.features.contains(feature), "{}: {feature}", a.id);
             }

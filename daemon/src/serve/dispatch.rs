@@ -417,10 +417,7 @@ async fn dispatch(request: &Request, daemon: &Daemon, handlers: Handlers) -> Out
         }
         Method::Git(method) => {
             match bind_params(&request.params, GitParams::from_go_value).map(HomeExpansion::expand_home) {
-                Ok(params) if effects => {
-                    let guard = daemon.options.build.has(crate::protocol::build::Switch::UnpushedGuard);
-                    Box::pin(methods::git::handle(method, params, guard)).await
-                }
+                Ok(params) if effects => Box::pin(methods::git::handle(method, params, daemon.options.build)).await,
                 Ok(_) => Outcome::Result(b"{}".to_vec()),
                 Err(outcome) => outcome,
             }

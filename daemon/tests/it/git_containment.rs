@@ -325,9 +325,19 @@ fn m1(commondir: &str) -> String {
     )
 }
 
+/// A daemon stamped `stamp` whose git ignores user and system config.
+fn daemon_as(stamp: &str) -> TestDaemon {
+    TestDaemon::start_with(
+        &["-reference-build", stamp],
+        &[("GIT_CONFIG_NOSYSTEM", "1"), ("GIT_CONFIG_GLOBAL", "/dev/null")],
+    )
+}
+
+/// Builds up to f6010b97 refuse every stray `commondir` with M1 (89cb6289
+/// and later: [`a_stray_commondir_reading_dot_is_trusted_by_89cb6289`]).
 #[test]
 fn a_planted_commondir_in_a_main_repository_stops_every_method() {
-    let d = daemon();
+    let d = daemon_as("f6010b97a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5");
     let root = d.root().to_path_buf();
     let t = repo(&root.join("T"), false);
     let ts = p(&t);
@@ -367,6 +377,82 @@ fn a_planted_commondir_in_a_main_repository_stops_every_method() {
     // The linked worktree's own git directory is an honest entry.
     assert!(info(&tw).contains(r#""isRepo":true"#));
     assert!(list(&tw).contains(r#""isRepo":true"#));
+}
+
+/// Build 89cb6289's stray `commondir` rules (PROTOCOL.md "Git-directory
+/// trust check", rows T01 to T11): `.` or `./` (trailing CR and LF cut) in
+/// a valid git directory is trusted; other content is S1, quoted and cut
+/// to 60 characters; not a small plain file is S2; a directory git would
+/// not take is S3, after the content test.
+#[test]
+fn a_stray_commondir_reading_dot_is_trusted_by_89cb6289() {
+    let d = daemon_as("89cb6289a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5");
+    let root = d.root().to_path_buf();
+    let t = repo(&root.join("T"), false);
+    let ts = p(&t);
+    let info = || d.call("git.info", &format!(r#"{{"path":"{ts}"}}"#));
+    let cd = format!("{ts}/.git/commondir");
+    for honest in [".", ".\n", "./", "./\r\n", ".\n\n"] {
+        fs::write(&cd, honest).unwrap();
+        assert!(info().contains(r#""isRepo":true"#), "{honest:?}: {}", info());
+    }
+    let s1 = |content: &str| {
+        format!(
+            "{PREFIX}{cd:?} reads {content:?}; git writes that file only inside .git/worktrees/<name>/, and Claude Code's sandbox may leave one containing just \".\"; anything else sends git's configuration and hooks elsewhere, so treat it as tampering: delete it, and if you did not create it, find out what did"
+        )
+    };
+    let own = format!("{ts}/.git");
+    for (planted, quoted) in [
+        (" .", " ."),
+        (". ", ". "),
+        (".\t", ".\t"),
+        ("./x\n", "./x"),
+        ("..", ".."),
+        ("", ""),
+        (own.as_str(), own.as_str()),
+    ] {
+        fs::write(&cd, planted).unwrap();
+        assert_eq!(info(), internal(&json_text(&s1(quoted))), "{planted:?}");
+    }
+    // The content is cut to 60 characters.
+    fs::write(&cd, "é".repeat(100)).unwrap();
+    assert_eq!(info(), internal(&json_text(&s1(&"é".repeat(60)))));
+    // The create answers the same text with its own code.
+    fs::write(&cd, "..").unwrap();
+    let wt = format!("{ts}/.claude/worktrees/w1");
+    let before = snapshot(&root);
+    assert_eq!(create(&d, &ts, "w1", &wt), failed(&s1(".."), "worktree_add_failed"));
+    assert_eq!(snapshot(&root), before);
+    // Not a small plain file: S2 with its reason.
+    let s2 = |why: &str| {
+        format!(
+            "{PREFIX}{cd:?} is not a small plain file ({why}); git writes that file only inside .git/worktrees/<name>/; one here can send git's configuration and hooks elsewhere, so treat it as tampering: delete it, and if you did not create it, find out what did"
+        )
+    };
+    fs::remove_file(&cd).unwrap();
+    fs::create_dir(&cd).unwrap();
+    assert_eq!(info(), internal(&json_text(&s2("commondir is not a regular file"))));
+    fs::remove_dir(&cd).unwrap();
+    symlink("/nonexistent", &cd).unwrap();
+    assert_eq!(
+        info(),
+        internal(&json_text(&s2("openat commondir: path escapes from parent")))
+    );
+    // A relative link that stays in the git directory is followed (T07b).
+    fs::remove_file(&cd).unwrap();
+    fs::write(t.join(".git/dot"), ".\n").unwrap();
+    symlink("dot", &cd).unwrap();
+    assert!(info().contains(r#""isRepo":true"#), "{}", info());
+    // `.` in a git directory git would not take (row T10a): S3.
+    fs::write(t.join(".git/HEAD"), "garbage\n").unwrap();
+    let s3 = format!(
+        "{PREFIX}{cd:?} sits in a git directory git would not take as a repository (its HEAD, objects or refs missing or invalid), so git would look for one somewhere else; repair that directory (usually its HEAD file)"
+    );
+    assert_eq!(info(), internal(&json_text(&s3)));
+    // The content test comes first.
+    fs::remove_file(&cd).unwrap();
+    fs::write(&cd, "x").unwrap();
+    assert_eq!(info(), internal(&json_text(&s1("x"))));
 }
 
 #[test]

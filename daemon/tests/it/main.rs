@@ -74,3 +74,4 @@ mod tar;
 mod tar_5fd08069;
 mod upstream_life;
 mod version_id;
+mod worktree_stale;

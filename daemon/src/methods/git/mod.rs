@@ -36,7 +36,10 @@
 //!   out; [`worktree_checkout`] does, seeds ([`seed`]) and judges
 //!   `timeoutMs`, and a failed checkout or a fired deadline is rolled back
 //!   by [`worktree_undo`]. A failure's text is git's stderr by
-//!   [`worktree_add::git_text`].
+//!   [`worktree_add::git_text`]. Build 89cb6289 also drops a stale
+//!   registration of the path before the add ([`worktree_stale`]) and
+//!   tests the registration git made before the checkout
+//!   ([`worktree_registered`]).
 //! - `git.worktree_remove` refuses a leaf link and a locked worktree,
 //!   then [`worktree_remove`] removes it (git, else by hand) and deletes
 //!   `branchName` ([`branch_step`]).
@@ -53,18 +56,21 @@ mod status_gate;
 mod trust;
 mod worktree_add;
 mod worktree_checkout;
+mod worktree_registered;
 mod worktree_remove;
+mod worktree_stale;
 mod worktree_undo;
 
 use super::Outcome;
 use crate::base::gojson::go_lossy;
+use crate::protocol::build::{Build, Switch};
 use crate::protocol::method::GitMethod;
 use crate::protocol::params::GitParams;
 use containment::{Refusal, Verb};
 use gitcli::{porcelain_lines, repo_slug, QUERY_TIMEOUT};
 use serde::Serialize;
 use std::os::unix::ffi::OsStrExt;
-use trust::Verdict;
+use trust::{StrayRules, Verdict};
 
 #[derive(Serialize)]
 struct InfoRepo {
@@ -128,15 +134,25 @@ pub(super) struct WorktreeResult {
     branch_kept: bool,
 }
 
-/// `guard`: the served build has [`crate::protocol::build::Switch::UnpushedGuard`] (the branch
-/// step of `git.worktree_remove` and of the create rollback).
-pub(crate) async fn handle(method: GitMethod, params: GitParams, guard: bool) -> Outcome {
+/// Answers `method` as `build` does: with [`Switch::UnpushedGuard`] the
+/// branch step of `git.worktree_remove` and of the create rollback guards
+/// the branch; with [`Switch::WorktreeRegistration`] the create tests the
+/// registration around the add; with [`Switch::StrayCommondir`] the trust
+/// check trusts a stray `commondir` of `.` or `./`.
+pub(crate) async fn handle(method: GitMethod, params: GitParams, build: &Build) -> Outcome {
+    let guard = build.has(Switch::UnpushedGuard);
+    let registration = build.has(Switch::WorktreeRegistration);
+    let stray = if build.has(Switch::StrayCommondir) {
+        StrayRules::DotOnly
+    } else {
+        StrayRules::Refuse
+    };
     match method {
-        GitMethod::Info => info(&params.path).await,
-        GitMethod::Status => status(&params.path, &params.base_repo).await,
-        GitMethod::ListBranches => list_branches(&params.path).await,
-        GitMethod::WorktreeCreate => worktree_create(&params, guard).await,
-        GitMethod::WorktreeRemove => worktree_remove(&params, guard).await,
+        GitMethod::Info => info(&params.path, stray).await,
+        GitMethod::Status => status(&params.path, &params.base_repo, stray).await,
+        GitMethod::ListBranches => list_branches(&params.path, stray).await,
+        GitMethod::WorktreeCreate => worktree_create(&params, guard, registration, stray).await,
+        GitMethod::WorktreeRemove => worktree_remove(&params, guard, stray).await,
     }
 }
 
@@ -151,7 +167,7 @@ async fn has_git_dir(dir: &str) -> bool {
     query(dir, &["rev-parse", "--git-dir"]).await.success
 }
 
-async fn info(path: &str) -> Outcome {
+async fn info(path: &str, stray: StrayRules) -> Outcome {
     let not_repo = || {
         Outcome::ok(&InfoNotRepo {
             is_repo: false,
@@ -159,7 +175,7 @@ async fn info(path: &str) -> Outcome {
             default_branch: "",
         })
     };
-    let (verdict, walk_root) = trust::judge_with_root(path).await;
+    let (verdict, walk_root) = trust::judge_with_root(path, stray).await;
     if let Verdict::Refused(text) = verdict {
         return Outcome::internal(text);
     }
@@ -215,7 +231,7 @@ fn folder_name(root: &str) -> Option<String> {
     (!name.starts_with(['-', '+'])).then(|| name.to_string())
 }
 
-async fn status(path: &str, base_repo: &str) -> Outcome {
+async fn status(path: &str, base_repo: &str, stray: StrayRules) -> Outcome {
     // Status is for a session worktree of `baseRepo` only,
     // so a request without one (seed 000's `{path}`) is refused.
     if base_repo.is_empty() {
@@ -226,7 +242,7 @@ async fn status(path: &str, base_repo: &str) -> Outcome {
         clean: false,
         changes: None,
     };
-    match trust::judge(base_repo).await {
+    match trust::judge(base_repo, stray).await {
         Verdict::Refused(text) => return Outcome::internal(text),
         Verdict::NoRepository => return Outcome::ok(&not_repo),
         Verdict::Trusted => {}
@@ -262,12 +278,12 @@ async fn status(path: &str, base_repo: &str) -> Outcome {
     })
 }
 
-async fn list_branches(path: &str) -> Outcome {
+async fn list_branches(path: &str, stray: StrayRules) -> Outcome {
     let not_repo = BranchesResult {
         is_repo: false,
         branches: Vec::new(),
     };
-    let verdict = trust::judge(path).await;
+    let verdict = trust::judge(path, stray).await;
     if let Verdict::Refused(text) = verdict {
         return Outcome::internal(text);
     }
@@ -295,7 +311,7 @@ async fn list_branches(path: &str) -> Outcome {
     })
 }
 
-async fn worktree_create(params: &GitParams, guard: bool) -> Outcome {
+async fn worktree_create(params: &GitParams, guard: bool, registration: bool, stray: StrayRules) -> Outcome {
     if params.branch_name.is_empty() {
         return Outcome::invalid_params("branchName is required");
     }
@@ -312,7 +328,7 @@ async fn worktree_create(params: &GitParams, guard: bool) -> Outcome {
             "not_a_repo",
         ))
     };
-    match trust::judge(repo).await {
+    match trust::judge(repo, stray).await {
         Verdict::Refused(text) => return Outcome::ok(&WorktreeResult::failed(text, "worktree_add_failed")),
         Verdict::NoRepository => return not_a_repo(),
         Verdict::Trusted => {}
@@ -390,7 +406,14 @@ async fn worktree_create(params: &GitParams, guard: bool) -> Outcome {
         start: &start,
         existing: worktree_add::existing_branch(repo, &params.existing_branch).await,
     };
-    worktree_checkout::create(repo, params, &plan, &source, &leaf, guard).await
+    // Right before the add: the stale-entry step, and the git directory
+    // the tests after the add judge by.
+    let before_add = if registration {
+        Some(worktree_registered::BeforeAdd::take(repo, worktree).await)
+    } else {
+        None
+    };
+    worktree_checkout::create(repo, params, &plan, &source, &leaf, guard, before_add.as_ref()).await
 }
 
 /// Copies the repository's ignored files that `.worktreeinclude` names
@@ -428,7 +451,7 @@ impl WorktreeResult {
     }
 }
 
-async fn worktree_remove(params: &GitParams, guard: bool) -> Outcome {
+async fn worktree_remove(params: &GitParams, guard: bool, stray: StrayRules) -> Outcome {
     let refused = |text: String| {
         Outcome::ok(&WorktreeResult {
             success: false,
@@ -464,7 +487,7 @@ async fn worktree_remove(params: &GitParams, guard: bool) -> Outcome {
     if containment::under_managed_worktrees(repo) {
         return refused(containment::NESTED_BASE_REPO.to_string());
     }
-    let locks = match trust::judge(repo).await {
+    let locks = match trust::judge(repo, stray).await {
         Verdict::Trusted => locked_worktrees(repo).await,
         _ => None,
     };

@@ -13,6 +13,7 @@
 //! limits.
 
 use super::worktree_add::{self, AddPlan, Added};
+use super::worktree_registered::{self, BeforeAdd};
 use super::worktree_undo::Undo;
 use super::{containment::Leaf, WorktreeResult};
 use crate::methods::git::gitcli::{self, MUTATE_TIMEOUT};
@@ -49,7 +50,9 @@ fn checkout_failed(text: &str) -> WorktreeResult {
 }
 
 /// Adds, checks out and seeds the worktree `plan` describes in the leaf
-/// the create made; answers the create's frame.
+/// the create made; answers the create's frame. With `before_add` (a
+/// build with the registration tests), the registration git made is
+/// tested right after the add, before the deadline.
 pub(super) async fn create(
     repo: &str,
     params: &GitParams,
@@ -57,6 +60,7 @@ pub(super) async fn create(
     source: &str,
     leaf: &Leaf,
     guard: bool,
+    before_add: Option<&BeforeAdd>,
 ) -> Outcome {
     let ms = params.timeout_ms;
     let deadline = (ms > 0).then(|| Instant::now() + Duration::from_millis(ms.unsigned_abs()));
@@ -66,6 +70,13 @@ pub(super) async fn create(
         Added::Failed(result) => return Outcome::ok(&result),
         Added::TimedOut => return Outcome::ok(&worktree_add::add_failed("signal: killed")),
     };
+    // A refused registration is answered as it is: no checkout, nothing
+    // rolled back.
+    let accepted = match before_add.map(|b| b.check(&params.worktree_path, leaf)) {
+        Some(Err(text)) => return Outcome::ok(&worktree_registered::refused(text)),
+        Some(Ok(accepted)) => accepted,
+        None => None,
+    };
     let undo = Undo {
         repo,
         worktree: &params.worktree_path,
@@ -73,6 +84,7 @@ pub(super) async fn create(
         created,
         leaf,
         guard,
+        accepted: accepted.as_ref(),
     };
     if expired() {
         return fail(&undo, timed_out(ms, Cut::Before)).await;

@@ -20,10 +20,13 @@
 //! link: the leaf is the directory the create made (its identity is
 //! checked first), and the registration is deleted only when the leaf's
 //! `.git` file names an entry directly inside this repository's own
-//! `worktrees` directory whose `gitdir` record names the leaf back.
+//! `worktrees` directory whose `gitdir` record names the leaf back; on a
+//! build with the registration tests, the entry they accepted
+//! ([`Accepted`]) instead, if it is still that directory.
 
 use super::branch_step;
 use super::containment::{open_dir, Leaf};
+use super::worktree_registered::Accepted;
 use crate::base::goerr::io_text;
 use crate::base::homeguard;
 use crate::base::safedir;
@@ -48,6 +51,9 @@ pub(super) struct Undo<'a> {
     /// The build checks the branch before deleting it
     /// ([`branch_step`]'s guard).
     pub guard: bool,
+    /// The registration the tests after the add accepted (build 89cb6289):
+    /// step 2 deletes that entry, and reads nothing again.
+    pub accepted: Option<&'a Accepted>,
 }
 
 /// What a rollback could not undo.
@@ -69,7 +75,10 @@ impl Undo<'_> {
                 branch_kept: false,
             };
         }
-        let registration = self.registration().await;
+        let registration = match self.accepted {
+            Some(accepted) => accepted.registration(),
+            None => self.registration().await,
+        };
         let mut branch_kept = false;
         let parts = match self.steps(registration, &mut branch_kept).await {
             Ok(()) => return Undone::default(),
