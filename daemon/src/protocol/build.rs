@@ -219,6 +219,9 @@ pub const BUILDS: &[Build] = &[
             Switch::TarExecBit,
             Switch::UnpushedGuard,
             Switch::ManagedLauncher,
+            // Inherited from 89cb6289: no record measures 5fd08069's
+            // worktree_create, and no changeset takes the steps out.
+            Switch::WorktreeRegistration,
             Switch::StrayCommondir,
         ],
     },
