@@ -159,6 +159,8 @@ fn install_options(flags: &Flags) -> Result<crate::install::InstallOptions, Stri
         cli_keep: flags.cli_keep,
         download_timeout: flags.cli_download_timeout,
         managed_launcher: crate::agent::launcher::settings_folder(managed_launcher(flags)),
+        run_bounds: build.has(Switch::CliRunBounds),
+        empty_path_without_cli_dir: build.has(Switch::EmptyPathWithoutCliDir),
     })
 }
 

@@ -41,17 +41,27 @@ pub enum Switch {
     /// `launcher` param, and every child loses
     /// `CLAUDE_SSH_MANAGED_LAUNCHER` and `CLAUDE_SSH_E2E_MANAGED_SETTINGS_DIR`.
     ManagedLauncher,
+    /// `-install`'s direct `<cli> --version` run is stopped (group SIGKILL)
+    /// at 30 s on a cache hit and at 120 s right after an install; a stop
+    /// is `cliError` `cli unresponsive: …` with `"cliUnresponsive":true`,
+    /// installs nothing on a cache hit and keeps a new CLI.
+    CliRunBounds,
+    /// `-install` whose `-cli-dir` cannot be made answers an empty
+    /// `cliPath`.
+    EmptyPathWithoutCliDir,
 }
 
 impl Switch {
     /// Every switch, for the table test.
-    pub const ALL: [Switch; 6] = [
+    pub const ALL: [Switch; 8] = [
         Switch::BannerIds,
         Switch::DefaultCliDir,
         Switch::PeerCheck,
         Switch::TarExecBit,
         Switch::UnpushedGuard,
         Switch::ManagedLauncher,
+        Switch::CliRunBounds,
+        Switch::EmptyPathWithoutCliDir,
     ];
 
     /// Where the behaviour and the builds that have it are recorded
@@ -64,6 +74,8 @@ impl Switch {
             Switch::TarExecBit => "docs/record/files-extract-tar.md (every table gives 5fd08069 beside 89cb6289); .changeset/extract-tar-exec-bit.md",
             Switch::UnpushedGuard => "docs/PROTOCOL.md, \"The branch step\" and \"git.worktree_remove\"; docs/protocol/git-worktree-create-evidence.md (\"Evidence: `branchKept` rows\")",
             Switch::ManagedLauncher => "docs/PROTOCOL.md, \"launcher.* (added 89cb6289)\"; .changeset/managed-launcher.md",
+            Switch::CliRunBounds => "docs/DIVERGENCES.md D11 (retired: the two bounds measured on f6010b97 and 89cb6289, the first build to have them not measured); .changeset/install-version-bound.md",
+            Switch::EmptyPathWithoutCliDir => "docs/ARCHITECTURE.md \"__INSTALL_RESULT__ facts\" (cliPath \"\" when the cli-dir cannot be made); install_test.go row E10 (Linux VM, 89cb6289)",
         }
     }
 }
@@ -152,7 +164,7 @@ pub const BUILDS: &[Build] = &[
             EXTERNAL_ROOT,
             "server.instance_id",
         ],
-        switches: &[Switch::BannerIds, Switch::DefaultCliDir],
+        switches: &[Switch::BannerIds, Switch::DefaultCliDir, Switch::CliRunBounds],
     },
     Build {
         id: "89cb6289",
@@ -174,6 +186,8 @@ pub const BUILDS: &[Build] = &[
             Switch::DefaultCliDir,
             Switch::UnpushedGuard,
             Switch::ManagedLauncher,
+            Switch::CliRunBounds,
+            Switch::EmptyPathWithoutCliDir,
         ],
     },
     Build {
@@ -200,6 +214,8 @@ pub const BUILDS: &[Build] = &[
             Switch::TarExecBit,
             Switch::UnpushedGuard,
             Switch::ManagedLauncher,
+            Switch::CliRunBounds,
+            Switch::EmptyPathWithoutCliDir,
         ],
     },
 ];
