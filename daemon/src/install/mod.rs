@@ -574,7 +574,7 @@ fn move_aside_non_directory(dir: &Path) -> Result<Option<PathBuf>, String> {
         return match fs::rename(dir, &aside) {
             Ok(()) => Ok(Some(aside)),
             Err(e) => Err(format!(
-                "creating cli dir: rename {} {}: {}",
+                "mkdir cli dir: rename {} {}: {}",
                 dir.to_string_lossy(),
                 aside.to_string_lossy(),
                 crate::base::goerr::io_text(&e)
@@ -582,7 +582,7 @@ fn move_aside_non_directory(dir: &Path) -> Result<Option<PathBuf>, String> {
         };
     }
     Err(format!(
-        "creating cli dir: {} is not a directory and every name to move it to is taken",
+        "mkdir cli dir: {} is not a directory and every name to move it to is taken",
         dir.display()
     ))
 }
@@ -626,7 +626,7 @@ fn create_dir(dir: &str) -> Result<(), String> {
         .recursive(true)
         .mode(0o700)
         .create(dir)
-        .map_err(|e| format!("creating cli dir: {}", path_error("mkdir", dir, &e)))
+        .map_err(|e| format!("mkdir cli dir: {}", path_error("mkdir", dir, &e)))
 }
 
 /// `checksum mismatch: expected=<a>, actual=<b>` unless they match. Hex

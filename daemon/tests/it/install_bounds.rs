@@ -286,7 +286,7 @@ fn a_cli_dir_that_cannot_be_made_empties_the_path_where_the_build_says_so() {
         assert_eq!(r.cli_path, path);
         assert_eq!(
             r.cli_error,
-            Some(format!("creating cli dir: mkdir {}: not a directory", dir.display()))
+            Some(format!("mkdir cli dir: mkdir {}: not a directory", dir.display()))
         );
         assert!(Path::new(&upload).exists());
     }
