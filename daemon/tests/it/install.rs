@@ -379,6 +379,7 @@ fn url_http_errors_are_download_failed() {
     let base = serve(vec![
         ("/gone", Route::Status(404, "Not Found")),
         ("/boom", Route::Status(500, "Internal Server Error")),
+        ("/partial", Route::Status(206, "Partial Content")),
     ]);
     let mut o = opts(&dir, "1.0");
     o.cli_checksum = "00".into();
@@ -390,6 +391,9 @@ fn url_http_errors_are_download_failed() {
     assert_eq!(r.fetch.map(|f| f.bytes), Some(0));
     o.cli_url = format!("{base}/boom");
     assert_eq!(run(&o).cli_error.as_deref(), Some("download failed with status 500"));
+    // Only 200 is an answer to read, as the reference's.
+    o.cli_url = format!("{base}/partial");
+    assert_eq!(run(&o).cli_error.as_deref(), Some("download failed with status 206"));
     assert!(hidden(&dir).is_empty());
 
     // Connection refused: a port nobody listens on any more.
