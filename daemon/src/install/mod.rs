@@ -10,12 +10,20 @@
 //!    before the directory is first needed, move aside whatever
 //!    non-directory an older protocol version left at `-cli-dir`;
 //! 2. sweep temporaries left by a killed earlier run ([`stage`]);
-//! 3. keep `<cli-dir>/<cli-version>` if it runs `--version` ([`probe`]);
+//! 3. keep `<cli-dir>/<cli-version>` if it runs `--version` ([`probe`]):
+//!    a cache hit, which prunes nothing (nor does a stopped run);
 //! 4. otherwise acquire the zstd blob — the local `-cli-zst` first, else
 //!    `-cli-url` ([`fetch`]) — verify its SHA-256, decompress it streaming
 //!    into a temporary beside the final path, check that runs, and rename it
 //!    into place ([`stage`]);
-//! 5. prune `-cli-dir` to the `-cli-keep` newest files ([`prune`]).
+//! 5. prune `-cli-dir` to the `-cli-keep` newest files ([`prune`]), after
+//!    an install only.
+//!
+//! A build with `Switch::CliRunBounds` bounds the direct `--version` run at
+//! 30 s on a cache hit and 120 s for a new CLI, and a run stopped there is
+//! `cliUnresponsive`: a present CLI stays and nothing is installed; a new
+//! one is placed all the same. Older builds give the run 10 s and count a
+//! stop as not runnable.
 //!
 //! With the managed launcher ([`InstallOptions::managed_launcher`]) the
 //! checks of steps 3 and 4 go as the host's launcher decides ([`launcher`]):
@@ -67,6 +75,13 @@ pub struct InstallOptions {
     /// `CLAUDE_SSH_MANAGED_LAUNCHER` is `1`; `None` checks it directly and
     /// adds no `launcher*` fact.
     pub managed_launcher: Option<PathBuf>,
+    /// The served build has `Switch::CliRunBounds` (set by `cli`): the
+    /// direct run's bounds are [`Limits::cli_run_timeout`] and
+    /// [`Limits::cli_first_run_timeout`], and a stop is `cliUnresponsive`.
+    pub run_bounds: bool,
+    /// The served build has `Switch::EmptyPathWithoutCliDir` (set by
+    /// `cli`): a `-cli-dir` that cannot be made empties `cliPath`.
+    pub empty_path_without_cli_dir: bool,
 }
 
 /// Time limits of one install. `Default` is what `-install` uses; tests
@@ -74,8 +89,14 @@ pub struct InstallOptions {
 #[derive(Debug, Clone)]
 pub struct Limits {
     /// How long `<cli> --version` may run before it is killed and the CLI
-    /// counts as not runnable.
+    /// counts as not runnable, for a build without `Switch::CliRunBounds`
+    /// (remora's own 10 s; no record gives such a build's bound).
     pub probe_timeout: Duration,
+    /// The direct run's bound on a cache hit, for a build with
+    /// `Switch::CliRunBounds`: 30 s, the reference's.
+    pub cli_run_timeout: Duration,
+    /// The same for a CLI this install put in place: 120 s.
+    pub cli_first_run_timeout: Duration,
     /// TCP connect timeout of the download.
     pub connect_timeout: Duration,
     /// Longest silence between two reads of the download (a stalled server
@@ -100,6 +121,8 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             probe_timeout: Duration::from_secs(10),
+            cli_run_timeout: Duration::from_secs(30),
+            cli_first_run_timeout: Duration::from_secs(120),
             connect_timeout: Duration::from_secs(30),
             read_timeout: Duration::from_secs(60),
             progress_interval: Duration::from_secs(1),
@@ -136,8 +159,9 @@ pub struct InstallResult {
     pub cli_was_present: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cli_error: Option<String>,
-    /// A `--version` run through the managed launcher was stopped at its
-    /// bound (with that `cliError`). Absent when false.
+    /// A `--version` run, direct (builds with `Switch::CliRunBounds`) or
+    /// through the managed launcher, was stopped at its bound (with that
+    /// `cliError`). Absent when false.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub cli_unresponsive: bool,
     /// The download's statistics, when `-cli-url` was attempted: the last
@@ -245,6 +269,7 @@ pub fn install_reporting(options: &InstallOptions, limits: &Limits, progress: &(
         moved_aside: None,
         launcher: managed,
         unresponsive: false,
+        dir_failed: false,
     };
     // The last line of defence for "always exits 0 with a facts line": a
     // panic anywhere in the flow (a bug, or one in a dependency reached by
@@ -255,6 +280,10 @@ pub fn install_reporting(options: &InstallOptions, limits: &Limits, progress: &(
         Ok(Ok(was_present)) => result.cli_was_present = was_present,
         Ok(Err(message)) => result.cli_error = Some(message),
         Err(payload) => result.cli_error = Some(format!("internal error: {}", panic_text(payload.as_ref()))),
+    }
+    // A cli dir that cannot be made empties the path (cell E10 of 89cb6289).
+    if run.dir_failed && options.empty_path_without_cli_dir {
+        result.cli_path = String::new();
     }
     result.fetch = run.fetch;
     result.cli_unresponsive = run.unresponsive;
@@ -289,6 +318,8 @@ struct Run<'a> {
     launcher: Option<launcher::Managed>,
     /// A check was stopped at its bound (`cliUnresponsive`).
     unresponsive: bool,
+    /// `-cli-dir` could not be made (or what stood there moved aside).
+    dir_failed: bool,
 }
 
 /// Where the blob comes from.
@@ -317,29 +348,43 @@ impl Run<'_> {
         // A killed earlier run is garbage whatever happens next.
         stage::sweep_stale(dir);
 
+        // A cache hit prunes nothing, whatever its check says (the
+        // reference touches the folder only when it installs).
         if fs::metadata(&final_path).is_ok_and(|m| m.is_file()) {
             match self.how() {
-                How::Direct if probe::runnable(&final_path, limits.probe_timeout) => {
-                    prune::prune(dir, version, options.cli_keep);
-                    return Ok(true);
+                How::Direct => {
+                    let bound = if options.run_bounds {
+                        limits.cli_run_timeout
+                    } else {
+                        limits.probe_timeout
+                    };
+                    match probe::run_version(&final_path, bound) {
+                        probe::Ran::Answered => return Ok(true),
+                        // The CLI stays and nothing is installed: no source
+                        // is read, no download made.
+                        probe::Ran::Stopped if options.run_bounds => return Err(self.stopped()),
+                        probe::Ran::Stopped | probe::Ran::Failed => {}
+                    }
                 }
-                How::Direct => {}
-                How::Nothing => {
-                    prune::prune(dir, version, options.cli_keep);
-                    return Ok(true);
-                }
-                // A stopped run keeps the CLI, installs nothing and prunes
-                // nothing; any other run keeps it as present.
+                How::Nothing => return Ok(true),
+                // A stopped run keeps the CLI and installs nothing; any
+                // other run keeps it as present.
                 How::Launcher => {
                     self.check_through_launcher(&final_path, false)?;
-                    prune::prune(dir, version, options.cli_keep);
                     return Ok(true);
                 }
             }
         }
         // The direct check runs on the staged file, before the rename; a
         // launcher gets the final path, after it.
-        let precheck = (self.how() == How::Direct).then_some(limits.probe_timeout);
+        let precheck = (self.how() == How::Direct).then_some(stage::Precheck {
+            bound: if options.run_bounds {
+                limits.cli_first_run_timeout
+            } else {
+                limits.probe_timeout
+            },
+            stopped_places: options.run_bounds,
+        });
 
         // The uploaded file wins: a driver that went to the trouble of an SFTP
         // upload means it, and the URL is only the fallback source.
@@ -351,7 +396,7 @@ impl Run<'_> {
             return Err(format!("cli {version} missing and no --cli-url or --cli-zst provided"));
         };
 
-        match source {
+        let placed = match source {
             Source::Zst(zst) => {
                 let mut input = open_upload(zst)?;
                 self.create_dir()?;
@@ -368,7 +413,7 @@ impl Run<'_> {
                         .map_err(|e| format!("opening input: {}", path_error("seek", zst, &e)))?;
                 }
                 let opened = input.metadata().ok();
-                stage::install_blob(&mut input, dir, version, cli_path, precheck)?;
+                let placed = stage::install_blob(&mut input, dir, version, cli_path, precheck)?;
                 // Consumed only once the CLI is in place: a failed install
                 // leaves the upload for a retry. Only the file that was read is
                 // removed — if the path now names another file (the upload was
@@ -380,6 +425,7 @@ impl Run<'_> {
                         let _ = fs::remove_file(zst);
                     }
                 }
+                placed
             }
             Source::Url(url) => {
                 self.create_dir()?;
@@ -397,9 +443,14 @@ impl Run<'_> {
                         path_error("seek", &blob.path().to_string_lossy(), &e)
                     )
                 })?;
-                stage::install_blob(&mut blob.file, dir, version, cli_path, precheck)?;
+                stage::install_blob(&mut blob.file, dir, version, cli_path, precheck)?
                 // `blob` drops here and removes the download.
             }
+        };
+        // A new CLI whose check was stopped stays in place (its upload
+        // consumed), and nothing is pruned.
+        if placed == stage::Placed::Unresponsive {
+            return Err(self.stopped());
         }
         if self.how() == How::Launcher {
             self.check_through_launcher(&final_path, true)?;
@@ -433,14 +484,21 @@ impl Run<'_> {
         }
     }
 
+    /// A direct run stopped at its bound: `cliUnresponsive` and its text.
+    fn stopped(&mut self) -> String {
+        self.unresponsive = true;
+        probe::UNRESPONSIVE.to_string()
+    }
+
     /// Makes `-cli-dir`, first moving aside a non-directory in its place.
     fn create_dir(&mut self) -> Result<(), String> {
         let dir = &self.options.cli_dir;
         let made = self.make_dir();
         if made.is_err() {
             // A cli dir that cannot be made carries no launcher fact (cell
-            // G1 of 89cb6289).
+            // G1 of 89cb6289), and, where the build says so, no cliPath.
             self.launcher = None;
+            self.dir_failed = true;
         }
         made?;
         // What now stands there is what the install will write into.
@@ -516,7 +574,7 @@ fn move_aside_non_directory(dir: &Path) -> Result<Option<PathBuf>, String> {
         return match fs::rename(dir, &aside) {
             Ok(()) => Ok(Some(aside)),
             Err(e) => Err(format!(
-                "creating cli dir: rename {} {}: {}",
+                "mkdir cli dir: rename {} {}: {}",
                 dir.to_string_lossy(),
                 aside.to_string_lossy(),
                 crate::base::goerr::io_text(&e)
@@ -524,7 +582,7 @@ fn move_aside_non_directory(dir: &Path) -> Result<Option<PathBuf>, String> {
         };
     }
     Err(format!(
-        "creating cli dir: {} is not a directory and every name to move it to is taken",
+        "mkdir cli dir: {} is not a directory and every name to move it to is taken",
         dir.display()
     ))
 }
@@ -568,7 +626,7 @@ fn create_dir(dir: &str) -> Result<(), String> {
         .recursive(true)
         .mode(0o700)
         .create(dir)
-        .map_err(|e| format!("creating cli dir: {}", path_error("mkdir", dir, &e)))
+        .map_err(|e| format!("mkdir cli dir: {}", path_error("mkdir", dir, &e)))
 }
 
 /// `checksum mismatch: expected=<a>, actual=<b>` unless they match. Hex

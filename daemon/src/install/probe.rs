@@ -11,14 +11,34 @@ use std::time::{Duration, Instant};
 /// still open for writing, and the fork holds the descriptor until it execs.
 const TXTBSY_RETRIES: u32 = 50;
 
-/// Whether `<cli> --version` exits 0 within `timeout`, run with stdin,
-/// stdout and stderr on /dev/null. The CLI runs in its own process group so
-/// a timeout kills whatever it started, too.
-pub(super) fn runnable(cli: &Path, timeout: Duration) -> bool {
+/// `cliError` of a direct run stopped at its bound (builds with
+/// [`crate::protocol::build::Switch::CliRunBounds`]): one text for both
+/// bounds, as the reference words it.
+pub(super) const UNRESPONSIVE: &str = "cli unresponsive: the installed Claude Code binary started but did not answer --version within 30s (120s for a first run) and was stopped; the host is not letting it run (endpoint security software or a stalled network home are the usual causes)";
+
+/// How one direct `<cli> --version` run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Ran {
+    /// It exited 0 within the bound.
+    Answered,
+    /// It did not start, or exited otherwise.
+    Failed,
+    /// It still ran at the bound and its group was killed.
+    Stopped,
+}
+
+/// Runs `<cli> --version` for at most `timeout`, with stdin, stdout and
+/// stderr on /dev/null and without `CLAUDE_RPC_TOKEN` (a token never
+/// reaches a child, whatever the build). The CLI runs in its own process
+/// group so a stop kills whatever it started, too. The clock starts before
+/// the spawn, as the reference's does.
+pub(super) fn run_version(cli: &Path, timeout: Duration) -> Ran {
+    let deadline = Instant::now() + timeout;
     let mut child = None;
     for _ in 0..=TXTBSY_RETRIES {
         let spawned = Command::new(cli)
             .arg("--version")
+            .env_remove("CLAUDE_RPC_TOKEN")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -32,35 +52,36 @@ pub(super) fn runnable(cli: &Path, timeout: Duration) -> bool {
             Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
                 std::thread::sleep(Duration::from_millis(20));
             }
-            Err(_) => return false,
+            Err(_) => return Ran::Failed,
         }
     }
     let Some(mut child) = child else {
-        return false;
+        return Ran::Failed;
     };
 
-    let deadline = Instant::now() + timeout;
     let mut pause = Duration::from_millis(2);
-    loop {
+    let ran = loop {
         match child.try_wait() {
-            Ok(Some(status)) => return status.success(),
+            Ok(Some(status)) if status.success() => return Ran::Answered,
+            Ok(Some(_)) => return Ran::Failed,
             Ok(None) => {}
-            Err(_) => break,
+            // Waiting failed: the child cannot be judged; kill it.
+            Err(_) => break Ran::Failed,
         }
         let now = Instant::now();
         if now >= deadline {
-            break;
+            break Ran::Stopped;
         }
         std::thread::sleep(pause.min(deadline - now));
         pause = (pause * 2).min(Duration::from_millis(50));
-    }
-    // Timed out (or waiting failed): kill the whole group, then reap.
+    };
+    // The leader is not reaped yet, so its pid is still the group's id.
     if let Ok(pid) = i32::try_from(child.id()) {
         let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
     }
     let _ = child.kill();
     let _ = child.wait();
-    false
+    ran
 }
 
 /// How long `ldd --version` may run, and how long its output may still
@@ -199,7 +220,11 @@ mod tests {
         std::fs::write(&p, "#!/bin/sh\nsleep 30\n").unwrap();
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
         let start = Instant::now();
-        assert!(!runnable(&p, Duration::from_millis(300)));
+        assert_eq!(run_version(&p, Duration::from_millis(300)), Ran::Stopped);
         assert!(start.elapsed() < Duration::from_secs(5));
+        std::fs::write(&p, "#!/bin/sh\nexit 3\n").unwrap();
+        assert_eq!(run_version(&p, Duration::from_secs(5)), Ran::Failed);
+        std::fs::write(&p, "#!/bin/sh\nexit 0\n").unwrap();
+        assert_eq!(run_version(&p, Duration::from_secs(5)), Ran::Answered);
     }
 }

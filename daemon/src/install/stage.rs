@@ -176,18 +176,38 @@ fn pid_alive(pid: i32) -> bool {
     !matches!(kill(Pid::from_raw(pid), None), Err(Errno::ESRCH))
 }
 
+/// The direct check of a new CLI before its rename.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Precheck {
+    /// How long `--version` may run.
+    pub bound: Duration,
+    /// A run stopped at the bound still places the CLI (builds with
+    /// `Switch::CliRunBounds`, which keep a new CLI that did not answer);
+    /// otherwise it is not runnable.
+    pub stopped_places: bool,
+}
+
+/// How [`install_blob`] left the final path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Placed {
+    /// The new CLI is in place (checked, or not checked here).
+    Done,
+    /// The new CLI is in place, but its check was stopped at the bound.
+    Unresponsive,
+}
+
 /// Decompresses the zstd `blob` into a temporary beside the final path,
-/// makes it 0755, checks it runs (`--version` within `precheck`, when
-/// given: the caller checks through the managed launcher after the rename,
-/// or not at all), and renames it to `<dir>/<version>`. `cli_path` is the
-/// reported path, for the error text.
+/// makes it 0755, checks it runs (`--version` within the [`Precheck`]
+/// bound, when given: the caller checks through the managed launcher after
+/// the rename, or not at all), and renames it to `<dir>/<version>`.
+/// `cli_path` is the reported path, for the error text.
 pub(super) fn install_blob(
     blob: impl Read,
     dir: &Path,
     version: &str,
     cli_path: &str,
-    precheck: Option<Duration>,
-) -> Result<(), String> {
+    precheck: Option<Precheck>,
+) -> Result<Placed, String> {
     let final_path = dir.join(version);
     let mut temp =
         TempFile::create(dir, version, "tmp").map_err(|e| format!("creating temp file: {}", create_error_text(&e)))?;
@@ -204,9 +224,14 @@ pub(super) fn install_blob(
     // close our handle first (probe also retries for other processes' forks).
     let temp = temp.close();
 
-    if let Some(timeout) = precheck {
-        if !probe::runnable(temp.path(), timeout) {
-            return Err(format!("installed cli at {cli_path} is not runnable"));
+    let mut placed = Placed::Done;
+    if let Some(check) = precheck {
+        match probe::run_version(temp.path(), check.bound) {
+            probe::Ran::Answered => {}
+            probe::Ran::Stopped if check.stopped_places => placed = Placed::Unresponsive,
+            probe::Ran::Stopped | probe::Ran::Failed => {
+                return Err(format!("installed cli at {cli_path} is not runnable"));
+            }
         }
     }
     fs::rename(temp.path(), &final_path)
@@ -216,7 +241,7 @@ pub(super) fn install_blob(
     if let Ok(d) = File::open(dir) {
         let _ = d.sync_all();
     }
-    Ok(())
+    Ok(placed)
 }
 
 /// Streams zstd `blob` into `out`. Memory is the decoder's window plus two

@@ -159,6 +159,8 @@ fn install_options(flags: &Flags) -> Result<crate::install::InstallOptions, Stri
         cli_keep: flags.cli_keep,
         download_timeout: flags.cli_download_timeout,
         managed_launcher: crate::agent::launcher::settings_folder(managed_launcher(flags)),
+        run_bounds: build.has(Switch::CliRunBounds),
+        empty_path_without_cli_dir: build.has(Switch::EmptyPathWithoutCliDir),
     })
 }
 
@@ -660,3 +662,36 @@ fn limit_malloc_arenas() {
 
 /// glibc malloc arenas (see [`limit_malloc_arenas`]).
 const MALLOC_ARENAS: libc::c_int = 1;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(id: &str) -> crate::install::InstallOptions {
+        let stamp = format!("{id:0<40}");
+        let args: Vec<OsString> = [
+            "-reference-build",
+            stamp.as_str(),
+            "-install",
+            "-cli-dir",
+            "/d",
+            "-cli-version",
+            "1.0",
+        ]
+        .iter()
+        .map(OsString::from)
+        .collect();
+        install_options(&flags::parse(&args).expect("flags")).expect("options")
+    }
+
+    /// The stamp's row decides the `-install` switches.
+    #[test]
+    fn install_switches_follow_the_stamp() {
+        let old = options("4534d86");
+        assert!(!old.run_bounds && !old.empty_path_without_cli_dir);
+        let f601 = options("f6010b97");
+        assert!(f601.run_bounds && !f601.empty_path_without_cli_dir);
+        let newest = options("89cb6289");
+        assert!(newest.run_bounds && newest.empty_path_without_cli_dir);
+    }
+}

@@ -52,11 +52,19 @@ pub enum Switch {
     /// or `./` in a valid git directory, and refuses the rest with the
     /// S1 to S3 texts instead of M1 (with feature `git.info.discovered_root`).
     StrayCommondir,
+    /// `-install`'s direct `<cli> --version` run is stopped (group SIGKILL)
+    /// at 30 s on a cache hit and at 120 s right after an install; a stop
+    /// is `cliError` `cli unresponsive: …` with `"cliUnresponsive":true`,
+    /// installs nothing on a cache hit and keeps a new CLI.
+    CliRunBounds,
+    /// `-install` whose `-cli-dir` cannot be made answers an empty
+    /// `cliPath`.
+    EmptyPathWithoutCliDir,
 }
 
 impl Switch {
     /// Every switch, for the table test.
-    pub const ALL: [Switch; 8] = [
+    pub const ALL: [Switch; 10] = [
         Switch::BannerIds,
         Switch::DefaultCliDir,
         Switch::PeerCheck,
@@ -65,6 +73,8 @@ impl Switch {
         Switch::ManagedLauncher,
         Switch::WorktreeRegistration,
         Switch::StrayCommondir,
+        Switch::CliRunBounds,
+        Switch::EmptyPathWithoutCliDir,
     ];
 
     /// Where the behaviour and the builds that have it are recorded
@@ -79,6 +89,8 @@ impl Switch {
             Switch::ManagedLauncher => "docs/PROTOCOL.md, \"launcher.* (added 89cb6289)\"; .changeset/managed-launcher.md",
             Switch::StrayCommondir => "docs/PROTOCOL.md, \"Git-directory trust check\" (stray commondir, rows T00 to T11 of 89cb6289); the .changeset note on git.info.discovered_root",
             Switch::WorktreeRegistration => "docs/record/git-worktree-create.md (the stale-entry step before the add and the tests after it, A/S/P/D/T/U cells of 89cb6289); docs/protocol/git-worktree-create-steps.md, Steps 6 and 9",
+            Switch::CliRunBounds => "docs/DIVERGENCES.md D11 (retired: the two bounds measured on f6010b97 and 89cb6289, the first build to have them not measured); .changeset/install-version-bound.md",
+            Switch::EmptyPathWithoutCliDir => "docs/ARCHITECTURE.md \"__INSTALL_RESULT__ facts\" (cliPath \"\" when the cli-dir cannot be made); install_test.go row E10 (Linux VM, 89cb6289)",
         }
     }
 }
@@ -169,7 +181,7 @@ pub const BUILDS: &[Build] = &[
             EXTERNAL_ROOT,
             "server.instance_id",
         ],
-        switches: &[Switch::BannerIds, Switch::DefaultCliDir],
+        switches: &[Switch::BannerIds, Switch::DefaultCliDir, Switch::CliRunBounds],
     },
     Build {
         id: "89cb6289",
@@ -193,6 +205,8 @@ pub const BUILDS: &[Build] = &[
             Switch::ManagedLauncher,
             Switch::WorktreeRegistration,
             Switch::StrayCommondir,
+            Switch::CliRunBounds,
+            Switch::EmptyPathWithoutCliDir,
         ],
     },
     Build {
@@ -223,6 +237,8 @@ pub const BUILDS: &[Build] = &[
             // worktree_create, and no changeset takes the steps out.
             Switch::WorktreeRegistration,
             Switch::StrayCommondir,
+            Switch::CliRunBounds,
+            Switch::EmptyPathWithoutCliDir,
         ],
     },
 ];

@@ -119,16 +119,20 @@ fn cli_keep_defaults_to_3() {
             .unwrap();
     }
     let d = dir.to_string_lossy().into_owned();
-    let Some((_, stdout)) = install(&["-cli-dir", &d, "-cli-version", "0.5"]) else {
+    // An install prunes (a cache hit does not).
+    let upload = tmp.path().join("up.zst");
+    fs::write(&upload, zstd::encode_all(&script("0.6")[..], 3).unwrap()).unwrap();
+    let up = upload.to_string_lossy().into_owned();
+    let Some((_, stdout)) = install(&["-cli-dir", &d, "-cli-version", "0.6", "-cli-zst", &up]) else {
         return;
     };
-    assert_eq!(stdout, facts(&format!("{d}/0.5"), true, None));
+    assert_eq!(stdout, facts(&format!("{d}/0.6"), false, None));
     let mut left: Vec<String> = fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     left.sort();
-    assert_eq!(left, ["0.3", "0.4", "0.5"]);
+    assert_eq!(left, ["0.4", "0.5", "0.6"]);
     assert!(Path::new(&dir).exists());
 }
 

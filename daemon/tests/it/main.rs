@@ -43,6 +43,7 @@ mod hostile_depth;
 mod hostile_neighbours;
 mod import_circles;
 mod install;
+mod install_bounds;
 mod install_cli;
 mod install_launcher;
 mod install_progress;
