@@ -450,6 +450,9 @@ pub(crate) struct StressClientArgs {
     /// `flood`: the pause between two connects, in microseconds.
     #[arg(long, default_value_t = 0)]
     pub(crate) pace_us: u64,
+    /// `burst`: connections opened at once.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) count: u64,
 }
 
 // The arguments of `harness list`.

@@ -363,7 +363,7 @@ fn serve_child(flags: &Flags) -> i32 {
     // A full `remote-server.log` is rotated, not started over.
     crate::rundir::daemonlog::arm_rotation(&socket);
     let timers = crate::serve::orphan::Timers::from_env();
-    let auth_grace = crate::serve::admission::grace_from_env();
+    let graces = crate::serve::admission::Graces::from_env();
     let instance = crate::base::instance::Instance::new();
     // Before binding: a live predecessor of this socket is evicted first.
     let run_lock = crate::rundir::runlock::claim(&socket, &instance);
@@ -404,7 +404,7 @@ fn serve_child(flags: &Flags) -> i32 {
             retention: crate::process::retention::Retention::from_minutes(
                 u64::try_from(flags.exited_retention_min).unwrap_or(0),
             ),
-            auth_grace,
+            graces,
             build,
             peer_check,
         },

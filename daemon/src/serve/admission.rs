@@ -9,18 +9,38 @@
 //! * **Descriptors.** Open connections are capped at
 //!   `soft RLIMIT_NOFILE − reserve` ([`connection_cap`]), so children,
 //!   pipes and `files.*` always find descriptors. At the cap a new
-//!   connection evicts the unauthenticated one that has been silent
-//!   longest (no complete line since it was admitted, or since its last
-//!   line; ties go to the oldest), but never one admitted less than
-//!   [`FRESH_GRACE`] ago: a new client must have the time to send its
-//!   first line and have it read, however fast others connect. When every
-//!   unauthenticated connection is that fresh, the admission waits until
-//!   the first of them is not (or a place frees), and the kernel's listen
-//!   backlog holds the connections behind it, except one from a process
-//!   that already has [`PEER_FRESH_LIMIT`] such fresh connections open:
-//!   that one is closed at once, so a flooding process cannot fill the
-//!   backlog in front of another client. When every open connection is
-//!   authenticated, the new one is refused (closed at once).
+//!   connection takes the place of an unauthenticated one, chosen by peer
+//!   process (the pid `SO_PEERCRED` / `LOCAL_PEERPID` names; [`choose`]):
+//!   - If the peer holding the most unauthenticated connections (the
+//!     newcomer counted with its own peer; a tie is the newcomer's own)
+//!     holds at least [`PEER_CROWD`], that peer's connection silent
+//!     longest goes, however fresh. A crowd gives way to a lighter peer,
+//!     and a crowd's own newcomer takes a place of its own crowd: a peer
+//!     with no unauthenticated connection is never refused, nor kept
+//!     waiting, because another process floods (issue 44 item 7), and a
+//!     flood never waits in front of the listen backlog. One exception
+//!     keeps a burst cheap: a crowd's newcomer without a whole line
+//!     waiting, while its crowd's connections are all fresh and more
+//!     connections wait to be accepted, is closed at once
+//!     ([`Admitted::Crowded`]): an accept and a close instead of a
+//!     connection set up and torn down. A client of the crowd's own
+//!     process still gets in: its line is there, or it is the last of the
+//!     burst.
+//!   - Otherwise (no peer crowds: many processes with a few connections
+//!     each) the connection silent longest overall goes, once it was
+//!     admitted [`FRESH_GRACE`] ago: a new client must have the time to
+//!     send its first line and have it read (audit N6). Until then the
+//!     admission waits (at most the grace) or a place frees, and the
+//!     kernel's listen backlog holds the connections behind it.
+//!
+//!   "Silent" counts from the admission or from the last complete line
+//!   (ties go to the oldest). The newcomer takes the place at once, while
+//!   the connection told to go closes; at most [`LEAVING_MAX`] may be
+//!   closing so, past which an admission waits for one of them. When
+//!   every open connection is authenticated, the new one is refused
+//!   (closed at once). The books are kept in
+//!   [`crate::serve::peertable`]: O(1) per admission, per line and per
+//!   close.
 //! * **Time.** An unauthenticated connection is closed
 //!   [`AUTH_GRACE`] (30 s) after it was accepted.
 //! * **Memory.** The line buffers of unauthenticated connections together
@@ -34,42 +54,77 @@
 //! Authenticated connections are the owner's; their own per-connection
 //! bounds (`connection.rs`) still apply.
 
+use crate::base::logging::Quota;
 pub(crate) use crate::base::ndjson::SharedBudget;
-use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
+use crate::serve::peertable::{Handle, PeerTable};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Notify;
 
 /// How long a connection may stay open without an authenticated request.
 pub(crate) const AUTH_GRACE: Duration = Duration::from_secs(30);
 /// Test-only override of [`AUTH_GRACE`] in milliseconds; not part of the
 /// documented interface.
 pub(crate) const TEST_GRACE_ENV: &str = "REMORA_TEST_AUTH_GRACE_MS";
+/// Test-only override of [`FRESH_GRACE`] in milliseconds (a long one
+/// shows that a crowd gives way without its grace running out); not part
+/// of the documented interface.
+pub(crate) const TEST_FRESH_GRACE_ENV: &str = "REMORA_TEST_FRESH_GRACE_MS";
 
-/// [`AUTH_GRACE`], or the test override. Removes the variable so children
-/// never inherit it. Call before threads start.
-pub(crate) fn grace_from_env() -> Duration {
-    let Some(value) = std::env::var_os(TEST_GRACE_ENV) else {
-        return AUTH_GRACE;
-    };
-    std::env::remove_var(TEST_GRACE_ENV);
+/// How long a newly admitted connection cannot be evicted while no peer
+/// crowds (audit N6: with the oldest evicted first, a flood of same-uid
+/// connections evicted 15–30% of fresh clients before their first line
+/// was read).
+pub(crate) const FRESH_GRACE: Duration = Duration::from_secs(1);
+
+/// Unauthenticated connections from which a peer process (the newcomer's
+/// counted) is a crowd: at the cap, the peer holding the most gives way
+/// first, without the fresh grace, once it holds this many.
+pub(crate) const PEER_CROWD: usize = 8;
+
+/// The two graces, fixed when the daemon starts.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Graces {
+    /// How long a connection may stay without an authenticated request.
+    pub auth: Duration,
+    /// How long a new connection cannot be evicted while no peer crowds.
+    pub fresh: Duration,
+}
+
+impl Default for Graces {
+    fn default() -> Graces {
+        Graces {
+            auth: AUTH_GRACE,
+            fresh: FRESH_GRACE,
+        }
+    }
+}
+
+impl Graces {
+    /// [`AUTH_GRACE`] and [`FRESH_GRACE`], or the test overrides. Removes
+    /// the variables so children never inherit them. Call before threads
+    /// start.
+    pub(crate) fn from_env() -> Graces {
+        let defaults = Graces::default();
+        Graces {
+            auth: ms_from_env(TEST_GRACE_ENV).unwrap_or(defaults.auth),
+            fresh: ms_from_env(TEST_FRESH_GRACE_ENV).unwrap_or(defaults.fresh),
+        }
+    }
+}
+
+/// A positive number of milliseconds in variable `name`, which is removed.
+fn ms_from_env(name: &str) -> Option<Duration> {
+    let value = std::env::var_os(name)?;
+    std::env::remove_var(name);
     value
         .to_string_lossy()
         .parse::<u64>()
         .ok()
         .filter(|ms| *ms > 0)
-        .map_or(AUTH_GRACE, Duration::from_millis)
+        .map(Duration::from_millis)
 }
-/// How long a newly admitted connection cannot be evicted (audit N6: with
-/// the oldest evicted first, a flood of same-uid connections evicted 15–30%
-/// of fresh clients before their first line was read).
-pub(crate) const FRESH_GRACE: Duration = Duration::from_secs(1);
-
-/// Fresh unauthenticated connections one process may have open while a
-/// newcomer of its own waits for room; past it its new connections are
-/// closed at once (the peer is `SO_PEERCRED`'s / `LOCAL_PEERPID`'s pid).
-pub(crate) const PEER_FRESH_LIMIT: usize = 8;
 
 /// Line-buffer bytes all unauthenticated connections together may hold.
 pub(crate) const UNAUTH_LINE_BUDGET: usize = 32 << 20;
@@ -107,90 +162,112 @@ pub(crate) fn soft_fd_limit() -> u64 {
     soft
 }
 
-struct Waiting {
-    id: u64,
-    evict: Arc<Notify>,
-    /// When it was admitted.
-    admitted: Instant,
-    /// When it last sent a complete line (its admission until then), in
-    /// ms since [`Admission::epoch`].
-    heard: Arc<AtomicU64>,
-    /// The connecting process, when the kernel says.
-    peer: Option<i32>,
+/// What the table keeps of one unauthenticated connection, shared with
+/// its [`Ticket`].
+#[derive(Default)]
+struct Seat {
+    /// Tells the connection to close.
+    evict: Notify,
+    /// Set (under the books' lock) once it was told: from then on it
+    /// counts as leaving, no longer in the cap.
+    leaving: AtomicBool,
 }
 
-struct Queue {
-    next_id: u64,
-    /// Unauthenticated connections not yet chosen for eviction, oldest
-    /// first.
-    unauthenticated: VecDeque<Waiting>,
-}
+/// The unauthenticated connections.
+type Table = PeerTable<Arc<Seat>>;
 
 /// What an admission at the cap does.
 enum AtCap {
-    /// Tell this connection to make room.
-    Evict(Waiting),
-    /// Every unauthenticated connection is fresh: try again then.
-    WaitUntil(Instant),
-    /// As `WaitUntil`, but the newcomer's process already has
-    /// [`PEER_FRESH_LIMIT`] fresh connections: refuse it.
-    Crowded,
+    /// Tell this connection to make room. `gave_way`: when it was taken
+    /// from the crowd of another process than the newcomer's, that
+    /// process's pid and how many connections it held.
+    Evict {
+        seat: Arc<Seat>,
+        gave_way: Option<(Option<i32>, usize)>,
+    },
+    /// The newcomer's own peer is the crowd, and its connection silent
+    /// longest is fresh: ask whether the newcomer is worth that place.
+    OwnFresh,
+    /// No peer crowds and the connection silent longest is fresh: try
+    /// again at this time (ms on the admission's clock).
+    WaitUntil(u64),
     /// Every open connection is authenticated.
     Full,
 }
 
-impl Queue {
-    /// The unauthenticated connection silent longest among those past
-    /// their `fresh` grace (ties: the oldest), taken out of the queue.
-    /// `peer` is the newcomer's process.
-    fn choose(&mut self, now: Instant, fresh: Duration, peer: Option<i32>) -> AtCap {
-        let mut best: Option<(u64, usize)> = None;
-        let mut first_ripe: Option<Instant> = None;
-        for (at, w) in self.unauthenticated.iter().enumerate() {
-            let ripe = w.admitted + fresh;
-            if ripe > now {
-                first_ripe = Some(first_ripe.map_or(ripe, |t| t.min(ripe)));
-                continue;
+/// The rule at the cap (the module's doc says it in prose): which
+/// unauthenticated connection makes room for a newcomer from `peer`, at
+/// `now`, with a fresh grace of `fresh` (both in ms). The one chosen is
+/// taken out of the table. A crowd's newcomer takes a fresh place of its
+/// own crowd only when `own_fresh` (else [`AtCap::OwnFresh`]).
+fn choose(table: &mut Table, now: u64, fresh: u64, peer: Option<i32>, own_fresh: bool) -> AtCap {
+    let Some((quietest, admitted)) = table.silent_longest() else {
+        return AtCap::Full;
+    };
+    let own = table.peer(peer);
+    let mine = own.map_or(0, |p| table.holds(p)) + 1;
+    let crowd = match table.heaviest() {
+        Some((heaviest, most)) if most > mine => Some((heaviest, most)),
+        _ => own.map(|p| (p, mine)),
+    };
+    if let Some((crowd, _)) = crowd.filter(|&(_, holds)| holds >= PEER_CROWD) {
+        let held = table.holds(crowd);
+        let pid = table.pid(crowd);
+        if let Some((victim, admitted)) = table.silent_longest_of(crowd) {
+            if !own_fresh && Some(crowd) == own && admitted.saturating_add(fresh) > now {
+                return AtCap::OwnFresh;
             }
-            let heard = w.heard.load(Ordering::Relaxed);
-            if best.is_none_or(|(quietest, _)| heard < quietest) {
-                best = Some((heard, at));
+            if let Some(seat) = table.remove(victim) {
+                return AtCap::Evict {
+                    seat,
+                    gave_way: (Some(crowd) != own).then_some((pid, held)),
+                };
             }
         }
-        match (best, first_ripe) {
-            (Some((_, at)), _) => match self.unauthenticated.remove(at) {
-                Some(w) => AtCap::Evict(w),
-                None => AtCap::Full,
-            },
-            (None, Some(_)) if peer.is_some_and(|p| self.count_of_peer(p) >= PEER_FRESH_LIMIT) => AtCap::Crowded,
-            (None, Some(t)) => AtCap::WaitUntil(t),
-            (None, None) => AtCap::Full,
-        }
+    }
+    let ripe = admitted.saturating_add(fresh);
+    if ripe > now {
+        return AtCap::WaitUntil(ripe);
+    }
+    match table.remove(quietest) {
+        Some(seat) => AtCap::Evict { seat, gave_way: None },
+        None => AtCap::Full,
     }
 }
 
-impl Queue {
-    /// Unauthenticated connections of process `peer`.
-    fn count_of_peer(&self, peer: i32) -> usize {
-        self.unauthenticated.iter().filter(|w| w.peer == Some(peer)).count()
-    }
+/// Connections told to make room that may still be closing while new
+/// ones take their places: the cap is exceeded by at most this many
+/// (descriptors come out of the reserve), and past it an admission waits
+/// for one of them to close. A window rather than one at a time, so a
+/// burst behind the listen backlog is worked through at the speed of
+/// accepting, not of one close after another.
+pub(crate) const LEAVING_MAX: usize = 32;
+
+/// Everything the admission counts, under one lock.
+struct Books {
+    table: Table,
+    /// Open connections that hold a place: all but the leaving ones.
+    placed: usize,
+    /// Connections told to make room that have not closed yet.
+    leaving: usize,
 }
 
 /// The daemon's connection table, as far as admission needs one.
 pub(crate) struct Admission {
     cap: usize,
-    grace: Duration,
-    /// [`FRESH_GRACE`]; shorter in tests.
-    fresh: Duration,
-    /// One permit per open connection.
-    places: Arc<Semaphore>,
-    queue: Mutex<Queue>,
-    /// The zero of the `heard` clocks.
+    graces: Graces,
+    books: Mutex<Books>,
+    /// Signalled when a connection closes (a place or a leaving slot
+    /// frees).
+    room: Notify,
+    /// The zero of the table's clock.
     epoch: Instant,
     /// Shared by the line buffers of unauthenticated connections.
     pub unauth_lines: Arc<SharedBudget>,
     /// The log lines connections without the token may cost.
     pub log_lines: crate::serve::connlog::ConnLog,
+    /// Warnings that name a crowd made to give way.
+    crowd_warnings: Quota,
 }
 
 /// Whether a new connection was let in.
@@ -199,36 +276,34 @@ pub(crate) enum Admitted {
     Yes(Ticket),
     /// Every place is taken by an authenticated connection.
     Full,
-    /// No room yet, and its process already waits with
-    /// [`PEER_FRESH_LIMIT`] fresh connections.
+    /// A silent newcomer of the crowd in the middle of its burst: every
+    /// connection of its process is fresh, it has no whole line waiting,
+    /// and more connections wait to be accepted. Closing it is the
+    /// cheapest way through the backlog.
     Crowded,
 }
 
 impl Admission {
-    pub(crate) fn new(cap: usize, grace: Duration) -> Arc<Admission> {
-        Admission::with_fresh_grace(cap, grace, FRESH_GRACE)
-    }
-
-    /// [`Admission::new`] with another [`FRESH_GRACE`].
-    pub(crate) fn with_fresh_grace(cap: usize, grace: Duration, fresh: Duration) -> Arc<Admission> {
+    pub(crate) fn new(cap: usize, graces: Graces) -> Arc<Admission> {
         Arc::new(Admission {
             cap,
-            grace,
-            fresh,
-            places: Arc::new(Semaphore::new(cap)),
-            queue: Mutex::new(Queue {
-                next_id: 0,
-                unauthenticated: VecDeque::new(),
+            graces,
+            books: Mutex::new(Books {
+                table: PeerTable::with_room_for(cap),
+                placed: 0,
+                leaving: 0,
             }),
+            room: Notify::new(),
             epoch: Instant::now(),
             unauth_lines: Arc::new(SharedBudget::new(UNAUTH_LINE_BUDGET)),
             log_lines: crate::serve::connlog::ConnLog::default(),
+            crowd_warnings: Quota::new(5),
         })
     }
 
     /// The cap from this process's descriptor limit.
-    pub(crate) fn from_fd_limit(grace: Duration) -> Arc<Admission> {
-        Admission::new(connection_cap(soft_fd_limit()), grace)
+    pub(crate) fn from_fd_limit(graces: Graces) -> Arc<Admission> {
+        Admission::new(connection_cap(soft_fd_limit()), graces)
     }
 
     pub(crate) fn cap(&self) -> usize {
@@ -237,94 +312,149 @@ impl Admission {
 
     /// How long a connection may stay without an authenticated request.
     pub(crate) fn grace(&self) -> Duration {
-        self.grace
+        self.graces.auth
     }
 
-    fn lock(&self) -> MutexGuard<'_, Queue> {
-        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    /// How long a new connection cannot be evicted while no peer crowds.
+    pub(crate) fn fresh_grace(&self) -> Duration {
+        self.graces.fresh
     }
 
+    fn lock(&self) -> MutexGuard<'_, Books> {
+        self.books.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Milliseconds since [`Admission::epoch`].
     fn clock_ms(&self) -> u64 {
-        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+        millis(self.epoch.elapsed())
     }
 
-    /// Admits a new connection. At the cap, the unauthenticated connection
-    /// silent longest (and past its [`FRESH_GRACE`]) is told to close and
-    /// this waits for a place, so the daemon never holds more than `cap`
+    /// Admits a new connection from process `peer` (when the kernel
+    /// says). At the cap, the unauthenticated connection [`choose`] picks
+    /// is told to close and this one takes its place at once, unless
+    /// [`LEAVING_MAX`] told earlier are still closing (then it waits for
+    /// one). So the daemon holds at most `cap` + [`LEAVING_MAX`]
     /// connections plus the one being admitted. The accept loop calls this
     /// before it accepts again.
-    /// `peer` is the connecting process, when known.
-    pub(crate) async fn admit(self: &Arc<Self>, peer: Option<i32>) -> Admitted {
-        let permit = loop {
-            if let Ok(permit) = self.places.clone().try_acquire_owned() {
-                break permit;
-            }
-            let choice = self.lock().choose(Instant::now(), self.fresh, peer);
-            match choice {
-                AtCap::Full => return Admitted::Full,
-                AtCap::Crowded => return Admitted::Crowded,
-                AtCap::Evict(quietest) => {
-                    quietest.evict.notify_one();
-                    match self.places.clone().acquire_owned().await {
-                        Ok(permit) => break permit,
-                        Err(_) => return Admitted::Full,
+    ///
+    /// `worth_a_fresh_place` is asked only when the newcomer's own process
+    /// is the crowd and its connection silent longest is fresh: whether
+    /// the newcomer has a whole line waiting, or nothing else waits to be
+    /// accepted (then it takes that place; else it is [`Admitted::Crowded`]).
+    pub(crate) async fn admit(self: &Arc<Self>, peer: Option<i32>, worth_a_fresh_place: impl Fn() -> bool) -> Admitted {
+        let mut own_fresh = false;
+        loop {
+            // Armed before the books are read: a close in between still
+            // wakes this.
+            let room = self.room.notified();
+            tokio::pin!(room);
+            room.as_mut().enable();
+            let ripe = {
+                let mut books = self.lock();
+                if books.placed < self.cap {
+                    return self.seat(&mut books, peer);
+                }
+                if books.leaving >= LEAVING_MAX {
+                    None
+                } else {
+                    match choose(
+                        &mut books.table,
+                        self.clock_ms(),
+                        millis(self.graces.fresh),
+                        peer,
+                        own_fresh,
+                    ) {
+                        AtCap::Full => return Admitted::Full,
+                        AtCap::OwnFresh => {
+                            drop(books);
+                            if !worth_a_fresh_place() {
+                                return Admitted::Crowded;
+                            }
+                            own_fresh = true;
+                            continue;
+                        }
+                        AtCap::Evict { seat, gave_way } => {
+                            seat.leaving.store(true, Ordering::Relaxed);
+                            seat.evict.notify_one();
+                            books.leaving += 1;
+                            books.placed = books.placed.saturating_sub(1);
+                            let admitted = self.seat(&mut books, peer);
+                            drop(books);
+                            if let Some((pid, held)) = gave_way {
+                                self.warn_crowd(pid, held, peer);
+                            }
+                            return admitted;
+                        }
+                        AtCap::WaitUntil(ripe) => Some(ripe),
                     }
                 }
-                AtCap::WaitUntil(ripe) => {
+            };
+            match ripe {
+                None => room.await,
+                Some(ripe) => {
+                    let at = self.epoch + Duration::from_millis(ripe);
                     tokio::select! {
-                        place = self.places.clone().acquire_owned() => match place {
-                            Ok(permit) => break permit,
-                            Err(_) => return Admitted::Full,
-                        },
-                        _ = tokio::time::sleep_until(ripe.into()) => {}
+                        _ = room => {}
+                        _ = tokio::time::sleep_until(at.into()) => {}
                     }
                 }
             }
-        };
-        let now = self.clock_ms();
-        let mut queue = self.lock();
-        queue.next_id += 1;
-        let id = queue.next_id;
-        let evict = Arc::new(Notify::new());
-        let heard = Arc::new(AtomicU64::new(now));
-        queue.unauthenticated.push_back(Waiting {
-            id,
-            evict: evict.clone(),
-            admitted: Instant::now(),
-            heard: heard.clone(),
-            peer,
-        });
+        }
+    }
+
+    /// Gives a place to a new connection of `peer`.
+    fn seat(self: &Arc<Self>, books: &mut Books, peer: Option<i32>) -> Admitted {
+        books.placed += 1;
+        let seat = Arc::new(Seat::default());
+        let handle = books.table.insert(peer, self.clock_ms(), seat.clone());
         Admitted::Yes(Ticket {
             admission: self.clone(),
-            id,
-            evict,
-            heard,
-            _place: permit,
+            handle,
+            seat,
+            peer,
             authenticated: false,
         })
     }
 
-    /// Open connections now.
-    #[cfg(test)]
-    pub(crate) fn open(&self) -> usize {
-        self.cap - self.places.available_permits()
+    /// Logs (5 times at most) that the crowd of `pid`, holding `held`,
+    /// gave a place to a newcomer of another process, `newcomer` (a crowd
+    /// that churns through its own connections is not news: their closes
+    /// are counted in `connlog`'s summary).
+    fn warn_crowd(&self, pid: Option<i32>, held: usize, newcomer: Option<i32>) {
+        if !self.crowd_warnings.allow() {
+            return;
+        }
+        let name = |pid: Option<i32>| match pid {
+            Some(pid) => format!("peer pid {pid}"),
+            None => "a peer the kernel did not name".to_string(),
+        };
+        crate::log_warn!(
+            "[Server] the connection limit ({}) is reached: closing the longest-silent of the {held} connections without the token from {} for a new one from {}",
+            self.cap,
+            name(pid),
+            name(newcomer)
+        );
     }
 
-    fn forget(&self, id: u64) {
-        let mut queue = self.lock();
-        if let Some(at) = queue.unauthenticated.iter().position(|w| w.id == id) {
-            queue.unauthenticated.remove(at);
-        }
+    /// Open connections now, leaving ones included.
+    #[cfg(test)]
+    pub(crate) fn open(&self) -> usize {
+        let books = self.lock();
+        books.placed + books.leaving
     }
+}
+
+/// `d` in whole milliseconds (saturating).
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// One connection's place in the table; dropping it gives the place back.
 pub(crate) struct Ticket {
     admission: Arc<Admission>,
-    id: u64,
-    evict: Arc<Notify>,
-    heard: Arc<AtomicU64>,
-    _place: OwnedSemaphorePermit,
+    handle: Handle,
+    seat: Arc<Seat>,
+    peer: Option<i32>,
     authenticated: bool,
 }
 
@@ -333,11 +463,16 @@ impl Ticket {
     /// room. Only unauthenticated connections are chosen; one that
     /// authenticates in the same instant still goes.
     pub(crate) async fn evicted(&self) {
-        self.evict.notified().await;
+        self.seat.evict.notified().await;
     }
 
     pub(crate) fn is_authenticated(&self) -> bool {
         self.authenticated
+    }
+
+    /// The process at the other end, as the kernel named it at the accept.
+    pub(crate) fn peer(&self) -> Option<i32> {
+        self.peer
     }
 
     /// The connection sent a complete line (without the token, or not yet
@@ -345,7 +480,7 @@ impl Ticket {
     /// ones that have said nothing for longer.
     pub(crate) fn heard(&self) {
         if !self.authenticated {
-            self.heard.store(self.admission.clock_ms(), Ordering::Relaxed);
+            self.admission.lock().table.heard(self.handle);
         }
     }
 
@@ -354,7 +489,8 @@ impl Ticket {
     pub(crate) fn authenticate(&mut self) {
         if !self.authenticated {
             self.authenticated = true;
-            self.admission.forget(self.id);
+            // The seat comes back out and is dropped after the lock.
+            let _seat = self.admission.lock().table.remove(self.handle);
         }
     }
 
@@ -366,7 +502,21 @@ impl Ticket {
 
 impl Drop for Ticket {
     fn drop(&mut self) {
-        self.admission.forget(self.id);
+        let seat = {
+            let mut books = self.admission.lock();
+            let seat = match self.authenticated {
+                true => None,
+                false => books.table.remove(self.handle),
+            };
+            if self.seat.leaving.load(Ordering::Relaxed) {
+                books.leaving = books.leaving.saturating_sub(1);
+            } else {
+                books.placed = books.placed.saturating_sub(1);
+            }
+            seat
+        };
+        drop(seat);
+        self.admission.room.notify_one();
     }
 }
 
@@ -374,12 +524,36 @@ impl Drop for Ticket {
 mod tests {
     use super::*;
 
-    fn yes(a: &Arc<Admission>) -> Ticket {
-        match poll_once(a.admit(None)) {
+    /// Graces of `fresh` (and the real auth grace).
+    fn graces(fresh: Duration) -> Graces {
+        Graces {
+            auth: AUTH_GRACE,
+            fresh,
+        }
+    }
+
+    fn yes_from(a: &Arc<Admission>, peer: Option<i32>) -> Ticket {
+        match poll_once(a.admit(peer, || true)) {
             Some(Admitted::Yes(t)) => t,
             Some(Admitted::Full | Admitted::Crowded) => panic!("refused"),
             None => panic!("still waiting"),
         }
+    }
+
+    fn yes(a: &Arc<Admission>) -> Ticket {
+        yes_from(a, None)
+    }
+
+    /// `n` connections of process `pid`.
+    fn crowd(a: &Arc<Admission>, pid: i32, n: usize) -> Vec<Ticket> {
+        (0..n).map(|_| yes_from(a, Some(pid))).collect()
+    }
+
+    /// Which of `tickets` were told to make room.
+    fn told(tickets: &[Ticket]) -> Vec<usize> {
+        (0..tickets.len())
+            .filter(|&i| poll_once(tickets[i].evicted()).is_some())
+            .collect()
     }
 
     #[test]
@@ -392,23 +566,20 @@ mod tests {
 
     #[test]
     fn at_the_cap_the_oldest_unauthenticated_connection_makes_room() {
-        let a = Admission::with_fresh_grace(3, AUTH_GRACE, Duration::ZERO);
+        let a = Admission::new(3, graces(Duration::ZERO));
         let mut owner = yes(&a);
         owner.authenticate();
         let first = yes(&a);
         let second = yes(&a);
         assert_eq!(a.open(), 3);
-        let mut admitting = std::pin::pin!(a.admit(None));
-        // At the cap: `first` is told to go and the admission waits.
-        assert!(poll_once(admitting.as_mut()).is_none());
+        // At the cap: `first` is told to go, and the newcomer takes its
+        // place while it closes.
+        let third = yes(&a);
         assert!(poll_once(first.evicted()).is_some());
         assert!(poll_once(second.evicted()).is_none());
         assert!(poll_once(owner.evicted()).is_none());
+        assert_eq!(a.open(), 4, "the one told to go is still closing");
         drop(first);
-        let third = match poll_once(admitting.as_mut()) {
-            Some(Admitted::Yes(t)) => t,
-            _ => panic!("a place was freed"),
-        };
         assert_eq!(a.open(), 3);
         drop((second, third, owner));
         assert_eq!(a.open(), 0);
@@ -416,12 +587,12 @@ mod tests {
 
     #[test]
     fn authenticated_connections_are_never_evicted() {
-        let a = Admission::with_fresh_grace(2, AUTH_GRACE, Duration::ZERO);
+        let a = Admission::new(2, graces(Duration::ZERO));
         let mut x = yes(&a);
         let mut y = yes(&a);
         x.authenticate();
         y.authenticate();
-        assert!(matches!(poll_once(a.admit(None)), Some(Admitted::Full)));
+        assert!(matches!(poll_once(a.admit(None, || true)), Some(Admitted::Full)));
         drop(x);
         let z = yes(&a);
         assert_eq!(a.open(), 2);
@@ -431,64 +602,146 @@ mod tests {
 
     #[test]
     fn the_longest_silent_connection_goes_first() {
-        let a = Admission::with_fresh_grace(2, AUTH_GRACE, Duration::ZERO);
+        let a = Admission::new(2, graces(Duration::ZERO));
         let older = yes(&a);
         let newer = yes(&a);
-        // The older one sends a line (without the token) later than the
-        // newer one was admitted: the newer one has been silent longer.
-        std::thread::sleep(Duration::from_millis(5));
+        // The older one sends a line (without the token) after the newer
+        // one was admitted: the newer one has been silent longer.
         older.heard();
-        let mut admitting = std::pin::pin!(a.admit(None));
-        assert!(poll_once(admitting.as_mut()).is_none());
+        let third = yes(&a);
         assert!(poll_once(newer.evicted()).is_some(), "the silent one goes");
         assert!(poll_once(older.evicted()).is_none());
-        drop((newer, older));
+        drop((newer, older, third));
     }
 
-    /// Audit N6: a connection admitted less than the fresh grace ago is
-    /// never evicted; the admission waits for the grace (or a place).
+    /// Connections told to go may close late; past [`LEAVING_MAX`] of
+    /// them an admission waits until one has closed.
+    #[test]
+    fn at_most_leaving_max_connections_close_behind_the_cap() {
+        let a = Admission::new(4, graces(Duration::ZERO));
+        let mut kept: Vec<Ticket> = (0..4 + LEAVING_MAX).map(|_| yes(&a)).collect();
+        assert_eq!(a.open(), 4 + LEAVING_MAX);
+        {
+            let mut admitting = std::pin::pin!(a.admit(None, || true));
+            assert!(poll_once(admitting.as_mut()).is_none(), "waits for a close");
+            let gone = kept.remove(0);
+            assert!(poll_once(gone.evicted()).is_some());
+            drop(gone);
+            match poll_once(admitting.as_mut()) {
+                Some(Admitted::Yes(t)) => kept.push(t),
+                _ => panic!("a close made room"),
+            }
+        }
+        assert_eq!(a.open(), 4 + LEAVING_MAX);
+        drop(kept);
+        assert_eq!(a.open(), 0);
+    }
+
+    /// Audit N6: while no peer crowds, a connection admitted less than the
+    /// fresh grace ago is never evicted; the admission waits for the grace
+    /// (or a place).
     #[tokio::test(flavor = "current_thread")]
     async fn a_fresh_connection_is_not_evicted() {
-        let a = Admission::with_fresh_grace(2, AUTH_GRACE, Duration::from_millis(300));
+        let a = Admission::new(2, graces(Duration::from_millis(300)));
         let first = yes(&a);
         let second = yes(&a);
-        let waited = tokio::time::timeout(Duration::from_millis(100), a.admit(None)).await;
+        let waited = tokio::time::timeout(Duration::from_millis(100), a.admit(None, || true)).await;
         assert!(waited.is_err(), "no room made within the grace");
         assert!(poll_once(first.evicted()).is_none());
         assert!(poll_once(second.evicted()).is_none());
         // Past the grace the oldest silent one makes room.
-        let evicted = tokio::spawn({
-            let first = std::sync::Arc::new(first);
-            async move {
-                first.evicted().await;
-                drop(first);
-            }
-        });
-        let third = match tokio::time::timeout(Duration::from_secs(5), a.admit(None)).await {
+        let third = match tokio::time::timeout(Duration::from_secs(5), a.admit(None, || true)).await {
             Ok(Admitted::Yes(t)) => t,
             _ => panic!("admitted once the grace is over"),
         };
-        evicted.await.unwrap();
+        assert!(poll_once(first.evicted()).is_some());
         assert!(poll_once(second.evicted()).is_none());
-        drop((second, third));
+        drop((first, second, third));
         assert_eq!(a.open(), 0);
     }
 
-    /// A process that already waits with its limit of fresh connections
-    /// is turned away at once instead of queueing; another is not.
-    #[tokio::test(flavor = "current_thread")]
-    async fn a_crowding_process_is_turned_away_while_others_wait() {
-        let a = Admission::with_fresh_grace(PEER_FRESH_LIMIT, AUTH_GRACE, Duration::from_secs(3600));
-        let flood: Vec<Ticket> = (0..PEER_FRESH_LIMIT)
-            .map(|_| match poll_once(a.admit(Some(7))) {
-                Some(Admitted::Yes(t)) => t,
-                _ => panic!("room left"),
-            })
-            .collect();
-        assert!(matches!(poll_once(a.admit(Some(7))), Some(Admitted::Crowded)));
-        let other = tokio::time::timeout(Duration::from_millis(50), a.admit(Some(8))).await;
-        assert!(other.is_err(), "another process waits for room");
+    /// Issue 44 item 7: every place is held by one process's fresh
+    /// connections; a process holding none takes the place of the crowd's
+    /// connection silent longest at once, grace or no grace.
+    #[test]
+    fn a_peer_with_none_takes_a_crowds_place_however_fresh() {
+        let a = Admission::new(PEER_CROWD + 1, graces(Duration::from_secs(3600)));
+        let flood = crowd(&a, 7, PEER_CROWD + 1);
+        flood[0].heard();
+        let client = yes_from(&a, Some(8));
+        assert_eq!(client.peer(), Some(8));
+        assert_eq!(told(&flood), [1], "the silent longest; the one that spoke comes last");
+        let another = yes_from(&a, Some(9));
+        assert_eq!(told(&flood), [2]);
+        drop((flood, client, another));
+        assert_eq!(a.open(), 0);
+    }
+
+    /// A crowd's own newcomer takes a place of its own crowd, never a
+    /// lighter peer's, and never waits (the backlog behind it moves).
+    #[test]
+    fn a_crowds_newcomer_takes_a_place_of_its_own() {
+        let a = Admission::new(PEER_CROWD + 1, graces(Duration::from_secs(3600)));
+        let other = yes_from(&a, Some(8));
+        let flood = crowd(&a, 7, PEER_CROWD);
+        let newcomer = yes_from(&a, Some(7));
+        assert!(poll_once(other.evicted()).is_none(), "the lighter peer keeps its place");
+        assert_eq!(told(&flood), [0]);
+        drop((flood, other, newcomer));
+        assert_eq!(a.open(), 0);
+    }
+
+    /// In the middle of its own burst, a crowd's silent newcomer is
+    /// closed at once; one with a line waiting (or the last of the burst)
+    /// takes a place of its own crowd. Past the grace nobody is asked.
+    #[test]
+    fn a_bursting_crowds_silent_newcomer_is_closed_at_once() {
+        let a = Admission::new(PEER_CROWD + 1, graces(Duration::from_secs(3600)));
+        let flood = crowd(&a, 7, PEER_CROWD + 1);
+        assert!(matches!(poll_once(a.admit(Some(7), || false)), Some(Admitted::Crowded)));
+        assert!(told(&flood).is_empty());
+        let talking = yes_from(&a, Some(7));
+        assert_eq!(told(&flood), [0]);
+        drop((flood, talking));
+        let ripe = Admission::new(PEER_CROWD + 1, graces(Duration::ZERO));
+        let flood = crowd(&ripe, 7, PEER_CROWD + 1);
+        let asked = std::cell::Cell::new(false);
+        match poll_once(ripe.admit(Some(7), || asked.replace(true))) {
+            Some(Admitted::Yes(t)) => drop(t),
+            _ => panic!("a place past its grace is taken"),
+        }
+        assert!(!asked.get());
         drop(flood);
+    }
+
+    /// Two crowds even out: a newcomer of the lighter takes from the
+    /// heavier, a newcomer of the heavier from its own.
+    #[test]
+    fn the_heaviest_crowd_gives_way() {
+        let a = Admission::new(16, graces(Duration::from_secs(3600)));
+        let heavy = crowd(&a, 1, 10);
+        let light = crowd(&a, 2, 6);
+        let from_light = yes_from(&a, Some(2));
+        assert_eq!((told(&heavy), told(&light)), (vec![0], vec![]));
+        // A newcomer of the heavier (9 + 1 against 7) takes from its own.
+        let from_heavy = yes_from(&a, Some(1));
+        assert_eq!((told(&heavy), told(&light)), (vec![1], vec![]));
+        drop((heavy, light, from_light, from_heavy));
+        assert_eq!(a.open(), 0);
+    }
+
+    /// Below a crowd the grace holds for everyone: with 7 from one peer
+    /// and one from another, all fresh, a newcomer waits.
+    #[tokio::test(flavor = "current_thread")]
+    async fn below_a_crowd_fresh_connections_keep_their_grace() {
+        let a = Admission::new(PEER_CROWD, graces(Duration::from_secs(3600)));
+        let few = crowd(&a, 1, PEER_CROWD - 1);
+        let one = yes_from(&a, Some(2));
+        let waited = tokio::time::timeout(Duration::from_millis(50), a.admit(Some(3), || true)).await;
+        assert!(waited.is_err(), "no room made within the grace");
+        assert!(told(&few).is_empty());
+        assert!(poll_once(one.evicted()).is_none());
+        drop((few, one));
         assert_eq!(a.open(), 0);
     }
 

@@ -78,7 +78,7 @@ pub(crate) async fn serve(stream: UnixStream, daemon: Arc<Daemon>, mut ticket: T
     if lines.logged {
         crate::log_info!("[Server] New connection from: @");
     }
-    let peer = crate::sys::os::peer_pid(std::os::fd::AsRawFd::as_raw_fd(&stream));
+    let peer = ticket.peer();
     daemon.metrics.connections.fetch_add(1, Ordering::Relaxed);
     let _open = OpenClient::count(&daemon);
     let (read_half, write_half) = stream.into_split();

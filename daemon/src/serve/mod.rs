@@ -1,15 +1,17 @@
 //! The serving layer: the daemon's shared state, the way from a request
 //! line to its reply, one connection's reader and writer, and the accept
 //! loop with what runs beside it. Inside the folder the files import in
-//! one direction only, `admission` ← `state` ← `dispatch` ← `connection` ←
-//! {`server`, `orphan`, `metrics_http`, `shellenv`}: `daemon/tests/it/layers.rs`
-//! (`INNER`) fails on an import that reaches up this order, and
+//! one direction only, {`admission`, `connlog`, `peertable`} ← `state` ←
+//! `dispatch` ← `connection` ← {`server`, `orphan`, `metrics_http`,
+//! `shellenv`}: `daemon/tests/it/layers.rs` (`INNER`) fails on an import
+//! that reaches up this order, and
 //! `daemon/tests/it/import_circles.rs` keeps each rank free of circles.
 //!
 //! | module | owns |
 //! | --- | --- |
 //! | [`admission`] | the connection cap and the bounds on connections without the token |
 //! | [`connlog`] | how many log lines connections without the token may cost |
+//! | [`peertable`] | the books admission reads: connections without the token by silence and by peer process |
 //! | [`state`] | daemon-wide state shared by connections and handlers |
 //! | [`dispatch`] | the reader's one way in (`on_line`): quick, instant or task; params gate, dispatch by method, panic isolation |
 //! | [`connection`] | one client: line reader and its bounds, request tasks, ordered writer |
@@ -24,6 +26,7 @@ pub(crate) mod connlog;
 pub(crate) mod dispatch;
 pub(crate) mod metrics_http;
 pub(crate) mod orphan;
+pub(crate) mod peertable;
 pub(crate) mod server;
 pub(crate) mod shellenv;
 pub(crate) mod state;

@@ -91,6 +91,7 @@ pub(crate) fn bind_socket(path: &Path) -> Result<StdUnixListener, BindError> {
 /// listener. Connections notice shutdown themselves.
 pub(crate) async fn accept_loop(listener: StdUnixListener, daemon: Arc<Daemon>) -> io::Result<()> {
     let listener = tokio::net::UnixListener::from_std(listener)?;
+    let listening = std::os::fd::AsRawFd::as_raw_fd(&listener);
     let mut shutdown = daemon.shutdown.subscribe();
     let refusals = crate::base::logging::Quota::new(5);
     let crowded = crate::base::logging::Quota::new(5);
@@ -100,7 +101,10 @@ pub(crate) async fn accept_loop(listener: StdUnixListener, daemon: Arc<Daemon>) 
                 // The admission may wait for a fresh connection's grace
                 // to pass; a shutdown does not wait for it.
                 Ok((stream, _)) => match tokio::select! {
-                    admitted = daemon.admission.admit(peer_of(&stream)) => admitted,
+                    admitted = daemon.admission.admit(peer_of(&stream), || {
+                        let newcomer = std::os::fd::AsRawFd::as_raw_fd(&stream);
+                        has_a_line_waiting(newcomer) || !has_connections_waiting(listening)
+                    }) => admitted,
                     _ = shutdown.wait() => return Ok(()),
                 } {
                     Admitted::Yes(ticket) => {
@@ -117,15 +121,15 @@ pub(crate) async fn accept_loop(listener: StdUnixListener, daemon: Arc<Daemon>) 
                         }
                         drop(stream);
                     }
-                    // A process flooding the table with connections that
-                    // never authenticate: it waits no longer than it takes
-                    // to close, so the backlog behind it keeps moving.
+                    // A silent connection in the middle of its own
+                    // process's burst: closing it keeps the backlog moving
+                    // at the speed of accept and close.
                     Admitted::Crowded => {
                         if crowded.allow() {
                             crate::log_warn!(
-                                "[Server] refusing a connection: the connection limit ({}) is reached and its process already has {} new connections without the token",
+                                "[Server] refusing a connection: the connection limit ({}) is reached, its process holds the most connections without the token, all opened in the last {:?}, and more connections wait",
                                 daemon.admission.cap(),
-                                crate::serve::admission::PEER_FRESH_LIMIT
+                                daemon.admission.fresh_grace()
                             );
                         }
                         drop(stream);
@@ -157,6 +161,41 @@ async fn summarize_unlogged(daemon: Arc<Daemon>) {
 /// The process at the other end of an accepted connection.
 fn peer_of(stream: &tokio::net::UnixStream) -> Option<i32> {
     crate::sys::os::peer_pid(std::os::fd::AsRawFd::as_raw_fd(stream))
+}
+
+/// How far [`has_a_line_waiting`] looks: a first request of a client
+/// (Desktop's is `server.capabilities`) fits many times over.
+const FIRST_LINE_PEEK: usize = 4096;
+
+/// Whether the accepted connection `fd` has a whole line waiting in its
+/// first [`FIRST_LINE_PEEK`] bytes: a client that already wrote its first
+/// request, not a partial line or silence.
+fn has_a_line_waiting(fd: std::os::fd::RawFd) -> bool {
+    let mut head = [0u8; FIRST_LINE_PEEK];
+    // SAFETY: recv writes at most `head.len()` bytes into `head`; MSG_PEEK
+    // leaves them in the socket and MSG_DONTWAIT never blocks.
+    let n = unsafe {
+        libc::recv(
+            fd,
+            head.as_mut_ptr().cast(),
+            head.len(),
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    usize::try_from(n).is_ok_and(|n| head[..n.min(head.len())].contains(&b'\n'))
+}
+
+/// Whether another connection waits in the listen backlog of `fd`.
+fn has_connections_waiting(fd: std::os::fd::RawFd) -> bool {
+    let mut ready = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: poll reads and writes the one pollfd we pass; a zero
+    // timeout never blocks.
+    let n = unsafe { libc::poll(&mut ready, 1, 0) };
+    n > 0 && ready.revents & libc::POLLIN != 0
 }
 
 /// Serves `listener` until shutdown, then tears down: children are killed

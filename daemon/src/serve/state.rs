@@ -27,9 +27,10 @@ pub(crate) struct Options {
     pub replay: StoreConfig,
     /// `-exited-retention-min`: how long exited processes stay answerable.
     pub retention: Retention,
-    /// How long a connection may stay without an authenticated request
-    /// ([`crate::serve::admission::AUTH_GRACE`] unless a test shortens it).
-    pub auth_grace: std::time::Duration,
+    /// How long a connection may stay without an authenticated request,
+    /// and how long a new one cannot be evicted
+    /// ([`crate::serve::admission::Graces`]; a test may change them).
+    pub graces: crate::serve::admission::Graces,
     /// The reference build answered as (the `reference-build` stamp).
     pub build: &'static Build,
     /// `server.capabilities`' `peerCheck`, for a build that has the member
@@ -44,7 +45,7 @@ impl Default for Options {
             keep_children: false,
             replay: StoreConfig::default(),
             retention: Retention::from_minutes(crate::process::retention::DEFAULT_MINUTES),
-            auth_grace: crate::serve::admission::AUTH_GRACE,
+            graces: crate::serve::admission::Graces::default(),
             build: crate::protocol::build::NEWEST,
             peer_check: None,
         }
@@ -92,7 +93,7 @@ impl Daemon {
             shutdown,
             processes,
             replay,
-            admission: Admission::from_fd_limit(options.auth_grace),
+            admission: Admission::from_fd_limit(options.graces),
             launcher_log: Default::default(),
             options,
         })

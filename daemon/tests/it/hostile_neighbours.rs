@@ -57,9 +57,22 @@ struct Crowd {
 
 impl Crowd {
     fn hold(socket: &std::path::Path, n: usize) -> Crowd {
+        Crowd::start(socket, n, false).0
+    }
+
+    /// As [`Crowd::hold`], and then the crowd's own process connects once
+    /// more and pings with the token: its answer (the reply line, or how
+    /// it failed) comes back with the crowd.
+    fn hold_then_ping(socket: &std::path::Path, n: usize) -> (Crowd, String) {
+        let (crowd, ping) = Crowd::start(socket, n, true);
+        (crowd, ping.expect("the helper reports its ping"))
+    }
+
+    fn start(socket: &std::path::Path, n: usize, ping: bool) -> (Crowd, Option<String>) {
         use std::io::BufRead;
         use std::process::{Command, Stdio};
-        let mut child = Command::new(std::env::current_exe().unwrap())
+        let mut command = Command::new(std::env::current_exe().unwrap());
+        command
             .args([
                 "hostile_neighbours::hold_connections_helper",
                 "--exact",
@@ -70,14 +83,25 @@ impl Crowd {
             .env(HOLD_COUNT_ENV, n.to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+            .stderr(Stdio::null());
+        if ping {
+            command.env(HOLD_PING_ENV, "1");
+        }
+        let mut child = command.spawn().unwrap();
         let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
         let held = lines
             .find_map(|l| l.ok()?.strip_prefix("held ")?.parse().ok())
             .expect("the helper reports what it holds");
-        Crowd { child, held }
+        let ping = ping.then(|| {
+            lines
+                .find_map(|l| Some(l.ok()?.strip_prefix("ping ")?.to_string()))
+                .unwrap_or_default()
+        });
+        (Crowd { child, held }, ping)
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
     }
 }
 
@@ -95,6 +119,8 @@ impl Drop for Crowd {
 
 const HOLD_SOCKET_ENV: &str = "REMORA_TEST_HOLD_SOCKET";
 const HOLD_COUNT_ENV: &str = "REMORA_TEST_HOLD_COUNT";
+/// Set: once it holds its connections, the helper pings with the token.
+const HOLD_PING_ENV: &str = "REMORA_TEST_HOLD_PING";
 
 /// Not a test of its own: the body of [`Crowd`]'s helper process, which
 /// connects, reports, and holds the connections until its stdin closes.
@@ -107,7 +133,27 @@ fn hold_connections_helper() {
     let n: usize = n.parse().unwrap();
     let held: Vec<UnixStream> = (0..n).filter_map(|_| UnixStream::connect(&socket).ok()).collect();
     println!("held {}", held.len());
+    if std::env::var_os(HOLD_PING_ENV).is_some() {
+        println!("ping {}", ping_once(std::path::Path::new(&socket)));
+    }
     let _ = std::io::stdin().read_to_end(&mut Vec::new());
+}
+
+/// One new connection that pings with the token at once: the reply line,
+/// or how it failed. A bound of 20 s limits a hang.
+fn ping_once(socket: &std::path::Path) -> String {
+    let attempt = || -> std::io::Result<String> {
+        let mut s = UnixStream::connect(socket)?;
+        s.set_read_timeout(Some(Duration::from_secs(20)))?;
+        s.write_all(common::request_line("1", "server.ping", None, common::TOKEN).as_bytes())?;
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(s), &mut line)?;
+        Ok(match line.is_empty() {
+            true => "closed without a reply".to_string(),
+            false => line.trim_end().to_string(),
+        })
+    };
+    attempt().unwrap_or_else(|e| format!("failed: {e}"))
 }
 
 #[test]
@@ -124,6 +170,48 @@ fn silent_connections_past_the_descriptor_limit_leave_room_for_the_owner() {
     let log = d.log();
     assert!(log.contains("the connection limit (128) is reached"), "{log}");
     assert!(!log.to_lowercase().contains("too many open files"), "{log}");
+    drop(crowd);
+}
+
+/// The fresh grace for the tests below: longer than any of them, so a
+/// client is served only if a crowd gives way before its grace is over.
+const LONG_FRESH_GRACE: (&str, &str) = ("REMORA_TEST_FRESH_GRACE_MS", "600000");
+
+/// Issue 44 item 7: another process fills every place with fresh silent
+/// connections (700 at a 512-descriptor limit, cap 384). A client from a
+/// process holding none is served at once: the crowd gives way, grace or
+/// no grace (it used to wait for the crowd's grace, and under Desktop a
+/// refused reconnect replaces the daemon).
+#[test]
+fn a_burst_from_another_process_does_not_lock_a_client_out() {
+    let d = TestDaemon::start_with_fd_limit(512, &[LONG_FRESH_GRACE]);
+    let crowd = Crowd::hold(&d.socket, 700);
+    // Every connect of the burst has returned, so its connections are
+    // accepted or queued ahead of this one: the daemon meets them first,
+    // and with the long grace none of the 384 it admits is past it.
+    assert_eq!(crowd.held, 700, "the burst's connects all return");
+    let reply = ping_once(&d.socket);
+    assert!(reply.contains(r#""pong":true"#), "{reply}");
+    let log = d.log();
+    let gave_way = format!(
+        "connections without the token from peer pid {} for a new one from peer pid {}",
+        crowd.pid(),
+        std::process::id()
+    );
+    assert!(log.contains(&gave_way), "the crowd gives way to this process: {log}");
+    drop(crowd);
+}
+
+/// The shape the hardening check found: the process that opened the 700
+/// silent connections pings with the token itself, at once. Its newcomers
+/// take places of its own crowd, so its client is served too (it was
+/// closed at once: the process "already had 8 fresh connections").
+#[test]
+fn a_client_of_the_bursting_process_itself_is_served() {
+    let d = TestDaemon::start_with_fd_limit(512, &[LONG_FRESH_GRACE]);
+    let (crowd, reply) = Crowd::hold_then_ping(&d.socket, 700);
+    assert_eq!(crowd.held, 700);
+    assert!(reply.contains(r#""pong":true"#), "{reply}");
     drop(crowd);
 }
 

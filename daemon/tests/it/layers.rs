@@ -39,8 +39,9 @@ const INNER: &[(&str, &[&[&str]])] = &[
         "serve",
         &[
             // The connection cap and the unauthenticated bounds (state holds
-            // them), with the log lines such connections may cost.
-            &["admission", "connlog"],
+            // them), with the log lines such connections may cost and the
+            // books admission keeps.
+            &["admission", "connlog", "peertable"],
             // Daemon-wide state, shared by all that follows.
             &["state"],
             // A request line to its reply.

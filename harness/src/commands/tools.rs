@@ -74,6 +74,7 @@ pub(crate) fn stress_client(a: StressClientArgs) -> Result<ExitCode, Error> {
         env: &a.env,
         hold: a.hold,
         pace_us: a.pace_us,
+        count: a.count,
     };
     Ok(exit_code(stress::client::main(&args)))
 }

@@ -12,10 +12,15 @@
 //!   holding at most `--hold` connections (the oldest dropped), prints
 //!   `ready` after its first connection and floods until killed: the
 //!   same-uid process of scenario `fresh-clients-under-flood`.
+//! - `burst`: prints `ready`, then opens `--count` connections as fast as
+//!   the kernel takes them and never speaks; prints `held <n> <µs>` (how
+//!   many connects succeeded, and how long they all took) and holds them
+//!   until its stdin closes: the process of scenario
+//!   `client-after-a-burst`.
 
 use super::wire::{self, Client};
 use super::Error;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::Path;
 use std::time::Duration;
 
@@ -33,6 +38,8 @@ pub struct Args<'a> {
     pub hold: u64,
     /// `flood`: the pause between two connects, in microseconds.
     pub pace_us: u64,
+    /// `burst`: connections opened at once.
+    pub count: u64,
 }
 
 /// Runs a client mode; returns the exit code.
@@ -64,6 +71,9 @@ fn run(a: &Args) -> Result<(), Error> {
     let socket = a.socket.ok_or(Error::NoSocket)?;
     if a.mode == "flood" {
         return flood(socket, a.hold.max(1) as usize, Duration::from_micros(a.pace_us));
+    }
+    if a.mode == "burst" {
+        return burst(socket, a.count as usize);
     }
     let mut c = Client::connect(socket)?;
     c.set_timeout(Duration::from_secs(600));
@@ -137,4 +147,22 @@ fn flood(socket: &Path, hold: usize, pace: Duration) -> Result<(), Error> {
             std::thread::sleep(pace);
         }
     }
+}
+
+/// The `burst` mode: `ready` first (the scenario's clock starts at it),
+/// then `count` connects back to back, silent; `held <n> <µs>`; then hold
+/// until stdin closes.
+fn burst(socket: &Path, count: usize) -> Result<(), Error> {
+    ready();
+    let t = std::time::Instant::now();
+    let held: Vec<std::os::unix::net::UnixStream> = (0..count)
+        .filter_map(|_| std::os::unix::net::UnixStream::connect(socket).ok())
+        .collect();
+    let took = t.elapsed().as_micros();
+    let mut o = std::io::stdout();
+    let _ = writeln!(o, "held {} {took}", held.len());
+    let _ = o.flush();
+    let _ = std::io::stdin().read_to_end(&mut Vec::new());
+    drop(held);
+    Ok(())
 }

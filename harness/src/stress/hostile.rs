@@ -144,9 +144,10 @@ pub fn hostile_neighbours(bin: &Path, ctx: &Ctx, o: &mut Obs) -> Result<(), Erro
     let pings = pinger(&d.socket, stop_ping.clone(), Duration::from_millis(5));
     // The owner's second connection is made before the crowd arrives, as
     // the pinger's is: the crowd below comes from this very process, and
-    // a daemon may turn away a process that already waits with many
-    // connections without the token (remora's `PEER_FRESH_LIMIT`), which
-    // another program flooding it would be.
+    // a daemon may close a silent connection of the process that floods
+    // it at once (remora does while that process's connections without
+    // the token are all fresh, `serve/admission.rs`), which another
+    // program flooding it would be.
     // It authenticates at once, so the crowd cannot evict it either.
     let owner = Client::connect(&d.socket).and_then(|mut c| c.call("0", "server.ping", "{}").map(|_| c));
 

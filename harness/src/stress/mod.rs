@@ -9,6 +9,7 @@
 //! threshold, failing only with `--slower-than`), and optionally time
 //! series plotted in the HTML report.
 
+mod burst;
 mod children;
 pub mod client;
 mod daemon;
@@ -216,6 +217,11 @@ pub fn scenarios() -> Vec<Scenario> {
             name: "fresh-clients-under-flood",
             desc: "4 processes flooding connections at nofile 1024: at least 99% of fresh authenticated pings are answered",
             run: fresh::fresh_clients_under_flood,
+        },
+        Scenario {
+            name: "client-after-a-burst",
+            desc: "one process opens 700 silent connections at nofile 512; another's client 0.1 s later is served within 100 ms p99",
+            run: burst::client_after_a_burst,
         },
         Scenario {
             name: "soak",
