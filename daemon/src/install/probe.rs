@@ -45,7 +45,10 @@ pub(super) fn runnable(cli: &Path, timeout: Duration) -> bool {
         match child.try_wait() {
             Ok(Some(status)) => return status.success(),
             Ok(None) => {}
-            Err(_) => break,
+            // Nothing left to wait for: whatever ended it also took its
+            // pid, so the group id is no longer known to be its own and
+            // gets no signal.
+            Err(_) => return false,
         }
         let now = Instant::now();
         if now >= deadline {
@@ -54,7 +57,8 @@ pub(super) fn runnable(cli: &Path, timeout: Duration) -> bool {
         std::thread::sleep(pause.min(deadline - now));
         pause = (pause * 2).min(Duration::from_millis(50));
     }
-    // Timed out (or waiting failed): kill the whole group, then reap.
+    // Timed out: kill the whole group while its leader is not reaped (so
+    // the id is still its own), then reap.
     if let Ok(pid) = i32::try_from(child.id()) {
         let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
     }

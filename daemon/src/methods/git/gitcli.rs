@@ -108,7 +108,12 @@ pub(super) async fn run_with_input(
             }
         }
     };
-    let group = child.id().and_then(|pid| i32::try_from(pid).ok());
+    // Taken while git is our unreaped child, so it names git's group for
+    // good (see the kill below).
+    let group = child
+        .id()
+        .and_then(|pid| i32::try_from(pid).ok())
+        .and_then(crate::sys::process::PidRef::open);
     // Written beside the wait, so a git that answers before reading all of
     // its input (or never reads it) cannot block the daemon; a git that
     // exits early ends the write with a broken pipe, which is ignored.
@@ -129,12 +134,13 @@ pub(super) async fn run_with_input(
         writer.abort();
     }
     if finished.is_err() {
-        // Before the child is dropped (and reaped): while the output is
-        // pending, the leader is unreaped or a member holds its pipes, so
-        // the group id still names this group.
-        if let Some(pgid) = group {
-            // SAFETY: signals the process group this call created.
-            unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        // git may have been reaped already (`wait_with_output` reaps as
+        // soon as it exits, while a helper that left the group can still
+        // hold the pipes), and then the bare id may name another group:
+        // the hold reaches git's own group or nobody
+        // ([`crate::sys::process::PidRef::signal_group`]).
+        if let Some(group) = &group {
+            let _ = group.signal_group(libc::SIGKILL);
         }
     }
     match finished {

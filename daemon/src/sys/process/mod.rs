@@ -1,5 +1,8 @@
 //! The few raw OS calls the supervisor needs: signal names, signalling a
-//! process group, and observing a child's exit *without reaping it*.
+//! process group, observing a child's exit *without reaping it*, and a
+//! hold on a process that its pid number cannot outlive ([`PidRef`], in
+//! `pidref.rs`) for every signal to a process that is not an unreaped
+//! child.
 //!
 //! Why not reap at once: a child that is a zombie keeps its pid, and so its
 //! process-group id, reserved. While the supervisor has not reaped the
@@ -20,6 +23,7 @@
 
 use std::io;
 
+mod pidref;
 #[cfg(target_os = "linux")]
 #[path = "linux.rs"]
 mod platform;
@@ -27,6 +31,7 @@ mod platform;
 #[path = "macos.rs"]
 mod platform;
 
+pub(crate) use pidref::{GroupError, PidRef};
 pub(crate) use platform::{resize_pipe, signal_name};
 
 /// Parses a `signal` param as the reference does: exactly `TERM`, `KILL`,
