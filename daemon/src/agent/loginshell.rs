@@ -239,3 +239,79 @@ pub(crate) async fn ask(
     });
     Ok(read.ok())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A login shell's group is killed only while the shell is not
+    /// reaped: once the run says reaped, a kill sends nothing (the id may
+    /// belong to another group by then), and before, it reaches the group.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_run_whose_shell_was_reaped_never_signals_its_group() {
+        use crate::sys::process::pidns::got_sigkill;
+        use std::os::unix::process::CommandExt;
+        let mut leader = std::process::Command::new("sleep")
+            .arg("60")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let run = Run {
+            group: leader.id() as i32,
+            reaped: Mutex::new(true),
+        };
+        run.kill();
+        assert!(!got_sigkill(&mut leader), "a reaped run's group was signalled");
+        *run.reaped.lock().unwrap() = false;
+        run.kill();
+        assert!(got_sigkill(&mut leader), "an unreaped run's group was not killed");
+        leader.wait().unwrap();
+    }
+
+    /// Planted for real in a pid namespace: a shell answers and exits, is
+    /// reaped, and a new group leader gets its pid; the daemon's teardown
+    /// (`end_all`) must not reach it.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_teardown_never_signals_the_group_that_took_a_reaped_shells_pid() {
+        crate::sys::process::pidns::run("agent::loginshell::tests::reaped_shell_teardown_helper", &[]);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    #[ignore = "runs only inside the pid namespace its parent test makes"]
+    fn reaped_shell_teardown_helper() {
+        use crate::sys::process::pidns;
+        if !pidns::entered() {
+            return;
+        }
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let pid = runtime.block_on(async {
+            let answer = ask("/bin/sh", "echo $$", None, Duration::from_secs(10), |out| {
+                out.ends_with(b"\n")
+            })
+            .await
+            .unwrap()
+            .expect("the shell answered");
+            let pid: i32 = String::from_utf8(answer).unwrap().trim().parse().unwrap();
+            // Reaped by the run's own task; nothing signals that moment.
+            while !RUNNING.lock().unwrap().listed.is_empty() {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            pid
+        });
+        assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "reaped");
+        let mut planted = pidns::plant(pid, || true);
+        end_all();
+        assert!(
+            !pidns::got_sigkill(&mut planted),
+            "the teardown reached the group that took the shell's pid"
+        );
+        planted.kill().unwrap();
+        planted.wait().unwrap();
+    }
+}

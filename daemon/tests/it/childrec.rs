@@ -228,6 +228,53 @@ fn children_name_themselves_and_what_they_start_is_never_reaped() {
     first.stop();
 }
 
+/// Issue 44 (item 8): no group kill after its leader is reaped unless the
+/// group is proven to still be the recorded one. A recorded child leads a
+/// group with a member in it; its daemon is SIGKILLed, the leader then
+/// exits (its stdin closes with the daemon) and is reaped by someone else,
+/// leaving the member behind under the leader's id. Nothing proves that
+/// id still names the recorded group (it is the member's, but a new
+/// daemon cannot tell that from a group that took the number over), so
+/// the next daemon sends nothing to it.
+#[test]
+fn a_group_whose_recorded_leader_was_reaped_gets_no_signal() {
+    let mut first = TestDaemon::start();
+    let root = first.root().to_path_buf();
+    let socket = first.socket.clone();
+    let mut c = first.connect();
+    let leader = spawn_sh(&mut c, 1, "leader", "sleep 300 </dev/null & echo $!; read -r x; :");
+    let member: i32 = first_output(&mut c, "leader").trim().parse().unwrap();
+    // Both held while known alive (they just printed their pids).
+    let leader_held = Proc::open(leader).expect("a pidfd on the leader");
+    let member_held = Proc::open(member).expect("a pidfd on the member");
+    // SAFETY: getpgid only reads.
+    assert_eq!(
+        unsafe { libc::getpgid(member) },
+        leader,
+        "the member is in the leader's group"
+    );
+    assert!(root.join(format!("children/{leader}.json")).exists());
+    kill_daemon(&root);
+    // The leader's stdin closed with its daemon: it exits, and whoever
+    // inherited it reaps it.
+    assert!(
+        wait_until(Duration::from_secs(10), || !leader_held.present()),
+        "the leader was never reaped"
+    );
+    let text = common::serve_next(&socket, &root, &[]);
+    let spared = !member_held.gone();
+    member_held.signal(libc::SIGKILL);
+    assert!(spared, "the reaped leader's group was signalled:\n{text}");
+    // No group ended, none kept: no summary line either.
+    assert!(!text.contains("ending orphaned process group"), "{text}");
+    assert!(!text.contains("predecessor's children"), "{text}");
+    assert!(
+        !root.join(format!("children/{leader}.json")).exists(),
+        "the stale record stays"
+    );
+    first.stop();
+}
+
 /// One `-serve` on `<dir>/rpc.sock` with its log in `<dir>/daemon.log`,
 /// stopped again at once; returns the log.
 fn serve_once_in(dir: &Path) -> String {

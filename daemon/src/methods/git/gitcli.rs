@@ -258,6 +258,82 @@ fn version_at_least(banner: &str, want: (u32, u32)) -> bool {
 mod tests {
     use super::*;
 
+    /// Set for the helper below: where the fake git writes its pid.
+    #[cfg(target_os = "linux")]
+    const GIT_PID_FILE: &str = "REMORA_TEST_GIT_PID";
+
+    /// Issue 44 (item 8): git's timeout killed `-pgid` after git itself
+    /// could have been reaped (`wait_with_output` reaps git as soon as it
+    /// exits, while a helper that left its group still holds the pipes),
+    /// so a group that took git's number by then got the SIGKILL. Planted
+    /// for real in a pid namespace: git exits at once leaving a `setsid`
+    /// helper on its pipes, is reaped, and a new group leader gets its pid
+    /// before the timeout fires; the new group must live.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_timed_out_git_never_signals_the_group_that_took_its_pid() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let git = dir.path().join("git");
+        std::fs::write(
+            &git,
+            format!("#!/bin/sh\necho $$ >\"${GIT_PID_FILE}\"\nsetsid sleep 60 &\nexit 0\n"),
+        )
+        .unwrap();
+        std::fs::set_permissions(&git, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = format!("{}:{}", dir.path().display(), std::env::var("PATH").unwrap_or_default());
+        let mark = dir.path().join("git.pid");
+        crate::sys::process::pidns::run(
+            "methods::git::gitcli::tests::git_reaped_before_its_timeout_helper",
+            &[("PATH", path.as_ref()), (GIT_PID_FILE, mark.as_os_str())],
+        );
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    #[ignore = "runs only inside the pid namespace its parent test makes"]
+    fn git_reaped_before_its_timeout_helper() {
+        use crate::sys::process::pidns;
+        if !pidns::entered() {
+            return;
+        }
+        let mark = std::path::PathBuf::from(std::env::var_os(GIT_PID_FILE).unwrap());
+        let planter = std::thread::spawn(move || {
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            let pause = || {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "git never ran, or was never reaped"
+                );
+                std::thread::sleep(Duration::from_millis(2));
+            };
+            // Polled: nothing signals the moment another task reaps git.
+            let pid = loop {
+                match std::fs::read_to_string(&mark).map(|t| t.trim().parse::<i32>()) {
+                    Ok(Ok(pid)) => break pid,
+                    _ => pause(),
+                }
+            };
+            while std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                pause();
+            }
+            pidns::plant(pid, || true)
+        });
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let out = runtime.block_on(run_with_input("", &["status"], true, Duration::from_secs(3), None));
+        assert!(out.timed_out, "{out:?}");
+        let mut planted = planter.join().unwrap();
+        assert!(
+            !pidns::got_sigkill(&mut planted),
+            "git's timeout kill reached the group that took its pid"
+        );
+        planted.kill().unwrap();
+        planted.wait().unwrap();
+    }
+
     #[test]
     fn slugs() {
         for (url, want) in [

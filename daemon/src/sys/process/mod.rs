@@ -31,6 +31,8 @@ mod platform;
 #[path = "macos.rs"]
 mod platform;
 
+#[cfg(all(test, target_os = "linux"))]
+pub(crate) use pidref::pidns;
 pub(crate) use pidref::{GroupError, PidRef};
 pub(crate) use platform::{resize_pipe, signal_name};
 

@@ -257,10 +257,6 @@ mod tests {
             .is_ok_and(|s| s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')))
     }
 
-    /// Set in the copy of this test binary that runs inside a fresh pid
-    /// namespace.
-    const REUSE_HELPER: &str = "REMORA_PIDREF_REUSE_HELPER";
-
     /// A real reuse, planted: in a pid namespace of its own (where
     /// `ns_last_pid` says which number the next process gets), a process
     /// is held, killed and reaped, and a new group leader is made to get
@@ -269,8 +265,64 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn a_hold_never_signals_the_process_that_got_the_number_after_it() {
+        pidns::run("sys::process::pidref::tests::planted_reuse_helper", &[]);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    #[ignore = "runs only inside the pid namespace its parent test makes"]
+    fn planted_reuse_helper() {
+        if !pidns::entered() {
+            return;
+        }
+        let mut first = leader();
+        let number = first.id() as i32;
+        let refs = holds(number);
+        assert_eq!(refs.len(), 2, "a pidfd and a start time");
+        first.kill().unwrap();
+        first.wait().unwrap();
+        // A clock tick later than the first, so its start time differs too.
+        let first_start = match refs[0].pin {
+            Pin::Start(start) => Some(start),
+            Pin::Fd(_) => None,
+        };
+        let mut planted = pidns::plant(number, || platform::start_time(number) != first_start);
+        for r in &refs {
+            assert!(!r.present());
+            assert!(r.confirm(|_| Ok(())).is_err());
+            assert!(r.signal(libc::SIGKILL).is_err());
+            assert!(r.signal_group(libc::SIGKILL).is_err());
+        }
+        assert!(
+            !pidns::got_sigkill(&mut planted),
+            "the process now at {number} was signalled"
+        );
+        planted.kill().unwrap();
+        planted.wait().unwrap();
+    }
+}
+
+/// Test support: planting a reused pid for real. A test runs a helper
+/// test of this same binary as the first process of a fresh pid
+/// namespace ([`pidns::run`]); there the helper may choose the number the
+/// next process gets (`/proc/sys/kernel/ns_last_pid`) and so hand a
+/// reaped process's pid to a new one ([`pidns::plant`]).
+#[cfg(all(test, target_os = "linux"))]
+pub(crate) mod pidns {
+    use std::os::unix::process::CommandExt;
+    use std::process::{Child, Command};
+
+    /// Set in the copy of the test binary that [`run`] starts.
+    const HELPER: &str = "REMORA_PIDNS_HELPER";
+    /// Printed by [`entered`]: from there on a failure is the test's.
+    const ENTERED: &str = "IN A PID NAMESPACE";
+
+    /// Runs the (ignored) test `name` in a new pid namespace, with `env`,
+    /// and fails unless it passed there having planted a pid. Skips,
+    /// saying so, where no pid namespace can be made (unless
+    /// `REMORA_REQUIRE_ALL_TOOLS` is set).
+    pub(crate) fn run(name: &str, env: &[(&str, &std::ffi::OsStr)]) {
         let exe = std::env::current_exe().unwrap();
-        let name = "sys::process::pidref::tests::planted_reuse_helper";
         let mut failures = Vec::new();
         for prefix in [
             &["--pid", "--fork", "--mount-proc"][..],
@@ -280,7 +332,8 @@ mod tests {
                 .args(prefix)
                 .arg(&exe)
                 .args(["--exact", name, "--ignored", "--nocapture", "--test-threads=1"])
-                .env(REUSE_HELPER, "1")
+                .env(HELPER, "1")
+                .envs(env.iter().copied())
                 .output();
             let out = match out {
                 Ok(out) => out,
@@ -294,7 +347,7 @@ mod tests {
                 String::from_utf8_lossy(&out.stdout),
                 String::from_utf8_lossy(&out.stderr)
             );
-            if text.contains("IN A PID NAMESPACE") {
+            if text.contains(ENTERED) {
                 assert!(
                     out.status.success() && text.contains("PLANTED") && text.contains("1 passed"),
                     "{text}"
@@ -308,64 +361,58 @@ mod tests {
             std::env::var("REMORA_REQUIRE_ALL_TOOLS").map_or(true, |v| v.is_empty() || v == "0"),
             "REMORA_REQUIRE_ALL_TOOLS is set, and no pid namespace could be made: {why}"
         );
-        eprintln!("SKIPPED a_hold_never_signals_the_process_that_got_the_number_after_it: {why}");
+        eprintln!("SKIPPED {name}: {why}");
     }
 
-    #[cfg(target_os = "linux")]
-    #[test]
-    #[ignore = "runs only inside the pid namespace its parent test makes"]
-    fn planted_reuse_helper() {
-        if std::env::var_os(REUSE_HELPER).is_none() {
-            return;
+    /// Whether this is the copy [`run`] started, as the first process of
+    /// its own pid namespace, able to choose the next pid. The helper
+    /// returns at once when not.
+    pub(crate) fn entered() -> bool {
+        if std::env::var_os(HELPER).is_none() {
+            return false;
         }
         // Only a new namespace's init is pid 1, and only there may this
-        // process steer the next pid; from here on a failure is the test's.
+        // process steer the next pid.
         if std::process::id() != 1 || std::fs::write("/proc/sys/kernel/ns_last_pid", "1").is_err() {
-            return;
+            return false;
         }
-        println!("IN A PID NAMESPACE");
-        let mut first = leader();
-        let number = first.id() as i32;
-        let refs = holds(number);
-        assert_eq!(refs.len(), 2, "a pidfd and a start time");
-        first.kill().unwrap();
-        first.wait().unwrap();
-        // The next process gets `number` again: a clock tick later than
-        // the first, so its start time differs too.
-        let mut tries = 0;
-        let mut planted = loop {
-            tries += 1;
-            assert!(tries < 1000, "could not plant pid {number}");
+        println!("{ENTERED}");
+        true
+    }
+
+    /// Starts `sleep 60`, leading a group of its own, as pid `number`
+    /// (free by now), such that `also` holds once it runs; prints
+    /// `PLANTED`. Retries while another process takes the number first.
+    pub(crate) fn plant(number: i32, mut also: impl FnMut() -> bool) -> Child {
+        for tries in 1..1000 {
             std::fs::write("/proc/sys/kernel/ns_last_pid", (number - 1).to_string()).unwrap();
-            let mut second = leader();
-            let first_start = match refs[0].pin {
-                Pin::Start(start) => Some(start),
-                Pin::Fd(_) => None,
-            };
-            if second.id() as i32 == number && platform::start_time(number) != first_start {
-                break second;
+            let mut planted = Command::new("sleep").arg("60").process_group(0).spawn().unwrap();
+            if planted.id() as i32 == number && also() {
+                // SAFETY: getpgid only reads.
+                assert_eq!(unsafe { libc::getpgid(number) }, number, "it leads group {number}");
+                println!("PLANTED pid {number} after {tries} tries");
+                return planted;
             }
-            second.kill().unwrap();
-            second.wait().unwrap();
-        };
-        // SAFETY: getpgid only reads.
-        assert_eq!(
-            unsafe { libc::getpgid(number) },
-            number,
-            "the new process leads group {number}"
-        );
-        for r in &refs {
-            assert!(!r.present());
-            assert!(r.confirm(|_| Ok(())).is_err());
-            assert!(r.signal(libc::SIGKILL).is_err());
-            assert!(r.signal_group(libc::SIGKILL).is_err());
+            planted.kill().unwrap();
+            planted.wait().unwrap();
         }
-        assert!(
-            planted.try_wait().unwrap().is_none(),
-            "the process now at {number} was signalled"
-        );
-        println!("PLANTED pid {number} after {tries} tries");
-        planted.kill().unwrap();
-        planted.wait().unwrap();
+        panic!("could not plant pid {number}");
+    }
+
+    /// Whether `child` (never reaped by anyone but its holder) has been
+    /// sent SIGKILL: dead, or dying with it pending. kill(2) marks it
+    /// pending before returning, so right after a kill this is exact, with
+    /// no wait for the death itself.
+    pub(crate) fn got_sigkill(child: &mut Child) -> bool {
+        if !matches!(child.try_wait(), Ok(None)) {
+            return true;
+        }
+        let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
+        let kill_bit = 1u64 << (libc::SIGKILL - 1);
+        status.lines().any(|line| match line.split_once(':') {
+            Some(("State", v)) => matches!(v.trim_start().chars().next(), Some('Z' | 'X')),
+            Some(("SigPnd" | "ShdPnd", v)) => u64::from_str_radix(v.trim(), 16).is_ok_and(|m| m & kill_bit != 0),
+            _ => false,
+        })
     }
 }
