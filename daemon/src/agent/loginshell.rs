@@ -240,14 +240,15 @@ pub(crate) async fn ask(
     Ok(read.ok())
 }
 
+// Linux only: they read /proc, and plant pids in a pid namespace.
 #[cfg(test)]
+#[cfg(target_os = "linux")]
 mod tests {
     use super::*;
 
     /// A login shell's group is killed only while the shell is not
     /// reaped: once the run says reaped, a kill sends nothing (the id may
     /// belong to another group by then), and before, it reaches the group.
-    #[cfg(target_os = "linux")]
     #[test]
     fn a_run_whose_shell_was_reaped_never_signals_its_group() {
         use crate::sys::process::pidns::got_sigkill;
@@ -272,13 +273,11 @@ mod tests {
     /// Planted for real in a pid namespace: a shell answers and exits, is
     /// reaped, and a new group leader gets its pid; the daemon's teardown
     /// (`end_all`) must not reach it.
-    #[cfg(target_os = "linux")]
     #[test]
     fn the_teardown_never_signals_the_group_that_took_a_reaped_shells_pid() {
         crate::sys::process::pidns::run("agent::loginshell::tests::reaped_shell_teardown_helper", &[]);
     }
 
-    #[cfg(target_os = "linux")]
     #[test]
     #[ignore = "runs only inside the pid namespace its parent test makes"]
     fn reaped_shell_teardown_helper() {

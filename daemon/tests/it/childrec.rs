@@ -242,17 +242,22 @@ fn a_group_whose_recorded_leader_was_reaped_gets_no_signal() {
     let root = first.root().to_path_buf();
     let socket = first.socket.clone();
     let mut c = first.connect();
-    let leader = spawn_sh(&mut c, 1, "leader", "sleep 300 </dev/null & echo $!; read -r x; :");
-    let member: i32 = first_output(&mut c, "leader").trim().parse().unwrap();
+    let script = "echo $$; sleep 300 </dev/null & echo $!; read -r x; :";
+    let params = serde_json::json!({"id": "leader", "command": "sh", "args": ["-c", script]}).to_string();
+    assert!(c.call(1, "process.spawn", &params).contains("\"success\":true"));
+    // The two lines may come in one frame or two.
+    let mut out = String::new();
+    while out.lines().count() < 2 {
+        out.push_str(&first_output(&mut c, "leader"));
+    }
+    let pids: Vec<i32> = out.lines().map(|l| l.parse().unwrap()).collect();
+    let (leader, member) = (pids[0], pids[1]);
     // Both held while known alive (they just printed their pids).
     let leader_held = Proc::open(leader).expect("a pidfd on the leader");
     let member_held = Proc::open(member).expect("a pidfd on the member");
     // SAFETY: getpgid only reads.
-    assert_eq!(
-        unsafe { libc::getpgid(member) },
-        leader,
-        "the member is in the leader's group"
-    );
+    let pgid = unsafe { libc::getpgid(member) };
+    assert_eq!(pgid, leader, "the member is in the leader's group");
     assert!(root.join(format!("children/{leader}.json")).exists());
     kill_daemon(&root);
     // The leader's stdin closed with its daemon: it exits, and whoever

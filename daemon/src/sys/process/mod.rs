@@ -49,8 +49,8 @@ pub(crate) fn parse_signal(name: &str) -> i32 {
     }
 }
 
-/// Sends `signal` to the process `pid` only (not its group). Errors are
-/// ignored: every caller is best-effort.
+/// Sends `signal` to the process `pid` only (not its group), a child the
+/// caller holds unreaped. Errors are ignored: every caller is best-effort.
 pub(crate) fn signal_child(pid: i32, signal: i32) {
     if pid > 1 {
         // SAFETY: plain syscall on a positive pid.
@@ -62,7 +62,9 @@ pub(crate) fn signal_child(pid: i32, signal: i32) {
 
 /// Sends `signal` to the process group `pgid` (the child is its group's
 /// leader). Errors (ESRCH: the group is already empty) are ignored: every
-/// caller is best-effort.
+/// caller is best-effort. Only for a leader the caller holds unreaped
+/// (its zombie keeps the id its group's: the supervisor calls this under
+/// the lock its reap takes); for any other process, [`PidRef`].
 pub(crate) fn signal_group(pgid: i32, signal: i32) {
     if pgid > 1 {
         // SAFETY: plain syscall; a negative pid addresses the group.

@@ -189,7 +189,7 @@ mod tests {
         let refs = holds(pid);
         for r in &refs {
             assert!(r.present());
-            assert_eq!(r.confirm(|p| Ok(p)), Ok(pid));
+            assert_eq!(r.confirm(Ok), Ok(pid));
             r.signal(0).unwrap();
             r.signal_group(0).unwrap();
         }
@@ -228,12 +228,9 @@ mod tests {
         std::io::BufRead::read_line(&mut std::io::BufReader::new(shell.stdout.take().unwrap()), &mut line).unwrap();
         let member: i32 = line.trim().parse().unwrap();
         assert!(shell.wait().unwrap().success());
-        // SAFETY: getpgid only reads; the member is this test's grandchild.
-        assert_eq!(
-            unsafe { libc::getpgid(member) },
-            pid,
-            "the member is in the reaped leader's group"
-        );
+        // SAFETY: getpgid only reads.
+        let pgid = unsafe { libc::getpgid(member) };
+        assert_eq!(pgid, pid, "the member is in the reaped leader's group");
         assert!(matches!(refs[0].signal_group(libc::SIGKILL), Err(GroupError::Unproven)));
         let by_pidfd = refs.get(1).map(|r| r.signal_group(libc::SIGKILL));
         match by_pidfd {
@@ -307,7 +304,8 @@ mod tests {
 /// namespace ([`pidns::run`]); there the helper may choose the number the
 /// next process gets (`/proc/sys/kernel/ns_last_pid`) and so hand a
 /// reaped process's pid to a new one ([`pidns::plant`]).
-#[cfg(all(test, target_os = "linux"))]
+#[cfg(test)]
+#[cfg(target_os = "linux")]
 pub(crate) mod pidns {
     use std::os::unix::process::CommandExt;
     use std::process::{Child, Command};
