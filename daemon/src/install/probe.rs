@@ -65,8 +65,10 @@ pub(super) fn run_version(cli: &Path, timeout: Duration) -> Ran {
             Ok(Some(status)) if status.success() => return Ran::Answered,
             Ok(Some(_)) => return Ran::Failed,
             Ok(None) => {}
-            // Waiting failed: the child cannot be judged; kill it.
-            Err(_) => break Ran::Failed,
+            // Nothing left to wait for: whatever ended it also took its
+            // pid, so the group id is no longer known to be its own and
+            // gets no signal.
+            Err(_) => return Ran::Failed,
         }
         let now = Instant::now();
         if now >= deadline {
@@ -75,7 +77,8 @@ pub(super) fn run_version(cli: &Path, timeout: Duration) -> Ran {
         std::thread::sleep(pause.min(deadline - now));
         pause = (pause * 2).min(Duration::from_millis(50));
     };
-    // The leader is not reaped yet, so its pid is still the group's id.
+    // Timed out: kill the whole group while its leader is not reaped (so
+    // the id is still its own), then reap.
     if let Ok(pid) = i32::try_from(child.id()) {
         let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
     }

@@ -19,8 +19,9 @@
 //!   `survivor`, stderr says whose listener it is, and the exit code is 1.
 //! - **It does not** → the run-dir lock decides. A free or missing
 //!   `daemon.lock` means nobody serves: `none`. A holder that
-//!   [`crate::rundir::runlock::may_signal`] proves to be this program's `-serve` of
-//!   this socket gets SIGTERM (4 s), then SIGKILL (1.5 s): `terminated`,
+//!   [`crate::rundir::runlock::prove`] proves to be this program's `-serve` of
+//!   this socket gets SIGTERM (4 s), then SIGKILL (1.5 s), both through
+//!   the hold the proof was made on (a pidfd on Linux): `terminated`,
 //!   `killed`, or `survivor` if it outlives both. A holder that is not
 //!   provably ours is never signalled: `survivor`. Except after
 //!   `survivor`, the socket path and `daemon.token` are then removed,
@@ -238,12 +239,14 @@ fn end_lock_holder(socket: &Path) -> Outcome {
         return Outcome::None;
     };
     let record = crate::rundir::runlock::read_record(&file).filter(|r| r.pid == i64::from(holder));
+    // Every signal goes through the hold the proof was made on, never by
+    // the number (see `runlock::prove`).
     let proven = match &record {
-        Some(r) => crate::rundir::runlock::may_signal(r, inode, socket).map(|()| r.clone()),
+        Some(r) => crate::rundir::runlock::prove(r, inode, socket).map(|target| (r.clone(), target)),
         None => Err("its owner record does not name it".to_string()),
     };
-    let record = match proven {
-        Ok(r) => r,
+    let (record, target) = match proven {
+        Ok(proven) => proven,
         Err(_) => {
             let program = crate::rundir::runlock::own_program();
             crate::log_warn!(
@@ -257,13 +260,17 @@ fn end_lock_holder(socket: &Path) -> Outcome {
     };
     let who = describe(&record);
     crate::log_info!("[daemon] stop: run dir is held by a live daemon, {who}; sending SIGTERM");
-    if signal(holder, libc::SIGTERM) && !wait_free(holder, inode, TERM_GRACE) {
-        // The pid may have been reused during the grace: prove it again.
-        if crate::rundir::runlock::may_signal(&record, inode, socket).is_ok() {
+    if target.signal(libc::SIGTERM).is_ok() && !wait_free(holder, inode, TERM_GRACE) {
+        // It may have changed during the grace (an exec, a dropped lock):
+        // prove it again.
+        if target
+            .confirm(|_| crate::rundir::runlock::may_signal(&record, inode, socket))
+            .is_ok()
+        {
             crate::log_warn!(
                 "[daemon] stop: WARNING previous daemon {who} ignored SIGTERM for 4s; sending SIGKILL (its Claude Code children, if any, are ended next, before this daemon serves)"
             );
-            signal(holder, libc::SIGKILL);
+            let _ = target.signal(libc::SIGKILL);
             if wait_free(holder, inode, KILL_GRACE) {
                 return Outcome::Killed;
             }
@@ -296,12 +303,6 @@ fn open_lock(path: &Path) -> io::Result<File> {
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
         .open(path)
-}
-
-/// False when the process was already gone (or cannot be signalled).
-fn signal(pid: i32, sig: i32) -> bool {
-    // SAFETY: kill(2) on a pid just proven to be our daemon of this socket.
-    unsafe { libc::kill(pid, sig) == 0 }
 }
 
 /// Polls until `pid` no longer holds the lock on `inode` (it exited, or

@@ -25,10 +25,21 @@
 //! most 64 groups are ended per start: SIGTERM, up to 2 s, re-verified on
 //! every poll, then SIGKILL.
 //!
+//! The checks are made through a hold on the recorded pid's process,
+//! taken before them ([`crate::sys::process::PidRef`]: a pidfd on Linux),
+//! and count only if that process was present before and after them; every
+//! signal then goes through the hold, never by the number. The group is
+//! reached by the leader's pidfd where the kernel allows it (Linux 6.9),
+//! so it is the recorded group even once its leader was reaped; elsewhere
+//! only while the leader is present (running or a zombie), which pins the
+//! group id. A group whose leader is gone on such a system gets nothing
+//! more: nothing proves the id still names it.
+//!
 //! Files are reached through a descriptor of the `children` directory
 //! (opened without following a link, and only if it is a real directory
 //! of our own), never by path; nothing follows a link.
 
+use crate::sys::process::{GroupError, PidRef};
 use std::ffi::{CString, OsStr};
 use std::fs::File;
 use std::io::{Read, Write};
@@ -203,6 +214,8 @@ struct Target {
     name: String,
     rec: Record,
     run_dir: PathBuf,
+    /// The hold the verification was made through; it leads the group.
+    leader: PidRef,
 }
 
 /// Ends the orphaned children a dead predecessor recorded under `run_dir`.
@@ -256,12 +269,13 @@ pub(crate) fn reap_orphans(run_dir: &Path) {
             continue;
         }
         let pid = i32::try_from(rec.pid).unwrap_or(0);
-        if pid < 2 || start_ticks(pid).is_none() {
+        let Some(leader) = PidRef::open(pid) else {
+            // No such process (or no usable pid): nothing to end.
             let _ = unlink_at(&dir, &name);
             tally.dropped += 1;
             continue;
-        }
-        if let Err(reason) = verify(&rec, run_dir) {
+        };
+        if let Err(reason) = leader.confirm(|_| verify(&rec, run_dir)) {
             crate::log_warn!(
                 "[process.Registry] record {name}: pid {pid} is not a child to end ({reason}); dropping the record, signalling nothing"
             );
@@ -273,6 +287,7 @@ pub(crate) fn reap_orphans(run_dir: &Path) {
             name,
             rec,
             run_dir: run_dir.to_path_buf(),
+            leader,
         });
     }
     if targets.len() > MAX_GROUPS {
@@ -304,14 +319,17 @@ pub(crate) fn reap_orphans(run_dir: &Path) {
 fn end_groups(targets: &[Target], tally: &mut Tally) {
     // Per target: still to watch (and signal) or settled.
     let mut live: Vec<bool> = targets.iter().map(|_| true).collect();
-    for t in targets {
+    for (i, t) in targets.iter().enumerate() {
         crate::log_info!(
             "[process.Registry] ending orphaned process group {} recorded by daemon instance {} (pid {}): SIGTERM",
             t.rec.pid,
             crate::base::goerr::go_quote(t.rec.instance.as_bytes()),
             t.rec.daemon_pid
         );
-        signal_group(t.rec.pid, libc::SIGTERM);
+        if let Err(e) = t.leader.signal_group(libc::SIGTERM) {
+            live[i] = false;
+            settle_unsent(t, &e, tally);
+        }
     }
     let deadline = Instant::now() + TERM_GRACE;
     loop {
@@ -319,10 +337,20 @@ fn end_groups(targets: &[Target], tally: &mut Tally) {
             if !live[i] {
                 continue;
             }
-            if group_gone(t.rec.pid) {
-                live[i] = false;
-                tally.on_term += 1;
-            } else if let Err(reason) = still_ours(t) {
+            match group_left(t) {
+                Ok(false) => {}
+                Ok(true) => {
+                    live[i] = false;
+                    tally.on_term += 1;
+                    continue;
+                }
+                Err(e) => {
+                    live[i] = false;
+                    settle_unsent(t, &e, tally);
+                    continue;
+                }
+            }
+            if let Err(reason) = still_ours(t) {
                 crate::log_warn!(
                     "[process.Registry] group {} no longer verifies ({reason}); nothing more is sent to it",
                     t.rec.pid
@@ -343,16 +371,19 @@ fn end_groups(targets: &[Target], tally: &mut Tally) {
                 "[process.Registry] group {} outlived SIGTERM for 2s: SIGKILL",
                 t.rec.pid
             );
-            signal_group(t.rec.pid, libc::SIGKILL);
-            killed.push(i);
+            match t.leader.signal_group(libc::SIGKILL) {
+                Ok(()) => killed.push(i),
+                Err(e) => settle_unsent(t, &e, tally),
+            }
         }
     }
     let deadline = Instant::now() + KILL_WAIT;
-    while killed.iter().any(|&i| !group_gone(targets[i].rec.pid)) && Instant::now() < deadline {
+    let gone = |t: &Target| group_left(t).unwrap_or(true);
+    while killed.iter().any(|&i| !gone(&targets[i])) && Instant::now() < deadline {
         std::thread::sleep(POLL);
     }
     for i in killed {
-        if group_gone(targets[i].rec.pid) {
+        if matches!(group_left(&targets[i]), Ok(true) | Err(GroupError::Empty)) {
             tally.on_kill += 1;
         } else {
             tally.survived += 1;
@@ -360,16 +391,46 @@ fn end_groups(targets: &[Target], tally: &mut Tally) {
     }
 }
 
-/// Re-verification while a group is being ended: once the leader is
-/// gone, its pid stays reserved as long as the group has members, so only
-/// a present leader can have been replaced.
-fn still_ours(t: &Target) -> Result<(), String> {
-    let pid = t.rec.pid as i32;
-    match start_ticks(pid) {
-        None => Ok(()),
-        Some(_) if !process_is_zombie(pid) => verify(&t.rec, &t.run_dir),
-        Some(_) => Ok(()),
+/// Counts a group whose signal was not sent: gone already (it ended
+/// before the signal), or not provably the recorded group any more.
+fn settle_unsent(t: &Target, e: &GroupError, tally: &mut Tally) {
+    match e {
+        GroupError::Empty => tally.on_term += 1,
+        GroupError::Unproven => {
+            crate::log_warn!(
+                "[process.Registry] group {}: its leader is gone, and nothing on this system proves the id still names the recorded group; nothing more is sent to it",
+                t.rec.pid
+            );
+            tally.survived += 1;
+        }
+        GroupError::Os(e) => {
+            crate::log_warn!(
+                "[process.Registry] group {}: the signal was refused ({}); nothing more is sent to it",
+                t.rec.pid,
+                crate::base::goerr::io_text(e)
+            );
+            tally.survived += 1;
+        }
     }
+}
+
+/// Re-verification while a group is being ended. The hold names the
+/// leader whatever happens to its number, so only a present leader can
+/// have changed (an exec); a zombie cannot.
+fn still_ours(t: &Target) -> Result<(), String> {
+    if !t.leader.present() {
+        return Ok(());
+    }
+    t.leader
+        .confirm(|pid| {
+            if process_is_zombie(pid) {
+                Ok(())
+            } else {
+                verify(&t.rec, &t.run_dir)
+            }
+        })
+        // It ended during the check: nothing left to verify.
+        .or_else(|e| if t.leader.present() { Err(e) } else { Ok(()) })
 }
 
 /// Whether the process `rec.pid` is the child `rec` describes (see the
@@ -426,35 +487,29 @@ fn verify(rec: &Record, run_dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
-fn signal_group(pgid: i64, sig: i32) {
-    if let Ok(pgid) = i32::try_from(pgid) {
-        if pgid > 1 {
-            // SAFETY: kill(2) on a group verified to be our orphan.
-            unsafe { libc::kill(-pgid, sig) };
-        }
+/// Whether no member of the recorded group is left (zombies awaiting
+/// their reaper do not count: they cannot act any more); an error when it
+/// cannot be asked any more ([`GroupError::Unproven`]: its leader is gone
+/// and only the number is left to ask by).
+fn group_left(t: &Target) -> Result<bool, GroupError> {
+    match t.leader.signal_group(0) {
+        Ok(()) => {}
+        Err(GroupError::Empty) => return Ok(true),
+        Err(e) => return Err(e),
     }
-}
-
-/// No member of group `pgid` is left (zombies awaiting their reaper do not
-/// count: they cannot act any more).
-fn group_gone(pgid: i64) -> bool {
-    let Ok(pgid) = i32::try_from(pgid) else {
-        return true;
-    };
-    // SAFETY: signal 0 only checks for existence.
-    if unsafe { libc::kill(-pgid, 0) } != 0 {
-        return true;
-    }
-    // Members left: all zombies?
+    // Members left, asked just now through the hold: all zombies? The id
+    // names the recorded group at this moment, so the members listed under
+    // it are that group's.
+    let pgid = t.leader.pid();
     let Ok(entries) = std::fs::read_dir("/proc") else {
-        return false;
+        return Ok(false);
     };
-    !entries.flatten().any(|e| {
+    Ok(!entries.flatten().any(|e| {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
             return false;
         };
         stat_fields(pid).is_some_and(|f| f.get(2).and_then(|g| g.parse::<i32>().ok()) == Some(pgid) && f[0] != "Z")
-    })
+    }))
 }
 
 fn process_is_zombie(pid: i32) -> bool {

@@ -11,9 +11,14 @@
 //! Claiming is best-effort: any failure is logged and the daemon serves
 //! without run-dir ownership (then the socket's own in-use check decides).
 //!
-//! Signalling is the dangerous part, so it is refused unless every one of
-//! these holds for the recorded pid (checked before SIGTERM and again
-//! before SIGKILL, in case the pid was reused meanwhile):
+//! Signalling is the dangerous part. First a hold is taken on the
+//! recorded pid's process ([`crate::sys::process::PidRef`]: a pidfd on
+//! Linux); then the process is proven to be our predecessor, and the
+//! proof counts only if the process was present before and after it
+//! ([`PidRef::confirm`]); every signal and every liveness question then
+//! goes through that hold, never through the number, so a pid reused
+//! after the proof is never signalled. The proof is refused unless every
+//! one of these holds (checked before SIGTERM and again before SIGKILL):
 //! the record says `role:"serve"`; the pid is not ours and is above 1; the
 //! record's `node` (boot id + pid namespace) equals ours; the process is in
 //! our pid namespace; it belongs to our user; `/proc/locks` shows that very
@@ -23,6 +28,7 @@
 //! regular file owned by our user with a single link, and is created 0600.
 
 use crate::base::flagtable::{Flag, FLAGS};
+use crate::sys::process::PidRef;
 use std::fs::File;
 use std::io::{self, Read, Seek, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
@@ -205,17 +211,6 @@ fn euid() -> u32 {
 /// Reads the holder's record and, when it proves to be a live daemon of
 /// this socket, runs SIGTERM → SIGKILL. `Some` once the holder is gone.
 fn evict_holder(file: &File, path: &Path, socket: &Path) -> Option<Replaced> {
-    let pid = read_record(file).map_or(0, |r| r.pid as i32);
-    // Read while the holder is proven (evict_holder_by_signals proves it
-    // again before signalling): its command line says what it does with
-    // its children.
-    let kept_children = std::fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|c| serve_args(&c).keep_children)
-        .unwrap_or(false);
-    evict_holder_by_signals(file, path, socket).then_some(Replaced { pid, kept_children })
-}
-
-fn evict_holder_by_signals(file: &File, path: &Path, socket: &Path) -> bool {
     let shown = path.display();
     let rundir = crate::rundir::tokenfile::socket_dir(socket);
     let summary = |outcome: &str| {
@@ -227,61 +222,84 @@ fn evict_holder_by_signals(file: &File, path: &Path, socket: &Path) -> bool {
             crate::log_warn!(
                 "[daemon] serve: {shown} is locked but its owner record is unusable; proceeding without run-dir ownership"
             );
-            return false;
+            return None;
         }
     };
     let inode = file.metadata().map(|m| m.ino()).unwrap_or(0);
     let pid = holder.pid as i32;
-    if let Err(reason) = may_signal(&holder, inode, socket) {
-        crate::log_warn!(
-            "[daemon] serve: not signaling pid {pid}, the holder of {shown} ({reason}); proceeding without run-dir ownership"
-        );
-        summary("survivor");
-        return false;
-    }
+    let target = match prove(&holder, inode, socket) {
+        Ok(target) => target,
+        Err(reason) => {
+            crate::log_warn!(
+                "[daemon] serve: not signaling pid {pid}, the holder of {shown} ({reason}); proceeding without run-dir ownership"
+            );
+            summary("survivor");
+            return None;
+        }
+    };
+    // Read through the hold: its command line says what it does with its
+    // children.
+    let kept_children = target
+        .confirm(|pid| Ok(std::fs::read(format!("/proc/{pid}/cmdline")).map(|c| serve_args(&c).keep_children)))
+        .is_ok_and(|kept| kept.unwrap_or(false));
+    let replaced = Replaced { pid, kept_children };
     crate::log_info!(
         "[daemon] serve: run dir is held by a live daemon, pid {pid} (instance {}); sending SIGTERM",
         crate::base::goerr::go_quote(holder.instance_id.as_bytes())
     );
-    if !send(pid, libc::SIGTERM) {
-        return gone_or(pid, file, summary, "terminated");
+    if !send(&target, libc::SIGTERM) {
+        return gone_or(&target, file, summary, "terminated").then_some(replaced);
     }
-    if wait_gone(pid, file, TERM_GRACE) {
+    if wait_gone(&target, file, TERM_GRACE) {
         crate::log_info!(
             "[daemon] serve: previous daemon pid {pid} (instance {}) exited after SIGTERM",
             crate::base::goerr::go_quote(holder.instance_id.as_bytes())
         );
         summary("terminated");
-        return true;
+        return Some(replaced);
     }
-    // The pid may have been reused during the grace: prove it again.
-    if let Err(reason) = may_signal(&holder, inode, socket) {
+    // Still present (the hold says so), but it may have changed meanwhile
+    // (an exec, a dropped lock): prove it again.
+    if let Err(reason) = target.confirm(|_| may_signal(&holder, inode, socket)) {
         crate::log_info!(
             "[daemon] serve: pid {pid} is no longer our serve holder before SIGKILL ({reason}); treating the previous daemon as gone"
         );
         summary("terminated");
-        return true;
+        return Some(replaced);
     }
     crate::log_warn!(
         "[daemon] serve: WARNING previous daemon pid {pid} (instance {}) ignored SIGTERM for 2s; sending SIGKILL",
         crate::base::goerr::go_quote(holder.instance_id.as_bytes())
     );
-    if !send(pid, libc::SIGKILL) {
-        return gone_or(pid, file, summary, "killed");
+    if !send(&target, libc::SIGKILL) {
+        return gone_or(&target, file, summary, "killed").then_some(replaced);
     }
-    if wait_gone(pid, file, KILL_GRACE) {
+    if wait_gone(&target, file, KILL_GRACE) {
         summary("killed");
-        return true;
+        return Some(replaced);
     }
     crate::log_warn!(
         "[daemon] serve: previous daemon pid {pid} survived SIGKILL; proceeding without run-dir ownership"
     );
     summary("survivor");
-    false
+    None
 }
 
-fn gone_or(pid: i32, file: &File, summary: impl Fn(&str), outcome: &str) -> bool {
-    if holder_gone(pid, file) {
+/// Takes a hold on the record's process, then proves it is a daemon we
+/// may signal ([`may_signal`]) while the hold shows it present: the proof
+/// is about the held process, and every signal goes through the hold.
+/// `-stop` proves its lock holder here too.
+pub(crate) fn prove(holder: &OwnerRecord, inode: u64, socket: &Path) -> Result<PidRef, String> {
+    let held = i32::try_from(holder.pid).ok().and_then(PidRef::open);
+    match held {
+        Some(target) => target.confirm(|_| may_signal(holder, inode, socket)).map(|()| target),
+        // No such process: the checks say why in their own words.
+        None => may_signal(holder, inode, socket).and(Err("holder cannot be inspected".to_string())),
+    }
+}
+
+fn gone_or(target: &PidRef, file: &File, summary: impl Fn(&str), outcome: &str) -> bool {
+    if holder_gone(target, file) {
         summary(outcome);
         true
     } else {
@@ -300,28 +318,24 @@ pub(crate) fn read_record(file: &File) -> Option<OwnerRecord> {
     serde_json::from_slice(&body).ok()
 }
 
-fn send(pid: i32, sig: i32) -> bool {
-    // SAFETY: kill with a pid proven (by may_signal) to be our holder.
-    let r = unsafe { libc::kill(pid, sig) };
-    if r == 0 {
+fn send(target: &PidRef, sig: i32) -> bool {
+    let Err(e) = target.signal(sig) else {
         return true;
-    }
-    let e = io::Error::last_os_error();
+    };
     if e.raw_os_error() != Some(libc::ESRCH) {
         crate::log_warn!(
-            "[daemon] serve: signal {sig} to pid {pid} failed ({})",
+            "[daemon] serve: signal {sig} to pid {} failed ({})",
+            target.pid(),
             crate::base::goerr::io_text(&e)
         );
     }
     false
 }
 
-/// Gone = the lock came free (a zombie has closed its files) or the pid
-/// no longer exists.
-fn holder_gone(pid: i32, file: &File) -> bool {
-    // SAFETY: signal 0 only probes for existence.
-    let absent = unsafe { libc::kill(pid, 0) } != 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
-    absent || lock_is_free(file)
+/// Gone = the lock came free (a zombie has closed its files) or the held
+/// process has been reaped.
+fn holder_gone(target: &PidRef, file: &File) -> bool {
+    !target.present() || lock_is_free(file)
 }
 
 /// Whether nobody holds the flock. Probes by taking it and dropping it
@@ -341,10 +355,10 @@ fn lock_is_free(file: &File) -> bool {
     matches!(try_flock(&probe), Ok(true))
 }
 
-fn wait_gone(pid: i32, file: &File, grace: Duration) -> bool {
+fn wait_gone(target: &PidRef, file: &File, grace: Duration) -> bool {
     let deadline = Instant::now() + grace;
     loop {
-        if holder_gone(pid, file) {
+        if holder_gone(target, file) {
             return true;
         }
         if Instant::now() >= deadline {

@@ -4,6 +4,7 @@
 //! and drops, without signalling, records that do not verify.
 
 use crate::common;
+use crate::common::proven::Proc;
 use crate::common::{pid_gone, wait_until, Client, TestDaemon};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -38,6 +39,17 @@ fn first_output(c: &mut Client, id: &str) -> String {
 
 fn alive(pid: i32) -> bool {
     !pid_gone(pid)
+}
+
+/// SIGKILLs the daemon named in `root`'s lock record (held while it is
+/// known to be alive: it serves the test's connection) and waits until it
+/// is gone; returns its pid.
+fn kill_daemon(root: &Path) -> i32 {
+    let daemon = read_json(&root.join("daemon.lock"))["pid"].as_i64().unwrap() as i32;
+    let held = Proc::open(daemon).expect("a pidfd on the daemon");
+    assert!(held.signal(libc::SIGKILL));
+    assert!(wait_until(Duration::from_secs(10), || held.gone()));
+    daemon
 }
 
 #[test]
@@ -87,10 +99,7 @@ fn a_killed_daemons_children_are_ended_by_the_next_daemon() {
     std::fs::write(children.join("junk.json"), "not json").unwrap();
 
     // SIGKILL the daemon: nothing of it can clean up.
-    let daemon = read_json(&root.join("daemon.lock"))["pid"].as_i64().unwrap() as i32;
-    // SAFETY: kill(2) on the daemon this test started.
-    unsafe { libc::kill(daemon, libc::SIGKILL) };
-    assert!(wait_until(Duration::from_secs(10), || pid_gone(daemon)));
+    let daemon = kill_daemon(&root);
     for pid in [plain, parent, grandchild, stubborn] {
         assert!(alive(pid), "{pid} should outlive the SIGKILLed daemon");
     }
@@ -204,19 +213,70 @@ fn children_name_themselves_and_what_they_start_is_never_reaped() {
     planted["start"] = start_of(grandchild).into();
     std::fs::write(children.join(format!("{grandchild}.json")), planted.to_string()).unwrap();
 
-    let daemon = read_json(&root.join("daemon.lock"))["pid"].as_i64().unwrap() as i32;
-    // SAFETY: kill(2) on the daemon this test started.
-    unsafe { libc::kill(daemon, libc::SIGKILL) };
-    assert!(wait_until(Duration::from_secs(10), || pid_gone(daemon)));
+    // Held while it is known alive (it printed its pid, and holds its
+    // parent's wait).
+    let grandchild_held = Proc::open(grandchild).expect("a pidfd on the grandchild");
+    kill_daemon(&root);
     // The next daemon on the same socket.
     let text = common::serve_next(&socket, &root, &[]);
-    let spared = alive(grandchild);
-    // SAFETY: kill(2) on a process this test's child started.
-    unsafe { libc::kill(grandchild, libc::SIGKILL) };
+    let spared = !grandchild_held.gone();
+    grandchild_held.signal(libc::SIGKILL);
     assert!(pid_gone(child), "the stamped child was not reaped: {text}");
     assert!(spared, "something a child started was signalled: {text}");
     let want = format!("[process.Registry] record {grandchild}.json: pid {grandchild} is not a child to end (it was not started by a daemon itself: its CLAUDE_SSH_CHILD does not name its own pid and start (something a child started)); dropping the record, signalling nothing\n");
     assert!(text.contains(&want), "missing {want:?} in\n{text}");
+    first.stop();
+}
+
+/// Issue 44 (item 8): no group kill after its leader is reaped unless the
+/// group is proven to still be the recorded one. A recorded child leads a
+/// group with a member in it; its daemon is SIGKILLed, the leader then
+/// exits (its stdin closes with the daemon) and is reaped by someone else,
+/// leaving the member behind under the leader's id. Nothing proves that
+/// id still names the recorded group (it is the member's, but a new
+/// daemon cannot tell that from a group that took the number over), so
+/// the next daemon sends nothing to it.
+#[test]
+fn a_group_whose_recorded_leader_was_reaped_gets_no_signal() {
+    let mut first = TestDaemon::start();
+    let root = first.root().to_path_buf();
+    let socket = first.socket.clone();
+    let mut c = first.connect();
+    let script = "echo $$; sleep 300 </dev/null & echo $!; read -r x; :";
+    let params = serde_json::json!({"id": "leader", "command": "sh", "args": ["-c", script]}).to_string();
+    assert!(c.call(1, "process.spawn", &params).contains("\"success\":true"));
+    // The two lines may come in one frame or two.
+    let mut out = String::new();
+    while out.lines().count() < 2 {
+        out.push_str(&first_output(&mut c, "leader"));
+    }
+    let pids: Vec<i32> = out.lines().map(|l| l.parse().unwrap()).collect();
+    let (leader, member) = (pids[0], pids[1]);
+    // Both held while known alive (they just printed their pids).
+    let leader_held = Proc::open(leader).expect("a pidfd on the leader");
+    let member_held = Proc::open(member).expect("a pidfd on the member");
+    // SAFETY: getpgid only reads.
+    let pgid = unsafe { libc::getpgid(member) };
+    assert_eq!(pgid, leader, "the member is in the leader's group");
+    assert!(root.join(format!("children/{leader}.json")).exists());
+    kill_daemon(&root);
+    // The leader's stdin closed with its daemon: it exits, and whoever
+    // inherited it reaps it.
+    assert!(
+        wait_until(Duration::from_secs(10), || !leader_held.present()),
+        "the leader was never reaped"
+    );
+    let text = common::serve_next(&socket, &root, &[]);
+    let spared = !member_held.gone();
+    member_held.signal(libc::SIGKILL);
+    assert!(spared, "the reaped leader's group was signalled:\n{text}");
+    // No group ended, none kept: no summary line either.
+    assert!(!text.contains("ending orphaned process group"), "{text}");
+    assert!(!text.contains("predecessor's children"), "{text}");
+    assert!(
+        !root.join(format!("children/{leader}.json")).exists(),
+        "the stale record stays"
+    );
     first.stop();
 }
 

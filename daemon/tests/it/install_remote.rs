@@ -16,6 +16,10 @@
 //! Without sshd, ssh or ssh-keygen (or, as root, useradd) it skips, saying
 //! so; under `REMORA_REQUIRE_ALL_TOOLS=1` (`.ci/run`, which installs
 //! openssh-server) it fails instead.
+//!
+//! What needs no network (how `--desktop` treats an existing
+//! `remora.conf`) runs the script's remote half here instead, through a
+//! stand-in for ssh on PATH ([`local_ssh`]).
 
 use crate::common::skip::skip;
 use serde_json::Value;
@@ -776,4 +780,169 @@ fn ping_and_spawn_through(server: &Sshd, bridge_command: &str) {
     assert_eq!(stdout, b"hi\n");
     drop(to_bridge);
     assert!(bridge.wait().unwrap().success(), "the bridge failed");
+}
+
+/// A stand-in for ssh in `<dir>/bin`: it runs the remote command on this
+/// machine, as sshd hands it to the remote user's shell (`sh -c`, the
+/// arguments after the host joined by spaces). With it, the remote half of
+/// `ci/install-remote` runs here without an sshd; returns the directory to
+/// put first on PATH.
+fn local_ssh(dir: &Path) -> PathBuf {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let ssh = bin.join("ssh");
+    std::fs::write(
+        &ssh,
+        "#!/bin/sh\n# Options up to `--`, then the host, then the remote command.\n\
+         while [ \"$#\" -gt 0 ] && [ \"$1\" != -- ]; do shift; done\nshift 2\nexec sh -c \"$*\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o755)).unwrap();
+    bin
+}
+
+/// `ci/install-remote <options> localhost` through [`local_ssh`], with
+/// `home` as the remote's home.
+fn install_remote_here(bin: &Path, home: &Path, options: &[&std::ffi::OsStr]) -> Output {
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let mut cmd = Command::new(workspace().join("ci/install-remote"));
+    cmd.args(options)
+        .arg("localhost")
+        .env("PATH", path)
+        .env("HOME", home)
+        .stdin(Stdio::null());
+    run(&mut cmd)
+}
+
+/// Audit F5 (issue 44): `--desktop` copied the other keys of a
+/// `remora.conf` the daemon ignores (mode 0666, another user's, a link)
+/// into a fresh 0600 file, which the daemon then trusts: a
+/// `metrics-addr = 0.0.0.0:9464` anyone could have written went live.
+/// `--restore` did the same. A line is kept only from a file that passes
+/// the daemon's own rule; any other is replaced whole, and the install
+/// says so. Runs the script's remote half here, through a stand-in ssh.
+#[test]
+fn desktop_install_and_restore_keep_no_line_of_a_conf_the_daemon_ignores() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let srv = home.join(".claude/remote/srv");
+    let bin = local_ssh(tmp.path());
+    let sha = |i: u32| format!("89cb6289{i:032x}");
+    let planted = "metrics-addr = 0.0.0.0:9464\nkeep-children = true\n";
+    let mode = |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    // srv/<sha 1>: world-writable; <sha 2>: a link to a private file;
+    // <sha 3>: private, the daemon reads it (its line stays); <sha 4>, as
+    // root: another user's.
+    let elsewhere = tmp.path().join("elsewhere.conf");
+    std::fs::write(&elsewhere, planted).unwrap();
+    mode(&elsewhere, 0o600);
+    let plant = |with_stamp: bool| {
+        let stamp = |i| {
+            if with_stamp {
+                format!("reference-build = {}\n", sha(i))
+            } else {
+                String::new()
+            }
+        };
+        for i in 1..=4 {
+            std::fs::create_dir_all(srv.join(sha(i))).unwrap();
+            let _ = std::fs::remove_file(srv.join(sha(i)).join("remora.conf"));
+        }
+        let wide = srv.join(sha(1)).join("remora.conf");
+        std::fs::write(&wide, format!("{}{planted}", stamp(1))).unwrap();
+        mode(&wide, 0o666);
+        std::os::unix::fs::symlink(&elsewhere, srv.join(sha(2)).join("remora.conf")).unwrap();
+        let own = srv.join(sha(3)).join("remora.conf");
+        std::fs::write(&own, format!("{}log-level = debug\n", stamp(3))).unwrap();
+        mode(&own, 0o600);
+        let foreign = srv.join(sha(4)).join("remora.conf");
+        std::fs::write(&foreign, format!("{}{planted}", stamp(4))).unwrap();
+        mode(&foreign, 0o644);
+        if root {
+            std::os::unix::fs::chown(&foreign, Some(65534), Some(65534)).unwrap();
+        }
+    };
+    let untrusted: &[u32] = if root { &[1, 2, 4] } else { &[1, 2] };
+    plant(false);
+    let dist = tmp.path().join("dist");
+    let arch = std::env::consts::ARCH;
+    pack(
+        &stripped_build(tmp.path()),
+        "v0.0.3",
+        &format!("{arch}-unknown-linux-musl"),
+        &dist,
+    );
+
+    let out = install_remote_here(
+        &bin,
+        &home,
+        &["--desktop".as_ref(), "--dist".as_ref(), dist.as_os_str()],
+    );
+    assert!(out.status.success(), "--desktop failed");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let header = |i| {
+        format!(
+            "# written by ci/install-remote --desktop: the build this directory stands in for\nreference-build = {}\n",
+            sha(i)
+        )
+    };
+    for &i in untrusted {
+        let conf = srv.join(sha(i)).join("remora.conf");
+        let meta = std::fs::symlink_metadata(&conf).unwrap();
+        assert!(
+            meta.file_type().is_file(),
+            "{}: replaced by a file of its own",
+            conf.display()
+        );
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        assert_eq!(std::fs::read_to_string(&conf).unwrap(), header(i), "{}", conf.display());
+        assert!(
+            stderr.contains(&format!(
+                "install-remote: srv/{}/remora.conf is not a file the daemon reads (a link, owned by another user, writable by group or others, or over 64 KiB): none of its lines kept\n",
+                sha(i)
+            )),
+            "{stderr}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(&elsewhere).unwrap(),
+        planted,
+        "the link's target is left alone"
+    );
+    // The file the daemon reads keeps its line.
+    let own = srv.join(sha(3)).join("remora.conf");
+    assert_eq!(
+        std::fs::read_to_string(&own).unwrap(),
+        format!("{}log-level = debug\n", header(3))
+    );
+    assert!(
+        !stderr.contains(&format!("srv/{}/remora.conf is not", sha(3))),
+        "{stderr}"
+    );
+
+    // --restore: the same files again, now with a reference-build line.
+    plant(true);
+    let out = install_remote_here(&bin, &home, &["--desktop".as_ref(), "--restore".as_ref()]);
+    assert!(out.status.success(), "--restore failed");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for &i in untrusted {
+        let conf = srv.join(sha(i)).join("remora.conf");
+        assert!(std::fs::symlink_metadata(&conf).is_err(), "{} was kept", conf.display());
+        assert!(
+            stderr.contains(&format!("srv/{}/remora.conf is not a file the daemon reads", sha(i))),
+            "{stderr}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), planted);
+    assert_eq!(std::fs::read_to_string(&own).unwrap(), "log-level = debug\n");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(&format!(
+            "srv/{}: kept remora.conf (it holds other keys), without reference-build",
+            sha(3)
+        )),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }

@@ -5,12 +5,14 @@
 //! last test here.) Linux only: elsewhere nothing is recorded or reaped.
 
 use crate::common;
-use crate::common::{pid_gone, wait_until, Client, TestDaemon};
+use crate::common::proven::Proc;
+use crate::common::{wait_until, Client, TestDaemon};
 use std::path::Path;
 use std::time::Duration;
 
-/// Spawns `sh -c 'echo $$; sleep 300; :'` as `id`; returns its pid.
-fn spawn_sleeper(c: &mut Client, id: &str) -> i32 {
+/// Spawns `sh -c 'echo $$; sleep 300; :'` as `id`; returns its pid, held
+/// while it is known to be alive (it just printed it).
+fn spawn_sleeper(c: &mut Client, id: &str) -> (i32, Proc) {
     let params = serde_json::json!({"id": id, "command": "sh", "args": ["-c", "echo $$; sleep 300; :"]});
     let reply = c.call(1, "process.spawn", &params.to_string());
     assert!(reply.contains("\"success\":true"), "{reply}");
@@ -18,7 +20,8 @@ fn spawn_sleeper(c: &mut Client, id: &str) -> i32 {
         let line = common::frames::next_line(c);
         if let Some((pid, frame)) = common::frames::parse_frame(&line) {
             if pid == id && frame.stream == "stdout" {
-                return String::from_utf8(frame.data).unwrap().trim().parse().unwrap();
+                let pid = String::from_utf8(frame.data).unwrap().trim().parse().unwrap();
+                return (pid, Proc::open(pid).expect("a pidfd on the sleeper"));
             }
         }
     }
@@ -42,10 +45,21 @@ fn records(root: &Path) -> Vec<std::ffi::OsString> {
         .unwrap_or_default()
 }
 
-fn end_group(pid: i32) {
-    // SAFETY: kill(2) on the group of a child this test had spawned.
-    unsafe { libc::kill(-pid, libc::SIGKILL) };
-    assert!(wait_until(Duration::from_secs(10), || pid_gone(pid)));
+fn end_group(child: &Proc) {
+    // Through the hold: the group of the sleeper this test had spawned,
+    // or nothing.
+    child.signal_group(libc::SIGKILL);
+    assert!(wait_until(Duration::from_secs(10), || child.gone()));
+}
+
+/// SIGKILL to the daemon named in `root`'s lock record, held while it is
+/// known to be alive (it serves the test's connection).
+fn kill_daemon(root: &Path) -> i32 {
+    let daemon = daemon_pid(root);
+    let held = Proc::open(daemon).expect("a pidfd on the daemon");
+    assert!(held.signal(libc::SIGKILL));
+    assert!(wait_until(Duration::from_secs(10), || held.gone()));
+    daemon
 }
 
 #[test]
@@ -53,7 +67,7 @@ fn a_kept_child_outlives_kill_9_of_its_daemon_and_the_next_daemon() {
     let mut first = TestDaemon::start_with(&["-keep-children"], &[]);
     let root = first.root().to_path_buf();
     let mut c = first.connect();
-    let child = spawn_sleeper(&mut c, "kept");
+    let (child, held) = spawn_sleeper(&mut c, "kept");
     // Marked as the daemon's child, but not recorded.
     let environ = std::fs::read(format!("/proc/{child}/environ")).unwrap();
     let marker = format!("CLAUDE_SSH_RUN_DIR={}\0", root.display());
@@ -63,16 +77,13 @@ fn a_kept_child_outlives_kill_9_of_its_daemon_and_the_next_daemon() {
         "[process.Registry] -keep-children: no child is recorded, so no later daemon of this run dir ends one"
     ));
 
-    let daemon = daemon_pid(&root);
-    // SAFETY: kill(2) on the daemon this test started.
-    unsafe { libc::kill(daemon, libc::SIGKILL) };
-    assert!(wait_until(Duration::from_secs(10), || pid_gone(daemon)));
+    kill_daemon(&root);
     // The next daemon has no -keep-children of its own: what counts is the
     // promise the dead one made.
     let log = next_daemon(&first, &[]);
-    assert!(!pid_gone(child), "the kept child was ended:\n{log}");
+    assert!(!held.gone(), "the kept child was ended:\n{log}");
     assert!(!log.contains("ending orphaned process group"), "{log}");
-    end_group(child);
+    end_group(&held);
     first.stop();
 }
 
@@ -81,15 +92,15 @@ fn a_kept_child_outlives_a_graceful_restart() {
     let mut first = TestDaemon::start_with(&["-keep-children"], &[]);
     let root = first.root().to_path_buf();
     let mut c = first.connect();
-    let child = spawn_sleeper(&mut c, "kept");
+    let (_, held) = spawn_sleeper(&mut c, "kept");
     first.stop();
     assert!(first
         .log()
         .contains("-keep-children: leaving 1 running child process(es) alive across shutdown"));
     let log = next_daemon(&first, &["-keep-children"]);
-    assert!(!pid_gone(child), "the kept child was ended:\n{log}");
+    assert!(!held.gone(), "the kept child was ended:\n{log}");
     assert!(records(&root).is_empty(), "{:?}", records(&root));
-    end_group(child);
+    end_group(&held);
     first.stop();
 }
 
@@ -98,16 +109,13 @@ fn without_keep_children_a_killed_daemons_child_is_still_ended() {
     let mut first = TestDaemon::start();
     let root = first.root().to_path_buf();
     let mut c = first.connect();
-    let child = spawn_sleeper(&mut c, "plain");
+    let (child, held) = spawn_sleeper(&mut c, "plain");
     assert_eq!(records(&root), [std::ffi::OsString::from(format!("{child}.json"))]);
-    let daemon = daemon_pid(&root);
-    // SAFETY: kill(2) on the daemon this test started.
-    unsafe { libc::kill(daemon, libc::SIGKILL) };
-    assert!(wait_until(Duration::from_secs(10), || pid_gone(daemon)));
+    kill_daemon(&root);
     // Even a next daemon with -keep-children ends what the dead one
     // recorded: that one promised nothing.
     let log = next_daemon(&first, &["-keep-children"]);
-    assert!(pid_gone(child), "{log}");
+    assert!(held.gone(), "{log}");
     assert!(
         log.contains(&format!(
             "[process.Registry] ending orphaned process group {child} recorded by daemon instance"

@@ -182,10 +182,14 @@ impl Launch {
 impl Drop for Launch {
     fn drop(&mut self) {
         // Best effort for failed tests: never leave a daemon behind.
-        let pids = pids_mentioning(self.socket.to_str().unwrap(), &[self.child.id()]);
-        for pid in pids {
-            // SAFETY: kill(2) on a daemon this test started.
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        let socket = self.socket.to_str().unwrap();
+        for pid in pids_mentioning(socket, &[self.child.id()]) {
+            // Held, and still the process that mentions the socket.
+            let mentions =
+                |pid: i32| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| contains(&c, socket.as_bytes()));
+            if let Some(daemon) = common::proven::Proc::proven(pid as i32, mentions) {
+                daemon.signal(libc::SIGKILL);
+            }
         }
         let _ = self.child.kill();
         let _ = self.child.wait();

@@ -443,15 +443,16 @@ fn stale_directory_of_a_killed_daemon_is_swept_and_a_live_one_kept() {
     let mut x = spilling_daemon(replay.path(), "64", &[]);
     let (x_dir, x_pid) = daemon_dirs(replay.path()).remove(0);
     let mut c = x.connect();
+    // Both held while known alive: the daemon serves this connection, and
+    // the child was just spawned.
+    let x_held = common::proven::Proc::open(x_pid).expect("a pidfd on the daemon");
     let child = spawn(&mut c, 1, "p", "echo hi; exec sleep 60")["pid"].as_i64().unwrap() as i32;
+    let child = common::proven::Proc::open(child).expect("a pidfd on the child");
     frames_until_marker(&mut c, "p", b"hi\n");
     assert!(wait_until(Duration::from_secs(5), || dir_bytes(&x_dir) > 0));
-    // SAFETY: signalling the test's own daemon and its child group.
-    unsafe {
-        libc::kill(x_pid, libc::SIGKILL);
-        libc::kill(-child, libc::SIGKILL);
-    }
-    assert!(wait_until(Duration::from_secs(5), || common::pid_gone(x_pid)));
+    assert!(x_held.signal(libc::SIGKILL));
+    child.signal_group(libc::SIGKILL);
+    assert!(wait_until(Duration::from_secs(5), || x_held.gone()));
     let _ = std::fs::remove_file(&x.socket);
     x.stop();
     assert!(x_dir.exists(), "nobody swept it yet");

@@ -8,7 +8,7 @@
 //! beside it is the test's own.
 
 use crate::common;
-use crate::common::{pid_gone, wait_until, TestDaemon};
+use crate::common::{wait_until, TestDaemon};
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -164,13 +164,13 @@ fn every_key_changes_its_setting() {
             pid = String::from_utf8_lossy(&out).trim().parse::<i32>().ok();
         }
     }
-    let pid = pid.unwrap();
+    // Held from the moment its pid is known (it just printed it).
+    let child = common::proven::Proc::open(pid.unwrap()).expect("a pidfd on the child");
     drop(c);
     // keep-children = true: the child outlives a graceful stop.
     daemon.stop();
-    let alive = !pid_gone(pid);
-    // SAFETY: kill has no memory preconditions; the pid is our test's child.
-    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let alive = !child.gone();
+    child.signal(libc::SIGKILL);
     assert!(alive, "keep-children from the file did not keep the child");
 }
 

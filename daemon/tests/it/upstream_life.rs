@@ -124,9 +124,10 @@ fn token_file_survives_sigkill_and_is_replaced_by_the_next_daemon() {
     let _stop_1 = common::StopOnDrop::new(&socket, "first");
     assert_eq!(code, 0, "{log}");
     let pid = lock_pid(dir.path());
-    // SAFETY: kill(2) on the daemon this test started.
-    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-    assert!(wait_until(Duration::from_secs(10), || is_dead(pid)));
+    // Held while it is known alive (it just started and holds the lock).
+    let daemon = common::proven::Proc::open(pid as i32).expect("a pidfd on the daemon");
+    assert!(daemon.signal(libc::SIGKILL));
+    assert!(wait_until(Duration::from_secs(10), || daemon.gone()));
     assert_eq!(std::fs::read(dir.path().join("daemon.token")).unwrap(), b"first");
     let (code, log) = serve(&socket, "second", &dir.path().join("b.log"), &[]);
     let _stop_2 = common::StopOnDrop::new(&socket, "second");
@@ -207,22 +208,24 @@ fn a_new_serve_evicts_a_live_predecessor_of_the_same_socket() {
     shutdown(&first.socket, "next");
 }
 
-/// Spawns `sleep 777` in the daemon behind `client`; returns its pid.
-fn spawn_sleeper(client: &mut common::Client) -> i32 {
+/// Spawns `sleep 777` in the daemon behind `client`; returns it held,
+/// from the moment its pid is known (it was just spawned).
+fn spawn_sleeper(client: &mut common::Client) -> common::proven::Proc {
     let reply = client.call(
         2,
         "process.spawn",
         r#"{"id":"agent","command":"sleep","args":["777"],"wantPid":true}"#,
     );
     let v: serde_json::Value = serde_json::from_str(&reply).unwrap();
-    v["result"]["pid"].as_i64().unwrap_or_else(|| panic!("{reply}")) as i32
+    let pid = v["result"]["pid"].as_i64().unwrap_or_else(|| panic!("{reply}")) as i32;
+    common::proven::Proc::open(pid).expect("a pidfd on the sleeper")
 }
 
 /// A second `-serve` started from a terminal or over ssh (stderr not a
 /// file, so the daemons log to `remote-server.log`): its launcher says on
 /// stderr, in one line, that it replaced the running daemon and what
 /// happened to that daemon's children.
-fn replace_and_read_the_launcher(first: &TestDaemon, keep_children: bool) -> (i32, String) {
+fn replace_and_read_the_launcher(first: &TestDaemon, keep_children: bool) -> (common::proven::Proc, String) {
     let old_pid = lock_pid(first.root());
     let mut client = first.connect();
     let child = spawn_sleeper(&mut client);
@@ -254,7 +257,7 @@ fn replace_and_read_the_launcher(first: &TestDaemon, keep_children: bool) -> (i3
 fn a_second_serve_says_it_replaces_the_daemon_and_stops_its_children() {
     let first = TestDaemon::start();
     let (child, _) = replace_and_read_the_launcher(&first, false);
-    assert!(wait_until(Duration::from_secs(10), || common::pid_gone(child)));
+    assert!(wait_until(Duration::from_secs(10), || child.gone()));
     assert_eq!(ping_with(&first.socket, "next"), PONG);
     shutdown(&first.socket, "next");
 }
@@ -263,11 +266,11 @@ fn a_second_serve_says_it_replaces_the_daemon_and_stops_its_children() {
 fn a_second_serve_says_when_the_replaced_daemon_keeps_its_children() {
     let first = TestDaemon::start_with(&["-keep-children"], &[]);
     let (child, _) = replace_and_read_the_launcher(&first, true);
-    let alive = !common::pid_gone(child);
-    // SAFETY: SIGKILL to the sleeper this test spawned (kept alive by
+    let alive = !child.gone();
+    // Through the hold: the sleeper this test spawned (kept alive by
     // -keep-children), so that it does not outlive the test.
-    unsafe { libc::kill(child, libc::SIGKILL) };
-    assert!(alive, "the kept child {child} is gone");
+    child.signal(libc::SIGKILL);
+    assert!(alive, "the kept child {} is gone", child.pid());
     shutdown(&first.socket, "next");
 }
 
@@ -307,14 +310,18 @@ fn a_foreign_lock_holder_is_never_signalled() {
         .spawn()
         .expect("flock(1)");
     let holder_pid = holder.id();
-    struct KillGroup(i32);
+    // The group goes when the test ends, pass or fail, always before its
+    // leader is reaped (`holder.wait()` comes after): the unreaped leader
+    // keeps the id its group's. Through the hold it would be that group
+    // even after (issue 44, item 9).
+    let group = common::proven::Proc::open(holder_pid as i32).expect("a pidfd on flock(1)");
+    struct KillGroup(common::proven::Proc);
     impl Drop for KillGroup {
         fn drop(&mut self) {
-            // SAFETY: signals the group this test created.
-            unsafe { libc::kill(-self.0, libc::SIGKILL) };
+            self.0.signal_group(libc::SIGKILL);
         }
     }
-    let _group = KillGroup(holder_pid as i32);
+    let group = KillGroup(group);
     assert!(wait_until(Duration::from_secs(5), || {
         std::fs::read_to_string("/proc/locks")
             .unwrap_or_default()
@@ -332,7 +339,7 @@ fn a_foreign_lock_holder_is_never_signalled() {
     assert_eq!(holder.try_wait().unwrap(), None);
     assert_eq!(ping_with(&socket, "tok"), PONG);
     shutdown(&socket, "tok");
-    let _ = holder.kill();
+    drop(group);
     let _ = holder.wait();
 }
 
@@ -469,4 +476,80 @@ fn the_orphan_test_hook_does_not_reach_children() {
     let env = std::fs::read_to_string(&out).unwrap();
     assert!(!env.contains("REMORA_TEST_ORPHAN_TIMERS"), "{env}");
     shutdown(&socket, "tok");
+}
+
+// ------------------------------------------- signals to proven processes only
+
+/// Set in the copy of this binary that stands in for a listener which is
+/// not a remora daemon ([`a_foreign_listener_helper`]).
+const FOREIGN_LISTENER_ENV: &str = "REMORA_TEST_FOREIGN_LISTENER";
+
+/// Issue 44, item 9: this binary died of SIGKILL, sent by its own
+/// `stop_serving`. That helper SIGKILLed the pid it had found at connect
+/// (`SO_PEERCRED`) once the pid had not looked gone for 10 s, proving
+/// nothing else about it; a listener that is not a daemon (this binary's
+/// own stand-ins have been) or a daemon pid reused by then (a thread of
+/// this binary: kill(2) of a thread's id ends the whole process) got it,
+/// and its children's groups first. The listener here is another process
+/// that never exits on its own and whose command line does not name the
+/// socket: it must not be signalled.
+#[test]
+fn stop_serving_never_signals_a_listener_that_is_not_a_daemon() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("rpc.sock");
+    let mut listener = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "upstream_life::a_foreign_listener_helper",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(FOREIGN_LISTENER_ENV, &socket)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Our own unreaped child: killing it by its handle cannot miss.
+    struct Reap(std::process::Child);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    // Its stdin stays open (it waits on it) until the test ends.
+    let _hold = listener.stdin.take();
+    let mut lines = BufReader::new(listener.stdout.take().unwrap()).lines();
+    let mut listener = Reap(listener);
+    let mut wait_for = |marker: &str| lines.by_ref().map_while(Result::ok).any(|l| l.contains(marker));
+    assert!(wait_for("LISTENING"), "the stand-in listener did not start");
+    common::stop_serving(&socket, "tok");
+    assert!(wait_for("ASKED"), "stop_serving did not ask the listener");
+    assert_eq!(
+        listener.0.try_wait().unwrap(),
+        None,
+        "stop_serving signalled a listener that is not its daemon"
+    );
+}
+
+/// The stand-in listener of the test above (runs only in the copy that
+/// test starts): answers one connection by reading its request, then
+/// removes the socket file and closes, and waits for its stdin to close.
+#[test]
+#[ignore = "the stand-in listener stop_serving_never_signals_a_listener_that_is_not_a_daemon starts"]
+fn a_foreign_listener_helper() {
+    let Some(path) = std::env::var_os(FOREIGN_LISTENER_ENV) else {
+        return;
+    };
+    let listener = UnixListener::bind(&path).unwrap();
+    println!("LISTENING");
+    let (conn, _) = listener.accept().unwrap();
+    let mut request = String::new();
+    BufReader::new(&conn).read_line(&mut request).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    drop(conn);
+    println!("ASKED");
+    let _ = std::io::stdin().read_to_end(&mut Vec::new());
 }

@@ -108,7 +108,12 @@ pub(super) async fn run_with_input(
             }
         }
     };
-    let group = child.id().and_then(|pid| i32::try_from(pid).ok());
+    // Taken while git is our unreaped child, so it names git's group for
+    // good (see the kill below).
+    let group = child
+        .id()
+        .and_then(|pid| i32::try_from(pid).ok())
+        .and_then(crate::sys::process::PidRef::open);
     // Written beside the wait, so a git that answers before reading all of
     // its input (or never reads it) cannot block the daemon; a git that
     // exits early ends the write with a broken pipe, which is ignored.
@@ -129,12 +134,13 @@ pub(super) async fn run_with_input(
         writer.abort();
     }
     if finished.is_err() {
-        // Before the child is dropped (and reaped): while the output is
-        // pending, the leader is unreaped or a member holds its pipes, so
-        // the group id still names this group.
-        if let Some(pgid) = group {
-            // SAFETY: signals the process group this call created.
-            unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        // git may have been reaped already (`wait_with_output` reaps as
+        // soon as it exits, while a helper that left the group can still
+        // hold the pipes), and then the bare id may name another group:
+        // the hold reaches git's own group or nobody
+        // ([`crate::sys::process::PidRef::signal_group`]).
+        if let Some(group) = &group {
+            let _ = group.signal_group(libc::SIGKILL);
         }
     }
     match finished {
@@ -251,6 +257,82 @@ fn version_at_least(banner: &str, want: (u32, u32)) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Set for the helper below: where the fake git writes its pid.
+    #[cfg(target_os = "linux")]
+    const GIT_PID_FILE: &str = "REMORA_TEST_GIT_PID";
+
+    /// Issue 44 (item 8): git's timeout killed `-pgid` after git itself
+    /// could have been reaped (`wait_with_output` reaps git as soon as it
+    /// exits, while a helper that left its group still holds the pipes),
+    /// so a group that took git's number by then got the SIGKILL. Planted
+    /// for real in a pid namespace: git exits at once leaving a `setsid`
+    /// helper on its pipes, is reaped, and a new group leader gets its pid
+    /// before the timeout fires; the new group must live.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_timed_out_git_never_signals_the_group_that_took_its_pid() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let git = dir.path().join("git");
+        std::fs::write(
+            &git,
+            format!("#!/bin/sh\necho $$ >\"${GIT_PID_FILE}\"\nsetsid sleep 60 &\nexit 0\n"),
+        )
+        .unwrap();
+        std::fs::set_permissions(&git, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = format!("{}:{}", dir.path().display(), std::env::var("PATH").unwrap_or_default());
+        let mark = dir.path().join("git.pid");
+        crate::sys::process::pidns::run(
+            "methods::git::gitcli::tests::git_reaped_before_its_timeout_helper",
+            &[("PATH", path.as_ref()), (GIT_PID_FILE, mark.as_os_str())],
+        );
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    #[ignore = "runs only inside the pid namespace its parent test makes"]
+    fn git_reaped_before_its_timeout_helper() {
+        use crate::sys::process::pidns;
+        if !pidns::entered() {
+            return;
+        }
+        let mark = std::path::PathBuf::from(std::env::var_os(GIT_PID_FILE).unwrap());
+        let planter = std::thread::spawn(move || {
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            let pause = || {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "git never ran, or was never reaped"
+                );
+                std::thread::sleep(Duration::from_millis(2));
+            };
+            // Polled: nothing signals the moment another task reaps git.
+            let pid = loop {
+                match std::fs::read_to_string(&mark).map(|t| t.trim().parse::<i32>()) {
+                    Ok(Ok(pid)) => break pid,
+                    _ => pause(),
+                }
+            };
+            while std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                pause();
+            }
+            pidns::plant(pid, || true)
+        });
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let out = runtime.block_on(run_with_input("", &["status"], true, Duration::from_secs(3), None));
+        assert!(out.timed_out, "{out:?}");
+        let mut planted = planter.join().unwrap();
+        assert!(
+            !pidns::got_sigkill(&mut planted),
+            "git's timeout kill reached the group that took its pid"
+        );
+        planted.kill().unwrap();
+        planted.wait().unwrap();
+    }
 
     #[test]
     fn slugs() {

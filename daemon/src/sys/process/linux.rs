@@ -1,12 +1,22 @@
-//! Linux side of [`super`]: a pidfd reports a child's exit, `F_SETPIPE_SZ`
-//! grows a pipe, `/proc/<pid>` answers liveness, and Linux's signal table
-//! names the exit frame's signal.
+//! Linux side of [`super`]: a pidfd reports a child's exit and carries
+//! the signals of [`super::pidref`], `F_SETPIPE_SZ` grows a pipe,
+//! `/proc/<pid>` answers liveness and start times, and Linux's signal
+//! table names the exit frame's signal.
 
+use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-/// A pidfd for `pid`: readable once the process has exited (and for good
-/// after that). `None` on kernels before 5.3 or when the pid is gone.
-pub(super) fn exit_notifier(pid: i32) -> Option<OwnedFd> {
+/// `pidfd_send_signal`'s flag (Linux 6.9) that sends to the process group
+/// the pidfd's process leads, named by that process's own `struct pid`:
+/// the group it reaches is the original one even after its leader was
+/// reaped and the number reused. Older kernels refuse the flag (EINVAL).
+const PIDFD_SIGNAL_PROCESS_GROUP: libc::c_uint = 1 << 2;
+
+/// A pidfd for `pid`: it names that very process until the descriptor is
+/// closed, whatever later holds the number, and turns readable once the
+/// process has exited. `None` when there is no such process, on kernels
+/// before 5.3, or where a seccomp filter forbids the call.
+pub(super) fn open_pidfd(pid: i32) -> Option<OwnedFd> {
     // SAFETY: plain syscall; on success we own the returned descriptor.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
     if fd < 0 {
@@ -15,6 +25,44 @@ pub(super) fn exit_notifier(pid: i32) -> Option<OwnedFd> {
     let fd = i32::try_from(fd).ok()?;
     // SAFETY: `fd` is a fresh descriptor nobody else owns.
     Some(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `pidfd_send_signal(fd, signal)`: to the pidfd's process, or with
+/// `group` to the group it leads (see [`PIDFD_SIGNAL_PROCESS_GROUP`]).
+/// Signal 0 sends nothing and only asks whether the target still exists
+/// (a zombie does; a reaped process does not: ESRCH).
+pub(super) fn pidfd_signal(fd: &OwnedFd, signal: i32, group: bool) -> io::Result<()> {
+    let flags = if group { PIDFD_SIGNAL_PROCESS_GROUP } else { 0 };
+    // SAFETY: plain syscall on a descriptor we own; no siginfo is passed.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            fd.as_raw_fd(),
+            signal,
+            std::ptr::null::<libc::siginfo_t>(),
+            flags,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// When process `pid` started, in clock ticks since boot (field 22 of
+/// `/proc/<pid>/stat`); `None` when there is no such process. A zombie
+/// still answers.
+pub(super) fn start_time(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "pid (comm) state ppid …": comm may hold spaces or ')'.
+    let rest = stat.get(stat.rfind(')')? + 2..)?;
+    rest.split(' ').nth(19)?.parse().ok()
+}
+
+/// The exit notifier is the pidfd itself.
+pub(super) fn exit_notifier(pid: i32) -> Option<OwnedFd> {
+    open_pidfd(pid)
 }
 
 /// Whether the pidfd reports the exit now. Its readiness is a state, not

@@ -4,6 +4,9 @@
 //! 64 KiB on demand by themselves), `kill(pid, 0)` answers liveness (there
 //! is no `/proc`), and Darwin's signal table names the exit frame's signal.
 //!
+//! There is no pidfd: [`super::pidref`] pins a process by its start time
+//! (`proc_pidinfo`), compared again just before each signal.
+//!
 //! The kqueue only *observes* the exit: the child stays a zombie until
 //! [`super::reap`], so its pgid stays pinned exactly as on Linux.
 //!
@@ -40,6 +43,43 @@ pub(crate) fn exit_notifier(pid: i32) -> Option<OwnedFd> {
     // SAFETY: one change record in, no event buffer out.
     let rc = unsafe { libc::kevent(kq.as_raw_fd(), &change, 1, std::ptr::null_mut(), 0, std::ptr::null()) };
     (rc >= 0).then_some(kq)
+}
+
+/// No pidfd on macOS: [`super::pidref`] falls back to the start time.
+pub(super) fn open_pidfd(_pid: i32) -> Option<OwnedFd> {
+    None
+}
+
+/// Never called (there is no pidfd to send through).
+pub(super) fn pidfd_signal(_fd: &OwnedFd, _signal: i32, _group: bool) -> std::io::Result<()> {
+    Err(std::io::Error::from_raw_os_error(libc::ENOSYS))
+}
+
+/// When process `pid` started, in microseconds since the epoch
+/// (`proc_pidinfo(PROC_PIDTBSDINFO)`); `None` when there is no such
+/// process or it cannot be asked.
+pub(super) fn start_time(pid: i32) -> Option<u64> {
+    // SAFETY: a zeroed proc_bsdinfo is a valid out-parameter.
+    let mut info: libc::proc_bsdinfo = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::proc_bsdinfo>() as libc::c_int;
+    // SAFETY: the buffer is `size` bytes of a proc_bsdinfo we own.
+    let n = unsafe {
+        libc::proc_pidinfo(
+            pid,
+            libc::PROC_PIDTBSDINFO,
+            0,
+            (&mut info as *mut libc::proc_bsdinfo).cast(),
+            size,
+        )
+    };
+    if n != size || info.pbi_pid != pid as u32 {
+        return None;
+    }
+    Some(
+        info.pbi_start_tvsec
+            .saturating_mul(1_000_000)
+            .saturating_add(info.pbi_start_tvusec),
+    )
 }
 
 /// Dequeues the pending exit event. True when one was dequeued: the

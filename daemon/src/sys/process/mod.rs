@@ -1,5 +1,8 @@
 //! The few raw OS calls the supervisor needs: signal names, signalling a
-//! process group, and observing a child's exit *without reaping it*.
+//! process group, observing a child's exit *without reaping it*, and a
+//! hold on a process that its pid number cannot outlive ([`PidRef`], in
+//! `pidref.rs`) for every signal to a process that is not an unreaped
+//! child.
 //!
 //! Why not reap at once: a child that is a zombie keeps its pid, and so its
 //! process-group id, reserved. While the supervisor has not reaped the
@@ -20,6 +23,7 @@
 
 use std::io;
 
+mod pidref;
 #[cfg(target_os = "linux")]
 #[path = "linux.rs"]
 mod platform;
@@ -27,6 +31,9 @@ mod platform;
 #[path = "macos.rs"]
 mod platform;
 
+#[cfg(all(test, target_os = "linux"))]
+pub(crate) use pidref::pidns;
+pub(crate) use pidref::{GroupError, PidRef};
 pub(crate) use platform::{resize_pipe, signal_name};
 
 /// Parses a `signal` param as the reference does: exactly `TERM`, `KILL`,
@@ -42,8 +49,8 @@ pub(crate) fn parse_signal(name: &str) -> i32 {
     }
 }
 
-/// Sends `signal` to the process `pid` only (not its group). Errors are
-/// ignored: every caller is best-effort.
+/// Sends `signal` to the process `pid` only (not its group), a child the
+/// caller holds unreaped. Errors are ignored: every caller is best-effort.
 pub(crate) fn signal_child(pid: i32, signal: i32) {
     if pid > 1 {
         // SAFETY: plain syscall on a positive pid.
@@ -55,7 +62,9 @@ pub(crate) fn signal_child(pid: i32, signal: i32) {
 
 /// Sends `signal` to the process group `pgid` (the child is its group's
 /// leader). Errors (ESRCH: the group is already empty) are ignored: every
-/// caller is best-effort.
+/// caller is best-effort. Only for a leader the caller holds unreaped
+/// (its zombie keeps the id its group's: the supervisor calls this under
+/// the lock its reap takes); for any other process, [`PidRef`].
 pub(crate) fn signal_group(pgid: i32, signal: i32) {
     if pgid > 1 {
         // SAFETY: plain syscall; a negative pid addresses the group.

@@ -8,6 +8,7 @@
 pub mod frames;
 pub mod git;
 pub mod http;
+pub mod proven;
 pub mod reply;
 pub mod skip;
 pub mod tarball;
@@ -270,52 +271,72 @@ impl Drop for TestDaemon {
 /// Stops the daemon serving `socket` and waits for it to exit. The
 /// launcher that started it exited long ago (`-serve` detaches), so the
 /// daemon is found by its own pid: the socket's peer (`SO_PEERCRED`), else
-/// the owner record in `daemon.lock` beside it when that process's command
-/// line names the socket. First an authenticated `server.shutdown` (the
-/// daemon ends its children itself); a daemon still there after 10 s
-/// (wrong token, wedged) gets SIGKILL, its children's groups first, so
-/// that nothing a test started outlives it (`ci/leftovers` checks).
+/// the owner record in `daemon.lock` beside it. Either is held through a
+/// pidfd ([`proven::Proc`]) and taken only when that process's command
+/// line names the socket: a listener that is not our daemon (a test's own
+/// stand-in, this very binary) is never waited for or signalled. First an
+/// authenticated `server.shutdown` (the daemon ends its children itself);
+/// a daemon still there after 10 s (wrong token, wedged) gets SIGKILL,
+/// its children's groups first, so that nothing a test started outlives
+/// it (`ci/leftovers` checks). Every signal goes through a hold taken
+/// while the target was proven, never through a number read earlier (a
+/// number read 20 s ago may be a thread of this binary by now, and a
+/// thread's id passed to kill(2) ends its whole process: issue 44 item 9).
 pub fn stop_serving(socket: &Path, token: &str) {
-    let mut pid = None;
+    let mut daemon = None;
+    let mut asked = false;
     if let Ok(mut s) = UnixStream::connect(socket) {
-        pid = peer_pid(&s);
+        daemon = peer_pid(&s).and_then(|pid| proven::Proc::proven(pid, |pid| names_socket(pid, socket)));
         let line = request_line("0", "server.shutdown", None, token);
-        let _ = s.write_all(line.as_bytes());
+        asked = s.write_all(line.as_bytes()).is_ok();
         let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
         let mut sink = Vec::new();
         let _ = s.read_to_end(&mut sink);
     }
-    let pid = pid.or_else(|| recorded_daemon(socket));
-    wait_until(Duration::from_secs(10), || !socket.exists());
-    let Some(pid) = pid else {
+    let daemon = daemon.or_else(|| recorded_daemon(socket));
+    if asked || daemon.is_some() {
+        wait_until(Duration::from_secs(10), || !socket.exists());
+    }
+    let Some(daemon) = daemon else {
         return;
     };
-    if wait_until(Duration::from_secs(10), || pid_gone(pid)) {
+    if wait_until(Duration::from_secs(10), || daemon.gone()) {
         return;
     }
-    for child in children_of(pid) {
-        // SAFETY: SIGKILL to the process group of a child of the daemon
-        // this test started (every child leads a group of its own).
-        unsafe { libc::kill(-child, libc::SIGKILL) };
+    for child in children_of(daemon.pid()) {
+        // Its parent is the daemon while the daemon is present: the hold
+        // on the daemon says the number is still its own.
+        let ours = |pid: i32| parent_of(pid) == Some(daemon.pid()) && daemon.present();
+        if let Some(child) = proven::Proc::proven(child, ours) {
+            // Every child of the daemon leads a group of its own.
+            child.signal_group(libc::SIGKILL);
+        }
     }
-    // SAFETY: SIGKILL to the daemon this test started (found above by its
-    // socket, and not yet gone).
-    unsafe { libc::kill(pid, libc::SIGKILL) };
-    wait_until(Duration::from_secs(10), || pid_gone(pid));
+    daemon.signal(libc::SIGKILL);
+    wait_until(Duration::from_secs(10), || daemon.gone());
 }
 
-/// The pid in `daemon.lock` beside `socket`, if that process is alive and
-/// its command line names the socket (so a recycled pid is never taken).
-fn recorded_daemon(socket: &Path) -> Option<i32> {
+/// Whether process `pid`'s command line names `socket` (a daemon serving
+/// it is started with `-socket <socket>`).
+fn names_socket(pid: i32, socket: &Path) -> bool {
     use std::os::unix::ffi::OsStrExt;
+    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    cmdline
+        .split(|b| *b == 0)
+        .any(|arg| arg.ends_with(socket.as_os_str().as_bytes()))
+}
+
+/// The daemon named in `daemon.lock` beside `socket`, held, if it is alive
+/// and its command line names the socket (so a recycled pid is never
+/// taken).
+fn recorded_daemon(socket: &Path) -> Option<proven::Proc> {
     let record = std::fs::read_to_string(socket.parent()?.join("daemon.lock")).ok()?;
     let value: serde_json::Value = serde_json::from_str(&record).ok()?;
     let pid = i32::try_from(value["pid"].as_i64()?).ok()?;
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-    let named = cmdline
-        .split(|b| *b == 0)
-        .any(|arg| arg.ends_with(socket.as_os_str().as_bytes()));
-    (named && !pid_gone(pid)).then_some(pid)
+    let daemon = proven::Proc::proven(pid, |pid| names_socket(pid, socket))?;
+    (!daemon.gone()).then_some(daemon)
 }
 
 /// Stops the daemon on `socket` when dropped ([`stop_serving`]), so a
@@ -349,15 +370,16 @@ pub fn children_of(pid: i32) -> Vec<i32> {
     entries
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|n| {
-            std::fs::read_to_string(format!("/proc/{n}/stat")).is_ok_and(|stat| {
-                // "pid (comm) state ppid …": comm may hold spaces or ')'.
-                stat.rsplit_once(')')
-                    .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<i32>().ok())
-                    == Some(pid)
-            })
-        })
+        .filter(|&n| parent_of(n) == Some(pid))
         .collect()
+}
+
+/// The parent of process `pid` (from `/proc/<pid>/stat`).
+pub fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "pid (comm) state ppid …": comm may hold spaces or ')'.
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<i32>().ok())
 }
 
 /// The pid of the process at the other end of a connected Unix socket
