@@ -80,23 +80,7 @@ fn run(a: &Args) -> Result<(), Error> {
     let me = std::env::current_exe()?;
     match a.mode {
         "stream" => {
-            let (seed, bytes, linger) = (a.seed.to_string(), a.bytes.to_string(), a.linger_ms.to_string());
-            let p = wire::spawn_params(
-                a.id,
-                &me.to_string_lossy(),
-                &[
-                    "stress-client",
-                    "--mode",
-                    "pattern",
-                    "--seed",
-                    &seed,
-                    "--bytes",
-                    &bytes,
-                    "--linger-ms",
-                    &linger,
-                ],
-                a.env,
-            );
+            let p = wire::pattern_spawn_params(a.id, &me.to_string_lossy(), a.seed, a.bytes, a.linger_ms, a.env);
             c.call("1", "process.spawn", &p)?;
             c.wait_frames(a.id, 1)?;
             ready();

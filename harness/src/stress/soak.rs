@@ -111,13 +111,11 @@ fn replayed_pattern(d: &Daemon, ctx: &Ctx, k: u64) -> Result<(), Error> {
     let id = format!("st{pool}");
     let bytes = 256 * 1024;
     let mut c = Client::connect(&d.socket)?;
-    let (s, b) = ((k % 1000).to_string(), bytes.to_string());
     let h = ctx.harness.to_string_lossy();
-    let args = ["stress-client", "--mode", "pattern", "--seed", &s, "--bytes", &b];
     c.call(
         "1",
         "process.spawn",
-        &wire::spawn_params(&id, &h, &args, &d.child_env("soak")),
+        &wire::pattern_spawn_params(&id, &h, k % 1000, bytes, 0, &d.child_env("soak")),
     )?;
     c.wait_exit(&id)?;
     let mut r = Client::connect(&d.socket)?;
@@ -219,12 +217,10 @@ fn stalled_follower(d: &Daemon, ctx: &Ctx, k: u64) -> Result<(), Error> {
     let seed = 5000 + k % 1000;
     let mut stalled = Client::connect(&d.socket)?;
     let h = ctx.harness.to_string_lossy();
-    let (s, b) = (seed.to_string(), bytes.to_string());
-    let args = ["stress-client", "--mode", "pattern", "--seed", &s, "--bytes", &b];
     stalled.call(
         "1",
         "process.spawn",
-        &wire::spawn_params(&id, &h, &args, &d.child_env("soak")),
+        &wire::pattern_spawn_params(&id, &h, seed, bytes, 0, &d.child_env("soak")),
     )?;
     let mut r = Client::connect(&d.socket)?;
     // The spawn's reply is the last thing the stalled connection

@@ -19,23 +19,7 @@ fn mib(bytes: u64, d: Duration) -> f64 {
 
 /// Spawn params running the harness as a pattern writer.
 fn pattern_spawn(ctx: &Ctx, id: &str, seed: u64, bytes: u64, linger_ms: u64, env: &str) -> String {
-    let (s, b, l) = (seed.to_string(), bytes.to_string(), linger_ms.to_string());
-    wire::spawn_params(
-        id,
-        &ctx.harness.to_string_lossy(),
-        &[
-            "stress-client",
-            "--mode",
-            "pattern",
-            "--seed",
-            &s,
-            "--bytes",
-            &b,
-            "--linger-ms",
-            &l,
-        ],
-        env,
-    )
+    wire::pattern_spawn_params(id, &ctx.harness.to_string_lossy(), seed, bytes, linger_ms, env)
 }
 
 /// SHA-256 of the last `len` bytes of `pattern(seed, total)`.

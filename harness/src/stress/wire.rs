@@ -31,6 +31,25 @@ pub fn spawn_params(id: &str, command: &str, args: &[&str], env: &str) -> String
     )
 }
 
+/// `process.spawn` params running the harness at `harness` as a pattern
+/// writer (`stress-client --mode pattern`): `bytes` of the pattern of
+/// `seed`, then `linger_ms` idle. The one builder of that argv.
+pub fn pattern_spawn_params(id: &str, harness: &str, seed: u64, bytes: u64, linger_ms: u64, env: &str) -> String {
+    let (s, b, l) = (seed.to_string(), bytes.to_string(), linger_ms.to_string());
+    let args = [
+        "stress-client",
+        "--mode",
+        "pattern",
+        "--seed",
+        &s,
+        "--bytes",
+        &b,
+        "--linger-ms",
+        &l,
+    ];
+    spawn_params(id, harness, &args, env)
+}
+
 /// The raw value of `"key":` in a single-line JSON object: a string's
 /// contents (no unescaping: ids and stream names we use have no escapes)
 /// or a number's text.

@@ -4,8 +4,11 @@ use std::io;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 
-/// The pid at the other end of a connected Unix socket.
-pub(crate) fn peer_pid(fd: RawFd) -> Option<i32> {
+/// The credentials of the process at the other end of a connected Unix
+/// socket (for a listener: of the process that called `listen`); `None`
+/// for a socket without them (not a Unix stream) or a peer the kernel
+/// reports as pid 0 (another pid namespace).
+fn peer_cred(fd: RawFd) -> Option<libc::ucred> {
     let mut cred = libc::ucred { pid: 0, uid: 0, gid: 0 };
     let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
     // SAFETY: getsockopt writes at most `len` bytes into `cred`.
@@ -18,26 +21,18 @@ pub(crate) fn peer_pid(fd: RawFd) -> Option<i32> {
             &mut len,
         )
     };
-    (rc == 0 && cred.pid > 0).then_some(cred.pid)
+    (rc == 0 && len as usize == std::mem::size_of::<libc::ucred>() && cred.pid > 0).then_some(cred)
+}
+
+/// The pid at the other end of a connected Unix socket.
+pub(crate) fn peer_pid(fd: RawFd) -> Option<i32> {
+    peer_cred(fd).map(|cred| cred.pid)
 }
 
 /// The effective uid of the process at the other end of a connected
 /// Unix socket (for a listener: of the process that called `listen`).
 pub(crate) fn peer_uid(fd: RawFd) -> Option<u32> {
-    let mut cred = libc::ucred { pid: 0, uid: 0, gid: 0 };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: getsockopt writes at most `len` bytes into `cred`.
-    let rc = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&mut cred as *mut libc::ucred).cast(),
-            &mut len,
-        )
-    };
-    // A socket without credentials (not a Unix stream) reports none.
-    (rc == 0 && len as usize == std::mem::size_of::<libc::ucred>() && cred.pid > 0).then_some(cred.uid)
+    peer_cred(fd).map(|cred| cred.uid)
 }
 
 /// Running (a zombie waiting for its reaper counts as ended).
