@@ -138,24 +138,7 @@ fn pair(k: &OsString, v: &OsString) -> OsString {
 /// close-on-exec (the trampoline's copy of `write` is made inheritable
 /// only in the forked child).
 pub(crate) fn report_pipe() -> std::io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
-    use std::os::fd::FromRawFd;
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 fills two descriptors we then own.
-    #[cfg(target_os = "linux")]
-    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
-    #[cfg(not(target_os = "linux"))]
-    // SAFETY: as above (never used off Linux: `enabled` is false there).
-    let rc = unsafe { libc::pipe(fds.as_mut_ptr()) };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: both descriptors were just created and are owned by nobody else.
-    Ok(unsafe {
-        (
-            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
-            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
-        )
-    })
+    crate::sys::os::pipe_cloexec()
 }
 
 /// How long the daemon waits for the trampoline's verdict: an exec that

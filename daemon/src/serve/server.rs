@@ -30,16 +30,7 @@ impl std::fmt::Display for BindError {
 
 impl std::error::Error for BindError {}
 
-/// The longest socket path `bind(2)` takes, in bytes: `sun_path` less its
-/// terminating NUL (108 bytes on Linux, 104 on macOS and the BSDs).
-#[cfg(target_os = "linux")]
-pub(crate) const SOCKET_PATH_MAX: usize = 107;
-#[cfg(not(target_os = "linux"))]
-pub(crate) const SOCKET_PATH_MAX: usize = 103;
-#[cfg(target_os = "linux")]
-const SOCKET_PATH_SYSTEM: &str = "Linux";
-#[cfg(not(target_os = "linux"))]
-const SOCKET_PATH_SYSTEM: &str = "macOS";
+use crate::sys::os::{SOCKET_PATH_MAX, SYSTEM_NAME as SOCKET_PATH_SYSTEM};
 
 /// Refuses a socket path the kernel cannot bind, before anything is
 /// created for it: the kernel's own answer is a bare `invalid argument`.

@@ -4,6 +4,15 @@ use std::io;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 
+/// The longest socket path `bind(2)` takes, in bytes: `sun_path` (108
+/// bytes here) less its terminating NUL.
+pub(crate) const SOCKET_PATH_MAX: usize = 107;
+/// This system's name in messages.
+pub(crate) const SYSTEM_NAME: &str = "Linux";
+/// The system folder of Claude Code's managed settings (the managed
+/// launcher's policy).
+pub(crate) const MANAGED_SETTINGS_DIR: &str = "/etc/claude-code";
+
 /// The credentials of the process at the other end of a connected Unix
 /// socket (for a listener: of the process that called `listen`); `None`
 /// for a socket without them (not a Unix stream) or a peer the kernel

@@ -5,6 +5,15 @@ use std::io;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 
+/// The longest socket path `bind(2)` takes, in bytes: `sun_path` (104
+/// bytes here) less its terminating NUL.
+pub(crate) const SOCKET_PATH_MAX: usize = 103;
+/// This system's name in messages.
+pub(crate) const SYSTEM_NAME: &str = "macOS";
+/// The system folder of Claude Code's managed settings (the managed
+/// launcher's policy).
+pub(crate) const MANAGED_SETTINGS_DIR: &str = "/Library/Application Support/ClaudeCode";
+
 /// The pid at the other end of a connected Unix socket.
 pub(crate) fn peer_pid(fd: RawFd) -> Option<i32> {
     let mut pid: libc::pid_t = 0;

@@ -24,11 +24,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// The system folder of the managed settings.
-#[cfg(not(target_os = "macos"))]
-pub(crate) const SYSTEM_DIR: &str = "/etc/claude-code";
-/// The system folder of the managed settings.
-#[cfg(target_os = "macos")]
-pub(crate) const SYSTEM_DIR: &str = "/Library/Application Support/ClaudeCode";
+pub(crate) use crate::sys::os::MANAGED_SETTINGS_DIR as SYSTEM_DIR;
 /// The base settings file, in the folder.
 pub(crate) const BASE_FILE: &str = "managed-settings.json";
 /// The drop-in folder, in the folder.
