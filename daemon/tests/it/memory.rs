@@ -439,7 +439,9 @@ fn the_sweep_never_blocks_on_or_follows_a_planted_owner_record() {
 /// the same replay dir removes it, and leaves a live daemon's alone.
 #[test]
 fn stale_directory_of_a_killed_daemon_is_swept_and_a_live_one_kept() {
+    use std::os::unix::fs::PermissionsExt;
     let replay = tempfile::tempdir().unwrap();
+    let mode_before = std::fs::metadata(replay.path()).unwrap().permissions().mode() & 0o777;
     let mut x = spilling_daemon(replay.path(), "64", &[]);
     let (x_dir, x_pid) = daemon_dirs(replay.path()).remove(0);
     let mut c = x.connect();
@@ -463,11 +465,12 @@ fn stale_directory_of_a_killed_daemon_is_swept_and_a_live_one_kept() {
     let (y_dir, _) = dirs[0].clone();
     assert_ne!(y_dir, x_dir);
     assert!(y.log().contains("removed stale replay directory"));
-    use std::os::unix::fs::PermissionsExt;
     assert_eq!(std::fs::metadata(&y_dir).unwrap().permissions().mode() & 0o777, 0o700);
+    // The configured directory was not made by remora: its mode stays
+    // (issue 44, F4).
     assert_eq!(
         std::fs::metadata(replay.path()).unwrap().permissions().mode() & 0o777,
-        0o700
+        mode_before
     );
 
     let z = spilling_daemon(replay.path(), "64", &[]);
