@@ -24,8 +24,17 @@
 //! not a directory) and returns what is left; callers decide what a
 //! missing rest means. [`crate::base::safedir`] is the stricter sibling for
 //! directories remora makes itself: it follows no link at all.
+//!
+//! [`open`] is the walk for a caller that then works in the directory
+//! (`files.extract_tar`'s `destDir`, audit F2): after [`walk`], it opens
+//! the resolved path from `/` one level at a time (`O_NOFOLLOW`, so a level
+//! that became a link since fails) and judges every level again on its
+//! descriptor. The caller goes on from that descriptor, never by the path.
 
-use std::ffi::OsString;
+use std::ffi::{CString, OsString};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
@@ -40,6 +49,10 @@ pub(crate) struct Walked {
     /// The names not reached (missing, or below something that is not a
     /// directory), in order; empty when the whole path exists.
     pub rest: Vec<OsString>,
+    /// How many of `rest`'s first names came from a link's target rather
+    /// than from the path itself: the path went through a link to
+    /// something missing or not a directory (a dangling link).
+    pub from_links: usize,
 }
 
 /// Resolves the absolute `path` for the user `me`, judging every step
@@ -50,10 +63,24 @@ pub(crate) fn walk(path: &Path, me: u32) -> Result<Walked, String> {
         return Err("it is not an absolute path".to_string());
     }
     let mut pending: std::collections::VecDeque<OsString> = names(path).into();
+    // The path's own names are always the last `own` of `pending`: a
+    // link's target is pushed in front of them.
+    let mut own = pending.len();
     let mut resolved = PathBuf::from("/");
     let mut links = 0;
     let mut last_safe: Option<PathBuf> = None;
-    while let Some(name) = pending.pop_front() {
+    let stop = |resolved: PathBuf, pending: std::collections::VecDeque<OsString>, own: usize| Walked {
+        resolved,
+        from_links: pending.len().saturating_sub(own),
+        rest: pending.into(),
+    };
+    loop {
+        // Whether the next name is the path's own, not a link's.
+        let is_own = pending.len() == own;
+        let Some(name) = pending.pop_front() else {
+            break;
+        };
+        own -= usize::from(is_own);
         if name == ".." {
             resolved.pop();
             continue;
@@ -64,10 +91,8 @@ pub(crate) fn walk(path: &Path, me: u32) -> Result<Walked, String> {
             match std::fs::symlink_metadata(&resolved) {
                 Ok(meta) if !meta.is_dir() => {
                     pending.push_front(name);
-                    return Ok(Walked {
-                        resolved,
-                        rest: pending.into(),
-                    });
+                    let own = own + usize::from(is_own);
+                    return Ok(stop(resolved, pending, own));
                 }
                 _ => {}
             }
@@ -79,10 +104,8 @@ pub(crate) fn walk(path: &Path, me: u32) -> Result<Walked, String> {
             Ok(meta) => meta,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 pending.push_front(name);
-                return Ok(Walked {
-                    resolved,
-                    rest: pending.into(),
-                });
+                let own = own + usize::from(is_own);
+                return Ok(stop(resolved, pending, own));
             }
             Err(e) => return Err(io(e)),
         };
@@ -112,6 +135,7 @@ pub(crate) fn walk(path: &Path, me: u32) -> Result<Walked, String> {
     Ok(Walked {
         resolved,
         rest: Vec::new(),
+        from_links: 0,
     })
 }
 
@@ -131,28 +155,152 @@ fn names(path: &Path) -> Vec<OsString> {
 /// others cannot rename or delete our entries): otherwise another user
 /// could swap what lies below for their own.
 pub(crate) fn safe_directories(dir: &Path, me: u32) -> Result<(), String> {
-    // SAFETY: getegid has no preconditions and cannot fail.
-    let my_group = unsafe { libc::getegid() };
     for level in dir.ancestors() {
         let meta = std::fs::symlink_metadata(level).map_err(|e| crate::base::goerr::io_text(&e))?;
-        // As `safedir` judges a level: group write counts only when the
-        // group is not the user's own private group (the user-private-group
-        // convention makes a 0775 home or project directory common); a
-        // primary group shared with others is theirs too (audit F6).
-        let others_write = meta.mode() & 0o002 != 0;
-        let group_write =
-            meta.mode() & 0o020 != 0 && !(meta.gid() == my_group && crate::base::privgroup::is_private(meta.gid(), me));
-        let shared = (others_write || group_write) && meta.mode() & 0o1000 == 0;
-        if !meta.is_dir() || (meta.uid() != me && meta.uid() != 0) || shared {
-            return Err(format!(
-                "{} is not private to this user (owner uid {}, mode {:o})",
-                level.display(),
-                meta.uid(),
-                meta.mode() & 0o7777
-            ));
-        }
+        judge(
+            level,
+            Level {
+                is_dir: meta.is_dir(),
+                uid: meta.uid(),
+                gid: meta.gid(),
+                mode: meta.mode(),
+            },
+            me,
+        )?;
     }
     Ok(())
+}
+
+/// What [`judge`] looks at in one directory.
+#[derive(Clone, Copy)]
+struct Level {
+    is_dir: bool,
+    uid: u32,
+    gid: u32,
+    mode: u32,
+}
+
+/// The rule for one level (see [`safe_directories`]); `path` is for the
+/// text.
+fn judge(path: &Path, level: Level, me: u32) -> Result<(), String> {
+    // SAFETY: getegid has no preconditions and cannot fail.
+    let my_group = unsafe { libc::getegid() };
+    // As `safedir` judges a level: group write counts only when the
+    // group is not the user's own private group (the user-private-group
+    // convention makes a 0775 home or project directory common); a
+    // primary group shared with others is theirs too (audit F6).
+    let others_write = level.mode & 0o002 != 0;
+    let group_write =
+        level.mode & 0o020 != 0 && !(level.gid == my_group && crate::base::privgroup::is_private(level.gid, me));
+    let shared = (others_write || group_write) && level.mode & 0o1000 == 0;
+    if !level.is_dir || (level.uid != me && level.uid != 0) || shared {
+        return Err(format!(
+            "{} is not private to this user (owner uid {}, mode {:o})",
+            path.display(),
+            level.uid,
+            level.mode & 0o7777
+        ));
+    }
+    Ok(())
+}
+
+/// Where [`open`] ended: the deepest directory of the path that exists,
+/// open, every level of it judged on its descriptor.
+#[derive(Debug)]
+pub(crate) struct Opened {
+    /// A search descriptor ([`crate::sys::os::OPEN_SEARCH`]) of `dir`.
+    pub fd: OwnedFd,
+    /// The directory `fd` is, with no link in it: the walk's resolved
+    /// path, or the directory holding it when that is not a directory.
+    pub dir: PathBuf,
+    /// The walk's result.
+    pub walked: Walked,
+}
+
+impl Opened {
+    /// Whether the walk ended on something that is not a directory
+    /// (`fd` is then the directory holding it).
+    pub(crate) fn blocked(&self) -> bool {
+        self.dir != self.walked.resolved
+    }
+}
+
+/// [`walk`]s `path`, then opens the deepest directory it reached from `/`,
+/// one level at a time without following links, and judges every level
+/// again by `fstat` on its descriptor, so what the caller works in is
+/// what was judged (see the module doc). The `Err` text is [`walk`]'s, or
+/// names the level that failed.
+pub(crate) fn open(path: &Path, me: u32) -> Result<Opened, String> {
+    let walked = walk(path, me)?;
+    let is_dir = std::fs::symlink_metadata(&walked.resolved).map_or(true, |m| m.is_dir());
+    let dir = match walked.resolved.parent() {
+        Some(parent) if !is_dir => parent.to_path_buf(),
+        _ => walked.resolved.clone(),
+    };
+    let changed = |at: &Path, e: io::Error| {
+        format!(
+            "{} changed while it was checked ({})",
+            at.display(),
+            crate::base::goerr::io_text(&e)
+        )
+    };
+    let mut at = PathBuf::from("/");
+    let mut fd = open_search(None, c"/").map_err(|e| changed(&at, e))?;
+    judge(&at, level_of(&fd).map_err(|e| changed(&at, e))?, me)?;
+    for name in names(&dir) {
+        at.push(&name);
+        let c = CString::new(name.as_bytes()).map_err(|e| changed(&at, e.into()))?;
+        fd = open_search(Some(&fd), &c).map_err(|e| changed(&at, e))?;
+        judge(&at, level_of(&fd).map_err(|e| changed(&at, e))?, me)?;
+    }
+    Ok(Opened { fd, dir, walked })
+}
+
+/// Judges the open directory `fd` (spelled `at`, for the text) by the
+/// rule for every level (see [`safe_directories`]): for a level the
+/// caller made below an [`open`]ed one, which another user may have won
+/// the name of.
+pub(crate) fn judge_dir(at: &Path, fd: &OwnedFd, me: u32) -> Result<(), String> {
+    let level = level_of(fd).map_err(|e| format!("{}: {}", at.display(), crate::base::goerr::io_text(&e)))?;
+    judge(at, level, me)
+}
+
+/// `openat(dir, name)` for searching only, never following a link; `None`
+/// is the working directory (for an absolute `name`).
+pub(crate) fn open_search(dir: Option<&OwnedFd>, name: &std::ffi::CStr) -> io::Result<OwnedFd> {
+    let flags = crate::sys::os::OPEN_SEARCH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    let dirfd = dir.map_or(libc::AT_FDCWD, |d| d.as_raw_fd());
+    loop {
+        // SAFETY: `dirfd` is open or AT_FDCWD, `name` is NUL-terminated.
+        let fd = unsafe { libc::openat(dirfd, name.as_ptr(), flags) };
+        if fd >= 0 {
+            // SAFETY: `fd` is a fresh descriptor nobody else owns.
+            return Ok(unsafe { OwnedFd::from_raw_fd(fd) });
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// What [`judge`] needs of an open directory.
+// `st_mode` is a u16 on macOS.
+#[allow(clippy::unnecessary_cast)]
+fn level_of(fd: &OwnedFd) -> io::Result<Level> {
+    // SAFETY: an all-zero `stat` is a valid value to be overwritten.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `fd` is open and `st` is a valid out-pointer.
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mode = st.st_mode as u32;
+    Ok(Level {
+        is_dir: mode & 0o170000 == 0o040000,
+        uid: st.st_uid,
+        gid: st.st_gid,
+        mode,
+    })
 }
 
 #[cfg(test)]
@@ -169,6 +317,7 @@ mod tests {
         Walked {
             resolved: p.to_path_buf(),
             rest: Vec::new(),
+            from_links: 0,
         }
     }
 
@@ -200,6 +349,48 @@ mod tests {
         let got = walk(&t.path().join("file/x"), me()).unwrap();
         assert_eq!(got.resolved, t.path().join("file"));
         assert_eq!(got.rest, vec![OsString::from("x")]);
+        assert_eq!(got.from_links, 0);
+        // A dangling link: the first names of the rest are its target's.
+        symlink(t.path().join("gone/y"), t.path().join("dangling")).unwrap();
+        let got = walk(&t.path().join("dangling/x"), me()).unwrap();
+        assert_eq!(got.resolved, t.path());
+        let rest: Vec<OsString> = ["gone", "y", "x"].into_iter().map(OsString::from).collect();
+        assert_eq!(got.rest, rest);
+        assert_eq!(got.from_links, 2);
+        // A link to a file, with a name below it.
+        symlink(t.path().join("file"), t.path().join("to-file")).unwrap();
+        let got = walk(&t.path().join("to-file/x"), me()).unwrap();
+        assert_eq!(got.resolved, t.path().join("file"));
+        assert_eq!((got.rest.len(), got.from_links), (1, 0));
+    }
+
+    #[test]
+    fn open_returns_the_judged_directory_by_descriptor() {
+        use std::os::unix::fs::MetadataExt as _;
+        let t = tempfile::tempdir().unwrap();
+        let private = t.path().join("private");
+        std::fs::create_dir_all(private.join("sub")).unwrap();
+        symlink(&private, t.path().join("via")).unwrap();
+        let opened = open(&t.path().join("via/sub/missing/more"), me()).unwrap();
+        assert_eq!(opened.dir, private.join("sub"));
+        assert!(!opened.blocked());
+        assert_eq!(opened.walked.rest.len(), 2);
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: an open descriptor and a valid out-pointer.
+        assert_eq!(unsafe { libc::fstat(opened.fd.as_raw_fd(), &mut st) }, 0);
+        let meta = std::fs::metadata(private.join("sub")).unwrap();
+        #[allow(clippy::unnecessary_cast)]
+        let id = (st.st_dev as u64, st.st_ino as u64);
+        assert_eq!(id, (meta.dev(), meta.ino()));
+        // A file on the way: the directory holding it is what is open.
+        std::fs::write(private.join("file"), "").unwrap();
+        let opened = open(&private.join("file/x"), me()).unwrap();
+        assert!(opened.blocked());
+        assert_eq!(opened.dir, private);
+        // The last level is judged too, not only the ones holding entries.
+        std::fs::set_permissions(private.join("sub"), std::fs::Permissions::from_mode(0o777)).unwrap();
+        let why = open(&private.join("sub"), me()).unwrap_err();
+        assert!(why.contains("is not private"), "{why}");
     }
 
     #[test]

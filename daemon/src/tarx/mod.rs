@@ -7,16 +7,20 @@
 //! Order of operations (mirrors the Go daemon, see `docs/PROTOCOL.md`):
 //! 1. `destDir` must be absolute and not `/` after cleaning, and must not
 //!    be or contain the daemon user's home directory ([`crate::base::homeguard`],
-//!    remora's own rule) — otherwise the `{success:false,error}` body, and
-//!    the archive is untouched;
+//!    remora's own rule), and the directories above it must be ones only
+//!    the user and root can change ([`destdir`], remora's own rule too,
+//!    audit F2) — otherwise the `{success:false,error}` body, and the
+//!    archive is untouched; from here on destDir is reached only through
+//!    the descriptor that walk returned;
 //! 2. the archive is opened non-blocking and must not be a FIFO, socket or
 //!    device (failure: `open archive: open <p>: …`, as at reference build
 //!    5db5e4a; nothing else changes);
 //!    from here on it is removed when extraction ends, whatever the outcome
 //!    (removal failures are ignored, as Go ignores its deferred `os.Remove`);
 //! 3. `destDir` is removed (a port of Go's `os.RemoveAll`, for its error
-//!    texts) and recreated 0700: parents as Go's `os.MkdirAll`, the last
-//!    level by an exclusive `mkdirat`, verified through its fd (where
+//!    texts, below the parent's descriptor) and recreated 0700: parents as
+//!    Go's `os.MkdirAll` (by `mkdirat`), the last level by an exclusive
+//!    `mkdirat`, verified through its fd (where
 //!    [`Rules::relative_texts`]: parents made and the parent opened first,
 //!    then the old `destDir` removed below it, as build 5fd08069 does);
 //! 4. entries are extracted: the target is `filepath.Join(destDir, name)`,
@@ -38,6 +42,7 @@
 //! symlink or into a pre-existing inode (a hard link), even if another
 //! process plants one in `destDir` while we extract.
 
+mod destdir;
 pub(crate) mod gzip;
 mod read_error;
 pub(crate) mod reader;
@@ -48,16 +53,17 @@ use crate::base::goerr::path_error;
 use crate::base::gojson::go_lossy;
 use crate::base::gopath;
 use serde::Serialize;
-use std::ffi::{CString, OsStr};
+use std::ffi::CString;
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use removeall::{open_parent, remove_all, split_path};
+use destdir::{create_dest, DestParent};
+use removeall::{remove_all, split_path};
 pub(crate) use removeall::{remove_tree_errno, remove_tree_in};
-use texts::{DestStep, DirStep, Texts};
+use texts::{DirStep, Texts};
 
 /// The `files.extract_tar` result body. `fileCount` is absent only on the
 /// destDir rejection, which the contract shows without it.
@@ -123,12 +129,25 @@ pub(crate) fn extract(archive: &Path, dest: &Path, rules: Rules) -> ExtractResul
             error,
         };
     }
+    // remora's own refusal too (audit F2): the directories above destDir
+    // must be ones nobody else can change. The wipe and the extraction go
+    // on from the descriptor this walk returns.
+    let parent = match destdir::trust(dest_b) {
+        Ok(parent) => parent,
+        Err(error) => {
+            return ExtractResult {
+                success: false,
+                file_count: None,
+                error,
+            }
+        }
+    };
     let archive_text = go_lossy(archive.as_os_str().as_bytes());
     let file = match open_archive(archive) {
         Ok(f) => f,
         Err(e) => return ExtractResult::failed(e.text(&archive_text)),
     };
-    let result = match unpack(file, &archive_text, dest_b, rules) {
+    let result = match unpack(file, &archive_text, dest_b, &parent, rules) {
         Ok(count) => ExtractResult {
             success: true,
             file_count: Some(count),
@@ -187,15 +206,16 @@ fn remove(path: &[u8]) {
     }
 }
 
-fn unpack(file: File, archive_text: &str, dest: &[u8], rules: Rules) -> Result<u64, String> {
+fn unpack(file: File, archive_text: &str, dest: &[u8], parent: &DestParent, rules: Rules) -> Result<u64, String> {
     let texts = Texts {
         relative: rules.relative_texts,
     };
-    if !texts.relative {
-        remove_all(dest).map_err(|e| format!("clean destDir: {e}"))?;
-    }
     let clean_dest = gopath::clean(dest);
-    let root = create_dest(&clean_dest, texts)?;
+    if !texts.relative {
+        let (_, base) = split_path(&clean_dest);
+        remove_all(dest, &base, parent.now()).map_err(|e| format!("clean destDir: {e}"))?;
+    }
+    let root = create_dest(&clean_dest, parent, texts)?;
     let archive_text = archive_text.to_string();
     let source_error = Box::new(move |e: &io::Error| path_error("read", &archive_text, e));
     let gz = gzip::GzipReader::new(file, source_error)?;
@@ -412,97 +432,5 @@ fn create_marker(root: &OwnedFd) -> io::Result<()> {
     }
     // SAFETY: `fd` is a fresh descriptor we own; dropping closes it.
     drop(unsafe { OwnedFd::from_raw_fd(fd) });
-    Ok(())
-}
-
-/// Creates the cleaned, absolute `dest` (just wiped) as a fresh 0700
-/// directory and returns an fd of it, verified through that fd.
-///
-/// Go's `MkdirAll` accepts a directory that already exists, so in a
-/// directory other users can write (`/tmp`) a directory planted between
-/// the wipe and the mkdir would be extracted into. Here the parents are
-/// made as `MkdirAll` does (a parent that is a symlink is followed, as in
-/// the reference), but the last level is created with an exclusive
-/// `mkdirat` on the parent's fd — a name that reappeared meanwhile is
-/// `mkdir <dest>: file exists` — then opened `O_NOFOLLOW|O_DIRECTORY` and
-/// `fstat`ed: it must be a directory owned by the daemon's effective uid,
-/// else `<dest>: not a directory this daemon created (owner uid <n>)`.
-fn create_dest(dest: &[u8], texts: Texts) -> Result<OwnedFd, String> {
-    let text = go_lossy(dest);
-    let (parent, base) = split_path(dest);
-    mkdir_all(&parent).map_err(|e| format!("mkdir destDir: {e}"))?;
-    let step = |s: DestStep, e: &io::Error| texts.dest(s, &parent, &base, dest, e);
-    let parent_fd = open_parent(&parent).map_err(|e| step(DestStep::OpenParent, &e))?;
-    if texts.relative {
-        // 5fd08069 removes the old destDir below the parent it opened.
-        match remove_tree_errno(&parent_fd, &base) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(step(DestStep::Clean, &e)),
-            _ => {}
-        }
-    }
-    let c = cstr(&base).map_err(|e| step(DestStep::Make, &e))?;
-    // SAFETY: valid dirfd and NUL-terminated name.
-    if unsafe { libc::mkdirat(parent_fd.as_raw_fd(), c.as_ptr(), 0o700) } != 0 {
-        return Err(step(DestStep::Make, &last_err()));
-    }
-    let fd = open_dir_at(Some(&parent_fd), &base).map_err(|e| step(DestStep::Open, &e))?;
-    if texts.relative {
-        // 5fd08069 looks at `.` inside it: a destDir it cannot search
-        // fails here, before any entry.
-        // SAFETY: an all-zero `stat` is a valid value to be overwritten.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: valid dirfd, NUL-terminated name, sized out-parameter.
-        if unsafe { libc::fstatat(fd.as_raw_fd(), c".".as_ptr(), &mut st, 0) } != 0 {
-            return Err(step(DestStep::Examine, &last_err()));
-        }
-    }
-    // SAFETY: an all-zero `stat` is a valid value to be overwritten.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: valid fd and a properly sized out-parameter.
-    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
-        return Err(format!("mkdir destDir: {}", path_error("stat", &text, &last_err())));
-    }
-    // SAFETY: geteuid cannot fail.
-    let me = unsafe { libc::geteuid() };
-    if st.st_mode & libc::S_IFMT != libc::S_IFDIR || st.st_uid != me {
-        return Err(format!(
-            "mkdir destDir: {text}: not a directory this daemon created (owner uid {})",
-            st.st_uid
-        ));
-    }
-    Ok(fd)
-}
-
-/// Go's `os.MkdirAll(path, 0700)`, with its error texts.
-fn mkdir_all(path: &[u8]) -> Result<(), String> {
-    let text = || go_lossy(path);
-    match std::fs::metadata(OsStr::from_bytes(path)) {
-        Ok(m) if m.is_dir() => return Ok(()),
-        Ok(_) => {
-            let e = io::Error::from_raw_os_error(libc::ENOTDIR);
-            return Err(path_error("mkdir", &text(), &e));
-        }
-        Err(_) => {}
-    }
-    let mut i = path.len();
-    while i > 0 && path[i - 1] == b'/' {
-        i -= 1;
-    }
-    let mut j = i;
-    while j > 0 && path[j - 1] != b'/' {
-        j -= 1;
-    }
-    if j > 1 {
-        mkdir_all(&path[..j - 1])?;
-    }
-    let c = cstr(path).map_err(|e| path_error("mkdir", &text(), &e))?;
-    // SAFETY: NUL-terminated path.
-    if unsafe { libc::mkdir(c.as_ptr(), 0o700) } != 0 {
-        let e = last_err();
-        if std::fs::symlink_metadata(OsStr::from_bytes(path)).is_ok_and(|m| m.is_dir()) {
-            return Ok(());
-        }
-        return Err(path_error("mkdir", &text(), &e));
-    }
     Ok(())
 }

@@ -22,12 +22,28 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 /// Directory descriptors one removal keeps open at most.
 pub(super) const OPEN_LEVELS: usize = 16;
 
+/// Where the parent of the path [`remove_all`] removes is, as the caller
+/// found it without looking it up by path again (`tarx::destdir`).
+#[derive(Debug)]
+pub(super) enum ParentNow<'a> {
+    /// The parent is this directory (a descriptor that may only search).
+    Dir(&'a OwnedFd),
+    /// The parent does not exist, or a link on the way leads nowhere.
+    Missing,
+    /// The parent is not a directory (a file, or a link to one).
+    NotDir,
+    /// A level above the parent is not a directory.
+    BelowNotDir,
+}
+
 /// Go's `os.RemoveAll` (the `removeall_at.go` variant Linux uses), ported
-/// for its error texts (`unlinkat <path>: …`, `openfdat <path>: …`). It
-/// never follows symlinks: a link is removed, not its target. A path of
+/// for its error texts (`unlinkat <path>: …`, `openfdat <path>: …`), of
+/// the entry `base` of `parent`: `path` is the path as the request spelled
+/// it, for the texts, and nothing is looked up by it (audit F2). It never
+/// follows symlinks: a link is removed, not its target. A path of
 /// `PATH_MAX` bytes or more, or one the kernel refuses for its length,
 /// fails (`RemoveAll <path>: file name too long`) with nothing removed.
-pub(super) fn remove_all(path: &[u8]) -> Result<(), String> {
+pub(super) fn remove_all(path: &[u8], base: &[u8], parent: ParentNow<'_>) -> Result<(), String> {
     if path.is_empty() {
         return Ok(());
     }
@@ -46,15 +62,35 @@ pub(super) fn remove_all(path: &[u8]) -> Result<(), String> {
     if path.len() >= crate::base::homeguard::PATH_MAX {
         return too_long();
     }
+    let (parent_dir, _) = split_path(path);
+    let dir = match parent {
+        // Go's `Remove` meets ENOENT: nothing to do.
+        ParentNow::Missing => return Ok(()),
+        // Go's `Remove` meets ENOTDIR; its `Open` of the parent opens the
+        // file, and `unlinkat` in it fails.
+        ParentNow::NotDir => {
+            let mut full = parent_dir;
+            full.push(b'/');
+            full.extend_from_slice(base);
+            let e = io::Error::from_raw_os_error(libc::ENOTDIR);
+            return Err(path_error("unlinkat", &go_lossy(&full), &e));
+        }
+        // Go's `Remove` meets ENOTDIR, and so does its `Open` of the parent.
+        ParentNow::BelowNotDir => {
+            let e = io::Error::from_raw_os_error(libc::ENOTDIR);
+            return Err(path_error("open", &go_lossy(&parent_dir), &e));
+        }
+        ParentNow::Dir(dir) => dir,
+    };
     // os.Remove first: a file, a link or an empty directory.
-    let c = cstr(path).map_err(|e| path_error("remove", &go_lossy(path), &e))?;
-    // SAFETY: NUL-terminated path.
-    if unsafe { libc::unlink(c.as_ptr()) } == 0 {
+    let c = cstr(base).map_err(|e| path_error("remove", &go_lossy(path), &e))?;
+    // SAFETY: valid dirfd and NUL-terminated name.
+    if unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), 0) } == 0 {
         return Ok(());
     }
     let unlink_errno = last_err().raw_os_error();
-    // SAFETY: NUL-terminated path.
-    if unsafe { libc::rmdir(c.as_ptr()) } == 0 {
+    // SAFETY: valid dirfd and NUL-terminated name.
+    if unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), libc::AT_REMOVEDIR) } == 0 {
         return Ok(());
     }
     let rmdir_errno = last_err().raw_os_error();
@@ -70,13 +106,12 @@ pub(super) fn remove_all(path: &[u8]) -> Result<(), String> {
     if errno == Some(libc::ENAMETOOLONG) || unlink_errno == Some(libc::ENAMETOOLONG) {
         return too_long();
     }
-    let (parent_dir, base) = split_path(path);
-    let parent = match open_parent(&parent_dir) {
+    let parent = match open_for_reading(dir) {
         Ok(fd) => fd,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(path_error("open", &go_lossy(&parent_dir), &e)),
     };
-    remove_all_from(&parent, &base).map_err(|(op, rel, e)| {
+    remove_all_from(&parent, base).map_err(|(op, rel, e)| {
         let mut full = parent_dir.clone();
         full.push(b'/');
         full.extend_from_slice(&rel);
@@ -103,16 +138,23 @@ pub(crate) fn remove_tree_errno(parent: &OwnedFd, name: &[u8]) -> io::Result<()>
     remove_all_from(parent, name).map_err(|(_, _, e)| e)
 }
 
-/// Go's `os.Open` of the parent directory (it may be a symlink: Go follows).
-pub(super) fn open_parent(dir: &[u8]) -> io::Result<OwnedFd> {
-    let c = cstr(dir)?;
-    // SAFETY: NUL-terminated path.
-    let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return Err(last_err());
+/// `openat(dir, ".", O_RDONLY)`: a directory reached by a search-only
+/// descriptor, opened for reading as Go's `os.Open` of it would be (one
+/// that cannot be read fails here, with Go's error).
+pub(super) fn open_for_reading(dir: &OwnedFd) -> io::Result<OwnedFd> {
+    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC;
+    loop {
+        // SAFETY: valid dirfd and NUL-terminated name.
+        let fd = unsafe { libc::openat(dir.as_raw_fd(), c".".as_ptr(), flags) };
+        if fd >= 0 {
+            // SAFETY: `fd` is a fresh descriptor we own.
+            return Ok(unsafe { OwnedFd::from_raw_fd(fd) });
+        }
+        let e = last_err();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
     }
-    // SAFETY: `fd` is a fresh descriptor we own.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// Go's `splitPath` for RemoveAll.
@@ -371,17 +413,37 @@ mod tests {
         drop(fd);
         std::fs::write(top.parent().unwrap().join("keep"), b"").unwrap();
         let path = top.as_os_str().as_bytes().to_vec();
+        let parent = open_dir_at(None, tmp.path().as_os_str().as_bytes()).unwrap();
         // A small stack: a recursive port would overflow here.
         let result = std::thread::Builder::new()
             .stack_size(128 * 1024)
-            .spawn(move || remove_all(&path))
+            .spawn(move || remove_all(&path, b"deep", ParentNow::Dir(&parent)))
             .unwrap()
             .join()
             .unwrap();
         assert_eq!(result, Ok(()));
         assert!(!top.exists());
         assert!(tmp.path().join("keep").exists());
-        assert_eq!(remove_all(top.as_os_str().as_bytes()), Ok(()), "missing is fine");
+        let parent = open_dir_at(None, tmp.path().as_os_str().as_bytes()).unwrap();
+        let path = top.as_os_str().as_bytes();
+        assert_eq!(
+            remove_all(path, b"deep", ParentNow::Dir(&parent)),
+            Ok(()),
+            "missing is fine"
+        );
+        assert_eq!(remove_all(path, b"deep", ParentNow::Missing), Ok(()));
+    }
+
+    #[test]
+    fn a_parent_that_is_not_a_directory_fails_with_gos_texts() {
+        assert_eq!(
+            remove_all(b"/x/file/dest", b"dest", ParentNow::NotDir),
+            Err("unlinkat /x/file/dest: not a directory".to_string())
+        );
+        assert_eq!(
+            remove_all(b"/x/file/sub/dest", b"dest", ParentNow::BelowNotDir),
+            Err("open /x/file/sub: not a directory".to_string())
+        );
     }
 
     /// Descriptors this process has open now.
@@ -464,7 +526,8 @@ mod tests {
             path.extend_from_slice(b"/.");
         }
         path.extend_from_slice(b"/victim");
-        let err = remove_all(&path).unwrap_err();
+        let top = open_dir_at(None, tmp.path().as_os_str().as_bytes()).unwrap();
+        let err = remove_all(&path, b"victim", ParentNow::Dir(&top)).unwrap_err();
         assert!(err.starts_with("RemoveAll "), "{err}");
         assert!(err.ends_with(": file name too long"), "{err}");
         assert!(victim.join("keep").exists());
@@ -472,7 +535,8 @@ mod tests {
         let mut long_name = victim.as_os_str().as_bytes().to_vec();
         long_name.push(b'/');
         long_name.extend(std::iter::repeat_n(b'n', 300));
-        let err = remove_all(&long_name).unwrap_err();
+        let below = open_dir_at(None, victim.as_os_str().as_bytes()).unwrap();
+        let err = remove_all(&long_name, &[b'n'; 300], ParentNow::Dir(&below)).unwrap_err();
         assert!(err.ends_with(": file name too long"), "{err}");
         assert!(victim.join("keep").exists());
     }

@@ -9,6 +9,10 @@ use std::path::PathBuf;
 pub(crate) const SOCKET_PATH_MAX: usize = 107;
 /// This system's name in messages.
 pub(crate) const SYSTEM_NAME: &str = "Linux";
+/// The `open` flag for a directory descriptor used only to reach what is
+/// below it: `O_PATH`: the directory need only be searchable, and the descriptor
+/// still serves `openat`, `mkdirat`, `unlinkat` and `fstat`.
+pub(crate) const OPEN_SEARCH: libc::c_int = libc::O_PATH;
 /// The system folder of Claude Code's managed settings (the managed
 /// launcher's policy).
 pub(crate) const MANAGED_SETTINGS_DIR: &str = "/etc/claude-code";

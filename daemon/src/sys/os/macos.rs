@@ -10,6 +10,10 @@ use std::path::PathBuf;
 pub(crate) const SOCKET_PATH_MAX: usize = 103;
 /// This system's name in messages.
 pub(crate) const SYSTEM_NAME: &str = "macOS";
+/// The `open` flag for a directory descriptor used only to reach what is
+/// below it: `O_SEARCH`: the directory need only be searchable, and the descriptor
+/// still serves `openat`, `mkdirat`, `unlinkat` and `fstat`.
+pub(crate) const OPEN_SEARCH: libc::c_int = libc::O_SEARCH;
 /// The system folder of Claude Code's managed settings (the managed
 /// launcher's policy).
 pub(crate) const MANAGED_SETTINGS_DIR: &str = "/Library/Application Support/ClaudeCode";

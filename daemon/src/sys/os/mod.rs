@@ -16,6 +16,7 @@
 //! | [`clear_errno`], [`next_dir_name`] | `__errno_location`, `readdir64` | `__error`, `readdir` |
 //! | [`fill_random`] | `getrandom` | `getentropy` |
 //! | [`SOCKET_PATH_MAX`], [`SYSTEM_NAME`] | 107 bytes, `Linux` | 103 bytes, `macOS` |
+//! | [`OPEN_SEARCH`] (a directory opened only to be walked through) | `O_PATH` | `O_SEARCH` |
 //! | [`MANAGED_SETTINGS_DIR`] | `/etc/claude-code` | `/Library/Application Support/ClaudeCode` |
 //! | [`is_platform_dropped_signal`], [`is_libc_reserved_signal`], [`realtime_signals`] | SIGPWR and real-time 35 and up dropped, 32–34 left to glibc | no SIGPWR, no real-time signals |
 //! | [`trim_heap`], [`limit_malloc_arenas`] | `malloc_trim`, `mallopt(M_ARENA_MAX)` under glibc; nothing under musl | nothing |
@@ -33,5 +34,6 @@ mod platform;
 pub(crate) use platform::{
     clear_errno, fill_random, initial_env_block, is_libc_reserved_signal, is_platform_dropped_signal,
     limit_malloc_arenas, name_after_executable, next_dir_name, open_fds, own_executable, peer_pid, peer_uid,
-    pipe_cloexec, process_alive, realtime_signals, trim_heap, MANAGED_SETTINGS_DIR, SOCKET_PATH_MAX, SYSTEM_NAME,
+    pipe_cloexec, process_alive, realtime_signals, trim_heap, MANAGED_SETTINGS_DIR, OPEN_SEARCH, SOCKET_PATH_MAX,
+    SYSTEM_NAME,
 };

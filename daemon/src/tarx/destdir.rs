@@ -1,0 +1,213 @@
+//! destDir's own steps, through descriptors: the trust walk of the
+//! directories above it (audit F2), its parents made as Go's
+//! `os.MkdirAll` makes them, and the new destDir created and verified.
+//!
+//! The reference (and remora before this) wiped and created destDir by
+//! path, so every link above its last name was followed again at each
+//! step. A destDir below a directory another user owns let that user aim
+//! the wipe and the extraction: with `att/d` pointing at the victim's
+//! home, `destDir = att/d/.ssh` replaced `~/.ssh` (inside the home, so the
+//! home guard let it pass), and a link flipping between two targets
+//! emptied the home. Now the parent of destDir is walked as the agent
+//! socket's path and `-cli-dir` are ([`crate::base::trustpath::open`]):
+//! every directory on the way, the parent itself included, is owned by
+//! the user or root and writable by no one else unless sticky
+//! (group write as [`crate::base::privgroup`] says), and every link is the
+//! user's or root's. A destDir that fails is refused before the archive is
+//! opened, with [`refusal`]'s text.
+//!
+//! From then on nothing is looked up by path: the missing parents are made
+//! with `mkdirat` below the descriptor the walk returned and judged on
+//! their own descriptors (a name another user won the race for is
+//! refused), the wipe unlinks below the parent's descriptor
+//! ([`DestParent::now`]), and destDir is made by an exclusive `mkdirat` in
+//! it ([`create_dest`]). Go's texts are kept, spelled as the request did:
+//! `mkdir <parent>: not a directory`, `mkdir <link>: file exists` for a
+//! link that leads nowhere, `mkdir <level>: <error>`.
+
+use super::removeall::{open_for_reading, remove_tree_errno, split_path, ParentNow};
+use super::texts::{DestStep, Texts};
+use super::{cstr, last_err, open_dir_at};
+use crate::base::goerr::{go_quote, path_error};
+use crate::base::gojson::go_lossy;
+use crate::base::gopath;
+use crate::base::trustpath::{self, Opened};
+use std::ffi::OsStr;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+/// The refusal of a destDir whose way another user could change: the
+/// style of the other destDir refusals (what it must not be, then the
+/// path as `%q`), then why.
+pub(super) fn refusal(dest: &[u8], why: &str) -> String {
+    format!(
+        "destDir must not lie below a directory or link another user can change: {} ({why})",
+        go_quote(dest)
+    )
+}
+
+/// The parent of destDir, as the trust walk left it.
+#[derive(Debug)]
+pub(super) struct DestParent {
+    opened: Opened,
+    /// destDir as the request spelled it, for the refusal.
+    dest: Vec<u8>,
+    /// The cleaned parent's names, for Go's `mkdir` texts.
+    names: Vec<Vec<u8>>,
+}
+
+/// Walks the parent of `dest` (cleaned) for the daemon's user; `Err` is
+/// the [`refusal`].
+pub(super) fn trust(dest: &[u8]) -> Result<DestParent, String> {
+    let (parent, _) = split_path(&gopath::clean(dest));
+    let me = crate::base::safedir::own_uid();
+    let opened = trustpath::open(Path::new(OsStr::from_bytes(&parent)), me).map_err(|why| refusal(dest, &why))?;
+    let names = parent
+        .split(|&b| b == b'/')
+        .filter(|n| !n.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect();
+    Ok(DestParent {
+        opened,
+        dest: dest.to_vec(),
+        names,
+    })
+}
+
+impl DestParent {
+    /// What the wipe finds where the parent should be.
+    pub(super) fn now(&self) -> ParentNow<'_> {
+        let rest = &self.opened.walked.rest;
+        match (self.opened.blocked(), rest.is_empty()) {
+            (true, true) => ParentNow::NotDir,
+            (true, false) => ParentNow::BelowNotDir,
+            (false, false) => ParentNow::Missing,
+            (false, true) => ParentNow::Dir(&self.opened.fd),
+        }
+    }
+
+    /// `/` and the first `n` names of the parent.
+    fn spelled(&self, n: usize) -> String {
+        let mut out = Vec::new();
+        for name in &self.names[..n] {
+            out.push(b'/');
+            out.extend_from_slice(name);
+        }
+        if out.is_empty() {
+            out.push(b'/');
+        }
+        go_lossy(&out)
+    }
+
+    /// Go's `os.MkdirAll(<parent>, 0700)`, below the walked descriptor:
+    /// the parent's search descriptor. The `Err` is the whole reply text.
+    fn make(&self) -> Result<OwnedFd, String> {
+        let walked = &self.opened.walked;
+        let own_left = walked.rest.len() - walked.from_links;
+        let reached = self.names.len().saturating_sub(own_left);
+        let mkdir = |n: usize, code: i32| {
+            let e = io::Error::from_raw_os_error(code);
+            format!("mkdir destDir: {}", path_error("mkdir", &self.spelled(n), &e))
+        };
+        // The walk went through a link that leads nowhere (or to a file):
+        // Go's `Mkdir` of the link fails, and `Lstat` says it is no
+        // directory.
+        if walked.from_links > 0 {
+            return Err(mkdir(reached, libc::EEXIST));
+        }
+        if self.opened.blocked() {
+            return Err(mkdir(reached, libc::ENOTDIR));
+        }
+        let mut fd = self
+            .opened
+            .fd
+            .try_clone()
+            .map_err(|e| format!("mkdir destDir: {}", path_error("open", &self.spelled(reached), &e)))?;
+        let me = crate::base::safedir::own_uid();
+        for n in reached..self.names.len() {
+            let name = &self.names[n];
+            let fail = |e: &io::Error| format!("mkdir destDir: {}", path_error("mkdir", &self.spelled(n + 1), e));
+            let c = cstr(name).map_err(|e| fail(&e))?;
+            // SAFETY: valid dirfd and NUL-terminated name.
+            if unsafe { libc::mkdirat(fd.as_raw_fd(), c.as_ptr(), 0o700) } != 0 {
+                let e = last_err();
+                if e.raw_os_error() != Some(libc::EEXIST) {
+                    return Err(fail(&e));
+                }
+            }
+            fd = match trustpath::open_search(Some(&fd), &c) {
+                Ok(next) => next,
+                // What is there is a link or a file: Go's `Lstat` after
+                // its failed `Mkdir` finds no directory.
+                Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR)) => {
+                    return Err(fail(&io::Error::from_raw_os_error(libc::EEXIST)));
+                }
+                Err(e) => return Err(fail(&e)),
+            };
+            let at = self.spelled(n + 1);
+            trustpath::judge_dir(Path::new(&at), &fd, me).map_err(|why| refusal(&self.dest, &why))?;
+        }
+        Ok(fd)
+    }
+}
+
+/// Creates the cleaned, absolute `dest` (just wiped) as a fresh 0700
+/// directory in `parent` and returns an fd of it, verified through that
+/// fd.
+///
+/// Go's `MkdirAll` accepts a directory that already exists, so in a
+/// directory other users can write (`/tmp`) a directory planted between
+/// the wipe and the mkdir would be extracted into. Here the parents are
+/// made as `MkdirAll` does ([`DestParent::make`]), but the last level is
+/// created with an exclusive `mkdirat` on the parent's fd — a name that
+/// reappeared meanwhile is `mkdir <dest>: file exists` — then opened
+/// `O_NOFOLLOW|O_DIRECTORY` and `fstat`ed: it must be a directory owned by
+/// the daemon's effective uid, else `<dest>: not a directory this daemon
+/// created (owner uid <n>)`.
+pub(super) fn create_dest(dest: &[u8], parent: &DestParent, texts: Texts) -> Result<OwnedFd, String> {
+    let text = go_lossy(dest);
+    let (parent_path, base) = split_path(dest);
+    let parent_search = parent.make()?;
+    let step = |s: DestStep, e: &io::Error| texts.dest(s, &parent_path, &base, dest, e);
+    let parent_fd = open_for_reading(&parent_search).map_err(|e| step(DestStep::OpenParent, &e))?;
+    if texts.relative {
+        // 5fd08069 removes the old destDir below the parent it opened.
+        match remove_tree_errno(&parent_fd, &base) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(step(DestStep::Clean, &e)),
+            _ => {}
+        }
+    }
+    let c = cstr(&base).map_err(|e| step(DestStep::Make, &e))?;
+    // SAFETY: valid dirfd and NUL-terminated name.
+    if unsafe { libc::mkdirat(parent_fd.as_raw_fd(), c.as_ptr(), 0o700) } != 0 {
+        return Err(step(DestStep::Make, &last_err()));
+    }
+    let fd = open_dir_at(Some(&parent_fd), &base).map_err(|e| step(DestStep::Open, &e))?;
+    if texts.relative {
+        // 5fd08069 looks at `.` inside it: a destDir it cannot search
+        // fails here, before any entry.
+        // SAFETY: an all-zero `stat` is a valid value to be overwritten.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: valid dirfd, NUL-terminated name, sized out-parameter.
+        if unsafe { libc::fstatat(fd.as_raw_fd(), c".".as_ptr(), &mut st, 0) } != 0 {
+            return Err(step(DestStep::Examine, &last_err()));
+        }
+    }
+    // SAFETY: an all-zero `stat` is a valid value to be overwritten.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: valid fd and a properly sized out-parameter.
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
+        return Err(format!("mkdir destDir: {}", path_error("stat", &text, &last_err())));
+    }
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if st.st_mode & libc::S_IFMT != libc::S_IFDIR || st.st_uid != me {
+        return Err(format!(
+            "mkdir destDir: {text}: not a directory this daemon created (owner uid {})",
+            st.st_uid
+        ));
+    }
+    Ok(fd)
+}
