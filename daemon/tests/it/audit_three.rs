@@ -1,6 +1,7 @@
 //! The third audit's findings (issue 44), one attack each, against the real
 //! binary: F1 (a path of `PATH_MAX` bytes or more spelling the home passed
-//! the home guard, and the wipe emptied the home), F4 (a replay dir naming
+//! the home guard, and the wipe emptied the home), F2 (a destDir through
+//! another user's link to the home was wiped and extracted into), F4 (a replay dir naming
 //! an existing directory was narrowed to `0700`), F6 (a group-writable
 //! directory of a primary group shared with another user counted as
 //! private) and item 8 (`-stop` sent the token to whatever listened on the
@@ -445,6 +446,148 @@ fn a_group_writable_directory_of_a_primary_group_shared_with_another_user_is_not
     drop(stop);
     assert!(!text.contains("cannot use"), "{text}");
     assert!(replay.exists(), "{text}");
+}
+
+// ------------------------------------------------------------------ F2
+
+/// A gzip'd tar holding the one file `name` with `data`, at `path`.
+fn archive_of(path: &Path, name: &str, data: &[u8]) {
+    let mut builder = tar::Builder::new(Vec::new());
+    let mut header = tar::Header::new_gnu();
+    header.set_size(data.len() as u64);
+    header.set_mode(0o600);
+    header.set_cksum();
+    builder.append_data(&mut header, name, data).unwrap();
+    let mut gz = GzEncoder::new(Vec::new(), Compression::fast());
+    gz.write_all(&builder.into_inner().unwrap()).unwrap();
+    fs::write(path, gz.finish().unwrap()).unwrap();
+}
+
+/// The refusal of a destDir below another user's directory or link.
+fn foreign_way_text(dest: &Path, why: &str) -> String {
+    format!(
+        "destDir must not lie below a directory or link another user can change: \"{}\" ({why})",
+        p(dest)
+    )
+}
+
+/// `files.extract_tar`'s params.
+fn extract_params(archive: &Path, dest: &Path) -> String {
+    format!(r#"{{"archivePath":"{}","destDir":"{}"}}"#, p(archive), p(dest))
+}
+
+#[test]
+fn a_destdir_through_another_users_link_to_the_home_is_refused() {
+    let Some(mut accounts) = Accounts::new() else {
+        return;
+    };
+    let group = accounts.group("f2");
+    let (victim, _) = accounts.user("victim", group);
+    let (attacker, _) = accounts.user("attacker", group);
+    let tmp = tempfile::tempdir().unwrap();
+    let base = fs::canonicalize(tmp.path()).unwrap();
+    fs::set_permissions(&base, fs::Permissions::from_mode(0o755)).unwrap();
+    // The victim's home (`serve_as` makes it the daemon's HOME), with the
+    // keys an attacker would like to replace.
+    let home = base.join("home");
+    fs::create_dir_all(home.join(".ssh")).unwrap();
+    fs::write(home.join(".ssh/authorized_keys"), b"ssh-ed25519 AAAA the-victims-key\n").unwrap();
+    for dir in [&home, &home.join(".ssh"), &home.join(".ssh/authorized_keys")] {
+        chown(dir, victim, group);
+    }
+    let replay = base.join("replay");
+    fs::create_dir(&replay).unwrap();
+    fs::set_permissions(&replay, fs::Permissions::from_mode(0o700)).unwrap();
+    chown(&replay, victim, group);
+    // The attacker's own directory (0755, not sticky), and in it a link of
+    // theirs to the victim's home.
+    let att = base.join("att");
+    fs::create_dir_all(att.join("own")).unwrap();
+    fs::set_permissions(&att, fs::Permissions::from_mode(0o755)).unwrap();
+    chown(&att, attacker, group);
+    chown(&att.join("own"), attacker, group);
+    std::os::unix::fs::symlink(&home, att.join("d")).unwrap();
+    chown(&att.join("d"), attacker, group);
+    let archive = base.join("keys.tgz");
+    archive_of(&archive, "authorized_keys", b"ssh-ed25519 AAAA the-attackers-key\n");
+    chown(&archive, victim, group);
+    let before = snapshot(&home);
+
+    let (socket, stop, _log) = serve_as(&base, "daemon", (victim, group), &replay, &base.join("no-agent"));
+    let mut c = Client::connect(&socket);
+    // `att/d/.ssh` is inside the home, not the home: the home guard lets
+    // it pass. The way to it is the attacker's.
+    let dest = att.join("d/.ssh");
+    let why = format!(
+        "{} is not private to this user (owner uid {attacker}, mode 755)",
+        p(&att)
+    );
+    assert_eq!(
+        c.call(1, "files.extract_tar", &extract_params(&archive, &dest)),
+        ok(
+            1,
+            &format!(
+                r#"{{"success":false,"error":"{}"}}"#,
+                json_text(&foreign_way_text(&dest, &why))
+            )
+        )
+    );
+    assert_eq!(snapshot(&home), before, "the home changed");
+    assert!(archive.exists(), "a refused request consumes no archive");
+
+    // The link flipping between the attacker's own directory and the
+    // home's parent, so that `att/d/home` is the home at one moment and
+    // not at the next: every request is refused, and the home stays.
+    let flipping = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let flipper = {
+        let (flipping, att, base) = (flipping.clone(), att.clone(), base.clone());
+        std::thread::spawn(move || {
+            let mut flips = 0u64;
+            while flipping.load(std::sync::atomic::Ordering::Relaxed) {
+                let target = if flips % 2 == 0 { att.join("own") } else { base.clone() };
+                let next = att.join("d.next");
+                let _ = fs::remove_file(&next);
+                std::os::unix::fs::symlink(&target, &next).unwrap();
+                std::os::unix::fs::lchown(&next, Some(attacker), Some(group)).unwrap();
+                fs::rename(&next, att.join("d")).unwrap();
+                flips += 1;
+            }
+            flips
+        })
+    };
+    let dest = att.join("d/home");
+    let refusals = [
+        foreign_way_text(&dest, &why),
+        format!("destDir must not be or contain the home directory: \"{}\"", p(&dest)),
+    ];
+    let mut seen = [0usize; 2];
+    for id in 0..300 {
+        let reply = c.call(id, "files.extract_tar", &extract_params(&archive, &dest));
+        let which = refusals
+            .iter()
+            .position(|text| reply == ok(id, &format!(r#"{{"success":false,"error":"{}"}}"#, json_text(text))));
+        let Some(which) = which else {
+            panic!("try {id}: {reply}");
+        };
+        seen[which] += 1;
+    }
+    flipping.store(false, std::sync::atomic::Ordering::Relaxed);
+    let flips = flipper.join().unwrap();
+    assert_eq!(snapshot(&home), before, "the home changed");
+    assert!(seen[0] > 0, "never refused for the way ({seen:?}, {flips} flips)");
+
+    // The control: the same archive extracts below the victim's own home.
+    let own = home.join("project");
+    assert_eq!(
+        c.call(1, "files.extract_tar", &extract_params(&archive, &own)),
+        ok(1, r#"{"success":true,"fileCount":1}"#)
+    );
+    assert_eq!(
+        fs::read(own.join("authorized_keys")).unwrap(),
+        b"ssh-ed25519 AAAA the-attackers-key\n"
+    );
+    drop(c);
+    drop(stop);
 }
 
 // -------------------------------------------------------------- item 8
