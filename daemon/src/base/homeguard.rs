@@ -299,6 +299,12 @@ impl Homes {
         rc != 0 || self.holders.contains(&(st.st_dev as u64, st.st_ino as u64))
     }
 
+    /// Whether the device and inode `id` are a home's or a directory's
+    /// above one (the removals' descent asks, audit F3).
+    pub(crate) fn holds_identity(&self, id: (u64, u64)) -> bool {
+        self.holders.contains(&id)
+    }
+
     /// Whether the absolute, cleaned `path` is a home's spelling or a
     /// directory above one (component-wise: `/a` is above `/a/b`, not
     /// above `/ab`).

@@ -62,7 +62,7 @@ use std::path::Path;
 
 use destdir::{create_dest, DestParent};
 use removeall::{remove_all, split_path};
-pub(crate) use removeall::{remove_tree_errno, remove_tree_in};
+pub(crate) use removeall::{remove_entry_errno, remove_tree_errno, remove_tree_in};
 use texts::{DirStep, Texts};
 
 /// The `files.extract_tar` result body. `fileCount` is absent only on the

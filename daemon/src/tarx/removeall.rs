@@ -12,15 +12,32 @@
 //! `ESTALE` (the tree was moved while it was being removed). A tree deeper
 //! than about 500 levels could not be removed at a descriptor limit of
 //! 1024 before (an odd result of the second audit).
+//!
+//! The descent never enters a directory that is the daemon user's home or
+//! a directory above one (by device and inode, [`Homes`]), nor one on
+//! another filesystem than the tree's root (by device): a bind mount of
+//! the home, or of its parent, inside the tree was emptied before (audit
+//! F3). Such a directory is left in place, and the removal fails naming it
+//! ([`HOME_HERE`], [`OTHER_FILESYSTEM`]); a bind mount of another
+//! directory of the root's own filesystem is not told apart (same device).
 
 use super::{cstr, last_err, open_dir_at};
 use crate::base::goerr::path_error;
 use crate::base::gojson::go_lossy;
+use crate::base::homeguard::Homes;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 /// Directory descriptors one removal keeps open at most.
 pub(super) const OPEN_LEVELS: usize = 16;
+
+/// Why a directory the descent met is left in place: it is the home or a
+/// directory above it (a bind mount of it in the tree, audit F3).
+pub(crate) const HOME_HERE: &str = "the home directory or a directory above it is mounted here; left in place";
+
+/// Why a directory the descent met is left in place: another filesystem
+/// is mounted there (audit F3).
+pub(crate) const OTHER_FILESYSTEM: &str = "another filesystem is mounted here; left in place";
 
 /// Where the parent of the path [`remove_all`] removes is, as the caller
 /// found it without looking it up by path again (`tarx::destdir`).
@@ -111,7 +128,7 @@ pub(super) fn remove_all(path: &[u8], base: &[u8], parent: ParentNow<'_>) -> Res
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(path_error("open", &go_lossy(&parent_dir), &e)),
     };
-    remove_all_from(&parent, base).map_err(|(op, rel, e)| {
+    remove_all_from(&parent, base, None).map_err(|(op, rel, e)| {
         let mut full = parent_dir.clone();
         full.push(b'/');
         full.extend_from_slice(&rel);
@@ -124,7 +141,7 @@ pub(super) fn remove_all(path: &[u8], base: &[u8], parent: ParentNow<'_>) -> Res
 /// is removed, not its target). `parent_path` is only for the error text
 /// (`unlinkat <parent_path>/<rel>: …`). Used by `plugins.prune` too.
 pub(crate) fn remove_tree_in(parent: &OwnedFd, name: &[u8], parent_path: &[u8]) -> Result<(), String> {
-    remove_all_from(parent, name).map_err(|(op, rel, e)| {
+    remove_all_from(parent, name, None).map_err(|(op, rel, e)| {
         let mut full = parent_path.to_vec();
         full.push(b'/');
         full.extend_from_slice(&rel);
@@ -135,7 +152,15 @@ pub(crate) fn remove_tree_in(parent: &OwnedFd, name: &[u8], parent_path: &[u8]) 
 /// [`remove_tree_in`] for callers whose texts name the entry themselves
 /// (`RemoveAll <entry>: …`): the bare OS error of the first failure.
 pub(crate) fn remove_tree_errno(parent: &OwnedFd, name: &[u8]) -> io::Result<()> {
-    remove_all_from(parent, name).map_err(|(_, _, e)| e)
+    remove_all_from(parent, name, None).map_err(|(_, _, e)| e)
+}
+
+/// [`remove_tree_errno`] of an entry of the tree whose root is `root`
+/// (emptying a worktree before it goes): the walk stays on `root`'s
+/// filesystem, so an entry that is itself a mount point is left too.
+pub(crate) fn remove_entry_errno(root: &OwnedFd, name: &[u8]) -> io::Result<()> {
+    let dev = identity(root)?.0;
+    remove_all_from(root, name, Some(dev)).map_err(|(_, _, e)| e)
 }
 
 /// `openat(dir, ".", O_RDONLY)`: a directory reached by a search-only
@@ -272,12 +297,16 @@ fn identity(fd: &OwnedFd) -> io::Result<(u64, u64)> {
 /// path is relative to `parent`. Semantics per entry: unlink; on
 /// `EISDIR`/`EPERM`/`EACCES` empty it as a directory and rmdir it; a
 /// child's failure is kept and reported only if the rmdir fails.
-fn remove_all_from(parent: &OwnedFd, base: &[u8]) -> Result<(), RemoveError> {
+fn remove_all_from(parent: &OwnedFd, base: &[u8], root_dev: Option<u64>) -> Result<(), RemoveError> {
     let mut levels = Levels {
         stack: Vec::new(),
         first_open: 0,
     };
-    match descend(parent, base, base.to_vec())? {
+    let mut bounds = Bounds {
+        homes: Homes::of_daemon_user(),
+        dev: root_dev,
+    };
+    match descend(parent, base, base.to_vec(), &mut bounds)? {
         Some(level) => levels.push(level),
         None => return Ok(()),
     }
@@ -292,7 +321,7 @@ fn remove_all_from(parent: &OwnedFd, base: &[u8]) -> Result<(), RemoveError> {
             let Some(fd) = top.fd.as_ref() else {
                 return Err(("openfdat", rel, io::Error::from_raw_os_error(libc::EBADF)));
             };
-            match descend(fd, &name, rel) {
+            match descend(fd, &name, rel, &mut bounds) {
                 Ok(Some(level)) => levels.push(level),
                 Ok(None) => {}
                 Err(e) => {
@@ -341,9 +370,35 @@ fn remove_all_from(parent: &OwnedFd, base: &[u8]) -> Result<(), RemoveError> {
     }
 }
 
+/// Where a descent may go (audit F3, see the module doc).
+struct Bounds {
+    homes: Homes,
+    /// The filesystem of the tree's root: the first directory entered,
+    /// unless the caller named it.
+    dev: Option<u64>,
+}
+
+impl Bounds {
+    /// Why the directory `id` must not be entered, if it must not.
+    fn refuse(&mut self, id: (u64, u64)) -> Option<&'static str> {
+        if self.homes.holds_identity(id) {
+            return Some(HOME_HERE);
+        }
+        match self.dev {
+            None => {
+                self.dev = Some(id.0);
+                None
+            }
+            Some(dev) if dev != id.0 => Some(OTHER_FILESYSTEM),
+            Some(_) => None,
+        }
+    }
+}
+
 /// One step of `removeAllFrom`: removes `name` in `dir` if it is not a
-/// directory (`Ok(None)`), or opens it for emptying (`Ok(Some)`).
-fn descend(dir: &OwnedFd, name: &[u8], rel: Vec<u8>) -> Result<Option<Level>, RemoveError> {
+/// directory (`Ok(None)`), or opens it for emptying (`Ok(Some)`), unless
+/// `bounds` refuse it.
+fn descend(dir: &OwnedFd, name: &[u8], rel: Vec<u8>, bounds: &mut Bounds) -> Result<Option<Level>, RemoveError> {
     let c = match cstr(name) {
         Ok(c) => c,
         Err(e) => return Err(("unlinkat", rel, e)),
@@ -383,6 +438,11 @@ fn descend(dir: &OwnedFd, name: &[u8], rel: Vec<u8>) -> Result<Option<Level>, Re
         },
     };
     let id = identity(&fd).map_err(|e| ("openfdat", rel.clone(), e))?;
+    if !stand_in {
+        if let Some(why) = bounds.refuse(id) {
+            return Err(("unlinkat", rel, io::Error::other(why)));
+        }
+    }
     Ok(Some(Level {
         fd: Some(fd),
         id,
@@ -481,7 +541,7 @@ mod tests {
             })
         };
         assert_eq!(
-            remove_all_from(&parent, b"deep").map_err(|(_, _, e)| e.to_string()),
+            remove_all_from(&parent, b"deep", None).map_err(|(_, _, e)| e.to_string()),
             Ok(())
         );
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -497,8 +557,15 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(tmp.path().join("a/b")).unwrap();
         let parent = open_dir_at(None, tmp.path().as_os_str().as_bytes()).unwrap();
-        let a = descend(&parent, b"a", b"a".to_vec()).map_err(|e| e.2).unwrap().unwrap();
-        let b = descend(a.fd.as_ref().unwrap(), b"b", b"a/b".to_vec())
+        let mut bounds = Bounds {
+            homes: Homes::default(),
+            dev: None,
+        };
+        let a = descend(&parent, b"a", b"a".to_vec(), &mut bounds)
+            .map_err(|e| e.2)
+            .unwrap()
+            .unwrap();
+        let b = descend(a.fd.as_ref().unwrap(), b"b", b"a/b".to_vec(), &mut bounds)
             .map_err(|e| e.2)
             .unwrap()
             .unwrap();
@@ -511,6 +578,38 @@ mod tests {
         };
         let e = reopen_parent(&b, &elsewhere).unwrap_err();
         assert_eq!(e.raw_os_error(), Some(libc::ESTALE));
+    }
+
+    #[test]
+    fn the_descent_enters_no_home_and_no_other_filesystem() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(tmp.path().join("tree/home/keep")).unwrap();
+        std::fs::create_dir_all(tmp.path().join("tree/plain")).unwrap();
+        let parent = open_dir_at(None, tmp.path().as_os_str().as_bytes()).unwrap();
+        let tree = open_dir_at(Some(&parent), b"tree").unwrap();
+        let mut bounds = Bounds {
+            homes: Homes::of(&[tmp.path().join("tree/home")]),
+            dev: None,
+        };
+        // The tree itself (above the home here) is refused by the guard
+        // before any removal; the descent is asked about what it enters.
+        let (op, rel, e) = descend(&tree, b"home", b"tree/home".to_vec(), &mut bounds)
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!((op, rel.as_slice()), ("unlinkat", &b"tree/home"[..]));
+        assert_eq!(e.to_string(), HOME_HERE);
+        assert!(tmp.path().join("tree/home/keep").exists());
+        // The first directory entered sets the filesystem; another
+        // device is refused.
+        let plain = descend(&tree, b"plain", b"tree/plain".to_vec(), &mut bounds).map_err(|e| e.2);
+        assert!(plain.unwrap().is_some());
+        bounds.dev = bounds.dev.map(|dev| dev.wrapping_add(1));
+        std::fs::create_dir(tmp.path().join("tree/other")).unwrap();
+        let (_, _, e) = descend(&tree, b"other", b"tree/other".to_vec(), &mut bounds)
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(e.to_string(), OTHER_FILESYSTEM);
+        assert!(tmp.path().join("tree/other").exists());
     }
 
     #[test]

@@ -221,7 +221,7 @@ fn delete_tree(repo: &str, worktree: &str) -> Result<(), String> {
     };
     let names = safedir::read_names(&leaf).map_err(|e| removeall(&shown, &e))?;
     for entry in names.iter().filter(|n| n.as_slice() != b".git") {
-        tarx::remove_tree_errno(&leaf, entry).map_err(|e| removeall(&String::from_utf8_lossy(entry), &e))?;
+        tarx::remove_entry_errno(&leaf, entry).map_err(|e| removeall(&String::from_utf8_lossy(entry), &e))?;
     }
     drop(leaf);
     tarx::remove_tree_errno(&parent, name).map_err(|e| removeall(&shown, &e))

@@ -176,7 +176,7 @@ impl Undo<'_> {
         let dir = self.leaf.open().map_err(|e| (".".to_string(), e))?;
         let names = safedir::read_names(&dir).map_err(|e| (".".to_string(), e))?;
         for name in names {
-            tarx::remove_tree_errno(&dir, &name).map_err(|e| (String::from_utf8_lossy(&name).into_owned(), e))?;
+            tarx::remove_entry_errno(&dir, &name).map_err(|e| (String::from_utf8_lossy(&name).into_owned(), e))?;
         }
         Ok(())
     }
