@@ -1,7 +1,8 @@
 //! The third audit's findings (issue 44), one attack each, against the real
 //! binary: F1 (a path of `PATH_MAX` bytes or more spelling the home passed
 //! the home guard, and the wipe emptied the home), F2 (a destDir through
-//! another user's link to the home was wiped and extracted into), F4 (a replay dir naming
+//! another user's link to the home was wiped and extracted into), F3 (a
+//! bind mount of the home inside a deleted tree was emptied), F4 (a replay dir naming
 //! an existing directory was narrowed to `0700`), F6 (a group-writable
 //! directory of a primary group shared with another user counted as
 //! private) and item 8 (`-stop` sent the token to whatever listened on the
@@ -205,6 +206,111 @@ fn a_worktree_path_of_path_max_bytes_spelling_the_home_is_refused() {
     assert_eq!(remove(&format!("{repo}/plain")), ok(1, r#"{"success":true}"#));
     assert!(!h.top.join("plain").exists());
     assert_eq!(snapshot(&h.home), before);
+}
+
+// ------------------------------------------------------------------ F3
+
+/// What the descent says of a directory it left in place (`tarx`'s
+/// `HOME_HERE` and `OTHER_FILESYSTEM`).
+const HOME_HERE: &str = "the home directory or a directory above it is mounted here; left in place";
+const OTHER_FILESYSTEM: &str = "another filesystem is mounted here; left in place";
+
+/// A daemon started in a private mount namespace (`unshare --mount`) after
+/// `mounts` (shell lines) ran there, with `HOME` at `home`; `None` (after
+/// saying why) where no such namespace can be had.
+fn daemon_with_mounts(dir: &Path, home: &Path, mounts: &[String]) -> Option<TestDaemon> {
+    let prefix = match crate::common::unshare_prefix() {
+        Ok(prefix) => prefix,
+        Err(why) => {
+            crate::common::skip::skip(&format!("no private mount namespace here: {why}"));
+            return None;
+        }
+    };
+    use std::os::unix::fs::OpenOptionsExt;
+    let wrapper = dir.join("remora-in-a-mount-namespace");
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o755)
+        .open(&wrapper)
+        .unwrap();
+    writeln!(
+        f,
+        "#!/bin/sh\nexport HOME='{}' XDG_STATE_HOME='{}' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null\nexec {} sh -c 'set -e\n{}\nexec \"$0\" \"$@\"' '{}' \"$@\"",
+        p(home),
+        p(&dir.join("state")),
+        prefix.join(" "),
+        mounts.join("\n"),
+        crate::common::remora_bin()
+    )
+    .unwrap();
+    drop(f);
+    Some(TestDaemon::start_binary(&wrapper, &[]))
+}
+
+/// Whether `file` holds `kept` as the daemon sees it (in its namespace).
+fn daemon_sees_kept(d: &TestDaemon, file: &Path, id: &str) -> bool {
+    let mut c = d.connect();
+    let params = format!(r#"{{"id":"{id}","command":"/bin/cat","args":["{}"]}}"#, p(file));
+    assert!(c.call(1, "process.spawn", &params).contains(r#""success":true"#));
+    stdout_of(&frames_until_exit(&mut c, id)) == b"kept\n"
+}
+
+#[test]
+fn a_bind_mount_of_the_home_or_its_parent_inside_a_deleted_tree_survives() {
+    let h = Home::new(false);
+    let base = fs::canonicalize(h.tmp.path()).unwrap();
+    // Trees to delete, each holding a mount point `m`: the home bound
+    // there, its parent (`top`), and a filesystem of its own.
+    let repo = repo(&base.join("repo"), false);
+    let mut mounts = Vec::new();
+    let kinds = ["home", "top", "fs"];
+    for kind in kinds {
+        for tree in [base.join(format!("dest-{kind}/sub")), repo.join(format!("wt-{kind}"))] {
+            fs::create_dir_all(tree.join("m")).unwrap();
+            fs::write(tree.join("f"), b"f").unwrap();
+            let m = p(&tree.join("m"));
+            mounts.push(match kind {
+                "home" => format!("mount --bind '{}' '{m}'", p(&h.home)),
+                "top" => format!("mount --bind '{}' '{m}'", p(&h.top)),
+                _ => format!("mount -t tmpfs tmpfs '{m}'\necho kept > '{m}/kept'"),
+            });
+        }
+    }
+    let before = snapshot(&h.home);
+    let Some(d) = daemon_with_mounts(&base, &h.home, &mounts) else {
+        return;
+    };
+    for kind in kinds {
+        let why = if kind == "fs" { OTHER_FILESYSTEM } else { HOME_HERE };
+        // `files.extract_tar`'s wipe of `dest-<kind>`.
+        let dest = base.join(format!("dest-{kind}"));
+        let archive = h.archive(&format!("{kind}.tgz"));
+        // The newest build's words: the entry below destDir's parent.
+        let text = format!("clean destDir: RemoveAll dest-{kind}: {why}");
+        assert_eq!(
+            d.call("files.extract_tar", &extract_params(&archive, &dest)),
+            ok(
+                1,
+                &format!(r#"{{"success":false,"fileCount":0,"error":"{}"}}"#, json_text(&text))
+            ),
+            "{kind}"
+        );
+        assert_eq!(snapshot(&h.home), before, "the home changed ({kind})");
+        assert!(!dest.join("sub/f").exists(), "the rest of the tree goes ({kind})");
+        // `git.worktree_remove`'s delete by hand of `wt-<kind>`.
+        let wt = repo.join(format!("wt-{kind}"));
+        let reply = d.call(
+            "git.worktree_remove",
+            &format!(r#"{{"baseRepo":"{}","worktreePath":"{}"}}"#, p(&repo), p(&wt)),
+        );
+        assert!(reply.contains(r#""success":false"#), "{kind}: {reply}");
+        assert!(reply.contains(&format!("RemoveAll m: {why}")), "{kind}: {reply}");
+        assert_eq!(snapshot(&h.home), before, "the home changed ({kind})");
+    }
+    // The other filesystem's file is still there, as the daemon sees it.
+    assert!(daemon_sees_kept(&d, &base.join("dest-fs/sub/m/kept"), "dest"));
+    assert!(daemon_sees_kept(&d, &repo.join("wt-fs/m/kept"), "wt"));
 }
 
 // ------------------------------------------------------------------ F4
