@@ -10,7 +10,10 @@
 //! first: `tarx::extract` (destDir), `git.worktree_remove` and the
 //! rollback of `git.worktree_create`, `-install` (the CLI path, and the
 //! cli dir its sweep and prune delete in), and the removals and renames
-//! in the daemon's own directories (`safedir`, `childrec`).
+//! in the daemon's own directories (`safedir`, `childrec`). The removals'
+//! descent (`tarx`'s `removeall`) asks it by identity again for every
+//! directory it enters ([`Homes::holds_identity`]), so a bind mount of a
+//! home inside a tree being deleted is left (audit F3).
 //!
 //! Which homes: `$HOME` (what a leading `~` expands to) and the home of
 //! the effective user's passwd entry; a target is refused when it is or
