@@ -375,6 +375,7 @@ mod tests {
         assert_eq!(opened.dir, private.join("sub"));
         assert!(!opened.blocked());
         assert_eq!(opened.walked.rest.len(), 2);
+        // SAFETY: an all-zero `stat` is a valid value to be overwritten.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         // SAFETY: an open descriptor and a valid out-pointer.
         assert_eq!(unsafe { libc::fstat(opened.fd.as_raw_fd(), &mut st) }, 0);
