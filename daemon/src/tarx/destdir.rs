@@ -211,3 +211,95 @@ pub(super) fn create_dest(dest: &[u8], parent: &DestParent, texts: Texts) -> Res
     }
     Ok(fd)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
+
+    fn b(p: &Path) -> &[u8] {
+        p.as_os_str().as_bytes()
+    }
+
+    /// What `make` answers for destDir `<dir>/<rel>/dest`.
+    fn made(dir: &Path, rel: &str) -> Result<OwnedFd, String> {
+        let dest = dir.join(rel).join("dest");
+        trust(b(&dest))?.make()
+    }
+
+    #[test]
+    fn parents_are_made_below_the_walked_descriptor_with_gos_texts() {
+        let t = tempfile::tempdir().unwrap();
+        let top = std::fs::canonicalize(t.path()).unwrap();
+        // Missing parents are made, 0700, ours.
+        made(&top, "a/b").unwrap();
+        let meta = std::fs::metadata(top.join("a/b")).unwrap();
+        assert!(meta.is_dir());
+        assert_eq!(meta.mode() & 0o777, 0o700);
+        // The parent is a file, or lies below one.
+        std::fs::write(top.join("file"), "").unwrap();
+        let file = top.join("file").display().to_string();
+        let text = |s: &str| format!("mkdir destDir: {s}");
+        assert_eq!(
+            made(&top, "file").unwrap_err(),
+            text(&format!("mkdir {file}: not a directory"))
+        );
+        assert_eq!(
+            made(&top, "file/x").unwrap_err(),
+            text(&format!("mkdir {file}: not a directory"))
+        );
+        // A link that leads nowhere, or into a file: Go's `Mkdir` of the
+        // link meets it, and it is no directory.
+        symlink(top.join("gone/deeper"), top.join("dangling")).unwrap();
+        let dangling = top.join("dangling").display().to_string();
+        assert_eq!(
+            made(&top, "dangling/x").unwrap_err(),
+            text(&format!("mkdir {dangling}: file exists"))
+        );
+        symlink(top.join("file/y"), top.join("through-file")).unwrap();
+        let through = top.join("through-file").display().to_string();
+        assert_eq!(
+            made(&top, "through-file/x").unwrap_err(),
+            text(&format!("mkdir {through}: file exists"))
+        );
+        // A link of ours to a directory is followed.
+        symlink(top.join("a"), top.join("to-a")).unwrap();
+        made(&top, "to-a/c").unwrap();
+        assert!(top.join("a/c").is_dir());
+    }
+
+    #[test]
+    fn a_way_another_user_can_change_is_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let top = std::fs::canonicalize(t.path()).unwrap();
+        let shared = top.join("shared");
+        std::fs::create_dir(&shared).unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let dest = shared.join("dest");
+        let why = format!("{} is not private to this user (owner uid ", shared.display());
+        let err = trust(b(&dest)).unwrap_err();
+        assert!(
+            err.starts_with(&format!(
+                "destDir must not lie below a directory or link another user can change: \"{}\" ({why}",
+                dest.display()
+            )),
+            "{err}"
+        );
+        // Sticky, as /tmp: fine.
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        assert!(trust(b(&dest)).is_ok());
+        // SAFETY: geteuid cannot fail.
+        if unsafe { libc::geteuid() } == 0 {
+            // A missing parent another user made first, in the sticky
+            // place, after the walk: refused when it is reached.
+            let parent = trust(b(&shared.join("theirs/dest"))).unwrap();
+            std::fs::create_dir(shared.join("theirs")).unwrap();
+            std::os::unix::fs::chown(shared.join("theirs"), Some(65534), Some(65534)).unwrap();
+            let err = parent.make().unwrap_err();
+            assert!(
+                err.contains("theirs is not private to this user (owner uid 65534"),
+                "{err}"
+            );
+        }
+    }
+}

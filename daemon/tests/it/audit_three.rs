@@ -650,7 +650,11 @@ fn a_destdir_through_another_users_link_to_the_home_is_refused() {
         std::thread::spawn(move || {
             let mut flips = 0u64;
             while flipping.load(std::sync::atomic::Ordering::Relaxed) {
-                let target = if flips.is_multiple_of(2) { att.join("own") } else { base.clone() };
+                let target = if flips.is_multiple_of(2) {
+                    att.join("own")
+                } else {
+                    base.clone()
+                };
                 let next = att.join("d.next");
                 let _ = fs::remove_file(&next);
                 std::os::unix::fs::symlink(&target, &next).unwrap();
