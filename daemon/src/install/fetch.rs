@@ -19,10 +19,10 @@
 //! proxies loopback hosts. `NO_PROXY` entries match a host exactly or as a
 //! domain suffix (`*` matches all); CIDR entries are not supported.
 
-use super::stage::{create_error_text, TempFile};
+use super::fetch_error::{FetchError, RequestError};
+use super::stage::TempFile;
 use super::{hex, Limits};
-use crate::base::goerr::go_quote;
-use crate::base::goerr::{io_text, path_error};
+use crate::base::goerr::io_text;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::io::{self, Read, Write};
@@ -94,7 +94,7 @@ pub(super) fn download(
     limits: &Limits,
     deadline: Option<Duration>,
     sink: ProgressSink<'_>,
-) -> (Result<(TempFile, String), String>, FetchStats) {
+) -> (Result<(TempFile, String), FetchError>, FetchStats) {
     let started = Instant::now();
     let shared = Arc::new(Shared {
         started,
@@ -116,7 +116,7 @@ pub(super) fn download(
         .spawn(move || fetch(&job, &worker, &tx));
     let result = match spawned {
         Ok(_) => supervise(&rx, &shared, deadline, limits.progress_interval, sink),
-        Err(e) => Err(format!("download failed: {}", io_text(&e))),
+        Err(e) => Err(FetchError::Spawn(e)),
     };
     let stats = FetchStats {
         bytes: shared.read.load(Ordering::Relaxed),
@@ -131,7 +131,7 @@ enum Event {
     /// The answer is a success; the body's announced length.
     Answered(Option<u64>),
     /// The download is over.
-    Done(Result<(TempFile, String), String>),
+    Done(Result<(TempFile, String), FetchError>),
 }
 
 /// What the download thread needs, owned (it may outlive the call).
@@ -185,7 +185,7 @@ fn supervise(
     deadline: Option<Duration>,
     interval: Duration,
     sink: ProgressSink<'_>,
-) -> Result<(TempFile, String), String> {
+) -> Result<(TempFile, String), FetchError> {
     let ends = deadline.map(|d| shared.started + d);
     let mut total: Option<u64> = None;
     let mut next_tick: Option<Instant> = None;
@@ -205,9 +205,9 @@ fn supervise(
             Some(wait) => match rx.recv_timeout(wait) {
                 Ok(event) => Some(event),
                 Err(mpsc::RecvTimeoutError::Timeout) => None,
-                Err(mpsc::RecvTimeoutError::Disconnected) => return Err(thread_gone()),
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Err(FetchError::ThreadGone),
             },
-            None => Some(rx.recv().map_err(|_| thread_gone())?),
+            None => Some(rx.recv().map_err(|_| FetchError::ThreadGone)?),
         };
         match event {
             Some(Event::Answered(announced)) => {
@@ -226,13 +226,9 @@ fn supervise(
     }
 }
 
-fn thread_gone() -> String {
-    "download failed: the download thread ended without a result".to_string()
-}
-
 /// Gives the download up at its deadline: its temporary goes now, and the
 /// thread may make none after this.
-fn give_up(shared: &Shared, limit: Duration, total: Option<u64>) -> String {
+fn give_up(shared: &Shared, limit: Duration, total: Option<u64>) -> FetchError {
     {
         let mut slot = shared.lock_temp();
         slot.abandoned = true;
@@ -241,12 +237,11 @@ fn give_up(shared: &Shared, limit: Duration, total: Option<u64>) -> String {
         }
     }
     shared.pause_ends_now();
-    let total = total.map_or_else(|| "-1".to_string(), |t| t.to_string());
-    format!(
-        "download timed out: not complete within {} after {}/{total} bytes",
-        crate::base::goduration::text(limit),
-        shared.read.load(Ordering::Relaxed)
-    )
+    FetchError::TimedOut {
+        limit,
+        got: shared.read.load(Ordering::Relaxed),
+        total,
+    }
 }
 
 /// The download thread: request, temporary, body. Reports through `tx`.
@@ -254,14 +249,12 @@ fn fetch(job: &Job, shared: &Shared, tx: &mpsc::Sender<Event>) {
     let done = |result| {
         let _ = tx.send(Event::Done(result));
     };
-    let fail = |text: String| format!("download failed: {text}");
     let response = match get_following_redirects(&job.url, &job.limits) {
         Ok(response) if response.status() == 200 => response,
         // The reference accepts 200 only (a 3xx it does not follow, a 204
         // or a 206 fails too), and prints no progress line for it.
-        Ok(response) => return done(Err(status_error(response.status()))),
-        Err(Refused::Status(code)) => return done(Err(status_error(code))),
-        Err(Refused::Transport(text)) => return done(Err(fail(text))),
+        Ok(response) => return done(Err(FetchError::Status(response.status()))),
+        Err(e) => return done(Err(e)),
     };
     let total: Option<u64> = response.header("Content-Length").and_then(|v| v.trim().parse().ok());
     let _ = tx.send(Event::Answered(total));
@@ -275,7 +268,7 @@ fn fetch(job: &Job, shared: &Shared, tx: &mpsc::Sender<Event>) {
                 slot.path = Some(temp.path().to_path_buf());
                 temp
             }
-            Err(e) => return done(Err(fail(format!("creating temp file: {}", create_error_text(&e))))),
+            Err(e) => return done(Err(FetchError::CreateTemp(e))),
         }
     };
     let temp_name = temp.path().to_string_lossy().into_owned();
@@ -290,50 +283,31 @@ fn fetch(job: &Job, shared: &Shared, tx: &mpsc::Sender<Event>) {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) if is_idle_timeout(&e) => {
                 shared.pause_ends_now();
-                let total = total.map_or_else(|| "-1".to_string(), |t| t.to_string());
-                break Err(format!(
-                    "download stalled: no data for {}s after {}/{total} bytes",
-                    job.limits.read_timeout.as_secs(),
-                    shared.read.load(Ordering::Relaxed)
-                ));
+                break Err(FetchError::Stalled {
+                    idle_secs: job.limits.read_timeout.as_secs(),
+                    got: shared.read.load(Ordering::Relaxed),
+                    total,
+                });
             }
-            Err(e) => break Err(fail(body_error(&e))),
+            Err(e) => break Err(FetchError::Body(e)),
         };
         shared.pause_ends_now();
         shared.last_read_ms.store(shared.since_start_ms(), Ordering::Relaxed);
         shared.read.fetch_add(n as u64, Ordering::Relaxed);
         hasher.update(&buf[..n]);
-        if let Err(e) = temp.file.write_all(&buf[..n]) {
-            break Err(fail(path_error("write", &temp_name, &e)));
+        if let Err(source) = temp.file.write_all(&buf[..n]) {
+            break Err(FetchError::Write {
+                temp: temp_name,
+                source,
+            });
         }
     };
     done(outcome.map(|()| (temp, hex(&hasher.finalize()))));
 }
 
-/// `cliError` of an answer other than 200: the reference's wording,
-/// measured at 5db5e4a and kept since (claustrum's catalogue of `cliError`
-/// texts); it carries neither the URL nor the reason phrase.
-fn status_error(code: u16) -> String {
-    format!("download failed with status {code}")
-}
-
-/// Why [`get_following_redirects`] got no answer to read.
-#[derive(Debug)]
-enum Refused {
-    /// An error status (ureq reports 4xx and 5xx as errors).
-    Status(u16),
-    /// Anything else: the text after `download failed: `.
-    Transport(String),
-}
-
-impl From<String> for Refused {
-    fn from(text: String) -> Self {
-        Refused::Transport(text)
-    }
-}
-
 /// GET `url`, following up to [`MAX_REDIRECTS`] redirects the way Go's
-/// default client does.
+/// default client does. An error status (ureq reports 4xx and 5xx as
+/// errors) is [`FetchError::Status`], as a non-200 answer is.
 ///
 /// ureq is told not to follow redirects itself: ureq 2 panics when a
 /// `Location` names a URL without a host (`file:`, `data:`,
@@ -342,13 +316,13 @@ impl From<String> for Refused {
 /// http(s) is `Get "<next>": unsupported protocol scheme "<s>"`, an http
 /// URL without a host `Get "<next>": http: no Host in request URL`. The
 /// proxy is chosen again for every hop, as Go's transport does.
-fn get_following_redirects(url: &str, limits: &Limits) -> Result<ureq::Response, Refused> {
+fn get_following_redirects(url: &str, limits: &Limits) -> Result<ureq::Response, FetchError> {
     let mut current = url.to_string();
     let mut followed = 0u32;
     loop {
         let response = agent_for(&current, limits)?.get(&current).call().map_err(|e| match e {
-            ureq::Error::Status(code, _) => Refused::Status(code),
-            ureq::Error::Transport(t) => Refused::Transport(transport_error(&current, t)),
+            ureq::Error::Status(code, _) => FetchError::Status(code),
+            ureq::Error::Transport(t) => transport_error(&current, t).into(),
         })?;
         // Go follows these five; 300, 304, 305 and 306 are answers.
         if !matches!(response.status(), 301 | 302 | 303 | 307 | 308) {
@@ -359,19 +333,18 @@ fn get_following_redirects(url: &str, limits: &Limits) -> Result<ureq::Response,
             return Ok(response);
         };
         if followed == MAX_REDIRECTS {
-            return Err(Refused::Transport(format!(
-                "Get {}: stopped after {MAX_REDIRECTS} redirects",
-                go_quote(location.as_bytes())
-            )));
+            return Err(RequestError::TooManyRedirects {
+                location: location.to_string(),
+                after: MAX_REDIRECTS,
+            }
+            .into());
         }
         let next = url::Url::parse(&current)
             .and_then(|base| base.join(location))
-            .map_err(|e| {
-                format!(
-                    "Get {}: failed to parse Location header {}: {e}",
-                    go_quote(current.as_bytes()),
-                    go_quote(location.as_bytes())
-                )
+            .map_err(|source| RequestError::BadLocation {
+                url: current.clone(),
+                location: location.to_string(),
+                source,
             })?;
         check_fetchable(&next)?;
         current = next.to_string();
@@ -380,32 +353,31 @@ fn get_following_redirects(url: &str, limits: &Limits) -> Result<ureq::Response,
 }
 
 /// Go's transport refusals for a redirect target ureq must never see.
-fn check_fetchable(next: &url::Url) -> Result<(), String> {
-    let quoted = go_quote(next.as_str().as_bytes());
+fn check_fetchable(next: &url::Url) -> Result<(), RequestError> {
+    let url = || next.as_str().to_string();
     let scheme = next.scheme();
     if scheme != "http" && scheme != "https" {
-        return Err(format!(
-            "Get {quoted}: unsupported protocol scheme {}",
-            go_quote(scheme.as_bytes())
-        ));
+        return Err(RequestError::UnsupportedScheme {
+            url: url(),
+            scheme: scheme.to_string(),
+        });
     }
     if next.host_str().is_none_or(str::is_empty) {
-        return Err(format!("Get {quoted}: http: no Host in request URL"));
+        return Err(RequestError::NoHost { url: url() });
     }
     Ok(())
 }
 
 /// The agent for one request to `url`: no automatic redirects, the
 /// install's timeouts, and the proxy the environment names for it.
-fn agent_for(url: &str, limits: &Limits) -> Result<ureq::Agent, String> {
+fn agent_for(url: &str, limits: &Limits) -> Result<ureq::Agent, RequestError> {
     let mut builder = ureq::AgentBuilder::new()
         .redirects(0)
         .timeout_connect(limits.connect_timeout)
         .timeout_read(limits.read_timeout)
         .user_agent(&format!("remora/{}", crate::base::version::ID));
     if let Some(proxy) = env_proxy(url) {
-        let parsed =
-            ureq::Proxy::new(&proxy).map_err(|_| format!("invalid proxy URL {}", go_quote(proxy.as_bytes())))?;
+        let parsed = ureq::Proxy::new(&proxy).map_err(|_| RequestError::InvalidProxy { proxy: proxy.clone() })?;
         builder = builder.proxy(parsed);
     }
     Ok(builder.build())
@@ -417,9 +389,8 @@ fn is_idle_timeout(e: &io::Error) -> bool {
     matches!(e.kind(), io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock)
 }
 
-/// Go-style text of a request that failed before an answer.
-fn transport_error(url: &str, transport: ureq::Transport) -> String {
-    let quoted = go_quote(url.as_bytes());
+/// A request that failed before an answer, in Go's words.
+fn transport_error(url: &str, transport: ureq::Transport) -> RequestError {
     let source_text = || {
         std::error::Error::source(&transport)
             .and_then(|s| s.downcast_ref::<io::Error>())
@@ -428,56 +399,40 @@ fn transport_error(url: &str, transport: ureq::Transport) -> String {
             .unwrap_or_else(|| transport.kind().to_string())
     };
     let parts = split_url(url);
-    match transport.kind() {
-        ureq::ErrorKind::InvalidUrl | ureq::ErrorKind::UnknownScheme => match parts {
-            Some(p) if p.scheme != "http" && p.scheme != "https" => {
-                format!(
-                    "Get {quoted}: unsupported protocol scheme {}",
-                    go_quote(p.scheme.as_bytes())
-                )
+    let url = url.to_string();
+    let invalid = |url| RequestError::InvalidUrl { url };
+    let detail = match transport.kind() {
+        ureq::ErrorKind::InvalidUrl | ureq::ErrorKind::UnknownScheme => {
+            return match parts {
+                Some(p) if p.scheme != "http" && p.scheme != "https" => {
+                    RequestError::UnsupportedScheme { url, scheme: p.scheme }
+                }
+                Some(_) => invalid(url),
+                None if !url.contains("://") => RequestError::UnsupportedScheme {
+                    url,
+                    scheme: String::new(),
+                },
+                None => invalid(url),
             }
-            Some(_) => format!("parse {quoted}: invalid URL"),
-            None if !url.contains("://") => {
-                format!("Get {quoted}: unsupported protocol scheme \"\"")
-            }
-            None => format!("parse {quoted}: invalid URL"),
-        },
+        }
         ureq::ErrorKind::Dns => match parts {
-            Some(p) => format!("Get {quoted}: dial tcp: lookup {}: no such host", p.host),
-            None => format!("Get {quoted}: dial tcp: no such host"),
+            Some(p) => format!("dial tcp: lookup {}: no such host", p.host),
+            None => "dial tcp: no such host".to_string(),
         },
         ureq::ErrorKind::ConnectionFailed => match parts {
-            Some(p) => format!("Get {quoted}: dial tcp {}: connect: {}", p.addr(), source_text()),
-            None => format!("Get {quoted}: dial tcp: connect: {}", source_text()),
+            Some(p) => format!("dial tcp {}: connect: {}", p.addr(), source_text()),
+            None => format!("dial tcp: connect: {}", source_text()),
         },
-        ureq::ErrorKind::Io => format!("Get {quoted}: {}", timeout_or(source_text())),
+        ureq::ErrorKind::Io => timeout_or(source_text()),
         _ => {
             let mut text = transport.kind().to_string();
             if let Some(m) = transport.message() {
                 text = format!("{text}: {m}");
             }
-            format!("Get {quoted}: {text}")
+            text
         }
-    }
-}
-
-/// Text of an error while reading the body: Go's `unexpected EOF` for a
-/// short body, `i/o timeout` for a stalled one.
-fn body_error(e: &io::Error) -> String {
-    match e.kind() {
-        io::ErrorKind::UnexpectedEof => "unexpected EOF".to_string(),
-        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => "i/o timeout".to_string(),
-        _ if e.raw_os_error().is_some() => io_text(e),
-        _ => {
-            // ureq reports a short body as a plain message; keep Go's text.
-            let text = e.to_string();
-            if text.contains("closed before") || text.contains("unexpected EOF") {
-                "unexpected EOF".to_string()
-            } else {
-                text
-            }
-        }
-    }
+    };
+    RequestError::Transport { url, detail }
 }
 
 /// Maps socket timeout errno texts to Go's `i/o timeout`.

@@ -34,13 +34,17 @@
 //! `docs/PROTOCOL.md` ("-install").
 
 mod fetch;
+mod fetch_error;
+mod install_error;
 mod launcher;
 mod probe;
 mod prune;
 mod stage;
 mod trust;
 
-use crate::base::goerr::{go_quote, path_error};
+use crate::base::goerr::go_quote;
+use fetch_error::FetchError;
+use install_error::InstallError;
 use launcher::{Checked, How};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -278,7 +282,7 @@ pub fn install_reporting(options: &InstallOptions, limits: &Limits, progress: &(
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run.ensure(&result.cli_path)));
     match outcome {
         Ok(Ok(was_present)) => result.cli_was_present = was_present,
-        Ok(Err(message)) => result.cli_error = Some(message),
+        Ok(Err(error)) => result.cli_error = Some(error.to_string()),
         Err(payload) => result.cli_error = Some(format!("internal error: {}", panic_text(payload.as_ref()))),
     }
     // A cli dir that cannot be made empties the path (cell E10 of 89cb6289).
@@ -333,10 +337,10 @@ enum Source<'a> {
 impl Run<'_> {
     /// The whole install; `Ok(true)` when the CLI was already present and
     /// runnable, `Err` is the `cliError` text.
-    fn ensure(&mut self, cli_path: &str) -> Result<bool, String> {
+    fn ensure(&mut self, cli_path: &str) -> Result<bool, InstallError> {
         let (options, limits) = (self.options, self.limits);
         if options.cli_dir.is_empty() {
-            return Err("--cli-dir is required".to_string());
+            return Err(InstallError::NoCliDir);
         }
         validate_version(&options.cli_version)?;
         trust::check_cli_dir(Path::new(&options.cli_dir))?;
@@ -393,7 +397,9 @@ impl Run<'_> {
         } else if !options.cli_url.is_empty() {
             Source::Url(&options.cli_url)
         } else {
-            return Err(format!("cli {version} missing and no --cli-url or --cli-zst provided"));
+            return Err(InstallError::NoSource {
+                version: version.to_string(),
+            });
         };
 
         let placed = match source {
@@ -405,12 +411,14 @@ impl Run<'_> {
                 // same descriptor, so swapping the file in between cannot slip
                 // an unverified blob past the check.
                 if !options.cli_checksum.is_empty() {
-                    let actual = sha256_hex(&mut input)
-                        .map_err(|e| format!("opening input: {}", path_error("read", zst, &e)))?;
+                    let on_input = |op: &'static str, source: io::Error| InstallError::Input {
+                        op,
+                        path: zst.to_string(),
+                        source,
+                    };
+                    let actual = sha256_hex(&mut input).map_err(|e| on_input("read", e))?;
                     verify_checksum(&options.cli_checksum, &actual)?;
-                    input
-                        .seek(SeekFrom::Start(0))
-                        .map_err(|e| format!("opening input: {}", path_error("seek", zst, &e)))?;
+                    input.seek(SeekFrom::Start(0)).map_err(|e| on_input("seek", e))?;
                 }
                 let opened = input.metadata().ok();
                 let placed = stage::install_blob(&mut input, dir, version, cli_path, precheck)?;
@@ -437,12 +445,12 @@ impl Run<'_> {
                 self.fetch = Some(stats);
                 let (mut blob, actual) = downloaded?;
                 verify_checksum(&options.cli_checksum, &actual)?;
-                blob.file.seek(SeekFrom::Start(0)).map_err(|e| {
-                    format!(
-                        "download failed: {}",
-                        path_error("seek", &blob.path().to_string_lossy(), &e)
-                    )
-                })?;
+                blob.file
+                    .seek(SeekFrom::Start(0))
+                    .map_err(|source| FetchError::Rewind {
+                        temp: blob.path().to_string_lossy().into_owned(),
+                        source,
+                    })?;
                 stage::install_blob(&mut blob.file, dir, version, cli_path, precheck)?
                 // `blob` drops here and removes the download.
             }
@@ -466,7 +474,7 @@ impl Run<'_> {
 
     /// The run through the launcher (`first`: right after an install);
     /// `Err` is the `cliError` of a stopped run.
-    fn check_through_launcher(&mut self, cli: &Path, first: bool) -> Result<(), String> {
+    fn check_through_launcher(&mut self, cli: &Path, first: bool) -> Result<(), InstallError> {
         let bound = if first {
             self.limits.launcher_first_timeout
         } else {
@@ -479,19 +487,19 @@ impl Run<'_> {
             Checked::Runnable => Ok(()),
             Checked::Stopped(message) => {
                 self.unresponsive = true;
-                Err(message)
+                Err(InstallError::LauncherStopped(message))
             }
         }
     }
 
-    /// A direct run stopped at its bound: `cliUnresponsive` and its text.
-    fn stopped(&mut self) -> String {
+    /// A direct run stopped at its bound: `cliUnresponsive` and its error.
+    fn stopped(&mut self) -> InstallError {
         self.unresponsive = true;
-        probe::UNRESPONSIVE.to_string()
+        InstallError::Unresponsive
     }
 
     /// Makes `-cli-dir`, first moving aside a non-directory in its place.
-    fn create_dir(&mut self) -> Result<(), String> {
+    fn create_dir(&mut self) -> Result<(), InstallError> {
         let dir = &self.options.cli_dir;
         let made = self.make_dir();
         if made.is_err() {
@@ -502,11 +510,11 @@ impl Run<'_> {
         }
         made?;
         // What now stands there is what the install will write into.
-        trust::check_cli_dir(Path::new(dir))
+        Ok(trust::check_cli_dir(Path::new(dir))?)
     }
 
     /// [`Run::create_dir`]'s move and mkdir.
-    fn make_dir(&mut self) -> Result<(), String> {
+    fn make_dir(&mut self) -> Result<(), InstallError> {
         let dir = &self.options.cli_dir;
         if let Some(aside) = move_aside_non_directory(Path::new(dir))? {
             crate::log_warn!(
@@ -525,15 +533,15 @@ impl Run<'_> {
 /// replaces, and the cli dir, whose files the sweep and the prune delete,
 /// must not be or contain the daemon user's home. Checked before anything
 /// on disk changes.
-fn refuse_home(dir: &Path, final_path: &Path, cli_path: &str) -> Result<(), String> {
+fn refuse_home(dir: &Path, final_path: &Path, cli_path: &str) -> Result<(), InstallError> {
     use crate::base::homeguard::Homes;
     let homes = Homes::of_daemon_user();
     // Named as the facts line names it (`cliPath`, cleaned).
     if let Some(text) = homes.verdict(final_path).text("cli path", cli_path) {
-        return Err(text);
+        return Err(InstallError::Home(text));
     }
     if let Some(text) = homes.verdict(dir).text("cli dir", dir) {
-        return Err(text);
+        return Err(InstallError::Home(text));
     }
     Ok(())
 }
@@ -545,7 +553,7 @@ fn refuse_home(dir: &Path, final_path: &Path, cli_path: &str) -> Result<(), Stri
 /// where the versioned directory now lives; failing with `mkdir: not a
 /// directory` would strand such a remote, and deleting the file could
 /// lose someone's data.
-fn move_aside_non_directory(dir: &Path) -> Result<Option<PathBuf>, String> {
+fn move_aside_non_directory(dir: &Path) -> Result<Option<PathBuf>, InstallError> {
     let Ok(found) = fs::symlink_metadata(dir) else {
         return Ok(None);
     };
@@ -573,33 +581,33 @@ fn move_aside_non_directory(dir: &Path) -> Result<Option<PathBuf>, String> {
         }
         return match fs::rename(dir, &aside) {
             Ok(()) => Ok(Some(aside)),
-            Err(e) => Err(format!(
-                "mkdir cli dir: rename {} {}: {}",
-                dir.to_string_lossy(),
-                aside.to_string_lossy(),
-                crate::base::goerr::io_text(&e)
-            )),
+            Err(source) => Err(InstallError::MoveAside {
+                dir: dir.to_path_buf(),
+                aside,
+                source,
+            }),
         };
     }
-    Err(format!(
-        "mkdir cli dir: {} is not a directory and every name to move it to is taken",
-        dir.display()
-    ))
+    Err(InstallError::NoNameToMoveAside { dir: dir.to_path_buf() })
 }
 
 /// Opens the `-cli-zst` upload without blocking on its kind: a FIFO
 /// (which would wait forever for a writer) or a device is refused as
 /// `opening input: open <p>: not a regular file`, and is never consumed.
-fn open_upload(zst: &str) -> Result<File, String> {
+fn open_upload(zst: &str) -> Result<File, InstallError> {
     use std::os::unix::fs::OpenOptionsExt;
-    let fail = |e: &io::Error| format!("opening input: {}", path_error("open", zst, e));
+    let fail = |source: io::Error| InstallError::Input {
+        op: "open",
+        path: zst.to_string(),
+        source,
+    };
     let input = fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(zst)
-        .map_err(|e| fail(&e))?;
-    if !input.metadata().map_err(|e| fail(&e))?.is_file() {
-        return Err(format!("opening input: open {zst}: not a regular file"));
+        .map_err(fail)?;
+    if !input.metadata().map_err(fail)?.is_file() {
+        return Err(InstallError::InputNotRegular { path: zst.to_string() });
     }
     Ok(input)
 }
@@ -607,12 +615,12 @@ fn open_upload(zst: &str) -> Result<File, String> {
 /// Rejects a version that would not name a plain file directly inside
 /// `-cli-dir`. A leading dot is refused too: hidden names are where the
 /// install keeps its temporaries, and pruning skips them.
-fn validate_version(version: &str) -> Result<(), String> {
+fn validate_version(version: &str) -> Result<(), InstallError> {
     if version.is_empty() {
-        return Err("--cli-version is required".to_string());
+        return Err(InstallError::NoVersion);
     }
     if version.starts_with('.') || version.contains('/') || version.contains('\0') {
-        return Err(format!("invalid cli version {}", go_quote(version.as_bytes())));
+        return Err(InstallError::InvalidVersion(version.to_string()));
     }
     Ok(())
 }
@@ -620,23 +628,29 @@ fn validate_version(version: &str) -> Result<(), String> {
 /// `os.MkdirAll(dir, 0700)`: each new level owner-only, as 89cb6289 makes
 /// them (older builds asked for 0755, which remora never grants); the
 /// error keeps Go's `mkdir <path>: <errno>`.
-fn create_dir(dir: &str) -> Result<(), String> {
+fn create_dir(dir: &str) -> Result<(), InstallError> {
     use std::os::unix::fs::DirBuilderExt;
     fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)
-        .map_err(|e| format!("mkdir cli dir: {}", path_error("mkdir", dir, &e)))
+        .map_err(|source| InstallError::MakeCliDir {
+            dir: dir.to_string(),
+            source,
+        })
 }
 
 /// `checksum mismatch: expected=<a>, actual=<b>` unless they match. Hex
 /// case is ignored (`sha256sum` prints lower case, some tools upper); the
 /// expected value is echoed exactly as given.
-fn verify_checksum(expected: &str, actual: &str) -> Result<(), String> {
+fn verify_checksum(expected: &str, actual: &str) -> Result<(), InstallError> {
     if expected.eq_ignore_ascii_case(actual) {
         Ok(())
     } else {
-        Err(format!("checksum mismatch: expected={expected}, actual={actual}"))
+        Err(InstallError::ChecksumMismatch {
+            expected: expected.to_string(),
+            actual: actual.to_string(),
+        })
     }
 }
 
@@ -674,22 +688,37 @@ mod tests {
     fn versions_stay_inside_the_dir() {
         assert!(validate_version("2.1.3").is_ok());
         assert!(validate_version("v2+build-1").is_ok());
-        assert_eq!(validate_version("").unwrap_err(), "--cli-version is required");
-        assert_eq!(validate_version("..").unwrap_err(), "invalid cli version \"..\"");
-        assert_eq!(validate_version(".").unwrap_err(), "invalid cli version \".\"");
-        assert_eq!(validate_version("a/b").unwrap_err(), "invalid cli version \"a/b\"");
         assert_eq!(
-            validate_version(".hidden").unwrap_err(),
+            validate_version("").unwrap_err().to_string(),
+            "--cli-version is required"
+        );
+        assert_eq!(
+            validate_version("..").unwrap_err().to_string(),
+            "invalid cli version \"..\""
+        );
+        assert_eq!(
+            validate_version(".").unwrap_err().to_string(),
+            "invalid cli version \".\""
+        );
+        assert_eq!(
+            validate_version("a/b").unwrap_err().to_string(),
+            "invalid cli version \"a/b\""
+        );
+        assert_eq!(
+            validate_version(".hidden").unwrap_err().to_string(),
             "invalid cli version \".hidden\""
         );
-        assert_eq!(validate_version("a\0").unwrap_err(), "invalid cli version \"a\\x00\"");
+        assert_eq!(
+            validate_version("a\0").unwrap_err().to_string(),
+            "invalid cli version \"a\\x00\""
+        );
     }
 
     #[test]
     fn checksums_compare_case_insensitively() {
         assert!(verify_checksum("ABCDEF", "abcdef").is_ok());
         assert_eq!(
-            verify_checksum("", "ab").unwrap_err(),
+            verify_checksum("", "ab").unwrap_err().to_string(),
             "checksum mismatch: expected=, actual=ab"
         );
     }

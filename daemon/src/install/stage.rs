@@ -10,6 +10,7 @@
 use super::probe;
 use crate::base::goerr::{io_text, path_error};
 use std::collections::hash_map::RandomState;
+use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::hash::BuildHasher;
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -196,6 +197,66 @@ pub(super) enum Placed {
     Unresponsive,
 }
 
+/// Why a new CLI could not be put in place: the `cliError`.
+#[derive(Debug)]
+pub(super) enum StageError {
+    /// `creating temp file: <open's error>`.
+    CreateTemp(io::Error),
+    /// A blob that is not zstd:
+    /// `decompressing: invalid input: magic number mismatch`.
+    NotZstd,
+    /// The zstd stream is cut short or corrupt (or unreadable):
+    /// `decompressing: <text>` ([`decode_text`]).
+    Decode(io::Error),
+    /// The temporary could not be written:
+    /// `decompressing: write <temp>: <error>`.
+    WriteTemp { temp: String, source: io::Error },
+    /// A step on the decompressed temporary (`chmod`, `sync`): Go's
+    /// `<op> <temp>: <error>`.
+    Temp {
+        op: &'static str,
+        temp: String,
+        source: io::Error,
+    },
+    /// The new CLI did not answer `--version`:
+    /// `installed cli at <cliPath> is not runnable`.
+    NotRunnable { cli_path: String },
+    /// `rename <temp> <final>: <error>`.
+    Rename {
+        temp: String,
+        to: String,
+        source: io::Error,
+    },
+}
+
+impl fmt::Display for StageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StageError::CreateTemp(e) => write!(f, "creating temp file: {}", create_error_text(e)),
+            StageError::NotZstd => f.write_str("decompressing: invalid input: magic number mismatch"),
+            StageError::Decode(e) => write!(f, "decompressing: {}", decode_text(e)),
+            StageError::WriteTemp { temp, source } => {
+                write!(f, "decompressing: {}", path_error("write", temp, source))
+            }
+            StageError::Temp { op, temp, source } => f.write_str(&path_error(op, temp, source)),
+            StageError::NotRunnable { cli_path } => write!(f, "installed cli at {cli_path} is not runnable"),
+            StageError::Rename { temp, to, source } => write!(f, "rename {temp} {to}: {}", io_text(source)),
+        }
+    }
+}
+
+impl std::error::Error for StageError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StageError::CreateTemp(e) | StageError::Decode(e) => Some(e),
+            StageError::WriteTemp { source, .. }
+            | StageError::Temp { source, .. }
+            | StageError::Rename { source, .. } => Some(source),
+            StageError::NotZstd | StageError::NotRunnable { .. } => None,
+        }
+    }
+}
+
 /// Decompresses the zstd `blob` into a temporary beside the final path,
 /// makes it 0755, checks it runs (`--version` within the [`Precheck`]
 /// bound, when given: the caller checks through the managed launcher after
@@ -207,19 +268,23 @@ pub(super) fn install_blob(
     version: &str,
     cli_path: &str,
     precheck: Option<Precheck>,
-) -> Result<Placed, String> {
+) -> Result<Placed, StageError> {
     let final_path = dir.join(version);
-    let mut temp =
-        TempFile::create(dir, version, "tmp").map_err(|e| format!("creating temp file: {}", create_error_text(&e)))?;
+    let mut temp = TempFile::create(dir, version, "tmp").map_err(StageError::CreateTemp)?;
     let temp_name = temp.path().to_string_lossy().into_owned();
+    let on_temp = |op: &'static str, source: io::Error| StageError::Temp {
+        op,
+        temp: temp_name.clone(),
+        source,
+    };
 
     decompress(blob, &mut temp.file, &temp_name)?;
     temp.file
         .set_permissions(fs::Permissions::from_mode(0o755))
-        .map_err(|e| path_error("chmod", &temp_name, &e))?;
+        .map_err(|e| on_temp("chmod", e))?;
     // Durable before it becomes visible: after a crash the final path holds
     // either the old CLI or the complete new one.
-    temp.file.sync_all().map_err(|e| path_error("sync", &temp_name, &e))?;
+    temp.file.sync_all().map_err(|e| on_temp("sync", e))?;
     // Executing a file that is still open for writing fails with ETXTBSY;
     // close our handle first (probe also retries for other processes' forks).
     let temp = temp.close();
@@ -230,12 +295,17 @@ pub(super) fn install_blob(
             probe::Ran::Answered => {}
             probe::Ran::Stopped if check.stopped_places => placed = Placed::Unresponsive,
             probe::Ran::Stopped | probe::Ran::Failed => {
-                return Err(format!("installed cli at {cli_path} is not runnable"));
+                return Err(StageError::NotRunnable {
+                    cli_path: cli_path.to_string(),
+                });
             }
         }
     }
-    fs::rename(temp.path(), &final_path)
-        .map_err(|e| format!("rename {} {}: {}", temp_name, final_path.to_string_lossy(), io_text(&e)))?;
+    fs::rename(temp.path(), &final_path).map_err(|source| StageError::Rename {
+        temp: temp_name.clone(),
+        to: final_path.to_string_lossy().into_owned(),
+        source,
+    })?;
     temp.persist();
     // Make the rename itself durable; best effort.
     if let Ok(d) = File::open(dir) {
@@ -245,31 +315,32 @@ pub(super) fn install_blob(
 }
 
 /// Streams zstd `blob` into `out`. Memory is the decoder's window plus two
-/// fixed buffers, independent of the CLI size. Error texts:
-/// `decompressing: invalid input: magic number mismatch` for a non-zstd
-/// blob, `decompressing: unexpected EOF` for a truncated one, otherwise
-/// `decompressing: <zstd error>`; a failed write is
-/// `decompressing: write <temp>: <errno>`.
-fn decompress(blob: impl Read, out: &mut File, out_name: &str) -> Result<(), String> {
+/// fixed buffers, independent of the CLI size. Errors:
+/// [`StageError::NotZstd`] for a non-zstd blob, [`StageError::Decode`]
+/// for a truncated or corrupt one, [`StageError::WriteTemp`] for a failed
+/// write.
+fn decompress(blob: impl Read, out: &mut File, out_name: &str) -> Result<(), StageError> {
     let mut input = BufReader::with_capacity(128 * 1024, blob);
-    match leading_magic(&mut input).map_err(|e| decompress_error(&e))? {
+    match leading_magic(&mut input).map_err(StageError::Decode)? {
         // An empty blob decodes to an empty file, which then fails the
         // runnable check.
         None => return Ok(()),
         Some(magic) if magic == ZSTD_MAGIC || magic & SKIPPABLE_MASK == SKIPPABLE_MAGIC => {}
-        Some(_) => return Err("decompressing: invalid input: magic number mismatch".to_string()),
+        Some(_) => return Err(StageError::NotZstd),
     }
-    let mut decoder = zstd::stream::read::Decoder::with_buffer(input).map_err(|e| decompress_error(&e))?;
+    let mut decoder = zstd::stream::read::Decoder::with_buffer(input).map_err(StageError::Decode)?;
     let mut buf = vec![0u8; 128 * 1024];
     loop {
         let n = match decoder.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(decompress_error(&e)),
+            Err(e) => return Err(StageError::Decode(e)),
         };
-        out.write_all(&buf[..n])
-            .map_err(|e| format!("decompressing: {}", path_error("write", out_name, &e)))?;
+        out.write_all(&buf[..n]).map_err(|source| StageError::WriteTemp {
+            temp: out_name.to_string(),
+            source,
+        })?;
     }
     Ok(())
 }
@@ -297,21 +368,22 @@ fn leading_magic(input: &mut BufReader<impl Read>) -> io::Result<Option<u32>> {
     }
 }
 
-/// `decompressing: <text>` in Go's lower-case style.
-fn decompress_error(e: &io::Error) -> String {
+/// The text after `decompressing: ` of a decode failure, in Go's
+/// lower-case style: `unexpected EOF` for a truncated blob, the errno
+/// text of a read, else the zstd error.
+fn decode_text(e: &io::Error) -> String {
     if e.kind() == io::ErrorKind::UnexpectedEof {
-        return "decompressing: unexpected EOF".to_string();
+        return "unexpected EOF".to_string();
     }
     if e.raw_os_error().is_some() {
-        return format!("decompressing: {}", io_text(e));
+        return io_text(e);
     }
     let text = e.to_string();
     let mut chars = text.chars();
-    let lowered = match chars.next() {
+    match chars.next() {
         Some(first) => first.to_lowercase().chain(chars).collect(),
         None => "corrupt input".to_string(),
-    };
-    format!("decompressing: {lowered}")
+    }
 }
 
 #[cfg(test)]
@@ -340,16 +412,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut out = File::create(dir.path().join("o")).unwrap();
         assert_eq!(
-            decompress(&b"#!/bin/sh\n"[..], &mut out, "o").unwrap_err(),
+            decompress(&b"#!/bin/sh\n"[..], &mut out, "o").unwrap_err().to_string(),
             "decompressing: invalid input: magic number mismatch"
         );
         assert_eq!(
-            decompress(&b"\x28\xb5"[..], &mut out, "o").unwrap_err(),
+            decompress(&b"\x28\xb5"[..], &mut out, "o").unwrap_err().to_string(),
             "decompressing: unexpected EOF"
         );
         let full = zstd::encode_all(&[7u8; 100_000][..], 3).unwrap();
         assert_eq!(
-            decompress(&full[..full.len() / 2], &mut out, "o").unwrap_err(),
+            decompress(&full[..full.len() / 2], &mut out, "o")
+                .unwrap_err()
+                .to_string(),
             "decompressing: unexpected EOF"
         );
         assert!(decompress(&b""[..], &mut out, "o").is_ok());

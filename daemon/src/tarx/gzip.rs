@@ -276,7 +276,7 @@ mod tests {
         e.finish().unwrap()
     }
 
-    fn read_all(bytes: &[u8]) -> Result<Vec<u8>, String> {
+    fn read_all(bytes: &[u8]) -> Result<Vec<u8>, ReadError> {
         let mut r = GzipReader::new(bytes, Box::new(|e: &io::Error| e.to_string()))?;
         let mut out = Vec::new();
         let mut buf = [0u8; 7];
@@ -301,24 +301,34 @@ mod tests {
 
     #[test]
     fn errors_use_go_texts() {
-        assert_eq!(read_all(b"").unwrap_err(), "EOF");
-        assert_eq!(read_all(b"\x1f\x8b\x08").unwrap_err(), "unexpected EOF");
-        assert_eq!(read_all(b"not a gzip stream").unwrap_err(), "gzip: invalid header");
+        assert_eq!(read_all(b"").unwrap_err().to_string(), "EOF");
+        assert_eq!(read_all(b"\x1f\x8b\x08").unwrap_err().to_string(), "unexpected EOF");
+        assert_eq!(
+            read_all(b"not a gzip stream").unwrap_err().to_string(),
+            "gzip: invalid header"
+        );
         let data: Vec<u8> = (0..10_000u32).map(|i| (i * 7 % 256) as u8).collect();
         let good = gz(&data);
-        assert_eq!(read_all(&good[..good.len() / 2]).unwrap_err(), "unexpected EOF");
-        assert_eq!(read_all(&good[..good.len() - 4]).unwrap_err(), "unexpected EOF");
+        assert_eq!(
+            read_all(&good[..good.len() / 2]).unwrap_err().to_string(),
+            "unexpected EOF"
+        );
+        assert_eq!(
+            read_all(&good[..good.len() - 4]).unwrap_err().to_string(),
+            "unexpected EOF"
+        );
         let mut bad_crc = good.clone();
         let n = bad_crc.len();
         bad_crc[n - 8] ^= 0xff;
-        assert_eq!(read_all(&bad_crc).unwrap_err(), "gzip: invalid checksum");
+        assert_eq!(read_all(&bad_crc).unwrap_err().to_string(), "gzip: invalid checksum");
         let mut trailing = good.clone();
         trailing.extend_from_slice(b"garbage!!!!");
-        assert_eq!(read_all(&trailing).unwrap_err(), "gzip: invalid header");
+        assert_eq!(read_all(&trailing).unwrap_err().to_string(), "gzip: invalid header");
         let mut corrupt = good.clone();
         corrupt[10] = 0xff; // block type 3 (reserved)
         assert!(read_all(&corrupt)
             .unwrap_err()
+            .to_string()
             .starts_with("flate: corrupt input before offset "));
     }
 }

@@ -43,6 +43,7 @@
 //! process plants one in `destDir` while we extract.
 
 mod destdir;
+mod extract_error;
 pub(crate) mod gzip;
 mod read_error;
 pub(crate) mod reader;
@@ -61,6 +62,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use destdir::{create_dest, DestParent};
+use extract_error::{EntryStep, ExtractError};
 use removeall::{remove_all, split_path};
 pub(crate) use removeall::{remove_entry_errno, remove_tree_errno, remove_tree_in};
 use texts::{DirStep, Texts};
@@ -77,11 +79,11 @@ pub(crate) struct ExtractResult {
 }
 
 impl ExtractResult {
-    fn failed(error: String) -> Self {
+    fn failed(error: &ExtractError) -> Self {
         ExtractResult {
             success: false,
             file_count: Some(0),
-            error,
+            error: error.to_string(),
         }
     }
 }
@@ -138,14 +140,14 @@ pub(crate) fn extract(archive: &Path, dest: &Path, rules: Rules) -> ExtractResul
             return ExtractResult {
                 success: false,
                 file_count: None,
-                error,
+                error: error.to_string(),
             }
         }
     };
     let archive_text = go_lossy(archive.as_os_str().as_bytes());
-    let file = match open_archive(archive) {
+    let file = match open_archive(archive, &archive_text) {
         Ok(f) => f,
-        Err(e) => return ExtractResult::failed(e.text(&archive_text)),
+        Err(e) => return ExtractResult::failed(&e),
     };
     let result = match unpack(file, &archive_text, dest_b, &parent, rules) {
         Ok(count) => ExtractResult {
@@ -153,43 +155,35 @@ pub(crate) fn extract(archive: &Path, dest: &Path, rules: Rules) -> ExtractResul
             file_count: Some(count),
             error: String::new(),
         },
-        Err(e) => ExtractResult::failed(e),
+        Err(e) => ExtractResult::failed(&e),
     };
     remove(archive.as_os_str().as_bytes());
     result
 }
 
-/// Why the archive could not be used; nothing was consumed.
-enum OpenError {
-    Os(io::Error),
-    /// A FIFO, socket or device: never read (a FIFO would block a pool
-    /// thread until some writer came) and never removed.
-    NotRegular,
-}
-
-impl OpenError {
-    fn text(&self, archive_text: &str) -> String {
-        match self {
-            OpenError::Os(e) => format!("open archive: {}", path_error("open", archive_text, e)),
-            OpenError::NotRegular => format!("open archive: open {archive_text}: not a regular file"),
-        }
-    }
-}
-
 /// Opens the archive without blocking on its kind (`O_NONBLOCK`, so a
 /// FIFO without a writer opens at once), then checks that kind on the
 /// descriptor: a regular file (or a directory, which fails later as in
-/// Go) is used; anything else is refused before a byte is read.
-fn open_archive(archive: &Path) -> Result<File, OpenError> {
+/// Go) is used; anything else (a FIFO, socket or device) is refused
+/// before a byte is read: a FIFO would block a pool thread until some
+/// writer came. Either failure consumes nothing, and the archive is not
+/// removed. `archive_text` is the path for the error texts.
+fn open_archive(archive: &Path, archive_text: &str) -> Result<File, ExtractError> {
     use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
+    let os = |source: io::Error| ExtractError::Open {
+        archive: archive_text.to_string(),
+        source,
+    };
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(archive)
-        .map_err(OpenError::Os)?;
-    let kind = file.metadata().map_err(OpenError::Os)?.file_type();
+        .map_err(os)?;
+    let kind = file.metadata().map_err(os)?.file_type();
     if kind.is_fifo() || kind.is_socket() || kind.is_char_device() || kind.is_block_device() {
-        return Err(OpenError::NotRegular);
+        return Err(ExtractError::NotRegular {
+            archive: archive_text.to_string(),
+        });
     }
     Ok(file)
 }
@@ -206,14 +200,14 @@ fn remove(path: &[u8]) {
     }
 }
 
-fn unpack(file: File, archive_text: &str, dest: &[u8], parent: &DestParent, rules: Rules) -> Result<u64, String> {
+fn unpack(file: File, archive_text: &str, dest: &[u8], parent: &DestParent, rules: Rules) -> Result<u64, ExtractError> {
     let texts = Texts {
         relative: rules.relative_texts,
     };
     let clean_dest = gopath::clean(dest);
     if !texts.relative {
         let (_, base) = split_path(&clean_dest);
-        remove_all(dest, &base, parent.now()).map_err(|e| format!("clean destDir: {e}"))?;
+        remove_all(dest, &base, parent.now())?;
     }
     let root = create_dest(&clean_dest, parent, texts)?;
     let archive_text = archive_text.to_string();
@@ -225,45 +219,49 @@ fn unpack(file: File, archive_text: &str, dest: &[u8], parent: &DestParent, rule
     while let Some(hdr) = tar.next_entry()? {
         let name = &hdr.name;
         let target = gopath::join(&[dest, name]);
+        let unsafe_path = || ExtractError::UnsafePath { name: name.clone() };
         if rules.no_come_back && leaves_and_returns(name) {
-            return Err(format!("unsafe path in archive: {}", go_lossy(name)));
+            return Err(unsafe_path());
         }
         let rel: &[u8] = if target == clean_dest {
             b""
         } else if target.starts_with(&clean_dest) && target.get(clean_dest.len()) == Some(&b'/') {
             &target[clean_dest.len() + 1..]
         } else {
-            return Err(format!("unsafe path in archive: {}", go_lossy(name)));
+            return Err(unsafe_path());
         };
         let comps: Vec<&[u8]> = rel.split(|&c| c == b'/').filter(|c| !c.is_empty()).collect();
         match hdr.typeflag {
             b'5' => {
-                walk_dirs(&root, &clean_dest, &comps).map_err(|(at, step, e)| {
-                    format!(
-                        "mkdir {}: {}",
-                        go_lossy(name),
-                        texts.dir(&clean_dest, &comps, at, step, &e)
-                    )
+                walk_dirs(&root, &clean_dest, &comps).map_err(|(at, step, e)| ExtractError::Entry {
+                    step: EntryStep::Dir,
+                    name: name.clone(),
+                    detail: texts.dir(&clean_dest, &comps, at, step, &e),
+                    source: e,
                 })?;
             }
             b'0' => {
                 // Build 89cb6289 names the entry before the OS error:
                 // `mkdir parent <entry>: ` when a directory above it cannot
                 // be made, `create <entry>: ` when the file cannot.
-                let entry = go_lossy(name);
-                let create_err = |e: &io::Error| format!("create {entry}: {}", texts.create(&target, &comps, e));
+                let create_err = |e: io::Error| ExtractError::Entry {
+                    step: EntryStep::File,
+                    name: name.clone(),
+                    detail: texts.create(&target, &comps, &e),
+                    source: e,
+                };
                 let Some((leaf, parents)) = comps.split_last() else {
                     // The entry names destDir itself.
-                    return Err(create_err(&io::Error::from_raw_os_error(libc::EISDIR)));
+                    return Err(create_err(io::Error::from_raw_os_error(libc::EISDIR)));
                 };
-                let parent = walk_dirs(&root, &clean_dest, parents).map_err(|(at, step, e)| {
-                    format!(
-                        "mkdir parent {entry}: {}",
-                        texts.dir(&clean_dest, parents, at, step, &e)
-                    )
+                let parent = walk_dirs(&root, &clean_dest, parents).map_err(|(at, step, e)| ExtractError::Entry {
+                    step: EntryStep::Parent,
+                    name: name.clone(),
+                    detail: texts.dir(&clean_dest, parents, at, step, &e),
+                    source: e,
                 })?;
                 if target.len() >= PATH_MAX {
-                    return Err(create_err(&io::Error::from_raw_os_error(libc::ENAMETOOLONG)));
+                    return Err(create_err(io::Error::from_raw_os_error(libc::ENAMETOOLONG)));
                 }
                 let dir = parent.as_ref().unwrap_or(&root);
                 let target_text = go_lossy(&target);
@@ -272,7 +270,7 @@ fn unpack(file: File, archive_text: &str, dest: &[u8], parent: &DestParent, rule
                 } else {
                     0o600
                 };
-                let mut out = create_file(dir, leaf, mode).map_err(|e| create_err(&e))?;
+                let mut out = create_file(dir, leaf, mode).map_err(create_err)?;
                 if let Err(e) = copy_data(&mut tar, &mut out, &mut buf, &target_text) {
                     // No half-written file survives a failure: the archive
                     // was cut short, corrupt, or the disk was full.
@@ -283,11 +281,10 @@ fn unpack(file: File, archive_text: &str, dest: &[u8], parent: &DestParent, rule
                 count += 1;
             }
             other => {
-                return Err(format!(
-                    "unsupported tar entry type {}: {}",
-                    char::from(other),
-                    go_lossy(name)
-                ));
+                return Err(ExtractError::Unsupported {
+                    typeflag: other,
+                    name: name.clone(),
+                });
             }
         }
     }
@@ -296,7 +293,7 @@ fn unpack(file: File, archive_text: &str, dest: &[u8], parent: &DestParent, rule
     // after the last entry fails instead of reporting success.
     tar.drain_to_end()?;
     let marker = gopath::join(&[dest, b".synced"]);
-    create_marker(&root).map_err(|e| format!("write .synced: {}", path_error("open", &go_lossy(&marker), &e)))?;
+    create_marker(&root).map_err(|source| ExtractError::Marker { marker, source })?;
     Ok(count)
 }
 
@@ -306,14 +303,16 @@ fn copy_data<R: reader::GoRead>(
     out: &mut File,
     buf: &mut [u8],
     target_text: &str,
-) -> Result<(), String> {
+) -> Result<(), ExtractError> {
     loop {
         let n = tar.read_data(buf)?;
         if n == 0 {
             return Ok(());
         }
-        out.write_all(&buf[..n])
-            .map_err(|e| path_error("write", target_text, &e))?;
+        out.write_all(&buf[..n]).map_err(|source| ExtractError::Write {
+            target: target_text.to_string(),
+            source,
+        })?;
     }
 }
 

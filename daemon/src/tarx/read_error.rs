@@ -43,12 +43,7 @@ impl fmt::Display for ReadError {
     }
 }
 
-/// The wire message: extraction's errors are reply texts.
-impl From<ReadError> for String {
-    fn from(e: ReadError) -> String {
-        e.to_string()
-    }
-}
+impl std::error::Error for ReadError {}
 
 #[cfg(test)]
 mod tests {

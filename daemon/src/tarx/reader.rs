@@ -380,7 +380,7 @@ mod tests {
         v
     }
 
-    fn entries(bytes: &[u8]) -> Result<Vec<(String, u8, Vec<u8>)>, String> {
+    fn entries(bytes: &[u8]) -> Result<Vec<(String, u8, Vec<u8>)>, ReadError> {
         let mut r = TarReader::new(bytes);
         let mut out = Vec::new();
         while let Some(h) = r.next_entry()? {
@@ -444,14 +444,20 @@ mod tests {
     fn errors_use_go_texts() {
         let mut bad = header(b"a", b'0', 0);
         bad[0] = b'b';
-        assert_eq!(entries(&bad).unwrap_err(), "archive/tar: invalid tar header");
+        assert_eq!(
+            entries(&bad).unwrap_err().to_string(),
+            "archive/tar: invalid tar header"
+        );
         let mut a = vec![0u8; 512];
         a.extend_from_slice(&header(b"a", b'0', 0));
-        assert_eq!(entries(&a).unwrap_err(), "archive/tar: invalid tar header");
-        assert_eq!(entries(&header(b"a", b'0', 0)[..100]).unwrap_err(), "unexpected EOF");
+        assert_eq!(entries(&a).unwrap_err().to_string(), "archive/tar: invalid tar header");
+        assert_eq!(
+            entries(&header(b"a", b'0', 0)[..100]).unwrap_err().to_string(),
+            "unexpected EOF"
+        );
         let mut a = header(b"a", b'0', 10).to_vec();
         a.extend_from_slice(b"abc");
-        assert_eq!(entries(&a).unwrap_err(), "unexpected EOF");
+        assert_eq!(entries(&a).unwrap_err().to_string(), "unexpected EOF");
         let mut h = header(b"a", b'0', 0);
         h[124..136].copy_from_slice(b"0000000009z\0");
         let mut sum: u32 = h
@@ -461,7 +467,7 @@ mod tests {
             .sum();
         sum &= 0o777777;
         h[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
-        assert_eq!(entries(&h).unwrap_err(), "archive/tar: invalid tar header");
+        assert_eq!(entries(&h).unwrap_err().to_string(), "archive/tar: invalid tar header");
         assert_eq!(parse_octal(b"0000644\0"), Ok(0o644));
         assert_eq!(parse_octal(b"  \0\0"), Ok(0));
         assert_eq!(parse_numeric(&[0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0]), Ok(256));

@@ -25,6 +25,7 @@ use super::{cstr, last_err, open_dir_at};
 use crate::base::goerr::path_error;
 use crate::base::gojson::go_lossy;
 use crate::base::homeguard::Homes;
+use std::fmt;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
@@ -53,6 +54,48 @@ pub(super) enum ParentNow<'a> {
     BelowNotDir,
 }
 
+/// A failure of [`remove_all`] or [`remove_tree_in`]: Go's `*PathError`
+/// (`unlinkat <path>: directory not empty`), with the path as the caller
+/// spelled it. The OS error is its cause (a refusal of the descent, audit
+/// F3, is one of [`HOME_HERE`] or [`OTHER_FILESYSTEM`]).
+#[derive(Debug)]
+pub(crate) struct RemoveAllError {
+    op: &'static str,
+    path: Vec<u8>,
+    source: io::Error,
+}
+
+impl RemoveAllError {
+    fn new(op: &'static str, path: &[u8], source: io::Error) -> Self {
+        RemoveAllError {
+            op,
+            path: path.to_vec(),
+            source,
+        }
+    }
+
+    /// A failure of [`remove_all_from`], whose path is relative to the
+    /// directory at `parent_path`.
+    fn below(parent_path: &[u8], (op, rel, source): RelError) -> Self {
+        let mut path = parent_path.to_vec();
+        path.push(b'/');
+        path.extend_from_slice(&rel);
+        RemoveAllError { op, path, source }
+    }
+}
+
+impl fmt::Display for RemoveAllError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&path_error(self.op, &go_lossy(&self.path), &self.source))
+    }
+}
+
+impl std::error::Error for RemoveAllError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
 /// Go's `os.RemoveAll` (the `removeall_at.go` variant Linux uses), ported
 /// for its error texts (`unlinkat <path>: …`, `openfdat <path>: …`), of
 /// the entry `base` of `parent`: `path` is the path as the request spelled
@@ -60,13 +103,13 @@ pub(super) enum ParentNow<'a> {
 /// follows symlinks: a link is removed, not its target. A path of
 /// `PATH_MAX` bytes or more, or one the kernel refuses for its length,
 /// fails (`RemoveAll <path>: file name too long`) with nothing removed.
-pub(super) fn remove_all(path: &[u8], base: &[u8], parent: ParentNow<'_>) -> Result<(), String> {
+pub(super) fn remove_all(path: &[u8], base: &[u8], parent: ParentNow<'_>) -> Result<(), RemoveAllError> {
     if path.is_empty() {
         return Ok(());
     }
     if path == b"." || path.ends_with(b"/.") {
         let e = io::Error::from_raw_os_error(libc::EINVAL);
-        return Err(path_error("RemoveAll", &go_lossy(path), &e));
+        return Err(RemoveAllError::new("RemoveAll", path, e));
     }
     // A path the kernel cannot take is not removed at all: Go splits it
     // and removes the name from the shorter parent, which may be a
@@ -74,7 +117,7 @@ pub(super) fn remove_all(path: &[u8], base: &[u8], parent: ParentNow<'_>) -> Res
     // past PATH_MAX emptied the home, audit F1).
     let too_long = || {
         let e = io::Error::from_raw_os_error(libc::ENAMETOOLONG);
-        Err(path_error("RemoveAll", &go_lossy(path), &e))
+        Err(RemoveAllError::new("RemoveAll", path, e))
     };
     if path.len() >= crate::base::homeguard::PATH_MAX {
         return too_long();
@@ -86,21 +129,18 @@ pub(super) fn remove_all(path: &[u8], base: &[u8], parent: ParentNow<'_>) -> Res
         // Go's `Remove` meets ENOTDIR; its `Open` of the parent opens the
         // file, and `unlinkat` in it fails.
         ParentNow::NotDir => {
-            let mut full = parent_dir;
-            full.push(b'/');
-            full.extend_from_slice(base);
             let e = io::Error::from_raw_os_error(libc::ENOTDIR);
-            return Err(path_error("unlinkat", &go_lossy(&full), &e));
+            return Err(RemoveAllError::below(&parent_dir, ("unlinkat", base.to_vec(), e)));
         }
         // Go's `Remove` meets ENOTDIR, and so does its `Open` of the parent.
         ParentNow::BelowNotDir => {
             let e = io::Error::from_raw_os_error(libc::ENOTDIR);
-            return Err(path_error("open", &go_lossy(&parent_dir), &e));
+            return Err(RemoveAllError::new("open", &parent_dir, e));
         }
         ParentNow::Dir(dir) => dir,
     };
     // os.Remove first: a file, a link or an empty directory.
-    let c = cstr(base).map_err(|e| path_error("remove", &go_lossy(path), &e))?;
+    let c = cstr(base).map_err(|e| RemoveAllError::new("remove", path, e))?;
     // SAFETY: valid dirfd and NUL-terminated name.
     if unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), 0) } == 0 {
         return Ok(());
@@ -126,27 +166,17 @@ pub(super) fn remove_all(path: &[u8], base: &[u8], parent: ParentNow<'_>) -> Res
     let parent = match open_for_reading(dir) {
         Ok(fd) => fd,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(path_error("open", &go_lossy(&parent_dir), &e)),
+        Err(e) => return Err(RemoveAllError::new("open", &parent_dir, e)),
     };
-    remove_all_from(&parent, base, None).map_err(|(op, rel, e)| {
-        let mut full = parent_dir.clone();
-        full.push(b'/');
-        full.extend_from_slice(&rel);
-        path_error(op, &go_lossy(&full), &e)
-    })
+    remove_all_from(&parent, base, None).map_err(|e| RemoveAllError::below(&parent_dir, e))
 }
 
 /// Removes the entry `name` of the open directory `parent` and everything
 /// below it, as Go's `removeAllFrom` does, never following a link (a link
 /// is removed, not its target). `parent_path` is only for the error text
 /// (`unlinkat <parent_path>/<rel>: …`). Used by `plugins.prune` too.
-pub(crate) fn remove_tree_in(parent: &OwnedFd, name: &[u8], parent_path: &[u8]) -> Result<(), String> {
-    remove_all_from(parent, name, None).map_err(|(op, rel, e)| {
-        let mut full = parent_path.to_vec();
-        full.push(b'/');
-        full.extend_from_slice(&rel);
-        path_error(op, &go_lossy(&full), &e)
-    })
+pub(crate) fn remove_tree_in(parent: &OwnedFd, name: &[u8], parent_path: &[u8]) -> Result<(), RemoveAllError> {
+    remove_all_from(parent, name, None).map_err(|e| RemoveAllError::below(parent_path, e))
 }
 
 /// [`remove_tree_in`] for callers whose texts name the entry themselves
@@ -207,7 +237,9 @@ pub(super) fn split_path(path: &[u8]) -> (Vec<u8>, Vec<u8>) {
     (dirname.to_vec(), basename.to_vec())
 }
 
-type RemoveError = (&'static str, Vec<u8>, io::Error);
+/// A failure inside [`remove_all_from`]: Go's op, the path relative to
+/// the top-level parent, the OS error.
+type RelError = (&'static str, Vec<u8>, io::Error);
 
 /// A directory being emptied by [`remove_all_from`].
 struct Level {
@@ -222,7 +254,7 @@ struct Level {
     rel: Vec<u8>,
     names: std::vec::IntoIter<Vec<u8>>,
     /// Go's `recurseErr`: the first failure among the children.
-    first_err: Option<RemoveError>,
+    first_err: Option<RelError>,
 }
 
 /// The stack of levels, with the descriptors of all but the last
@@ -243,7 +275,7 @@ impl Levels {
 
     /// Takes the top level off; the level below it (if any) is open
     /// again afterwards, reopened through the popped level's `..`.
-    fn pop(&mut self) -> Option<Result<Level, RemoveError>> {
+    fn pop(&mut self) -> Option<Result<Level, RelError>> {
         let done = self.stack.pop()?;
         let Some(below_at) = self.stack.len().checked_sub(1) else {
             return Some(Ok(done));
@@ -297,7 +329,7 @@ fn identity(fd: &OwnedFd) -> io::Result<(u64, u64)> {
 /// path is relative to `parent`. Semantics per entry: unlink; on
 /// `EISDIR`/`EPERM`/`EACCES` empty it as a directory and rmdir it; a
 /// child's failure is kept and reported only if the rmdir fails.
-fn remove_all_from(parent: &OwnedFd, base: &[u8], root_dev: Option<u64>) -> Result<(), RemoveError> {
+fn remove_all_from(parent: &OwnedFd, base: &[u8], root_dev: Option<u64>) -> Result<(), RelError> {
     let mut levels = Levels {
         stack: Vec::new(),
         first_open: 0,
@@ -398,7 +430,7 @@ impl Bounds {
 /// One step of `removeAllFrom`: removes `name` in `dir` if it is not a
 /// directory (`Ok(None)`), or opens it for emptying (`Ok(Some)`), unless
 /// `bounds` refuse it.
-fn descend(dir: &OwnedFd, name: &[u8], rel: Vec<u8>, bounds: &mut Bounds) -> Result<Option<Level>, RemoveError> {
+fn descend(dir: &OwnedFd, name: &[u8], rel: Vec<u8>, bounds: &mut Bounds) -> Result<Option<Level>, RelError> {
     let c = match cstr(name) {
         Ok(c) => c,
         Err(e) => return Err(("unlinkat", rel, e)),
@@ -477,7 +509,7 @@ mod tests {
         // A small stack: a recursive port would overflow here.
         let result = std::thread::Builder::new()
             .stack_size(128 * 1024)
-            .spawn(move || remove_all(&path, b"deep", ParentNow::Dir(&parent)))
+            .spawn(move || remove_all(&path, b"deep", ParentNow::Dir(&parent)).map_err(|e| e.to_string()))
             .unwrap()
             .join()
             .unwrap();
@@ -487,23 +519,30 @@ mod tests {
         let parent = open_dir_at(None, tmp.path().as_os_str().as_bytes()).unwrap();
         let path = top.as_os_str().as_bytes();
         assert_eq!(
-            remove_all(path, b"deep", ParentNow::Dir(&parent)),
+            remove_all(path, b"deep", ParentNow::Dir(&parent)).map_err(|e| e.to_string()),
             Ok(()),
             "missing is fine"
         );
-        assert_eq!(remove_all(path, b"deep", ParentNow::Missing), Ok(()));
+        assert_eq!(
+            remove_all(path, b"deep", ParentNow::Missing).map_err(|e| e.to_string()),
+            Ok(())
+        );
     }
 
     #[test]
     fn a_parent_that_is_not_a_directory_fails_with_gos_texts() {
         assert_eq!(
-            remove_all(b"/x/file/dest", b"dest", ParentNow::NotDir),
+            remove_all(b"/x/file/dest", b"dest", ParentNow::NotDir).map_err(|e| e.to_string()),
             Err("unlinkat /x/file/dest: not a directory".to_string())
         );
         assert_eq!(
-            remove_all(b"/x/file/sub/dest", b"dest", ParentNow::BelowNotDir),
+            remove_all(b"/x/file/sub/dest", b"dest", ParentNow::BelowNotDir).map_err(|e| e.to_string()),
             Err("open /x/file/sub: not a directory".to_string())
         );
+        // The OS error is the cause.
+        let err = remove_all(b"/x/file/dest", b"dest", ParentNow::NotDir).unwrap_err();
+        let cause = std::error::Error::source(&err).and_then(|s| s.downcast_ref::<io::Error>());
+        assert_eq!(cause.and_then(io::Error::raw_os_error), Some(libc::ENOTDIR));
     }
 
     /// Descriptors this process has open now.
@@ -626,7 +665,9 @@ mod tests {
         }
         path.extend_from_slice(b"/victim");
         let top = open_dir_at(None, tmp.path().as_os_str().as_bytes()).unwrap();
-        let err = remove_all(&path, b"victim", ParentNow::Dir(&top)).unwrap_err();
+        let err = remove_all(&path, b"victim", ParentNow::Dir(&top))
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("RemoveAll "), "{err}");
         assert!(err.ends_with(": file name too long"), "{err}");
         assert!(victim.join("keep").exists());
@@ -635,7 +676,9 @@ mod tests {
         long_name.push(b'/');
         long_name.extend(std::iter::repeat_n(b'n', 300));
         let below = open_dir_at(None, victim.as_os_str().as_bytes()).unwrap();
-        let err = remove_all(&long_name, &[b'n'; 300], ParentNow::Dir(&below)).unwrap_err();
+        let err = remove_all(&long_name, &[b'n'; 300], ParentNow::Dir(&below))
+            .unwrap_err()
+            .to_string();
         assert!(err.ends_with(": file name too long"), "{err}");
         assert!(victim.join("keep").exists());
     }
