@@ -32,8 +32,17 @@
 //! reached by the leader's pidfd where the kernel allows it (Linux 6.9),
 //! so it is the recorded group even once its leader was reaped; elsewhere
 //! only while the leader is present (running or a zombie), which pins the
-//! group id. A group whose leader is gone on such a system gets nothing
-//! more: nothing proves the id still names it.
+//! group id.
+//!
+//! A group whose leader is gone (before the start, or during the SIGTERM
+//! grace) on a system where no pidfd names it, is ended member by member:
+//! a process counts as the recorded group's member only when, checked
+//! through a hold of its own, it is in the recorded group id, started no
+//! earlier than the recorded child, names this run directory, and carries
+//! the recorded child's own stamp (`CLAUDE_SSH_CHILD=<pid>:<start>`, the
+//! record's pid and start time, which only that child's descendants
+//! inherit). A member that does not prove itself (one that cleared its
+//! environment) is left alone: the number alone cannot say whose it is.
 //!
 //! Files are reached through a descriptor of the `children` directory
 //! (opened without following a link, and only if it is a real directory
@@ -215,7 +224,9 @@ struct Target {
     rec: Record,
     run_dir: PathBuf,
     /// The hold the verification was made through; it leads the group.
-    leader: PidRef,
+    /// `None` when the leader was gone already and members proved
+    /// themselves ([`member_of`]).
+    leader: Option<PidRef>,
 }
 
 /// Ends the orphaned children a dead predecessor recorded under `run_dir`.
@@ -270,9 +281,27 @@ pub(crate) fn reap_orphans(run_dir: &Path) {
         }
         let pid = i32::try_from(rec.pid).unwrap_or(0);
         let Some(leader) = PidRef::open(pid) else {
-            // No such process (or no usable pid): nothing to end.
-            let _ = unlink_at(&dir, &name);
-            tally.dropped += 1;
+            // The leader is gone: what is left of its group, if anything,
+            // is ended member by member.
+            match proven_members(&rec, run_dir, 0) {
+                Members {
+                    sent: 0, first_refusal, ..
+                } => {
+                    if let Some(reason) = first_refusal {
+                        crate::log_warn!(
+                            "[process.Registry] record {name}: pid {pid} is gone, and no member of its group {pid} proves itself the recorded child's ({reason}); dropping the record, signalling nothing"
+                        );
+                    }
+                    let _ = unlink_at(&dir, &name);
+                    tally.dropped += 1;
+                }
+                _ => targets.push(Target {
+                    name,
+                    rec,
+                    run_dir: run_dir.to_path_buf(),
+                    leader: None,
+                }),
+            }
             continue;
         };
         if let Err(reason) = leader.confirm(|_| verify(&rec, run_dir)) {
@@ -287,7 +316,7 @@ pub(crate) fn reap_orphans(run_dir: &Path) {
             name,
             rec,
             run_dir: run_dir.to_path_buf(),
-            leader,
+            leader: Some(leader),
         });
     }
     if targets.len() > MAX_GROUPS {
@@ -326,7 +355,7 @@ fn end_groups(targets: &[Target], tally: &mut Tally) {
             crate::base::goerr::go_quote(t.rec.instance.as_bytes()),
             t.rec.daemon_pid
         );
-        if let Err(e) = t.leader.signal_group(libc::SIGTERM) {
+        if let Err(e) = signal_target(t, libc::SIGTERM) {
             live[i] = false;
             settle_unsent(t, &e, tally);
         }
@@ -371,7 +400,7 @@ fn end_groups(targets: &[Target], tally: &mut Tally) {
                 "[process.Registry] group {} outlived SIGTERM for 2s: SIGKILL",
                 t.rec.pid
             );
-            match t.leader.signal_group(libc::SIGKILL) {
+            match signal_target(t, libc::SIGKILL) {
                 Ok(()) => killed.push(i),
                 Err(e) => settle_unsent(t, &e, tally),
             }
@@ -414,14 +443,134 @@ fn settle_unsent(t: &Target, e: &GroupError, tally: &mut Tally) {
     }
 }
 
+/// Sends `signal` to the recorded group: through the leader's hold
+/// while that proves the group, else to each member that proves itself
+/// ([`proven_members`]); [`GroupError::Empty`] when no member was reached.
+fn signal_target(t: &Target, signal: i32) -> Result<(), GroupError> {
+    if let Some(leader) = &t.leader {
+        match leader.signal_group(signal) {
+            Err(GroupError::Unproven) => {}
+            sent => return sent,
+        }
+    }
+    let members = proven_members(&t.rec, &t.run_dir, signal);
+    if signal != 0 {
+        crate::log_info!(
+            "[process.Registry] group {}: its leader is gone and no pidfd names the group, so its members are signalled one by one: {} that carry the recorded child's stamp, {} other(s) left alone",
+            t.rec.pid,
+            members.sent,
+            members.refused
+        );
+    }
+    if members.sent == 0 {
+        return Err(GroupError::Empty);
+    }
+    Ok(())
+}
+
+/// What [`proven_members`] did.
+struct Members {
+    /// Members proven and signalled (signal 0: proven and running).
+    sent: usize,
+    /// Running processes in the group id that did not prove themselves.
+    refused: usize,
+    /// Why the first of those did not.
+    first_refusal: Option<String>,
+}
+
+/// Signals, one by one, each running process of the group id `rec.pid`
+/// that proves itself a member of the recorded child's group
+/// ([`member_of`], checked through a hold taken first; the signal goes
+/// through that hold). Signal 0 only counts them.
+fn proven_members(rec: &Record, run_dir: &Path, signal: i32) -> Members {
+    let mut members = Members {
+        sent: 0,
+        refused: 0,
+        first_refusal: None,
+    };
+    let Ok(pgid) = i32::try_from(rec.pid) else {
+        return members;
+    };
+    for pid in running_in_group(pgid) {
+        let Some(hold) = PidRef::open(pid) else {
+            continue;
+        };
+        match hold.confirm(|pid| member_of(pid, rec, run_dir)) {
+            Ok(()) => {
+                if hold.signal(signal).is_ok() {
+                    members.sent += 1;
+                }
+            }
+            Err(reason) => {
+                members.refused += 1;
+                members.first_refusal.get_or_insert(reason);
+            }
+        }
+    }
+    members
+}
+
+/// Whether process `pid` proves itself a member of the group `rec`'s
+/// child led: in that group id, started no earlier than the child, naming
+/// this run directory, and carrying the child's own stamp (see the module
+/// docs); the reason when it does not.
+fn member_of(pid: i32, rec: &Record, run_dir: &Path) -> Result<(), String> {
+    let fields = stat_fields(pid).ok_or("it has ended")?;
+    if fields.get(2).and_then(|g| g.parse::<i64>().ok()) != Some(rec.pid) {
+        return Err("it left the group".to_string());
+    }
+    let started = fields.get(19).and_then(|t| t.parse::<u64>().ok());
+    match (started, rec.start.parse::<u64>()) {
+        (Some(started), Ok(recorded)) if started >= recorded => {}
+        _ => {
+            return Err(format!(
+                "it started before the recorded child (at {}): the group id has been reused",
+                crate::base::goerr::go_quote(rec.start.as_bytes())
+            ))
+        }
+    }
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+    let prefix = format!("{RUN_DIR_ENV}=");
+    let named = environ
+        .split(|b| *b == 0)
+        .filter_map(|e| e.strip_prefix(prefix.as_bytes()))
+        .next_back();
+    if named != Some(run_dir.as_os_str().as_bytes()) {
+        return Err("its CLAUDE_SSH_RUN_DIR does not name this run dir".to_string());
+    }
+    let stamp = format!("{CHILD_ENV}={}:{}", rec.pid, rec.start);
+    if !environ.split(|b| *b == 0).any(|e| e == stamp.as_bytes()) {
+        return Err(format!(
+            "its CLAUDE_SSH_CHILD does not name the recorded child {}:{}",
+            rec.pid, rec.start
+        ));
+    }
+    Ok(())
+}
+
+/// The running (not zombie) processes whose group id is `pgid`.
+fn running_in_group(pgid: i32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()))
+        .filter(|&pid| {
+            stat_fields(pid).is_some_and(|f| f.get(2).and_then(|g| g.parse::<i32>().ok()) == Some(pgid) && f[0] != "Z")
+        })
+        .collect()
+}
+
 /// Re-verification while a group is being ended. The hold names the
 /// leader whatever happens to its number, so only a present leader can
-/// have changed (an exec); a zombie cannot.
+/// have changed (an exec); a zombie cannot. Members are proven again at
+/// each signal ([`proven_members`]).
 fn still_ours(t: &Target) -> Result<(), String> {
-    if !t.leader.present() {
+    let Some(leader) = t.leader.as_ref().filter(|l| l.present()) else {
         return Ok(());
-    }
-    t.leader
+    };
+    leader
         .confirm(|pid| {
             if process_is_zombie(pid) {
                 Ok(())
@@ -430,7 +579,7 @@ fn still_ours(t: &Target) -> Result<(), String> {
             }
         })
         // It ended during the check: nothing left to verify.
-        .or_else(|e| if t.leader.present() { Err(e) } else { Ok(()) })
+        .or_else(|e| if leader.present() { Err(e) } else { Ok(()) })
 }
 
 /// Whether the process `rec.pid` is the child `rec` describes (see the
@@ -488,28 +637,22 @@ fn verify(rec: &Record, run_dir: &Path) -> Result<(), String> {
 }
 
 /// Whether no member of the recorded group is left (zombies awaiting
-/// their reaper do not count: they cannot act any more); an error when it
-/// cannot be asked any more ([`GroupError::Unproven`]: its leader is gone
-/// and only the number is left to ask by).
+/// their reaper do not count: they cannot act any more). Asked through
+/// the leader's hold while it proves the group; else no member that
+/// proves itself is left.
 fn group_left(t: &Target) -> Result<bool, GroupError> {
-    match t.leader.signal_group(0) {
-        Ok(()) => {}
-        Err(GroupError::Empty) => return Ok(true),
-        Err(e) => return Err(e),
+    if let Some(leader) = &t.leader {
+        match leader.signal_group(0) {
+            // Members left, asked just now through the hold: all zombies?
+            // The id names the recorded group at this moment, so the
+            // members listed under it are that group's.
+            Ok(()) => return Ok(running_in_group(leader.pid()).is_empty()),
+            Err(GroupError::Empty) => return Ok(true),
+            Err(GroupError::Unproven) => {}
+            Err(e) => return Err(e),
+        }
     }
-    // Members left, asked just now through the hold: all zombies? The id
-    // names the recorded group at this moment, so the members listed under
-    // it are that group's.
-    let pgid = t.leader.pid();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Ok(false);
-    };
-    Ok(!entries.flatten().any(|e| {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
-            return false;
-        };
-        stat_fields(pid).is_some_and(|f| f.get(2).and_then(|g| g.parse::<i32>().ok()) == Some(pgid) && f[0] != "Z")
-    }))
+    Ok(proven_members(&t.rec, &t.run_dir, 0).sent == 0)
 }
 
 fn process_is_zombie(pid: i32) -> bool {
@@ -748,6 +891,93 @@ mod tests {
             PathBuf::from("/r/run/c1")
         );
         assert_eq!(run_dir_of(Path::new("s.sock")), PathBuf::from("."));
+    }
+
+    /// Issue 44 (item 8): a recorded group whose leader ends on SIGTERM
+    /// and is reaped during the grace, leaving members that ignore it.
+    /// Where no pidfd names the group (before Linux 6.9, taken here on a
+    /// newer kernel), its id alone proves nothing any more, and the
+    /// SIGKILL went nowhere: the members lived on. Now each member is
+    /// proven on its own: the one carrying the recorded child's stamp is
+    /// killed, the one that cleared its environment is left alone.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn members_left_by_a_leader_reaped_mid_grace_are_ended_by_their_stamp() {
+        use std::io::BufRead;
+        use std::os::unix::process::CommandExt;
+        let run_dir = tempfile::tempdir().unwrap();
+        // The child stamps itself as the trampoline would (pid and start
+        // from its own stat, kept across the exec), then starts a member
+        // that inherits the stamp and one that clears its environment,
+        // both ignoring SIGTERM, and waits, dying on SIGTERM itself.
+        // Each member prints its own pid once its environment is final.
+        let inner = "trap '' TERM; sh -c 'echo stamped $$; exec sleep 300' </dev/null & \
+             env -i sh -c 'echo cleared $$; exec sleep 300' </dev/null & trap - TERM; wait";
+        // (The inner script comes in as `$0`, which `set --` leaves.)
+        let script = format!(
+            "set -- $(cat /proc/$$/stat); exec env {CHILD_ENV}=$$:${{22}} {RUN_DIR_ENV}='{}' sh -c \"$0\"",
+            run_dir.path().display()
+        );
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", &script, inner])
+            .stdout(std::process::Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let leader = child.id() as i32;
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        // The two lines come in either order.
+        let (mut stamped, mut cleared) = (0, 0);
+        for _ in 0..2 {
+            let line = lines.next().unwrap().unwrap();
+            match line.split_once(' ') {
+                Some(("stamped", pid)) => stamped = pid.parse().unwrap(),
+                Some(("cleared", pid)) => cleared = pid.parse().unwrap(),
+                _ => panic!("{line}"),
+            }
+        }
+        // Held while known alive: they just printed, and sleep 300 s.
+        let (stamped, cleared) = (PidRef::open(stamped).unwrap(), PidRef::open(cleared).unwrap());
+        let rec = Record {
+            pid: i64::from(leader),
+            argv0: "sh".into(),
+            start: start_ticks(leader).unwrap(),
+            ..Default::default()
+        };
+        let target = Target {
+            name: "t.json".into(),
+            rec,
+            run_dir: run_dir.path().to_path_buf(),
+            leader: PidRef::open(leader),
+        };
+        assert_eq!(member_of(stamped.pid(), &target.rec, &target.run_dir), Ok(()));
+        assert!(member_of(cleared.pid(), &target.rec, &target.run_dir)
+            .unwrap_err()
+            .contains("CLAUDE_SSH_RUN_DIR"));
+        let reused = Record {
+            start: "1".into(),
+            ..target.rec.clone()
+        };
+        assert!(member_of(stamped.pid(), &reused, &target.run_dir)
+            .unwrap_err()
+            .contains("does not name the recorded child"));
+        // Whoever inherits the leader reaps it the moment it exits.
+        let reaper = std::thread::spawn(move || child.wait().unwrap());
+        let mut tally = Tally::default();
+        crate::sys::process::without_group_pidfd(|| end_groups(std::slice::from_ref(&target), &mut tally));
+        let status = reaper.join().unwrap();
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(libc::SIGTERM),
+            "the leader ended on SIGTERM"
+        );
+        let killed = stamped.exited();
+        let spared = !cleared.exited();
+        let _ = stamped.signal(libc::SIGKILL);
+        let _ = cleared.signal(libc::SIGKILL);
+        assert!(killed, "the stamped member outlived the reap");
+        assert!(spared, "a member that proves nothing was signalled");
+        assert_eq!((tally.on_kill, tally.survived), (1, 0));
     }
 
     #[test]
