@@ -912,7 +912,7 @@ mod tests {
         // both ignoring SIGTERM, and waits, dying on SIGTERM itself.
         // Each member prints its own pid once its environment is final.
         let inner = "trap '' TERM; sh -c 'echo stamped $$; exec sleep 300' </dev/null & \
-             env -i sh -c 'echo cleared $$; exec sleep 300' </dev/null & trap - TERM; wait";
+             env -i sh -c 'echo cleared $$; exec sleep 300' </dev/null & trap - TERM; echo ready; wait";
         // (The inner script comes in as `$0`, which `set --` leaves.)
         let script = format!(
             "set -- $(cat /proc/$$/stat); exec env {CHILD_ENV}=$$:${{22}} {RUN_DIR_ENV}='{}' sh -c \"$0\"",
@@ -926,14 +926,15 @@ mod tests {
             .unwrap();
         let leader = child.id() as i32;
         let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-        // The two lines come in either order.
+        // The three lines come in any order; `ready` once the leader dies
+        // on SIGTERM again.
         let (mut stamped, mut cleared) = (0, 0);
-        for _ in 0..2 {
+        for _ in 0..3 {
             let line = lines.next().unwrap().unwrap();
             match line.split_once(' ') {
                 Some(("stamped", pid)) => stamped = pid.parse().unwrap(),
                 Some(("cleared", pid)) => cleared = pid.parse().unwrap(),
-                _ => panic!("{line}"),
+                _ => assert_eq!(line, "ready"),
             }
         }
         // Held while known alive: they just printed, and sleep 300 s.

@@ -255,13 +255,10 @@ fn leader_with_members(c: &mut Client, rid: u64, id: &str) -> (Proc, Proc, Proc)
     }
     for member in [stamped, cleared] {
         // SAFETY: getpgid only reads.
-        assert_eq!(
-            unsafe { libc::getpgid(member) },
-            leader,
-            "a member of the leader's group"
-        );
+        let pgid = unsafe { libc::getpgid(member) };
+        assert_eq!(pgid, leader, "a member of the leader's group");
     }
-    let hold = |pid: i32| Proc::open(pid).expect("a pidfd on a process that just printed its pid");
+    let hold = |pid: i32| Proc::open(pid).expect("a hold on a process that just printed its pid");
     (hold(leader), hold(stamped), hold(cleared))
 }
 
