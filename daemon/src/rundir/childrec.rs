@@ -981,6 +981,63 @@ mod tests {
         assert_eq!((tally.on_kill, tally.survived), (1, 0));
     }
 
+    /// Issue 44 (item 8): a recorded group whose leader and members are
+    /// all gone, its id taken over by a new group: a child another daemon
+    /// of this run dir started, stamped with its own start. Planted for
+    /// real in a pid namespace; the member-by-member path must send it
+    /// nothing.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_group_that_took_a_recorded_id_over_proves_nothing() {
+        crate::sys::process::pidns::run("rundir::childrec::tests::group_id_taken_over_helper", &[]);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    #[ignore = "runs only inside the pid namespace its parent test makes"]
+    fn group_id_taken_over_helper() {
+        use crate::sys::process::pidns;
+        use std::os::unix::process::CommandExt;
+        if !pidns::entered() {
+            return;
+        }
+        let run_dir = tempfile::tempdir().unwrap();
+        let mut first = std::process::Command::new("sleep")
+            .arg("60")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let number = first.id() as i32;
+        let rec = Record {
+            pid: i64::from(number),
+            argv0: "sleep".into(),
+            start: start_ticks(number).unwrap(),
+            ..Default::default()
+        };
+        first.kill().unwrap();
+        first.wait().unwrap();
+        // The new child names this run dir and itself, started later.
+        let later: u64 = rec.start.parse::<u64>().unwrap() + 1;
+        let stamp = format!("{number}:{later}");
+        let dir = run_dir.path().to_str().unwrap();
+        let mut planted = pidns::plant_with(number, &[(RUN_DIR_ENV, dir), (CHILD_ENV, &stamp)], || {
+            start_ticks(number) != Some(rec.start.clone())
+        });
+        assert_eq!(running_in_group(number), [number], "the group id is the planted one's");
+        let members = proven_members(&rec, run_dir.path(), libc::SIGKILL);
+        assert_eq!((members.sent, members.refused), (0, 1));
+        assert!(members
+            .first_refusal
+            .unwrap_or_default()
+            .contains("does not name the recorded child"),);
+        assert!(
+            !pidns::got_sigkill(&mut planted),
+            "the group that took the recorded id was signalled"
+        );
+        planted.kill().unwrap();
+        planted.wait().unwrap();
+    }
+
     #[test]
     fn own_process_verifies_only_with_the_right_marker() {
         let me = std::process::id() as i32;

@@ -457,10 +457,20 @@ pub(crate) mod pidns {
     /// Starts `sleep 60`, leading a group of its own, as pid `number`
     /// (free by now), such that `also` holds once it runs; prints
     /// `PLANTED`. Retries while another process takes the number first.
-    pub(crate) fn plant(number: i32, mut also: impl FnMut() -> bool) -> Child {
+    pub(crate) fn plant(number: i32, also: impl FnMut() -> bool) -> Child {
+        plant_with(number, &[], also)
+    }
+
+    /// [`plant`], with `env` added to the planted process's environment.
+    pub(crate) fn plant_with(number: i32, env: &[(&str, &str)], mut also: impl FnMut() -> bool) -> Child {
         for tries in 1..1000 {
             std::fs::write("/proc/sys/kernel/ns_last_pid", (number - 1).to_string()).unwrap();
-            let mut planted = Command::new("sleep").arg("60").process_group(0).spawn().unwrap();
+            let mut planted = Command::new("sleep")
+                .arg("60")
+                .envs(env.iter().copied())
+                .process_group(0)
+                .spawn()
+                .unwrap();
             if planted.id() as i32 == number && also() {
                 // SAFETY: getpgid only reads.
                 assert_eq!(unsafe { libc::getpgid(number) }, number, "it leads group {number}");
