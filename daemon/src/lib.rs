@@ -8,8 +8,9 @@
 //! files own. Public only where the binary, tests, benches and fuzz
 //! targets reach in: `launch::cli`, `install`, `rundir::runlock`,
 //! `base::version`, `protocol::method` (the harness's differential fuzzer
-//! takes its method vocabulary from it), and the `fuzzing` and
-//! `base::alloccount` features.
+//! takes its method vocabulary from it), `sys::process::PidRef` (the
+//! tests and the harness signal what they did not spawn through it), and
+//! the `fuzzing` and `base::alloccount` features.
 //!
 //! | # | layer | folders |
 //! | --- | --- | --- |
@@ -45,5 +46,5 @@ pub mod protocol;
 pub(crate) mod replay;
 pub mod rundir;
 pub(crate) mod serve;
-pub(crate) mod sys;
+pub mod sys;
 pub(crate) mod tarx;

@@ -374,7 +374,7 @@ fn serve_child(flags: &Flags) -> i32 {
     // then this daemon records its own (lock holder only).
     if run_lock.is_some() {
         let run_dir = crate::rundir::childrec::run_dir_of(&socket);
-        crate::rundir::childrec::reap_orphans(&run_dir);
+        crate::rundir::orphanreap::reap_orphans(&run_dir);
         crate::rundir::childrec::start_recording(&run_dir, &instance, flags.keep_children);
     } else {
         crate::log_warn!(

@@ -6,12 +6,14 @@
 //! | --- | --- |
 //! | [`runlock`] | the run-dir lock `daemon.lock` and predecessor eviction |
 //! | [`tokenfile`] | the persisted `daemon.token` beside the socket |
-//! | [`childrec`] | child records under the run dir, the orphan reap at start |
+//! | [`childrec`] | child records under the run dir |
+//! | [`orphanreap`] | the orphan reap at start: a dead predecessor's recorded children ended |
 //! | [`daemonlog`] | `remote-server.log` beside the socket, its `.old` rotation and cap |
 //! | [`plugindirs`] | the cached plugin directories `plugins.prune` sweeps |
 
 pub(crate) mod childrec;
 pub(crate) mod daemonlog;
+pub(crate) mod orphanreap;
 pub(crate) mod plugindirs;
 pub mod runlock;
 pub(crate) mod tokenfile;

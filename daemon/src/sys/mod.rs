@@ -8,4 +8,4 @@
 //! | [`process`] | signal names, group kill, exit observed without reaping (pidfd / kqueue), a hold on a process its pid cannot outlive (`PidRef`: pidfd / start time) |
 
 pub(crate) mod os;
-pub(crate) mod process;
+pub mod process;

@@ -228,55 +228,96 @@ fn children_name_themselves_and_what_they_start_is_never_reaped() {
     first.stop();
 }
 
+/// Spawns, as process `id`, a group leader that prints its pid, starts two
+/// members (one inheriting its environment, one clearing it), and waits
+/// for its stdin to close (it does with its daemon). Returns (leader,
+/// stamped member, cleared member), each held while known alive.
+fn leader_with_members(c: &mut Client, rid: u64, id: &str) -> (Proc, Proc, Proc) {
+    let script = "echo $$; sh -c 'echo stamped $$; exec sleep 300' </dev/null & \
+                  env -i sh -c 'echo cleared $$; exec sleep 300' </dev/null & read -r x; :";
+    let params = serde_json::json!({"id": id, "command": "sh", "args": ["-c", script]}).to_string();
+    assert!(c.call(rid, "process.spawn", &params).contains("\"success\":true"));
+    // The lines may come in one frame or several; the members' in either
+    // order, each once its environment is final.
+    let mut out = String::new();
+    while out.lines().count() < 3 {
+        out.push_str(&first_output(c, id));
+    }
+    let mut lines = out.lines();
+    let leader: i32 = lines.next().unwrap().parse().unwrap();
+    let (mut stamped, mut cleared) = (0, 0);
+    for line in lines {
+        match line.split_once(' ') {
+            Some(("stamped", pid)) => stamped = pid.parse().unwrap(),
+            Some(("cleared", pid)) => cleared = pid.parse().unwrap(),
+            _ => panic!("{out}"),
+        }
+    }
+    for member in [stamped, cleared] {
+        // SAFETY: getpgid only reads.
+        let pgid = unsafe { libc::getpgid(member) };
+        assert_eq!(pgid, leader, "a member of the leader's group");
+    }
+    let hold = |pid: i32| Proc::open(pid).expect("a hold on a process that just printed its pid");
+    (hold(leader), hold(stamped), hold(cleared))
+}
+
 /// Issue 44 (item 8): no group kill after its leader is reaped unless the
-/// group is proven to still be the recorded one. A recorded child leads a
-/// group with a member in it; its daemon is SIGKILLed, the leader then
-/// exits (its stdin closes with the daemon) and is reaped by someone else,
-/// leaving the member behind under the leader's id. Nothing proves that
-/// id still names the recorded group (it is the member's, but a new
-/// daemon cannot tell that from a group that took the number over), so
-/// the next daemon sends nothing to it.
+/// group is proven to still be the recorded one. Two recorded children
+/// lead a group each, with a member that inherited their environment and
+/// one that cleared it; their daemon is SIGKILLed, the leaders then exit
+/// (their stdin closes with the daemon) and someone else reaps them,
+/// leaving the members under the leaders' ids. The group id proves
+/// nothing now (a new daemon cannot tell it from a group that took the
+/// number over), so each member must prove itself: in the group, with
+/// the recorded child's stamp (its pid and recorded start time). The
+/// first record's stamped member is ended; the second record's start
+/// time was changed (as if the group were another child's), so its
+/// member proves nothing and lives; no cleared member is signalled.
 #[test]
-fn a_group_whose_recorded_leader_was_reaped_gets_no_signal() {
+fn a_group_whose_recorded_leader_was_reaped_is_ended_only_through_members_that_prove_it() {
     let mut first = TestDaemon::start();
     let root = first.root().to_path_buf();
     let socket = first.socket.clone();
     let mut c = first.connect();
-    let script = "echo $$; sleep 300 </dev/null & echo $!; read -r x; :";
-    let params = serde_json::json!({"id": "leader", "command": "sh", "args": ["-c", script]}).to_string();
-    assert!(c.call(1, "process.spawn", &params).contains("\"success\":true"));
-    // The two lines may come in one frame or two.
-    let mut out = String::new();
-    while out.lines().count() < 2 {
-        out.push_str(&first_output(&mut c, "leader"));
-    }
-    let pids: Vec<i32> = out.lines().map(|l| l.parse().unwrap()).collect();
-    let (leader, member) = (pids[0], pids[1]);
-    // Both held while known alive (they just printed their pids).
-    let leader_held = Proc::open(leader).expect("a pidfd on the leader");
-    let member_held = Proc::open(member).expect("a pidfd on the member");
-    // SAFETY: getpgid only reads.
-    let pgid = unsafe { libc::getpgid(member) };
-    assert_eq!(pgid, leader, "the member is in the leader's group");
-    assert!(root.join(format!("children/{leader}.json")).exists());
+    let (leader, stamped, cleared) = leader_with_members(&mut c, 1, "a");
+    let (other_leader, other_stamped, other_cleared) = leader_with_members(&mut c, 2, "b");
+    let record = root.join(format!("children/{}.json", other_leader.pid()));
+    let mut changed = read_json(&record);
+    changed["start"] = "1".into();
+    std::fs::write(&record, changed.to_string()).unwrap();
     kill_daemon(&root);
-    // The leader's stdin closed with its daemon: it exits, and whoever
-    // inherited it reaps it.
     assert!(
-        wait_until(Duration::from_secs(10), || !leader_held.present()),
-        "the leader was never reaped"
+        wait_until(Duration::from_secs(10), || !leader.present() && !other_leader.present()),
+        "the leaders were never reaped"
     );
     let text = common::serve_next(&socket, &root, &[]);
-    let spared = !member_held.gone();
-    member_held.signal(libc::SIGKILL);
-    assert!(spared, "the reaped leader's group was signalled:\n{text}");
-    // No group ended, none kept: no summary line either.
-    assert!(!text.contains("ending orphaned process group"), "{text}");
-    assert!(!text.contains("predecessor's children"), "{text}");
-    assert!(
-        !root.join(format!("children/{leader}.json")).exists(),
-        "the stale record stays"
+    let verdicts = [&stamped, &cleared, &other_stamped, &other_cleared].map(|p| p.gone());
+    for p in [&stamped, &cleared, &other_stamped, &other_cleared] {
+        p.signal(libc::SIGKILL);
+    }
+    assert_eq!(
+        verdicts,
+        [true, false, false, false],
+        "ended: the stamped member of the first group only\n{text}"
     );
+    let (a, b) = (leader.pid(), other_leader.pid());
+    for want in [
+        format!("[process.Registry] ending orphaned process group {a} recorded by daemon instance \""),
+        format!("[process.Registry] group {a}: its leader is gone and no pidfd names the group, so its members are signalled one by one: 1 that carry the recorded child's stamp, 1 other(s) left alone\n"),
+        format!("[process.Registry] record {b}.json: pid {b} is gone, and no member of its group {b} proves itself the recorded child's ("),
+        "; dropping the record, signalling nothing\n".to_string(),
+        "[daemon] serve: predecessor's children \u{2014} 1 orphaned group(s): 1 ended on SIGTERM, 0 on SIGKILL, 0 survived; 1 stale record(s) dropped, 0 kept\n".to_string(),
+    ] {
+        assert!(text.contains(&want), "missing {want:?} in\n{text}");
+    }
+    assert!(!text.contains(&format!("ending orphaned process group {b} ")), "{text}");
+    for pid in [a, b] {
+        assert!(
+            !root.join(format!("children/{pid}.json")).exists(),
+            "the record of {pid} stays"
+        );
+    }
     first.stop();
 }
 

@@ -110,8 +110,8 @@ impl Drop for Crowd {
         // Its stdin closing ends the helper; its pid ends it otherwise.
         drop(self.child.stdin.take());
         if !wait_until(Duration::from_secs(10), || matches!(self.child.try_wait(), Ok(Some(_)))) {
-            // SAFETY: kill(2) on the helper this test started, by its pid.
-            unsafe { libc::kill(self.child.id() as i32, libc::SIGKILL) };
+            // Not reaped yet (try_wait saw it running), so still ours.
+            let _ = self.child.kill();
             let _ = self.child.wait();
         }
     }
@@ -507,11 +507,10 @@ fn fresh_ping(socket: &std::path::Path) -> Result<(), String> {
         let _ = stdout.read_to_string(&mut out);
         out
     });
-    let pid = bridge.id() as i32;
     let ended = wait_until(Duration::from_secs(20), || matches!(bridge.try_wait(), Ok(Some(_))));
     if !ended {
-        // SAFETY: kill(2) on the bridge this test started, by its pid.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
+        // Not reaped yet (try_wait saw it running), so still ours.
+        let _ = bridge.kill();
         let _ = bridge.wait();
     }
     let out = reader.join().unwrap_or_default();

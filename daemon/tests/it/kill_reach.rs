@@ -5,12 +5,13 @@
 //! the test hook so the clamp shows without waiting).
 
 use crate::common::frames::{frames_until_exit, next_line, parse_frame, stdout_of};
-use crate::common::{pid_gone, wait_until, Client, TestDaemon};
+use crate::common::proven::Proc;
+use crate::common::{wait_until, Client, TestDaemon};
 use std::time::Duration;
 
 /// Spawns `sh` that starts a background sleeper, prints its pid, and
-/// waits; returns the sleeper's pid.
-fn spawn_with_sleeper(c: &mut Client, id: &str) -> i32 {
+/// waits; returns the sleeper, held while known alive (it sleeps 40 s).
+fn spawn_with_sleeper(c: &mut Client, id: &str) -> Proc {
     let params = format!(r#"{{"id":"{id}","command":"sh","args":["-c","sleep 40 >/dev/null 2>&1 & echo $!; wait"]}}"#);
     let reply = c.call(1, "process.spawn", &params);
     assert!(reply.contains(r#""success":true"#), "{reply}");
@@ -19,14 +20,8 @@ fn spawn_with_sleeper(c: &mut Client, id: &str) -> i32 {
         let (_, frame) = parse_frame(&next_line(c)).expect("frame");
         out.extend(stdout_of(&[frame]));
     }
-    String::from_utf8(out).unwrap().trim().parse().unwrap()
-}
-
-fn kill_pid(pid: i32) {
-    // SAFETY: plain syscall on a pid this test started (through the daemon).
-    unsafe {
-        libc::kill(pid, libc::SIGKILL);
-    }
+    let pid = String::from_utf8(out).unwrap().trim().parse().unwrap();
+    Proc::open(pid).expect("a hold on the sleeper")
 }
 
 #[test]
@@ -39,8 +34,8 @@ fn term_reaches_the_direct_child_only() {
     let exit = &frames.last().unwrap().raw;
     assert!(exit.contains(r#""signal":"SIGTERM""#), "{exit}");
     // The sleeper in the same group did not get the signal.
-    assert!(!pid_gone(sleeper), "TERM reached the group");
-    kill_pid(sleeper);
+    assert!(!sleeper.gone(), "TERM reached the group");
+    sleeper.signal(libc::SIGKILL);
 }
 
 #[test]
@@ -50,9 +45,9 @@ fn kill_reaches_the_whole_group() {
     let sleeper = spawn_with_sleeper(&mut c, "p1");
     c.call(2, "process.kill", r#"{"id":"p1","signal":"SIGKILL"}"#);
     frames_until_exit(&mut c, "p1");
-    let gone = wait_until(Duration::from_secs(10), || pid_gone(sleeper));
+    let gone = wait_until(Duration::from_secs(10), || sleeper.gone());
     if !gone {
-        kill_pid(sleeper);
+        sleeper.signal(libc::SIGKILL);
     }
     assert!(gone, "SIGKILL did not reach the group");
 }
@@ -120,8 +115,8 @@ fn killandwait_grace_is_clamped() {
 /// Spawns `sh` that starts a background sleeper (its output on the
 /// process's pipes when `holds_pipes`, else on `/dev/null`), prints the
 /// sleeper's pid and then becomes a `sleep` that dies on SIGTERM; returns
-/// the sleeper's pid.
-fn spawn_dying_leader(c: &mut Client, id: &str, holds_pipes: bool) -> i32 {
+/// the sleeper, held while known alive.
+fn spawn_dying_leader(c: &mut Client, id: &str, holds_pipes: bool) -> Proc {
     let redirect = if holds_pipes { "" } else { " >/dev/null 2>&1" };
     let params =
         format!(r#"{{"id":"{id}","command":"sh","args":["-c","sleep 100{redirect} & echo $!; exec sleep 200"]}}"#);
@@ -132,7 +127,8 @@ fn spawn_dying_leader(c: &mut Client, id: &str, holds_pipes: bool) -> i32 {
         let (_, frame) = parse_frame(&next_line(c)).expect("frame");
         out.extend(stdout_of(&[frame]));
     }
-    String::from_utf8(out).unwrap().trim().parse().unwrap()
+    let pid = String::from_utf8(out).unwrap().trim().parse().unwrap();
+    Proc::open(pid).expect("a hold on the sleeper")
 }
 
 #[test]
@@ -143,9 +139,9 @@ fn a_group_member_holding_the_pipes_gets_sigkill_at_the_end_of_the_grace() {
     // The leader dies on SIGTERM at once; the sleeper keeps its stdout
     // open, so the exit frame is pending when the grace runs out.
     let reply = c.call(2, "process.killAndWait", r#"{"id":"p1","timeoutMs":300}"#);
-    let gone = wait_until(Duration::from_secs(10), || pid_gone(sleeper));
+    let gone = wait_until(Duration::from_secs(10), || sleeper.gone());
     if !gone {
-        kill_pid(sleeper);
+        sleeper.signal(libc::SIGKILL);
     }
     assert_eq!(
         reply,
@@ -163,8 +159,8 @@ fn a_leader_that_dies_with_its_output_complete_spares_its_group() {
     let mut c = d.connect();
     let sleeper = spawn_dying_leader(&mut c, "p1", false);
     let reply = c.call(2, "process.killAndWait", r#"{"id":"p1","timeoutMs":5000}"#);
-    let alive = !pid_gone(sleeper);
-    kill_pid(sleeper);
+    let alive = !sleeper.gone();
+    sleeper.signal(libc::SIGKILL);
     assert_eq!(reply, r#"{"jsonrpc":"2.0","id":2,"result":{"found":true,"died":true}}"#);
     assert!(alive, "a kid with its own stdio got a signal");
 }

@@ -81,11 +81,6 @@ fn environ(pid: u32) -> Vec<u8> {
     std::fs::read(format!("/proc/{pid}/environ")).expect("read environ")
 }
 
-fn signal(pid: u32, sig: i32) {
-    // SAFETY: plain kill(2) on a pid this test started.
-    assert_eq!(unsafe { libc::kill(pid as i32, sig) }, 0);
-}
-
 /// A launcher started by hand, for tests that need its pipes.
 struct Launch {
     dir: tempfile::TempDir,
@@ -453,10 +448,13 @@ fn a_stale_socket_file_is_replaced() {
 fn signal_shuts_down(sig: i32, name: &str) {
     let d = TestDaemon::start();
     let pid = daemon_pid(&d.socket, d.launcher.as_ref().map(Child::id));
+    // Held once proven: the lock record's process, naming the socket.
+    let daemon = common::recorded_daemon(&d.socket).expect("a hold on the daemon");
+    assert_eq!(daemon.pid() as u32, pid);
     // A connected client sees its connection closed.
     let mut c = d.connect();
     assert_eq!(c.call(1, "server.ping", "{}"), PONG);
-    signal(pid, sig);
+    assert!(daemon.signal(sig));
     assert_eq!(c.read_to_eof(), "");
     assert!(wait_until(Duration::from_secs(10), || !d.socket.exists()));
     assert!(wait_until(Duration::from_secs(10), || is_dead(pid)));

@@ -55,8 +55,9 @@ fn stdin_backpressure_then_resend_from_applied() {
     let mut c = d.connect();
     let reply = c.call(1, "process.spawn", r#"{"id":"cat","command":"cat","wantPid":true}"#);
     let pid = result_of(&reply)["pid"].as_i64().expect("pid") as i32;
-    // SAFETY: signalling our own test child.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
+    // Held while known alive: `cat` waits on its stdin.
+    let cat = common::proven::Proc::open(pid).expect("a hold on cat");
+    assert!(cat.signal(libc::SIGSTOP));
 
     const CHUNK: usize = 512 * 1024;
     let stream = pattern(24 << 20, 7);
@@ -93,8 +94,7 @@ fn stdin_backpressure_then_resend_from_applied() {
         "a refused write leaves applied unchanged"
     );
 
-    // SAFETY: as above.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0);
+    assert!(cat.signal(libc::SIGCONT));
     while applied < stream.len() {
         let end = (applied + CHUNK).min(stream.len());
         rid += 1;

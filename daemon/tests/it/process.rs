@@ -819,6 +819,8 @@ fn an_exited_child_is_not_running_while_its_output_drains() {
         .trim()
         .parse()
         .expect("grandchild pid");
+    // Held while known alive: it holds the pipe, sleeping 1000 s.
+    let grandchild = common::proven::Proc::open(grandchild).expect("a hold on the grandchild");
     let mut rid = 10;
     let not_running = wait_until(Duration::from_secs(10), || {
         rid += 1;
@@ -833,8 +835,7 @@ fn an_exited_child_is_not_running_while_its_output_drains() {
         c.call(2, "process.stdin", r#"{"id":"drain","data":"eA==","offset":0}"#),
         err(2, -32602, "Process not running")
     );
-    // SAFETY: the test's own grandchild, still alive (it holds the pipe).
-    unsafe { libc::kill(grandchild, libc::SIGKILL) };
+    assert!(grandchild.signal(libc::SIGKILL));
     let frames = frames_until_exit(&mut c, "drain");
     assert_eq!(frames.last().unwrap().seq, 2, "the exit frame follows the drain");
     assert_eq!(exit_code(&frames), 0);
@@ -860,6 +861,8 @@ fn a_ping_is_answered_while_every_request_slot_is_held() {
         .trim()
         .parse()
         .expect("pid");
+    // Held while known alive: it just printed, and loops until killed.
+    let held = common::proven::Proc::open(pid).expect("a hold on the child");
     let slots = 1024;
     let mut batch = String::new();
     for rid in 0..slots {
@@ -883,8 +886,8 @@ fn a_ping_is_answered_while_every_request_slot_is_held() {
         ok(2, r#"{"pong":true}"#),
         "the ping comes before any killAndWait"
     );
-    // SAFETY: the test's own child, which ignores SIGTERM.
-    unsafe { libc::kill(pid, libc::SIGKILL) };
+    // It ignores SIGTERM.
+    assert!(held.signal(libc::SIGKILL));
     for rid in 0..slots {
         let reply = c.reply_for(1000 + rid);
         assert!(reply.contains(r#""found":true"#), "{reply}");

@@ -91,9 +91,10 @@ fn the_daemon_drops_the_signals_go_drops() {
     let mut c = d.connect();
     let (out, _) = run(&mut c, "parent", "sh", &["-c", "echo $PPID"]);
     let daemon: u32 = out.trim().parse().expect(&out);
+    // Held while known alive: it serves this test's connection.
+    let held = crate::common::proven::Proc::open(daemon as i32).expect("a hold on the daemon");
     for s in [libc::SIGUSR1, libc::SIGALRM, libc::SIGUSR2] {
-        // SAFETY: kill(2) on the daemon this test started.
-        assert_eq!(unsafe { libc::kill(daemon as i32, s) }, 0);
+        assert!(held.signal(s));
     }
     // Delivered once nothing is pending; then the daemon must still serve.
     assert!(crate::common::wait_until(

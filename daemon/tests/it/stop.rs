@@ -46,11 +46,6 @@ fn daemon_pid(d: &TestDaemon) -> i32 {
     v["pid"].as_i64().unwrap() as i32
 }
 
-fn signal(pid: i32, sig: i32) {
-    // SAFETY: kill(2) on a daemon this test started.
-    assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
-}
-
 #[test]
 fn a_token_less_stop_stops_the_daemon() {
     let d = TestDaemon::start();
@@ -142,9 +137,12 @@ fn a_silent_daemon_holding_the_run_dir_is_terminated() {
 fn a_daemon_ignoring_sigterm_is_killed() {
     let d = TestDaemon::start();
     let pid = daemon_pid(&d);
+    // Held once proven: the lock record's process, naming the socket.
+    let daemon = common::recorded_daemon(&d.socket).expect("a hold on the daemon");
+    assert_eq!(daemon.pid(), pid);
     std::fs::remove_file(&d.socket).unwrap();
     // A stopped process cannot act on SIGTERM; SIGKILL still ends it.
-    signal(pid, libc::SIGSTOP);
+    assert!(daemon.signal(libc::SIGSTOP));
     let out = stop(&d.socket, None);
     assert_eq!(stdout(&out), "killed\n");
     let err = stderr(&out);

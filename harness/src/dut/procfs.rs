@@ -1,11 +1,20 @@
 //! What the kernel says about a daemon's processes: memory, CPU, state,
 //! descriptors and environment from `/proc` (and the machine's load), the peer of a socket, the
-//! processes whose command line names a path, and signals by pid.
+//! processes whose command line names a path, and signals to processes
+//! found by pid.
 //!
 //! Every reader answers `None` (or nothing) where there is no `/proc`
 //! (macOS), so a figure is missing there rather than wrong; finding
 //! processes by command line falls back to `ps`.
+//!
+//! A process found by its number is signalled only through a hold on it
+//! (remora's own `PidRef`: a pidfd on Linux, the start time on macOS),
+//! taken before the check that made it ours (its command line, its
+//! environment tag) and kept after it: a number reused since the scan,
+//! by anything (a thread of the harness itself included), is never
+//! signalled (issue 44, item 8).
 
+use remora::sys::process::PidRef;
 use std::collections::BTreeMap;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -190,19 +199,52 @@ fn ps_pids_mentioning(needle: &[u8]) -> Vec<i32> {
         .collect()
 }
 
-/// Sends `sig` to `pid`; errors (a pid already gone) are ignored.
-pub(crate) fn signal(pid: i32, sig: i32) {
-    // SAFETY: plain kill(2) on a pid the caller found or started.
-    unsafe {
-        libc::kill(pid, sig);
+/// A hold on the process now at `pid`, if `is_it` (which reads it by its
+/// number) holds while that process is present before and after the
+/// check: what `is_it` read was this process. Signals sent through the
+/// hold reach it or nobody.
+pub(crate) fn hold_if(pid: i32, is_it: impl FnOnce(i32) -> bool) -> Option<PidRef> {
+    let hold = PidRef::open(pid)?;
+    hold.confirm(|pid| if is_it(pid) { Ok(()) } else { Err(String::new()) })
+        .ok()?;
+    Some(hold)
+}
+
+/// Sends `sig` to the process at `pid` only if `is_it` proves it the one
+/// meant ([`hold_if`]); whether it was sent.
+pub(crate) fn signal_if(pid: i32, sig: i32, is_it: impl FnOnce(i32) -> bool) -> bool {
+    hold_if(pid, is_it).is_some_and(|hold| hold.signal(sig).is_ok())
+}
+
+/// Whether process `pid`'s command line contains `needle` (`ps` where
+/// there is no `/proc`).
+pub(crate) fn mentions(pid: i32, needle: &[u8]) -> bool {
+    if std::path::Path::new("/proc/self").exists() {
+        return std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmd| contains(&cmd, needle));
+    }
+    Command::new("ps")
+        .args(["-ww", "-o", "command=", "-p", &pid.to_string()])
+        .output()
+        .is_ok_and(|out| contains(&out.stdout, needle))
+}
+
+/// SIGKILLs every process whose command line mentions `dir`, each proven
+/// to mention it just before its signal.
+pub(crate) fn kill_mentioning(dir: &Path) {
+    let needle = dir.as_os_str().as_encoded_bytes();
+    for pid in pids_mentioning(needle) {
+        signal_if(pid, libc::SIGKILL, |pid| mentions(pid, needle));
     }
 }
 
-/// SIGKILLs every process whose command line mentions `dir`.
-pub(crate) fn kill_mentioning(dir: &Path) {
-    for pid in pids_mentioning(dir.as_os_str().as_encoded_bytes()) {
-        signal(pid, libc::SIGKILL);
+/// SIGKILLs every live process whose environment holds `entry`, each
+/// proven to hold it just before its signal; returns the ones found.
+pub(crate) fn kill_with_env(entry: &[u8]) -> Vec<i32> {
+    let found = pids_with_env(entry);
+    for &pid in &found {
+        signal_if(pid, libc::SIGKILL, |pid| environ_has(pid, entry));
     }
+    found
 }
 
 /// The pid of the process at the other end of a Unix socket (Linux).
@@ -258,6 +300,65 @@ mod tests {
         assert_eq!(found, [child.id() as i32]);
     }
 
+    /// Issue 44 (item 8): the harness found processes by their tag and
+    /// killed the numbers later, whatever held them by then. A process is
+    /// found carrying the tag, then becomes another program without it
+    /// (the same number, as a reused pid would be): the kill by that
+    /// number sends nothing. One still carrying the tag is killed.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_number_found_by_its_tag_is_signalled_only_while_it_still_carries_it() {
+        use std::io::Write;
+        let tag = format!("HARNESS_PROCFS_KILL_TAG={}", std::process::id());
+        let (key, value) = tag.split_once('=').unwrap();
+        let spawn = |script: &str| {
+            Command::new("sh")
+                .args(["-c", script])
+                .env(key, value)
+                .stdin(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        // The first turns into a program without the tag on a line in.
+        let mut changed = spawn("read line; exec env -u HARNESS_PROCFS_KILL_TAG sleep 60");
+        let mut tagged = spawn("read line");
+        let wait_for = |pids: &dyn Fn() -> bool| {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while !pids() && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            pids()
+        };
+        let (a, b) = (changed.id() as i32, tagged.id() as i32);
+        assert!(wait_for(&|| {
+            let found = pids_with_env(tag.as_bytes());
+            found.contains(&a) && found.contains(&b)
+        }));
+        let found = pids_with_env(tag.as_bytes());
+        writeln!(changed.stdin.take().unwrap(), "go").unwrap();
+        // It has become `sleep`, without the tag.
+        assert!(wait_for(&|| mentions(a, b"sleep") && !environ_has(a, tag.as_bytes())));
+        let sent: Vec<bool> = found
+            .iter()
+            .filter(|p| [a, b].contains(p))
+            .map(|&p| signal_if(p, libc::SIGKILL, |p| environ_has(p, tag.as_bytes())))
+            .collect();
+        let spared = matches!(changed.try_wait(), Ok(None));
+        let _ = changed.kill();
+        let _ = changed.wait();
+        // Its stdin closing ends it, had the kill not.
+        drop(tagged.stdin.take());
+        let tagged_status = tagged.wait().unwrap();
+        assert_eq!(sent.len(), 2, "{found:?}");
+        assert!(spared, "the process that no longer carries the tag was signalled");
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&tagged_status),
+            Some(libc::SIGKILL),
+            "the tagged process was not killed"
+        );
+        assert_eq!(sent.iter().filter(|s| **s).count(), 1);
+    }
+
     #[cfg(target_os = "linux")]
     #[test]
     fn own_figures_are_read_and_a_child_is_found_by_its_arguments() {
@@ -283,7 +384,7 @@ mod tests {
         }
         let tag = format!("DUT_PROCFS_TAG={needle}");
         let (mentioning, tagged) = (pids_mentioning(needle.as_bytes()), pids_with_env(tag.as_bytes()));
-        signal(pid, libc::SIGKILL);
+        let _ = child.kill();
         let _ = child.wait();
         assert_eq!(mentioning, [pid]);
         assert_eq!(tagged, [pid]);

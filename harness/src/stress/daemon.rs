@@ -2,7 +2,11 @@
 //! the socket path on their command line, so a self-daemonizing binary or
 //! a wrapper counts as one daemon), their memory and descriptors, the
 //! children it spawned for us (tagged through their environment) and the
-//! cleanup that kills all of them by pid.
+//! cleanup that kills all of them. Each signal goes through a hold
+//! (remora's `PidRef`) taken while the process was proven the one meant:
+//! the daemon's processes when they were found serving the socket, a
+//! tagged child just before its kill; never through a number read earlier
+//! ([`procfs::hold_if`]).
 //!
 //! It is a [`crate::dut::Daemon`] (the shared launcher, in a directory of
 //! its own) with the bookkeeping a stress scenario needs on top. The
@@ -14,6 +18,7 @@ use super::Error;
 use crate::base::sync::lock;
 use crate::dut::procfs::{self, alive, fd_count, fd_kinds, pids_with_env, zombie_parent};
 use crate::dut::{self, client, Options};
+use remora::sys::process::PidRef;
 use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -57,6 +62,9 @@ pub struct Daemon {
     pub socket: PathBuf,
     /// The daemon's processes (launcher wrapper, daemonized child).
     pids: Arc<Mutex<Vec<i32>>>,
+    /// Holds on them, taken while they were found serving the socket:
+    /// every signal to the daemon goes through these.
+    holds: Vec<PidRef>,
     /// Client subprocesses a scenario started; killed at drop.
     pub clients: Vec<Child>,
     /// The pid we started; a self-daemonizing launcher exits on its own.
@@ -88,6 +96,7 @@ impl Daemon {
             socket: dut.socket().to_path_buf(),
             dut,
             pids: Arc::new(Mutex::new(Vec::new())),
+            holds: Vec::new(),
             clients: Vec::new(),
             launcher_pid: None,
         };
@@ -115,12 +124,27 @@ impl Daemon {
                 std::thread::sleep(Duration::from_millis(2));
             }
         }
-        let pids = self.steady_pids();
-        if pids.is_empty() {
+        // Held once proven to serve the socket: what is signalled later
+        // is this process or nothing.
+        let holds: Vec<PidRef> = self
+            .steady_pids()
+            .into_iter()
+            .filter_map(|pid| procfs::hold_if(pid, |pid| self.serves(pid)))
+            .collect();
+        if holds.is_empty() {
             return Err(Error::NoDaemonProcess);
         }
-        *lock(&self.pids) = pids;
+        *lock(&self.pids) = holds.iter().map(PidRef::pid).collect();
+        self.holds = holds;
         Ok(())
+    }
+
+    /// Whether `pid` is alive with the socket and `-serve` on its command
+    /// line.
+    fn serves(&self, pid: i32) -> bool {
+        alive(pid)
+            && procfs::mentions(pid, self.socket.as_os_str().as_encoded_bytes())
+            && procfs::has_arg(pid, &[b"-serve", b"--serve"])
     }
 
     /// The live processes whose command line names the socket and
@@ -128,7 +152,7 @@ impl Daemon {
     fn serving_pids(&self) -> Vec<i32> {
         let mut v: Vec<i32> = procfs::pids_mentioning(self.socket.as_os_str().as_encoded_bytes())
             .into_iter()
-            .filter(|p| alive(*p) && procfs::has_arg(*p, &[b"-serve", b"--serve"]))
+            .filter(|p| self.serves(*p))
             .collect();
         v.sort_unstable();
         v
@@ -273,11 +297,17 @@ impl Daemon {
         }
     }
 
-    /// Sends a signal to every daemon process.
+    /// Sends a signal to every daemon process, through its hold.
     pub fn signal(&self, sig: i32) {
-        for p in self.pids() {
-            procfs::signal(p, sig);
+        for hold in &self.holds {
+            let _ = hold.signal(sig);
         }
+    }
+
+    /// SIGKILLs every live process tagged with this daemon, each proven
+    /// tagged just before its signal; returns the ones found.
+    pub fn kill_tagged(&self) -> Vec<i32> {
+        procfs::kill_with_env(self.tag().as_bytes())
     }
 
     /// SIGSTOPs every daemon process and waits until all their threads
@@ -342,8 +372,9 @@ impl Daemon {
         }
     }
 
-    /// Kills (by pid) client subprocesses, the daemon's processes and
-    /// every process tagged with this daemon, after a polite shutdown.
+    /// Kills client subprocesses, the daemon's processes (through their
+    /// holds) and every process tagged with this daemon (each proven
+    /// tagged), after a polite shutdown.
     fn cleanup(&mut self) {
         if self.alive() {
             let token = client::TOKEN.as_bytes();
@@ -365,12 +396,8 @@ impl Daemon {
             let _ = l.wait();
         }
         for _ in 0..5 {
-            let left = self.tagged();
-            if left.is_empty() {
+            if self.kill_tagged().is_empty() {
                 break;
-            }
-            for p in left {
-                procfs::signal(p, libc::SIGKILL);
             }
             std::thread::sleep(Duration::from_millis(20));
         }

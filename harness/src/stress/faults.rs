@@ -15,15 +15,6 @@ fn sh(id: &str, script: &str, env: &str) -> String {
     wire::spawn_params(id, "sh", &["-c", script], env)
 }
 
-fn kill_pids(pids: &[i32]) {
-    for p in pids {
-        // SAFETY: kill(2) on processes tagged by this scenario.
-        unsafe {
-            libc::kill(*p, libc::SIGKILL);
-        }
-    }
-}
-
 /// Daemon faults, SIGKILL: the daemon dies with children running; the
 /// orphans it leaves are counted and cleared.
 fn sigkill_with_children(d: &mut Daemon, kids: u64, o: &mut Obs) -> Result<(), Error> {
@@ -48,9 +39,8 @@ fn sigkill_with_children(d: &mut Daemon, kids: u64, o: &mut Obs) -> Result<(), E
     // be blamed on the SIGTERM phase below. The figure is the most seen.
     let mut orphans = 0usize;
     let cleared = Daemon::wait_for(Duration::from_secs(10), || {
-        let left = d.tagged();
+        let left = d.kill_tagged();
         orphans = orphans.max(left.len());
-        kill_pids(&left);
         left.is_empty()
     });
     o.figure("orphans left by a SIGKILLed daemon", "processes", false, orphans as f64);
@@ -102,7 +92,7 @@ fn sigterm_with_a_tree(d: &mut Daemon, o: &mut Obs) -> Result<(), Error> {
         false,
         t.elapsed().as_secs_f64() * 1e3,
     );
-    kill_pids(&d.tagged());
+    d.kill_tagged();
     Ok(())
 }
 

@@ -4,7 +4,9 @@
 //! Every scenario starts a fresh daemon in a fresh directory
 //! ([`daemon::Daemon`]), talks to it over its Unix socket only, is bounded
 //! in count (scaled by `--scale`) and time, and kills every process it
-//! started by pid. It records **invariants** (a broken one fails the run)
+//! started (its own children through their `Child`, the daemon's and the
+//! tagged ones through a hold proven just before, never by a bare pid
+//! read earlier). It records **invariants** (a broken one fails the run)
 //! and **figures** (compared as candidate/reference ratios; flagged past a
 //! threshold, failing only with `--slower-than`), and optionally time
 //! series plotted in the HTML report.

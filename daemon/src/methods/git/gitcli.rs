@@ -2,19 +2,28 @@
 //!
 //! Every invocation is `git --no-pager …` with stdin closed, in a process
 //! group of its own, with a timeout (the whole group — git's helpers and
-//! hooks too — is killed when it expires), `LC_ALL=C` so messages are not
+//! hooks too — is killed when it expires, or when the request is dropped
+//! mid-run), `LC_ALL=C` so messages are not
 //! translated, `GIT_TERMINAL_PROMPT=0` so a credential prompt can never hang
 //! the daemon, and, for read-only queries, `GIT_OPTIONAL_LOCKS=0` so a status
 //! never takes the index lock a user's own git might need. Repository
 //! selectors inherited from the daemon's environment (`GIT_DIR`, …) are
 //! removed: the repo is always the directory the request names.
 //!
+//! git's exit is observed without reaping it (`waitid(WNOWAIT)`, as the
+//! supervisor and the login shell do): a group is killed only while git,
+//! running or a zombie, still holds its id, and git is reaped only after
+//! that. A helper left holding the pipes after git exited keeps the
+//! output open, so the timeout reaches it too, on every kernel.
+//!
 //! Output is parsed from plumbing-style formats only (`--porcelain`,
 //! `--format`, `symbolic-ref`, `rev-parse`), never from human text.
 
+use std::ffi::OsStr;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
 /// Time limit for read-only queries.
@@ -76,7 +85,20 @@ pub(super) async fn run_with_input(
     timeout: Duration,
     input: Option<Vec<u8>>,
 ) -> GitOutput {
-    let mut cmd = Command::new("git");
+    run_program(OsStr::new("git"), dir, args, read_only, timeout, input).await
+}
+
+/// [`run_with_input`] with `program` standing for git (tests hand in a
+/// stand-in script).
+async fn run_program(
+    program: &OsStr,
+    dir: &str,
+    args: &[&str],
+    read_only: bool,
+    timeout: Duration,
+    input: Option<Vec<u8>>,
+) -> GitOutput {
+    let mut cmd = Command::new(program);
     cmd.arg("--no-pager")
         .args(args)
         .stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
@@ -108,62 +130,112 @@ pub(super) async fn run_with_input(
             }
         }
     };
-    // Taken while git is our unreaped child, so it names git's group for
-    // good (see the kill below).
-    let group = child
-        .id()
-        .and_then(|pid| i32::try_from(pid).ok())
-        .and_then(crate::sys::process::PidRef::open);
+    let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) else {
+        return GitOutput {
+            status_text: "git has no pid".to_string(),
+            ..GitOutput::default()
+        };
+    };
+    let (stdout, stderr, stdin) = (child.stdout.take(), child.stderr.take(), child.stdin.take());
+    let mut git = Unreaped {
+        child: Some(child),
+        group: pid,
+    };
+    let (Some(stdout), Some(stderr)) = (stdout, stderr) else {
+        return GitOutput {
+            status_text: "git started without its pipes".to_string(),
+            ..GitOutput::default()
+        };
+    };
     // Written beside the wait, so a git that answers before reading all of
     // its input (or never reads it) cannot block the daemon; a git that
     // exits early ends the write with a broken pipe, which is ignored.
-    let writer = match (input, child.stdin.take()) {
+    let writer = match (input, stdin) {
         (Some(bytes), Some(mut stdin)) => Some(tokio::spawn(async move {
-            use tokio::io::AsyncWriteExt;
             let _ = stdin.write_all(&bytes).await;
         })),
         _ => None,
     };
-    let output = child.wait_with_output();
-    tokio::pin!(output);
-    let finished = tokio::select! {
-        out = &mut output => Ok(out),
-        _ = tokio::time::sleep(timeout) => Err(()),
-    };
+    // git's exit is observed, not reaped: until the reap below its pid
+    // holds its group's id, so the timeout's kill can reach only git's
+    // own group, whatever git did meanwhile.
+    let finished = tokio::time::timeout(timeout, async {
+        tokio::join!(read_all(stdout), read_all(stderr), crate::sys::process::wait_exit(pid))
+    })
+    .await;
     if let Some(writer) = writer {
         writer.abort();
     }
-    if finished.is_err() {
-        // git may have been reaped already (`wait_with_output` reaps as
-        // soon as it exits, while a helper that left the group can still
-        // hold the pipes), and then the bare id may name another group:
-        // the hold reaches git's own group or nobody
-        // ([`crate::sys::process::PidRef::signal_group`]).
-        if let Some(group) = &group {
-            let _ = group.signal_group(libc::SIGKILL);
+    let (stdout, stderr, exited) = match finished {
+        Ok(done) => done,
+        // `git` drops unreaped: its whole group is killed, git's helpers
+        // and hooks too, even those left holding the pipes after git
+        // exited.
+        Err(_) => {
+            return GitOutput {
+                status_text: "signal: killed".to_string(),
+                timed_out: true,
+                ..GitOutput::default()
+            }
         }
+    };
+    if let Err(e) = exited {
+        return GitOutput {
+            status_text: e.to_string(),
+            ..GitOutput::default()
+        };
     }
-    match finished {
-        Ok(Ok(out)) => GitOutput {
-            success: out.status.success(),
-            status_text: match out.status.code() {
+    match git.reap().await {
+        Ok(status) => GitOutput {
+            success: status.success(),
+            status_text: match status.code() {
                 Some(code) => format!("exit status {code}"),
                 None => "signal: killed".to_string(),
             },
-            stdout: out.stdout,
-            stderr: out.stderr,
+            stdout,
+            stderr,
             timed_out: false,
         },
-        Ok(Err(e)) => GitOutput {
+        Err(e) => GitOutput {
             status_text: e.to_string(),
             ..GitOutput::default()
         },
-        // The future (and with it the child, kill_on_drop) is dropped.
-        Err(_) => GitOutput {
-            status_text: "signal: killed".to_string(),
-            timed_out: true,
-            ..GitOutput::default()
-        },
+    }
+}
+
+/// All of a pipe (up to its EOF); what was read when it fails.
+async fn read_all(mut pipe: impl tokio::io::AsyncRead + Unpin) -> Vec<u8> {
+    let mut out = Vec::new();
+    let _ = pipe.read_to_end(&mut out).await;
+    out
+}
+
+/// git's process until it is reaped. Dropped unreaped (a timeout, an
+/// error, or the caller's future dropped mid-run), it kills git's whole
+/// group first, while git's pid, running or a zombie nobody reaped, still
+/// holds the group's id; the child then goes to tokio, which kills git
+/// itself (`kill_on_drop`) and reaps it.
+struct Unreaped {
+    child: Option<tokio::process::Child>,
+    group: i32,
+}
+
+impl Unreaped {
+    /// Reaps git, whose exit was observed: from here on nothing is sent
+    /// to its group (the id may be another's by then).
+    async fn reap(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        match self.child.take() {
+            Some(mut child) => child.wait().await,
+            None => Err(std::io::Error::other("git was reaped already")),
+        }
+    }
+}
+
+impl Drop for Unreaped {
+    fn drop(&mut self) {
+        if self.child.is_some() {
+            crate::sys::process::signal_group(self.group, libc::SIGKILL);
+        }
     }
 }
 
@@ -263,12 +335,13 @@ mod tests {
     const GIT_PID_FILE: &str = "REMORA_TEST_GIT_PID";
 
     /// Issue 44 (item 8): git's timeout killed `-pgid` after git itself
-    /// could have been reaped (`wait_with_output` reaps git as soon as it
-    /// exits, while a helper that left its group still holds the pipes),
-    /// so a group that took git's number by then got the SIGKILL. Planted
-    /// for real in a pid namespace: git exits at once leaving a `setsid`
-    /// helper on its pipes, is reaped, and a new group leader gets its pid
-    /// before the timeout fires; the new group must live.
+    /// could have been reaped (tokio's `wait_with_output` reaped git as
+    /// soon as it exited, while a helper that left its group still held
+    /// the pipes), so a group that took git's number by then got the
+    /// SIGKILL. Planted for real in a pid namespace: git exits at once
+    /// leaving a `setsid` helper on its pipes; as soon as git is reaped a
+    /// new group leader gets its pid. git is now reaped only after its
+    /// group's kill, so the planted group must live.
     #[cfg(target_os = "linux")]
     #[test]
     fn a_timed_out_git_never_signals_the_group_that_took_its_pid() {
@@ -332,6 +405,70 @@ mod tests {
         );
         planted.kill().unwrap();
         planted.wait().unwrap();
+    }
+
+    /// Issue 44 (item 8): git reaped the moment it exited (tokio's
+    /// `wait_with_output`), so a timeout that found a helper of it still
+    /// holding the pipes had only the bare group id left, and where no
+    /// pidfd names a group (before Linux 6.9, macOS) it sent nothing: the
+    /// helper lived on. Now git's exit is observed without reaping it and
+    /// the group is killed first. A stand-in git leaves a sleeper in its
+    /// group on its pipes, and exits at once or keeps running; at the
+    /// timeout the sleeper must get the kill, on the path of a kernel
+    /// without `PIDFD_SIGNAL_PROCESS_GROUP`.
+    #[test]
+    fn a_stopped_git_takes_the_helpers_in_its_group_with_it() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let git = dir.path().join("git");
+        let mark = dir.path().join("helper.pid");
+        for (how, end) in [("exits at once", "exit 0"), ("still runs", "exec sleep 60")] {
+            let _ = std::fs::remove_file(&mark);
+            // Written to a fresh name and renamed: never read half-written.
+            let script = format!(
+                "#!/bin/sh\nsleep 60 &\necho $! >'{0}.new'\nmv '{0}.new' '{0}'\n{end}\n",
+                mark.display()
+            );
+            std::fs::write(&git, script).unwrap();
+            std::fs::set_permissions(&git, std::fs::Permissions::from_mode(0o755)).unwrap();
+            let watched = mark.clone();
+            // The helper is held while it is known alive: it sleeps 60 s
+            // and the timeout is 2 s away.
+            let holder = std::thread::spawn(move || {
+                let deadline = std::time::Instant::now() + Duration::from_secs(20);
+                loop {
+                    if let Ok(Ok(pid)) = std::fs::read_to_string(&watched).map(|t| t.trim().parse::<i32>()) {
+                        return crate::sys::process::PidRef::open(pid).expect("a hold on the helper");
+                    }
+                    assert!(std::time::Instant::now() < deadline, "the stand-in git never ran");
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            });
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let out = crate::sys::process::without_group_pidfd(|| {
+                runtime.block_on(run_program(
+                    git.as_os_str(),
+                    "",
+                    &["status"],
+                    true,
+                    Duration::from_secs(2),
+                    None,
+                ))
+            });
+            let helper = holder.join().unwrap();
+            assert!(out.timed_out, "{how}: {out:?}");
+            // Polled: the helper is not this test's child to wait for.
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while !helper.exited() && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let ended = helper.exited();
+            let _ = helper.signal(libc::SIGKILL);
+            assert!(ended, "git {how}: the helper in its group outlived git's timeout");
+        }
     }
 
     #[test]

@@ -60,6 +60,16 @@ pub(super) fn start_time(pid: i32) -> Option<u64> {
     rest.split(' ').nth(19)?.parse().ok()
 }
 
+/// Whether process `pid` is a zombie (exited, not reaped yet): state `Z`
+/// (or `X`, on its way out) in `/proc/<pid>/stat`.
+pub(super) fn zombie(pid: i32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    stat.rsplit_once(')')
+        .is_some_and(|(_, rest)| matches!(rest.trim_start().chars().next(), Some('Z' | 'X')))
+}
+
 /// The exit notifier is the pidfd itself.
 pub(super) fn exit_notifier(pid: i32) -> Option<OwnedFd> {
     open_pidfd(pid)

@@ -5,7 +5,8 @@
 //! is no `/proc`), and Darwin's signal table names the exit frame's signal.
 //!
 //! There is no pidfd: [`super::pidref`] pins a process by its start time
-//! (`proc_pidinfo`), compared again just before each signal.
+//! (`proc_pidinfo`, or `sysctl(KERN_PROC_PID)` for a zombie), compared
+//! again just before each signal.
 //!
 //! The kqueue only *observes* the exit: the child stays a zombie until
 //! [`super::reap`], so its pgid stays pinned exactly as on Linux.
@@ -55,10 +56,17 @@ pub(super) fn pidfd_signal(_fd: &OwnedFd, _signal: i32, _group: bool) -> std::io
     Err(std::io::Error::from_raw_os_error(libc::ENOSYS))
 }
 
-/// When process `pid` started, in microseconds since the epoch
-/// (`proc_pidinfo(PROC_PIDTBSDINFO)`); `None` when there is no such
-/// process or it cannot be asked.
+/// When process `pid` started, in microseconds since the epoch; `None`
+/// when there is no such process or it cannot be asked. First
+/// `proc_pidinfo(PROC_PIDTBSDINFO)`, which may refuse a zombie (its task
+/// is gone); then the `kinfo_proc` of `sysctl(KERN_PROC_PID)`, which lists
+/// zombies too. Both read the same `p_start`, so a hold taken on a
+/// running process still matches it once it is a zombie.
 pub(super) fn start_time(pid: i32) -> Option<u64> {
+    bsd_start_time(pid).or_else(|| kinfo(pid).map(|k| k.start))
+}
+
+fn bsd_start_time(pid: i32) -> Option<u64> {
     // SAFETY: a zeroed proc_bsdinfo is a valid out-parameter.
     let mut info: libc::proc_bsdinfo = unsafe { std::mem::zeroed() };
     let size = std::mem::size_of::<libc::proc_bsdinfo>() as libc::c_int;
@@ -75,11 +83,78 @@ pub(super) fn start_time(pid: i32) -> Option<u64> {
     if n != size || info.pbi_pid != pid as u32 {
         return None;
     }
-    Some(
-        info.pbi_start_tvsec
-            .saturating_mul(1_000_000)
-            .saturating_add(info.pbi_start_tvusec),
-    )
+    Some(micros(info.pbi_start_tvsec, info.pbi_start_tvusec))
+}
+
+fn micros(sec: u64, usec: u64) -> u64 {
+    sec.saturating_mul(1_000_000).saturating_add(usec)
+}
+
+/// Whether process `pid` is a zombie (exited, not reaped yet).
+pub(super) fn zombie(pid: i32) -> bool {
+    kinfo(pid).is_some_and(|k| k.zombie)
+}
+
+/// What `sysctl(KERN_PROC_PID)` says of a process (zombies included).
+struct Kinfo {
+    start: u64,
+    zombie: bool,
+}
+
+/// The head of XNU's `struct extern_proc`, the first member of `struct
+/// kinfo_proc` (libc does not declare them): `p_un` is a union of two
+/// pointers and the `struct timeval p_starttime`, 16 bytes either way on
+/// the 64-bit targets.
+#[repr(C)]
+struct ExternProcHead {
+    p_starttime: libc::timeval,
+    p_vmspace: *mut libc::c_void,
+    p_sigacts: *mut libc::c_void,
+    p_flag: libc::c_int,
+    p_stat: libc::c_char,
+    p_pid: libc::pid_t,
+}
+
+/// `sizeof(struct kinfo_proc)` on 64-bit macOS (x86_64 and arm64).
+const KINFO_PROC_SIZE: usize = 648;
+/// `p_stat` of a zombie (`<sys/proc.h>`).
+const SZOMB: libc::c_char = 5;
+
+fn kinfo(pid: i32) -> Option<Kinfo> {
+    let mut mib = [libc::CTL_KERN, libc::KERN_PROC, libc::KERN_PROC_PID, pid];
+    // u64s: a buffer aligned as the struct's pointers are.
+    let mut buf = [0u64; KINFO_PROC_SIZE / 8];
+    let mut len = KINFO_PROC_SIZE;
+    // SAFETY: `buf` is `len` writable bytes; sysctl writes at most that
+    // and says how many it wrote.
+    let rc = unsafe {
+        libc::sysctl(
+            mib.as_mut_ptr(),
+            mib.len() as libc::c_uint,
+            buf.as_mut_ptr().cast(),
+            &mut len,
+            std::ptr::null_mut(),
+            0,
+        )
+    };
+    // No such process: success with nothing written.
+    if rc != 0 || len < std::mem::size_of::<ExternProcHead>() {
+        return None;
+    }
+    // SAFETY: at least a head's worth of bytes was written, into a buffer
+    // aligned for it; every bit pattern is a valid ExternProcHead.
+    let head: ExternProcHead = unsafe { std::ptr::read(buf.as_ptr().cast()) };
+    if head.p_pid != pid {
+        return None;
+    }
+    let tv = head.p_starttime;
+    Some(Kinfo {
+        start: micros(
+            u64::try_from(tv.tv_sec).unwrap_or(0),
+            u64::try_from(tv.tv_usec).unwrap_or(0),
+        ),
+        zombie: head.p_stat == SZOMB,
+    })
 }
 
 /// Dequeues the pending exit event. True when one was dequeued: the
@@ -162,6 +237,25 @@ mod tests {
         assert_eq!(signal_name(libc::SIGINFO), Some("SIGINFO"));
         assert_eq!(signal_name(0), None);
         assert_eq!(signal_name(32), None);
+    }
+
+    /// A zombie's start time is the one read while it ran, though
+    /// `proc_pidinfo` may refuse it by then: a hold taken on the running
+    /// process still names its zombie.
+    #[test]
+    fn a_zombie_keeps_the_start_time_it_ran_with() {
+        let mut child = std::process::Command::new("sleep").arg("60").spawn().unwrap();
+        let pid = child.id() as i32;
+        let running = start_time(pid).expect("a running process's start time");
+        assert_eq!(kinfo(pid).map(|k| k.start), Some(running), "both sources agree");
+        assert!(!zombie(pid));
+        child.kill().unwrap();
+        assert!(super::super::exited_within(pid, std::time::Duration::from_secs(10)));
+        assert!(zombie(pid), "observed, not reaped");
+        assert_eq!(start_time(pid), Some(running));
+        child.wait().unwrap();
+        assert_eq!(start_time(pid), None);
+        assert!(!zombie(pid));
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! process group, observing a child's exit *without reaping it*, and a
 //! hold on a process that its pid number cannot outlive ([`PidRef`], in
 //! `pidref.rs`) for every signal to a process that is not an unreaped
-//! child.
+//! child. `PidRef` is this crate's one public item below `sys`: the test
+//! suite and the harness signal through it too.
 //!
 //! Why not reap at once: a child that is a zombie keeps its pid, and so its
 //! process-group id, reserved. While the supervisor has not reaped the
@@ -33,7 +34,9 @@ mod platform;
 
 #[cfg(all(test, target_os = "linux"))]
 pub(crate) use pidref::pidns;
-pub(crate) use pidref::{GroupError, PidRef};
+#[cfg(test)]
+pub(crate) use pidref::without_group_pidfd;
+pub use pidref::{GroupError, PidRef};
 pub(crate) use platform::{resize_pipe, signal_name};
 
 /// Parses a `signal` param as the reference does: exactly `TERM`, `KILL`,

@@ -23,6 +23,15 @@
 //! comparison and `kill(2)` the process would have to exit, be reaped,
 //! and its number come round to a new process (and, for a group, a new
 //! group leader) — a whole lap of the pid space in microseconds.
+//!
+//! A group whose leader is gone, where no pidfd names it (before Linux
+//! 6.9, macOS), is [`GroupError::Unproven`]: the caller either never lets
+//! it come to that (it kills its own child's group before reaping the
+//! leader, whose zombie holds the id) or proves each member on its own
+//! and signals it through a hold of its own (the orphan reap).
+//!
+//! Public (`remora::sys::process::PidRef`) for the test suite and the
+//! harness, which signal processes they found by number the same way.
 
 use super::platform;
 use std::io;
@@ -30,7 +39,7 @@ use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A hold on the process that had a given pid when it was taken.
-pub(crate) struct PidRef {
+pub struct PidRef {
     pid: i32,
     pin: Pin,
 }
@@ -45,7 +54,7 @@ enum Pin {
 
 /// Why a group signal was not sent.
 #[derive(Debug)]
-pub(crate) enum GroupError {
+pub enum GroupError {
     /// The group has no member left (ESRCH).
     Empty,
     /// The leader is gone and this system cannot name the group by
@@ -59,13 +68,40 @@ pub(crate) enum GroupError {
 /// (before Linux 6.9), so that it is asked once per process.
 static GROUP_BY_PIDFD: AtomicBool = AtomicBool::new(true);
 
+#[cfg(test)]
+thread_local! {
+    /// Set by [`without_group_pidfd`]: this thread's group signals take
+    /// the path of a kernel without `PIDFD_SIGNAL_PROCESS_GROUP`.
+    static NO_GROUP_PIDFD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` as if the kernel refused `PIDFD_SIGNAL_PROCESS_GROUP` (Linux
+/// before 6.9), on this thread only: a test of a sender's fallback on a
+/// kernel that has the flag.
+#[cfg(test)]
+pub(crate) fn without_group_pidfd<T>(f: impl FnOnce() -> T) -> T {
+    NO_GROUP_PIDFD.with(|flag| flag.set(true));
+    let out = f();
+    NO_GROUP_PIDFD.with(|flag| flag.set(false));
+    out
+}
+
+/// Whether group signals may go by pidfd (see [`GROUP_BY_PIDFD`]).
+fn group_by_pidfd() -> bool {
+    #[cfg(test)]
+    if NO_GROUP_PIDFD.with(std::cell::Cell::get) {
+        return false;
+    }
+    GROUP_BY_PIDFD.load(Ordering::Relaxed)
+}
+
 impl PidRef {
     /// A hold on the process that now has `pid`; `None` when there is
     /// none (or `pid` is 0, 1 or negative, which address groups or init).
     /// Take it while the caller knows the process is the one it means
     /// (its own unreaped child), or check it afterwards with
     /// [`PidRef::confirm`].
-    pub(crate) fn open(pid: i32) -> Option<PidRef> {
+    pub fn open(pid: i32) -> Option<PidRef> {
         if pid < 2 {
             return None;
         }
@@ -85,16 +121,35 @@ impl PidRef {
     }
 
     /// The number the process had when the hold was taken.
-    pub(crate) fn pid(&self) -> i32 {
+    pub fn pid(&self) -> i32 {
         self.pid
     }
 
     /// Whether the process still holds its number: running, or a zombie
     /// not reaped yet.
-    pub(crate) fn present(&self) -> bool {
+    pub fn present(&self) -> bool {
         match &self.pin {
             Pin::Fd(fd) => platform::pidfd_signal(fd, 0, false).is_ok(),
             Pin::Start(start) => platform::start_time(self.pid) == Some(*start),
+        }
+    }
+
+    /// Whether the process has ended: a zombie not reaped yet, or gone.
+    pub fn exited(&self) -> bool {
+        match &self.pin {
+            // A pidfd turns readable once its process has exited.
+            Pin::Fd(fd) => {
+                let mut pfd = libc::pollfd {
+                    fd: std::os::fd::AsRawFd::as_raw_fd(fd),
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                // SAFETY: one valid pollfd, zero timeout: never blocks.
+                unsafe { libc::poll(&mut pfd, 1, 0) == 1 }
+            }
+            // Present before and after the state was read: the zombie
+            // read was this process.
+            Pin::Start(_) => !(self.present() && !platform::zombie(self.pid) && self.present()),
         }
     }
 
@@ -102,7 +157,7 @@ impl PidRef {
     /// `/proc/locks`), and keeps its verdict only if the process was
     /// present before and after it: a present process holds its number,
     /// so what `check` read was this process and no other.
-    pub(crate) fn confirm<T>(&self, check: impl FnOnce(i32) -> Result<T, String>) -> Result<T, String> {
+    pub fn confirm<T>(&self, check: impl FnOnce(i32) -> Result<T, String>) -> Result<T, String> {
         if !self.present() {
             return Err(format!("pid {} has ended", self.pid));
         }
@@ -115,7 +170,7 @@ impl PidRef {
 
     /// Sends `signal` to the process (not its group). ESRCH once it has
     /// been reaped.
-    pub(crate) fn signal(&self, signal: i32) -> io::Result<()> {
+    pub fn signal(&self, signal: i32) -> io::Result<()> {
         match &self.pin {
             Pin::Fd(fd) => platform::pidfd_signal(fd, signal, false),
             Pin::Start(_) if self.present() => kill(self.pid, signal),
@@ -127,9 +182,9 @@ impl PidRef {
     /// is the group's id), see the module comment for how each system
     /// proves the group is still that one. Signal 0 asks whether the
     /// group still has a member.
-    pub(crate) fn signal_group(&self, signal: i32) -> Result<(), GroupError> {
+    pub fn signal_group(&self, signal: i32) -> Result<(), GroupError> {
         if let Pin::Fd(fd) = &self.pin {
-            if GROUP_BY_PIDFD.load(Ordering::Relaxed) {
+            if group_by_pidfd() {
                 match platform::pidfd_signal(fd, signal, true) {
                     Ok(()) => return Ok(()),
                     Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
@@ -208,6 +263,27 @@ mod tests {
                 r.signal_group(0),
                 Err(GroupError::Empty | GroupError::Unproven)
             ));
+        }
+    }
+
+    /// `exited` says a zombie has ended while `present` still says it
+    /// holds its number, for both kinds of hold; after the reap, both.
+    #[test]
+    fn a_zombie_has_exited_yet_is_present_until_reaped() {
+        let mut child = leader();
+        let pid = child.id() as i32;
+        let refs = holds(pid);
+        for r in &refs {
+            assert!(!r.exited() && r.present());
+        }
+        child.kill().unwrap();
+        assert!(super::super::exited_within(pid, std::time::Duration::from_secs(10)));
+        for r in &refs {
+            assert!(r.exited() && r.present(), "a zombie");
+        }
+        child.wait().unwrap();
+        for r in &refs {
+            assert!(r.exited() && !r.present(), "reaped");
         }
     }
 
@@ -381,10 +457,20 @@ pub(crate) mod pidns {
     /// Starts `sleep 60`, leading a group of its own, as pid `number`
     /// (free by now), such that `also` holds once it runs; prints
     /// `PLANTED`. Retries while another process takes the number first.
-    pub(crate) fn plant(number: i32, mut also: impl FnMut() -> bool) -> Child {
+    pub(crate) fn plant(number: i32, also: impl FnMut() -> bool) -> Child {
+        plant_with(number, &[], also)
+    }
+
+    /// [`plant`], with `env` added to the planted process's environment.
+    pub(crate) fn plant_with(number: i32, env: &[(&str, &str)], mut also: impl FnMut() -> bool) -> Child {
         for tries in 1..1000 {
             std::fs::write("/proc/sys/kernel/ns_last_pid", (number - 1).to_string()).unwrap();
-            let mut planted = Command::new("sleep").arg("60").process_group(0).spawn().unwrap();
+            let mut planted = Command::new("sleep")
+                .arg("60")
+                .envs(env.iter().copied())
+                .process_group(0)
+                .spawn()
+                .unwrap();
             if planted.id() as i32 == number && also() {
                 // SAFETY: getpgid only reads.
                 assert_eq!(unsafe { libc::getpgid(number) }, number, "it leads group {number}");

@@ -331,7 +331,7 @@ fn names_socket(pid: i32, socket: &Path) -> bool {
 /// The daemon named in `daemon.lock` beside `socket`, held, if it is alive
 /// and its command line names the socket (so a recycled pid is never
 /// taken).
-fn recorded_daemon(socket: &Path) -> Option<proven::Proc> {
+pub fn recorded_daemon(socket: &Path) -> Option<proven::Proc> {
     let record = std::fs::read_to_string(socket.parent()?.join("daemon.lock")).ok()?;
     let value: serde_json::Value = serde_json::from_str(&record).ok()?;
     let pid = i32::try_from(value["pid"].as_i64()?).ok()?;
