@@ -134,6 +134,9 @@ pub(crate) enum Cmd {
     /// Record a real client's session through a relay and write it as a
     /// probe (token → $TOKEN, process ids → p1…, paths → $ROOT/$SOCKET/$HOME).
     Capture(CaptureArgs),
+    /// Turn a daemon's wire log (`-wire-log`) into a probe and its
+    /// transcript: replies from the log, the shape from a run of --binary.
+    Import(ImportArgs),
     /// Differential fuzzing: generate request sequences from a seed, run
     /// each against both binaries as `diff` does, shrink every difference
     /// to a minimal probe and write it to --out.
@@ -317,6 +320,33 @@ pub(crate) struct CaptureArgs {
     /// Lines longer than this many bytes are kept as fixture files.
     #[arg(long, default_value_t = 4096)]
     pub(crate) large: usize,
+}
+
+// The arguments of `harness import`.
+#[derive(Args)]
+pub(crate) struct ImportArgs {
+    /// The wire log a daemon wrote (`-wire-log FILE`, `wire-log` in remora.conf).
+    pub(crate) log: PathBuf,
+    /// The probe file to write (its stem names the transcript).
+    #[arg(long)]
+    pub(crate) out: PathBuf,
+    /// The binary whose run gives the transcript's shape (remora).
+    #[arg(long)]
+    pub(crate) binary: PathBuf,
+    /// Where the transcript goes (default: <workspace>/corpora/transcripts).
+    #[arg(long)]
+    pub(crate) transcripts: Option<PathBuf>,
+    /// The recording's working directory (becomes $ROOT).
+    #[arg(long)]
+    pub(crate) root: Option<PathBuf>,
+    /// The recording daemon's HOME (becomes $HOME).
+    #[arg(long)]
+    pub(crate) home: Option<PathBuf>,
+    /// The recording daemon's socket (becomes $SOCKET).
+    #[arg(long)]
+    pub(crate) socket: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) common: Common,
 }
 
 // The arguments of `harness fuzz-diff`.

@@ -41,6 +41,7 @@ fn real_main() -> Result<ExitCode, commands::Error> {
         Cmd::Derive(a) => corpus::derive(a)?,
         Cmd::Bench(a) => tools::bench(a)?,
         Cmd::Capture(a) => tools::capture(a)?,
+        Cmd::Import(a) => tools::import(a)?,
         Cmd::FuzzDiff(a) => tools::fuzz_diff(a)?,
         Cmd::Stress(a) => tools::stress(a)?,
         Cmd::StressClient(a) => tools::stress_client(a)?,

@@ -299,7 +299,7 @@ flag_table! {
         conf: Some(2),
     }),
     /// Minutes an exited process stays registered (never negative).
-    exited_retention_min: i64 = parse_minutes(Flag {
+    exited_retention_min: i64 = parse_non_negative(Flag {
         name: "exited-retention-min",
         kind: Kind::Int,
         default: "1440",
@@ -307,6 +307,26 @@ flag_table! {
         usage: "minutes an exited process stays answerable; past 15 only while its whole replay log is kept (-serve)",
         listed: Listed::Options(&[Section::Serve]),
         conf: Some(6),
+    }),
+    /// `-wire-log`; empty = off.
+    wire_log: OsString = os_string(Flag {
+        name: "wire-log",
+        kind: Kind::Str,
+        default: "",
+        value: "FILE",
+        usage: "append every frame of every connection, both ways, to FILE as JSON lines (0600, no link followed, the token and secret-looking env redacted, rotated at 64 MiB as FILE.1 and FILE.2; off when empty)",
+        listed: Listed::Options(&[Section::Serve]),
+        conf: Some(8),
+    }),
+    /// Bytes of one string the wire log keeps (never negative; 0 = all).
+    wire_log_max_string: i64 = parse_non_negative(Flag {
+        name: "wire-log-max-string",
+        kind: Kind::Int,
+        default: "512",
+        value: "BYTES",
+        usage: "cut strings longer than this in the wire log (stdin and stream data, file bodies); 0 keeps them whole",
+        listed: Listed::Options(&[Section::Serve]),
+        conf: Some(9),
     }),
     cli_dir: OsString = os_string(Flag {
         name: "cli-dir",
@@ -453,8 +473,8 @@ fn parse_duration(value: &OsStr) -> Result<Duration, String> {
     Ok(Duration::from_nanos(u64::try_from(ns).unwrap_or(0)))
 }
 
-/// A count of minutes: an integer, never negative.
-fn parse_minutes(value: &OsStr) -> Result<i64, String> {
+/// A count (of minutes, of bytes): an integer, never negative.
+fn parse_non_negative(value: &OsStr) -> Result<i64, String> {
     let minutes = parse_int(value)?;
     if minutes < 0 {
         return Err("parse error".to_string());

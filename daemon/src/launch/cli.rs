@@ -395,6 +395,7 @@ fn serve_child(flags: &Flags) -> i32 {
     };
     let bound = crate::serve::orphan::identity(&socket);
     let token_file = crate::rundir::tokenfile::persist(&socket, &token);
+    let wire_log = open_wire_log(flags, &token);
     let daemon = Daemon::with_instance(
         token,
         Options {
@@ -407,6 +408,7 @@ fn serve_child(flags: &Flags) -> i32 {
             graces,
             build,
             peer_check,
+            wire_log: wire_log.clone(),
         },
         instance,
     );
@@ -427,6 +429,10 @@ fn serve_child(flags: &Flags) -> i32 {
         timers,
     };
     let code = runtime.block_on(serve_daemon(listener, daemon, lifecycle, readiness));
+    if let Some(tap) = wire_log {
+        // Every connection has ended: what they queued is written.
+        tap.close();
+    }
     on_disk.remove();
     // After the token and lock: a successor's own records are never
     // touched (only this instance's are removed).
@@ -435,6 +441,45 @@ fn serve_child(flags: &Flags) -> i32 {
     // blocking task (a login shell being reaped) hold up the exit.
     runtime.shutdown_timeout(Duration::from_secs(1));
     code
+}
+
+/// The wire log of `-wire-log`/`wire-log`, when set and it can be
+/// opened; otherwise the daemon runs without one and the log says why. A
+/// relative flag value is taken from the directory the daemon started in.
+fn open_wire_log(flags: &Flags, token: &[u8]) -> Option<Arc<crate::serve::wirelog::WireTap>> {
+    if flags.wire_log.is_empty() {
+        return None;
+    }
+    let given = std::path::PathBuf::from(&flags.wire_log);
+    let path = if given.is_absolute() {
+        given
+    } else {
+        std::env::current_dir().ok()?.join(given)
+    };
+    let max_string = usize::try_from(flags.wire_log_max_string).unwrap_or(usize::MAX);
+    let rules = crate::serve::wireredact::Rules {
+        max_string,
+        token: token.to_vec(),
+    };
+    match crate::serve::wirelog::WireTap::open(&path, rules) {
+        Ok(tap) => {
+            crate::log_info!(
+                "[daemon] wire log: every frame is appended to {} (strings cut at {} bytes)",
+                tap.path.display(),
+                max_string
+            );
+            if max_string == 0 {
+                crate::log_warn!(
+                    "[daemon] wire-log-max-string is 0: the wire log keeps stdin, output and file data whole"
+                );
+            }
+            Some(tap)
+        }
+        Err(why) => {
+            crate::log_warn!("[daemon] wire log off: {why}");
+            None
+        }
+    }
 }
 
 /// The reference build the daemon answers as (`reference-build`), logged

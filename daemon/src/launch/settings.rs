@@ -280,11 +280,14 @@ fn parse(text: &[u8], shown: &str, warnings: &mut Warnings) -> Vec<Entry> {
     entries
 }
 
+/// The keys whose values are paths.
+const PATH_KEYS: [&str; 2] = ["replay-dir", "wire-log"];
+
 /// A key's value as its flag takes it, plus the file's own rule for paths:
 /// absolute, or `~/` for the daemon user's home (a relative path would
 /// depend on where the daemon happened to start).
 fn check_value(key: &'static str, value: &str) -> Result<(), String> {
-    if key == "replay-dir" && !value.is_empty() && !value.starts_with('/') && !value.starts_with("~/") {
+    if PATH_KEYS.contains(&key) && !value.is_empty() && !value.starts_with('/') && !value.starts_with("~/") {
         return Err("want an absolute path or one starting with ~/".to_string());
     }
     Flags::default().set(key, OsStr::new(&expand_home(key, value)))
@@ -293,7 +296,7 @@ fn check_value(key: &'static str, value: &str) -> Result<(), String> {
 /// `~/x` in a path key becomes `$HOME/x`, by the same rule as the `~` of
 /// request paths ([`crate::base::gopath::expand_home`]).
 fn expand_home(key: &str, value: &str) -> String {
-    if key == "replay-dir" {
+    if PATH_KEYS.contains(&key) {
         crate::base::gopath::expand_home(value, crate::base::gopath::home_dir().as_deref())
     } else {
         value.to_string()

@@ -101,7 +101,7 @@ pub(crate) fn arm_rotation(socket: &Path) {
     };
     let first_kept = std::sync::atomic::AtomicBool::new(false);
     crate::base::logging::rotate_with(Box::new(move || {
-        if identity_of_stderr()? != identity_in(&dir, LOG_NAME)? {
+        if identity_of_stderr()? != identity_in(&dir, LOG_NAME.as_bytes())? {
             return None;
         }
         let kept_in = if first_kept.load(std::sync::atomic::Ordering::Relaxed) {
@@ -129,8 +129,9 @@ fn identity_of_stderr() -> Option<(u64, u64)> {
     Some((st.st_dev as u64, st.st_ino as u64))
 }
 
-/// Device and inode of the entry `name` of `dir`, not followed.
-fn identity_in(dir: &OwnedFd, name: &str) -> Option<(u64, u64)> {
+/// Device and inode of the entry `name` of `dir`, not followed (also the
+/// wire log's check before it rotates, `serve::wirelog`).
+pub(crate) fn identity_in(dir: &OwnedFd, name: &[u8]) -> Option<(u64, u64)> {
     use std::os::fd::AsRawFd;
     let c = std::ffi::CString::new(name).ok()?;
     // SAFETY: an all-zero `stat` is a valid value of this plain C struct.

@@ -21,6 +21,10 @@
 //! [`Handoff`] carries the process id and the taker's name for the log
 //! line, which names both connections by number and peer pid: `@` alone,
 //! the reference's address of a Unix socket peer, says nothing).
+//!
+//! The wire log ([`crate::serve::wirelog`]) taps the two places bytes
+//! cross: every line the reader frames, before it goes to dispatch, and
+//! every batch the writer has written. Off, each costs one test.
 
 use crate::base::ndjson::{LineReader, ReadEvent};
 use crate::methods::Follow;
@@ -30,6 +34,8 @@ use crate::serve::admission::Ticket;
 use crate::serve::connlog::Ended;
 use crate::serve::dispatch::{Dispatcher, Handlers, Reply, Step};
 use crate::serve::state::Daemon;
+use crate::serve::wirelog::WireTap;
+use crate::serve::wireredact::Direction;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
@@ -84,17 +90,24 @@ pub(crate) async fn serve(stream: UnixStream, daemon: Arc<Daemon>, mut ticket: T
     let (read_half, write_half) = stream.into_split();
     let (tx, rx) = mpsc::channel(REPLY_QUEUE);
     let handoff = HandoffSlot::new(connection_name(conn_id, peer));
+    let tap = daemon.options.wire_log.clone().map(|tap| Tap { tap, conn_id, peer });
     let writer = tokio::spawn(write_loop(
         write_half,
         rx,
         conn_id,
         daemon.shutdown.subscribe(),
         handoff.clone(),
+        tap.clone(),
     ));
     // An unlogged connection logs no warning of its own either.
     let warnings = if lines.logged { UNAUTHORIZED_WARNINGS } else { 0 };
     let dispatcher = Dispatcher::new(daemon.clone(), warnings, Handlers::All);
-    let close = read_requests(read_half, &daemon, &mut ticket, &dispatcher, &tx, &handoff, &mut lines).await;
+    let ends = Ends {
+        tx: &tx,
+        handoff: &handoff,
+        tap: tap.as_ref(),
+    };
+    let close = read_requests(read_half, &daemon, &mut ticket, &dispatcher, ends, &mut lines).await;
     drop(tx);
     if close == Close::Abort {
         writer.abort();
@@ -112,6 +125,29 @@ pub(crate) async fn serve(stream: UnixStream, daemon: Arc<Daemon>, mut ticket: T
         );
     }
     crate::log_info!("[Server] Connection closed");
+}
+
+/// The wire log as one connection taps it.
+#[derive(Clone)]
+struct Tap {
+    tap: Arc<WireTap>,
+    conn_id: u64,
+    peer: Option<i32>,
+}
+
+impl Tap {
+    fn frame(&self, direction: Direction, bytes: &[u8]) {
+        self.tap.frame(self.conn_id, self.peer, direction, bytes);
+    }
+}
+
+/// Where the reader's lines go: the writer's queue, the handoff it
+/// watches, and the wire log when it is on.
+#[derive(Clone, Copy)]
+struct Ends<'a> {
+    tx: &'a mpsc::Sender<Reply>,
+    handoff: &'a Handoff,
+    tap: Option<&'a Tap>,
 }
 
 /// What one connection writes to the log (`connlog`).
@@ -162,10 +198,10 @@ async fn read_requests(
     daemon: &Daemon,
     ticket: &mut Ticket,
     dispatcher: &Dispatcher,
-    tx: &mpsc::Sender<Reply>,
-    handoff: &Handoff,
+    ends: Ends<'_>,
     lines: &mut Lines,
 ) -> Close {
+    let Ends { tx, handoff, tap } = ends;
     let mut shutdown = daemon.shutdown.subscribe();
     let mut replaced = handoff.replaced.subscribe();
     let in_flight = InFlight::new();
@@ -225,6 +261,9 @@ async fn read_requests(
             ticket.heard();
         }
         let len = line.len();
+        if let Some(tap) = tap {
+            tap.frame(Direction::In, line);
+        }
         let dispatched = dispatcher.on_line(line, !unauthenticated).await;
         if unauthenticated && dispatched.authenticates {
             ticket.authenticate();
@@ -316,6 +355,7 @@ async fn write_loop(
     conn_id: u64,
     mut shutdown: crate::base::shutdown::ShutdownWatch,
     handoff: Handoff,
+    tap: Option<Tap>,
 ) {
     let mut replaced = handoff.replaced.subscribe();
     let wake = Arc::new(Notify::new());
@@ -340,6 +380,9 @@ async fn write_loop(
             if written.is_err() {
                 crate::log_warn!("[frameSink] replay write failed, detaching");
                 break;
+            }
+            if let Some(tap) = &tap {
+                tap.frame(Direction::Out, &out);
             }
             out.clear();
             if out.capacity() > 1024 * 1024 {

@@ -1,7 +1,7 @@
 //! The serving layer: the daemon's shared state, the way from a request
 //! line to its reply, one connection's reader and writer, and the accept
 //! loop with what runs beside it. Inside the folder the files import in
-//! one direction only, {`admission`, `connlog`, `peertable`} ← `state` ←
+//! one direction only, {`admission`, `connlog`, `peertable`, `wirelog`, `wireredact`} ← `state` ←
 //! `dispatch` ← `connection` ← {`server`, `orphan`, `metrics_http`,
 //! `shellenv`}: `daemon/tests/it/layers.rs` (`INNER`) fails on an import
 //! that reaches up this order, and
@@ -12,6 +12,8 @@
 //! | [`admission`] | the connection cap and the bounds on connections without the token |
 //! | [`connlog`] | how many log lines connections without the token may cost |
 //! | [`peertable`] | the books admission reads: connections without the token by silence and by peer process |
+//! | [`wirelog`] | the wire log: every frame both ways, queued off the connection, written and rotated by a thread of its own |
+//! | [`wireredact`] | what a frame becomes in the wire log: the token and secret-looking env redacted, long strings cut |
 //! | [`state`] | daemon-wide state shared by connections and handlers |
 //! | [`dispatch`] | the reader's one way in (`on_line`): quick, instant or task; params gate, dispatch by method, panic isolation |
 //! | [`connection`] | one client: line reader and its bounds, request tasks, ordered writer |
@@ -30,3 +32,5 @@ pub(crate) mod peertable;
 pub(crate) mod server;
 pub(crate) mod shellenv;
 pub(crate) mod state;
+pub(crate) mod wirelog;
+pub(crate) mod wireredact;

@@ -36,6 +36,9 @@ pub(crate) struct Options {
     /// `server.capabilities`' `peerCheck`, for a build that has the member
     /// ([`crate::serve::peercheck`]).
     pub peer_check: Option<&'static str>,
+    /// `-wire-log`: where every frame is logged, when on
+    /// ([`crate::serve::wirelog`]).
+    pub wire_log: Option<Arc<crate::serve::wirelog::WireTap>>,
 }
 
 impl Default for Options {
@@ -48,6 +51,7 @@ impl Default for Options {
             graces: crate::serve::admission::Graces::default(),
             build: crate::protocol::build::NEWEST,
             peer_check: None,
+            wire_log: None,
         }
     }
 }

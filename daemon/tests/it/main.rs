@@ -75,4 +75,5 @@ mod tar;
 mod tar_5fd08069;
 mod upstream_life;
 mod version_id;
+mod wire_log;
 mod worktree_stale;

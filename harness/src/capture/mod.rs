@@ -22,6 +22,8 @@
 //! - a line longer than `--large` bytes goes to `<stem>.fixtures/<n>.line`
 //!   and is sent as `$file(…)`.
 
+pub mod import;
+
 use crate::base::error::{At, IoAt};
 use crate::base::sync::lock;
 use crate::probe::ParseError;
@@ -76,6 +78,13 @@ pub enum Error {
         error: ParseError,
         probe: String,
     },
+    /// A wire log `harness import` cannot use, at a line or a key.
+    Log {
+        at: String,
+        problem: String,
+    },
+    /// The run that gives an imported transcript its shape failed.
+    Run(String),
 }
 
 impl std::fmt::Display for Error {
@@ -85,6 +94,8 @@ impl std::fmt::Display for Error {
             Error::Socket(e) => write!(f, "{e}"),
             Error::Accept(e) => write!(f, "accept: {e}"),
             Error::Unparsable { error, probe } => write!(f, "the captured probe does not parse: {error}\n{probe}"),
+            Error::Log { at, problem } => write!(f, "{at}: {problem}"),
+            Error::Run(e) => write!(f, "running the imported probe: {e}"),
         }
     }
 }

@@ -121,6 +121,32 @@ pub(crate) fn capture(a: CaptureArgs) -> Result<ExitCode, Error> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `harness import`: a wire log turned into a probe and its transcript.
+pub(crate) fn import(a: crate::cli::ImportArgs) -> Result<ExitCode, Error> {
+    let crate::cli::ImportArgs {
+        log,
+        out,
+        binary,
+        transcripts,
+        root,
+        home,
+        socket,
+        common,
+    } = a;
+    let o = capture::import::ImportOptions {
+        log,
+        out,
+        transcripts: transcripts.unwrap_or_else(|| crate::cli::workspace().join("corpora/transcripts")),
+        root,
+        home,
+        socket,
+        cfg: crate::cli::run_cfg(&binary, &common)?,
+    };
+    let (probe, transcript) = capture::import::run(&o)?;
+    eprintln!("harness import: wrote {} and {}", probe.display(), transcript.display());
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `harness fuzz-diff`: generated request sequences run against two
 /// binaries, each difference shrunk to a minimal probe.
 pub(crate) fn fuzz_diff(a: FuzzDiffArgs) -> Result<ExitCode, Error> {

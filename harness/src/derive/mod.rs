@@ -204,7 +204,7 @@ fn bare_tokens_as_zero(f: &str) -> String {
 }
 
 /// The id token of a reply key (`L5 c1 reply 3 #2` → `3`).
-fn key_id(key: &str) -> &str {
+pub(crate) fn key_id(key: &str) -> &str {
     let rest = key.splitn(4, ' ').nth(3).unwrap_or("");
     rest.split(" #").next().unwrap_or(rest)
 }

@@ -10,6 +10,7 @@ mod common;
 mod capture;
 mod derive;
 mod fuzz_diff;
+mod import;
 mod layers;
 mod one_build;
 mod report_browser;

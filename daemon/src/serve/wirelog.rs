@@ -1,0 +1,272 @@
+//! The wire log (`-wire-log FILE`, or `wire-log` in `remora.conf`): every
+//! frame of every connection, both ways, one JSON line each, for an
+//! operator who records a real client's session (`harness import` turns
+//! the file into a probe). Off by default.
+//!
+//! Each line is `{"ts","conn","pid","dir":"in"|"out","frame"|"raw"}`,
+//! cleaned by [`crate::serve::wireredact`] (the token, secret-looking
+//! environment, strings past `wire-log-max-string`).
+//!
+//! The connection only hands bytes over ([`WireTap::frame`]): a copy into
+//! a bounded queue, never a wait. A thread of its own parses, cleans and
+//! writes. When the queue is full (by count, [`QUEUE`], or by bytes,
+//! [`QUEUE_BYTES`]) the frames are dropped and counted, and the next line
+//! written is `{"ts","lost":N}`; a client is never slowed by the log.
+//! When the log is off, the connection's only cost is the test of an
+//! `Option`.
+//!
+//! The file is opened as the daemon log is ([`crate::rundir::daemonlog`]):
+//! its directory through [`crate::base::safedir::open_private_dir`] (every
+//! level ours or root's, missing levels made `0700`, a shared sticky
+//! directory replaced by our own `remora-<uid>` in it), the file relative
+//! to it with `O_NOFOLLOW` (a link is refused, never followed), `0600`,
+//! ours, appended to. It rotates like the daemon log: a line that would
+//! take it past [`CAP`] renames it, the session's first full file to
+//! `<name>.1` (kept: the session's beginning), each later one to `<name>.2`,
+//! and a fresh file takes over, so the log takes at most 3 × [`CAP`] of
+//! disk. A rename is made only while the name still is the file being
+//! written (same device and inode). If the file cannot be opened the
+//! daemon starts without it and says why: a logging knob never stops a
+//! daemon Desktop relies on.
+
+use crate::serve::wireredact::{Direction, Origin, Rules};
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::Mutex;
+use std::thread::JoinHandle;
+
+/// Chunks that may wait for the writer thread.
+const QUEUE: usize = 4096;
+/// Bytes those chunks may hold together.
+const QUEUE_BYTES: usize = 32 << 20;
+/// The most one wire-log file grows to before it rotates.
+pub(crate) const CAP: u64 = 64 << 20;
+/// Test-only override of [`CAP`] in bytes; not part of the documented
+/// interface.
+pub(crate) const TEST_CAP_ENV: &str = "REMORA_TEST_WIRE_LOG_CAP";
+
+/// What the writer thread is sent.
+enum Message {
+    /// One or more whole lines that crossed one connection one way.
+    Chunk { origin: Origin, bytes: Vec<u8> },
+    /// Write what came before, then stop.
+    Close,
+}
+
+/// The connections' side of the wire log.
+pub(crate) struct WireTap {
+    tx: SyncSender<Message>,
+    /// Bytes queued and not yet taken by the writer thread.
+    queued: AtomicUsize,
+    /// Frames dropped since the last `lost` line.
+    lost: AtomicU64,
+    thread: Mutex<Option<JoinHandle<()>>>,
+    /// Where the log is written (for the start-up line).
+    pub path: PathBuf,
+}
+
+impl std::fmt::Debug for WireTap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WireTap").field("path", &self.path).finish()
+    }
+}
+
+impl WireTap {
+    /// Opens the log at `path` (absolute) and starts its writer. The error
+    /// says why the daemon runs without it.
+    pub(crate) fn open(path: &Path, rules: Rules) -> Result<std::sync::Arc<WireTap>, String> {
+        let (dir_path, name) = split(path)?;
+        let dir = crate::base::safedir::open_private_dir(&dir_path).map_err(|e| e.to_string())?;
+        let shown = dir.path.join(std::ffi::OsStr::from_bytes(&name));
+        let file = open_log(&dir.fd, &name).map_err(|e| format!("{}: {e}", shown.display()))?;
+        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let cap = std::env::var(TEST_CAP_ENV)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(CAP);
+        std::env::remove_var(TEST_CAP_ENV);
+        let (tx, rx) = sync_channel(QUEUE);
+        let tap = std::sync::Arc::new(WireTap {
+            tx,
+            queued: AtomicUsize::new(0),
+            lost: AtomicU64::new(0),
+            thread: Mutex::new(None),
+            path: shown,
+        });
+        let sink = Sink {
+            dir: dir.fd,
+            name,
+            file,
+            size,
+            cap,
+            first_kept: false,
+        };
+        let writer_tap = tap.clone();
+        let handle = std::thread::Builder::new()
+            .name("wire-log".into())
+            .spawn(move || writer_tap.write_all(rx, sink, rules))
+            .map_err(|e| format!("start the wire-log writer: {e}"))?;
+        *tap.thread.lock().unwrap_or_else(|p| p.into_inner()) = Some(handle);
+        Ok(tap)
+    }
+
+    /// Queues `bytes` (one or more whole lines with their newlines) that
+    /// crossed connection `conn` in `direction`; drops and counts them if
+    /// the queue is full. Never waits.
+    pub(crate) fn frame(&self, conn: u64, peer: Option<i32>, direction: Direction, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        let frames = || memchr::memchr_iter(b'\n', bytes).count().max(1) as u64;
+        if self.queued.fetch_add(bytes.len(), Ordering::Relaxed) + bytes.len() > QUEUE_BYTES {
+            self.queued.fetch_sub(bytes.len(), Ordering::Relaxed);
+            self.lost.fetch_add(frames(), Ordering::Relaxed);
+            return;
+        }
+        let origin = Origin {
+            micros: now_micros(),
+            conn,
+            peer,
+            direction,
+        };
+        let message = Message::Chunk {
+            origin,
+            bytes: bytes.to_vec(),
+        };
+        if let Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) = self.tx.try_send(message) {
+            self.queued.fetch_sub(bytes.len(), Ordering::Relaxed);
+            self.lost.fetch_add(frames(), Ordering::Relaxed);
+        }
+    }
+
+    /// Writes everything queued so far and stops the writer (at shutdown).
+    pub(crate) fn close(&self) {
+        let _ = self.tx.send(Message::Close);
+        let handle = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(handle) = handle {
+            let _ = handle.join();
+        }
+    }
+
+    /// The writer thread: until [`Message::Close`] or every sender is gone.
+    fn write_all(&self, rx: Receiver<Message>, mut sink: Sink, rules: Rules) {
+        while let Ok(message) = rx.recv() {
+            let (origin, bytes) = match message {
+                Message::Chunk { origin, bytes } => (origin, bytes),
+                Message::Close => break,
+            };
+            self.queued.fetch_sub(bytes.len(), Ordering::Relaxed);
+            let lost = self.lost.swap(0, Ordering::Relaxed);
+            if lost > 0 {
+                sink.write(&Rules::lost(origin.micros, lost));
+            }
+            for line in bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                sink.write(&rules.record(origin, line));
+            }
+        }
+        let lost = self.lost.swap(0, Ordering::Relaxed);
+        if lost > 0 {
+            sink.write(&Rules::lost(now_micros(), lost));
+        }
+        let _ = sink.file.flush();
+    }
+}
+
+/// The file being written and how to rotate it.
+struct Sink {
+    dir: OwnedFd,
+    name: Vec<u8>,
+    file: File,
+    size: u64,
+    cap: u64,
+    /// Whether this session's first full file is kept as `<name>.1`.
+    first_kept: bool,
+}
+
+impl Sink {
+    fn write(&mut self, line: &[u8]) {
+        if self.size > 0 && self.size + line.len() as u64 > self.cap {
+            self.rotate();
+        }
+        // A failed write loses the line; the log is best effort.
+        if self.file.write_all(line).is_ok() {
+            self.size += line.len() as u64;
+        }
+    }
+
+    /// Renames the full file and opens a fresh one; when the name is no
+    /// longer this file, or the rename fails, the file is started over.
+    fn rotate(&mut self) {
+        let kept = if self.first_kept { ".2" } else { ".1" };
+        let mut kept_name = self.name.clone();
+        kept_name.extend_from_slice(kept.as_bytes());
+        let ours = identity_of(&self.file).is_some()
+            && identity_of(&self.file) == crate::rundir::daemonlog::identity_in(&self.dir, &self.name);
+        if ours && crate::base::safedir::rename_in(&self.dir, &self.name, &kept_name).is_ok() {
+            self.first_kept = true;
+            if let Ok(file) = open_log(&self.dir, &self.name) {
+                self.file = file;
+                self.size = 0;
+                return;
+            }
+        }
+        if self.file.set_len(0).is_ok() {
+            self.size = 0;
+        }
+    }
+}
+
+/// The directory and the file name of `path`, which must be absolute.
+fn split(path: &Path) -> Result<(PathBuf, Vec<u8>), String> {
+    let shown = path.display();
+    if !path.is_absolute() {
+        return Err(format!("{shown}: not an absolute path"));
+    }
+    let name = match path.file_name() {
+        Some(name) if name != ".." => name.as_bytes().to_vec(),
+        _ => return Err(format!("{shown}: does not name a file")),
+    };
+    let dir = path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("/"));
+    Ok((dir, name))
+}
+
+/// Opens (creating `0600`) the log `name` in `dir` for append: not through
+/// a link, a regular file of ours, narrowed to `0600` if it was wider.
+fn open_log(dir: &OwnedFd, name: &[u8]) -> Result<File, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let file = crate::base::safedir::open_file_at(dir, name, libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND, 0o600)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => "is a symbolic link (the wire log is never written through one)".to_string(),
+            _ => format!("cannot open: {}", crate::base::goerr::io_text(&e)),
+        })?;
+    if !crate::base::safedir::is_own_regular(&file) {
+        return Err("is not a regular file of this user".to_string());
+    }
+    let mode = file.metadata().map(|m| m.permissions().mode()).unwrap_or(0);
+    if mode & 0o077 != 0 {
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| format!("cannot make it 0600: {}", crate::base::goerr::io_text(&e)))?;
+    }
+    Ok(file)
+}
+
+/// Device and inode of an open file.
+fn identity_of(file: &File) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    file.metadata().ok().map(|m| (m.dev(), m.ino()))
+}
+
+fn now_micros() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
