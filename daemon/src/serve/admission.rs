@@ -26,27 +26,56 @@
 //!     connection set up and torn down. A client of the crowd's own
 //!     process still gets in: its line is there, or it is the last of the
 //!     burst.
-//!   - Otherwise (no peer crowds: many processes with a few connections
-//!     each) the connection silent longest overall goes, once it was
-//!     admitted [`FRESH_GRACE`] ago: a new client must have the time to
-//!     send its first line and have it read (audit N6). Until then the
-//!     admission waits (at most the grace) or a place frees, and the
-//!     kernel's listen backlog holds the connections behind it.
+//!   - Otherwise (no peer crowds: many processes with fewer than
+//!     [`PEER_CROWD`] connections each) the connection silent longest
+//!     overall goes, once it was admitted [`FRESH_GRACE`] ago: a new
+//!     client must have the time to send its first line and have it read
+//!     (audit N6). While that one is fresher, the connection admitted
+//!     first goes instead if it is past the grace: it sent a line since
+//!     (else it would be silent longest), so it is no client still to
+//!     send its first. Only while every unauthenticated connection is
+//!     fresher than the grace does the admission wait, until the oldest of
+//!     them is not or a place frees, and the kernel's listen backlog holds
+//!     the connections behind it.
 //!
 //!   "Silent" counts from the admission or from the last complete line
 //!   (ties go to the oldest). The newcomer takes the place at once, while
 //!   the connection told to go closes; at most [`LEAVING_MAX`] may be
-//!   closing so, past which an admission waits for one of them. When
-//!   every open connection is authenticated, the new one is refused
-//!   (closed at once). The books are kept in
+//!   closing so, past which an admission waits for one of them (a
+//!   connection told to go closes whatever it is doing,
+//!   `connection.rs`). When every open connection is authenticated, the
+//!   new one is refused (closed at once). The books are kept in
 //!   [`crate::serve::peertable`]: O(1) per admission, per line and per
 //!   close.
+//!
+//!   **The bound.** Once the accept loop takes a newcomer, it waits at
+//!   most [`FRESH_GRACE`] for a place (beside the wait for one of the
+//!   connections closing), crowd or no crowd. Nothing is admitted while
+//!   it waits, so afterwards every connection without the token is past
+//!   its grace and the next admissions at the cap take their places at
+//!   once, until those are gone: the loop waits at most one
+//!   [`FRESH_GRACE`] per `U` admissions, `U` the unauthenticated
+//!   connections open when it waited. A flood spread over many processes
+//!   (below [`PEER_CROWD`] each) can thus cost a client at most that: one
+//!   grace, and one more per `U` connections ahead of it in the listen
+//!   backlog. Their lines do not keep them: one that speaks is past its
+//!   grace when the one silent longest is not, and goes.
+//!
+//!   Peers are told apart by process, not by user: the socket is `0600`,
+//!   so the kernel lets only the daemon's user and root connect, and the
+//!   flood to bound is the same user's. Connections whose pid the kernel
+//!   does not name (a peer in a pid namespace it cannot map) count as one
+//!   process.
 //! * **Time.** An unauthenticated connection is closed
 //!   [`AUTH_GRACE`] (30 s) after it was accepted.
 //! * **Memory.** The line buffers of unauthenticated connections together
 //!   hold at most [`UNAUTH_LINE_BUDGET`] bytes; a connection whose buffer
 //!   would pass it is closed. Their lines are checked on the reader one at
-//!   a time, so no unauthenticated request is ever queued in a task.
+//!   a time, so no unauthenticated request is ever queued in a task. Their
+//!   replies waiting to be written hold at most [`UNAUTH_REPLY_BUDGET`]
+//!   bytes together, and at most 1024 per connection: a connection whose
+//!   next reply passes either is closed (`connection.rs`), so one that
+//!   never reads costs a bounded amount, and never waits for room.
 //! * **Log lines.** Past a burst, connections are logged only once they
 //!   authenticate; the others are counted in a summary line
 //!   ([`crate::serve::connlog`]).
@@ -128,6 +157,12 @@ fn ms_from_env(name: &str) -> Option<Duration> {
 
 /// Line-buffer bytes all unauthenticated connections together may hold.
 pub(crate) const UNAUTH_LINE_BUDGET: usize = 32 << 20;
+/// Reply bytes all unauthenticated connections together may have waiting
+/// to be written (queued, or in a writer's buffer): a reply echoes its
+/// request's id, so one line of 1 MiB can ask for a reply of 6 MiB (Go
+/// writes `<` as `\u003c`), and a queue of such replies nobody reads
+/// would hold gigabytes.
+pub(crate) const UNAUTH_REPLY_BUDGET: usize = 32 << 20;
 /// Descriptors kept out of the connection cap: at least this many, and at
 /// least a quarter of the limit.
 pub(crate) const MIN_RESERVED_FDS: u64 = 128;
@@ -225,11 +260,20 @@ fn choose(table: &mut Table, now: u64, fresh: u64, peer: Option<i32>, own_fresh:
             }
         }
     }
-    let ripe = admitted.saturating_add(fresh);
-    if ripe > now {
-        return AtCap::WaitUntil(ripe);
-    }
-    match table.remove(quietest) {
+    let victim = if admitted.saturating_add(fresh) <= now {
+        quietest
+    } else {
+        // The one silent longest is fresh. The one admitted first spoke
+        // since (else it would be silent longest), so it is no client
+        // still to send its first line: past its grace, it goes; if it is
+        // fresh too, so is every other.
+        match table.admitted_first() {
+            Some((first, born)) if born.saturating_add(fresh) <= now => first,
+            Some((_, born)) => return AtCap::WaitUntil(born.saturating_add(fresh)),
+            None => return AtCap::Full,
+        }
+    };
+    match table.remove(victim) {
         Some(seat) => AtCap::Evict { seat, gave_way: None },
         None => AtCap::Full,
     }
@@ -264,6 +308,8 @@ pub(crate) struct Admission {
     epoch: Instant,
     /// Shared by the line buffers of unauthenticated connections.
     pub unauth_lines: Arc<SharedBudget>,
+    /// Shared by the unwritten replies of unauthenticated connections.
+    pub unauth_replies: Arc<SharedBudget>,
     /// The log lines connections without the token may cost.
     pub log_lines: crate::serve::connlog::ConnLog,
     /// Warnings that name a crowd made to give way.
@@ -296,6 +342,7 @@ impl Admission {
             room: Notify::new(),
             epoch: Instant::now(),
             unauth_lines: Arc::new(SharedBudget::new(UNAUTH_LINE_BUDGET)),
+            unauth_replies: Arc::new(SharedBudget::new(UNAUTH_REPLY_BUDGET)),
             log_lines: crate::serve::connlog::ConnLog::default(),
             crowd_warnings: Quota::new(5),
         })
@@ -436,6 +483,25 @@ impl Admission {
         );
     }
 
+    /// Resolves once every admitted connection has closed (its ticket
+    /// dropped). After a shutdown each one notices by itself; the final
+    /// summary of `connlog` waits for this so that it counts them all.
+    pub(crate) async fn all_closed(&self) {
+        loop {
+            // Armed before the books are read, as in `admit`.
+            let room = self.room.notified();
+            tokio::pin!(room);
+            room.as_mut().enable();
+            {
+                let books = self.lock();
+                if books.placed + books.leaving == 0 {
+                    return;
+                }
+            }
+            room.await;
+        }
+    }
+
     /// Open connections now, leaving ones included.
     #[cfg(test)]
     pub(crate) fn open(&self) -> usize {
@@ -497,6 +563,12 @@ impl Ticket {
     /// The budget an unauthenticated connection's line buffer charges.
     pub(crate) fn line_budget(&self) -> Arc<SharedBudget> {
         self.admission.unauth_lines.clone()
+    }
+
+    /// The budget an unauthenticated connection's unwritten replies
+    /// charge.
+    pub(crate) fn reply_budget(&self) -> Arc<SharedBudget> {
+        self.admission.unauth_replies.clone()
     }
 }
 
@@ -742,6 +814,61 @@ mod tests {
         assert!(told(&few).is_empty());
         assert!(poll_once(one.evicted()).is_none());
         drop((few, one));
+        assert_eq!(a.open(), 0);
+    }
+
+    /// The rule without a crowd, on its own clock: the one silent longest
+    /// is fresh, so the one admitted first, which spoke since and is past
+    /// its grace, goes; once only fresh ones are left, the wait is until
+    /// the oldest of them is past it.
+    #[test]
+    fn one_that_spoke_goes_before_a_fresh_one_is_waited_for() {
+        let mut table = Table::with_room_for(4);
+        let seats: Vec<Arc<Seat>> = (0..4).map(|_| Arc::new(Seat::default())).collect();
+        let first = table.insert(Some(1), 0, seats[0].clone());
+        let second = table.insert(Some(2), 100, seats[1].clone());
+        table.insert(Some(3), 1500, seats[2].clone());
+        table.insert(Some(4), 1600, seats[3].clone());
+        // The two admitted first speak after the others were admitted.
+        table.heard(second);
+        table.heard(first);
+        let mut evicted = || match choose(&mut table, 1700, 1000, Some(9), false) {
+            AtCap::Evict { seat, gave_way: None } => seats.iter().position(|s| Arc::ptr_eq(s, &seat)),
+            AtCap::WaitUntil(at) => panic!("waited until {at}"),
+            _ => panic!("no eviction"),
+        };
+        assert_eq!(evicted(), Some(0), "admitted first, past its grace");
+        assert_eq!(evicted(), Some(1));
+        assert!(matches!(
+            choose(&mut table, 1700, 1000, Some(9), false),
+            AtCap::WaitUntil(2500)
+        ));
+    }
+
+    /// The bound the module states: once the loop waited for a grace,
+    /// every connection is past it, and the next admissions take their
+    /// places at once, however the connections already there keep
+    /// speaking (they used to make each admission wait for the newest
+    /// one's grace).
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_chatty_flood_makes_admissions_wait_once_not_each_time() {
+        let a = Admission::new(4, graces(Duration::from_millis(200)));
+        let flood: Vec<Ticket> = (1..=4).map(|pid| yes_from(&a, Some(pid))).collect();
+        let first = match tokio::time::timeout(Duration::from_secs(5), a.admit(Some(10), || true)).await {
+            Ok(Admitted::Yes(t)) => t,
+            _ => panic!("admitted once the grace is over"),
+        };
+        let mut newcomers = vec![first];
+        for pid in 11..14 {
+            // Everyone already there speaks after the newest arrived.
+            for t in &flood {
+                t.heard();
+            }
+            newcomers.push(yes_from(&a, Some(pid)));
+        }
+        assert_eq!(told(&flood), [0, 1, 2, 3]);
+        assert!(told(&newcomers).is_empty());
+        drop((flood, newcomers));
         assert_eq!(a.open(), 0);
     }
 

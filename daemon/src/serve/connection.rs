@@ -12,7 +12,10 @@
 //! `server.ping`, `capabilities`, and plain `process.stdin` calls, which
 //! never wait), a task of its own (every other request, so a slow request
 //! never delays a fast one), or nothing. The reader only carries that out,
-//! within the connection's bounds. When the client half-closes, in-flight
+//! within the connection's bounds; whatever it waits for (a line, room for
+//! a reply or a request), it also waits for the shutdown and for
+//! admission's word (an eviction, the end of the grace), so a connection
+//! told to close closes at once. When the client half-closes, in-flight
 //! requests still get their replies; then the connection closes and its
 //! subscriptions end (the processes keep running and can be reattached).
 //!
@@ -26,7 +29,7 @@
 //! cross: every line the reader frames, before it goes to dispatch, and
 //! every batch the writer has written. Off, each costs one test.
 
-use crate::base::ndjson::{LineReader, ReadEvent};
+use crate::base::ndjson::{LineReader, ReadEvent, SharedBudget};
 use crate::methods::Follow;
 use crate::replay::cursor::Cursor;
 use crate::replay::followers::{Handoff, HandoffSlot};
@@ -36,11 +39,13 @@ use crate::serve::dispatch::{Dispatcher, Handlers, Reply, Step};
 use crate::serve::state::Daemon;
 use crate::serve::wirelog::WireTap;
 use crate::serve::wireredact::Direction;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixStream;
+use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, Notify, OwnedSemaphorePermit, Semaphore};
 
 /// Requests of one connection that may run at once; past this the reader
@@ -50,7 +55,9 @@ const MAX_IN_FLIGHT: usize = 1024;
 /// A line takes `min(len, MAX_IN_FLIGHT_BYTES)` of it, so one line of any
 /// allowed size always fits; past the bound the reader stops reading.
 const MAX_IN_FLIGHT_BYTES: usize = crate::base::ndjson::MAX_LINE;
-/// Replies that may wait for the writer.
+/// Replies that may wait for the writer. An authenticated connection's
+/// reader waits for room (back-pressure); one without the token is closed
+/// when its queue is full.
 const REPLY_QUEUE: usize = 1024;
 /// Raw stream bytes the writer takes per pass before it checks for replies.
 const FRAME_BUDGET: usize = 256 * 1024;
@@ -73,7 +80,12 @@ fn connection_name(conn_id: u64, peer: Option<i32>) -> String {
 /// [`crate::serve::admission`]: its lines are checked on the reader, its buffer
 /// is charged to the shared unauthenticated budget, and it is closed
 /// after its grace ([`crate::serve::admission::AUTH_GRACE`]) or when a newer connection needs its place.
-pub(crate) async fn serve(stream: UnixStream, daemon: Arc<Daemon>, mut ticket: Ticket) {
+/// Its replies are never waited for: it is closed when [`REPLY_QUEUE`]
+/// of them wait for it to read, and once its requests are read, what is
+/// queued goes out only until its grace or an eviction. So whatever it
+/// does (or does not read), its place and its slot among the connections
+/// told to make room free promptly.
+pub(crate) async fn serve(stream: UnixStream, daemon: Arc<Daemon>, ticket: Ticket) {
     let conn_id = NEXT_CONN_ID.fetch_add(1, Ordering::Relaxed);
     // Past a burst, a connection is logged only once it authenticates
     // (`connlog`): a churn without the token cannot flood the log.
@@ -85,18 +97,24 @@ pub(crate) async fn serve(stream: UnixStream, daemon: Arc<Daemon>, mut ticket: T
         crate::log_info!("[Server] New connection from: @");
     }
     let peer = ticket.peer();
+    let mut gate = Gate {
+        replies: Arc::new(ReplyCharge::new(ticket.reply_budget())),
+        ticket,
+        grace: Box::pin(tokio::time::sleep(daemon.admission.grace())),
+    };
     daemon.metrics.connections.fetch_add(1, Ordering::Relaxed);
     let _open = OpenClient::count(&daemon);
     let (read_half, write_half) = stream.into_split();
     let (tx, rx) = mpsc::channel(REPLY_QUEUE);
     let handoff = HandoffSlot::new(connection_name(conn_id, peer));
     let tap = daemon.options.wire_log.clone().map(|tap| Tap { tap, conn_id, peer });
-    let writer = tokio::spawn(write_loop(
+    let mut writer = tokio::spawn(write_loop(
         write_half,
         rx,
         conn_id,
         daemon.shutdown.subscribe(),
         handoff.clone(),
+        gate.replies.clone(),
         tap.clone(),
     ));
     // An unlogged connection logs no warning of its own either.
@@ -107,12 +125,27 @@ pub(crate) async fn serve(stream: UnixStream, daemon: Arc<Daemon>, mut ticket: T
         handoff: &handoff,
         tap: tap.as_ref(),
     };
-    let close = read_requests(read_half, &daemon, &mut ticket, &dispatcher, ends, &mut lines).await;
+    let close = read_requests(read_half, &daemon, &mut gate, &dispatcher, ends, &mut lines).await;
     drop(tx);
     if close == Close::Abort {
         writer.abort();
     }
-    let _ = writer.await;
+    if gate.ticket.is_authenticated() {
+        let _ = writer.await;
+    } else {
+        // What is queued goes out, but a connection without the token gets
+        // no more time for taking it than it had to send its requests: one
+        // that never reads must not keep its place, or its slot among the
+        // connections told to make room, for good.
+        tokio::select! {
+            _ = &mut writer => {}
+            why = gate.dismissed() => {
+                why.record(&mut lines, &daemon);
+                writer.abort();
+                let _ = writer.await;
+            }
+        }
+    }
     if !lines.logged {
         daemon.admission.log_lines.count_unlogged(lines.ended);
         return;
@@ -125,6 +158,109 @@ pub(crate) async fn serve(stream: UnixStream, daemon: Arc<Daemon>, mut ticket: T
         );
     }
     crate::log_info!("[Server] Connection closed");
+}
+
+/// What admission holds over one connection: its place, the grace it has
+/// to authenticate (counted from the accept), and what its replies
+/// without the token owe the shared budget.
+struct Gate {
+    ticket: Ticket,
+    grace: Pin<Box<tokio::time::Sleep>>,
+    replies: Arc<ReplyCharge>,
+}
+
+/// The bytes of one connection's replies charged to
+/// [`crate::serve::admission::UNAUTH_REPLY_BUDGET`] and not written yet.
+/// The reader charges each reply it queues without the token; the writer
+/// gives bytes back once it wrote them (first in, first out, so what it
+/// writes pays what is owed first); the rest comes back when the
+/// connection ends.
+struct ReplyCharge {
+    budget: Arc<SharedBudget>,
+    owed: AtomicUsize,
+}
+
+impl ReplyCharge {
+    fn new(budget: Arc<SharedBudget>) -> ReplyCharge {
+        ReplyCharge {
+            budget,
+            owed: AtomicUsize::new(0),
+        }
+    }
+
+    /// Charges `n` bytes if the budget has them.
+    fn take(&self, n: usize) -> bool {
+        if !self.budget.try_take(n) {
+            return false;
+        }
+        self.owed.fetch_add(n, Ordering::AcqRel);
+        true
+    }
+
+    /// `n` bytes went out: as much of what is owed comes back.
+    fn written(&self, n: usize) {
+        // Nothing owed, the authenticated connection's case: one load.
+        if self.owed.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        if let Ok(owed) = self
+            .owed
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |owed| Some(owed.saturating_sub(n)))
+        {
+            self.budget.give_back(owed.min(n));
+        }
+    }
+}
+
+impl Drop for ReplyCharge {
+    fn drop(&mut self) {
+        self.budget.give_back(*self.owed.get_mut());
+    }
+}
+
+/// Why admission closes a connection, whatever it is doing.
+#[derive(Debug, Clone, Copy)]
+enum Dismissed {
+    /// A newcomer at the connection cap took its place.
+    Evicted,
+    /// It sent no request with the token within its grace.
+    Grace,
+}
+
+impl Gate {
+    /// Resolves when the connection must close: told to make room (only
+    /// connections without the token are chosen, but one that
+    /// authenticates in the same instant still goes, so that it frees
+    /// the slot it was counted in), or still without the token when its
+    /// grace is over.
+    async fn dismissed(&mut self) -> Dismissed {
+        let unauthenticated = !self.ticket.is_authenticated();
+        tokio::select! {
+            _ = self.ticket.evicted() => Dismissed::Evicted,
+            _ = &mut self.grace, if unauthenticated => Dismissed::Grace,
+        }
+    }
+}
+
+impl Dismissed {
+    /// Notes how the connection ended, with its warning when its lines
+    /// are logged.
+    fn record(self, lines: &mut Lines, daemon: &Daemon) {
+        match self {
+            Dismissed::Evicted => lines.closing(Ended::Evicted, || {
+                crate::log_warn!(
+                    "[Server] closing an unauthenticated connection: the connection limit ({}) is reached",
+                    daemon.admission.cap()
+                )
+            }),
+            Dismissed::Grace => lines.closing(Ended::Grace, || {
+                crate::log_warn!(
+                    "[Server] closing connection: no authenticated request within {:?}",
+                    daemon.admission.grace()
+                )
+            }),
+        }
+    }
 }
 
 /// The wire log as one connection taps it.
@@ -196,7 +332,7 @@ enum Close {
 async fn read_requests(
     read_half: OwnedReadHalf,
     daemon: &Daemon,
-    ticket: &mut Ticket,
+    gate: &mut Gate,
     dispatcher: &Dispatcher,
     ends: Ends<'_>,
     lines: &mut Lines,
@@ -206,16 +342,13 @@ async fn read_requests(
     let mut replaced = handoff.replaced.subscribe();
     let in_flight = InFlight::new();
     let mut reader = LineReader::new(read_half);
-    reader.charge_to(ticket.line_budget());
-    let grace = tokio::time::sleep(daemon.admission.grace());
-    tokio::pin!(grace);
+    reader.charge_to(gate.ticket.line_budget());
     loop {
-        let unauthenticated = !ticket.is_authenticated();
         let event = tokio::select! {
             event = reader.next() => event,
             _ = shutdown.wait() => return Close::Abort,
-            _ = &mut grace, if unauthenticated => {
-                lines.closing(Ended::Grace, || crate::log_warn!("[Server] closing connection: no authenticated request within {:?}", daemon.admission.grace()));
+            why = gate.dismissed() => {
+                why.record(lines, daemon);
                 return Close::Abort;
             }
             taken = replaced.wait_for(Option::is_some) => {
@@ -230,10 +363,6 @@ async fn read_requests(
                     );
                 }
                 return Close::Drain;
-            }
-            _ = ticket.evicted() => {
-                lines.closing(Ended::Evicted, || crate::log_warn!("[Server] closing an unauthenticated connection: the connection limit ({}) is reached", daemon.admission.cap()));
-                return Close::Abort;
             }
         };
         let line = match event {
@@ -255,10 +384,11 @@ async fn read_requests(
             }
             ReadEvent::Eof => return Close::Drain,
         };
+        let unauthenticated = !gate.ticket.is_authenticated();
         if unauthenticated {
             // Not silent: evictions at the cap take it after the
             // connections that have said nothing for longer.
-            ticket.heard();
+            gate.ticket.heard();
         }
         let len = line.len();
         if let Some(tap) = tap {
@@ -266,15 +396,60 @@ async fn read_requests(
         }
         let dispatched = dispatcher.on_line(line, !unauthenticated).await;
         if unauthenticated && dispatched.authenticates {
-            ticket.authenticate();
+            gate.ticket.authenticate();
             reader.stop_charging();
             lines.authenticated();
         }
         match dispatched.step {
             Step::Skip => {}
-            Step::Reply(reply) => send(tx, reply).await,
+            // Without the token a reply is never waited for: a connection
+            // that does not read its replies is closed once its queue is
+            // full, rather than hold its reader (and its place) until it
+            // reads.
+            Step::Reply(reply) if !gate.ticket.is_authenticated() => {
+                if !gate.replies.take(reply.held_bytes()) {
+                    lines.closing(Ended::OverReplyBudget, || {
+                        crate::log_warn!(
+                            "[Server] closing an unauthenticated connection: replies waiting to be read on all such connections reach {} MiB",
+                            crate::serve::admission::UNAUTH_REPLY_BUDGET >> 20
+                        )
+                    });
+                    return Close::Abort;
+                }
+                if let Err(TrySendError::Full(_)) = tx.try_send(reply) {
+                    lines.closing(Ended::NotReading, || {
+                        crate::log_warn!(
+                            "[Server] closing an unauthenticated connection: {REPLY_QUEUE} replies wait for it to read"
+                        )
+                    });
+                    return Close::Abort;
+                }
+                // Still a turn of the runtime's, as waiting for room was:
+                // the writer gets to run, so a client that reads never
+                // finds its queue full because its writer was not
+                // scheduled.
+                tokio::task::coop::consume_budget().await;
+            }
+            // The owner's replies are waited for (back-pressure, nothing
+            // lost), until the connection must close anyway.
+            Step::Reply(reply) => tokio::select! {
+                _ = send(tx, reply) => {}
+                _ = shutdown.wait() => return Close::Abort,
+                why = gate.dismissed() => {
+                    why.record(lines, daemon);
+                    return Close::Abort;
+                }
+            },
             Step::Task(task) => {
-                let Some(permits) = in_flight.admit(len).await else {
+                let permits = tokio::select! {
+                    permits = in_flight.admit(len) => permits,
+                    _ = shutdown.wait() => return Close::Abort,
+                    why = gate.dismissed() => {
+                        why.record(lines, daemon);
+                        return Close::Abort;
+                    }
+                };
+                let Some(permits) = permits else {
                     return Close::Drain;
                 };
                 let tx = tx.clone();
@@ -289,8 +464,9 @@ async fn read_requests(
     }
 }
 
-/// Queues `reply` for the writer. Silently dropped if the writer is gone
-/// (write error, shutdown): there is nobody left to tell.
+/// Queues `reply` for the writer, waiting for room. Silently dropped if
+/// the writer is gone (write error, shutdown): there is nobody left to
+/// tell.
 async fn send(tx: &mpsc::Sender<Reply>, reply: Reply) {
     let _ = tx.send(reply).await;
 }
@@ -355,6 +531,7 @@ async fn write_loop(
     conn_id: u64,
     mut shutdown: crate::base::shutdown::ShutdownWatch,
     handoff: Handoff,
+    replies: Arc<ReplyCharge>,
     tap: Option<Tap>,
 ) {
     let mut replaced = handoff.replaced.subscribe();
@@ -381,6 +558,7 @@ async fn write_loop(
                 crate::log_warn!("[frameSink] replay write failed, detaching");
                 break;
             }
+            replies.written(out.len());
             if let Some(tap) = &tap {
                 tap.frame(Direction::Out, &out);
             }

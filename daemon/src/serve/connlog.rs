@@ -50,15 +50,21 @@ pub(crate) enum Ended {
     OverBudget,
     /// A line over 1 MiB.
     TooLong,
+    /// Its reply queue filled: it does not read what it is sent.
+    NotReading,
+    /// Its next reply passed the shared budget of unwritten replies.
+    OverReplyBudget,
 }
 
 impl Ended {
-    const ALL: [Ended; 5] = [
+    const ALL: [Ended; 7] = [
         Ended::Closed,
         Ended::Grace,
         Ended::Evicted,
         Ended::OverBudget,
         Ended::TooLong,
+        Ended::NotReading,
+        Ended::OverReplyBudget,
     ];
 
     fn words(self) -> &'static str {
@@ -68,6 +74,8 @@ impl Ended {
             Ended::Evicted => "evicted at the connection limit",
             Ended::OverBudget => "closed over the partial-line budget",
             Ended::TooLong => "closed for a line over 1 MiB",
+            Ended::NotReading => "closed for not reading their replies",
+            Ended::OverReplyBudget => "closed over the unread-reply budget",
         }
     }
 }
@@ -77,7 +85,7 @@ pub(crate) struct ConnLog {
     bucket: Mutex<Bucket>,
     /// Connections that ended without the token and unlogged since the
     /// last summary, by [`Ended`] (in `Ended::ALL` order).
-    unlogged: [AtomicU64; 5],
+    unlogged: [AtomicU64; 7],
 }
 
 impl Default for ConnLog {

@@ -88,6 +88,15 @@ impl PackedAck {
 pub(crate) const PONG_RESULT: &[u8] = br#"{"pong":true}"#;
 
 impl Reply {
+    /// The bytes this reply holds until it is written: its line, or for
+    /// the variants the writer encodes, their own size.
+    pub(crate) fn held_bytes(&self) -> usize {
+        match self {
+            Reply::Line(line) | Reply::Follow { line, .. } => line.len(),
+            Reply::Pong(_) | Reply::StdinAck(..) | Reply::StdinRefused(..) => std::mem::size_of::<Reply>(),
+        }
+    }
+
     /// Appends the reply's line to `out`, for the variants that are one
     /// line by themselves ([`Reply::Follow`] is ordered by the writer).
     pub(crate) fn write_line(&self, out: &mut Vec<u8>) {

@@ -15,7 +15,9 @@
 //! Both silence orders are kept by appending: a connection joins the tail
 //! when it is admitted and moves there when it sends a line, so the head
 //! of a list is the connection silent longest (ties: the one admitted
-//! first) without a clock being compared.
+//! first) without a clock being compared. A third list keeps the order of
+//! admission alone (a line does not move a connection in it): its head is
+//! the connection admitted first.
 
 use std::collections::HashMap;
 
@@ -90,6 +92,8 @@ struct Conn<T> {
     all: Link,
     /// In the order of silence among its peer's connections.
     mine: Link,
+    /// In the order of admission.
+    born: Link,
     payload: Option<T>,
 }
 
@@ -116,6 +120,8 @@ pub(crate) struct PeerTable<T> {
     top: u32,
     /// Every connection, silent longest first.
     silent: Ends,
+    /// Every connection, admitted first first.
+    admitted: Ends,
     next_id: u64,
 }
 
@@ -135,6 +141,7 @@ impl<T> PeerTable<T> {
             buckets: Vec::with_capacity(room + 1),
             top: 0,
             silent: EMPTY,
+            admitted: EMPTY,
             next_id: 0,
         }
     }
@@ -152,6 +159,7 @@ impl<T> PeerTable<T> {
             admitted: now,
             all: UNLINKED,
             mine: UNLINKED,
+            born: UNLINKED,
             payload: Some(payload),
         };
         let slot = match self.free_conns {
@@ -166,6 +174,7 @@ impl<T> PeerTable<T> {
             }
         };
         push_back(&mut self.conns, &mut self.silent, slot, |c| &mut c.all);
+        push_back(&mut self.conns, &mut self.admitted, slot, |c| &mut c.born);
         push_back(&mut self.conns, &mut self.peers[p as usize].conns, slot, |c| {
             &mut c.mine
         });
@@ -181,6 +190,7 @@ impl<T> PeerTable<T> {
         let slot = h.slot;
         let p = self.conns[slot as usize].peer;
         unlink(&mut self.conns, &mut self.silent, slot, |c| &mut c.all);
+        unlink(&mut self.conns, &mut self.admitted, slot, |c| &mut c.born);
         unlink(&mut self.conns, &mut self.peers[p as usize].conns, slot, |c| {
             &mut c.mine
         });
@@ -209,6 +219,11 @@ impl<T> PeerTable<T> {
     /// The connection silent longest, and when it was admitted.
     pub(crate) fn silent_longest(&self) -> Option<(Handle, u64)> {
         self.handle_at(self.silent.head)
+    }
+
+    /// The connection admitted first, and when.
+    pub(crate) fn admitted_first(&self) -> Option<(Handle, u64)> {
+        self.handle_at(self.admitted.head)
     }
 
     /// The connection of `peer` silent longest, and when it was admitted.
@@ -331,17 +346,27 @@ mod tests {
         out
     }
 
+    fn admission_order(t: &PeerTable<u32>) -> Vec<u32> {
+        let mut out = Vec::new();
+        let mut at = t.admitted.head;
+        while at != NIL {
+            out.push(*t.conns[at as usize].payload.as_ref().unwrap());
+            at = t.conns[at as usize].born.next;
+        }
+        out
+    }
+
     /// The per-connection bound `docs/ARCHITECTURE.md` states
     /// (*Unauthenticated clients*): one connection slot, at most one peer
     /// slot, one pid-map entry (8 bytes and a control byte at a load of
-    /// 7/8) and one bucket, ≤ 96 bytes before the slabs' doubling.
+    /// 7/8) and one bucket, ≤ 104 bytes before the slabs' doubling.
     #[test]
-    fn a_connection_costs_the_books_at_most_96_bytes() {
+    fn a_connection_costs_the_books_at_most_104_bytes() {
         let conn = std::mem::size_of::<Conn<std::sync::Arc<()>>>();
         let peer = std::mem::size_of::<Peer>();
         let map = (std::mem::size_of::<(i32, u32)>() + 1) * 8 / 7 + 1;
         let bucket = std::mem::size_of::<Ends>();
-        assert!(conn + peer + map + bucket <= 96, "{conn} + {peer} + {map} + {bucket}");
+        assert!(conn + peer + map + bucket <= 104, "{conn} + {peer} + {map} + {bucket}");
     }
 
     #[test]
@@ -376,6 +401,8 @@ mod tests {
         assert_eq!(order(&t), [1, 2, 3]);
         t.heard(first);
         assert_eq!(order(&t), [2, 3, 1]);
+        assert_eq!(admission_order(&t), [1, 2, 3], "a line moves nothing here");
+        assert_eq!(t.admitted_first().map(|(_, at)| at), Some(0));
         assert_eq!(order_of(&t, Some(1)), [3, 1]);
         let (h, admitted) = t.silent_longest_of(t.peer(Some(1)).unwrap()).unwrap();
         assert_eq!(admitted, 2);
@@ -428,6 +455,13 @@ mod tests {
                 model.push(spoke);
             }
             assert_eq!(order(&t), model.iter().map(|m| m.0).collect::<Vec<_>>());
+            let mut born: Vec<u32> = model.iter().map(|m| m.0).collect();
+            born.sort_unstable();
+            assert_eq!(admission_order(&t), born);
+            assert_eq!(
+                t.admitted_first().map(|(_, at)| at),
+                born.first().map(|&b| u64::from(b))
+            );
             let most = (0..6)
                 .map(|pid| model.iter().filter(|m| m.1 == pid).count())
                 .max()

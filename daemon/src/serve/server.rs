@@ -189,6 +189,10 @@ fn has_connections_waiting(fd: std::os::fd::RawFd) -> bool {
     n > 0 && ready.revents & libc::POLLIN != 0
 }
 
+/// How long the teardown waits for connections to close before the last
+/// summary of unlogged ones.
+const CLOSING_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Serves `listener` until shutdown, then tears down: children are killed
 /// (or kept with `-keep-children`) and the socket file is removed. The
 /// teardown completes before this returns.
@@ -198,6 +202,10 @@ pub(crate) async fn run(listener: StdUnixListener, daemon: Arc<Daemon>) -> io::R
     let summaries = tokio::spawn(summarize_unlogged(daemon.clone()));
     let served = accept_loop(listener, daemon.clone()).await;
     summaries.abort();
+    // Every connection notices the shutdown and closes at once; the last
+    // summary waits for them (bounded, in case one cannot), so that a
+    // connection still in flight is counted, not lost with the process.
+    let _ = tokio::time::timeout(CLOSING_WAIT, daemon.admission.all_closed()).await;
     daemon.admission.log_lines.summarize();
     if served.is_err() {
         crate::agent::loginshell::end_all();

@@ -172,25 +172,32 @@ fn a_churn_of_connections_without_the_token_is_summarised() {
     // An owner connecting after the churn is logged all the same.
     assert!(d.call("server.ping", "{}").contains(r#""pong":true"#));
     let opened = |log: &str| log.matches("[Server] New connection from: @").count();
-    assert!(wait_until(Duration::from_secs(20), || d
-        .log()
-        .matches("[Server] Connection closed")
-        .count()
-        == opened(&d.log())));
+    // The stop is the event: the teardown writes its summary once every
+    // connection has closed, so none is still in flight, neither logged
+    // nor counted (a churned connection whose task had not run yet went
+    // missing: 301).
     let mut d = d;
     d.stop();
     let log = d.log();
     assert!(opened(&log) <= 30, "{} opening lines for 300 connections", opened(&log));
-    let summary = log
+    // The teardown's summary comes after every connection closed (a
+    // minute's summary may come before it on a slow run).
+    let summaries: Vec<&str> = log
         .lines()
-        .find(|l| l.contains("connection(s) without the token opened and ended unlogged: "))
-        .unwrap_or_else(|| panic!("no summary: {log}"));
-    let counted: usize = summary
-        .split("[Server] ")
-        .nth(1)
-        .and_then(|rest| rest.split(' ').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap();
+        .filter(|l| l.contains("connection(s) without the token opened and ended unlogged: "))
+        .collect();
+    assert!(!summaries.is_empty(), "no summary: {log}");
+    let counted: usize = summaries
+        .iter()
+        .map(|summary| {
+            summary
+                .split("[Server] ")
+                .nth(1)
+                .and_then(|rest| rest.split(' ').next())
+                .and_then(|n| n.parse::<usize>().ok())
+                .unwrap()
+        })
+        .sum();
     // The 300, the ping and the stop's own connection.
-    assert_eq!(counted + opened(&log), 302, "{summary}");
+    assert_eq!(counted + opened(&log), 302, "{summaries:?}");
 }

@@ -73,6 +73,7 @@ mod stdin_paths;
 mod stop;
 mod tar;
 mod tar_5fd08069;
+mod unread_replies;
 mod upstream_life;
 mod version_id;
 mod wire_log;
