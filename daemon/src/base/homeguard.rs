@@ -38,8 +38,10 @@
 //! path-based call reaches but a removal that splits it into a shorter
 //! parent and a name would (`/proc/self/root` and 2 025 `/.` before the
 //! home passed the guard and the wipe emptied the home); a relative
-//! target without a working directory; an entry or a directory whose
-//! identity cannot be read. Refused with [`Verdict::text`]'s
+//! target without a working directory; a target whose resolution meets a
+//! loop of links (`ELOOP`, found by the property test in `props.rs`);
+//! an entry or a directory whose identity cannot be read. Refused with
+//! [`Verdict::text`]'s
 //! `<what> is too long to be checked against the home directory …` or
 //! `<what> cannot be checked against the home directory …`.
 //!
@@ -80,6 +82,25 @@ pub(crate) enum Verdict {
     TooLong,
     /// Relative, with no working directory to resolve it from.
     Unresolvable,
+    /// The kernel meets a loop of links on the way (`ELOOP`): what the
+    /// path names cannot be told.
+    LinkLoop,
+}
+
+/// What [`Homes::lexically`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Lexical {
+    /// The verdict, told without the kernel.
+    Decided(Verdict),
+    /// Only the kernel can tell: this absolute path (shorter than
+    /// `PATH_MAX`) is to be resolved and its identity read.
+    AskTheKernel(Vec<u8>),
+}
+
+/// Whether no path-based call can take `path` (`PATH_MAX` bytes or more):
+/// the one length rule of the guard and of `tarx`'s `remove_all`.
+pub(crate) fn too_long_for_the_kernel(path: &[u8]) -> bool {
+    path.len() >= PATH_MAX
 }
 
 impl Verdict {
@@ -97,6 +118,10 @@ impl Verdict {
             )),
             Verdict::Unresolvable => Some(format!(
                 "{what} cannot be checked against the home directory (a relative path, and the working directory is gone): {}",
+                quoted()
+            )),
+            Verdict::LinkLoop => Some(format!(
+                "{what} cannot be checked against the home directory (too many levels of symbolic links): {}",
                 quoted()
             )),
         }
@@ -204,9 +229,10 @@ impl Homes {
     /// The guard for the directories `dirs` (tests name their own).
     pub(crate) fn of<P: AsRef<Path>>(dirs: &[P]) -> Homes {
         let cwd = std::env::current_dir().ok();
+        let cwd = cwd.as_deref().map(|cwd| cwd.as_os_str().as_bytes());
         let mut homes = Homes::default();
         for dir in dirs {
-            let Some(abs) = absolute(dir.as_ref().as_os_str().as_bytes(), cwd.as_deref()) else {
+            let Some(abs) = absolute(dir.as_ref().as_os_str().as_bytes(), cwd) else {
                 continue;
             };
             let mut spellings = vec![gopath::clean(&abs)];
@@ -234,41 +260,76 @@ impl Homes {
         self.verdict(target) != Verdict::Clear
     }
 
+    /// The guard for the homes `dirs` by their spellings alone, with
+    /// nothing read from the disk: what [`Homes::lexically`] needs (the
+    /// fuzz target `homeguard_paths` builds its homes so).
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn of_spellings(dirs: &[&[u8]], cwd: Option<&[u8]>) -> Homes {
+        let mut homes = Homes::default();
+        for dir in dirs {
+            if let Some(abs) = absolute(dir, cwd) {
+                homes.spellings.push(gopath::clean(&abs));
+            }
+        }
+        homes
+    }
+
     /// What the guard says about `target` (see the module comment for the
     /// three tests). An empty target names nothing; with no home known
     /// there is nothing to guard.
     pub(crate) fn verdict(&self, target: &Path) -> Verdict {
-        let raw = target.as_os_str().as_bytes();
-        if raw.is_empty() || self.spellings.is_empty() {
-            return Verdict::Clear;
-        }
         let cwd = std::env::current_dir().ok();
-        let Some(abs) = absolute(raw, cwd.as_deref()) else {
+        let cwd = cwd.as_deref().map(|cwd| cwd.as_os_str().as_bytes());
+        match self.lexically(target.as_os_str().as_bytes(), cwd) {
+            Lexical::Decided(verdict) => verdict,
+            Lexical::AskTheKernel(abs) => self.by_the_kernel(&abs),
+        }
+    }
+
+    /// The part of [`Homes::verdict`] that reads nothing: the target
+    /// made absolute from `cwd` and cleaned is a home or above one, or is
+    /// too long for the kernel to be asked about, or is relative with no
+    /// `cwd`; otherwise the kernel has to be asked about the absolute
+    /// path. Pure, so the fuzz target `homeguard_paths` runs it at speed.
+    pub(crate) fn lexically(&self, raw: &[u8], cwd: Option<&[u8]>) -> Lexical {
+        if raw.is_empty() || self.spellings.is_empty() {
+            return Lexical::Decided(Verdict::Clear);
+        }
+        let Some(abs) = absolute(raw, cwd) else {
             // A relative target with no working directory: what it names
             // cannot be told.
-            return Verdict::Unresolvable;
+            return Lexical::Decided(Verdict::Unresolvable);
         };
         if self.above_a_home(&gopath::clean(&abs)) {
-            return Verdict::Home;
+            return Lexical::Decided(Verdict::Home);
         }
         // Past here every test asks the kernel, which cannot resolve a
         // path this long; a removal would split it into a shorter parent
         // that it can (audit F1).
-        if abs.len() >= PATH_MAX {
-            return Verdict::TooLong;
+        if too_long_for_the_kernel(&abs) {
+            return Lexical::Decided(Verdict::TooLong);
         }
-        let resolved = match resolve(&abs) {
-            Resolved::Path(resolved) if resolved.len() >= PATH_MAX => return Verdict::TooLong,
+        Lexical::AskTheKernel(abs)
+    }
+
+    /// The resolved and identity tests of [`Homes::verdict`] for the
+    /// absolute `abs`, shorter than `PATH_MAX`, that is not lexically a
+    /// home or above one.
+    fn by_the_kernel(&self, abs: &[u8]) -> Verdict {
+        let resolved = match resolve(abs) {
+            Resolved::Path(resolved) if too_long_for_the_kernel(&resolved) => return Verdict::TooLong,
             Resolved::Path(resolved) => Some(resolved),
             Resolved::TooLong => return Verdict::TooLong,
+            Resolved::LinkLoop => return Verdict::LinkLoop,
             Resolved::Nothing => None,
         };
         if resolved.is_some_and(|resolved| self.above_a_home(&resolved)) {
             return Verdict::Home;
         }
-        match std::fs::metadata(OsStr::from_bytes(&abs)) {
+        match std::fs::metadata(OsStr::from_bytes(abs)) {
             Ok(meta) if self.holders.contains(&(meta.dev(), meta.ino())) => Verdict::Home,
             Err(e) if e.raw_os_error() == Some(libc::ENAMETOOLONG) => Verdict::TooLong,
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => Verdict::LinkLoop,
             _ => Verdict::Clear,
         }
     }
@@ -320,11 +381,11 @@ impl Homes {
 
 /// `path` joined to `cwd` when relative; `None` for a relative path
 /// without a working directory.
-fn absolute(path: &[u8], cwd: Option<&Path>) -> Option<Vec<u8>> {
+fn absolute(path: &[u8], cwd: Option<&[u8]>) -> Option<Vec<u8>> {
     if gopath::is_abs(path) {
         return Some(path.to_vec());
     }
-    let cwd = cwd?.as_os_str().as_bytes();
+    let cwd = cwd?;
     let mut joined = cwd.to_vec();
     joined.push(b'/');
     joined.extend_from_slice(path);
@@ -360,6 +421,9 @@ enum Resolved {
     /// (`ENAMETOOLONG`: a name too long, or links that lead to a path of
     /// `PATH_MAX` or more): what the path names cannot be told.
     TooLong,
+    /// The kernel met a loop of links (`ELOOP`): what the path names
+    /// cannot be told.
+    LinkLoop,
     /// Not even `/` resolves.
     Nothing,
 }
@@ -382,6 +446,9 @@ fn resolve(path: &[u8]) -> Resolved {
                 return Resolved::Path(gopath::join(&[real.as_os_str().as_bytes(), rest]));
             }
             Err(e) if e.raw_os_error() == Some(libc::ENAMETOOLONG) => return Resolved::TooLong,
+            // A loop is not a missing name: cutting it off would judge a
+            // path that names something else.
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Resolved::LinkLoop,
             Err(_) => {}
         }
         let Some(cut) = head.iter().rposition(|&b| b == b'/') else {
@@ -397,6 +464,11 @@ fn resolve(path: &[u8]) -> Resolved {
         }
     }
 }
+
+// Linux only: `/proc`, a private mount namespace.
+#[cfg(test)]
+#[cfg(target_os = "linux")]
+pub(crate) mod props;
 
 #[cfg(test)]
 mod tests {
@@ -614,6 +686,53 @@ mod tests {
         if let Some(home) = env_home.filter(|h| !h.as_os_str().is_empty()) {
             assert!(Homes::of_daemon_user().holds(&home));
         }
+    }
+
+    #[test]
+    fn the_lexical_part_reads_nothing_and_leaves_the_rest_to_the_kernel() {
+        let decided = |v| Lexical::Decided(v);
+        let homes = Homes::of_spellings(&[b"/nowhere/u/./home/"], None);
+        assert_eq!(homes.lexically(b"/nowhere/u", None), decided(Verdict::Home));
+        assert_eq!(homes.lexically(b"//nowhere/u/home/x/..", None), decided(Verdict::Home));
+        assert_eq!(
+            homes.lexically(b"..", Some(b"/nowhere/u/home/x")),
+            decided(Verdict::Home)
+        );
+        assert_eq!(
+            homes.lexically(b"/nowhere/u/home/x", None),
+            Lexical::AskTheKernel(b"/nowhere/u/home/x".to_vec())
+        );
+        assert_eq!(homes.lexically(b"x", None), decided(Verdict::Unresolvable));
+        assert_eq!(homes.lexically(b"", None), decided(Verdict::Clear));
+        // Padded past PATH_MAX: lexically the home still, else too long.
+        let padded = |start: &[u8]| [start, &b"/.".repeat(PATH_MAX / 2)].concat();
+        assert_eq!(
+            homes.lexically(&padded(b"/nowhere/u/home"), None),
+            decided(Verdict::Home)
+        );
+        assert_eq!(homes.lexically(&padded(b"/nowhere/v"), None), decided(Verdict::TooLong));
+        // A relative home is taken from the working directory given.
+        let homes = Homes::of_spellings(&[b"rel/home"], Some(b"/cwd"));
+        assert_eq!(homes.lexically(b"/cwd/rel", None), decided(Verdict::Home));
+        assert!(Homes::of_spellings(&[b"rel/home"], None).spellings.is_empty());
+    }
+
+    #[test]
+    fn a_loop_of_links_cannot_be_judged() {
+        let (tmp, home) = layout();
+        let t = tmp.path();
+        let homes = Homes::of(&[&home]);
+        let o = t.join("other");
+        symlink(o.join("loop-b"), o.join("loop-a")).unwrap();
+        symlink(o.join("loop-a"), o.join("loop-b")).unwrap();
+        // `loop-a/..` is `other` lexically: only the kernel can tell.
+        for path in [o.join("loop-a"), o.join("loop-a/x"), o.join("loop-a/..")] {
+            assert_eq!(homes.verdict(&path), Verdict::LinkLoop, "{}", path.display());
+        }
+        assert_eq!(
+            Verdict::LinkLoop.text("destDir", "/l").unwrap(),
+            "destDir cannot be checked against the home directory (too many levels of symbolic links): \"/l\""
+        );
     }
 
     #[test]

@@ -11,7 +11,9 @@ use crate::protocol::rpc::{self, Checked, Envelope};
 use arbitrary::{Arbitrary, Unstructured};
 
 mod dispatch_line;
+mod homeguard_paths;
 pub use dispatch_line::dispatch_line;
+pub use homeguard_paths::homeguard_paths;
 
 /// Structure-aware input for the framing target: the line cap to use,
 /// byte segments (long runs are cheap to describe, so the cap is
@@ -662,6 +664,7 @@ mod tests {
             stdin_offset(data);
             tar_extract(data);
             dispatch_line(data);
+            homeguard_paths(data);
         }
     }
 }

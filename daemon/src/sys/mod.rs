@@ -4,7 +4,7 @@
 //!
 //! | module | owns |
 //! | --- | --- |
-//! | [`os`] | peer pid, liveness, own executable, fd listing, pipe2, errno/readdir, CSPRNG, platform signal sets, glibc malloc tuning |
+//! | [`os`] | peer pid, liveness, mount id, own executable, fd listing, pipe2, errno/readdir, CSPRNG, platform signal sets, glibc malloc tuning |
 //! | [`process`] | signal names, group kill, exit observed without reaping (pidfd / kqueue), a hold on a process its pid cannot outlive (`PidRef`: pidfd / start time) |
 
 pub(crate) mod os;

@@ -15,11 +15,15 @@
 //!
 //! The descent never enters a directory that is the daemon user's home or
 //! a directory above one (by device and inode, [`Homes`]), nor one on
-//! another filesystem than the tree's root (by device): a bind mount of
-//! the home, or of its parent, inside the tree was emptied before (audit
-//! F3). Such a directory is left in place, and the removal fails naming it
-//! ([`HOME_HERE`], [`OTHER_FILESYSTEM`]); a bind mount of another
-//! directory of the root's own filesystem is not told apart (same device).
+//! another mount than the tree's root: a bind mount of the home, or of its
+//! parent, inside the tree was emptied before (audit F3). Such a directory
+//! is left in place, and the removal fails naming it ([`HOME_HERE`],
+//! [`OTHER_FILESYSTEM`]). The mount is told by its id where the kernel
+//! gives one (Linux 5.8's `statx`, `sys::os::mount_id`), so a btrfs
+//! subvolume (a device number of its own on the same mount) is entered and
+//! a bind mount of a directory of the root's own filesystem is not; where
+//! it does not (older kernels, macOS), by the device, which refuses a
+//! subvolume and cannot tell such a bind mount.
 
 use super::{cstr, last_err, open_dir_at};
 use crate::base::goerr::path_error;
@@ -36,8 +40,8 @@ pub(super) const OPEN_LEVELS: usize = 16;
 /// directory above it (a bind mount of it in the tree, audit F3).
 pub(crate) const HOME_HERE: &str = "the home directory or a directory above it is mounted here; left in place";
 
-/// Why a directory the descent met is left in place: another filesystem
-/// is mounted there (audit F3).
+/// Why a directory the descent met is left in place: another filesystem,
+/// or another mount, is there (audit F3).
 pub(crate) const OTHER_FILESYSTEM: &str = "another filesystem is mounted here; left in place";
 
 /// Where the parent of the path [`remove_all`] removes is, as the caller
@@ -104,6 +108,12 @@ impl std::error::Error for RemoveAllError {
 /// `PATH_MAX` bytes or more, or one the kernel refuses for its length,
 /// fails (`RemoveAll <path>: file name too long`) with nothing removed.
 pub(super) fn remove_all(path: &[u8], base: &[u8], parent: ParentNow<'_>) -> Result<(), RemoveAllError> {
+    remove_all_within(path, base, parent, Bounds::of_daemon_user(None))
+}
+
+/// [`remove_all`] with the descent kept within `bounds` (tests name their
+/// own homes).
+fn remove_all_within(path: &[u8], base: &[u8], parent: ParentNow<'_>, bounds: Bounds) -> Result<(), RemoveAllError> {
     if path.is_empty() {
         return Ok(());
     }
@@ -119,7 +129,7 @@ pub(super) fn remove_all(path: &[u8], base: &[u8], parent: ParentNow<'_>) -> Res
         let e = io::Error::from_raw_os_error(libc::ENAMETOOLONG);
         Err(RemoveAllError::new("RemoveAll", path, e))
     };
-    if path.len() >= crate::base::homeguard::PATH_MAX {
+    if crate::base::homeguard::too_long_for_the_kernel(path) {
         return too_long();
     }
     let (parent_dir, _) = split_path(path);
@@ -168,7 +178,7 @@ pub(super) fn remove_all(path: &[u8], base: &[u8], parent: ParentNow<'_>) -> Res
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(RemoveAllError::new("open", &parent_dir, e)),
     };
-    remove_all_from(&parent, base, None).map_err(|e| RemoveAllError::below(&parent_dir, e))
+    remove_all_from(&parent, base, bounds).map_err(|e| RemoveAllError::below(&parent_dir, e))
 }
 
 /// Removes the entry `name` of the open directory `parent` and everything
@@ -176,21 +186,22 @@ pub(super) fn remove_all(path: &[u8], base: &[u8], parent: ParentNow<'_>) -> Res
 /// is removed, not its target). `parent_path` is only for the error text
 /// (`unlinkat <parent_path>/<rel>: …`). Used by `plugins.prune` too.
 pub(crate) fn remove_tree_in(parent: &OwnedFd, name: &[u8], parent_path: &[u8]) -> Result<(), RemoveAllError> {
-    remove_all_from(parent, name, None).map_err(|e| RemoveAllError::below(parent_path, e))
+    remove_all_from(parent, name, Bounds::of_daemon_user(None)).map_err(|e| RemoveAllError::below(parent_path, e))
 }
 
 /// [`remove_tree_in`] for callers whose texts name the entry themselves
 /// (`RemoveAll <entry>: …`): the bare OS error of the first failure.
 pub(crate) fn remove_tree_errno(parent: &OwnedFd, name: &[u8]) -> io::Result<()> {
-    remove_all_from(parent, name, None).map_err(|(_, _, e)| e)
+    remove_all_from(parent, name, Bounds::of_daemon_user(None)).map_err(|(_, _, e)| e)
 }
 
 /// [`remove_tree_errno`] of an entry of the tree whose root is `root`
 /// (emptying a worktree before it goes): the walk stays on `root`'s
-/// filesystem, so an entry that is itself a mount point is left too.
+/// filesystem (mount), so an entry that is itself a mount point is left
+/// too.
 pub(crate) fn remove_entry_errno(root: &OwnedFd, name: &[u8]) -> io::Result<()> {
-    let dev = identity(root)?.0;
-    remove_all_from(root, name, Some(dev)).map_err(|(_, _, e)| e)
+    let fs = filesystem_of(root, identity(root)?.0);
+    remove_all_from(root, name, Bounds::of_daemon_user(Some(fs))).map_err(|(_, _, e)| e)
 }
 
 /// `openat(dir, ".", O_RDONLY)`: a directory reached by a search-only
@@ -329,14 +340,10 @@ fn identity(fd: &OwnedFd) -> io::Result<(u64, u64)> {
 /// path is relative to `parent`. Semantics per entry: unlink; on
 /// `EISDIR`/`EPERM`/`EACCES` empty it as a directory and rmdir it; a
 /// child's failure is kept and reported only if the rmdir fails.
-fn remove_all_from(parent: &OwnedFd, base: &[u8], root_dev: Option<u64>) -> Result<(), RelError> {
+fn remove_all_from(parent: &OwnedFd, base: &[u8], mut bounds: Bounds) -> Result<(), RelError> {
     let mut levels = Levels {
         stack: Vec::new(),
         first_open: 0,
-    };
-    let mut bounds = Bounds {
-        homes: Homes::of_daemon_user(),
-        dev: root_dev,
     };
     match descend(parent, base, base.to_vec(), &mut bounds)? {
         Some(level) => levels.push(level),
@@ -402,26 +409,55 @@ fn remove_all_from(parent: &OwnedFd, base: &[u8], root_dev: Option<u64>) -> Resu
     }
 }
 
+/// Which filesystem a directory is on, as far as the descent can tell
+/// (see the module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Filesystem {
+    /// The id of the mount it lies on.
+    Mount(u64),
+    /// Its device, where the kernel gives no mount id.
+    Device(u64),
+}
+
+/// The [`Filesystem`] of the open directory `fd`, whose device is `dev`.
+fn filesystem_of(fd: &OwnedFd, dev: u64) -> Filesystem {
+    match crate::sys::os::mount_id(fd.as_raw_fd()) {
+        Some(id) => Filesystem::Mount(id),
+        None => Filesystem::Device(dev),
+    }
+}
+
 /// Where a descent may go (audit F3, see the module doc).
 struct Bounds {
     homes: Homes,
     /// The filesystem of the tree's root: the first directory entered,
     /// unless the caller named it.
-    dev: Option<u64>,
+    root: Option<Filesystem>,
 }
 
 impl Bounds {
-    /// Why the directory `id` must not be entered, if it must not.
-    fn refuse(&mut self, id: (u64, u64)) -> Option<&'static str> {
+    /// The daemon user's homes, and the tree's root on `root` (`None`:
+    /// wherever its first directory is).
+    fn of_daemon_user(root: Option<Filesystem>) -> Bounds {
+        Bounds {
+            homes: Homes::of_daemon_user(),
+            root,
+        }
+    }
+
+    /// Why the directory `id` on `fs` must not be entered, if it must not.
+    /// A mount id and a device never compare equal: a walk where the
+    /// kernel stopped giving mount ids cannot tell, so it does not enter.
+    fn refuse(&mut self, id: (u64, u64), fs: Filesystem) -> Option<&'static str> {
         if self.homes.holds_identity(id) {
             return Some(HOME_HERE);
         }
-        match self.dev {
+        match self.root {
             None => {
-                self.dev = Some(id.0);
+                self.root = Some(fs);
                 None
             }
-            Some(dev) if dev != id.0 => Some(OTHER_FILESYSTEM),
+            Some(root) if root != fs => Some(OTHER_FILESYSTEM),
             Some(_) => None,
         }
     }
@@ -471,7 +507,7 @@ fn descend(dir: &OwnedFd, name: &[u8], rel: Vec<u8>, bounds: &mut Bounds) -> Res
     };
     let id = identity(&fd).map_err(|e| ("openfdat", rel.clone(), e))?;
     if !stand_in {
-        if let Some(why) = bounds.refuse(id) {
+        if let Some(why) = bounds.refuse(id, filesystem_of(&fd, id.0)) {
             return Err(("unlinkat", rel, io::Error::other(why)));
         }
     }
@@ -485,10 +521,39 @@ fn descend(dir: &OwnedFd, name: &[u8], rel: Vec<u8>, bounds: &mut Bounds) -> Res
     }))
 }
 
+// Linux only: `/proc`, a private mount namespace.
+#[cfg(test)]
+#[cfg(target_os = "linux")]
+mod props;
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::unix::ffi::OsStrExt;
+
+    #[test]
+    fn a_directory_on_the_roots_mount_is_entered_whatever_its_device() {
+        let mut bounds = Bounds {
+            homes: Homes::default(),
+            root: Some(Filesystem::Mount(7)),
+        };
+        // A btrfs subvolume: a device number of its own, the same mount
+        // (by device it was refused).
+        assert_eq!(bounds.refuse((1, 10), Filesystem::Mount(7)), None);
+        assert_eq!(bounds.refuse((2, 10), Filesystem::Mount(7)), None);
+        // Another mount of the same device (a bind mount): refused.
+        assert_eq!(bounds.refuse((1, 11), Filesystem::Mount(8)), Some(OTHER_FILESYSTEM));
+        // Where the kernel gives no mount id, the device decides.
+        bounds.root = Some(Filesystem::Device(1));
+        assert_eq!(bounds.refuse((1, 12), Filesystem::Device(1)), None);
+        assert_eq!(bounds.refuse((2, 12), Filesystem::Device(2)), Some(OTHER_FILESYSTEM));
+        // A walk where the mount id came and went cannot tell: refused.
+        assert_eq!(bounds.refuse((1, 13), Filesystem::Mount(1)), Some(OTHER_FILESYSTEM));
+        // The first directory entered sets the root.
+        bounds.root = None;
+        assert_eq!(bounds.refuse((3, 1), Filesystem::Mount(9)), None);
+        assert_eq!(bounds.root, Some(Filesystem::Mount(9)));
+    }
 
     #[test]
     fn remove_all_is_iterative_on_deep_trees() {
@@ -580,7 +645,7 @@ mod tests {
             })
         };
         assert_eq!(
-            remove_all_from(&parent, b"deep", None).map_err(|(_, _, e)| e.to_string()),
+            remove_all_from(&parent, b"deep", Bounds::of_daemon_user(None)).map_err(|(_, _, e)| e.to_string()),
             Ok(())
         );
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -598,7 +663,7 @@ mod tests {
         let parent = open_dir_at(None, tmp.path().as_os_str().as_bytes()).unwrap();
         let mut bounds = Bounds {
             homes: Homes::default(),
-            dev: None,
+            root: None,
         };
         let a = descend(&parent, b"a", b"a".to_vec(), &mut bounds)
             .map_err(|e| e.2)
@@ -628,7 +693,7 @@ mod tests {
         let tree = open_dir_at(Some(&parent), b"tree").unwrap();
         let mut bounds = Bounds {
             homes: Homes::of(&[tmp.path().join("tree/home")]),
-            dev: None,
+            root: None,
         };
         // The tree itself (above the home here) is refused by the guard
         // before any removal; the descent is asked about what it enters.
@@ -642,7 +707,7 @@ mod tests {
         // device is refused.
         let plain = descend(&tree, b"plain", b"tree/plain".to_vec(), &mut bounds).map_err(|e| e.2);
         assert!(plain.unwrap().is_some());
-        bounds.dev = bounds.dev.map(|dev| dev.wrapping_add(1));
+        bounds.root = Some(Filesystem::Device(u64::MAX));
         std::fs::create_dir(tmp.path().join("tree/other")).unwrap();
         let (_, _, e) = descend(&tree, b"other", b"tree/other".to_vec(), &mut bounds)
             .map(|_| ())

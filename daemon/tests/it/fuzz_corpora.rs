@@ -63,3 +63,8 @@ fn stdin_offset_corpus() {
 fn dispatch_line_corpus() {
     assert!(replay("dispatch_line", remora::fuzzing::dispatch_line) > 10);
 }
+
+#[test]
+fn homeguard_paths_corpus() {
+    assert!(replay("homeguard_paths", remora::fuzzing::homeguard_paths) > 10);
+}

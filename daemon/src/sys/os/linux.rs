@@ -48,6 +48,32 @@ pub(crate) fn peer_uid(fd: RawFd) -> Option<u32> {
     peer_cred(fd).map(|cred| cred.uid)
 }
 
+/// The id of the mount the open file `fd` lies on (`statx` with
+/// `STATX_MNT_ID`, Linux 5.8), or `None` when the kernel does not say
+/// (an older kernel, or `statx` refused by a seccomp filter). Unlike
+/// `st_dev`, it tells a btrfs subvolume (its own device number, the same
+/// mount) from a mount, and a bind mount of a directory of the same
+/// filesystem from that filesystem.
+pub(crate) fn mount_id(fd: RawFd) -> Option<u64> {
+    // SAFETY: all-zero bytes are a valid `statx` to be overwritten.
+    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    // The system call itself, not libc's `statx` wrapper: musl has the
+    // wrapper only since 1.2.5, and glibc since 2.28.
+    // SAFETY: an empty NUL-terminated path with `AT_EMPTY_PATH` names
+    // `fd` itself; `stx` is a writable `statx`.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_statx,
+            fd,
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW,
+            libc::STATX_MNT_ID,
+            &mut stx as *mut libc::statx,
+        )
+    };
+    (rc == 0 && stx.stx_mask & libc::STATX_MNT_ID != 0).then_some(stx.stx_mnt_id)
+}
+
 /// Running (a zombie waiting for its reaper counts as ended).
 pub(crate) fn process_alive(pid: i32) -> bool {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
@@ -202,4 +228,25 @@ pub(crate) fn limit_malloc_arenas(arenas: libc::c_int) {
     }
     #[cfg(not(target_env = "gnu"))]
     let _ = arenas;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn mount_ids_tell_one_mount_from_another() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir(tmp.path().join("sub")).unwrap();
+        let id = |p: &std::path::Path| mount_id(std::fs::File::open(p).unwrap().as_raw_fd());
+        let Some(top) = id(tmp.path()) else {
+            eprintln!("skipped: this kernel gives no mount id (before 5.8, or statx filtered)");
+            return;
+        };
+        // A directory of the same mount, and `/proc`, always a mount of
+        // its own.
+        assert_eq!(id(&tmp.path().join("sub")), Some(top));
+        assert_ne!(id(std::path::Path::new("/proc")), Some(top));
+    }
 }

@@ -18,6 +18,12 @@ pub(crate) const OPEN_SEARCH: libc::c_int = libc::O_SEARCH;
 /// launcher's policy).
 pub(crate) const MANAGED_SETTINGS_DIR: &str = "/Library/Application Support/ClaudeCode";
 
+/// The id of the mount `fd` lies on: macOS has none to read (a volume
+/// is one device, and `st_dev` is what tells one from another).
+pub(crate) fn mount_id(_fd: RawFd) -> Option<u64> {
+    None
+}
+
 /// The pid at the other end of a connected Unix socket.
 pub(crate) fn peer_pid(fd: RawFd) -> Option<i32> {
     let mut pid: libc::pid_t = 0;

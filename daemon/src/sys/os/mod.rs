@@ -11,6 +11,7 @@
 //! | [`own_executable`] | `/proc/self/exe` (still works if the file was replaced) | `_NSGetExecutablePath` via `current_exe` |
 //! | [`name_after_executable`] | `prctl(PR_SET_NAME)` to the name of `/proc/self/exe`'s file | nothing: exec'd by the real path |
 //! | [`initial_env_block`] | `/proc/self/stat` fields 50–51 | none: the sentinel is unset but not blanked |
+//! | [`mount_id`] (which mount a descriptor lies on) | `statx` `STATX_MNT_ID` (5.8), else `None` | `None`: `st_dev` tells the volume |
 //! | [`open_fds`] | `/proc/self/fd` | `/dev/fd` |
 //! | [`pipe_cloexec`] | `pipe2(O_CLOEXEC)` | `pipe` + `FD_CLOEXEC` (called single-threaded) |
 //! | [`clear_errno`], [`next_dir_name`] | `__errno_location`, `readdir64` | `__error`, `readdir` |
@@ -33,7 +34,7 @@ mod platform;
 
 pub(crate) use platform::{
     clear_errno, fill_random, initial_env_block, is_libc_reserved_signal, is_platform_dropped_signal,
-    limit_malloc_arenas, name_after_executable, next_dir_name, open_fds, own_executable, peer_pid, peer_uid,
+    limit_malloc_arenas, mount_id, name_after_executable, next_dir_name, open_fds, own_executable, peer_pid, peer_uid,
     pipe_cloexec, process_alive, realtime_signals, trim_heap, MANAGED_SETTINGS_DIR, OPEN_SEARCH, SOCKET_PATH_MAX,
     SYSTEM_NAME,
 };
