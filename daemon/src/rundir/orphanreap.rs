@@ -373,11 +373,7 @@ fn member_of(pid: i32, rec: &Record, run_dir: &Path) -> Result<(), String> {
         }
     }
     let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-    let prefix = format!("{RUN_DIR_ENV}=");
-    let named = environ
-        .split(|b| *b == 0)
-        .filter_map(|e| e.strip_prefix(prefix.as_bytes()))
-        .next_back();
+    let named = run_dir_named(&environ);
     if named != Some(run_dir.as_os_str().as_bytes()) {
         return Err("its CLAUDE_SSH_RUN_DIR does not name this run dir".to_string());
     }
@@ -389,6 +385,16 @@ fn member_of(pid: i32, rec: &Record, run_dir: &Path) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// The run dir an environment block (`/proc/<pid>/environ`) names in
+/// `CLAUDE_SSH_RUN_DIR`: the last setting wins, as `getenv` reads it.
+fn run_dir_named(environ: &[u8]) -> Option<&[u8]> {
+    let prefix = format!("{RUN_DIR_ENV}=");
+    environ
+        .split(|b| *b == 0)
+        .filter_map(|e| e.strip_prefix(prefix.as_bytes()))
+        .next_back()
 }
 
 /// The running (not zombie) processes whose group id is `pgid`.
@@ -453,11 +459,7 @@ fn verify(rec: &Record, run_dir: &Path) -> Result<(), String> {
         ));
     }
     let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-    let prefix = format!("{RUN_DIR_ENV}=");
-    let named = environ
-        .split(|b| *b == 0)
-        .filter_map(|e| e.strip_prefix(prefix.as_bytes()))
-        .next_back();
+    let named = run_dir_named(&environ);
     match named {
         None => {
             return Err("it was not started by a daemon of this run dir: no CLAUDE_SSH_RUN_DIR names it".to_string())
