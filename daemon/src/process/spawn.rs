@@ -67,8 +67,8 @@ pub(crate) struct Launcher<'a> {
 /// A new child's pipes, as registered with the tokio reactor.
 type ChildPipes = (
     std::io::Result<tokio::process::ChildStdin>,
-    std::io::Result<tokio::process::ChildStdout>,
-    std::io::Result<tokio::process::ChildStderr>,
+    std::io::Result<tokio::net::unix::pipe::Receiver>,
+    std::io::Result<tokio::net::unix::pipe::Receiver>,
 );
 
 /// The output pumps of a child, stdout's then stderr's.
@@ -205,8 +205,8 @@ pub(super) fn start(
     let (stdin, stdout, stderr) = match pipes {
         (Some(i), Some(o), Some(e)) => (
             tokio::process::ChildStdin::from_std(i),
-            tokio::process::ChildStdout::from_std(o),
-            tokio::process::ChildStderr::from_std(e),
+            tokio::net::unix::pipe::Receiver::from_owned_fd(o.into()),
+            tokio::net::unix::pipe::Receiver::from_owned_fd(e.into()),
         ),
         _ => (
             Err(std::io::Error::other("missing pipe")),

@@ -61,6 +61,10 @@ const EXEC_FAILED: i32 = 127;
 /// capped at 1 MiB; a child's argv and environment stay under the
 /// kernel's exec limit).
 const MAX_BODY: usize = 64 << 20;
+/// What the helper writes once it serves.
+const READY: [u8; 1] = *b"R";
+/// How long a new helper may take to say so.
+const READY_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 /// Times the daemon starts a new helper after one died.
 const RESTARTS: u32 = 3;
 
@@ -84,22 +88,9 @@ static STATE: Mutex<State> = Mutex::new(State {
 /// Starts a child through the helper (see [`HelperSpawn`]).
 pub(crate) fn spawn(req: &Request<'_>) -> HelperSpawn {
     let mut state = STATE.lock().unwrap_or_else(|p| p.into_inner());
-    if state.helper.is_none() {
-        if state.started > RESTARTS {
-            return HelperSpawn::NoHelper(None);
-        }
-        state.started += 1;
-        match start_helper() {
-            Ok(helper) => state.helper = Some(helper),
-            Err(e) => {
-                state.started = RESTARTS + 1;
-                return HelperSpawn::NoHelper(Some(format!("cannot start the spawner ({e})")));
-            }
-        }
-    }
-    let Some(helper) = state.helper.as_mut() else {
+    if state.helper.is_none() && state.started > RESTARTS {
         return HelperSpawn::NoHelper(None);
-    };
+    }
     // The pipes are made here: a daemon out of descriptors fails the
     // spawn as a direct one would, before anything starts.
     let pipes = match child_pipes() {
@@ -107,19 +98,40 @@ pub(crate) fn spawn(req: &Request<'_>) -> HelperSpawn {
         Err(e) => return HelperSpawn::Failed(e),
     };
     let ((in_child, in_ours), (out_ours, out_child), (err_ours, err_child)) = pipes;
-    let sent = send_request(&helper.conn, req, [&in_child, &out_child, &err_child]);
+    let mut lost = None;
+    // A helper found dead when the request goes out started nothing: the
+    // spawn is tried once more, on a new one.
+    let reply = loop {
+        if state.helper.is_none() {
+            if state.started > RESTARTS {
+                return HelperSpawn::NoHelper(lost);
+            }
+            state.started += 1;
+            match start_helper() {
+                Ok(helper) => state.helper = Some(helper),
+                Err(e) => {
+                    state.started = RESTARTS + 1;
+                    return HelperSpawn::NoHelper(Some(format!("cannot start the spawner ({e})")));
+                }
+            }
+        }
+        let Some(helper) = state.helper.as_mut() else {
+            return HelperSpawn::NoHelper(lost);
+        };
+        if let Err(e) = send_request(&helper.conn, req, [&in_child, &out_child, &err_child]) {
+            lost = Some(lose_helper(&mut state, &e));
+            continue;
+        }
+        let mut reply = [0u8; 8];
+        if let Err(e) = helper.conn.read_exact(&mut reply) {
+            // The request went out: a child may exist that nobody will
+            // know, so the spawn is not tried again.
+            let why = lose_helper(&mut state, &e);
+            return HelperSpawn::Failed(io::Error::other(why));
+        }
+        break reply;
+    };
     drop((in_child, out_child, err_child));
-    if let Err(e) = sent {
-        // Nothing reached the helper whole: it started nothing.
-        return HelperSpawn::NoHelper(Some(lose_helper(&mut state, &e)));
-    }
-    let mut reply = [0u8; 8];
-    if let Err(e) = helper.conn.read_exact(&mut reply) {
-        // The request went out: a child may exist that nobody will know,
-        // so the spawn is not tried again.
-        let why = lose_helper(&mut state, &e);
-        return HelperSpawn::Failed(io::Error::other(why));
-    }
     drop(state);
     let pid = i32::from_le_bytes([reply[0], reply[1], reply[2], reply[3]]);
     let errno = i32::from_le_bytes([reply[4], reply[5], reply[6], reply[7]]);
@@ -178,7 +190,24 @@ fn start_helper() -> io::Result<Helper> {
         .env_clear()
         .process_group(0)
         .spawn()?;
-    Ok(Helper { conn: ours, process })
+    let mut helper = Helper { conn: ours, process };
+    // It says it serves before the first request goes out: an executable
+    // that is not this daemon's any more, or does not know the flag,
+    // costs one fallback, never a request lost in flight.
+    let mut ready = [0u8; 1];
+    let said = helper
+        .conn
+        .set_read_timeout(Some(READY_WAIT))
+        .and_then(|()| helper.conn.read_exact(&mut ready))
+        .and_then(|()| helper.conn.set_read_timeout(None));
+    match said {
+        Ok(()) if ready == READY => Ok(helper),
+        failed => {
+            let _ = helper.process.kill();
+            let _ = helper.process.wait();
+            Err(failed.err().unwrap_or_else(|| io::Error::other("not a spawner")))
+        }
+    }
 }
 
 fn put_str(body: &mut Vec<u8>, s: &[u8]) {
@@ -253,9 +282,13 @@ fn send_with_fds(sock: RawFd, data: &[u8], fds: &[RawFd; 3]) -> io::Result<()> {
 
 // ---------------------------------------------------------------- helper side
 
-/// Spawner mode: serves requests on stdin until the daemon's end closes.
-/// Returns the exit status.
+/// Spawner mode: says it serves, then serves requests on stdin until the
+/// daemon's end closes. Returns the exit status.
 pub(crate) fn run() -> i32 {
+    // SAFETY: a write of one byte from a live buffer to our stdin socket.
+    if unsafe { libc::write(0, READY.as_ptr().cast(), 1) } != 1 {
+        return 1;
+    }
     loop {
         match serve_one() {
             Ok(true) => {}

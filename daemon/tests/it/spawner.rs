@@ -1,0 +1,81 @@
+//! The spawner (`sys/process/spawner.rs`, Linux) with a real daemon: the
+//! children it starts are the daemon's own, its descriptor table stays a
+//! handful however many children live, each child starts with exactly
+//! its three pipes, and a spawner that is killed is replaced at the next
+//! spawn without losing it.
+
+#![cfg(target_os = "linux")]
+
+use crate::common::{self, children_of, parent_of, wait_until, Client, TestDaemon};
+use std::time::Duration;
+
+/// The daemon's child running `<exe> --spawner`, if any.
+fn spawner_of(daemon: i32) -> Option<i32> {
+    children_of(daemon).into_iter().find(|&p| {
+        let cmdline = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+        cmdline.split(|&b| b == 0).nth(1) == Some(b"--spawner")
+    })
+}
+
+fn open_fds(pid: i32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
+}
+
+/// Spawns `sh -c 'echo $$; <script>'` as `id`; returns the pid it printed
+/// and the rest of its first stdout frame.
+fn spawn_sh(c: &mut Client, rid: u64, id: &str, script: &str) -> (i32, String) {
+    let script = format!("echo $$; {script}");
+    let params = serde_json::json!({"id": id, "command": "sh", "args": ["-c", script]}).to_string();
+    let reply = c.call(rid, "process.spawn", &params);
+    assert!(reply.contains("\"success\":true"), "{reply}");
+    let mut out = String::new();
+    loop {
+        let line = common::frames::next_line(c);
+        if let Some((pid, frame)) = common::frames::parse_frame(&line) {
+            if pid == id && frame.stream == "stdout" {
+                out.push_str(&String::from_utf8(frame.data).unwrap());
+                if out.lines().count() >= 2 {
+                    break;
+                }
+            }
+        }
+    }
+    let (pid, rest) = out.split_once('\n').unwrap();
+    (pid.trim().parse().unwrap(), rest.to_string())
+}
+
+#[test]
+fn children_are_the_daemons_and_the_spawner_stays_small() {
+    let d = TestDaemon::start();
+    let mut c = d.connect();
+    let daemon = common::peer_pid(&c.stream).expect("daemon pid");
+    // The child's own descriptors: its three pipes (and the one `ls`
+    // opens to list them), nothing of the daemon's or the spawner's.
+    let (first, fds) = spawn_sh(&mut c, 1, "first", "ls /proc/self/fd | tr '\\n' ' '; echo; sleep 600");
+    assert_eq!(parent_of(first), Some(daemon), "a child of the daemon itself");
+    assert_eq!(fds.split_whitespace().count(), 4, "0, 1, 2 and ls's own: {fds}");
+    let spawner = spawner_of(daemon).expect("a spawner runs beside the daemon");
+    // Many live children later, the spawner still holds a handful.
+    for i in 0..40 {
+        let (pid, _) = spawn_sh(&mut c, 10 + i, &format!("s{i}"), "echo up; sleep 600");
+        assert_eq!(parent_of(pid), Some(daemon));
+    }
+    assert!(open_fds(daemon) > 4 * 40, "the daemon holds the children's pipes");
+    let held = open_fds(spawner);
+    assert!(held <= 5, "the spawner holds {held} descriptors");
+    // Killed, it is replaced at the next spawn, which still starts.
+    // SAFETY: kill(2) on the spawner this test's daemon started.
+    assert_eq!(unsafe { libc::kill(spawner, libc::SIGKILL) }, 0);
+    assert!(wait_until(Duration::from_secs(10), || parent_of(spawner)
+        != Some(daemon)
+        || std::fs::read_to_string(format!("/proc/{spawner}/stat"))
+            .map_or(true, |s| s.contains(") Z "))));
+    let (after, _) = spawn_sh(&mut c, 100, "after", "echo up; sleep 600");
+    assert_eq!(parent_of(after), Some(daemon));
+    let replaced = spawner_of(daemon).expect("a new spawner");
+    assert_ne!(replaced, spawner);
+    assert!(
+        wait_until(Duration::from_secs(10), || parent_of(spawner) != Some(daemon)),
+        "the old one was reaped"
+    );
+}
