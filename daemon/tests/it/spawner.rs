@@ -1,8 +1,9 @@
 //! The spawner (`sys/process/spawner.rs`, Linux) with a real daemon: the
 //! children it starts are the daemon's own, its descriptor table stays a
 //! handful however many children live, each child starts with exactly
-//! its three pipes, and a spawner that is killed is replaced at the next
-//! spawn without losing it.
+//! its three pipes, a spawner that is killed is replaced at the next
+//! spawn without losing it, and at the descriptor limit a spawn is
+//! refused cleanly while everything running goes on.
 
 #![cfg(target_os = "linux")]
 
@@ -78,4 +79,59 @@ fn children_are_the_daemons_and_the_spawner_stays_small() {
         wait_until(Duration::from_secs(10), || parent_of(spawner) != Some(daemon)),
         "the old one was reaped"
     );
+}
+
+/// At the descriptor limit (256 here, four per running child) a spawn is
+/// refused with Go's text for it, -32603 `fork/exec …: too many open
+/// files`, and nothing running is harmed: every child started before
+/// still runs, the daemon answers, and once one ends a spawn starts again.
+#[test]
+fn at_the_descriptor_limit_a_spawn_is_refused_and_nothing_running_is_harmed() {
+    let d = TestDaemon::start_with_fd_limit(256, &[]);
+    let mut c = d.connect();
+    let daemon = common::peer_pid(&c.stream).expect("daemon pid");
+    let sleeping = || {
+        children_of(daemon)
+            .into_iter()
+            .filter(|p| {
+                let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+                stat.contains(" (sleep) S ")
+            })
+            .count()
+    };
+    let mut started = 0;
+    let refused = loop {
+        assert!(started < 256, "no spawn was refused");
+        let params = format!(r#"{{"id":"s{started}","command":"sleep","args":["600"]}}"#);
+        let reply = c.call(started + 1, "process.spawn", &params);
+        if reply.contains(r#""error""#) {
+            break reply;
+        }
+        assert!(reply.contains(r#""success":true"#), "{reply}");
+        started += 1;
+    };
+    assert!(started >= 40, "only {started} children before the limit");
+    assert!(refused.contains(r#""code":-32603"#), "{refused}");
+    assert!(
+        refused.contains("fork/exec /") && refused.contains(": too many open files"),
+        "{refused}"
+    );
+    // Every child started before still sleeps (a refused spawn started
+    // nothing beside them).
+    assert!(
+        wait_until(Duration::from_secs(10), || sleeping() == started),
+        "{} of {started}",
+        sleeping()
+    );
+    assert!(c.call(1000, "server.ping", "{}").contains("pong"));
+    // One ends (its four descriptors are released with its exit frame):
+    // the next spawn starts.
+    let reply = c.call(1001, "process.killAndWait", r#"{"id":"s0","signal":"KILL"}"#);
+    assert!(reply.contains(r#""result""#), "{reply}");
+    let again = c.call(
+        1002,
+        "process.spawn",
+        r#"{"id":"again","command":"sleep","args":["600"]}"#,
+    );
+    assert!(again.contains(r#""success":true"#), "{again}");
 }
