@@ -45,6 +45,8 @@ pub(crate) const SPAWNER_FLAG: &str = "--spawner";
 
 /// What one spawn through the helper asks for. Every string is free of
 /// NUL bytes (the caller checks; a NUL is refused with `EINVAL`).
+// Read only by the Linux spawner: macOS starts children itself.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(crate) struct SpawnRequest<'a> {
     pub program: &'a std::ffi::OsStr,
     /// Empty: the helper's own, which is the daemon's.
@@ -58,6 +60,7 @@ pub(crate) struct SpawnRequest<'a> {
 }
 
 /// How a spawn through the helper went.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(crate) enum HelperSpawn {
     /// The child runs.
     Spawned(Spawned),
