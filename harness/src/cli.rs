@@ -297,6 +297,11 @@ pub(crate) struct BenchArgs {
     /// Also write the figures as JSON here.
     #[arg(long)]
     pub(crate) json: Option<PathBuf>,
+    /// Instead of the items: the scale curves at these numbers of live
+    /// processes (e.g. 100,1000,10000): spawns a second, daemon KiB per
+    /// process and ping p99 for both binaries, and a fork/exec floor.
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) scale: Option<Vec<usize>>,
 }
 
 // The arguments of `harness capture`.

@@ -30,7 +30,7 @@
 //! written there, so no trampoline runs.
 
 use crate::rundir::childrec::{CHILD_ENV, RUN_DIR_ENV};
-use std::ffi::{CString, OsString};
+use std::ffi::{CString, OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
 /// The first argument that selects trampoline mode.
@@ -91,18 +91,15 @@ fn exec(program: &OsString, argv: &[OsString]) -> i32 {
     for (k, v) in std::env::vars_os() {
         if k == RUN_DIR_ENV {
             run_dir = Some(v);
-        } else if k != CHILD_ENV {
+        } else if !is_marker(&k) {
             env.push(pair(&k, &v));
         }
     }
     if let Some(dir) = run_dir {
-        env.push(pair(&OsString::from(RUN_DIR_ENV), &dir));
+        env.push(pair(OsStr::new(RUN_DIR_ENV), &dir));
     }
     if let Some(start) = crate::rundir::childrec::start_ticks(pid) {
-        env.push(pair(
-            &OsString::from(CHILD_ENV),
-            &OsString::from(format!("{pid}:{start}")),
-        ));
+        env.push(pair(OsStr::new(CHILD_ENV), OsStr::new(&format!("{pid}:{start}"))));
     }
     let to_c = |s: &OsString| CString::new(s.as_bytes().to_vec()).ok();
     let (Some(path), Some(argv), Some(env)) = (
@@ -127,7 +124,48 @@ fn exec(program: &OsString, argv: &[OsString]) -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
 }
 
-fn pair(k: &OsString, v: &OsString) -> OsString {
+/// Whether `name` is one of the two markers, which only the stamp sets.
+fn is_marker(name: &OsStr) -> bool {
+    name == RUN_DIR_ENV || name == CHILD_ENV
+}
+
+/// The environment a child starts with, as `key=value` entries, and the
+/// name of the stamp the spawner appends (its own pid and start), for a
+/// child started without this trampoline but as if through it: what
+/// `Command::env_clear().envs(env)` and the run-dir marker pass (sorted by
+/// name, a name's last value winning), and, when the trampoline is
+/// [`enabled`], that list as its copy reads it back (an entry with no `=`
+/// after its first byte is not a variable to it) without the markers,
+/// then the run-dir marker last. So the program sees the same list either
+/// way.
+pub(crate) fn child_environment(env: &[(OsString, OsString)]) -> (Vec<OsString>, Option<&'static str>) {
+    let mut map: std::collections::BTreeMap<&OsStr, &OsStr> =
+        env.iter().map(|(k, v)| (k.as_os_str(), v.as_os_str())).collect();
+    let marker = crate::rundir::childrec::child_marker();
+    if let Some((name, dir)) = marker {
+        map.insert(OsStr::new(name), dir.as_os_str());
+    }
+    let entries = map.iter().map(|(k, v)| pair(k, v));
+    let Some((_, dir)) = marker.filter(|_| enabled()) else {
+        return (entries.collect(), None);
+    };
+    let mut out: Vec<OsString> = entries
+        .filter(|e| {
+            let b = e.as_bytes();
+            // std's reading of `environ`: the name ends at the first `=`
+            // after the first byte.
+            let name = b
+                .get(1..)
+                .and_then(|rest| rest.iter().position(|&c| c == b'='))
+                .map(|at| &b[..at + 1]);
+            name.is_some_and(|n| !is_marker(OsStr::from_bytes(n)))
+        })
+        .collect();
+    out.push(pair(OsStr::new(RUN_DIR_ENV), dir.as_os_str()));
+    (out, Some(CHILD_ENV))
+}
+
+fn pair(k: &OsStr, v: &OsStr) -> OsString {
     let mut bytes = k.as_bytes().to_vec();
     bytes.push(b'=');
     bytes.extend_from_slice(v.as_bytes());

@@ -42,6 +42,14 @@ pub fn main() -> i32 {
     {
         return crate::agent::trampoline::run(&std::env::args_os().collect::<Vec<_>>());
     }
+    // The daemon's spawner: it changes nothing of its own either, so its
+    // children start as the daemon's would.
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == crate::sys::process::SPAWNER_FLAG)
+    {
+        return crate::sys::process::run_spawner();
+    }
     // Before anything else, and before any thread exists: environment
     // writes are not thread-safe, and the sentinel must never reach a child.
     let daemon_child = daemonize::take_sentinel();

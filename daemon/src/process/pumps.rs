@@ -9,7 +9,7 @@ use crate::replay::log::ReplayLog;
 use crate::sys::process as sys;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 
 /// One read of a pipe, hence the largest frame (seed 000: "at most one
@@ -33,14 +33,13 @@ pub(super) static GROWN_PIPES: AtomicUsize = AtomicUsize::new(0);
 /// once (16 MiB, a quarter of the default limit); the rest keep the
 /// default size. Returns whether this pipe was grown (and so holds a slot
 /// until its reader reaches EOF).
-pub(super) fn grow_pipe(pipe: &std::process::ChildStdout) -> bool {
+pub(super) fn grow_pipe(pipe: &impl std::os::fd::AsRawFd) -> bool {
     let taken = GROWN_PIPES.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
         (n < GROWN_PIPES_MAX).then_some(n + 1)
     });
     if taken.is_err() {
         return false;
     }
-    use std::os::fd::AsRawFd;
     if !sys::resize_pipe(pipe.as_raw_fd(), PIPE_SIZE) {
         GROWN_PIPES.fetch_sub(1, Ordering::AcqRel);
         return false;
@@ -49,32 +48,50 @@ pub(super) fn grow_pipe(pipe: &std::process::ChildStdout) -> bool {
 }
 
 /// Copies one output pipe into the log, one frame per read.
-pub(super) async fn pump<R: tokio::io::AsyncRead + Unpin>(
-    mut pipe: R,
+///
+/// A read buffer is held only while the pipe has something to read: the
+/// pump waits for readiness with none, takes one from the store's frame
+/// pool, reads until the pipe is empty, and gives it back. So an idle
+/// child costs no buffer (a child waiting forever on stdin, an MCP
+/// server between requests), and a stream still takes each buffer from
+/// the pool, allocating nothing per frame.
+pub(super) async fn pump(
+    pipe: tokio::net::unix::pipe::Receiver,
     stream: Stream,
     log: Arc<ReplayLog>,
     metrics: Arc<Metrics>,
 ) {
     // Reads go straight into a buffer of the store's frame pool, which the
     // log then keeps as the frame: no copy per read.
-    let mut buf = log.read_buffer();
+    let mut held: Option<Arc<[u8]>> = None;
     loop {
+        if let Err(e) = pipe.readable().await {
+            crate::log_warn!("[process.Manager] {} read error: {}", stream.name(), e);
+            return;
+        }
+        let mut buf = held.take().unwrap_or_else(|| log.read_buffer());
         let Some(space) = Arc::get_mut(&mut buf) else {
             // Not reached (the pool hands out only buffers nothing else
             // holds), but a shared one must never be written.
-            buf = std::iter::repeat_n(0u8, READ_BUF).collect();
+            held = Some(std::iter::repeat_n(0u8, READ_BUF).collect());
             continue;
         };
-        match pipe.read(space).await {
-            Ok(0) => return,
+        match pipe.try_read(space) {
+            Ok(0) => {
+                log.give_back(buf);
+                return;
+            }
             Ok(n) => {
-                buf = log.push_read(stream, buf, n).unwrap_or_else(|| log.read_buffer());
+                // The readiness stays set until a read finds the pipe
+                // empty, so the next turn reads again at once.
+                held = log.push_read(stream, buf, n);
                 metrics.stream_bytes_out.fetch_add(n as u64, Ordering::Relaxed);
                 // Waits only when the disk writer is a whole bound behind:
                 // the child then sees pipe backpressure, not our memory.
                 log.wait_writable().await;
             }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => log.give_back(buf),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => held = Some(buf),
             Err(e) => {
                 crate::log_warn!("[process.Manager] {} read error: {}", stream.name(), e);
                 return;

@@ -67,8 +67,8 @@ pub(crate) struct Launcher<'a> {
 /// A new child's pipes, as registered with the tokio reactor.
 type ChildPipes = (
     std::io::Result<tokio::process::ChildStdin>,
-    std::io::Result<tokio::process::ChildStdout>,
-    std::io::Result<tokio::process::ChildStderr>,
+    std::io::Result<tokio::net::unix::pipe::Receiver>,
+    std::io::Result<tokio::net::unix::pipe::Receiver>,
 );
 
 /// The output pumps of a child, stdout's then stderr's.
@@ -194,19 +194,19 @@ pub(super) fn start(
     let spec = prepared.run();
     let program = prepared.program.as_str();
     let started = launch(&spec, program, &prepared.env, prepared.exec_error);
-    let mut child = started.map_err(prepared.failed)?;
+    let child = started.map_err(prepared.failed)?;
     let start_time = epoch_seconds();
-    let pid = i32::try_from(child.id()).unwrap_or(0);
+    let pid = child.pid;
     crate::rundir::childrec::record(pid, spec.command);
     // From here on the child exists: every path must end in a
     // supervisor that reaps it.
     let grown = child.stdout.as_ref().is_some_and(grow_pipe);
-    let pipes = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+    let pipes = (child.stdin, child.stdout, child.stderr);
     let (stdin, stdout, stderr) = match pipes {
         (Some(i), Some(o), Some(e)) => (
             tokio::process::ChildStdin::from_std(i),
-            tokio::process::ChildStdout::from_std(o),
-            tokio::process::ChildStderr::from_std(e),
+            tokio::net::unix::pipe::Receiver::from_owned_fd(o.into()),
+            tokio::net::unix::pipe::Receiver::from_owned_fd(e.into()),
         ),
         _ => (
             Err(std::io::Error::other("missing pipe")),
@@ -240,9 +240,6 @@ pub(super) fn start(
     });
     let pumps = start_pumps(&process, (stdin, stdout, stderr), queue_rx, grown, program, metrics);
     let readers = Some(pumps.map_err(prepared.failed)?);
-    // The std handle is not needed any more: the supervisor reaps by
-    // pid. Dropping it neither kills nor waits.
-    drop(child);
     tokio::spawn(supervise(process.clone(), readers, metrics.clone()));
     metrics.process_spawns.fetch_add(1, Ordering::Relaxed);
     crate::log_info!(
@@ -353,7 +350,31 @@ fn child_command(
     cmd
 }
 
-/// Starts the child: through the trampoline while children are recorded
+/// A started child: its pid and the daemon's ends of its pipes.
+struct Started {
+    pid: i32,
+    stdin: Option<std::process::ChildStdin>,
+    stdout: Option<std::process::ChildStdout>,
+    stderr: Option<std::process::ChildStderr>,
+}
+
+impl From<std::process::Child> for Started {
+    /// The std handle is not kept: the supervisor reaps by pid, and
+    /// dropping it neither kills nor waits.
+    fn from(mut child: std::process::Child) -> Started {
+        Started {
+            pid: i32::try_from(child.id()).unwrap_or(0),
+            stdin: child.stdin.take(),
+            stdout: child.stdout.take(),
+            stderr: child.stderr.take(),
+        }
+    }
+}
+
+/// Starts the child: through the spawner where there is one
+/// ([`sys::spawn_via_helper`], Linux: a spawn's cost then does not grow
+/// with the children already running), stamped as the trampoline would;
+/// else through the trampoline while children are recorded
 /// ([`crate::agent::trampoline`]), answering an exec failure there exactly as a
 /// direct spawn's; directly otherwise, or when the trampoline itself
 /// cannot start.
@@ -362,10 +383,14 @@ fn launch(
     program: &str,
     env: &[(std::ffi::OsString, std::ffi::OsString)],
     exec_error: ExecError,
-) -> Result<std::process::Child, String> {
+) -> Result<Started, String> {
+    if let Some(started) = through_helper(spec, program, env) {
+        return started.map_err(|e| exec_error(program, &e));
+    }
     let direct = |env: &[(std::ffi::OsString, std::ffi::OsString)]| {
         child_command(spec, program, env, None)
             .spawn()
+            .map(Started::from)
             .map_err(|e| exec_error(program, &e))
     };
     if !crate::agent::trampoline::enabled() {
@@ -389,11 +414,55 @@ fn launch(
         }
     };
     match crate::agent::trampoline::read_report(&read) {
-        None => Ok(child),
+        None => Ok(Started::from(child)),
         Some(errno) => {
             // The trampoline exits right after its report.
             let _ = child.wait();
             Err(exec_error(program, &std::io::Error::from_raw_os_error(errno)))
+        }
+    }
+}
+
+/// Starts the child through the spawner: the same program, argv,
+/// working directory, group, signal state and environment (in the same
+/// order, stamped as the trampoline stamps it) as [`child_command`]
+/// gives. `None` where there is no spawner, or for a string holding a NUL
+/// (std's `Command` words that refusal).
+fn through_helper(
+    spec: &SpawnSpec<'_>,
+    program: &str,
+    env: &[(std::ffi::OsString, std::ffi::OsString)],
+) -> Option<std::io::Result<Started>> {
+    use std::ffi::OsStr;
+    let argv: Vec<&OsStr> = std::iter::once(spec.command)
+        .chain(spec.args.iter().map(String::as_str))
+        .map(OsStr::new)
+        .collect();
+    let has_nul = |s: &str| s.as_bytes().contains(&0);
+    if has_nul(program) || has_nul(spec.cwd) || argv.iter().any(|a| a.as_bytes().contains(&0)) {
+        return None;
+    }
+    let (env, stamp) = crate::agent::trampoline::child_environment(env);
+    let request = sys::SpawnRequest {
+        program: OsStr::new(program),
+        cwd: OsStr::new(spec.cwd),
+        argv: &argv,
+        env: &env,
+        stamp,
+    };
+    match sys::spawn_via_helper(&request) {
+        sys::HelperSpawn::Spawned(s) => Some(Ok(Started {
+            pid: s.pid,
+            stdin: Some(s.stdin.into()),
+            stdout: Some(s.stdout.into()),
+            stderr: Some(s.stderr.into()),
+        })),
+        sys::HelperSpawn::Failed(e) => Some(Err(e)),
+        sys::HelperSpawn::NoHelper(why) => {
+            if let Some(why) = why {
+                crate::log_warn!("[process.Manager] {why}; the daemon starts children itself until a spawner starts");
+            }
+            None
         }
     }
 }

@@ -174,3 +174,27 @@ async fn large_stdin_chunks_fill_the_queue_to_the_byte() {
     assert!(accepted >= STDIN_QUEUE_CAP, "{accepted}");
     processes.shutdown(false).await;
 }
+
+/// An idle child holds no read buffer: a pump takes one from the frame
+/// pool only while its pipe has something to read, and gives it back once
+/// the pipe is empty (a pump that kept its buffer for the child's life
+/// cost 64 KiB a process).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_child_holds_no_read_buffer() {
+    let stop = Shutdown::new();
+    let processes = manager(&stop);
+    let args = ["-c".to_string(), "echo hi; exec sleep 600".to_string()];
+    let p = processes.spawn(&spec("idle", "sh", &args)).await.unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while (p.log.last_seq() == 0 || processes.deps.replay.pooled_buffers() == 0)
+        && tokio::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(p.log.last_seq(), 1, "the line was read");
+    // The one buffer the read took (a 3-byte frame is copied out of it)
+    // is back in the pool; the silent stderr pump never took one.
+    assert_eq!(processes.deps.replay.pooled_buffers(), 1);
+    assert!(!p.exited());
+    processes.shutdown(false).await;
+}

@@ -319,11 +319,21 @@ impl ReplayStore {
     pub(crate) fn recycle(&self, frame: Frame) {
         if let Frame::Data(_, payload) = frame {
             if let Some(buf) = payload.into_pool_buffer() {
-                let mut pool = lock(&self.frame_pool);
-                if pool.len() < FRAME_POOL {
-                    pool.push(buf);
-                }
+                self.give_back(buf);
             }
+        }
+    }
+
+    /// Keeps an unused frame buffer (one of the pool's size that nothing
+    /// else holds) for the next read while the pool has room; frees it
+    /// otherwise.
+    pub(crate) fn give_back(&self, mut buf: Arc<[u8]>) {
+        if buf.len() != POOLED_BUF || Arc::get_mut(&mut buf).is_none() {
+            return;
+        }
+        let mut pool = lock(&self.frame_pool);
+        if pool.len() < FRAME_POOL {
+            pool.push(buf);
         }
     }
 

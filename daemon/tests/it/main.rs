@@ -68,6 +68,7 @@ mod replay_budget;
 mod replay_dir_trust;
 mod settings_file;
 mod signals;
+mod spawner;
 mod static_resolve;
 mod stdin_paths;
 mod stop;

@@ -9,13 +9,16 @@
 //! ([`Figure`]), `steps.rs` and `stream.rs` take them with what
 //! `replies.rs` shares, `memory.rs` takes the memory items, `lean.rs` is
 //! the client side that keeps the figures the daemon's, `zero.rs` checks
-//! a stream to the byte and `table.rs` renders the result.
+//! a stream to the byte and `table.rs` renders the result. `scale.rs`
+//! is `--scale`: spawn rate, memory per process and ping p99 against
+//! how many processes live.
 
 mod error;
 mod figure;
 mod lean;
 mod memory;
 mod replies;
+pub(crate) mod scale;
 mod setup;
 mod steps;
 mod stream;

@@ -222,6 +222,16 @@ pub(crate) fn fuzz_diff(a: FuzzDiffArgs) -> Result<ExitCode, Error> {
 
 /// `harness bench`: performance of two binaries side by side.
 pub(crate) fn bench(a: BenchArgs) -> Result<ExitCode, Error> {
+    if let Some(ns) = &a.scale {
+        let (reference, candidate) = (absolute(&a.reference)?, absolute(&a.candidate)?);
+        let curves = bench::scale::run(&reference, &candidate, ns);
+        print!("{}", bench::scale::table(&curves, &reference, &candidate));
+        if let Some(p) = a.json {
+            let j = serde_json::to_string_pretty(&curves).map_err(Error::Json)?;
+            std::fs::write(&p, j).at(&p)?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let o = bench::BenchOptions {
         stream_bytes: a.stream_bytes,
         pings: a.pings,

@@ -250,6 +250,12 @@ impl ReplayLog {
         self.store.frame_buffer()
     }
 
+    /// Gives back a buffer from [`ReplayLog::read_buffer`] that holds no
+    /// frame (the read found nothing), for the next read of any log.
+    pub(crate) fn give_back(&self, buf: Arc<[u8]>) {
+        self.store.give_back(buf);
+    }
+
     /// Appends the first `len` bytes of `buf` (from
     /// [`ReplayLog::read_buffer`]) as one read of `stream`. A read of at
     /// least [`POOLED_MIN`] bytes keeps the buffer, charged whole, as

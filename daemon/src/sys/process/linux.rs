@@ -4,6 +4,8 @@
 //! table names the exit frame's signal.
 
 use std::io;
+
+pub(crate) use super::spawner::{run as run_spawner, spawn as spawn_via_helper};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 /// `pidfd_send_signal`'s flag (Linux 6.9) that sends to the process group

@@ -170,6 +170,17 @@ pub(crate) fn take_exit_event(fd: &OwnedFd) -> bool {
     n > 0
 }
 
+/// No spawner on macOS (it needs `CLONE_PARENT`): the daemon starts its
+/// children itself.
+pub(crate) fn spawn_via_helper(_req: &super::SpawnRequest<'_>) -> super::HelperSpawn {
+    super::HelperSpawn::NoHelper(None)
+}
+
+/// Spawner mode does not exist here: a usage error.
+pub(crate) fn run_spawner() -> i32 {
+    2
+}
+
 /// Darwin has no way to set a pipe's capacity: always false, so the
 /// caller's grown-pipe budget is never charged.
 pub(crate) fn resize_pipe(_fd: RawFd, _size: i32) -> bool {

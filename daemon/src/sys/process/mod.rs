@@ -31,13 +31,59 @@ mod platform;
 #[cfg(target_os = "macos")]
 #[path = "macos.rs"]
 mod platform;
+#[cfg(target_os = "linux")]
+mod spawner;
 
 #[cfg(all(test, target_os = "linux"))]
 pub(crate) use pidref::pidns;
 #[cfg(test)]
 pub(crate) use pidref::without_group_pidfd;
 pub use pidref::{GroupError, PidRef};
-pub(crate) use platform::{resize_pipe, signal_name};
+pub(crate) use platform::{resize_pipe, run_spawner, signal_name, spawn_via_helper};
+
+/// The first argument that selects spawner mode (`spawner.rs`, Linux):
+/// the helper that starts children at a cost that does not grow with
+/// how many run.
+pub(crate) const SPAWNER_FLAG: &str = "--spawner";
+
+/// What one spawn through the helper asks for. Every string is free of
+/// NUL bytes (the caller checks; a NUL is refused with `EINVAL`).
+// Read only by the Linux spawner: macOS starts children itself.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+pub(crate) struct SpawnRequest<'a> {
+    pub program: &'a std::ffi::OsStr,
+    /// Empty: the helper's own, which is the daemon's.
+    pub cwd: &'a std::ffi::OsStr,
+    pub argv: &'a [&'a std::ffi::OsStr],
+    /// `key=value` entries, in order.
+    pub env: &'a [std::ffi::OsString],
+    /// Append `<stamp>=<pid>:<start ticks>` (the child's own) as the last
+    /// entry.
+    pub stamp: Option<&'a str>,
+}
+
+/// How a spawn through the helper went.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+pub(crate) enum HelperSpawn {
+    /// The child runs.
+    Spawned(Spawned),
+    /// The spawn's own error: a pipe, the clone, the `chdir` or the exec
+    /// failed (a child that existed was reaped), or the helper stopped
+    /// while starting it.
+    Failed(std::io::Error),
+    /// No helper: nothing was started, the caller starts the child
+    /// itself. With what went wrong just now, for the log.
+    NoHelper(Option<String>),
+}
+
+/// A child the helper started: its pid (a child of this process) and
+/// this process's ends of its pipes.
+pub(crate) struct Spawned {
+    pub pid: i32,
+    pub stdin: std::os::fd::OwnedFd,
+    pub stdout: std::os::fd::OwnedFd,
+    pub stderr: std::os::fd::OwnedFd,
+}
 
 /// Parses a `signal` param as the reference does: exactly `TERM`, `KILL`,
 /// `INT`, `HUP`, with or without the `SIG` prefix, case-sensitive. Anything
