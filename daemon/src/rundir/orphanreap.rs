@@ -566,6 +566,20 @@ mod tests {
             run_dir: run_dir.path().to_path_buf(),
             leader: PidRef::open(leader),
         };
+        // It printed before its exec of sleep, whose environment the
+        // kernel shows only once the new image is set up: wait for sleep.
+        let execd = |pid: i32| {
+            std::fs::read(format!("/proc/{pid}/comm")).is_ok_and(|c| c == b"sleep\n")
+                && crate::sys::process::pidns::environ_is_set(pid)
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !execd(stamped.pid()) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the stamped member never ran sleep"
+            );
+            std::thread::yield_now();
+        }
         assert_eq!(member_of(stamped.pid(), &target.rec, &target.run_dir), Ok(()));
         assert!(member_of(cleared.pid(), &target.rec, &target.run_dir)
             .unwrap_err()
@@ -641,10 +655,8 @@ mod tests {
         assert_eq!(running_in_group(number), [number], "the group id is the planted one's");
         let members = proven_members(&rec, run_dir.path(), libc::SIGKILL);
         assert_eq!((members.sent, members.refused), (0, 1));
-        assert!(members
-            .first_refusal
-            .unwrap_or_default()
-            .contains("does not name the recorded child"),);
+        let refusal = members.first_refusal.unwrap_or_default();
+        assert!(refusal.contains("does not name the recorded child"), "{refusal}");
         assert!(
             !pidns::got_sigkill(&mut planted),
             "the group that took the recorded id was signalled"

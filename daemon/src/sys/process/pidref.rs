@@ -471,7 +471,11 @@ pub(crate) mod pidns {
                 .process_group(0)
                 .spawn()
                 .unwrap();
-            if planted.id() as i32 == number && also() {
+            // The exec is done when spawn returns, but the kernel sets the
+            // new image's environment bounds a moment later: until then
+            // `/proc/<pid>/environ` reads empty, and a test reading the
+            // plant's stamp would see none.
+            if planted.id() as i32 == number && environ_is_set(number) && also() {
                 // SAFETY: getpgid only reads.
                 assert_eq!(unsafe { libc::getpgid(number) }, number, "it leads group {number}");
                 println!("PLANTED pid {number} after {tries} tries");
@@ -481,6 +485,19 @@ pub(crate) mod pidns {
             planted.wait().unwrap();
         }
         panic!("could not plant pid {number}");
+    }
+
+    /// Waits (a bounded poll of `/proc`, the only signal there is) for the
+    /// freshly exec'd `pid` to show a non-empty environment.
+    pub(crate) fn environ_is_set(pid: i32) -> bool {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::time::Instant::now() < deadline {
+            if std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|e| !e.is_empty()) {
+                return true;
+            }
+            std::thread::yield_now();
+        }
+        false
     }
 
     /// Whether `child` (never reaped by anyone but its holder) has been
