@@ -401,22 +401,27 @@ fn quote(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
 
     /// A fake login shell exporting `sock` (or nothing when empty) and
     /// counting its runs in `<dir>/runs`.
     fn fake_shell(dir: &std::path::Path, sock: &str) -> String {
         let path = dir.join("shell");
         let runs = dir.join("runs");
-        std::fs::write(
-            &path,
-            format!(
-                "#!/bin/sh\necho run >> '{}'\nSSH_AUTH_SOCK='{sock}'; export SSH_AUTH_SOCK\necho profile noise\nexec /bin/sh -c \"$4\"\n",
-                runs.display()
-            ),
-        )
-        .unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let script = format!(
+            "#!/bin/sh\necho run >> '{}'\nSSH_AUTH_SOCK='{sock}'; export SSH_AUTH_SOCK\necho profile noise\nexec /bin/sh -c \"$4\"\n",
+            runs.display()
+        );
+        // Written by a child of its own: a descriptor open for writing in
+        // this process would be inherited by a sibling test's fork, and
+        // the exec of the script would then fail with ETXTBSY.
+        let mut writer = std::process::Command::new("/bin/sh")
+            .args(["-c", "cat > \"$0\" && chmod 755 \"$0\""])
+            .arg(&path)
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(&mut writer.stdin.take().unwrap(), script.as_bytes()).unwrap();
+        assert!(writer.wait().unwrap().success());
         path.to_string_lossy().into_owned()
     }
 

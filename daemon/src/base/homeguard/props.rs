@@ -538,7 +538,9 @@ impl Fixture {
                 }
             }
             let (dir, name) = split(spelling);
-            if let Some(parent) = open_dir(&dir) {
+            // `/` splits into no last name: there is no entry to remove or
+            // to judge (an empty name is never unlinked, ENOENT).
+            if let (false, Some(parent)) = (name.is_empty(), open_dir(&dir)) {
                 let held = homes.holds_entry(&parent, &name);
                 // The entry as split, not the spelling: a trailing slash
                 // would follow a link the removal only unlinks.
