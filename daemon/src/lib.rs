@@ -34,17 +34,37 @@
 
 #![warn(unreachable_pub)]
 
+#[cfg(unix)]
+pub(crate) mod agent;
+#[cfg(windows)]
+#[path = "agent/windows.rs"]
 pub(crate) mod agent;
 pub mod base;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
+#[cfg(unix)]
+pub mod install;
+#[cfg(windows)]
+#[path = "install/windows.rs"]
 pub mod install;
 pub mod launch;
 pub(crate) mod methods;
+#[cfg(unix)]
+pub(crate) mod process;
+#[cfg(windows)]
+#[path = "process/windows.rs"]
 pub(crate) mod process;
 pub mod protocol;
 pub(crate) mod replay;
+#[cfg(unix)]
+pub mod rundir;
+#[cfg(windows)]
+#[path = "rundir/windows.rs"]
 pub mod rundir;
 pub(crate) mod serve;
 pub mod sys;
+#[cfg(unix)]
+pub(crate) mod tarx;
+#[cfg(windows)]
+#[path = "tarx/windows.rs"]
 pub(crate) mod tarx;

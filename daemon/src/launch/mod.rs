@@ -12,10 +12,30 @@
 //! | [`bridge`] | the `-bridge` relay |
 //! | [`settings`] | `remora.conf` beside the binary: trust checks, precedence, the effective-settings report (its keys: `base::flagtable`) |
 
+#[cfg(unix)]
+pub(crate) mod bridge;
+#[cfg(windows)]
+#[path = "windows/bridge.rs"]
 pub(crate) mod bridge;
 pub mod cli;
+#[cfg(unix)]
+pub(crate) mod daemonize;
+#[cfg(windows)]
+#[path = "windows/daemonize.rs"]
 pub(crate) mod daemonize;
 pub(crate) mod flags;
+#[cfg(unix)]
 pub(crate) mod logind;
+#[cfg(windows)]
+#[path = "windows/logind.rs"]
+pub(crate) mod logind;
+#[cfg(unix)]
 pub(crate) mod settings;
+#[cfg(windows)]
+#[path = "windows/settings.rs"]
+pub(crate) mod settings;
+#[cfg(unix)]
+pub(crate) mod stop;
+#[cfg(windows)]
+#[path = "windows/stop.rs"]
 pub(crate) mod stop;

@@ -42,9 +42,7 @@ use crate::serve::wireredact::Direction;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use tokio::io::AsyncWriteExt;
-use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::UnixStream;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, Notify, OwnedSemaphorePermit, Semaphore};
 
@@ -85,7 +83,15 @@ fn connection_name(conn_id: u64, peer: Option<i32>) -> String {
 /// queued goes out only until its grace or an eviction. So whatever it
 /// does (or does not read), its place and its slot among the connections
 /// told to make room free promptly.
-pub(crate) async fn serve(stream: UnixStream, daemon: Arc<Daemon>, ticket: Ticket) {
+///
+/// The connection comes as its two halves, of whatever transport: the
+/// Unix socket's `into_split`, or (Windows, `-listen-pipe`) a named
+/// pipe's. Every transport is served by this one code.
+pub(crate) async fn serve<R, W>(read_half: R, write_half: W, daemon: Arc<Daemon>, ticket: Ticket)
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let conn_id = NEXT_CONN_ID.fetch_add(1, Ordering::Relaxed);
     // Past a burst, a connection is logged only once it authenticates
     // (`connlog`): a churn without the token cannot flood the log.
@@ -104,7 +110,6 @@ pub(crate) async fn serve(stream: UnixStream, daemon: Arc<Daemon>, ticket: Ticke
     };
     daemon.metrics.connections.fetch_add(1, Ordering::Relaxed);
     let _open = OpenClient::count(&daemon);
-    let (read_half, write_half) = stream.into_split();
     let (tx, rx) = mpsc::channel(REPLY_QUEUE);
     let handoff = HandoffSlot::new(connection_name(conn_id, peer));
     let tap = daemon.options.wire_log.clone().map(|tap| Tap { tap, conn_id, peer });
@@ -329,8 +334,8 @@ enum Close {
 
 /// The reader: frames lines and hands each to [`Dispatcher::on_line`],
 /// then carries out the [`Step`] it returns, until the connection ends.
-async fn read_requests(
-    read_half: OwnedReadHalf,
+async fn read_requests<R: AsyncRead + Unpin>(
+    read_half: R,
     daemon: &Daemon,
     gate: &mut Gate,
     dispatcher: &Dispatcher,
@@ -525,8 +530,8 @@ struct Followed {
 
 /// The connection's only writer. Ends when every sender is gone (reader
 /// finished and all handlers replied), on a write error, or on shutdown.
-async fn write_loop(
-    mut sink: OwnedWriteHalf,
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut sink: W,
     mut rx: mpsc::Receiver<Reply>,
     conn_id: u64,
     mut shutdown: crate::base::shutdown::ShutdownWatch,

@@ -99,7 +99,8 @@ pub(crate) async fn accept_loop(listener: StdUnixListener, daemon: Arc<Daemon>) 
                     _ = shutdown.wait() => return Ok(()),
                 } {
                     Admitted::Yes(ticket) => {
-                        tokio::spawn(crate::serve::connection::serve(stream, daemon.clone(), ticket));
+                        let (read_half, write_half) = stream.into_split();
+                        tokio::spawn(crate::serve::connection::serve(read_half, write_half, daemon.clone(), ticket));
                     }
                     // Every place is held by an authenticated client: close
                     // this one at once rather than run out of descriptors.

@@ -1,0 +1,1 @@
+//! The named-pipe listener of `-listen-pipe` (issue 43).
