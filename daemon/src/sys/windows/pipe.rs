@@ -1,1 +1,110 @@
-//! The named-pipe listener of `-listen-pipe` (issue 43).
+//! The named pipe of `-listen-pipe` (issue 43, claustrum's CT-5): the
+//! same JSON-RPC as the Unix socket on `\\.\pipe\remora-<id>`, for
+//! Windows clients (clauster) and for hosts where no AF_UNIX listener can
+//! be made (Wine, Windows before 1803).
+//!
+//! Every instance is created with a protected DACL that grants the pipe's
+//! owner (the daemon's user) all access and nobody else any
+//! (`D:P(A;;GA;;;OW)`), and with `PIPE_REJECT_REMOTE_CLIENTS`, so only
+//! local processes of the same user connect. The first instance is
+//! created with `FILE_FLAG_FIRST_PIPE_INSTANCE`: a name another process
+//! already serves is refused instead of shared. A server instance is
+//! made before each `connect` returns, so a client never finds the name
+//! missing between two accepts.
+
+use std::io;
+use tokio::net::windows::named_pipe::{NamedPipeServer, PipeMode, ServerOptions};
+use windows_sys::Win32::Foundation::LocalFree;
+use windows_sys::Win32::Security::Authorization::{
+    ConvertStringSecurityDescriptorToSecurityDescriptorW, SDDL_REVISION_1,
+};
+use windows_sys::Win32::Security::{PSECURITY_DESCRIPTOR, SECURITY_ATTRIBUTES};
+
+/// The DACL of every instance: protected (nothing inherited), the owner
+/// only.
+const OWNER_ONLY_SDDL: &str = "D:P(A;;GA;;;OW)";
+
+/// The pipe's name for a daemon whose instance id is `id`.
+pub(crate) fn pipe_name(id: &str) -> String {
+    format!(r"\\.\pipe\remora-{id}")
+}
+
+/// A security descriptor made from SDDL, freed on drop.
+struct Descriptor(PSECURITY_DESCRIPTOR);
+
+impl Descriptor {
+    fn owner_only() -> io::Result<Descriptor> {
+        let sddl: Vec<u16> = OWNER_ONLY_SDDL.encode_utf16().chain([0]).collect();
+        let mut sd: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
+        // SAFETY: `sddl` is NUL-terminated UTF-16; on success `sd` gets a
+        // LocalAlloc'd descriptor we free in Drop.
+        let ok = unsafe {
+            ConvertStringSecurityDescriptorToSecurityDescriptorW(
+                sddl.as_ptr(),
+                SDDL_REVISION_1,
+                &mut sd,
+                std::ptr::null_mut(),
+            )
+        };
+        if ok == 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Descriptor(sd))
+    }
+}
+
+impl Drop for Descriptor {
+    fn drop(&mut self) {
+        // SAFETY: frees the LocalAlloc'd descriptor once.
+        unsafe { LocalFree(self.0) };
+    }
+}
+
+/// A listening named pipe: the next server instance, waiting for a client.
+pub(crate) struct PipeListener {
+    name: String,
+    next: NamedPipeServer,
+}
+
+/// Creates one server instance of `name` with the owner-only DACL.
+fn instance(name: &str, first: bool) -> io::Result<NamedPipeServer> {
+    let descriptor = Descriptor::owner_only()?;
+    let mut attributes = SECURITY_ATTRIBUTES {
+        nLength: std::mem::size_of::<SECURITY_ATTRIBUTES>() as u32,
+        lpSecurityDescriptor: descriptor.0,
+        bInheritHandle: 0,
+    };
+    let mut options = ServerOptions::new();
+    options
+        .first_pipe_instance(first)
+        .reject_remote_clients(true)
+        .pipe_mode(PipeMode::Byte)
+        .access_inbound(true)
+        .access_outbound(true);
+    // SAFETY: `attributes` and the descriptor it points to live until the
+    // call returns; CreateNamedPipeW copies what it keeps.
+    unsafe { options.create_with_security_attributes_raw(name, (&mut attributes as *mut SECURITY_ATTRIBUTES).cast()) }
+}
+
+impl PipeListener {
+    /// Creates the pipe `name`; fails when another process serves it.
+    pub(crate) fn bind(name: &str) -> io::Result<PipeListener> {
+        Ok(PipeListener {
+            name: name.to_string(),
+            next: instance(name, true)?,
+        })
+    }
+
+    /// The pipe's name, as `rpc.pipe` records it.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Waits for the next client and returns its connected instance,
+    /// having made the instance the client after it will find.
+    pub(crate) async fn accept(&mut self) -> io::Result<NamedPipeServer> {
+        self.next.connect().await?;
+        let fresh = instance(&self.name, false)?;
+        Ok(std::mem::replace(&mut self.next, fresh))
+    }
+}
