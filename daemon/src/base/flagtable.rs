@@ -16,7 +16,6 @@
 use crate::base::goerr::go_quote;
 use crate::base::logging::Level;
 use std::ffi::{OsStr, OsString};
-use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
 /// The value type of a flag, which decides how it is written (a boolean
@@ -435,7 +434,7 @@ impl Value for i64 {
 impl Value for OsString {
     fn text(&self, quote: bool) -> String {
         if quote {
-            go_quote(self.as_bytes())
+            go_quote(self.as_encoded_bytes())
         } else {
             self.to_string_lossy().into_owned()
         }
@@ -496,7 +495,7 @@ fn parse_log_level(value: &OsStr) -> Result<Option<Level>, String> {
 /// A `-reference-build` value: a git commit id of 40 (SHA-1) or 64
 /// (SHA-256) hex digits, lower-cased; empty unsets it.
 fn parse_build_id(value: &OsStr) -> Result<String, String> {
-    let bytes = value.as_bytes();
+    let bytes = value.as_encoded_bytes();
     if bytes.is_empty() {
         return Ok(String::new());
     }
@@ -508,7 +507,7 @@ fn parse_build_id(value: &OsStr) -> Result<String, String> {
 
 /// Go's `strconv.ParseBool`.
 pub(crate) fn parse_bool(value: &OsStr) -> Result<bool, String> {
-    match value.as_bytes() {
+    match value.as_encoded_bytes() {
         b"1" | b"t" | b"T" | b"TRUE" | b"true" | b"True" => Ok(true),
         b"0" | b"f" | b"F" | b"FALSE" | b"false" | b"False" => Ok(false),
         _ => Err("parse error".to_string()),
@@ -521,7 +520,7 @@ pub(crate) fn parse_bool(value: &OsStr) -> Result<bool, String> {
 fn parse_int(value: &OsStr) -> Result<i64, String> {
     const SYNTAX: &str = "parse error";
     const RANGE: &str = "value out of range";
-    let s = value.as_bytes();
+    let s = value.as_encoded_bytes();
     let (negative, body) = match s.first() {
         Some(b'-') => (true, &s[1..]),
         Some(b'+') => (false, &s[1..]),
@@ -676,7 +675,9 @@ mod tests {
 
     #[test]
     fn go_int_syntax() {
-        let parse_int = |s: &[u8]| super::parse_int(OsStr::from_bytes(s));
+        // SAFETY: every input below is whole ASCII or UTF-8 text, which is
+        // valid encoded OsStr bytes on every platform.
+        let parse_int = |s: &[u8]| super::parse_int(unsafe { OsStr::from_encoded_bytes_unchecked(s) });
         let ok = |s: &str| parse_int(s.as_bytes()).unwrap();
         assert_eq!(ok("3"), 3);
         assert_eq!(ok("-7"), -7);

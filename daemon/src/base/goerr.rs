@@ -7,57 +7,11 @@
 
 use std::io;
 
-/// Go's `syscall.Errno.Error()` text for `errno` (Linux).
+/// Go's `syscall.Errno.Error()` text for `errno` (the OS's own error
+/// number: an errno on Unix, a Win32 error code on Windows; the table is
+/// `sys::os::errno_text`).
 pub(crate) fn errno_text(errno: i32) -> String {
-    let known = match errno {
-        libc::EPERM => "operation not permitted",
-        libc::ENOENT => "no such file or directory",
-        libc::ESRCH => "no such process",
-        libc::EINTR => "interrupted system call",
-        libc::EIO => "input/output error",
-        libc::ENXIO => "no such device or address",
-        libc::E2BIG => "argument list too long",
-        libc::ENOEXEC => "exec format error",
-        libc::EBADF => "bad file descriptor",
-        libc::ECHILD => "no child processes",
-        libc::EAGAIN => "resource temporarily unavailable",
-        libc::ENOMEM => "cannot allocate memory",
-        libc::EACCES => "permission denied",
-        libc::EFAULT => "bad address",
-        libc::EBUSY => "device or resource busy",
-        libc::EEXIST => "file exists",
-        libc::EXDEV => "invalid cross-device link",
-        libc::ENODEV => "no such device",
-        libc::ENOTDIR => "not a directory",
-        libc::EISDIR => "is a directory",
-        libc::EINVAL => "invalid argument",
-        libc::ENFILE => "too many open files in system",
-        libc::EMFILE => "too many open files",
-        libc::ENOTTY => "inappropriate ioctl for device",
-        libc::ETXTBSY => "text file busy",
-        libc::EFBIG => "file too large",
-        libc::ENOSPC => "no space left on device",
-        libc::ESPIPE => "illegal seek",
-        libc::EROFS => "read-only file system",
-        libc::EMLINK => "too many links",
-        libc::EPIPE => "broken pipe",
-        libc::ENAMETOOLONG => "file name too long",
-        libc::ENOSYS => "function not implemented",
-        libc::ENOTEMPTY => "directory not empty",
-        libc::ELOOP => "too many levels of symbolic links",
-        libc::ENOTSOCK => "socket operation on non-socket",
-        libc::EADDRINUSE => "address already in use",
-        libc::EADDRNOTAVAIL => "cannot assign requested address",
-        libc::ECONNRESET => "connection reset by peer",
-        libc::ENOTCONN => "transport endpoint is not connected",
-        libc::ETIMEDOUT => "connection timed out",
-        libc::ECONNREFUSED => "connection refused",
-        libc::EOPNOTSUPP => "operation not supported",
-        libc::EDQUOT => "disk quota exceeded",
-        libc::EPROTOTYPE => "protocol wrong type for socket",
-        _ => return format!("errno {errno}"),
-    };
-    known.to_string()
+    crate::sys::os::errno_text(errno)
 }
 
 /// Go's text for an `io::Error`: the errno string when there is one.

@@ -108,11 +108,7 @@ pub(crate) fn stderr_capped() -> bool {
 /// cannot be done, truncates it (it is opened for append, so writing goes
 /// on at its new end); either way a first line says so.
 pub(crate) fn cap_stderr(cap: u64) {
-    use std::os::fd::AsRawFd;
-    let size = std::fs::metadata(format!("/dev/fd/{}", std::io::stderr().as_raw_fd()))
-        .map(|m| m.len())
-        .unwrap_or(0);
-    WRITTEN.store(size, Ordering::Relaxed);
+    WRITTEN.store(crate::sys::os::stderr_len(), Ordering::Relaxed);
     CAP.store(cap, Ordering::Relaxed);
 }
 
@@ -130,19 +126,17 @@ pub(crate) fn write(level: Level, args: fmt::Arguments<'_>) {
     let cap = CAP.load(Ordering::Relaxed);
     let len = line.len() as u64;
     if cap > 0 && WRITTEN.fetch_add(len, Ordering::Relaxed).saturating_add(len) > cap {
-        use std::os::fd::AsRawFd;
-        let rotated = ROTATOR.get().and_then(|rotate| rotate()).and_then(|(fresh, kept_in)| {
-            // SAFETY: dup2 of a file we just opened onto our own stderr;
-            // the full file stays whole under its new name.
-            (unsafe { libc::dup2(fresh.as_raw_fd(), err.as_raw_fd()) } >= 0).then_some(kept_in)
-        });
+        // The full file stays whole under its new name.
+        let rotated = ROTATOR
+            .get()
+            .and_then(|rotate| rotate())
+            .and_then(|(fresh, kept_in)| crate::sys::os::replace_stderr(&fresh).then_some(kept_in));
         let note = match rotated {
             Some(kept_in) => Some(format_line(
                 Level::Warn,
                 format_args!("[daemon] the log reached {cap} bytes; the lines before this one are in {kept_in}"),
             )),
-            // SAFETY: truncating our own stderr, a regular file we were given.
-            None if unsafe { libc::ftruncate(err.as_raw_fd(), 0) } == 0 => Some(format_line(
+            None if crate::sys::os::truncate_stderr() => Some(format_line(
                 Level::Warn,
                 format_args!("[daemon] the log reached {cap} bytes and was started over"),
             )),
@@ -191,23 +185,10 @@ pub(crate) mod capture {
 
 /// Local wall-clock time as Go's `log` prints it: `2006/01/02 15:04:05`.
 fn timestamp() -> String {
-    // SAFETY: `time` and `localtime_r` only write into the locals we pass.
-    unsafe {
-        let now = libc::time(std::ptr::null_mut());
-        let mut tm: libc::tm = std::mem::zeroed();
-        if libc::localtime_r(&now, &mut tm).is_null() {
-            return "0000/00/00 00:00:00".to_string();
-        }
-        format!(
-            "{:04}/{:02}/{:02} {:02}:{:02}:{:02}",
-            tm.tm_year + 1900,
-            tm.tm_mon + 1,
-            tm.tm_mday,
-            tm.tm_hour,
-            tm.tm_min,
-            tm.tm_sec
-        )
-    }
+    let Some([year, month, day, hour, minute, second]) = crate::sys::os::local_time() else {
+        return "0000/00/00 00:00:00".to_string();
+    };
+    format!("{year:04}/{month:02}/{day:02} {hour:02}:{minute:02}:{second:02}")
 }
 
 /// How many characters of one client-controlled string a log line shows.

@@ -544,41 +544,28 @@ fn peer_check(build: &Build) -> Option<&'static str> {
 
 /// The soft limit the daemon (and so every child) gets: the reference
 /// raises it to this, or to the hard limit when that is lower.
-const OPEN_FILES_TARGET: libc::rlim_t = 65536;
+const OPEN_FILES_TARGET: u64 = 65536;
 
 /// Raises the soft `RLIMIT_NOFILE` to min(hard, [`OPEN_FILES_TARGET`]) and
 /// logs what children will start with. A soft limit already above the
 /// target is left alone (lowering it could break an operator's setup).
+/// Where the OS has no such limit (Windows) nothing is said.
 fn raise_open_files_limit() {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit fills the struct or fails.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+    let Some((mut soft, hard)) = crate::sys::os::open_files_limit() else {
         return;
-    }
-    let target = lim.rlim_max.min(OPEN_FILES_TARGET);
-    if lim.rlim_cur < target {
-        let raised = libc::rlimit {
-            rlim_cur: target,
-            rlim_max: lim.rlim_max,
-        };
-        // SAFETY: setrlimit reads the struct; the soft value is within the hard one.
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } != 0 {
+    };
+    let target = hard.min(OPEN_FILES_TARGET);
+    if soft < target {
+        if let Err(e) = crate::sys::os::set_open_files_limit(target, hard) {
             crate::log_warn!(
-                "[daemon] cannot raise the open-files limit from {} to {target}: {}",
-                lim.rlim_cur,
-                crate::base::goerr::io_text(&io::Error::last_os_error())
+                "[daemon] cannot raise the open-files limit from {soft} to {target}: {}",
+                crate::base::goerr::io_text(&e)
             );
             return;
         }
-        lim.rlim_cur = target;
+        soft = target;
     }
-    crate::log_info!(
-        "[daemon] child processes will start with an open-files limit of {}",
-        lim.rlim_cur
-    );
+    crate::log_info!("[daemon] child processes will start with an open-files limit of {soft}");
 }
 
 /// The files beside the socket that only a graceful exit cleans up.

@@ -23,7 +23,6 @@
 use crate::base::flagtable::{Flag, Flags, Kind, Listed, Section, FLAGS};
 use crate::base::goerr::go_quote;
 use std::ffi::{OsStr, OsString};
-use std::os::unix::ffi::OsStrExt;
 
 /// Why parsing stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,7 +38,7 @@ pub(crate) fn parse(args: &[OsString]) -> Result<Flags, ParseError> {
     let mut flags = Flags::default();
     let mut i = 0;
     while i < args.len() {
-        let arg = args[i].as_bytes();
+        let arg = args[i].as_encoded_bytes();
         if arg.len() < 2 || arg[0] != b'-' {
             break;
         }
@@ -59,7 +58,12 @@ pub(crate) fn parse(args: &[OsString]) -> Result<Flags, ParseError> {
         i += 1;
         // The value starts after the first '=' (never the first byte).
         let (name, inline) = match body.iter().position(|&b| b == b'=') {
-            Some(eq) => (&body[..eq], Some(OsStr::from_bytes(&body[eq + 1..]))),
+            // SAFETY: split just after an ASCII '=' of bytes from
+            // `as_encoded_bytes`, which keeps them valid encoded bytes.
+            Some(eq) => (
+                &body[..eq],
+                Some(unsafe { OsStr::from_encoded_bytes_unchecked(&body[eq + 1..]) }),
+            ),
             None => (body, None),
         };
         let name_text = lossy(name);
@@ -76,7 +80,7 @@ pub(crate) fn parse(args: &[OsString]) -> Result<Flags, ParseError> {
             if flags.set(spec.name, value).is_err() {
                 return Err(ParseError::Invalid(format!(
                     "invalid boolean value {} for -{name_text}: parse error",
-                    go_quote(value.as_bytes())
+                    go_quote(value.as_encoded_bytes())
                 )));
             }
             flags.explicit.push(spec.name);
@@ -95,7 +99,7 @@ pub(crate) fn parse(args: &[OsString]) -> Result<Flags, ParseError> {
         if let Err(why) = flags.set(spec.name, value) {
             return Err(ParseError::Invalid(format!(
                 "invalid value {} for flag -{name_text}: {why}",
-                go_quote(value.as_bytes())
+                go_quote(value.as_encoded_bytes())
             )));
         }
         flags.explicit.push(spec.name);

@@ -179,22 +179,11 @@ pub(crate) fn connection_cap(soft: u64) -> usize {
 /// This process's soft descriptor limit (1024 when it cannot be read;
 /// "unlimited" counts as 1 << 20).
 pub(crate) fn soft_fd_limit() -> u64 {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes into the struct we pass.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
-        return 1024;
+    match crate::sys::os::open_files_limit() {
+        None => 1024,
+        Some((u64::MAX, _)) => 1 << 20,
+        Some((soft, _)) => soft,
     }
-    if lim.rlim_cur == libc::RLIM_INFINITY {
-        return 1 << 20;
-    }
-    // `rlim_t` is u64 on Linux and macOS alike today; the conversion keeps
-    // this right on a target where it is not.
-    #[allow(clippy::unnecessary_cast)]
-    let soft = lim.rlim_cur as u64;
-    soft
 }
 
 /// What the table keeps of one unauthenticated connection, shared with

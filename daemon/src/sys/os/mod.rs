@@ -38,3 +38,141 @@ pub(crate) use platform::{
     pipe_cloexec, process_alive, realtime_signals, trim_heap, MANAGED_SETTINGS_DIR, OPEN_SEARCH, SOCKET_PATH_MAX,
     SYSTEM_NAME,
 };
+
+/// The size of the file on stderr (0 when it is not a file or cannot be
+/// read): where the daemon log's cap starts counting.
+pub(crate) fn stderr_len() -> u64 {
+    use std::os::fd::AsRawFd;
+    std::fs::metadata(format!("/dev/fd/{}", std::io::stderr().as_raw_fd()))
+        .map(|m| m.len())
+        .unwrap_or(0)
+}
+
+/// Puts `fresh` on stderr in place of what was there; whether it worked.
+pub(crate) fn replace_stderr(fresh: &std::fs::File) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: dup2 of a file the caller holds open onto our own stderr.
+    unsafe { libc::dup2(fresh.as_raw_fd(), std::io::stderr().as_raw_fd()) >= 0 }
+}
+
+/// Truncates the file on stderr to nothing; whether it worked (it is
+/// opened for append, so writing goes on at its new end).
+pub(crate) fn truncate_stderr() -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: truncating our own stderr, a regular file we were given.
+    unsafe { libc::ftruncate(std::io::stderr().as_raw_fd(), 0) == 0 }
+}
+
+/// The local wall-clock time now: year, month (1–12), day, hour, minute,
+/// second; `None` when the zone cannot be applied.
+pub(crate) fn local_time() -> Option<[i32; 6]> {
+    // SAFETY: `time` and `localtime_r` only write into the locals we pass.
+    unsafe {
+        let now = libc::time(std::ptr::null_mut());
+        let mut tm: libc::tm = std::mem::zeroed();
+        if libc::localtime_r(&now, &mut tm).is_null() {
+            return None;
+        }
+        Some([
+            tm.tm_year + 1900,
+            tm.tm_mon + 1,
+            tm.tm_mday,
+            tm.tm_hour,
+            tm.tm_min,
+            tm.tm_sec,
+        ])
+    }
+}
+
+/// This process's open-files limit, soft and hard ("unlimited" as
+/// `u64::MAX`); `None` when it cannot be read.
+pub(crate) fn open_files_limit() -> Option<(u64, u64)> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct we pass.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return None;
+    }
+    // `rlim_t` is u64 on Linux and macOS alike today; the conversion keeps
+    // this right on a target where it is not.
+    #[allow(clippy::unnecessary_cast)]
+    let as_u64 = |v: libc::rlim_t| if v == libc::RLIM_INFINITY { u64::MAX } else { v as u64 };
+    Some((as_u64(lim.rlim_cur), as_u64(lim.rlim_max)))
+}
+
+/// Sets the soft open-files limit to `soft`, keeping the hard one `hard`
+/// (as [`open_files_limit`] read them).
+pub(crate) fn set_open_files_limit(soft: u64, hard: u64) -> std::io::Result<()> {
+    #[allow(clippy::unnecessary_cast)]
+    let as_rlim = |v: u64| {
+        if v == u64::MAX {
+            libc::RLIM_INFINITY
+        } else {
+            v as libc::rlim_t
+        }
+    };
+    let raised = libc::rlimit {
+        rlim_cur: as_rlim(soft),
+        rlim_max: as_rlim(hard),
+    };
+    // SAFETY: setrlimit reads the struct; the soft value is within the hard one.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Go's `syscall.Errno.Error()` text for `errno`.
+pub(crate) fn errno_text(errno: i32) -> String {
+    let known = match errno {
+        libc::EPERM => "operation not permitted",
+        libc::ENOENT => "no such file or directory",
+        libc::ESRCH => "no such process",
+        libc::EINTR => "interrupted system call",
+        libc::EIO => "input/output error",
+        libc::ENXIO => "no such device or address",
+        libc::E2BIG => "argument list too long",
+        libc::ENOEXEC => "exec format error",
+        libc::EBADF => "bad file descriptor",
+        libc::ECHILD => "no child processes",
+        libc::EAGAIN => "resource temporarily unavailable",
+        libc::ENOMEM => "cannot allocate memory",
+        libc::EACCES => "permission denied",
+        libc::EFAULT => "bad address",
+        libc::EBUSY => "device or resource busy",
+        libc::EEXIST => "file exists",
+        libc::EXDEV => "invalid cross-device link",
+        libc::ENODEV => "no such device",
+        libc::ENOTDIR => "not a directory",
+        libc::EISDIR => "is a directory",
+        libc::EINVAL => "invalid argument",
+        libc::ENFILE => "too many open files in system",
+        libc::EMFILE => "too many open files",
+        libc::ENOTTY => "inappropriate ioctl for device",
+        libc::ETXTBSY => "text file busy",
+        libc::EFBIG => "file too large",
+        libc::ENOSPC => "no space left on device",
+        libc::ESPIPE => "illegal seek",
+        libc::EROFS => "read-only file system",
+        libc::EMLINK => "too many links",
+        libc::EPIPE => "broken pipe",
+        libc::ENAMETOOLONG => "file name too long",
+        libc::ENOSYS => "function not implemented",
+        libc::ENOTEMPTY => "directory not empty",
+        libc::ELOOP => "too many levels of symbolic links",
+        libc::ENOTSOCK => "socket operation on non-socket",
+        libc::EADDRINUSE => "address already in use",
+        libc::EADDRNOTAVAIL => "cannot assign requested address",
+        libc::ECONNRESET => "connection reset by peer",
+        libc::ENOTCONN => "transport endpoint is not connected",
+        libc::ETIMEDOUT => "connection timed out",
+        libc::ECONNREFUSED => "connection refused",
+        libc::EOPNOTSUPP => "operation not supported",
+        libc::EDQUOT => "disk quota exceeded",
+        libc::EPROTOTYPE => "protocol wrong type for socket",
+        _ => return format!("errno {errno}"),
+    };
+    known.to_string()
+}

@@ -79,3 +79,71 @@ pub(crate) fn trim_heap() {}
 
 /// No arena tunable: nothing to do.
 pub(crate) fn limit_malloc_arenas(_arenas: i32) {}
+
+/// The size of the file on stderr (0 when it is not a file or cannot be
+/// read): where the daemon log's cap starts counting.
+pub(crate) fn stderr_len() -> u64 {
+    stderr_file().and_then(|f| f.metadata().ok()).map_or(0, |m| m.len())
+}
+
+/// A second handle to what stderr is, as a `File` (closing it leaves
+/// stderr open).
+fn stderr_file() -> Option<std::fs::File> {
+    use std::os::windows::io::AsHandle;
+    let handle = std::io::stderr().as_handle().try_clone_to_owned().ok()?;
+    Some(std::fs::File::from(handle))
+}
+
+/// Puts `fresh` on stderr in place of what was there; whether it worked.
+/// std looks the standard handle up on every write, so the next line goes
+/// to `fresh`; a duplicate of it is kept open for the process's life.
+pub(crate) fn replace_stderr(fresh: &std::fs::File) -> bool {
+    use std::os::windows::io::IntoRawHandle;
+    use windows_sys::Win32::System::Console::{SetStdHandle, STD_ERROR_HANDLE};
+    let Ok(kept) = fresh.try_clone() else {
+        return false;
+    };
+    let raw = kept.into_raw_handle();
+    // SAFETY: `raw` is an open handle we own and never close, so the
+    // standard handle stays valid.
+    unsafe { SetStdHandle(STD_ERROR_HANDLE, raw) != 0 }
+}
+
+/// Truncates the file on stderr to nothing; whether it worked (a handle
+/// opened for appending alone cannot, and the caller then says nothing).
+pub(crate) fn truncate_stderr() -> bool {
+    stderr_file().is_some_and(|f| f.set_len(0).is_ok())
+}
+
+/// The local wall-clock time now: year, month (1–12), day, hour, minute,
+/// second (`GetLocalTime`, which cannot fail).
+pub(crate) fn local_time() -> Option<[i32; 6]> {
+    use windows_sys::Win32::System::SystemInformation::GetLocalTime;
+    // SAFETY: GetLocalTime only writes the struct it is given.
+    let t = unsafe { GetLocalTime() };
+    Some([t.wYear, t.wMonth, t.wDay, t.wHour, t.wMinute, t.wSecond].map(i32::from))
+}
+
+/// Windows has no per-process open-files limit of the POSIX kind (handles
+/// are bounded only by memory): `None`, so nothing is raised or logged and
+/// the connection cap uses its default.
+pub(crate) fn open_files_limit() -> Option<(u64, u64)> {
+    None
+}
+
+/// Never called ([`open_files_limit`] reads none); refuses.
+pub(crate) fn set_open_files_limit(_soft: u64, _hard: u64) -> io::Result<()> {
+    Err(io::Error::from(io::ErrorKind::Unsupported))
+}
+
+/// Go's `syscall.Errno.Error()` text on Windows: the system's message for
+/// the Win32 error `code` (`FormatMessage`, trailing line break trimmed,
+/// as std prints it), or Go's `winapi error #N` when it has none.
+pub(crate) fn errno_text(code: i32) -> String {
+    let text = io::Error::from_raw_os_error(code).to_string();
+    let suffix = format!(" (os error {code})");
+    match text.strip_suffix(&suffix) {
+        Some(message) if !message.is_empty() && !message.starts_with("Unknown error") => message.to_string(),
+        _ => format!("winapi error #{code}"),
+    }
+}
