@@ -48,6 +48,12 @@ pub mod install;
 #[path = "install/windows.rs"]
 pub mod install;
 pub mod launch;
+// The serve core (`methods`, `replay`, `serve`, and the supervisor
+// `process`, whose Windows half is an empty stand-in) is not built for
+// Windows yet: `remora.exe` answers `-version` and refuses the other
+// modes (`launch/windows/modes.rs`). Issue 43; `ci/README.md` has the
+// port's status.
+#[cfg(unix)]
 pub(crate) mod methods;
 #[cfg(unix)]
 pub(crate) mod process;
@@ -55,12 +61,14 @@ pub(crate) mod process;
 #[path = "process/windows.rs"]
 pub(crate) mod process;
 pub mod protocol;
+#[cfg(unix)]
 pub(crate) mod replay;
 #[cfg(unix)]
 pub mod rundir;
 #[cfg(windows)]
 #[path = "rundir/windows.rs"]
 pub mod rundir;
+#[cfg(unix)]
 pub(crate) mod serve;
 pub mod sys;
 #[cfg(unix)]

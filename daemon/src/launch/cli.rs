@@ -1,59 +1,34 @@
-//! Command-line entry point: flag parsing, mode selection, and the `-serve`
-//! start-up sequence on both sides of the self-daemonize re-exec.
+//! Command-line entry point: flag parsing and mode selection.
 //!
 //! Modes, when several are given, are taken in this order: `-version`,
 //! `-install`, `-probe-cli`, `-serve`, `-bridge`, `-stop` (the first one
-//! set wins).
-//!
-//! `-serve` runs twice: the launcher (no sentinel) resolves the token, then
-//! [`crate::launch::daemonize::launch`]es the detached child and reports its
-//! verdict; the child (sentinel set) binds the socket, starts the runtime,
-//! signals, metrics and the login-shell probe, reports readiness, and
-//! serves until shutdown.
+//! set wins). Every mode but `-version` is carried out by
+//! [`crate::launch::modes`] (Unix; Windows has its own, issue 43).
 
 use crate::base::flagtable::Flags;
-use crate::launch::daemonize::{self, Readiness};
 use crate::launch::flags::{self, ParseError};
+use crate::launch::modes;
 use crate::protocol::build::{Build, Choice, Switch};
-use crate::serve::server;
-use crate::serve::state::{Daemon, Options};
 use std::ffi::OsString;
-use std::io::{self, Read};
-use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Duration;
 
 // The first line of each is the reference's text, kept byte for byte for
 // whatever matches it; the second says what to do, with the flags as
 // they are written.
 const NO_MODE: &str = "remora: one of --version/--install/--serve/--bridge/--stop is required
 remora: choose a mode: -serve, -bridge, -stop, -install, -probe-cli PATH or -version (remora -h describes each)";
-const NO_TOKEN: &str = "remora: daemonized child requires --token-file or --token-fd
-remora: -serve needs a token: -token-file FILE or -token-fd N";
 
 /// Runs the binary; returns the process exit code.
 pub fn main() -> i32 {
     // A spawned child on its way to its program: touch nothing (no
     // environment, signal or log change) before the exec.
-    if std::env::args_os()
-        .nth(1)
-        .is_some_and(|a| a == crate::agent::trampoline::FLAG)
-    {
-        return crate::agent::trampoline::run(&std::env::args_os().collect::<Vec<_>>());
-    }
-    // The daemon's spawner: it changes nothing of its own either, so its
-    // children start as the daemon's would.
-    if std::env::args_os()
-        .nth(1)
-        .is_some_and(|a| a == crate::sys::process::SPAWNER_FLAG)
-    {
-        return crate::sys::process::run_spawner();
+    // (And the daemon's spawner: it changes nothing of its own either, so
+    // its children start as the daemon's would.)
+    if let Some(code) = modes::helper_role() {
+        return code;
     }
     // Before anything else, and before any thread exists: environment
     // writes are not thread-safe, and the sentinel must never reach a child.
-    let daemon_child = daemonize::take_sentinel();
-    crate::base::signals::restore_sigchld();
+    let daemon_child = modes::take_daemon_child();
     crate::base::logging::init_from_env();
     let args: Vec<OsString> = std::env::args_os().collect();
     let argv0 = args
@@ -107,30 +82,19 @@ fn run(flags: &Flags, daemon_child: bool) -> i32 {
         return 0;
     }
     if flags.install {
-        return match install_options(flags) {
-            Ok(options) => crate::install::run(&options),
-            Err(message) => {
-                eprintln!("{message}");
-                2
-            }
-        };
+        return modes::install(flags);
     }
     if !flags.probe_cli.is_empty() {
-        let settings = crate::agent::launcher::settings_folder(managed_launcher(flags));
-        return crate::agent::probecli::run(&flags.probe_cli, settings.as_deref());
+        return modes::probe_cli(flags);
     }
     if flags.serve {
-        return if daemon_child {
-            serve_child(flags)
-        } else {
-            serve_launcher(flags)
-        };
+        return modes::serve(flags, daemon_child);
     }
     if flags.bridge {
-        return crate::launch::bridge::bridge(&socket_path(flags));
+        return modes::bridge(flags);
     }
     if flags.stop {
-        return crate::launch::stop::stop(&socket_path(flags));
+        return modes::stop(flags);
     }
     eprintln!("{NO_MODE}");
     2
@@ -138,373 +102,13 @@ fn run(flags: &Flags, daemon_child: bool) -> i32 {
 
 /// Whether the served build has the managed launcher, which `-install` and
 /// `-probe-cli` use with `CLAUDE_SSH_MANAGED_LAUNCHER=1`.
-fn managed_launcher(flags: &Flags) -> bool {
+pub(crate) fn managed_launcher(flags: &Flags) -> bool {
     Build::for_stamp(&flags.reference_build).0.has(Switch::ManagedLauncher)
-}
-
-/// The `-install` options. A build with [`Switch::DefaultCliDir`] installs
-/// `-cli-version` without `-cli-dir` into `$HOME/.claude/remote/ccd-cli`;
-/// with no `$HOME` that is the error line (exit 2). Without `-cli-version`
-/// no folder applies: the facts say what is missing.
-fn install_options(flags: &Flags) -> Result<crate::install::InstallOptions, String> {
-    let text = |s: &OsString| s.to_string_lossy().into_owned();
-    let mut cli_dir = text(&flags.cli_dir);
-    let (build, _) = Build::for_stamp(&flags.reference_build);
-    if cli_dir.is_empty() && !flags.cli_version.is_empty() && build.has(Switch::DefaultCliDir) {
-        let home = std::env::var_os("HOME").filter(|h| !h.is_empty());
-        let Some(home) = home else {
-            return Err("remora: cannot resolve home directory: $HOME is not defined".to_string());
-        };
-        let dir = PathBuf::from(home).join(".claude").join("remote").join("ccd-cli");
-        cli_dir = dir.to_string_lossy().into_owned();
-    }
-    Ok(crate::install::InstallOptions {
-        cli_dir,
-        cli_version: text(&flags.cli_version),
-        cli_url: text(&flags.cli_url),
-        cli_checksum: text(&flags.cli_checksum),
-        cli_zst: text(&flags.cli_zst),
-        cli_keep: flags.cli_keep,
-        download_timeout: flags.cli_download_timeout,
-        managed_launcher: crate::agent::launcher::settings_folder(managed_launcher(flags)),
-        run_bounds: build.has(Switch::CliRunBounds),
-        empty_path_without_cli_dir: build.has(Switch::EmptyPathWithoutCliDir),
-    })
-}
-
-/// `-socket`, or `~/.claude/remote/rpc.sock` when it is empty. Only the
-/// `-serve` launcher creates a missing parent ([`create_socket_dir`]).
-pub(crate) fn socket_path(flags: &Flags) -> PathBuf {
-    if !flags.socket.is_empty() {
-        return PathBuf::from(&flags.socket);
-    }
-    home_dir().join(".claude").join("remote").join("rpc.sock")
-}
-
-fn home_dir() -> PathBuf {
-    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
-        return PathBuf::from(home);
-    }
-    match nix::unistd::User::from_uid(nix::unistd::getuid()) {
-        Ok(Some(user)) => user.dir,
-        _ => PathBuf::from("/"),
-    }
-}
-
-/// Launcher side of `-serve`: the token first (so a missing token is
-/// reported before anything touches the socket), then the detached child.
-fn serve_launcher(flags: &Flags) -> i32 {
-    // Before the token is read: this may re-execute the launcher.
-    crate::launch::logind::escape_session_scope();
-    let token = match launcher_token(flags) {
-        Ok(t) => t,
-        Err(message) => {
-            eprintln!("{message}");
-            return 1;
-        }
-    };
-    let socket = socket_path(flags);
-    if let Err(message) = server::check_socket_path_length(&socket) {
-        eprintln!("{message}");
-        return 1;
-    }
-    create_socket_dir(&socket);
-    // Unstamped, the banner is remora's own line; stamped, the build's.
-    let (build, _) = Build::for_stamp(&flags.reference_build);
-    let stamped = !flags.reference_build.is_empty();
-    let style = daemonize::BannerStyle {
-        stamped,
-        ids: stamped && build.has(Switch::BannerIds),
-    };
-    daemonize::launch(&socket, &token, style)
-}
-
-/// Creates the socket's missing parent directories owner-only (0700), as
-/// the reference launcher does since `5db5e4a`; existing ones are left as
-/// they are. A failure is not reported here: the bind that follows fails
-/// on the same path and says why.
-fn create_socket_dir(socket: &std::path::Path) {
-    use std::os::unix::fs::DirBuilderExt;
-    let dir = crate::rundir::tokenfile::socket_dir(socket);
-    let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir);
-}
-
-/// Resolves the token from `-token-file` (read once, then unlinked) or
-/// `-token-fd`. With both, `-token-file` wins, so that its file is still
-/// consumed and does not linger on disk. `CLAUDE_RPC_TOKEN` is never used
-/// here: the daemon must not start without an explicit token.
-fn launcher_token(flags: &Flags) -> Result<Vec<u8>, String> {
-    let (source, token) = if !flags.token_file.is_empty() {
-        ("--token-file", read_token_file(&flags.token_file)?)
-    } else if flags.token_fd >= 0 {
-        ("--token-fd", read_token_fd(flags.token_fd)?)
-    } else {
-        return Err(NO_TOKEN.to_string());
-    };
-    let token = strip_line_end(token);
-    if token.is_empty() {
-        // An empty token would accept requests with no auth at all.
-        return Err(format!("remora: read {source}: empty token"));
-    }
-    Ok(token)
-}
-
-fn read_token_file(path: &OsString) -> Result<Vec<u8>, String> {
-    let shown = path.to_string_lossy();
-    let fail = |op: &str, e: &io::Error| {
-        format!(
-            "remora: read --token-file: {}",
-            crate::base::goerr::path_error(op, &shown, e)
-        )
-    };
-    let file = std::fs::File::open(path).map_err(|e| fail("open", &e))?;
-    let opened = file.metadata().map_err(|e| fail("stat", &e))?;
-    let mut token = Vec::new();
-    file.take(daemonize::MAX_TOKEN as u64 + 1)
-        .read_to_end(&mut token)
-        .map_err(|e| fail("read", &e))?;
-    // Consume the secret, but only a regular file that is still the one
-    // just read: a device node, FIFO, directory or symlink named here is
-    // never removed (as root, removing `/dev/null` would be a disaster),
-    // whether or not its token is then accepted.
-    if is_same_regular_file(path, &opened) {
-        if let Err(e) = std::fs::remove_file(path) {
-            // Still start: the token is valid, but say the secret stayed.
-            eprintln!(
-                "remora: warning: {}",
-                crate::base::goerr::path_error("remove", &shown, &e)
-            );
-        }
-    } else {
-        eprintln!("remora: warning: --token-file {shown} is not a regular file; left in place");
-    }
-    if token.len() > daemonize::MAX_TOKEN {
-        return Err(format!(
-            "remora: read --token-file: token longer than {} bytes",
-            daemonize::MAX_TOKEN
-        ));
-    }
-    Ok(token)
-}
-
-/// Whether `path` itself (not following a symlink) is a regular file
-/// with the device and inode of `opened`.
-fn is_same_regular_file(path: &OsString, opened: &std::fs::Metadata) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    opened.is_file()
-        && std::fs::symlink_metadata(path)
-            .is_ok_and(|now| now.is_file() && now.dev() == opened.dev() && now.ino() == opened.ino())
-}
-
-/// Reads one line from descriptor `fd`: up to and including the first
-/// newline, or to EOF. Stopping at the newline lets a driver write the
-/// token into a pipe (or an SSH channel's stdin) it keeps open. Reads a
-/// byte at a time so nothing past the line is consumed from a shared fd.
-fn read_token_fd(fd: i64) -> Result<Vec<u8>, String> {
-    let fail = |e: io::Error| {
-        format!(
-            "remora: read --token-fd: read fd {fd}: {}",
-            crate::base::goerr::io_text(&e)
-        )
-    };
-    let raw = i32::try_from(fd).map_err(|_| fail(io::Error::from_raw_os_error(libc::EBADF)))?;
-    let mut token = Vec::new();
-    let mut byte = 0u8;
-    loop {
-        // SAFETY: reads at most one byte into a local; `raw` is only read.
-        let n = unsafe { libc::read(raw, (&mut byte as *mut u8).cast(), 1) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(fail(e));
-        }
-        if n == 0 {
-            break;
-        }
-        token.push(byte);
-        if byte == b'\n' {
-            break;
-        }
-        if token.len() > daemonize::MAX_TOKEN {
-            return Err(format!(
-                "remora: read --token-fd: token longer than {} bytes",
-                daemonize::MAX_TOKEN
-            ));
-        }
-    }
-    Ok(token)
-}
-
-/// A token is read as a line: one trailing `\n` or `\r\n` is removed,
-/// everything else is kept verbatim.
-pub(crate) fn strip_line_end(mut token: Vec<u8>) -> Vec<u8> {
-    if token.ends_with(b"\n") {
-        token.pop();
-        if token.ends_with(b"\r") {
-            token.pop();
-        }
-    }
-    token
-}
-
-/// Daemon side of `-serve` (after the re-exec, in its own session).
-fn serve_child(flags: &Flags) -> i32 {
-    // First, while this is the only thread: dispositions are process-wide.
-    crate::base::signals::reset_inherited();
-    raise_open_files_limit();
-    // Children spawned by the daemon inherit this, as with the reference.
-    std::env::set_var(daemonize::CHILD_MARKER, "1");
-    // Also while single-threaded: the peer-check variable leaves the
-    // environment before anything could start a child.
-    let (build, peer_check) = served_build(flags);
-    let (token, mut readiness) = match daemonize::adopt_pipes() {
-        Ok(pair) => pair,
-        Err(Some(message)) => {
-            eprintln!("{message}");
-            return 1;
-        }
-        Err(None) => return 1,
-    };
-    let socket = socket_path(flags);
-    // A full `remote-server.log` is rotated, not started over.
-    crate::rundir::daemonlog::arm_rotation(&socket);
-    let timers = crate::serve::orphan::Timers::from_env();
-    let graces = crate::serve::admission::Graces::from_env();
-    let instance = crate::base::instance::Instance::new();
-    // Before binding: a live predecessor of this socket is evicted first.
-    let run_lock = crate::rundir::runlock::claim(&socket, &instance);
-    if let Some(replaced) = run_lock.as_ref().and_then(|lock| lock.replaced) {
-        readiness.notice(&replaced.notice());
-    }
-    // Still before binding: a killed predecessor's children are ended,
-    // then this daemon records its own (lock holder only).
-    if run_lock.is_some() {
-        let run_dir = crate::rundir::childrec::run_dir_of(&socket);
-        crate::rundir::orphanreap::reap_orphans(&run_dir);
-        crate::rundir::childrec::start_recording(&run_dir, &instance, flags.keep_children);
-    } else {
-        crate::log_warn!(
-            "[daemon] serve: not the run dir's lock holder; leaving any predecessor's children alone and recording none"
-        );
-    }
-    // Bound before the runtime starts: bind_socket swaps the process-wide
-    // umask, which must not race with other threads creating files.
-    let listener = match server::bind_socket(&socket) {
-        Ok(l) => l,
-        Err(e) => {
-            if let Some(lock) = run_lock {
-                lock.release();
-            }
-            readiness.fail(&format!("remora: {e}"));
-            return 1;
-        }
-    };
-    let bound = crate::serve::orphan::identity(&socket);
-    let token_file = crate::rundir::tokenfile::persist(&socket, &token);
-    let wire_log = open_wire_log(flags, &token);
-    let daemon = Daemon::with_instance(
-        token,
-        Options {
-            socket_path: socket,
-            keep_children: flags.keep_children,
-            replay: replay_config(flags),
-            retention: crate::process::retention::Retention::from_minutes(
-                u64::try_from(flags.exited_retention_min).unwrap_or(0),
-            ),
-            graces,
-            build,
-            peer_check,
-            wire_log: wire_log.clone(),
-        },
-        instance,
-    );
-    let on_disk = OnDisk { run_lock, token_file };
-    limit_malloc_arenas();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(r) => r,
-        Err(e) => {
-            let _ = std::fs::remove_file(&daemon.options.socket_path);
-            on_disk.remove();
-            readiness.fail(&format!("remora: start runtime: {e}"));
-            return 1;
-        }
-    };
-    let lifecycle = Lifecycle {
-        metrics_addr: flags.metrics_addr.clone(),
-        bound,
-        timers,
-    };
-    let code = runtime.block_on(serve_daemon(listener, daemon, lifecycle, readiness));
-    if let Some(tap) = wire_log {
-        // Every connection has ended: what they queued is written.
-        tap.close();
-    }
-    on_disk.remove();
-    // After the token and lock: a successor's own records are never
-    // touched (only this instance's are removed).
-    crate::rundir::childrec::forget_all();
-    // Teardown is complete once serve_daemon returns; do not let a stray
-    // blocking task (a login shell being reaped) hold up the exit.
-    runtime.shutdown_timeout(Duration::from_secs(1));
-    code
-}
-
-/// The wire log of `-wire-log`/`wire-log`, when set and it can be
-/// opened; otherwise the daemon runs without one and the log says why. A
-/// relative flag value is taken from the directory the daemon started in.
-fn open_wire_log(flags: &Flags, token: &[u8]) -> Option<Arc<crate::serve::wirelog::WireTap>> {
-    if flags.wire_log.is_empty() {
-        return None;
-    }
-    let given = std::path::PathBuf::from(&flags.wire_log);
-    let path = if given.is_absolute() {
-        given
-    } else {
-        std::env::current_dir().ok()?.join(given)
-    };
-    let max_string = usize::try_from(flags.wire_log_max_string).unwrap_or(usize::MAX);
-    let rules = crate::serve::wireredact::Rules {
-        max_string,
-        token: token.to_vec(),
-    };
-    match crate::serve::wirelog::WireTap::open(&path, rules) {
-        Ok(tap) => {
-            crate::log_info!(
-                "[daemon] wire log: every frame is appended to {} (strings cut at {} bytes)",
-                tap.path.display(),
-                max_string
-            );
-            if max_string == 0 {
-                crate::log_warn!(
-                    "[daemon] wire-log-max-string is 0: the wire log keeps stdin, output and file data whole"
-                );
-            }
-            Some(tap)
-        }
-        Err(why) => {
-            crate::log_warn!("[daemon] wire log off: {why}");
-            None
-        }
-    }
-}
-
-/// The reference build the daemon answers as (`reference-build`), logged
-/// once, and its `peerCheck` member where the build has one.
-fn served_build(flags: &Flags) -> (&'static Build, Option<&'static str>) {
-    let (build, choice) = Build::for_stamp(&flags.reference_build);
-    let line = served_build_line(&flags.reference_build);
-    match choice {
-        Choice::Recorded | Choice::Unstamped => crate::log_info!("[daemon] {line}"),
-        Choice::Unrecorded => crate::log_warn!("[daemon] {line}"),
-    }
-    (build, peer_check(build))
 }
 
 /// Which build a `reference-build` stamp is answered as, and why: the log
 /// line at start and the last line of `-print-config`.
-fn served_build_line(stamp: &str) -> String {
+pub(crate) fn served_build_line(stamp: &str) -> String {
     let (build, choice) = Build::for_stamp(stamp);
     match choice {
         Choice::Recorded => format!("answering as reference build {}", build.id),
@@ -516,222 +120,5 @@ fn served_build_line(stamp: &str) -> String {
             "reference-build {stamp} has no record: answering as the newest recorded build, {}",
             build.id
         ),
-    }
-}
-
-/// The variable a client sets to ask for the peer check.
-const PEER_CHECK_ENV: &str = "CLAUDE_SSH_PEER_CHECK";
-
-/// For a build with the `peerCheck` member: reads [`PEER_CHECK_ENV`] once
-/// and takes it out of the environment whatever its value, so no child,
-/// git call or login shell inherits it. Only `1` asks; remora has no peer
-/// check, so it answers `unavailable` and serves every caller, as
-/// claustrum's D25 does (5fd08069 on Linux answers `on` and checks
-/// namespaces the record does not pin down); anything else is `off`.
-/// Must run while the process has one thread.
-fn peer_check(build: &Build) -> Option<&'static str> {
-    if !build.has(Switch::PeerCheck) {
-        return None;
-    }
-    let asked = std::env::var_os(PEER_CHECK_ENV).is_some_and(|v| v == "1");
-    std::env::remove_var(PEER_CHECK_ENV);
-    if !asked {
-        return Some("off");
-    }
-    crate::log_warn!("[Server] {PEER_CHECK_ENV} is set: remora has no peer check, serving all callers");
-    Some("unavailable")
-}
-
-/// The soft limit the daemon (and so every child) gets: the reference
-/// raises it to this, or to the hard limit when that is lower.
-const OPEN_FILES_TARGET: u64 = 65536;
-
-/// Raises the soft `RLIMIT_NOFILE` to min(hard, [`OPEN_FILES_TARGET`]) and
-/// logs what children will start with. A soft limit already above the
-/// target is left alone (lowering it could break an operator's setup).
-/// Where the OS has no such limit (Windows) nothing is said.
-fn raise_open_files_limit() {
-    let Some((mut soft, hard)) = crate::sys::os::open_files_limit() else {
-        return;
-    };
-    let target = hard.min(OPEN_FILES_TARGET);
-    if soft < target {
-        if let Err(e) = crate::sys::os::set_open_files_limit(target, hard) {
-            crate::log_warn!(
-                "[daemon] cannot raise the open-files limit from {soft} to {target}: {}",
-                crate::base::goerr::io_text(&e)
-            );
-            return;
-        }
-        soft = target;
-    }
-    crate::log_info!("[daemon] child processes will start with an open-files limit of {soft}");
-}
-
-/// The files beside the socket that only a graceful exit cleans up.
-struct OnDisk {
-    run_lock: Option<crate::rundir::runlock::RunLock>,
-    token_file: Option<crate::rundir::tokenfile::Persisted>,
-}
-
-impl OnDisk {
-    /// Token first, lock last: while the lock is held no successor can
-    /// have started writing its own files.
-    fn remove(self) {
-        if let Some(t) = self.token_file {
-            t.remove();
-        }
-        if let Some(l) = self.run_lock {
-            l.release();
-        }
-    }
-}
-
-/// What the serving side needs besides the daemon state.
-struct Lifecycle {
-    metrics_addr: OsString,
-    /// Device and inode of the bound socket (orphan check).
-    bound: Option<(u64, u64)>,
-    timers: crate::serve::orphan::Timers,
-}
-
-async fn serve_daemon(
-    listener: std::os::unix::net::UnixListener,
-    daemon: Arc<Daemon>,
-    lifecycle: Lifecycle,
-    readiness: Readiness,
-) -> i32 {
-    let metrics_addr = lifecycle.metrics_addr;
-    let signals = match Signals::install() {
-        Ok(s) => s,
-        Err(e) => {
-            let _ = std::fs::remove_file(&daemon.options.socket_path);
-            readiness.fail(&format!("remora: install signal handlers: {e}"));
-            return 1;
-        }
-    };
-    tokio::spawn(signals.watch(daemon.clone()));
-    if !metrics_addr.is_empty() {
-        // Bound before readiness so a scrape right after the banner works;
-        // a failure is logged and not fatal.
-        crate::serve::metrics_http::start(&String::from_utf8_lossy(metrics_addr.as_bytes()), daemon.clone()).await;
-    }
-    crate::serve::shellenv::spawn(daemon.clone());
-    tokio::spawn(crate::serve::orphan::watch(
-        daemon.clone(),
-        lifecycle.bound,
-        lifecycle.timers,
-    ));
-    crate::log_info!("[Server] Listening on {}", daemon.options.socket_path.display());
-    readiness.ready(&daemon.instance.id);
-    match server::run(listener, daemon).await {
-        Ok(()) => {
-            crate::log_info!("[Server] Shutdown complete");
-            0
-        }
-        Err(e) => {
-            crate::log_error!("[Server] {e}");
-            1
-        }
-    }
-}
-
-/// SIGTERM and SIGINT trigger the same graceful shutdown as
-/// `server.shutdown`.
-struct Signals {
-    term: tokio::signal::unix::Signal,
-    int: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    fn install() -> io::Result<Signals> {
-        use tokio::signal::unix::{signal, SignalKind};
-        Ok(Signals {
-            term: signal(SignalKind::terminate())?,
-            int: signal(SignalKind::interrupt())?,
-        })
-    }
-
-    async fn watch(mut self, daemon: Arc<Daemon>) {
-        let mut stopped = daemon.shutdown.subscribe();
-        let name = tokio::select! {
-            _ = self.term.recv() => "terminated",
-            _ = self.int.recv() => "interrupt",
-            _ = stopped.wait() => return,
-        };
-        crate::log_info!("[Server] Received signal: {name}, shutting down");
-        daemon.shutdown.trigger();
-        // Keep the handlers installed through teardown so a second signal
-        // does not kill the daemon half-way; it is a no-op instead.
-        loop {
-            tokio::select! {
-                _ = self.term.recv() => {}
-                _ = self.int.recv() => {}
-            }
-        }
-    }
-}
-
-/// `-replay-dir` / `-replay-budget-mb` as the replay store's settings. A
-/// negative budget counts as 0 (keep nothing on disk beyond one segment
-/// per log).
-fn replay_config(flags: &Flags) -> crate::replay::store::StoreConfig {
-    crate::replay::store::StoreConfig {
-        dir: (!flags.replay_dir.is_empty()).then(|| std::path::PathBuf::from(&flags.replay_dir)),
-        budget_bytes: u64::try_from(flags.replay_budget_mb)
-            .unwrap_or(0)
-            .saturating_mul(1 << 20),
-        ..Default::default()
-    }
-}
-
-/// Caps glibc's malloc arenas at [`MALLOC_ARENAS`] before any thread
-/// starts. By default every thread that allocates may get its own arena
-/// (up to 8 per core); the blocking pool's short-lived threads then leave
-/// partly used arenas behind, which `malloc_trim` cannot give back, so a
-/// burst of processes would raise RSS for good. The price is contention:
-/// on 2 cores one arena costs about 30 % of pipelined pings against two or
-/// eight (which tie), but two arenas left RSS 1.1 MiB up after 3,000
-/// dropped processes in one run of four, one arena never more than
-/// 172 KiB (eight: 684 KiB). Bounded memory is the contract here; a
-/// remote's handful of clients never pipelines 100k requests a second.
-fn limit_malloc_arenas() {
-    // Before the runtime spawns any thread (see `crate::sys::os`).
-    crate::sys::os::limit_malloc_arenas(MALLOC_ARENAS);
-}
-
-/// glibc malloc arenas (see [`limit_malloc_arenas`]).
-const MALLOC_ARENAS: libc::c_int = 1;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn options(id: &str) -> crate::install::InstallOptions {
-        let stamp = format!("{id:0<40}");
-        let args: Vec<OsString> = [
-            "-reference-build",
-            stamp.as_str(),
-            "-install",
-            "-cli-dir",
-            "/d",
-            "-cli-version",
-            "1.0",
-        ]
-        .iter()
-        .map(OsString::from)
-        .collect();
-        install_options(&flags::parse(&args).expect("flags")).expect("options")
-    }
-
-    /// The stamp's row decides the `-install` switches.
-    #[test]
-    fn install_switches_follow_the_stamp() {
-        let old = options("4534d86");
-        assert!(!old.run_bounds && !old.empty_path_without_cli_dir);
-        let f601 = options("f6010b97");
-        assert!(f601.run_bounds && !f601.empty_path_without_cli_dir);
-        let newest = options("89cb6289");
-        assert!(newest.run_bounds && newest.empty_path_without_cli_dir);
     }
 }

@@ -4,7 +4,8 @@
 //!
 //! | module | owns |
 //! | --- | --- |
-//! | [`cli`] | mode selection, the `-serve` start-up sequence |
+//! | [`cli`] | flag parsing into a mode, `-version` |
+//! | [`modes`] | every other mode: `-install`, `-probe-cli`, the `-serve` start-up sequence, `-bridge`, `-stop`, the re-executed helper roles |
 //! | [`flags`] | Go `flag` parsing, messages and usage text, from `base::flagtable` |
 //! | [`daemonize`] | self-daemonize re-exec, token and readiness pipes |
 //! | [`logind`] | whether logout kills the daemon (`KillUserProcesses`), and escaping the session scope |
@@ -30,9 +31,10 @@ pub(crate) mod logind;
 #[path = "windows/logind.rs"]
 pub(crate) mod logind;
 #[cfg(unix)]
-pub(crate) mod settings;
+pub(crate) mod modes;
 #[cfg(windows)]
-#[path = "windows/settings.rs"]
+#[path = "windows/modes.rs"]
+pub(crate) mod modes;
 pub(crate) mod settings;
 #[cfg(unix)]
 pub(crate) mod stop;

@@ -119,8 +119,10 @@ pub(crate) fn truncate_stderr() -> bool {
 /// second (`GetLocalTime`, which cannot fail).
 pub(crate) fn local_time() -> Option<[i32; 6]> {
     use windows_sys::Win32::System::SystemInformation::GetLocalTime;
-    // SAFETY: GetLocalTime only writes the struct it is given.
-    let t = unsafe { GetLocalTime() };
+    // SAFETY: SYSTEMTIME is plain integers; GetLocalTime fills it.
+    let mut t: windows_sys::Win32::Foundation::SYSTEMTIME = unsafe { std::mem::zeroed() };
+    // SAFETY: `t` is a valid out-parameter.
+    unsafe { GetLocalTime(&mut t) };
     Some([t.wYear, t.wMonth, t.wDay, t.wHour, t.wMinute, t.wSecond].map(i32::from))
 }
 
