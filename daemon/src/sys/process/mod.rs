@@ -24,6 +24,8 @@
 
 use std::io;
 
+#[cfg(unix)]
+mod execreport;
 mod pidref;
 #[cfg(target_os = "linux")]
 #[path = "linux.rs"]
@@ -34,6 +36,7 @@ mod platform;
 #[cfg(target_os = "linux")]
 mod spawner;
 
+pub(crate) use execreport::{exec_report_pipe, read_exec_report, write_exec_report};
 #[cfg(all(test, target_os = "linux"))]
 pub(crate) use pidref::pidns;
 #[cfg(test)]
