@@ -205,6 +205,9 @@ impl ProcessManager {
     /// Graceful-shutdown teardown: kill every child tree, or leave them
     /// running when `keep_children` is set.
     pub(crate) async fn shutdown(&self, keep_children: bool) {
+        // The spawner helper is ours alone; the children it started are
+        // the daemon's, handled below.
+        crate::sys::process::stop_spawner();
         let processes: Vec<Arc<ManagedProcess>> = lock(&self.table).values().cloned().collect();
         self.keep.store(keep_children, Ordering::SeqCst);
         if keep_children {
@@ -240,6 +243,7 @@ impl Drop for ProcessManager {
     /// Backstop for exits that skip [`ProcessManager::shutdown`]: never
     /// orphan a child silently unless `-keep-children` asked for it.
     fn drop(&mut self) {
+        crate::sys::process::stop_spawner();
         if self.keep.load(Ordering::SeqCst) {
             return;
         }

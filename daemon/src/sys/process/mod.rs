@@ -42,7 +42,7 @@ pub(crate) use pidref::pidns;
 #[cfg(test)]
 pub(crate) use pidref::without_group_pidfd;
 pub use pidref::{GroupError, PidRef};
-pub(crate) use platform::{resize_pipe, run_spawner, signal_name, spawn_via_helper};
+pub(crate) use platform::{resize_pipe, run_spawner, signal_name, spawn_via_helper, stop_spawner};
 
 /// The first argument that selects spawner mode (`spawner.rs`, Linux):
 /// the helper that starts children at a cost that does not grow with

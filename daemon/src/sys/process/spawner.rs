@@ -36,9 +36,11 @@
 //!   after `EXEC_REPORT_WAIT_MS` counts as started (`execreport.rs`).
 //!
 //! **Bound:** one helper per daemon, five descriptors while idle and three
-//! more during a spawn; it exits when the daemon's end closes. Spawns are
-//! serialized through it (each is a clone and an exec, ~1 ms). If it
-//! cannot start, or dies, the daemon starts children itself as before.
+//! more during a spawn; it exits when the daemon's end closes, and the
+//! daemon kills and reaps it at shutdown ([`stop`]), so it is never left
+//! for init. Spawns are serialized through it (each is a clone and an
+//! exec, ~1 ms). If it cannot start, or dies, the daemon starts children
+//! itself as before.
 
 use std::ffi::CString;
 use std::io::{self, Read, Write};
@@ -150,6 +152,21 @@ pub(crate) fn spawn(req: &Request<'_>) -> HelperSpawn {
         stdout: out_ours,
         stderr: err_ours,
     })
+}
+
+/// Ends the helper at the daemon's shutdown, and keeps a new one from
+/// starting: a later spawn (none is expected) starts its child directly.
+/// The helper is killed and reaped here, so the daemon never leaves it
+/// behind as an orphan for init to reap. Its children are the daemon's
+/// own (`CLONE_PARENT`), so they are not touched.
+pub(crate) fn stop() {
+    let mut state = STATE.lock().unwrap_or_else(|p| p.into_inner());
+    state.started = RESTARTS + 1;
+    if let Some(mut helper) = state.helper.take() {
+        drop(helper.conn);
+        let _ = helper.process.kill();
+        let _ = helper.process.wait();
+    }
 }
 
 /// Drops a helper that failed, reaping it; what to log.
