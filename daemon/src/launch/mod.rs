@@ -1,6 +1,6 @@
 //! The entry layer: the command line, and every mode that runs once and
 //! exits or hands over to the server (`-serve`'s start-up and
-//! self-daemonizing, `-stop`, `-bridge`).
+//! self-daemonizing, `-stop`, `-bridge`, `-doctor`).
 //!
 //! | module | owns |
 //! | --- | --- |
@@ -10,11 +10,13 @@
 //! | [`logind`] | whether logout kills the daemon (`KillUserProcesses`), and escaping the session scope |
 //! | [`stop`] | `-stop`: authenticated shutdown, the lock path, its one-word outcome |
 //! | [`bridge`] | the `-bridge` relay |
+//! | [`doctor`] | `-doctor`: srv dirs, daemons, stale sockets, logind and `ccd-cli`, read-only |
 //! | [`settings`] | `remora.conf` beside the binary: trust checks, precedence, the effective-settings report (its keys: `base::flagtable`) |
 
 pub(crate) mod bridge;
 pub mod cli;
 pub(crate) mod daemonize;
+pub(crate) mod doctor;
 pub(crate) mod flags;
 pub(crate) mod logind;
 pub(crate) mod settings;
