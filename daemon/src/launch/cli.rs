@@ -133,7 +133,7 @@ fn run(flags: &Flags, daemon_child: bool) -> i32 {
         return crate::launch::stop::stop(&socket_path(flags));
     }
     if flags.doctor {
-        return crate::launch::doctor::run(&home_dir(), flags.json);
+        return crate::launch::doctor::run(&crate::launch::homepaths::home_dir(), flags.json);
     }
     eprintln!("{NO_MODE}");
     2
@@ -158,7 +158,9 @@ fn install_options(flags: &Flags) -> Result<crate::install::InstallOptions, Stri
         let Some(home) = home else {
             return Err("remora: cannot resolve home directory: $HOME is not defined".to_string());
         };
-        cli_dir = default_cli_dir(&PathBuf::from(home)).to_string_lossy().into_owned();
+        cli_dir = crate::launch::homepaths::default_cli_dir(&PathBuf::from(home))
+            .to_string_lossy()
+            .into_owned();
     }
     Ok(crate::install::InstallOptions {
         cli_dir,
@@ -174,37 +176,16 @@ fn install_options(flags: &Flags) -> Result<crate::install::InstallOptions, Stri
     })
 }
 
-/// Where `-install` puts the agent CLI without `-cli-dir` (a build with
-/// [`Switch::DefaultCliDir`]), for the home `home`: it must be a
-/// directory (`remora -doctor` checks).
-pub(crate) fn default_cli_dir(home: &std::path::Path) -> PathBuf {
-    home.join(".claude").join("remote").join("ccd-cli")
-}
-
 /// `-socket`, or `~/.claude/remote/rpc.sock` when it is empty. Only the
 /// `-serve` launcher creates a missing parent ([`create_socket_dir`]).
 pub(crate) fn socket_path(flags: &Flags) -> PathBuf {
     if !flags.socket.is_empty() {
         return PathBuf::from(&flags.socket);
     }
-    default_socket(&home_dir())
+    crate::launch::homepaths::default_socket(&crate::launch::homepaths::home_dir())
 }
 
-/// The socket of a daemon started without `-socket` by a user whose home
-/// is `home`.
-pub(crate) fn default_socket(home: &std::path::Path) -> PathBuf {
-    home.join(".claude").join("remote").join("rpc.sock")
-}
 
-pub(crate) fn home_dir() -> PathBuf {
-    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
-        return PathBuf::from(home);
-    }
-    match nix::unistd::User::from_uid(nix::unistd::getuid()) {
-        Ok(Some(user)) => user.dir,
-        _ => PathBuf::from("/"),
-    }
-}
 
 /// Launcher side of `-serve`: the token first (so a missing token is
 /// reported before anything touches the socket), then the detached child.

@@ -8,6 +8,7 @@
 //! | [`flags`] | Go `flag` parsing, messages and usage text, from `base::flagtable` |
 //! | [`daemonize`] | self-daemonize re-exec, token and readiness pipes |
 //! | [`logind`] | whether logout kills the daemon (`KillUserProcesses`), and escaping the session scope |
+//! | [`homepaths`] | the home directory, the default socket and the agent CLI's default folder |
 //! | [`stop`] | `-stop`: authenticated shutdown, the lock path, its one-word outcome |
 //! | [`bridge`] | the `-bridge` relay |
 //! | [`doctor`] | `-doctor`: srv dirs, daemons, stale sockets, logind and `ccd-cli`, read-only |
@@ -18,6 +19,7 @@ pub mod cli;
 pub(crate) mod daemonize;
 pub(crate) mod doctor;
 pub(crate) mod flags;
+pub(crate) mod homepaths;
 pub(crate) mod logind;
 pub(crate) mod settings;
 pub(crate) mod stop;

@@ -155,7 +155,7 @@ fn socket_of(pid: i32, given: Option<&[u8]>, home: Option<&OsStr>) -> Option<Pat
             let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).ok()?;
             crate::base::gopath::join(&[cwd.as_os_str().as_bytes(), s])
         }
-        None => crate::launch::cli::default_socket(Path::new(home?))
+        None => crate::launch::homepaths::default_socket(Path::new(home?))
             .as_os_str()
             .as_bytes()
             .to_vec(),

@@ -111,7 +111,7 @@ fn examine(home: &Path) -> Report {
     let kills = crate::launch::logind::systemd_running() && host_kill.kills(&user_name);
     let found = daemons::examine(home, &remote, &own_exe, kills, &mut problems);
     let logind = host::logind(&user_name, &host_kill, &mut problems);
-    let ccd_cli = host::ccd_cli(&crate::launch::cli::default_cli_dir(home), &mut problems);
+    let ccd_cli = host::ccd_cli(&crate::launch::homepaths::default_cli_dir(home), &mut problems);
     let hint = (found.daemons.iter().any(|d| d.stale || d.idle) || !found.stale_sockets.is_empty())
         .then(|| IDLE_HINT.to_string());
     // SAFETY: geteuid cannot fail.
