@@ -23,7 +23,8 @@ impl Default for Activity {
 impl Activity {
     /// Records that a client or a child came or went.
     pub(crate) fn poke(&self) {
-        self.tx.send_modify(|generation| *generation = generation.wrapping_add(1));
+        self.tx
+            .send_modify(|generation| *generation = generation.wrapping_add(1));
     }
 
     pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {

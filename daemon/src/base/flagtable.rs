@@ -538,7 +538,11 @@ fn parse_minutes(value: &OsStr) -> Result<Minutes, String> {
     const MINUTE_NS: u128 = 60_000_000_000;
     let whole: u128 = whole.parse().unwrap_or(0);
     let scale = 10u128.pow(fraction.len() as u32);
-    let fraction: u128 = if fraction.is_empty() { 0 } else { fraction.parse().unwrap_or(0) };
+    let fraction: u128 = if fraction.is_empty() {
+        0
+    } else {
+        fraction.parse().unwrap_or(0)
+    };
     let ns = whole * MINUTE_NS + fraction * MINUTE_NS / scale;
     Ok(Minutes {
         text,
@@ -766,6 +770,7 @@ mod tests {
             assert_eq!(parse_int(bad.as_bytes()), Err("parse error".into()), "{bad:?}");
         }
         assert_eq!(parse_int(b"9223372036854775808"), Err("value out of range".into()));
+        assert_eq!(parse_int(b"-9223372036854775809"), Err("value out of range".into()));
     }
 
     #[test]
@@ -776,10 +781,21 @@ mod tests {
         assert_eq!(minutes("0.5"), Ok(Duration::from_secs(30)));
         assert_eq!(minutes("0.02"), Ok(Duration::from_millis(1200)));
         assert_eq!(minutes(" 2 "), Ok(Duration::from_secs(120)));
-        for bad in ["", ".5", "1.", "-1", "+1", "1e3", "1m", "0x10", "12345678", "0.1234567890", "1.2.3"] {
+        for bad in [
+            "",
+            ".5",
+            "1.",
+            "-1",
+            "+1",
+            "1e3",
+            "1m",
+            "0x10",
+            "12345678",
+            "0.1234567890",
+            "1.2.3",
+        ] {
             assert!(minutes(bad).is_err(), "{bad:?}");
         }
         assert_eq!(parse_minutes(OsStr::new("0.25")).unwrap().text, "0.25");
-        assert_eq!(parse_int(b"-9223372036854775809"), Err("value out of range".into()));
     }
 }

@@ -185,8 +185,6 @@ pub(crate) fn socket_path(flags: &Flags) -> PathBuf {
     crate::launch::homepaths::default_socket(&crate::launch::homepaths::home_dir())
 }
 
-
-
 /// Launcher side of `-serve`: the token first (so a missing token is
 /// reported before anything touches the socket), then the detached child.
 fn serve_launcher(flags: &Flags) -> i32 {

@@ -250,7 +250,7 @@ mod tests {
             shutdown: stop.subscribe(),
             retention: Retention::from_minutes(DEFAULT_MINUTES),
             kill_grace_cap: super::super::registry::MAX_KILL_GRACE,
-        activity: Default::default(),
+            activity: Default::default(),
         });
         let args = ["x".to_string()];
         for id in ids {

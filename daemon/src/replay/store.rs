@@ -96,7 +96,11 @@ pub(crate) fn default_dir() -> PathBuf {
 
 /// [`default_dir`] for a daemon with these `XDG_STATE_HOME` and `HOME`
 /// values and this uid (`remora -doctor` asks it about other daemons).
-pub(crate) fn default_dir_for(xdg_state_home: Option<&std::ffi::OsStr>, home: Option<&std::ffi::OsStr>, uid: u32) -> PathBuf {
+pub(crate) fn default_dir_for(
+    xdg_state_home: Option<&std::ffi::OsStr>,
+    home: Option<&std::ffi::OsStr>,
+    uid: u32,
+) -> PathBuf {
     if let Some(state) = xdg_state_home.filter(|v| !v.is_empty()) {
         return PathBuf::from(state).join("remora").join("replay");
     }

@@ -33,15 +33,15 @@ fn doctor(home: &Path, args: &[&str]) -> (i32, String) {
         .env("HOME", home)
         .output()
         .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-    )
+    (out.status.code().unwrap_or(-1), String::from_utf8(out.stdout).unwrap())
 }
 
 fn doctor_json(home: &Path) -> (i32, Value) {
     let (code, out) = doctor(home, &["--json"]);
-    (code, serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}")))
+    (
+        code,
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}")),
+    )
 }
 
 /// Every path under `dir` with its kind, size, mode, inode and change
@@ -112,7 +112,9 @@ fn serve(home: &Path, binary: &Path, id: &str, extra: &[&str]) -> (PathBuf, i32)
         .env("SHELL", common::QUICK_LOGIN_SHELL)
         .current_dir(home);
     common::launch_to_banner_line(command, &home.join(format!("launcher-{id}.log")));
-    let pid = common::recorded_daemon(&socket).expect("the daemon's lock record").pid();
+    let pid = common::recorded_daemon(&socket)
+        .expect("the daemon's lock record")
+        .pid();
     (socket, pid)
 }
 
@@ -122,7 +124,11 @@ fn an_empty_home_is_healthy() {
     let before = snapshot(home.path());
     let (code, text) = doctor(home.path(), &[]);
     assert_eq!(code, 0, "{text}");
-    for line in ["daemons:\n  none running", "stale sockets:\n  none", "healthy: nothing to do"] {
+    for line in [
+        "daemons:\n  none running",
+        "stale sockets:\n  none",
+        "healthy: nothing to do",
+    ] {
         assert!(text.contains(line), "{line:?} in {text}");
     }
     let (code, report) = doctor_json(home.path());
@@ -189,7 +195,10 @@ fn a_desktop_srv_dir_and_a_live_daemon_with_a_client_and_a_child() {
     assert_eq!(code, 0, "{text}");
     assert!(text.contains(&format!("  pid {pid} {}\n", server.display())), "{text}");
     assert!(text.contains("clients: 1  processes: 1"), "{text}");
-    assert!(text.contains(&format!("    --version: claude-ssh {SHA} (via remora ")), "{text}");
+    assert!(
+        text.contains(&format!("    --version: claude-ssh {SHA} (via remora ")),
+        "{text}"
+    );
     assert!(text.contains("    server.reference: kept\n"), "{text}");
     assert!(text.contains("socket path: leads to it  token file: match"), "{text}");
 

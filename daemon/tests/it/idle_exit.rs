@@ -18,7 +18,9 @@ fn an_idle_daemon_stops_by_itself() {
     assert!(wait_until(GOES_WITHIN, || daemon.gone()), "{}", d.log());
     let log = d.log();
     assert!(
-        log.contains("Idle for 0.01 min (no client connected, no process running or kept): shutting down (idle-exit-min)"),
+        log.contains(
+            "Idle for 0.01 min (no client connected, no process running or kept): shutting down (idle-exit-min)"
+        ),
         "{log}"
     );
     // The graceful path: the socket is removed and the shutdown completes.
@@ -57,7 +59,9 @@ fn a_live_or_kept_process_keeps_it() {
     drop(client);
     assert!(!wait_until(STAYS_FOR, || daemon.gone()), "{}", d.log());
     let mut client = d.connect();
-    assert!(client.call(2, "process.kill", r#"{"id":"s","signal":"KILL"}"#).contains("\"result\""));
+    assert!(client
+        .call(2, "process.kill", r#"{"id":"s","signal":"KILL"}"#)
+        .contains("\"result\""));
     drop(client);
     assert!(wait_until(GOES_WITHIN, || daemon.gone()), "{}", d.log());
     assert!(d.log().contains("Dropped 1 exited process(es)"), "{}", d.log());

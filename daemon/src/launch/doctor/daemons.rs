@@ -137,7 +137,16 @@ pub(crate) fn examine(home: &Path, remote: &Path, own_exe: &Path, kills: bool, p
         if !ours {
             continue;
         }
-        daemons.push(daemon(p, &procs, &sockets, socket, &env, args.keep_children, kills, problems));
+        daemons.push(daemon(
+            p,
+            &procs,
+            &sockets,
+            socket,
+            &env,
+            args.keep_children,
+            kills,
+            problems,
+        ));
     }
     daemons.sort_by_key(|d| d.pid);
     let served: Vec<PathBuf> = daemons.iter().map(|d| PathBuf::from(&d.socket)).collect();
@@ -416,10 +425,7 @@ fn stale_sockets(remote: &Path, served: &[PathBuf], own_exe: &Path, problems: &m
             Ok(m) if m.file_type().is_socket() => match UnixStream::connect(&socket) {
                 // Someone serves it that is not a daemon of this home.
                 Ok(_) => continue,
-                Err(e) => format!(
-                    "nobody listens on it ({})",
-                    crate::base::goerr::io_text(&e)
-                ),
+                Err(e) => format!("nobody listens on it ({})", crate::base::goerr::io_text(&e)),
             },
             Ok(_) => continue,
             Err(_) if std::fs::symlink_metadata(&token).is_ok() => {

@@ -8,7 +8,11 @@ use std::fmt::Write;
 /// The report as a person reads it.
 pub(crate) fn text(r: &Report) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "remora doctor: user {} (uid {}), home {}", r.user.name, r.user.uid, r.user.home);
+    let _ = writeln!(
+        out,
+        "remora doctor: user {} (uid {}), home {}",
+        r.user.name, r.user.uid, r.user.home
+    );
     let _ = writeln!(out, "\nsrv directories (~/.claude/remote/srv):");
     if r.srv.is_empty() {
         let _ = writeln!(out, "  none");
