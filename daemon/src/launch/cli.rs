@@ -2,8 +2,8 @@
 //! start-up sequence on both sides of the self-daemonize re-exec.
 //!
 //! Modes, when several are given, are taken in this order: `-version`,
-//! `-install`, `-probe-cli`, `-serve`, `-bridge`, `-stop` (the first one
-//! set wins).
+//! `-install`, `-probe-cli`, `-serve`, `-bridge`, `-stop`, `-doctor` (the
+//! first one set wins).
 //!
 //! `-serve` runs twice: the launcher (no sentinel) resolves the token, then
 //! [`crate::launch::daemonize::launch`]es the detached child and reports its
@@ -28,7 +28,7 @@ use std::time::Duration;
 // whatever matches it; the second says what to do, with the flags as
 // they are written.
 const NO_MODE: &str = "remora: one of --version/--install/--serve/--bridge/--stop is required
-remora: choose a mode: -serve, -bridge, -stop, -install, -probe-cli PATH or -version (remora -h describes each)";
+remora: choose a mode: -serve, -bridge, -stop, -install, -probe-cli PATH, -doctor or -version (remora -h describes each)";
 const NO_TOKEN: &str = "remora: daemonized child requires --token-file or --token-fd
 remora: -serve needs a token: -token-file FILE or -token-fd N";
 
@@ -132,6 +132,9 @@ fn run(flags: &Flags, daemon_child: bool) -> i32 {
     if flags.stop {
         return crate::launch::stop::stop(&socket_path(flags));
     }
+    if flags.doctor {
+        return crate::launch::doctor::run(&crate::launch::homepaths::home_dir(), flags.json);
+    }
     eprintln!("{NO_MODE}");
     2
 }
@@ -155,8 +158,9 @@ fn install_options(flags: &Flags) -> Result<crate::install::InstallOptions, Stri
         let Some(home) = home else {
             return Err("remora: cannot resolve home directory: $HOME is not defined".to_string());
         };
-        let dir = PathBuf::from(home).join(".claude").join("remote").join("ccd-cli");
-        cli_dir = dir.to_string_lossy().into_owned();
+        cli_dir = crate::launch::homepaths::default_cli_dir(&PathBuf::from(home))
+            .to_string_lossy()
+            .into_owned();
     }
     Ok(crate::install::InstallOptions {
         cli_dir,
@@ -178,17 +182,7 @@ pub(crate) fn socket_path(flags: &Flags) -> PathBuf {
     if !flags.socket.is_empty() {
         return PathBuf::from(&flags.socket);
     }
-    home_dir().join(".claude").join("remote").join("rpc.sock")
-}
-
-fn home_dir() -> PathBuf {
-    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
-        return PathBuf::from(home);
-    }
-    match nix::unistd::User::from_uid(nix::unistd::getuid()) {
-        Ok(Some(user)) => user.dir,
-        _ => PathBuf::from("/"),
-    }
+    crate::launch::homepaths::default_socket(&crate::launch::homepaths::home_dir())
 }
 
 /// Launcher side of `-serve`: the token first (so a missing token is
@@ -435,6 +429,7 @@ fn serve_child(flags: &Flags) -> i32 {
         metrics_addr: flags.metrics_addr.clone(),
         bound,
         timers,
+        idle_exit: flags.idle_exit_min.clone(),
     };
     let code = runtime.block_on(serve_daemon(listener, daemon, lifecycle, readiness));
     if let Some(tap) = wire_log {
@@ -606,6 +601,8 @@ struct Lifecycle {
     /// Device and inode of the bound socket (orphan check).
     bound: Option<(u64, u64)>,
     timers: crate::serve::orphan::Timers,
+    /// `idle-exit-min`; zero = never.
+    idle_exit: crate::base::flagtable::Minutes,
 }
 
 async fn serve_daemon(
@@ -635,6 +632,13 @@ async fn serve_daemon(
         lifecycle.bound,
         lifecycle.timers,
     ));
+    if !lifecycle.idle_exit.duration.is_zero() {
+        tokio::spawn(crate::serve::idle::watch(
+            daemon.clone(),
+            lifecycle.idle_exit.duration,
+            lifecycle.idle_exit.text,
+        ));
+    }
     crate::log_info!("[Server] Listening on {}", daemon.options.socket_path.display());
     readiness.ready(&daemon.instance.id);
     match server::run(listener, daemon).await {
