@@ -201,8 +201,7 @@ fn from_log(shape: &Transcript, frames: &[Logged], o: &ImportOptions, masks: &[S
         (s(&o.home), "$RUN/home".into()),
     ];
     paths.extend(o.maps.iter().map(|(from, to)| (from.clone(), normalized_target(to))));
-    let mut norm = Normalizer::new(&paths, &o.cfg.renames)
-    .with_masks(masks);
+    let mut norm = Normalizer::new(&paths, &o.cfg.renames).with_masks(masks);
     let mut seen_frames: BTreeSet<(String, u64)> = BTreeSet::new();
     let mut out = Transcript {
         probe: shape.probe.clone(),
