@@ -350,6 +350,15 @@ pub(crate) struct ImportArgs {
     /// The recording daemon's socket (becomes $SOCKET).
     #[arg(long)]
     pub(crate) socket: Option<PathBuf>,
+    /// Rewrite FROM (a literal, e.g. a program's path on the recording
+    /// machine) to TO (probe text, e.g. `$ROOT/bin/tool`) in the probe and
+    /// the log's replies (repeatable; longest FROM first, before --root).
+    #[arg(long)]
+    pub(crate) map: Vec<String>,
+    /// A file of probe lines (desc, env, fixtures the session needs) put
+    /// before the session's first step.
+    #[arg(long)]
+    pub(crate) prelude: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) common: Common,
 }

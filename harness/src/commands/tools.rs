@@ -114,6 +114,8 @@ pub(crate) fn capture(a: CaptureArgs) -> Result<ExitCode, Error> {
         token,
         root: root.map(|r| absolute(&r)).transpose()?,
         home: std::env::var_os("HOME").map(PathBuf::from),
+        maps: Vec::new(),
+        prelude: String::new(),
         large,
     };
     let p = capture::run(&o)?;
@@ -131,8 +133,14 @@ pub(crate) fn import(a: crate::cli::ImportArgs) -> Result<ExitCode, Error> {
         root,
         home,
         socket,
+        map,
+        prelude,
         common,
     } = a;
+    let prelude = match &prelude {
+        Some(p) => std::fs::read_to_string(p).at(p)?,
+        None => String::new(),
+    };
     let o = capture::import::ImportOptions {
         log,
         out,
@@ -140,6 +148,8 @@ pub(crate) fn import(a: crate::cli::ImportArgs) -> Result<ExitCode, Error> {
         root,
         home,
         socket,
+        maps: capture::import::parse_maps(&map)?,
+        prelude,
         cfg: crate::cli::run_cfg(&binary, &common)?,
     };
     let (probe, transcript) = capture::import::run(&o)?;
