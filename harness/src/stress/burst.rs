@@ -20,7 +20,7 @@
 //! p50/p99 of connect to reply, the burst's p50 duration.
 
 use super::daemon::Daemon;
-use super::load::percentile;
+use crate::base::stats::percentile;
 use super::wire;
 use super::Error;
 use super::{Ctx, Obs};

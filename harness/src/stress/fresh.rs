@@ -17,7 +17,7 @@
 //! p50/p99 (connect to reply), the round's duration.
 
 use super::daemon::Daemon;
-use super::load::percentile;
+use crate::base::stats::percentile;
 use super::streams::spawn_client;
 use super::wire::Client;
 use super::Error;

@@ -13,7 +13,8 @@
 //! for unauthenticated input (*Unauthenticated clients*).
 
 use super::daemon::Daemon;
-use super::load::{percentile, pinger};
+use super::load::pinger;
+use crate::base::stats::percentile;
 use super::wire::{self, Client};
 use super::Error;
 use super::{Ctx, Obs};

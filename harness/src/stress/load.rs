@@ -7,6 +7,7 @@ use super::daemon::Daemon;
 use super::error::PingProblem;
 use super::wire::{self, field, fresh_ping, Client};
 use super::Error;
+use crate::base::stats::percentile;
 use super::{Ctx, Obs};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
@@ -328,14 +329,6 @@ pub(super) fn pinger(socket: &Path, stop: Arc<AtomicBool>, every: Duration) -> s
         }
         (pts, None)
     })
-}
-
-pub(super) fn percentile(v: &[f64], p: f64) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(|a, b| a.total_cmp(b));
-    v.get(((v.len() as f64 - 1.0) * p).round() as usize)
-        .copied()
-        .unwrap_or(0.0)
 }
 
 /// Scenario 7, floods: stdin into a child that does not read; many

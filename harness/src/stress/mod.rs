@@ -19,6 +19,7 @@ mod error;
 mod faults;
 mod fresh;
 mod hostile;
+mod live;
 mod load;
 pub mod report;
 mod soak;
@@ -224,6 +225,11 @@ pub fn scenarios() -> Vec<Scenario> {
             name: "client-after-a-burst",
             desc: "one process opens 700 silent connections at nofile 512; another's client 0.1 s later is served within 100 ms p99",
             run: burst::client_after_a_burst,
+        },
+        Scenario {
+            name: "live-processes",
+            desc: "10 000 live `sleep`s at once, all killed: every one gone, 0 zombies, a second connection's ping p99 within 10 ms throughout",
+            run: live::live_processes,
         },
         Scenario {
             name: "soak",
