@@ -31,8 +31,9 @@ pub(crate) enum ScaleFigure {
     /// spawns over the time to its last reply (the floor: the same count
     /// of fork/execs with three pipes from a process holding N children).
     SpawnRate,
-    /// (daemon RSS with N live − RSS with one) / N, less what the stream
-    /// measurements left behind.
+    /// (daemon RSS with N live − RSS with one live and one stream done) /
+    /// N, less what the streams at smaller Ns left behind (RSS after −
+    /// before each).
     RssPerProcess,
     /// p99 of 200 sequential pings on a fresh connection with N live.
     PingP99Processes,

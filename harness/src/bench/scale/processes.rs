@@ -84,10 +84,14 @@ pub(super) fn curve(
     let d = super::super::setup::start_with_limit(bin, &[], fd_limit)?;
     let pid = d.pid().ok_or(Unmeasured::NoPid)?;
     spawn_batch(&d, 0, 1)?;
+    // One stream before the base reading: what every stream shares (the
+    // store's frame pool, the disk writer) is in the base, not charged to
+    // the processes.
+    live_rate(&d, "stream-warm-up", stream_bytes)?;
     let base = rss_kib(pid).ok_or(Unmeasured::NoRss)? as f64;
-    // What the stream measurements left in the daemon (their logs stay
-    // until retention drops them): taken off every later RSS reading, so
-    // the per-process figure is the processes' alone.
+    // What each later stream left in the daemon (its log stays until
+    // retention drops it): taken off every later RSS reading, so the
+    // per-process figure is the processes' alone.
     let mut left_by_streams = 0.0;
     let mut live = 1;
     for &n in ns {
