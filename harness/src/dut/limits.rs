@@ -73,7 +73,10 @@ pub(crate) fn plan(asked: usize, per: u64, m: &Machine) -> Room {
     };
     cap(fd_room, fd_why);
     cap(m.pid_room, format!("pids: {} free under pid_max", m.pid_room));
-    cap(m.thread_room, format!("tasks: {} free under threads-max", m.thread_room));
+    cap(
+        m.thread_room,
+        format!("tasks: {} free under threads-max", m.thread_room),
+    );
     if let Some(r) = m.nproc_room {
         cap(r, format!("processes: {r} free under RLIMIT_NPROC"));
     }
@@ -230,7 +233,10 @@ mod tests {
         assert_eq!(r.n, (20_000 - 1024) / 4);
         assert_eq!(r.fd_limit, None);
         let line = r.describe(10_000);
-        assert!(line.starts_with("N = 4744 of 10000 asked (bounded by descriptors: the hard RLIMIT_NOFILE is 20000"), "{line}");
+        assert!(
+            line.starts_with("N = 4744 of 10000 asked (bounded by descriptors: the hard RLIMIT_NOFILE is 20000"),
+            "{line}"
+        );
     }
 
     #[test]

@@ -14,10 +14,10 @@
 
 use super::daemon::Daemon;
 use super::load::pinger;
-use crate::base::stats::percentile;
 use super::wire::{self, Client};
 use super::Error;
 use super::{Ctx, Obs};
+use crate::base::stats::percentile;
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;

@@ -260,10 +260,16 @@ mod tests {
     #[test]
     fn the_tables_have_a_row_per_n_per_axis_and_name_every_note() {
         let t = table(&scale());
-        assert!(t.contains("| live processes | floor: spawns/s | A: spawns/s | B: spawns/s | A: daemon KiB per process |"), "{t}");
+        assert!(
+            t.contains("| live processes | floor: spawns/s | A: spawns/s | B: spawns/s | A: daemon KiB per process |"),
+            "{t}"
+        );
         assert!(t.contains("\n| 100 | 900 | 90 | 250 | — | — |"), "{t}");
         assert!(t.contains("\n| 1000 | 300 | — | 240 | — | 7.0 |"), "{t}");
-        assert!(t.contains("| idle connections | A: daemon KiB per connection | B: daemon KiB per connection |"), "{t}");
+        assert!(
+            t.contains("| idle connections | A: daemon KiB per connection | B: daemon KiB per connection |"),
+            "{t}"
+        );
         assert!(t.contains("\n| 10 | — | 6.2 |"), "{t}");
         assert!(t.contains("  A: connections: no banner\n"), "{t}");
         assert!(t.contains("note: processes: N = 4744 of 10000 asked"), "{t}");
@@ -277,7 +283,10 @@ mod tests {
             .iter()
             .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
             .collect();
-        assert_eq!(names, ["spawn-rate.svg", "rss-per-process.svg", "rss-per-connection.svg"]);
+        assert_eq!(
+            names,
+            ["spawn-rate.svg", "rss-per-process.svg", "rss-per-connection.svg"]
+        );
         let spawn = std::fs::read_to_string(dir.path().join("spawn-rate.svg")).unwrap();
         assert_eq!(spawn.matches("<polyline").count(), 3, "floor, old and new");
     }

@@ -91,10 +91,7 @@ pub(crate) fn render(title: &str, x_label: &str, y_label: &str, lines: &[Line]) 
         escape(title)
     );
     // Axes, grid and ticks.
-    let _ = writeln!(
-        s,
-        r#"<path d="M{x0} {y0} V{y1} H{x1}" fill="none" stroke="black"/>"#
-    );
+    let _ = writeln!(s, r#"<path d="M{x0} {y0} V{y1} H{x1}" fill="none" stroke="black"/>"#);
     for d in span.0..=span.1 {
         let n = 10f64.powi(d);
         let x = x_of(n, span);
