@@ -24,6 +24,16 @@ pub(super) fn batch_at(n: usize) -> usize {
     (n / 2).clamp(1, 200)
 }
 
+/// After a stream: the daemon gives memory back over the next seconds
+/// (its disk-writer threads end after 10 s idle, freed chunks are
+/// trimmed), with no signal to wait for, so a fixed 12 s passes before the
+/// RSS that charges the stream's residue is read. Without it, memory
+/// released during the next ramp was taken off the processes (a negative
+/// KiB per process in a run of 2026-11-29).
+fn settle() {
+    std::thread::sleep(std::time::Duration::from_secs(12));
+}
+
 /// Sends `n` pipelined spawns (ids from `first`) and waits for every reply.
 fn spawn_batch(d: &Daemon, first: usize, n: usize) -> Result<f64, Unmeasured> {
     let s = d.conn()?;
@@ -88,6 +98,7 @@ pub(super) fn curve(
     // store's frame pool, the disk writer) is in the base, not charged to
     // the processes.
     live_rate(&d, "stream-warm-up", stream_bytes)?;
+    settle();
     let base = rss_kib(pid).ok_or(Unmeasured::NoRss)? as f64;
     // What each later stream left in the daemon (its log stays until
     // retention drops it): taken off every later RSS reading, so the
@@ -116,6 +127,7 @@ pub(super) fn curve(
             Ok(mib_s) => side.push(ScaleFigure::StreamBesideProcesses, live, mib_s),
             Err(e) => side.notes.push(format!("stream beside {live}: {e}")),
         }
+        settle();
         if let (Some(before), Some(after)) = (rss, rss_kib(pid)) {
             left_by_streams += (after as f64 - before).max(0.0);
         }
