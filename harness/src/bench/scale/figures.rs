@@ -31,14 +31,14 @@ pub(crate) enum ScaleFigure {
     /// spawns over the time to its last reply (the floor: the same count
     /// of fork/execs with three pipes from a process holding N children).
     SpawnRate,
-    /// (daemon RSS with N live − RSS with one live and one stream done) /
-    /// N, less what the streams at smaller Ns left behind (RSS after −
-    /// before each).
+    /// (daemon RSS with N live − RSS with one) / N, in a daemon that
+    /// never streamed (the stream figure ramps a daemon of its own).
     RssPerProcess,
     /// p99 of 200 sequential pings on a fresh connection with N live.
     PingP99Processes,
     /// A fresh connection's `head -c <--stream-bytes> /dev/zero`, read
-    /// live to its exit frame, with N idle processes beside it.
+    /// live to its exit frame, with N idle processes beside it (a second
+    /// daemon, ramped again).
     StreamBesideProcesses,
     /// (daemon RSS with N idle authenticated connections − RSS before
     /// them) / N.

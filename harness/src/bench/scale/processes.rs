@@ -24,16 +24,6 @@ pub(super) fn batch_at(n: usize) -> usize {
     (n / 2).clamp(1, 200)
 }
 
-/// After a stream: the daemon gives memory back over the next seconds
-/// (its disk-writer threads end after 10 s idle, freed chunks are
-/// trimmed), with no signal to wait for, so a fixed 12 s passes before the
-/// RSS that charges the stream's residue is read. Without it, memory
-/// released during the next ramp was taken off the processes (a negative
-/// KiB per process in a run of 2026-11-29).
-fn settle() {
-    std::thread::sleep(std::time::Duration::from_secs(12));
-}
-
 /// Sends `n` pipelined spawns (ids from `first`) and waits for every reply.
 fn spawn_batch(d: &Daemon, first: usize, n: usize) -> Result<f64, Unmeasured> {
     let s = d.conn()?;
@@ -82,8 +72,26 @@ pub(super) fn ping_p99(d: &Daemon) -> Option<f64> {
     Some(percentile(&v, 0.99))
 }
 
-/// One binary's curve, in a daemon of its own started with `fd_limit`,
-/// into `side`.
+/// Spawns `sleep 600`s until `live` reaches `n`, pipelined in batches of
+/// up to 500, stopping `batch` short of it; returns the new count.
+fn ramp(d: &Daemon, mut live: usize, n: usize, batch: usize) -> Result<usize, Unmeasured> {
+    while live + batch < n {
+        let k = (n - batch - live).min(500);
+        spawn_batch(d, live, k)?;
+        live += k;
+    }
+    Ok(live)
+}
+
+/// One binary's curves into `side`, each pass in a daemon of its own
+/// started with `fd_limit`. The first takes the spawn rate, the RSS per
+/// process and the ping p99 at each N; the second ramps again and takes
+/// the stream beside N. A stream leaves memory in the daemon that it
+/// gives back over the following seconds (its log's RAM tail, the disk
+/// writers' threads, trimmed chunks), and in one daemon that drift was
+/// charged to the processes: a negative KiB per process in a run of
+/// 2026-11-29, with a warm-up stream, a 12 s settle and each stream's
+/// residue taken off. Apart, the RSS never sees a stream.
 pub(super) fn curve(
     bin: &Path,
     ns: &[usize],
@@ -91,47 +99,37 @@ pub(super) fn curve(
     fd_limit: Option<u64>,
     side: &mut Side,
 ) -> Result<(), Unmeasured> {
+    {
+        let d = super::super::setup::start_with_limit(bin, &[], fd_limit)?;
+        let pid = d.pid().ok_or(Unmeasured::NoPid)?;
+        spawn_batch(&d, 0, 1)?;
+        let base = rss_kib(pid).ok_or(Unmeasured::NoRss)? as f64;
+        let mut live = 1;
+        for &n in ns {
+            let batch = batch_at(n);
+            live = ramp(&d, live, n, batch)?;
+            let rate = spawn_batch(&d, live, batch)?;
+            live += batch;
+            side.push(ScaleFigure::SpawnRate, live, rate);
+            if let Some(rss) = rss_kib(pid) {
+                let per = (rss as f64 - base) / (live - 1).max(1) as f64;
+                side.push(ScaleFigure::RssPerProcess, live, per);
+            }
+            if let Some(p99) = ping_p99(&d) {
+                side.push(ScaleFigure::PingP99Processes, live, p99);
+            }
+            eprintln!("bench --scale: {live} live, {rate:.0} spawns/s");
+        }
+    }
     let d = super::super::setup::start_with_limit(bin, &[], fd_limit)?;
-    let pid = d.pid().ok_or(Unmeasured::NoPid)?;
-    spawn_batch(&d, 0, 1)?;
-    // One stream before the base reading: what every stream shares (the
-    // store's frame pool, the disk writer) is in the base, not charged to
-    // the processes.
-    live_rate(&d, "stream-warm-up", stream_bytes)?;
-    settle();
-    let base = rss_kib(pid).ok_or(Unmeasured::NoRss)? as f64;
-    // What each later stream left in the daemon (its log stays until
-    // retention drops it): taken off every later RSS reading, so the
-    // per-process figure is the processes' alone.
-    let mut left_by_streams = 0.0;
-    let mut live = 1;
+    let mut live = 0;
     for &n in ns {
-        let batch = batch_at(n);
-        while live + batch < n {
-            let k = (n - batch - live).min(500);
-            spawn_batch(&d, live, k)?;
-            live += k;
-        }
-        let rate = spawn_batch(&d, live, batch)?;
-        live += batch;
-        side.push(ScaleFigure::SpawnRate, live, rate);
-        let rss = rss_kib(pid).map(|r| r as f64);
-        if let Some(rss) = rss {
-            let per = (rss - left_by_streams - base) / (live - 1).max(1) as f64;
-            side.push(ScaleFigure::RssPerProcess, live, per);
-        }
-        if let Some(p99) = ping_p99(&d) {
-            side.push(ScaleFigure::PingP99Processes, live, p99);
-        }
+        live = ramp(&d, live, n, 0)?;
         match live_rate(&d, &format!("stream-{live}"), stream_bytes) {
             Ok(mib_s) => side.push(ScaleFigure::StreamBesideProcesses, live, mib_s),
             Err(e) => side.notes.push(format!("stream beside {live}: {e}")),
         }
-        settle();
-        if let (Some(before), Some(after)) = (rss, rss_kib(pid)) {
-            left_by_streams += (after as f64 - before).max(0.0);
-        }
-        eprintln!("bench --scale: {live} live, {rate:.0} spawns/s");
+        eprintln!("bench --scale: stream beside {live} live");
     }
     Ok(())
 }
