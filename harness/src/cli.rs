@@ -299,9 +299,18 @@ pub(crate) struct BenchArgs {
     pub(crate) json: Option<PathBuf>,
     /// Instead of the items: the scale curves at these numbers of live
     /// processes (e.g. 100,1000,10000): spawns a second, daemon KiB per
-    /// process and ping p99 for both binaries, and a fork/exec floor.
+    /// process, ping p99 and stream MiB/s (of --stream-bytes) for both
+    /// binaries, and a fork/exec floor; then the connections axis
+    /// (--scale-connections). A table on stdout (PERFORMANCE.md).
     #[arg(long, value_delimiter = ',')]
     pub(crate) scale: Option<Vec<usize>>,
+    /// With --scale: the numbers of idle authenticated connections of the
+    /// connections axis (RSS per connection, ping p99).
+    #[arg(long, value_delimiter = ',', default_value = "10,100,1000")]
+    pub(crate) scale_connections: Vec<usize>,
+    /// With --scale: write one SVG plot per figure into this directory.
+    #[arg(long)]
+    pub(crate) plots: Option<PathBuf>,
 }
 
 // The arguments of `harness capture`.

@@ -234,8 +234,18 @@ pub(crate) fn fuzz_diff(a: FuzzDiffArgs) -> Result<ExitCode, Error> {
 pub(crate) fn bench(a: BenchArgs) -> Result<ExitCode, Error> {
     if let Some(ns) = &a.scale {
         let (reference, candidate) = (absolute(&a.reference)?, absolute(&a.candidate)?);
-        let curves = bench::scale::run(&reference, &candidate, ns);
-        print!("{}", bench::scale::table(&curves, &reference, &candidate));
+        let o = bench::scale::ScaleOptions {
+            processes: ns.clone(),
+            connections: a.scale_connections.clone(),
+            stream_bytes: a.stream_bytes,
+        };
+        let curves = bench::scale::run(&reference, &candidate, &o);
+        print!("{}", bench::scale::table(&curves));
+        if let Some(dir) = &a.plots {
+            for p in bench::scale::write_plots(&curves, dir).at(dir)? {
+                eprintln!("bench --scale: wrote {}", p.display());
+            }
+        }
         if let Some(p) = a.json {
             let j = serde_json::to_string_pretty(&curves).map_err(Error::Json)?;
             std::fs::write(&p, j).at(&p)?;
