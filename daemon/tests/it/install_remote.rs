@@ -1034,29 +1034,8 @@ fn a_release_in_the_reference_layout_installs_only_what_its_manifest_names() {
     ] {
         std::fs::write(&zst, bad).unwrap();
         let out = install_remote_here(&bin, &home, &options);
-        assert_eq!(out.status.code(), Some(1));
-        assert_eq!(
-            String::from_utf8_lossy(&out.stderr).trim_end(),
-            format!(
-                "install-remote: {} {why}: it does not match: nothing installed",
-                zst.display()
-            )
-        );
-        assert!(
-            !String::from_utf8_lossy(&out.stdout).contains("installing"),
-            "the upload started"
-        );
-        assert_eq!(
-            std::fs::read(&installed).unwrap(),
-            before,
-            "a refused install changed the binary"
-        );
-        let leftovers: Vec<_> = std::fs::read_dir(installed.parent().unwrap())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .filter(|n| n != "remora")
-            .collect();
-        assert!(leftovers.is_empty(), "left in ~/.local/bin: {leftovers:?}");
+        let why = format!("{} {why}: it does not match", zst.display());
+        assert_refused(&out, &why, &installed, before);
     }
 
     // A manifest without the remote's platform.
@@ -1067,13 +1046,32 @@ fn a_release_in_the_reference_layout_installs_only_what_its_manifest_names() {
     )
     .unwrap();
     let out = install_remote_here(&bin, &home, &options);
+    let why = format!("{}/manifest.json lists no {platform}: build it", dist.display());
+    assert_refused(&out, &why, &installed, before);
+}
+
+/// A refused install: exit 1, the one line `install-remote: <why>: nothing
+/// installed`, no upload started, the installed binary unchanged and
+/// nothing left beside it.
+fn assert_refused(out: &Output, why: &str, installed: &Path, before: &[u8]) {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr).trim_end(),
-        format!(
-            "install-remote: {}/manifest.json lists no {platform}: build it: nothing installed",
-            dist.display()
-        )
+        format!("install-remote: {why}: nothing installed")
     );
-    assert_eq!(std::fs::read(&installed).unwrap(), before);
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("installing"),
+        "the upload started"
+    );
+    assert_eq!(
+        std::fs::read(installed).unwrap(),
+        before,
+        "a refused install changed the binary"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(installed.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n != "remora")
+        .collect();
+    assert!(leftovers.is_empty(), "left in ~/.local/bin: {leftovers:?}");
 }
