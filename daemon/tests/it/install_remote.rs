@@ -486,12 +486,7 @@ fn install_upgrade_refusal_and_bridge_over_a_real_sshd() {
     );
     assert!(installed_bytes() == v1_bytes, "a refused install changed the binary");
     std::fs::write(&installed, &v2_bytes).unwrap();
-    let leftovers: Vec<_> = std::fs::read_dir(installed.parent().unwrap())
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .filter(|n| n != "remora")
-        .collect();
-    assert!(leftovers.is_empty(), "left in ~/.local/bin: {leftovers:?}");
+    assert_nothing_beside(&installed);
 
     // A dist/ without a tarball for the remote's architecture.
     let other = tmp.path().join("dist-other");
@@ -1068,6 +1063,12 @@ fn assert_refused(out: &Output, why: &str, installed: &Path, before: &[u8]) {
         before,
         "a refused install changed the binary"
     );
+    assert_nothing_beside(installed);
+}
+
+/// Nothing but `remora` in the install directory: a refused install left
+/// no temporary file behind.
+fn assert_nothing_beside(installed: &Path) {
     let leftovers: Vec<_> = std::fs::read_dir(installed.parent().unwrap())
         .unwrap()
         .map(|e| e.unwrap().file_name())
