@@ -299,9 +299,18 @@ pub(crate) struct BenchArgs {
     pub(crate) json: Option<PathBuf>,
     /// Instead of the items: the scale curves at these numbers of live
     /// processes (e.g. 100,1000,10000): spawns a second, daemon KiB per
-    /// process and ping p99 for both binaries, and a fork/exec floor.
+    /// process, ping p99 and stream MiB/s (of --stream-bytes) for both
+    /// binaries, and a fork/exec floor; then the connections axis
+    /// (--scale-connections). A table on stdout (PERFORMANCE.md).
     #[arg(long, value_delimiter = ',')]
     pub(crate) scale: Option<Vec<usize>>,
+    /// With --scale: the numbers of idle authenticated connections of the
+    /// connections axis (RSS per connection, ping p99).
+    #[arg(long, value_delimiter = ',', default_value = "10,100,1000")]
+    pub(crate) scale_connections: Vec<usize>,
+    /// With --scale: write one SVG plot per figure into this directory.
+    #[arg(long)]
+    pub(crate) plots: Option<PathBuf>,
 }
 
 // The arguments of `harness capture`.
@@ -350,6 +359,15 @@ pub(crate) struct ImportArgs {
     /// The recording daemon's socket (becomes $SOCKET).
     #[arg(long)]
     pub(crate) socket: Option<PathBuf>,
+    /// Rewrite FROM (a literal, e.g. a program's path on the recording
+    /// machine) to TO (probe text, e.g. `$ROOT/bin/tool`) in the probe and
+    /// the log's replies (repeatable; longest FROM first, before --root).
+    #[arg(long)]
+    pub(crate) map: Vec<String>,
+    /// A file of probe lines (desc, env, fixtures the session needs) put
+    /// before the session's first step.
+    #[arg(long)]
+    pub(crate) prelude: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) common: Common,
 }

@@ -75,9 +75,7 @@ pub(crate) fn run(args: &[OsString]) -> i32 {
     }
     let errno = exec(program, &args[4..]);
     if let Some(fd) = report_fd {
-        let bytes = errno.to_le_bytes();
-        // SAFETY: writes 4 bytes from a live buffer to our descriptor.
-        unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+        crate::sys::process::write_exec_report(fd, errno);
     }
     EXEC_FAILED
 }
@@ -170,42 +168,4 @@ fn pair(k: &OsStr, v: &OsStr) -> OsString {
     bytes.push(b'=');
     bytes.extend_from_slice(v.as_bytes());
     OsString::from_vec(bytes)
-}
-
-/// The daemon's end of the report pipe: `(read, write)`, both
-/// close-on-exec (the trampoline's copy of `write` is made inheritable
-/// only in the forked child).
-pub(crate) fn report_pipe() -> std::io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
-    crate::sys::os::pipe_cloexec()
-}
-
-/// How long the daemon waits for the trampoline's verdict: an exec that
-/// takes longer (a program on a stalled file system) is treated as
-/// started, and the supervisor sees whatever it does.
-pub(crate) const REPORT_WAIT_MS: i32 = 2000;
-
-/// Reads the verdict: `Some(errno)` when the exec failed, `None` when
-/// the program runs (the pipe closed empty) or the wait ran out.
-pub(crate) fn read_report(read: &std::os::fd::OwnedFd) -> Option<i32> {
-    use std::os::fd::AsRawFd;
-    let mut pfd = libc::pollfd {
-        fd: read.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: poll on one live descriptor.
-    if unsafe { libc::poll(&mut pfd, 1, REPORT_WAIT_MS) } <= 0 {
-        return None;
-    }
-    let mut buf = [0u8; 4];
-    let mut got = 0;
-    while got < buf.len() {
-        // SAFETY: reads into the rest of a live buffer.
-        let n = unsafe { libc::read(read.as_raw_fd(), buf[got..].as_mut_ptr().cast(), buf.len() - got) };
-        if n <= 0 {
-            break;
-        }
-        got += n as usize;
-    }
-    (got == buf.len()).then(|| i32::from_le_bytes(buf))
 }

@@ -27,6 +27,9 @@ pub(crate) enum Kind {
     Int,
     /// Go's `flag.Duration` ([`crate::base::goduration`]).
     Duration,
+    /// A count of minutes that may have a decimal fraction (`30`, `0.5`),
+    /// [`Minutes`].
+    Minutes,
 }
 
 /// A section of options in the help, in the order the help prints them.
@@ -35,15 +38,17 @@ pub(crate) enum Section {
     Serve,
     BridgeAndStop,
     Install,
+    Doctor,
     Version,
     EveryMode,
 }
 
 impl Section {
-    pub(crate) const ALL: [Section; 5] = [
+    pub(crate) const ALL: [Section; 6] = [
         Section::Serve,
         Section::BridgeAndStop,
         Section::Install,
+        Section::Doctor,
         Section::Version,
         Section::EveryMode,
     ];
@@ -54,6 +59,7 @@ impl Section {
             Section::Serve => "-serve",
             Section::BridgeAndStop => "-bridge and -stop",
             Section::Install => "-install",
+            Section::Doctor => "-doctor",
             Section::Version => "-version",
             Section::EveryMode => "every mode",
         }
@@ -194,6 +200,15 @@ flag_table! {
         listed: Listed::Mode("[-socket PATH]"),
         conf: None,
     }),
+    doctor: bool = parse_bool(Flag {
+        name: "doctor",
+        kind: Kind::Bool,
+        default: "false",
+        value: "",
+        usage: "report this user's srv dirs, running daemons, stale sockets, logind and ccd-cli, each problem with what to do; changes nothing; exit 0 when healthy, 1 when something needs doing",
+        listed: Listed::Mode("[-json]"),
+        conf: None,
+    }),
     install: bool = parse_bool(Flag {
         name: "install",
         kind: Kind::Bool,
@@ -327,6 +342,16 @@ flag_table! {
         listed: Listed::Options(&[Section::Serve]),
         conf: Some(9),
     }),
+    /// `-idle-exit-min`; zero (the default) = never.
+    idle_exit_min: Minutes = parse_minutes(Flag {
+        name: "idle-exit-min",
+        kind: Kind::Minutes,
+        default: "0",
+        value: "MINUTES",
+        usage: "stop gracefully after this many minutes with no client connected, no child running and no exited one kept for reattach; decimals allowed (0.5); 0 never stops, as the reference",
+        listed: Listed::Options(&[Section::Serve]),
+        conf: Some(10),
+    }),
     cli_dir: OsString = os_string(Flag {
         name: "cli-dir",
         kind: Kind::Str,
@@ -391,6 +416,16 @@ flag_table! {
         listed: Listed::Options(&[Section::Install]),
         conf: Some(7),
     }),
+    /// `-json` of `-doctor`.
+    json: bool = parse_bool(Flag {
+        name: "json",
+        kind: Kind::Bool,
+        default: "false",
+        value: "",
+        usage: "print the report as one JSON object instead of text",
+        listed: Listed::Options(&[Section::Doctor]),
+        conf: None,
+    }),
     /// `-reference-build`, lower-cased; empty = not set.
     reference_build: String = parse_build_id(Flag {
         name: "reference-build",
@@ -453,6 +488,12 @@ impl Value for Duration {
     }
 }
 
+impl Value for Minutes {
+    fn text(&self, _quote: bool) -> String {
+        self.text.clone()
+    }
+}
+
 /// The effective level: unset is `debug`.
 impl Value for Option<Level> {
     fn text(&self, _quote: bool) -> String {
@@ -470,6 +511,42 @@ fn os_string(value: &OsStr) -> Result<OsString, String> {
 fn parse_duration(value: &OsStr) -> Result<Duration, String> {
     let ns = crate::base::goduration::parse(&value.to_string_lossy()).map_err(|_| "parse error".to_string())?;
     Ok(Duration::from_nanos(u64::try_from(ns).unwrap_or(0)))
+}
+
+/// A number of minutes as `-idle-exit-min` takes it: decimal digits with
+/// an optional fraction (`90`, `0.5`, `0.02`), no sign or exponent; at
+/// most 7 digits before the point (19 years) and 9 after it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Minutes {
+    /// As given (what the settings report prints back).
+    pub text: String,
+    /// Zero = off.
+    pub duration: Duration,
+}
+
+fn parse_minutes(value: &OsStr) -> Result<Minutes, String> {
+    let text = value.to_string_lossy().trim().to_string();
+    let (whole, fraction) = text.split_once('.').unwrap_or((&text, ""));
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty() || whole.len() > 7 || fraction.len() > 9 || !digits(whole) || !digits(fraction) {
+        return Err("want minutes: digits with an optional decimal fraction, e.g. 30 or 0.5".to_string());
+    }
+    if text.ends_with('.') {
+        return Err("want minutes: digits with an optional decimal fraction, e.g. 30 or 0.5".to_string());
+    }
+    const MINUTE_NS: u128 = 60_000_000_000;
+    let whole: u128 = whole.parse().unwrap_or(0);
+    let scale = 10u128.pow(fraction.len() as u32);
+    let fraction: u128 = if fraction.is_empty() {
+        0
+    } else {
+        fraction.parse().unwrap_or(0)
+    };
+    let ns = whole * MINUTE_NS + fraction * MINUTE_NS / scale;
+    Ok(Minutes {
+        text,
+        duration: Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX)),
+    })
 }
 
 /// A count (of minutes, of bytes): an integer, never negative.
@@ -695,5 +772,31 @@ mod tests {
         }
         assert_eq!(parse_int(b"9223372036854775808"), Err("value out of range".into()));
         assert_eq!(parse_int(b"-9223372036854775809"), Err("value out of range".into()));
+    }
+
+    #[test]
+    fn minutes_take_a_decimal_fraction() {
+        let minutes = |s: &str| parse_minutes(OsStr::new(s)).map(|m| m.duration);
+        assert_eq!(minutes("0"), Ok(Duration::ZERO));
+        assert_eq!(minutes("30"), Ok(Duration::from_secs(1800)));
+        assert_eq!(minutes("0.5"), Ok(Duration::from_secs(30)));
+        assert_eq!(minutes("0.02"), Ok(Duration::from_millis(1200)));
+        assert_eq!(minutes(" 2 "), Ok(Duration::from_secs(120)));
+        for bad in [
+            "",
+            ".5",
+            "1.",
+            "-1",
+            "+1",
+            "1e3",
+            "1m",
+            "0x10",
+            "12345678",
+            "0.1234567890",
+            "1.2.3",
+        ] {
+            assert!(minutes(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(parse_minutes(OsStr::new("0.25")).unwrap().text, "0.25");
     }
 }

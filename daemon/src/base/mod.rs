@@ -16,6 +16,7 @@
 //! | [`flagtable`] | every command-line flag, declared once (the parser, the help, `remora.conf` and the run lock derive from it) |
 //! | [`utctime`] | epoch seconds as a UTC RFC 3339 timestamp (shared with `build.rs`) |
 //! | [`shutdown`] | the daemon-wide stop signal |
+//! | [`activity`] | the daemon-wide "a client or child came or went" signal (idle exit) |
 //! | [`ndjson`] | NDJSON framing and the 1 MiB line cap |
 //! | [`instance`] | per-boot `instanceId` / `startedAt` |
 //! | [`signals`] | inherited signal dispositions, reset for children |
@@ -24,6 +25,7 @@
 //! | [`privgroup`] | whether a group is the user's own private group (group write that counts as the user's) |
 //! | `alloccount` | heap allocation counting (feature `alloc-count`) |
 
+pub(crate) mod activity;
 #[cfg(feature = "alloc-count")]
 pub mod alloccount;
 pub(crate) mod filemode;

@@ -1,8 +1,8 @@
 //! Command-line entry point: flag parsing and mode selection.
 //!
 //! Modes, when several are given, are taken in this order: `-version`,
-//! `-install`, `-probe-cli`, `-serve`, `-bridge`, `-stop` (the first one
-//! set wins). Every mode but `-version` is carried out by
+//! `-install`, `-probe-cli`, `-serve`, `-bridge`, `-stop`, `-doctor` (the
+//! first one set wins). Every mode but `-version` is carried out by
 //! [`crate::launch::modes`] (Unix; Windows has its own, issue 43).
 
 use crate::base::flagtable::Flags;
@@ -15,7 +15,7 @@ use std::ffi::OsString;
 // whatever matches it; the second says what to do, with the flags as
 // they are written.
 const NO_MODE: &str = "remora: one of --version/--install/--serve/--bridge/--stop is required
-remora: choose a mode: -serve, -bridge, -stop, -install, -probe-cli PATH or -version (remora -h describes each)";
+remora: choose a mode: -serve, -bridge, -stop, -install, -probe-cli PATH, -doctor or -version (remora -h describes each)";
 
 /// Runs the binary; returns the process exit code.
 pub fn main() -> i32 {
@@ -95,6 +95,9 @@ fn run(flags: &Flags, daemon_child: bool) -> i32 {
     }
     if flags.stop {
         return modes::stop(flags);
+    }
+    if flags.doctor {
+        return modes::doctor(flags);
     }
     eprintln!("{NO_MODE}");
     2

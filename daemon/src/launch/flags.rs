@@ -165,6 +165,7 @@ fn option_line(spec: &Flag) -> String {
         Kind::Str => "",
         Kind::Int => "0",
         Kind::Duration => "0s",
+        Kind::Minutes => "0",
     };
     if spec.default != zero && spec.default != "-1" {
         text.push_str(&format!(" (default {})", spec.default));

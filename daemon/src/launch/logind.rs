@@ -21,6 +21,9 @@
 //!   `REMORA_NO_SYSTEMD_SCOPE=1` opts out;
 //! - otherwise: a warning on stderr naming `loginctl enable-linger`.
 //!
+//! `remora -doctor` reports the same settings, the linger mark and the
+//! same remedy ([`remedy`]).
+//!
 //! Where logind's configuration sets nothing, the build's default is
 //! unknown here: the commented `#KillUserProcesses=` line that systemd
 //! ships in the main file records it, and without one `no` is assumed
@@ -201,10 +204,50 @@ pub(crate) fn decide(
     };
     Decision::Warn(format!(
         "logout will kill this daemon: it runs in the login session's {scope}, and systemd-logind has \
-         KillUserProcesses=yes for {user}; {why}, so it stays there. To keep it: `loginctl enable-linger {user}` \
-         (starts a user manager), then start it again with `systemd-run --user --scope` or without \
-         {OPT_OUT_ENV}; or set KillUserProcesses=no"
+         KillUserProcesses=yes for {user}; {why}, so it stays there. To keep it: {}",
+        remedy(user)
     ))
+}
+
+/// What keeps a daemon alive across logout, for `user` (the warning of
+/// `-serve` and `remora -doctor` both say it).
+pub(crate) fn remedy(user: &str) -> String {
+    format!(
+        "`loginctl enable-linger {user}` (starts a user manager), then start it again with `systemd-run --user \
+         --scope` or without {OPT_OUT_ENV}; or set KillUserProcesses=no"
+    )
+}
+
+/// logind's kill settings on this host (its configuration files under `/`).
+pub(crate) fn host_kill_settings() -> KillSettings {
+    let texts: Vec<String> = config_files(Path::new("/"))
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .collect();
+    kill_settings(&texts)
+}
+
+/// Whether `user` has lingering on: logind keeps a user manager for them
+/// from boot to shutdown, which is what `loginctl enable-linger` marks
+/// with this file.
+pub(crate) fn linger_enabled(user: &str) -> bool {
+    !user.is_empty()
+        && !user.contains('/')
+        && std::fs::symlink_metadata(Path::new("/var/lib/systemd/linger").join(user)).is_ok()
+}
+
+/// Whether systemd runs this host (and so logind may be there).
+pub(crate) fn systemd_running() -> bool {
+    std::fs::symlink_metadata("/run/systemd/system").is_ok_and(|m| m.is_dir())
+}
+
+/// The name of the user this process runs as (empty when unknown).
+pub(crate) fn user_name() -> String {
+    nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .unwrap_or_default()
 }
 
 /// Launcher side of `-serve`, before the token is read: moves this
@@ -218,20 +261,12 @@ pub(crate) fn escape_session_scope() {
     if session_scope(&cgroup).is_none() {
         return;
     }
-    let texts: Vec<String> = config_files(Path::new("/"))
-        .iter()
-        .filter_map(|f| std::fs::read_to_string(f).ok())
-        .collect();
-    let user = nix::unistd::User::from_uid(nix::unistd::getuid())
-        .ok()
-        .flatten()
-        .map(|u| u.name)
-        .unwrap_or_default();
+    let user = user_name();
     let opted_out = std::env::var(OPT_OUT_ENV).is_ok_and(|v| !v.is_empty() && v != "0");
     // Re-executed through systemd-run and still in the session's scope:
     // trying again would loop.
     let can_scope = || !scoped_already && systemd_run_works();
-    match decide(&cgroup, &kill_settings(&texts), &user, opted_out, can_scope) {
+    match decide(&cgroup, &host_kill_settings(), &user, opted_out, can_scope) {
         Decision::Stay => {}
         Decision::OwnScope => {
             let error = reexec_in_own_scope();

@@ -1,6 +1,6 @@
 //! The entry layer: the command line, and every mode that runs once and
 //! exits or hands over to the server (`-serve`'s start-up and
-//! self-daemonizing, `-stop`, `-bridge`).
+//! self-daemonizing, `-stop`, `-bridge`, `-doctor`).
 //!
 //! | module | owns |
 //! | --- | --- |
@@ -9,8 +9,10 @@
 //! | [`flags`] | Go `flag` parsing, messages and usage text, from `base::flagtable` |
 //! | [`daemonize`] | self-daemonize re-exec, token and readiness pipes |
 //! | [`logind`] | whether logout kills the daemon (`KillUserProcesses`), and escaping the session scope |
+//! | [`homepaths`] | the home directory, the default socket and the agent CLI's default folder |
 //! | [`stop`] | `-stop`: authenticated shutdown, the lock path, its one-word outcome |
 //! | [`bridge`] | the `-bridge` relay |
+//! | [`doctor`] | `-doctor`: srv dirs, daemons, stale sockets, logind and `ccd-cli`, read-only |
 //! | [`settings`] | `remora.conf` beside the binary: trust checks, precedence, the effective-settings report (its keys: `base::flagtable`) |
 
 #[cfg(unix)]
@@ -24,7 +26,10 @@ pub(crate) mod daemonize;
 #[cfg(windows)]
 #[path = "windows/daemonize.rs"]
 pub(crate) mod daemonize;
+#[cfg(unix)]
+pub(crate) mod doctor;
 pub(crate) mod flags;
+pub(crate) mod homepaths;
 #[cfg(unix)]
 pub(crate) mod logind;
 #[cfg(windows)]

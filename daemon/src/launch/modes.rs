@@ -82,6 +82,11 @@ pub(crate) fn bridge(flags: &Flags) -> i32 {
     crate::launch::bridge::bridge(&socket_path(flags))
 }
 
+/// `-doctor`.
+pub(crate) fn doctor(flags: &Flags) -> i32 {
+    crate::launch::doctor::run(&crate::launch::homepaths::home_dir(), flags.json)
+}
+
 /// `-stop`.
 pub(crate) fn stop(flags: &Flags) -> i32 {
     crate::launch::stop::stop(&socket_path(flags))
@@ -100,8 +105,9 @@ fn install_options(flags: &Flags) -> Result<crate::install::InstallOptions, Stri
         let Some(home) = home else {
             return Err("remora: cannot resolve home directory: $HOME is not defined".to_string());
         };
-        let dir = PathBuf::from(home).join(".claude").join("remote").join("ccd-cli");
-        cli_dir = dir.to_string_lossy().into_owned();
+        cli_dir = crate::launch::homepaths::default_cli_dir(&PathBuf::from(home))
+            .to_string_lossy()
+            .into_owned();
     }
     Ok(crate::install::InstallOptions {
         cli_dir,
@@ -123,17 +129,7 @@ pub(crate) fn socket_path(flags: &Flags) -> PathBuf {
     if !flags.socket.is_empty() {
         return PathBuf::from(&flags.socket);
     }
-    home_dir().join(".claude").join("remote").join("rpc.sock")
-}
-
-fn home_dir() -> PathBuf {
-    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
-        return PathBuf::from(home);
-    }
-    match nix::unistd::User::from_uid(nix::unistd::getuid()) {
-        Ok(Some(user)) => user.dir,
-        _ => PathBuf::from("/"),
-    }
+    crate::launch::homepaths::default_socket(&crate::launch::homepaths::home_dir())
 }
 
 /// Launcher side of `-serve`: the token first (so a missing token is
@@ -380,6 +376,7 @@ fn serve_child(flags: &Flags) -> i32 {
         metrics_addr: flags.metrics_addr.clone(),
         bound,
         timers,
+        idle_exit: flags.idle_exit_min.clone(),
     };
     let code = runtime.block_on(serve_daemon(listener, daemon, lifecycle, readiness));
     if let Some(tap) = wire_log {
@@ -521,6 +518,8 @@ struct Lifecycle {
     /// Device and inode of the bound socket (orphan check).
     bound: Option<(u64, u64)>,
     timers: crate::serve::orphan::Timers,
+    /// `idle-exit-min`; zero = never.
+    idle_exit: crate::base::flagtable::Minutes,
 }
 
 async fn serve_daemon(
@@ -550,6 +549,13 @@ async fn serve_daemon(
         lifecycle.bound,
         lifecycle.timers,
     ));
+    if !lifecycle.idle_exit.duration.is_zero() {
+        tokio::spawn(crate::serve::idle::watch(
+            daemon.clone(),
+            lifecycle.idle_exit.duration,
+            lifecycle.idle_exit.text,
+        ));
+    }
     crate::log_info!("[Server] Listening on {}", daemon.options.socket_path.display());
     readiness.ready(&daemon.instance.id);
     match server::run(listener, daemon).await {

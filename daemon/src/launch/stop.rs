@@ -297,8 +297,9 @@ fn describe(record: &crate::rundir::runlock::OwnerRecord) -> String {
     }
 }
 
-/// Opens the lock file read-only without following a link or creating it.
-fn open_lock(path: &Path) -> io::Result<File> {
+/// Opens the lock file read-only without following a link or creating it
+/// (non-blocking: a FIFO under the name cannot hang the caller).
+pub(crate) fn open_lock(path: &Path) -> io::Result<File> {
     std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)

@@ -60,6 +60,8 @@ pub(crate) struct Supervision {
     pub retention: retention::Retention,
     /// The clamp on `process.killAndWait`'s grace ([`MAX_KILL_GRACE`]).
     pub kill_grace_cap: Duration,
+    /// Poked when the table gains or loses a process (the idle exit).
+    pub activity: crate::base::activity::Activity,
 }
 
 /// Registry of managed processes, keyed by the client's id.
@@ -127,6 +129,11 @@ impl ProcessManager {
             .collect()
     }
 
+    /// Processes in the table: running, or exited and kept for reattach.
+    pub(crate) fn count(&self) -> usize {
+        lock(&self.table).len()
+    }
+
     pub(crate) fn get(&self, id: &str) -> Option<Arc<ManagedProcess>> {
         lock(&self.table).get(id).cloned()
     }
@@ -155,9 +162,14 @@ impl ProcessManager {
     fn start(&self, prepared: spawn::Prepared<'_>, session: Option<String>) -> Result<Arc<ManagedProcess>, SpawnError> {
         let id = prepared.id().to_string();
         let process = spawn::start(prepared, session, &self.deps.replay, &self.deps.metrics)?;
-        self.sweeper
-            .start_once(&self.table, self.deps.retention, &self.deps.shutdown);
+        self.sweeper.start_once(
+            &self.table,
+            self.deps.retention,
+            &self.deps.shutdown,
+            &self.deps.activity,
+        );
         self.register(&id, &process);
+        self.deps.activity.poke();
         Ok(process)
     }
 
@@ -205,6 +217,9 @@ impl ProcessManager {
     /// Graceful-shutdown teardown: kill every child tree, or leave them
     /// running when `keep_children` is set.
     pub(crate) async fn shutdown(&self, keep_children: bool) {
+        // The spawner helper is ours alone; the children it started are
+        // the daemon's, handled below.
+        crate::sys::process::stop_spawner();
         let processes: Vec<Arc<ManagedProcess>> = lock(&self.table).values().cloned().collect();
         self.keep.store(keep_children, Ordering::SeqCst);
         if keep_children {
@@ -240,6 +255,7 @@ impl Drop for ProcessManager {
     /// Backstop for exits that skip [`ProcessManager::shutdown`]: never
     /// orphan a child silently unless `-keep-children` asked for it.
     fn drop(&mut self) {
+        crate::sys::process::stop_spawner();
         if self.keep.load(Ordering::SeqCst) {
             return;
         }

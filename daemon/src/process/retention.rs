@@ -139,16 +139,33 @@ pub(super) struct Sweeper {
 impl Sweeper {
     /// Starts the sweeper over `table` unless it already runs. Must run
     /// inside the tokio runtime.
-    pub(super) fn start_once(&self, table: &Arc<Table>, retention: Retention, shutdown: &ShutdownWatch) {
+    pub(super) fn start_once(
+        &self,
+        table: &Arc<Table>,
+        retention: Retention,
+        shutdown: &ShutdownWatch,
+        activity: &crate::base::activity::Activity,
+    ) {
         if !self.started.swap(true, Ordering::AcqRel) {
-            tokio::spawn(sweep_exited(Arc::downgrade(table), retention, shutdown.clone()));
+            tokio::spawn(sweep_exited(
+                Arc::downgrade(table),
+                retention,
+                shutdown.clone(),
+                activity.clone(),
+            ));
         }
     }
 }
 
 /// The sweep: every [`Retention::period`], drops what [`drop_exited`]
-/// drops. Ends with the registry or at shutdown.
-async fn sweep_exited(table: Weak<Table>, retention: Retention, mut shutdown: ShutdownWatch) {
+/// drops (the idle exit hears of each drop through `activity`). Ends with
+/// the registry or at shutdown.
+async fn sweep_exited(
+    table: Weak<Table>,
+    retention: Retention,
+    mut shutdown: ShutdownWatch,
+    activity: crate::base::activity::Activity,
+) {
     let period = retention.period();
     // A second trim once the blocking pool's idle threads (kept 10 s) are
     // gone, so what they freed is returned too.
@@ -163,6 +180,7 @@ async fn sweep_exited(table: Weak<Table>, retention: Retention, mut shutdown: Sh
         drop(table);
         log_dropped(&dropped, &retention);
         if dropped != Dropped::default() {
+            activity.poke();
             // Give freed pages back to the system: a burst of short-lived
             // processes should not leave the daemon's RSS raised.
             crate::sys::os::trim_heap();
@@ -232,6 +250,7 @@ mod tests {
             shutdown: stop.subscribe(),
             retention: Retention::from_minutes(DEFAULT_MINUTES),
             kill_grace_cap: super::super::registry::MAX_KILL_GRACE,
+            activity: Default::default(),
         });
         let args = ["x".to_string()];
         for id in ids {

@@ -396,7 +396,7 @@ fn launch(
     if !crate::agent::trampoline::enabled() {
         return direct(env);
     }
-    let (read, write) = match crate::agent::trampoline::report_pipe() {
+    let (read, write) = match crate::sys::process::exec_report_pipe() {
         Ok(pair) => pair,
         Err(_) => return direct(env),
     };
@@ -413,7 +413,7 @@ fn launch(
             return direct(env);
         }
     };
-    match crate::agent::trampoline::read_report(&read) {
+    match crate::sys::process::read_exec_report(&read) {
         None => Ok(Started::from(child)),
         Some(errno) => {
             // The trampoline exits right after its report.

@@ -17,6 +17,7 @@ fn manager(shutdown: &Shutdown) -> ProcessManager {
         shutdown: shutdown.subscribe(),
         retention: retention::Retention::from_minutes(15),
         kill_grace_cap: super::registry::MAX_KILL_GRACE,
+        activity: Default::default(),
     })
 }
 

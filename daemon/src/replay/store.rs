@@ -85,15 +85,35 @@ pub(crate) fn test_env(name: &str) -> Option<u64> {
 /// The default replay directory: on disk under the user's state dir, never
 /// a tmpfs by default (that would be memory again).
 pub(crate) fn default_dir() -> PathBuf {
-    if let Some(state) = std::env::var_os("XDG_STATE_HOME").filter(|v| !v.is_empty()) {
-        return PathBuf::from(state).join("remora").join("replay");
-    }
-    if let Some(home) = std::env::var_os("HOME").filter(|v| !v.is_empty()) {
-        return PathBuf::from(home).join(".local/state/remora/replay");
-    }
     // SAFETY: geteuid cannot fail.
     let uid = unsafe { libc::geteuid() };
+    default_dir_for(
+        std::env::var_os("XDG_STATE_HOME").as_deref(),
+        std::env::var_os("HOME").as_deref(),
+        uid,
+    )
+}
+
+/// [`default_dir`] for a daemon with these `XDG_STATE_HOME` and `HOME`
+/// values and this uid (`remora -doctor` asks it about other daemons).
+pub(crate) fn default_dir_for(
+    xdg_state_home: Option<&std::ffi::OsStr>,
+    home: Option<&std::ffi::OsStr>,
+    uid: u32,
+) -> PathBuf {
+    if let Some(state) = xdg_state_home.filter(|v| !v.is_empty()) {
+        return PathBuf::from(state).join("remora").join("replay");
+    }
+    if let Some(home) = home.filter(|v| !v.is_empty()) {
+        return PathBuf::from(home).join(".local/state/remora/replay");
+    }
     PathBuf::from(format!("/var/tmp/remora-{uid}/replay"))
+}
+
+/// The name of the directory daemon `pid` keeps its segments in starts
+/// with this (`daemon-<pid>-<n>`).
+pub(crate) fn own_dir_prefix(pid: u32) -> String {
+    format!("daemon-{pid}-")
 }
 
 /// What the store asks of each registered log when it enforces its
@@ -478,7 +498,7 @@ fn prepare(base: &Path) -> std::io::Result<OwnDir> {
     // The counter keeps two stores of one process apart (unit tests).
     static STORES: AtomicU64 = AtomicU64::new(0);
     let n = STORES.fetch_add(1, Ordering::Relaxed);
-    let name = format!("daemon-{}-{}", std::process::id(), n);
+    let name = format!("{}{n}", own_dir_prefix(std::process::id()));
     // Only a dead daemon that had our pid can have left this name.
     let _ = safedir::remove_flat_dir_in(&base_fd, name.as_bytes());
     safedir::make_dir_in(&base_fd, name.as_bytes(), 0o700)?;

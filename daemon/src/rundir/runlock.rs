@@ -494,14 +494,15 @@ pub fn is_serve_of(cmdline: &[u8], cwd: Option<&Path>, socket: &Path, program: &
 
 /// What a `-serve` command line says about the daemon it started.
 #[derive(Debug, Default, PartialEq, Eq)]
-struct ServeArgs<'a> {
-    serve: bool,
-    socket: Option<&'a [u8]>,
-    keep_children: bool,
+pub(crate) struct ServeArgs<'a> {
+    pub serve: bool,
+    pub socket: Option<&'a [u8]>,
+    pub keep_children: bool,
 }
 
-/// Walks a NUL-separated command line's flags as Go's `flag` would.
-fn serve_args(cmdline: &[u8]) -> ServeArgs<'_> {
+/// Walks a NUL-separated command line's flags as Go's `flag` would
+/// (`remora -doctor` finds daemons with it too).
+pub(crate) fn serve_args(cmdline: &[u8]) -> ServeArgs<'_> {
     serve_args_in(FLAGS, cmdline)
 }
 

@@ -509,6 +509,7 @@ struct OpenClient(Arc<Daemon>);
 impl OpenClient {
     fn count(daemon: &Arc<Daemon>) -> OpenClient {
         daemon.clients.fetch_add(1, Ordering::Relaxed);
+        daemon.activity.poke();
         OpenClient(daemon.clone())
     }
 }
@@ -516,6 +517,7 @@ impl OpenClient {
 impl Drop for OpenClient {
     fn drop(&mut self) {
         self.0.clients.fetch_sub(1, Ordering::Relaxed);
+        self.0.activity.poke();
     }
 }
 

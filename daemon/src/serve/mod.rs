@@ -2,7 +2,7 @@
 //! line to its reply, one connection's reader and writer, and the accept
 //! loop with what runs beside it. Inside the folder the files import in
 //! one direction only, {`admission`, `connlog`, `peertable`, `wirelog`, `wireredact`} ← `state` ←
-//! `dispatch` ← `connection` ← {`server`, `orphan`, `metrics_http`,
+//! `dispatch` ← `connection` ← {`server`, `orphan`, `idle`, `metrics_http`,
 //! `shellenv`}: `daemon/tests/it/layers.rs` (`INNER`) fails on an import
 //! that reaches up this order, and
 //! `daemon/tests/it/import_circles.rs` keeps each rank free of circles.
@@ -19,6 +19,7 @@
 //! | [`connection`] | one client: line reader and its bounds, request tasks, ordered writer |
 //! | [`server`] | the owner-only socket, the accept loop |
 //! | [`orphan`] | shutting down once the socket path leads elsewhere |
+//! | [`idle`] | `idle-exit-min`: shutting down after a time with no client and no process |
 //! | [`metrics_http`] | the `-metrics-addr` HTTP endpoint |
 //! | [`shellenv`] | login-shell PATH extraction into the state |
 
@@ -26,6 +27,7 @@ pub(crate) mod admission;
 pub(crate) mod connection;
 pub(crate) mod connlog;
 pub(crate) mod dispatch;
+pub(crate) mod idle;
 #[cfg(unix)]
 pub(crate) mod metrics_http;
 #[cfg(windows)]

@@ -63,6 +63,9 @@ pub(crate) struct Daemon {
     pub instance: Instance,
     /// Connections open right now (the orphan check needs "no client").
     pub clients: AtomicUsize,
+    /// Poked when a connection opens or closes and when the process table
+    /// grows or shrinks ([`crate::serve::idle`] waits on it).
+    pub activity: crate::base::activity::Activity,
     pub options: Options,
     pub metrics: Arc<Metrics>,
     pub shutdown: Shutdown,
@@ -82,17 +85,20 @@ impl Daemon {
         let metrics = Arc::new(Metrics::default());
         let replay = ReplayStore::open(options.replay.clone(), metrics.replay.clone());
         let shutdown = Shutdown::new();
+        let activity = crate::base::activity::Activity::default();
         let processes = ProcessManager::new(Supervision {
             replay: replay.clone(),
             metrics: metrics.clone(),
             shutdown: shutdown.subscribe(),
             retention: options.retention,
             kill_grace_cap: crate::process::kill_grace_cap_from_env(),
+            activity: activity.clone(),
         });
         Arc::new(Daemon {
             token,
             instance,
             clients: AtomicUsize::new(0),
+            activity,
             metrics,
             shutdown,
             processes,

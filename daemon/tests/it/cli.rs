@@ -36,7 +36,7 @@ fn short_usage() -> String {
 #[test]
 fn no_mode_is_exit_2_without_usage() {
     // The reference's line, then which modes there are.
-    let want = "remora: one of --version/--install/--serve/--bridge/--stop is required\nremora: choose a mode: -serve, -bridge, -stop, -install, -probe-cli PATH or -version (remora -h describes each)\n";
+    let want = "remora: one of --version/--install/--serve/--bridge/--stop is required\nremora: choose a mode: -serve, -bridge, -stop, -install, -probe-cli PATH, -doctor or -version (remora -h describes each)\n";
     assert_eq!(run(&[], &[]), (2, String::new(), want.to_string()));
     // Flags without a mode, and arguments after the flags, change nothing.
     assert_eq!(

@@ -486,12 +486,7 @@ fn install_upgrade_refusal_and_bridge_over_a_real_sshd() {
     );
     assert!(installed_bytes() == v1_bytes, "a refused install changed the binary");
     std::fs::write(&installed, &v2_bytes).unwrap();
-    let leftovers: Vec<_> = std::fs::read_dir(installed.parent().unwrap())
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .filter(|n| n != "remora")
-        .collect();
-    assert!(leftovers.is_empty(), "left in ~/.local/bin: {leftovers:?}");
+    assert_nothing_beside(&installed);
 
     // A dist/ without a tarball for the remote's architecture.
     let other = tmp.path().join("dist-other");
@@ -945,4 +940,139 @@ fn desktop_install_and_restore_keep_no_line_of_a_conf_the_daemon_ignores() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
+}
+
+/// Issue 47 (signed releases): a dist/ in the reference's layout
+/// (`manifest.json` beside `<platform>/claude-ssh.zst`, as `ci/release`
+/// writes it through `ci/manifest`) installs only when the platform's .zst
+/// has the size and sha256 the manifest gives. A tampered .zst (one byte
+/// flipped, or one byte more) is refused before anything is sent, with one
+/// line naming both values, and the installed binary stays as it was.
+/// Runs the script's remote half here, through a stand-in ssh.
+#[test]
+fn a_release_in_the_reference_layout_installs_only_what_its_manifest_names() {
+    for tool in ["zstd", "python3"] {
+        if find_tool(tool).is_none() {
+            skip(&format!("no {tool} (Debian: apt-get install {tool})"));
+            return;
+        }
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let bin = local_ssh(tmp.path());
+    let binary = stripped_build(tmp.path());
+    let target = format!("{}-unknown-linux-musl", std::env::consts::ARCH);
+    let dist = tmp.path().join("dist");
+    let manifest = |args: &[&std::ffi::OsStr]| {
+        let out = run_ok(Command::new(workspace().join("ci/manifest")).args(args));
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    };
+    let platform = manifest(&["platform".as_ref(), target.as_ref()]);
+    // `ci/manifest add` compresses at level 19, which on a debug build
+    // takes minutes on a loaded machine; the check does not depend on the
+    // level, so this test compresses fast (`ci/release` runs `add`).
+    let zst = dist.join(&platform).join("claude-ssh.zst");
+    std::fs::create_dir_all(zst.parent().unwrap()).unwrap();
+    run_ok(
+        Command::new("zstd")
+            .args(["-1", "-q", "-f", "-o"])
+            .arg(&zst)
+            .arg(&binary),
+    );
+    manifest(&["write".as_ref(), dist.as_os_str(), "v0.0.4".as_ref(), platform.as_ref()]);
+    let good = std::fs::read(&zst).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dist.join("manifest.json")).unwrap(),
+        format!(
+            "{{\"version\":\"v0.0.4\",\"platforms\":{{\"{platform}\":{{\"checksum\":\"{}\",\"size\":{}}}}}}}\n",
+            sha256_hex(&good),
+            good.len()
+        )
+    );
+
+    // The untampered release installs the binary it was made from.
+    let installed = home.join(".local/bin/remora");
+    let options = ["--dist".as_ref(), dist.as_os_str()];
+    let out = install_remote_here(&bin, &home, &options);
+    assert!(out.status.success(), "install from the manifest failed");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!(
+            "verified {platform}/claude-ssh.zst against {}/manifest.json (version v0.0.4)",
+            dist.display()
+        )),
+        "{stdout}"
+    );
+    assert!(std::fs::read(&installed).unwrap() == std::fs::read(&binary).unwrap());
+
+    // Tampered: the same size with one byte changed, then one byte more.
+    let before = b"#!/bin/sh\necho the previous install\n";
+    std::fs::write(&installed, before).unwrap();
+    let mut flipped = good.clone();
+    *flipped.last_mut().unwrap() ^= 1;
+    let mut longer = good.clone();
+    longer.push(0);
+    for (bad, why) in [
+        (
+            &flipped,
+            format!(
+                "has sha256 {}, manifest.json says {}",
+                sha256_hex(&flipped),
+                sha256_hex(&good)
+            ),
+        ),
+        (
+            &longer,
+            format!("is {} bytes, manifest.json says {}", longer.len(), good.len()),
+        ),
+    ] {
+        std::fs::write(&zst, bad).unwrap();
+        let out = install_remote_here(&bin, &home, &options);
+        let why = format!("{} {why}: it does not match", zst.display());
+        assert_refused(&out, &why, &installed, before);
+    }
+
+    // A manifest without the remote's platform.
+    std::fs::write(&zst, &good).unwrap();
+    std::fs::write(
+        dist.join("manifest.json"),
+        "{\"version\":\"v0.0.4\",\"platforms\":{}}\n",
+    )
+    .unwrap();
+    let out = install_remote_here(&bin, &home, &options);
+    let why = format!("{}/manifest.json lists no {platform}: build it", dist.display());
+    assert_refused(&out, &why, &installed, before);
+}
+
+/// A refused install: exit 1, the one line `install-remote: <why>: nothing
+/// installed`, no upload started, the installed binary unchanged and
+/// nothing left beside it.
+fn assert_refused(out: &Output, why: &str, installed: &Path, before: &[u8]) {
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim_end(),
+        format!("install-remote: {why}: nothing installed")
+    );
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("installing"),
+        "the upload started"
+    );
+    assert_eq!(
+        std::fs::read(installed).unwrap(),
+        before,
+        "a refused install changed the binary"
+    );
+    assert_nothing_beside(installed);
+}
+
+/// Nothing but `remora` in the install directory: a refused install left
+/// no temporary file behind.
+fn assert_nothing_beside(installed: &Path) {
+    let leftovers: Vec<_> = std::fs::read_dir(installed.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n != "remora")
+        .collect();
+    assert!(leftovers.is_empty(), "left in ~/.local/bin: {leftovers:?}");
 }

@@ -50,7 +50,7 @@ const INNER: &[(&str, &[&[&str]])] = &[
             // One client: reader and writer.
             &["connection"],
             // The accept loop, and what runs beside it from the entry layer.
-            &["server", "orphan", "metrics_http", "shellenv"],
+            &["server", "orphan", "idle", "metrics_http", "shellenv"],
         ],
     ),
     (

@@ -192,7 +192,7 @@ fn a_flag_outranks_the_file() {
 fn assert_all_defaults(bin: &Path, state: &str) -> String {
     let printed = stdout_of(bin, &["-print-config"]);
     assert!(printed.lines().next().unwrap().ends_with(state), "{printed}");
-    assert_eq!(printed.matches("(default)\n").count(), 10, "{printed}");
+    assert_eq!(printed.matches("(default)\n").count(), 11, "{printed}");
     assert!(stdout_of(bin, &["-version"]).starts_with("remora "));
     printed
 }

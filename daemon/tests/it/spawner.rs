@@ -135,3 +135,34 @@ fn at_the_descriptor_limit_a_spawn_is_refused_and_nothing_running_is_harmed() {
     );
     assert!(again.contains(r#""success":true"#), "{again}");
 }
+
+/// The daemon ends and reaps its spawner before it exits: at the moment
+/// the daemon's own exit is observable (its pidfd turns readable), the
+/// spawner's pid is gone from `/proc`. Left to init instead, the spawner
+/// would still exist then: it only sees the daemon's end of its socket
+/// close at that exit, and init reaps it some time later.
+#[test]
+fn a_daemon_that_shuts_down_leaves_no_spawner_behind() {
+    let d = TestDaemon::start();
+    let mut c = d.connect();
+    let daemon = common::peer_pid(&c.stream).expect("daemon pid");
+    let _ = spawn_sh(&mut c, 1, "one", "echo up; sleep 600");
+    let spawner = spawner_of(daemon).expect("a spawner runs beside the daemon");
+    // SAFETY: pidfd_open(2) on the daemon, which this test started and
+    // which has not exited (it just answered).
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, daemon, 0) } as i32;
+    assert!(fd >= 0, "pidfd_open: {}", std::io::Error::last_os_error());
+    c.send_raw(common::request_line("2", "server.shutdown", None, common::TOKEN).as_bytes());
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: poll on the one descriptor this test opened.
+    let ready = unsafe { libc::poll(&mut pfd, 1, 20_000) };
+    let spawner_left = std::path::Path::new(&format!("/proc/{spawner}")).exists();
+    // SAFETY: closes the descriptor opened above.
+    unsafe { libc::close(fd) };
+    assert_eq!(ready, 1, "the daemon did not exit after server.shutdown");
+    assert!(!spawner_left, "the spawner {spawner} outlived its daemon {daemon}");
+}

@@ -9,9 +9,10 @@
 //! ([`Figure`]), `steps.rs` and `stream.rs` take them with what
 //! `replies.rs` shares, `memory.rs` takes the memory items, `lean.rs` is
 //! the client side that keeps the figures the daemon's, `zero.rs` checks
-//! a stream to the byte and `table.rs` renders the result. `scale.rs`
-//! is `--scale`: spawn rate, memory per process and ping p99 against
-//! how many processes live.
+//! a stream to the byte and `table.rs` renders the result. `scale/`
+//! is `--scale`: spawn rate, memory per process, ping p99 and a stream
+//! against how many processes live, and memory and ping p99 against how
+//! many connections are open.
 
 mod error;
 mod figure;

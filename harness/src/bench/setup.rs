@@ -33,11 +33,17 @@ pub(crate) const RETENTION_MS: u64 = 2000;
 /// A bench daemon for `bin` in a directory of its own, with this
 /// process's environment plus `env`.
 pub(crate) fn start(bin: &Path, env: &[(&str, &str)]) -> Result<Daemon, dut::Error> {
+    start_with_limit(bin, env, None)
+}
+
+/// [`start`] with the daemon's descriptor limit (soft and hard) set to
+/// `fd_limit` (`--scale`'s thousands of processes; see `dut::limits`).
+pub(crate) fn start_with_limit(bin: &Path, env: &[(&str, &str)], fd_limit: Option<u64>) -> Result<Daemon, dut::Error> {
     let options = crate::dut::Options {
         prefix: "hb",
         env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
         isolated: false,
-        fd_limit: None,
+        fd_limit,
         banner_within: Duration::from_secs(30),
     };
     Daemon::start(bin, options)

@@ -100,7 +100,7 @@ pub(crate) fn stream(d: &Daemon, bytes: u64) -> StreamFigures {
     let measured = (|| -> Result<(RateAndCpu, RateAndCpu, u64), Unmeasured> {
         // The live connection stays open while the replay runs.
         let mut live_conn = d.conn()?;
-        let live = live_stream(&mut live_conn, bytes, pid);
+        let live = live_stream(&mut live_conn, "big", bytes, pid);
         let peak_kib = peak.stop();
         let live = live?;
         let replay = replay_stream(d, bytes, pid)?;
@@ -142,13 +142,21 @@ fn read_to_exit(r: &mut Lines<UnixStream>, z: &mut ZeroStream) -> Result<(), Unm
     }
 }
 
-/// Spawns the `big` child on `s` and reads its stream to the exit frame.
-fn live_stream(s: &mut UnixStream, bytes: u64, pid: Option<i32>) -> Result<RateAndCpu, Unmeasured> {
+/// The MiB/s of a `head -c <bytes> /dev/zero` child named `id`, spawned
+/// on a fresh connection and read to its exit frame, byte-exact (the
+/// `--scale` stream figure).
+pub(crate) fn live_rate(d: &Daemon, id: &str, bytes: u64) -> Result<f64, Unmeasured> {
+    let mut s = d.conn()?;
+    Ok(live_stream(&mut s, id, bytes, None)?.0 .0)
+}
+
+/// Spawns the child `id` on `s` and reads its stream to the exit frame.
+fn live_stream(s: &mut UnixStream, id: &str, bytes: u64, pid: Option<i32>) -> Result<RateAndCpu, Unmeasured> {
     let daemon_cpu = || pid.and_then(cpu_seconds_of);
     let mut r = Lines::new(s.try_clone()?, 1 << 20);
     let cpu_before = daemon_cpu();
     let t = Instant::now();
-    s.write_all(req(1, "process.spawn", &zero_child("big", bytes)).as_bytes())?;
+    s.write_all(req(1, "process.spawn", &zero_child(id, bytes)).as_bytes())?;
     let mut live = ZeroStream::default();
     let ((), share) = with_cpu_share(|| read_to_exit(&mut r, &mut live)).map_result()?;
     live.finish(bytes).map_err(|e| e.during("live stream"))?;

@@ -34,8 +34,13 @@ impl ZeroStream {
     /// prefix, seq, all-zero base64, exact suffix. `None` sends the line to
     /// the general check.
     fn fast_data(l: &[u8]) -> Option<(u64, u64)> {
-        const HEAD: &[u8] = br#"{"type":"stream","processId":"big","stream":"stdout","seq":"#;
+        // Any process id without escapes (each stream has a connection of
+        // its own: `big`, or `--scale`'s `stream-<N>`).
+        const HEAD: &[u8] = br#"{"type":"stream","processId":""#;
+        const AFTER_ID: &[u8] = br#"","stream":"stdout","seq":"#;
         let rest = l.strip_prefix(HEAD)?;
+        let id_len = rest.iter().take(64).position(|&b| b == b'"' || b == b'\\')?;
+        let rest = rest[id_len..].strip_prefix(AFTER_ID)?;
         let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
         if digits == 0 || digits > 19 {
             return None;
@@ -104,6 +109,15 @@ mod tests {
 
     fn exit(seq: u64) -> Vec<u8> {
         format!(r#"{{"type":"stream","processId":"big","stream":"exit","seq":{seq},"exitCode":0}}"#).into_bytes()
+    }
+
+    #[test]
+    fn the_fast_path_takes_any_plain_process_id() {
+        let l = br#"{"type":"stream","processId":"stream-4744","stream":"stdout","seq":7,"data":"AAAA"}"#;
+        assert_eq!(ZeroStream::fast_data(l), Some((7, 3)));
+        assert_eq!(ZeroStream::fast_data(&frame(2, "AA==")), Some((2, 1)));
+        let escaped = br#"{"type":"stream","processId":"a\"b","stream":"stdout","seq":7,"data":"AAAA"}"#;
+        assert_eq!(ZeroStream::fast_data(escaped), None, "left to the general check");
     }
 
     #[test]

@@ -41,8 +41,35 @@ pub struct ImportOptions {
     pub root: Option<PathBuf>,
     pub home: Option<PathBuf>,
     pub socket: Option<PathBuf>,
+    /// `--map FROM=TO`: literal FROM becomes probe text TO.
+    pub maps: Vec<(String, String)>,
+    /// Probe lines put before the session (`--prelude`).
+    pub prelude: String,
     /// The binary whose run gives the transcript's shape.
     pub cfg: RunConfig,
+}
+
+/// `FROM=TO` arguments, split at the first `=`. A FROM of one character
+/// (or none) would rewrite far more than a path, so it is refused.
+pub fn parse_maps(args: &[String]) -> Result<Vec<(String, String)>, Error> {
+    args.iter()
+        .map(|a| match a.split_once('=') {
+            Some((from, to)) if from.len() > 1 => Ok((from.to_string(), to.to_string())),
+            _ => Err(Error::Log {
+                at: format!("--map {a}"),
+                problem: "expected FROM=TO with FROM at least two characters long".into(),
+            }),
+        })
+        .collect()
+}
+
+/// A `--map` target as the normalised transcript spells it: the probe's
+/// `$HOME` is the daemon's home, which normalisation writes `$RUN/home`.
+fn normalized_target(to: &str) -> String {
+    match to.strip_prefix("$HOME") {
+        Some(rest) => format!("$RUN/home{rest}"),
+        None => to.to_string(),
+    }
 }
 
 /// What the wire log writes for a redacted token.
@@ -141,6 +168,8 @@ pub fn run(o: &ImportOptions) -> Result<(PathBuf, PathBuf), Error> {
         token: REDACTED.to_vec(),
         root: o.root.clone(),
         home: o.home.clone(),
+        maps: o.maps.clone(),
+        prelude: o.prelude.clone(),
         large: 4096,
     };
     let probe_path = super::write_probe(&capture, &events, false)?;
@@ -166,15 +195,13 @@ pub fn run(o: &ImportOptions) -> Result<(PathBuf, PathBuf), Error> {
 /// The run's transcript with every reply's value taken from the log.
 fn from_log(shape: &Transcript, frames: &[Logged], o: &ImportOptions, masks: &[String]) -> Result<Transcript, Error> {
     let s = |p: &Option<PathBuf>| p.as_ref().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
-    let mut norm = Normalizer::new(
-        &[
-            (s(&o.root), "$ROOT".into()),
-            (s(&o.socket), "$SOCKET".into()),
-            (s(&o.home), "$RUN/home".into()),
-        ],
-        &o.cfg.renames,
-    )
-    .with_masks(masks);
+    let mut paths = vec![
+        (s(&o.root), "$ROOT".into()),
+        (s(&o.socket), "$SOCKET".into()),
+        (s(&o.home), "$RUN/home".into()),
+    ];
+    paths.extend(o.maps.iter().map(|(from, to)| (from.clone(), normalized_target(to))));
+    let mut norm = Normalizer::new(&paths, &o.cfg.renames).with_masks(masks);
     let mut seen_frames: BTreeSet<(String, u64)> = BTreeSet::new();
     let mut out = Transcript {
         probe: shape.probe.clone(),
@@ -240,6 +267,43 @@ mod tests {
     fn the_frame_is_the_records_last_member() {
         let line = br#"{"ts":"x","conn":1,"pid":2,"dir":"out","frame":{"id":1,"result":{"a":"\u003c"}}}"#;
         assert_eq!(frame_text(line).unwrap(), br#"{"id":1,"result":{"a":"\u003c"}}"#);
+    }
+
+    #[test]
+    fn maps_split_at_the_first_equals_and_refuse_short_sources() {
+        let maps = parse_maps(&["/opt/x/bin/tool=$ROOT/bin/tool".into(), "/a=b=c".into()]).unwrap();
+        assert_eq!(maps[0], ("/opt/x/bin/tool".into(), "$ROOT/bin/tool".into()));
+        assert_eq!(maps[1], ("/a".into(), "b=c".into()));
+        for bad in ["/=x", "=x", "no-equals"] {
+            assert!(parse_maps(&[bad.into()]).is_err(), "{bad}");
+        }
+        assert_eq!(normalized_target("$HOME/bin/t"), "$RUN/home/bin/t");
+        assert_eq!(normalized_target("$ROOT/bin/t"), "$ROOT/bin/t");
+    }
+
+    #[test]
+    fn a_map_and_the_prelude_reach_the_probe() {
+        let dir = tempfile::tempdir().unwrap();
+        let o = CaptureOptions {
+            socket: "/run/x/rpc.sock".into(),
+            listen: None,
+            out: dir.path().join("m.probe"),
+            token: REDACTED.to_vec(),
+            root: Some("/tmp/rec".into()),
+            home: None,
+            maps: vec![("/tmp/rec/../tools/agent".into(), "$ROOT/bin/agent".into())],
+            prelude: "env A=1".into(),
+            large: 4096,
+        };
+        let spawn = br#"{"jsonrpc":"2.0","id":1,"method":"process.spawn","params":{"id":"x","command":"/tmp/rec/../tools/agent","cwd":"/tmp/rec/w"},"auth":"[redacted]"}"#;
+        let reply = br#"{"jsonrpc":"2.0","id":1,"result":{"success":true}}"#;
+        let events = [Event::Client(1, spawn.to_vec()), Event::Daemon(1, reply.to_vec())];
+        let text = std::fs::read_to_string(super::super::write_probe(&o, &events, false).unwrap()).unwrap();
+        let env_at = text.find("env A=1\n").expect(&text);
+        let call_at = text
+            .find(r#"call c1 1 process.spawn {"id":"p1","command":"$ROOT/bin/agent","cwd":"$ROOT/w"}"#)
+            .expect(&text);
+        assert!(env_at < call_at, "{text}");
     }
 
     #[test]

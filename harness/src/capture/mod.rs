@@ -20,7 +20,12 @@
 //!   `$ROOT`/`$SOCKET`/`$HOME`, process ids become `p1`, `p2`, … in order
 //!   of appearance, a literal `$` becomes `$$`;
 //! - a line longer than `--large` bytes goes to `<stem>.fixtures/<n>.line`
-//!   and is sent as `$file(…)`.
+//!   and is sent as `$file(…)`;
+//! - a client line that followed output (stdout/stderr frames, on any
+//!   connection) waits for that output first, with `await-output` and the
+//!   shortest tail of the stream so far that occurs in it only once: the
+//!   client saw it before it answered (an agent's permission prompt, say),
+//!   so a replay must not send the answer, or a signal, any sooner.
 
 pub mod import;
 
@@ -51,6 +56,12 @@ pub struct CaptureOptions {
     pub token: Vec<u8>,
     pub root: Option<PathBuf>,
     pub home: Option<PathBuf>,
+    /// Further literal rewrites (`harness import --map FROM=TO`): a path
+    /// the session used outside root and home, and the probe text for it.
+    pub maps: Vec<(String, String)>,
+    /// Probe lines put before the session's first step (fixtures, `env`,
+    /// `desc`), so the run that shapes an import's transcript sees them.
+    pub prelude: String,
     /// Lines longer than this go to a fixture file.
     pub large: usize,
 }
@@ -245,6 +256,7 @@ impl Rewriter {
         if let Some(h) = &o.home {
             subs.push((s(h), "$HOME".to_string()));
         }
+        subs.extend(o.maps.iter().cloned());
         if !o.token.is_empty() {
             let t = serde_json::to_string(&String::from_utf8_lossy(&o.token)).unwrap_or_default();
             subs.push((t[1..t.len() - 1].to_string(), "$TOKEN".to_string()));
@@ -332,9 +344,8 @@ fn probe_header(events: &[Event], rw: &Rewriter, bridge: bool) -> String {
     let mut out = String::new();
     let conns = events
         .iter()
-        .filter_map(|e| match e {
-            Event::ClientClosed(n) => Some(*n),
-            _ => None,
+        .map(|e| match e {
+            Event::Client(n, _) | Event::Daemon(n, _) | Event::ClientClosed(n) | Event::DaemonClosed(n) => *n,
         })
         .max()
         .unwrap_or(0);
@@ -368,6 +379,96 @@ fn await_line(out: &mut String, n: usize, l: &[u8], rw: &mut Rewriter) {
     }
 }
 
+/// The output streams seen so far, per connection, process and stream
+/// name, and which grew since the last client line.
+#[derive(Default)]
+struct Outputs {
+    /// The reassembled bytes, or `None` once a frame's data did not decode
+    /// (a wire log cuts long strings): such a stream is not awaited.
+    seen: std::collections::BTreeMap<(usize, String, String), Option<Vec<u8>>>,
+    grown: std::collections::BTreeSet<(usize, String, String)>,
+}
+
+/// Shortest tail worth waiting for: a few bytes would too often be found
+/// in the output of a different run that went astray.
+const MIN_TAIL: usize = 24;
+
+impl Outputs {
+    fn frame(&mut self, n: usize, v: &Value) {
+        use base64::Engine;
+        let stream = v.get("stream").and_then(Value::as_str).unwrap_or_default();
+        if stream != "stdout" && stream != "stderr" {
+            return;
+        }
+        let p = v.get("processId").and_then(Value::as_str).unwrap_or_default();
+        let key = (n, p.to_string(), stream.to_string());
+        let data = v
+            .get("data")
+            .and_then(Value::as_str)
+            .and_then(|d| base64::engine::general_purpose::STANDARD.decode(d).ok());
+        let entry = self.seen.entry(key.clone()).or_insert_with(|| Some(Vec::new()));
+        match (entry.as_mut(), data) {
+            (Some(all), Some(d)) => all.extend_from_slice(&d),
+            _ => *entry = None,
+        }
+        self.grown.insert(key);
+    }
+
+    /// `await-output` lines for the streams that grew, which then count as
+    /// awaited.
+    fn awaits(&mut self, out: &mut String, rw: &mut Rewriter) {
+        for key in std::mem::take(&mut self.grown) {
+            let Some(Some(all)) = self.seen.get(&key) else {
+                continue;
+            };
+            let (n, p, stream) = &key;
+            let _ = writeln!(
+                out,
+                "await-output c{n} {} {stream} \"{}\"",
+                rw.pid(p),
+                quoted(unique_tail(all))
+            );
+        }
+    }
+}
+
+/// The shortest tail of `all` (at least [`MIN_TAIL`] bytes, or all of it)
+/// that occurs in `all` only once, so a stream contains it only once it
+/// has reached this point.
+fn unique_tail(all: &[u8]) -> &[u8] {
+    let mut k = MIN_TAIL.min(all.len());
+    loop {
+        let tail = &all[all.len() - k..];
+        if k == all.len() || memchr::memmem::find(all, tail) == Some(all.len() - k) {
+            return tail;
+        }
+        k += 1;
+    }
+}
+
+/// Bytes as the inside of a quoted probe argument: escapes for what the
+/// parser would read otherwise (`\`, `"`, `$` templates) and for anything
+/// not printable ASCII.
+fn quoted(bytes: &[u8]) -> String {
+    let mut s = String::new();
+    for &b in bytes {
+        match b {
+            b'\n' => s.push_str("\\n"),
+            b'\t' => s.push_str("\\t"),
+            b'\r' => s.push_str("\\r"),
+            b'\\' | b'"' | b'$' | b'(' | b')' | b',' => {
+                s.push('\\');
+                s.push(b as char);
+            }
+            0x20..=0x7e => s.push(b as char),
+            _ => {
+                let _ = write!(s, "\\x{b:02x}");
+            }
+        }
+    }
+    s
+}
+
 fn write_probe(o: &CaptureOptions, events: &[Event], bridge: bool) -> Result<PathBuf, Error> {
     let mut rw = Rewriter::new(o);
     // Process ids first, in order of appearance, so every line maps them.
@@ -388,11 +489,22 @@ fn write_probe(o: &CaptureOptions, events: &[Event], bridge: bool) -> Result<Pat
     let dir = o.out.parent().unwrap_or(Path::new(".")).to_path_buf();
     let mut fixtures = 0usize;
     let mut out = probe_header(events, &rw, bridge);
+    out.push_str(&o.prelude);
+    if !o.prelude.is_empty() && !o.prelude.ends_with('\n') {
+        out.push('\n');
+    }
     let mut client_closed = std::collections::BTreeSet::new();
     let mut merged: std::collections::BTreeSet<usize> = std::collections::BTreeSet::new();
+    let mut outputs = Outputs::default();
     for (i, e) in events.iter().enumerate() {
+        if let Event::Daemon(n, l) = e {
+            if let Ok(v) = serde_json::from_slice::<Value>(l) {
+                outputs.frame(*n, &v);
+            }
+        }
         match e {
             Event::Client(n, l) => {
+                outputs.awaits(&mut out, &mut rw);
                 let v: Option<Value> = serde_json::from_slice(l).ok();
                 // A call when its reply is the very next event.
                 let call = v
@@ -449,4 +561,26 @@ fn write_probe(o: &CaptureOptions, events: &[Event], bridge: bool) -> Result<Pat
     }
     std::fs::write(&o.out, &out).at(&o.out)?;
     Ok(o.out.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tail_awaited_occurs_once_in_the_stream_so_far() {
+        let all = b"{\"type\":\"result\",\"n\":1}\n{\"type\":\"result\",\"n\":1}\n{\"type\":\"result\",\"n\":2}\n";
+        let tail = unique_tail(all);
+        assert!(tail.len() >= MIN_TAIL, "{}", String::from_utf8_lossy(tail));
+        assert_eq!(memchr::memmem::find_iter(all, tail).count(), 1);
+        // A repeated line needs a tail reaching into the line before it.
+        let twice = b"0123456789abcdefghijklmnopqrstuvwxyz\n0123456789abcdefghijklmnopqrstuvwxyz\n";
+        assert_eq!(unique_tail(twice).len(), 38);
+        assert_eq!(unique_tail(b"short"), b"short");
+    }
+
+    #[test]
+    fn awaited_text_is_quoted_for_the_probe_parser() {
+        assert_eq!(quoted(b"a\"$HOME\\(x,y)\n\xff"), r#"a\"\$HOME\\\(x\,y\)\n\xff"#);
+    }
 }

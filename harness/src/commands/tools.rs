@@ -114,6 +114,8 @@ pub(crate) fn capture(a: CaptureArgs) -> Result<ExitCode, Error> {
         token,
         root: root.map(|r| absolute(&r)).transpose()?,
         home: std::env::var_os("HOME").map(PathBuf::from),
+        maps: Vec::new(),
+        prelude: String::new(),
         large,
     };
     let p = capture::run(&o)?;
@@ -131,8 +133,14 @@ pub(crate) fn import(a: crate::cli::ImportArgs) -> Result<ExitCode, Error> {
         root,
         home,
         socket,
+        map,
+        prelude,
         common,
     } = a;
+    let prelude = match &prelude {
+        Some(p) => std::fs::read_to_string(p).at(p)?,
+        None => String::new(),
+    };
     let o = capture::import::ImportOptions {
         log,
         out,
@@ -140,6 +148,8 @@ pub(crate) fn import(a: crate::cli::ImportArgs) -> Result<ExitCode, Error> {
         root,
         home,
         socket,
+        maps: capture::import::parse_maps(&map)?,
+        prelude,
         cfg: crate::cli::run_cfg(&binary, &common)?,
     };
     let (probe, transcript) = capture::import::run(&o)?;
@@ -224,8 +234,18 @@ pub(crate) fn fuzz_diff(a: FuzzDiffArgs) -> Result<ExitCode, Error> {
 pub(crate) fn bench(a: BenchArgs) -> Result<ExitCode, Error> {
     if let Some(ns) = &a.scale {
         let (reference, candidate) = (absolute(&a.reference)?, absolute(&a.candidate)?);
-        let curves = bench::scale::run(&reference, &candidate, ns);
-        print!("{}", bench::scale::table(&curves, &reference, &candidate));
+        let o = bench::scale::ScaleOptions {
+            processes: ns.clone(),
+            connections: a.scale_connections.clone(),
+            stream_bytes: a.stream_bytes,
+        };
+        let curves = bench::scale::run(&reference, &candidate, &o);
+        print!("{}", bench::scale::table(&curves));
+        if let Some(dir) = &a.plots {
+            for p in bench::scale::write_plots(&curves, dir).at(dir)? {
+                eprintln!("bench --scale: wrote {}", p.display());
+            }
+        }
         if let Some(p) = a.json {
             let j = serde_json::to_string_pretty(&curves).map_err(Error::Json)?;
             std::fs::write(&p, j).at(&p)?;

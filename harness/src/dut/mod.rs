@@ -7,10 +7,12 @@
 //! socket); [`Daemon`] is a daemon in a private directory of its own
 //! (`bench`, `stress`). `client.rs` holds the request lines and the
 //! shutdown request, `procfs.rs` the `/proc` figures and the searches by
-//! pid. `fuzz-diff` reaches it through the runner's live daemons.
+//! pid, `limits.rs` how many processes the machine lets a daemon hold.
+//! `fuzz-diff` reaches it through the runner's live daemons.
 
 pub(crate) mod client;
 mod error;
+pub(crate) mod limits;
 pub(crate) mod procfs;
 
 pub(crate) use error::Error;

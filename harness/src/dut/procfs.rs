@@ -91,6 +91,39 @@ pub(crate) fn zombie_parent(pid: i32) -> Option<i32> {
     f.next()?.parse().ok()
 }
 
+/// Every process as `(pid, parent, state letter)`, from one scan of
+/// `/proc/*/stat`; empty without `/proc`.
+pub(crate) fn process_table() -> Vec<(i32, i32, char)> {
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()))
+        .filter_map(|pid| {
+            let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let mut f = s.rsplit_once(')')?.1.split_whitespace();
+            let state = f.next()?.chars().next()?;
+            Some((pid, f.next()?.parse().ok()?, state))
+        })
+        .collect()
+}
+
+/// The zombies (exited, not reaped) among the children of `parents` and
+/// their children's children: `(pid, parent)` each.
+pub(crate) fn zombies_below(parents: &[i32]) -> Vec<(i32, i32)> {
+    let table = process_table();
+    let children: std::collections::HashSet<i32> = table
+        .iter()
+        .filter(|(_, ppid, _)| parents.contains(ppid))
+        .map(|(pid, _, _)| *pid)
+        .collect();
+    table
+        .iter()
+        .filter(|(_, ppid, st)| *st == 'Z' && (parents.contains(ppid) || children.contains(ppid)))
+        .map(|(pid, ppid, _)| (*pid, *ppid))
+        .collect()
+}
+
 /// Whether every thread of `pid` has stopped (state `T`): a SIGSTOP is
 /// delivered asynchronously, and a thread still running on another core
 /// can write one more reply.

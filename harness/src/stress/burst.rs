@@ -20,10 +20,10 @@
 //! p50/p99 of connect to reply, the burst's p50 duration.
 
 use super::daemon::Daemon;
-use super::load::percentile;
 use super::wire;
 use super::Error;
 use super::{Ctx, Obs};
+use crate::base::stats::percentile;
 use std::io::BufRead;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::Receiver;

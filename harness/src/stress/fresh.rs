@@ -17,11 +17,11 @@
 //! p50/p99 (connect to reply), the round's duration.
 
 use super::daemon::Daemon;
-use super::load::percentile;
 use super::streams::spawn_client;
 use super::wire::Client;
 use super::Error;
 use super::{Ctx, Obs};
+use crate::base::stats::percentile;
 use std::path::Path;
 use std::time::{Duration, Instant};
 

@@ -13,10 +13,11 @@
 //! for unauthenticated input (*Unauthenticated clients*).
 
 use super::daemon::Daemon;
-use super::load::{percentile, pinger};
+use super::load::pinger;
 use super::wire::{self, Client};
 use super::Error;
 use super::{Ctx, Obs};
+use crate::base::stats::percentile;
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;

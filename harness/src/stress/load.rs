@@ -8,6 +8,7 @@ use super::error::PingProblem;
 use super::wire::{self, field, fresh_ping, Client};
 use super::Error;
 use super::{Ctx, Obs};
+use crate::base::stats::percentile;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -328,14 +329,6 @@ pub(super) fn pinger(socket: &Path, stop: Arc<AtomicBool>, every: Duration) -> s
         }
         (pts, None)
     })
-}
-
-pub(super) fn percentile(v: &[f64], p: f64) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(|a, b| a.total_cmp(b));
-    v.get(((v.len() as f64 - 1.0) * p).round() as usize)
-        .copied()
-        .unwrap_or(0.0)
 }
 
 /// Scenario 7, floods: stdin into a child that does not read; many

@@ -19,6 +19,7 @@ mod error;
 mod faults;
 mod fresh;
 mod hostile;
+mod live;
 mod load;
 pub mod report;
 mod soak;
@@ -226,6 +227,11 @@ pub fn scenarios() -> Vec<Scenario> {
             run: burst::client_after_a_burst,
         },
         Scenario {
+            name: "live-processes",
+            desc: "10 000 live `sleep`s at once, all killed: every one gone, 0 zombies, a second connection's ping p99 within 10 ms throughout",
+            run: live::live_processes,
+        },
+        Scenario {
             name: "soak",
             desc: "a steady mix of all of the above for --soak minutes: RSS, descriptors, latency over time",
             run: soak::soak,
@@ -274,6 +280,13 @@ fn raise_fd_limit() {
     }
 }
 
+/// Scenarios that run only when named with `--only`: `live-processes`
+/// breaks its 10 ms ping p99 on main (15 ms at N = 1 000 in a debug
+/// build, 37 ms at 4 744 in a release one: the writer's walk of every
+/// followed log, `docs/PERFORMANCE.md`), and `.ci/run` runs the default
+/// set. It joins the default set once that walk is gone.
+const OPT_IN: [&str; 1] = ["live-processes"];
+
 /// Runs the selected scenarios, reference first, then candidate.
 pub fn run(o: &Options) -> Result<report::StressReport, Error> {
     raise_fd_limit();
@@ -290,7 +303,7 @@ pub fn run(o: &Options) -> Result<report::StressReport, Error> {
         .iter()
         .filter(|s| {
             if o.only.is_empty() {
-                s.name != "soak" || o.ctx.soak_minutes > 0.0
+                (s.name != "soak" || o.ctx.soak_minutes > 0.0) && !OPT_IN.contains(&s.name)
             } else {
                 o.only.iter().any(|w| w == s.name)
             }

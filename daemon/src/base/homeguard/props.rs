@@ -288,26 +288,13 @@ impl Fixture {
             }
             // Its source was wiped and made again (the mount holds the old
             // one, deleted), or it is not there yet: mounted afresh.
-            let (src, dst) = (cstr(b(source)), cstr(b(point)));
+            let dst = cstr(b(point));
             // SAFETY: a NUL-terminated path; failing (nothing mounted) is fine.
             unsafe { libc::umount2(dst.as_ptr(), libc::MNT_DETACH) };
             std::fs::create_dir_all(point).unwrap();
-            // SAFETY: NUL-terminated paths; no data.
-            let rc = unsafe {
-                libc::mount(
-                    src.as_ptr(),
-                    dst.as_ptr(),
-                    std::ptr::null(),
-                    libc::MS_BIND,
-                    std::ptr::null(),
-                )
-            };
-            assert_eq!(
-                rc,
-                0,
-                "bind {source:?} on {point:?}: {}",
-                std::io::Error::last_os_error()
-            );
+            if let Err(e) = bind_mount(source, point) {
+                panic!("bind {source:?} on {point:?}: {e}");
+            }
         }
     }
 
@@ -776,5 +763,26 @@ fn every_spelling_of_the_home_or_above_it_is_refused() {
     }
     if mounts {
         assert!(count("refused through a bind mount") >= at_least);
+    }
+}
+
+/// Bind-mounts `source` on `point` (both existing directories), in the
+/// caller's mount namespace: the one raw `mount(2)` of the property tests.
+pub(crate) fn bind_mount(source: &Path, point: &Path) -> std::io::Result<()> {
+    let (src, dst) = (cstr(source.as_os_str().as_bytes()), cstr(point.as_os_str().as_bytes()));
+    // SAFETY: NUL-terminated paths; no data.
+    let rc = unsafe {
+        libc::mount(
+            src.as_ptr(),
+            dst.as_ptr(),
+            std::ptr::null(),
+            libc::MS_BIND,
+            std::ptr::null(),
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
     }
 }

@@ -49,3 +49,8 @@ pub(crate) fn bridge(_flags: &Flags) -> i32 {
 pub(crate) fn stop(_flags: &Flags) -> i32 {
     not_yet("-stop")
 }
+
+/// `-doctor`: not ported yet (it reads `/proc` and Unix sockets).
+pub(crate) fn doctor(_flags: &Flags) -> i32 {
+    not_yet("-doctor")
+}

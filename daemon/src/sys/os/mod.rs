@@ -176,3 +176,12 @@ pub(crate) fn errno_text(errno: i32) -> String {
     };
     known.to_string()
 }
+
+/// The home directory of the account running the daemon, from the user
+/// database (used when `$HOME` is unset or empty).
+pub(crate) fn account_home() -> Option<std::path::PathBuf> {
+    match nix::unistd::User::from_uid(nix::unistd::getuid()) {
+        Ok(Some(user)) => Some(user.dir),
+        _ => None,
+    }
+}

@@ -5,7 +5,7 @@
 
 use std::io;
 
-pub(crate) use super::spawner::{run as run_spawner, spawn as spawn_via_helper};
+pub(crate) use super::spawner::{run as run_spawner, spawn as spawn_via_helper, stop as stop_spawner};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 /// `pidfd_send_signal`'s flag (Linux 6.9) that sends to the process group

@@ -176,6 +176,9 @@ pub(crate) fn spawn_via_helper(_req: &super::SpawnRequest<'_>) -> super::HelperS
     super::HelperSpawn::NoHelper(None)
 }
 
+/// No spawner to stop.
+pub(crate) fn stop_spawner() {}
+
 /// Spawner mode does not exist here: a usage error.
 pub(crate) fn run_spawner() -> i32 {
     2

@@ -24,6 +24,8 @@
 
 use std::io;
 
+#[cfg(unix)]
+mod execreport;
 mod pidref;
 #[cfg(target_os = "linux")]
 #[path = "linux.rs"]
@@ -34,12 +36,13 @@ mod platform;
 #[cfg(target_os = "linux")]
 mod spawner;
 
+pub(crate) use execreport::{exec_report_pipe, read_exec_report, write_exec_report};
 #[cfg(all(test, target_os = "linux"))]
 pub(crate) use pidref::pidns;
 #[cfg(test)]
 pub(crate) use pidref::without_group_pidfd;
 pub use pidref::{GroupError, PidRef};
-pub(crate) use platform::{resize_pipe, run_spawner, signal_name, spawn_via_helper};
+pub(crate) use platform::{resize_pipe, run_spawner, signal_name, spawn_via_helper, stop_spawner};
 
 /// The first argument that selects spawner mode (`spawner.rs`, Linux):
 /// the helper that starts children at a cost that does not grow with

@@ -33,12 +33,14 @@
 //! - reply: the child's pid and an errno (0: the program runs; else the
 //!   child failed before or at the exec and exits at once, left for the
 //!   daemon to reap; a pid of 0: the clone failed). An exec still pending
-//!   after [`REPORT_WAIT_MS`] counts as started, like the trampoline's.
+//!   after `EXEC_REPORT_WAIT_MS` counts as started (`execreport.rs`).
 //!
 //! **Bound:** one helper per daemon, five descriptors while idle and three
-//! more during a spawn; it exits when the daemon's end closes. Spawns are
-//! serialized through it (each is a clone and an exec, ~1 ms). If it
-//! cannot start, or dies, the daemon starts children itself as before.
+//! more during a spawn; it exits when the daemon's end closes, and the
+//! daemon kills and reaps it at shutdown ([`stop`]), so it is never left
+//! for init. Spawns are serialized through it (each is a clone and an
+//! exec, ~1 ms). If it cannot start, or dies, the daemon starts children
+//! itself as before.
 
 use std::ffi::CString;
 use std::io::{self, Read, Write};
@@ -51,8 +53,6 @@ use super::{HelperSpawn, SpawnRequest as Request, Spawned};
 
 /// What the daemon executes to start the helper.
 const SELF_EXE: &str = "/proc/self/exe";
-/// How long the helper waits for an exec's verdict.
-pub(crate) const REPORT_WAIT_MS: i32 = 2000;
 /// Request flag: append the stamp entry.
 const STAMP: u32 = 1;
 /// Exit status of a child whose exec failed.
@@ -152,6 +152,21 @@ pub(crate) fn spawn(req: &Request<'_>) -> HelperSpawn {
         stdout: out_ours,
         stderr: err_ours,
     })
+}
+
+/// Ends the helper at the daemon's shutdown, and keeps a new one from
+/// starting: a later spawn (none is expected) starts its child directly.
+/// The helper is killed and reaped here, so the daemon never leaves it
+/// behind as an orphan for init to reap. Its children are the daemon's
+/// own (`CLONE_PARENT`), so they are not touched.
+pub(crate) fn stop() {
+    let mut state = STATE.lock().unwrap_or_else(|p| p.into_inner());
+    state.started = RESTARTS + 1;
+    if let Some(mut helper) = state.helper.take() {
+        drop(helper.conn);
+        let _ = helper.process.kill();
+        let _ = helper.process.wait();
+    }
 }
 
 /// Drops a helper that failed, reaping it; what to log.
@@ -440,7 +455,7 @@ fn start_child(req: &Decoded, fds: &[OwnedFd; 3]) -> (i32, i32) {
     envp.push(std::ptr::null());
     envp.push(std::ptr::null());
     let stamp_slot = req.env.len();
-    let (report_read, report_write) = match crate::sys::os::pipe_cloexec() {
+    let (report_read, report_write) = match super::exec_report_pipe() {
         Ok(p) => p,
         Err(e) => return (0, e.raw_os_error().unwrap_or(libc::EIO)),
     };
@@ -483,9 +498,7 @@ unsafe fn child(
     report: RawFd,
 ) -> ! {
     let fail = |report: RawFd| -> ! {
-        let errno = *libc::__errno_location();
-        let bytes = errno.to_le_bytes();
-        libc::write(report, bytes.as_ptr().cast(), bytes.len());
+        super::write_exec_report(report, *libc::__errno_location());
         libc::_exit(EXEC_FAILED)
     };
     if libc::setpgid(0, 0) != 0 {
@@ -578,32 +591,5 @@ fn decimal(mut n: u64, digits: &mut [u8; 20]) -> &[u8] {
 /// The child's verdict: 0 once its exec succeeded (the report pipe closed
 /// empty) or the wait ran out, else the errno it reported.
 fn read_verdict(read: &OwnedFd) -> i32 {
-    let mut pfd = libc::pollfd {
-        fd: read.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    loop {
-        // SAFETY: poll on one live descriptor.
-        match unsafe { libc::poll(&mut pfd, 1, REPORT_WAIT_MS) } {
-            n if n > 0 => break,
-            n if n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => continue,
-            _ => return 0,
-        }
-    }
-    let mut buf = [0u8; 4];
-    let mut got = 0;
-    while got < buf.len() {
-        // SAFETY: reads into the rest of a live buffer.
-        let n = unsafe { libc::read(read.as_raw_fd(), buf[got..].as_mut_ptr().cast(), buf.len() - got) };
-        if n <= 0 {
-            break;
-        }
-        got += n as usize;
-    }
-    if got == buf.len() {
-        i32::from_le_bytes(buf)
-    } else {
-        0
-    }
+    super::read_exec_report(read).unwrap_or(0)
 }

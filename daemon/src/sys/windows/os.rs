@@ -149,3 +149,11 @@ pub(crate) fn errno_text(code: i32) -> String {
         _ => format!("winapi error #{code}"),
     }
 }
+
+/// The account's home when `$HOME` is not set: `%USERPROFILE%`, as Go's
+/// `os.UserHomeDir` on Windows.
+pub(crate) fn account_home() -> Option<PathBuf> {
+    std::env::var_os("USERPROFILE")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+}

@@ -121,21 +121,7 @@ fn a_bind_mount_of_a_directory_of_the_same_filesystem_is_left() {
             eprintln!("skipped: this kernel gives no mount id");
             return;
         }
-        let (src, dst) = (
-            CString::new(t.join("elsewhere").as_os_str().as_bytes()).unwrap(),
-            CString::new(t.join("tree/m").as_os_str().as_bytes()).unwrap(),
-        );
-        // SAFETY: NUL-terminated paths; no data.
-        let rc = unsafe {
-            libc::mount(
-                src.as_ptr(),
-                dst.as_ptr(),
-                std::ptr::null(),
-                libc::MS_BIND,
-                std::ptr::null(),
-            )
-        };
-        assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
+        props::bind_mount(&t.join("elsewhere"), &t.join("tree/m")).unwrap();
         // Same device as the tree: by `st_dev` it was entered and emptied.
         let (_, rel, e) = remove_all_from(
             &parent,
@@ -152,6 +138,7 @@ fn a_bind_mount_of_a_directory_of_the_same_filesystem_is_left() {
         );
         assert!(t.join("elsewhere/kept").exists());
         assert!(!t.join("tree/plain").exists());
+        let dst = CString::new(t.join("tree/m").as_os_str().as_bytes()).unwrap();
         // SAFETY: a NUL-terminated path.
         unsafe { libc::umount2(dst.as_ptr(), libc::MNT_DETACH) };
     });
