@@ -5,16 +5,20 @@
 //!
 //! Windows has its own half, `windows/`, mounted under the same module
 //! names where the concept exists (`os`, `process`) plus what only it has
-//! (`pipe`, the named-pipe listener). Its `process` is a stand-in so far:
+//! (`pipe`, the named-pipe listener; `acl`, security descriptors). Its `process` is a stand-in so far:
 //! the supervisor above is POSIX-only and has a Windows stand-in of its
 //! own (issue 43).
 //!
 //! | module | owns |
 //! | --- | --- |
+//! | `acl` (Windows) | security descriptors: the owner-only ones the daemon creates with, the current user's SID, an object's owner and DACL read back |
 //! | [`os`] | peer pid, liveness, mount id, own executable, fd listing, pipe2, errno/readdir, CSPRNG, platform signal sets, glibc malloc tuning |
 //! | `pipe` (Windows) | the named-pipe listener of `-listen-pipe`: owner-only DACL, remote clients rejected |
 //! | [`process`] | signal names, group kill, exit observed without reaping (pidfd / kqueue), a hold on a process its pid cannot outlive (`PidRef`: pidfd / start time) |
 
+#[cfg(windows)]
+#[path = "windows/acl.rs"]
+pub(crate) mod acl;
 #[cfg(unix)]
 pub(crate) mod os;
 #[cfg(windows)]

@@ -1,5 +1,73 @@
-//! The Windows stand-in for `base::homeguard`, which is Unix-only (issue 43). It is
-//! mounted in place of the Unix module on Windows (the parent's
-//! `#[cfg(windows)] #[path]` line) and is to expose the same names with
-//! the Windows behaviour, so no module above it holds a platform `cfg`.
-//! Empty so far: the Windows build does not type-check yet.
+//! The Windows half of `base::homeguard` (issue 43), so far only what the
+//! removals and renames in the daemon's own directories ask
+//! (`base::safedir`): [`check_entry`]. The path checks of the Unix half
+//! (`check`, `Homes`, the lexical and resolved judgements) are still to
+//! come with the modules that use them (`tarx`, `git.worktree_remove`,
+//! `-install`), which are Unix-only so far.
+
+use crate::base::safedir::{self, Dir};
+use std::io;
+use std::os::windows::ffi::OsStrExt;
+use std::os::windows::io::{AsRawHandle, FromRawHandle, OwnedHandle};
+use std::path::{Path, PathBuf};
+use windows_sys::Win32::Foundation::INVALID_HANDLE_VALUE;
+use windows_sys::Win32::Storage::FileSystem::{
+    CreateFileW, FILE_FLAG_BACKUP_SEMANTICS, FILE_READ_ATTRIBUTES, FILE_SHARE_DELETE, FILE_SHARE_READ,
+    FILE_SHARE_WRITE, OPEN_EXISTING,
+};
+
+/// The daemon user's home: `%USERPROFILE%` (what `~` expands to on
+/// Windows), made absolute.
+fn home() -> Option<PathBuf> {
+    let home = PathBuf::from(std::env::var_os("USERPROFILE")?);
+    std::path::absolute(home).ok()
+}
+
+/// The identity (volume serial number, file index) of `path`, links
+/// followed, as the home is reached through them.
+fn identity_of(path: &Path) -> Option<(u64, u64)> {
+    let wide: Vec<u16> = path.as_os_str().encode_wide().chain([0]).collect();
+    // SAFETY: a NUL-terminated path; no security attributes or template.
+    let handle = unsafe {
+        CreateFileW(
+            wide.as_ptr(),
+            FILE_READ_ATTRIBUTES,
+            FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+            std::ptr::null(),
+            OPEN_EXISTING,
+            FILE_FLAG_BACKUP_SEMANTICS,
+            std::ptr::null_mut(),
+        )
+    };
+    if handle == INVALID_HANDLE_VALUE {
+        return None;
+    }
+    // SAFETY: a fresh handle nobody else owns.
+    let handle = unsafe { OwnedHandle::from_raw_handle(handle) };
+    safedir::identity(handle.as_raw_handle()).ok()
+}
+
+/// Whether the entry `name` of `dir` is the daemon user's home or a
+/// directory above one, by identity (a link is not followed: removing or
+/// renaming a link leaves what it points at alone), as the error a
+/// removal or rename in a directory handle fails with. An entry whose
+/// identity cannot be read fails with that error; one that is not there
+/// passes. The refusal text is the Unix half's.
+pub(crate) fn check_entry(dir: &Dir, name: &[u8]) -> io::Result<()> {
+    let Some(home) = home() else {
+        return Ok(());
+    };
+    let Some(entry) = safedir::entry_identity(dir, name)? else {
+        return Ok(());
+    };
+    if home.ancestors().filter_map(identity_of).any(|id| id == entry) {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "directory entry must not be or contain the home directory: {}",
+                crate::base::goerr::go_quote(name)
+            ),
+        ));
+    }
+    Ok(())
+}

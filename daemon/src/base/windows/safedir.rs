@@ -1,5 +1,1002 @@
-//! The Windows stand-in for `base::safedir`, which is Unix-only (issue 43). It is
-//! mounted in place of the Unix module on Windows (the parent's
-//! `#[cfg(windows)] #[path]` line) and is to expose the same names with
-//! the Windows behaviour, so no module above it holds a platform `cfg`.
-//! Empty so far: the Windows build does not type-check yet.
+//! The Windows half of `base::safedir` (issue 43): opening a directory
+//! path that other local users cannot have tampered with, one level at a
+//! time, as a directory handle, and working inside it by handle. Same
+//! names and signatures as the Unix half; what the Unix words mean here:
+//!
+//! * **relative to a verified directory**: a [`Dir`] is an open directory
+//!   handle, and every `*_in`/`*_at` operation is `NtCreateFile` with the
+//!   handle as its `RootDirectory` and a single name (`openat`'s Windows
+//!   form), renames are `FileRenameInformation` with the same root, and
+//!   listings read the directory through a handle reopened from it. A
+//!   path is never resolved again, so renaming or replacing a directory
+//!   above (or the directory itself) after it was judged redirects
+//!   nothing. Names are one component: empty, `.`, `..`, `\`, `/`, `:`
+//!   (a stream), the characters Win32 refuses (`*?"<>|`, controls), a
+//!   trailing dot or space (Win32 strips them, so the name would alias
+//!   another) and device names (`NUL`, `CON`, `COM1.txt`, …) fail with
+//!   `ERROR_INVALID_NAME` before any call.
+//! * **opened without following links**: every open passes
+//!   `FILE_OPEN_REPARSE_POINT`, so a symbolic link or junction is opened
+//!   itself, and is then refused (`ERROR_CANT_RESOLVE_FILENAME`, where
+//!   Unix gets `ELOOP`) when its reparse tag is a name surrogate (links,
+//!   junctions, the kinds that redirect a name). Other reparse points
+//!   (OneDrive placeholders, deduplicated files) are the object itself
+//!   and are used.
+//! * **owner-only**: what is created here (missing levels, [`make_dir_in`],
+//!   files opened with `O_CREAT`) is created with
+//!   [`crate::sys::acl::Descriptor::owner_only_files`]: owned by the
+//!   current user, a protected DACL granting that user alone full access.
+//!   Windows has no mode bits: the `mode` arguments are ignored, and
+//!   everything is created owner-only.
+//! * **owner checks**: "ours" is the owner SID being this process's user
+//!   SID ([`own_uid`]); "root" is `SYSTEM`, `Administrators` or
+//!   `TrustedInstaller`, which own the system's directories (`C:\`,
+//!   `C:\Users`) and can override any DACL anyway.
+//! * **writable by others**: the DACL's allowing entries that apply to
+//!   the directory itself (inherit-only ones do not), for anyone but us
+//!   and those three. Rights that let another user remove, rename or
+//!   re-permission what we keep there (`DELETE`, `FILE_DELETE_CHILD`,
+//!   `WRITE_DAC`, `WRITE_OWNER`, `GENERIC_ALL`) refuse a level, as
+//!   write without the sticky bit does on Unix
+//!   ([`UnsafeDir::WritableByOthers`]). Rights to add entries only
+//!   (`FILE_ADD_FILE`, `FILE_ADD_SUBDIRECTORY`, `GENERIC_WRITE`) are the
+//!   sticky bit's case, as `C:\` grants authenticated users: such a level
+//!   may be passed through, and a private directory asked for there is
+//!   our own subdirectory `remora-<SID>` in it. No DACL at all grants
+//!   everyone everything. Deny entries are not counted (they only take
+//!   away), so the judgement errs towards refusing.
+//!
+//! The walk starts at the path's root (`C:\`, `\\server\share\`) and
+//! holds each level open while it opens the next, as the Unix half does
+//! from `/`; missing levels are created owner-only (`FILE_CREATE`, so a
+//! name another user wins a race for is opened and judged, not trusted).
+
+use std::fmt;
+use std::io;
+use std::os::windows::ffi::{OsStrExt, OsStringExt};
+use std::os::windows::io::{AsRawHandle, FromRawHandle, OwnedHandle};
+use std::path::{Component, Path, PathBuf, Prefix};
+
+use crate::sys::acl::{self, Descriptor, Security, Sid};
+use windows_sys::Wdk::Foundation::OBJECT_ATTRIBUTES;
+use windows_sys::Wdk::Storage::FileSystem::{
+    FileRenameInformation, NtCreateFile, NtSetInformationFile, FILE_CREATE, FILE_DIRECTORY_FILE,
+    FILE_NON_DIRECTORY_FILE, FILE_OPEN, FILE_OPEN_IF, FILE_OPEN_REPARSE_POINT, FILE_RENAME_INFORMATION,
+    FILE_SYNCHRONOUS_IO_NONALERT,
+};
+use windows_sys::Win32::Foundation::{
+    RtlNtStatusToDosError, GENERIC_ALL, GENERIC_WRITE, HANDLE, OBJ_CASE_INSENSITIVE, UNICODE_STRING,
+};
+use windows_sys::Win32::Storage::FileSystem::{
+    CreateFileW, FileAttributeTagInfo, FileDispositionInfo, FileDispositionInfoEx, FileIdBothDirectoryInfo,
+    GetFileInformationByHandle, GetFileInformationByHandleEx, SetFileInformationByHandle, BY_HANDLE_FILE_INFORMATION,
+    DELETE, FILE_ADD_FILE, FILE_ADD_SUBDIRECTORY, FILE_APPEND_DATA, FILE_ATTRIBUTE_DIRECTORY, FILE_ATTRIBUTE_NORMAL,
+    FILE_ATTRIBUTE_REPARSE_POINT, FILE_ATTRIBUTE_TAG_INFO, FILE_DELETE_CHILD, FILE_DISPOSITION_FLAG_DELETE,
+    FILE_DISPOSITION_FLAG_POSIX_SEMANTICS, FILE_DISPOSITION_INFO, FILE_DISPOSITION_INFO_EX, FILE_FLAG_BACKUP_SEMANTICS,
+    FILE_FLAG_OPEN_REPARSE_POINT, FILE_GENERIC_READ, FILE_GENERIC_WRITE, FILE_ID_BOTH_DIR_INFO, FILE_LIST_DIRECTORY,
+    FILE_READ_ATTRIBUTES, FILE_SHARE_DELETE, FILE_SHARE_READ, FILE_SHARE_WRITE, FILE_TRAVERSE, FILE_WRITE_DATA,
+    OPEN_EXISTING, READ_CONTROL, SYNCHRONIZE, WRITE_DAC, WRITE_OWNER,
+};
+use windows_sys::Win32::System::IO::IO_STATUS_BLOCK;
+
+/// An open directory: the handle every operation inside it is relative
+/// to (the Unix half's directory fd). Opened with
+/// `FILE_LIST_DIRECTORY | FILE_TRAVERSE | READ_CONTROL` and shared for
+/// everything, deletion included: nothing here goes back to its path, so
+/// it need not pin it, and the daemon's own removal of a directory it
+/// still holds (the replay store drops its directory while the handle
+/// lives) works as on Unix.
+#[derive(Debug)]
+pub(crate) struct Dir(OwnedHandle);
+
+impl Dir {
+    fn raw(&self) -> HANDLE {
+        self.0.as_raw_handle()
+    }
+}
+
+/// Why a directory is not safe to use.
+#[derive(Debug)]
+pub(crate) enum UnsafeDir {
+    /// The path is not absolute (drive or share and root), names `..`,
+    /// is a device path (`\\.\`), or has a level that is no plain name.
+    NotPlain(PathBuf),
+    /// A level is owned by another user (not us, `SYSTEM`,
+    /// `Administrators` or `TrustedInstaller`).
+    ForeignOwner { path: PathBuf, owner: Sid },
+    /// A level whose DACL lets others remove, rename or re-permission
+    /// what is in it (`mask`: the rights they hold).
+    WritableByOthers { path: PathBuf, mask: u32 },
+    /// A level is a link, a junction or not a directory.
+    NotADirectory(PathBuf),
+    /// Our own subdirectory in a shared directory exists, but others can
+    /// add to it, and it was not made by this walk, so its DACL is not
+    /// ours to change.
+    TooWide { path: PathBuf, mask: u32 },
+    /// A system call failed.
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        error: io::Error,
+    },
+}
+
+impl fmt::Display for UnsafeDir {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UnsafeDir::NotPlain(p) => write!(
+                f,
+                "{}: not an absolute path of plain names without '..'",
+                p.display()
+            ),
+            UnsafeDir::ForeignOwner { path, owner } => write!(
+                f,
+                "{}: owned by {owner}, not by this user, SYSTEM or Administrators",
+                path.display()
+            ),
+            UnsafeDir::WritableByOthers { path, mask } => write!(
+                f,
+                "{}: other users may delete or re-permission its entries (their rights {mask:#x})",
+                path.display()
+            ),
+            UnsafeDir::NotADirectory(p) => write!(f, "{}: a link, a junction or not a directory", p.display()),
+            UnsafeDir::TooWide { path, mask } => write!(
+                f,
+                "{}: other users may write in it (their rights {mask:#x}) and it was not made by this daemon, so left as it is; give it an owner-only DACL or remove it",
+                path.display()
+            ),
+            UnsafeDir::Io { op, path, error } => write!(f, "{op} {}: {error}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for UnsafeDir {}
+
+// ---- Who counts as us -----------------------------------------------------
+
+/// Rights that let their holder remove, rename or re-permission entries
+/// of a directory, or the directory itself.
+const CONTROL: u32 = DELETE | WRITE_DAC | WRITE_OWNER | FILE_DELETE_CHILD | GENERIC_ALL;
+/// Rights that let their holder add entries (the sticky case), control
+/// included.
+const ADD: u32 = FILE_ADD_FILE | FILE_ADD_SUBDIRECTORY | GENERIC_WRITE | CONTROL;
+/// `INHERIT_ONLY_ACE`: the entry is for children, not this object.
+const INHERIT_ONLY: u8 = 0x08;
+
+/// Who we are, for the ownership checks.
+#[derive(Debug, Clone)]
+struct Identity {
+    me: Sid,
+    /// `SYSTEM`, `Administrators`, `TrustedInstaller`: the Windows root.
+    system: Vec<Sid>,
+}
+
+/// `OWNER RIGHTS`: an entry for whoever owns the object.
+const OWNER_RIGHTS: &str = "S-1-3-4";
+/// `CREATOR OWNER`: a placeholder meaningful only on inherit-only entries.
+const CREATOR_OWNER: &str = "S-1-3-0";
+
+impl Identity {
+    fn current() -> Identity {
+        let system = [
+            "S-1-5-18",
+            "S-1-5-32-544",
+            "S-1-5-80-956008885-3418522649-1831038044-1853292631-2271478464",
+        ]
+        .iter()
+        .filter_map(|s| Sid::parse(s))
+        .collect();
+        Identity { me: own_uid(), system }
+    }
+
+    fn trusted(&self, sid: &Sid) -> bool {
+        *sid == self.me || self.system.contains(sid)
+    }
+
+    /// The rights the DACL gives the directory itself to anyone but us
+    /// and the system, generic rights unmapped.
+    fn others_rights(&self, sec: &Security) -> u32 {
+        let Some(aces) = &sec.dacl else {
+            return u32::MAX;
+        };
+        let owner_rights = Sid::parse(OWNER_RIGHTS);
+        let creator_owner = Sid::parse(CREATOR_OWNER);
+        let mut mask = 0;
+        for ace in aces.iter().filter(|a| a.allow && a.flags & INHERIT_ONLY == 0) {
+            let other = match &ace.sid {
+                None => true,
+                Some(sid) if Some(sid) == owner_rights.as_ref() => !self.trusted(&sec.owner),
+                Some(sid) if Some(sid) == creator_owner.as_ref() => false,
+                Some(sid) => !self.trusted(sid),
+            };
+            if other {
+                mask |= ace.mask;
+            }
+        }
+        mask
+    }
+}
+
+fn security(dir: &Dir, path: &Path) -> Result<Security, UnsafeDir> {
+    acl::security_of(dir.raw()).map_err(|error| UnsafeDir::Io {
+        op: "GetSecurityInfo",
+        path: path.to_path_buf(),
+        error,
+    })
+}
+
+/// Judges one intermediate level: owned by us or the system, and nobody
+/// else may remove or rename what is in it.
+fn check_level(sec: &Security, path: &Path, me: &Identity) -> Result<(), UnsafeDir> {
+    if !me.trusted(&sec.owner) {
+        return Err(UnsafeDir::ForeignOwner {
+            path: path.to_path_buf(),
+            owner: sec.owner.clone(),
+        });
+    }
+    let mask = me.others_rights(sec);
+    if mask & CONTROL != 0 {
+        return Err(UnsafeDir::WritableByOthers {
+            path: path.to_path_buf(),
+            mask,
+        });
+    }
+    Ok(())
+}
+
+/// Whether users other than us may add entries to the directory (the
+/// sticky case) or more.
+fn others_can_write(sec: &Security, me: &Identity) -> bool {
+    me.others_rights(sec) & ADD != 0
+}
+
+// ---- Opening relative to a handle -------------------------------------------
+
+/// The rights a [`Dir`] is opened with.
+const DIR_ACCESS: u32 = FILE_LIST_DIRECTORY | FILE_TRAVERSE | READ_CONTROL | FILE_READ_ATTRIBUTES | SYNCHRONIZE;
+/// `ERROR_INVALID_NAME`: a name that is not one plain component.
+const ERROR_INVALID_NAME: i32 = 123;
+/// `ERROR_CANT_RESOLVE_FILENAME`: what opening a link fails with (Unix's
+/// `ELOOP`).
+const ERROR_CANT_RESOLVE_FILENAME: i32 = 1921;
+/// `ERROR_DIRECTORY`: the directory-only open met a file.
+const ERROR_DIRECTORY: i32 = 267;
+/// A reparse tag's name-surrogate bit: links and junctions.
+const NAME_SURROGATE: u32 = 0x2000_0000;
+
+/// `name` as the UTF-16 of one plain component, or `ERROR_INVALID_NAME`.
+/// `name` is UTF-8, or WTF-8 as [`read_names`] gives names that are not
+/// valid Unicode.
+fn component(name: &[u8]) -> io::Result<Vec<u16>> {
+    let invalid = || io::Error::from_raw_os_error(ERROR_INVALID_NAME);
+    let wide = decode_wtf8(name).ok_or_else(invalid)?;
+    if !plain_name(&wide) {
+        return Err(invalid());
+    }
+    Ok(wide)
+}
+
+/// Whether `name` is one component Win32 takes as it is.
+fn plain_name(name: &[u16]) -> bool {
+    let dot = u16::from(b'.');
+    if name.is_empty() || name == [dot] || name == [dot, dot] {
+        return false;
+    }
+    if name
+        .iter()
+        .any(|&c| c < 0x20 || b"\\/:*?\"<>|".iter().any(|&b| u16::from(b) == c))
+    {
+        return false;
+    }
+    if matches!(name.last(), Some(&c) if c == dot || c == u16::from(b' ')) {
+        return false;
+    }
+    // A device name, alone or before an extension, names the device in
+    // Win32 paths (`NUL.txt` is `NUL`).
+    let stem = name.split(|&c| c == dot).next().unwrap_or(name);
+    let stem = String::from_utf16_lossy(stem)
+        .trim_end_matches(' ')
+        .to_ascii_uppercase();
+    let device = matches!(stem.as_str(), "CON" | "PRN" | "AUX" | "NUL" | "CONIN$" | "CONOUT$")
+        || ["COM", "LPT"].iter().any(|p| {
+            stem.strip_prefix(p).is_some_and(|n| {
+                let mut chars = n.chars();
+                matches!((chars.next(), chars.next()), (Some('0'..='9' | '¹' | '²' | '³'), None))
+            })
+        });
+    !device
+}
+
+/// Decodes UTF-8, or WTF-8 (lone surrogates as 3-byte sequences, what
+/// `OsString::into_encoded_bytes` gives on Windows), to UTF-16.
+fn decode_wtf8(bytes: &[u8]) -> Option<Vec<u16>> {
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let b0 = u32::from(bytes[i]);
+        let (mut cp, n) = match b0 {
+            0x00..=0x7f => (b0, 1),
+            0xc0..=0xdf => (b0 & 0x1f, 2),
+            0xe0..=0xef => (b0 & 0x0f, 3),
+            0xf0..=0xf7 => (b0 & 0x07, 4),
+            _ => return None,
+        };
+        let tail = bytes.get(i + 1..i + n)?;
+        for &b in tail {
+            if b & 0xc0 != 0x80 {
+                return None;
+            }
+            cp = cp << 6 | u32::from(b & 0x3f);
+        }
+        let least = [0, 0, 0x80, 0x800, 0x10000][n];
+        if cp < least || cp > 0x10ffff {
+            return None;
+        }
+        if cp >= 0x10000 {
+            let c = cp - 0x10000;
+            out.push(0xd800 | (c >> 10) as u16);
+            out.push(0xdc00 | (c & 0x3ff) as u16);
+        } else {
+            out.push(cp as u16);
+        }
+        i += n;
+    }
+    Some(out)
+}
+
+/// `NtCreateFile` of the single name `name` relative to `dir` (an empty
+/// name reopens `dir` itself), never following a link, shared for
+/// everything, synchronous; `sd` is the descriptor of what it creates.
+fn nt_open(
+    dir: HANDLE,
+    name: &[u16],
+    access: u32,
+    disposition: u32,
+    options: u32,
+    sd: Option<&Descriptor>,
+) -> io::Result<OwnedHandle> {
+    let bytes = u16::try_from(name.len() * 2).map_err(|_| io::Error::from_raw_os_error(ERROR_INVALID_NAME))?;
+    let object = UNICODE_STRING {
+        Length: bytes,
+        MaximumLength: bytes,
+        Buffer: name.as_ptr().cast_mut(),
+    };
+    let attributes = OBJECT_ATTRIBUTES {
+        Length: std::mem::size_of::<OBJECT_ATTRIBUTES>() as u32,
+        RootDirectory: dir,
+        ObjectName: &object,
+        Attributes: OBJ_CASE_INSENSITIVE,
+        SecurityDescriptor: sd.map_or(std::ptr::null(), |d| d.as_ptr().cast_const().cast()),
+        SecurityQualityOfService: std::ptr::null(),
+    };
+    let mut handle: HANDLE = std::ptr::null_mut();
+    // SAFETY: all-zero is a valid IO_STATUS_BLOCK to be written.
+    let mut status_block: IO_STATUS_BLOCK = unsafe { std::mem::zeroed() };
+    // SAFETY: every pointer is to a live local (the name, the attributes,
+    // the descriptor outlive the call); `dir` is an open directory handle.
+    let status = unsafe {
+        NtCreateFile(
+            &mut handle,
+            access | SYNCHRONIZE,
+            &attributes,
+            &mut status_block,
+            std::ptr::null(),
+            FILE_ATTRIBUTE_NORMAL,
+            FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+            disposition,
+            options | FILE_SYNCHRONOUS_IO_NONALERT | FILE_OPEN_REPARSE_POINT,
+            std::ptr::null(),
+            0,
+        )
+    };
+    if status < 0 {
+        return Err(nt_error(status));
+    }
+    // SAFETY: a fresh handle nobody else owns.
+    let handle = unsafe { OwnedHandle::from_raw_handle(handle) };
+    refuse_links(&handle)?;
+    Ok(handle)
+}
+
+fn nt_error(status: i32) -> io::Error {
+    // SAFETY: a pure mapping.
+    io::Error::from_raw_os_error(unsafe { RtlNtStatusToDosError(status) } as i32)
+}
+
+/// The attributes and reparse tag of an open handle.
+fn attribute_tag(handle: HANDLE) -> io::Result<FILE_ATTRIBUTE_TAG_INFO> {
+    let mut info = FILE_ATTRIBUTE_TAG_INFO::default();
+    // SAFETY: `handle` is open; `info` is writable for its size.
+    let ok = unsafe {
+        GetFileInformationByHandleEx(
+            handle,
+            FileAttributeTagInfo,
+            (&mut info as *mut FILE_ATTRIBUTE_TAG_INFO).cast(),
+            std::mem::size_of::<FILE_ATTRIBUTE_TAG_INFO>() as u32,
+        )
+    };
+    if ok == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(info)
+}
+
+/// Fails when `handle` is a link or junction (a name-surrogate reparse
+/// point), opened itself by `FILE_OPEN_REPARSE_POINT`.
+fn refuse_links(handle: &OwnedHandle) -> io::Result<()> {
+    let info = attribute_tag(handle.as_raw_handle())?;
+    if is_link(&info) {
+        return Err(io::Error::from_raw_os_error(ERROR_CANT_RESOLVE_FILENAME));
+    }
+    Ok(())
+}
+
+fn is_link(info: &FILE_ATTRIBUTE_TAG_INFO) -> bool {
+    info.FileAttributes & FILE_ATTRIBUTE_REPARSE_POINT != 0 && info.ReparseTag & NAME_SURROGATE != 0
+}
+
+/// Opens the root of an absolute path (`C:\`, `\\server\share\`): the
+/// one open by path.
+fn open_root(root: &Path) -> io::Result<Dir> {
+    let wide: Vec<u16> = root.as_os_str().encode_wide().chain([0]).collect();
+    // SAFETY: a NUL-terminated path; no security attributes or template.
+    let handle = unsafe {
+        CreateFileW(
+            wide.as_ptr(),
+            DIR_ACCESS,
+            FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+            std::ptr::null(),
+            OPEN_EXISTING,
+            FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT,
+            std::ptr::null_mut(),
+        )
+    };
+    if handle == windows_sys::Win32::Foundation::INVALID_HANDLE_VALUE {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh handle nobody else owns.
+    let handle = unsafe { OwnedHandle::from_raw_handle(handle) };
+    refuse_links(&handle)?;
+    Ok(Dir(handle))
+}
+
+/// Opens the directory `name` of `parent`, or creates it owner-only
+/// first when `create` (then says whether it did).
+fn open_dir_at(parent: &Dir, name: &[u16], create: bool) -> io::Result<(Dir, bool)> {
+    if create {
+        let sd = Descriptor::owner_only_files()?;
+        match nt_open(
+            parent.raw(),
+            name,
+            DIR_ACCESS,
+            FILE_CREATE,
+            FILE_DIRECTORY_FILE,
+            Some(&sd),
+        ) {
+            Ok(h) => return Ok((Dir(h), true)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let h = nt_open(parent.raw(), name, DIR_ACCESS, FILE_OPEN, FILE_DIRECTORY_FILE, None)?;
+    Ok((Dir(h), false))
+}
+
+/// A link, a junction or a file where a directory was to be: report it
+/// as what it is.
+fn refine(error: io::Error, path: &Path) -> UnsafeDir {
+    match error.raw_os_error() {
+        Some(ERROR_CANT_RESOLVE_FILENAME) | Some(ERROR_DIRECTORY) => UnsafeDir::NotADirectory(path.to_path_buf()),
+        _ => UnsafeDir::Io {
+            op: "open",
+            path: path.to_path_buf(),
+            error,
+        },
+    }
+}
+
+// ---- The walk -------------------------------------------------------------
+
+/// A private directory of ours, open.
+#[derive(Debug)]
+pub(crate) struct PrivateDir {
+    pub fd: Dir,
+    /// The directory `fd` is: the path asked for, or (when others can
+    /// write that one) our own subdirectory in it.
+    pub path: PathBuf,
+}
+
+/// The subdirectory of our own used inside a configured directory others
+/// can write: `remora-<SID>`, so that users sharing one directory each
+/// get theirs.
+fn own_subdir_name(me: &Sid) -> String {
+    format!("remora-{me}")
+}
+
+/// Opens `path` as a private directory of ours, creating missing levels
+/// owner-only. See the module doc for what is refused, and for the
+/// subdirectory used when others can write `path` itself.
+pub(crate) fn open_private_dir(path: &Path) -> Result<PrivateDir, UnsafeDir> {
+    open_private_dir_as(path, &Identity::current())
+}
+
+/// Opens an existing directory `path` of ours without creating or
+/// changing anything: every level is judged as in [`open_private_dir`],
+/// and the last one must be owned by us and pass the same rule as the
+/// levels above it (others may at most add entries), but it may stay
+/// readable by others.
+pub(crate) fn open_own_dir(path: &Path) -> Result<Dir, UnsafeDir> {
+    walk_to(path, &Identity::current(), Last::Own)
+}
+
+/// Opens an existing directory `path` that nobody but us and the system
+/// can change, without creating or changing anything: every level, the
+/// last one included, is judged by the rule for the levels above it
+/// (owned by us, `SYSTEM`, `Administrators` or `TrustedInstaller`; others
+/// may at most add entries).
+pub(crate) fn open_trusted_dir(path: &Path) -> Result<Dir, UnsafeDir> {
+    walk_to(path, &Identity::current(), Last::Trusted)
+}
+
+fn open_private_dir_as(path: &Path, me: &Identity) -> Result<PrivateDir, UnsafeDir> {
+    let fd = walk_to(path, me, Last::Private)?;
+    let sec = security(&fd, path)?;
+    if !others_can_write(&sec, me) {
+        return Ok(PrivateDir {
+            fd,
+            path: path.to_path_buf(),
+        });
+    }
+    // A shared directory (others may add entries, as to C:\) that we did
+    // not make: not ours to narrow. A subdirectory of our own in it.
+    let name = own_subdir_name(&me.me);
+    let sub = path.join(&name);
+    let wide: Vec<u16> = name.encode_utf16().collect();
+    let (sub_fd, created) = open_dir_at(&fd, &wide, true).map_err(|e| refine(e, &sub))?;
+    let sec = security(&sub_fd, &sub)?;
+    if sec.owner != me.me {
+        return Err(UnsafeDir::ForeignOwner {
+            path: sub,
+            owner: sec.owner,
+        });
+    }
+    if !created && others_can_write(&sec, me) {
+        let mask = me.others_rights(&sec);
+        return Err(UnsafeDir::TooWide { path: sub, mask });
+    }
+    Ok(PrivateDir { fd: sub_fd, path: sub })
+}
+
+/// What the last level of a walk must be.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Last {
+    /// Ours; created owner-only when missing, else judged like the levels
+    /// above ([`open_private_dir_as`] goes into a subdirectory of its own
+    /// when others can add to it).
+    Private,
+    /// Ours, judged like the levels above.
+    Own,
+    /// Judged like the levels above (ours or the system's).
+    Trusted,
+}
+
+fn walk_to(path: &Path, me: &Identity, last_rule: Last) -> Result<Dir, UnsafeDir> {
+    let not_plain = || UnsafeDir::NotPlain(path.to_path_buf());
+    if !path.is_absolute() {
+        return Err(not_plain());
+    }
+    let mut root = PathBuf::new();
+    let mut names = Vec::new();
+    for c in path.components() {
+        match c {
+            Component::Prefix(p) if matches!(p.kind(), Prefix::DeviceNS(_)) => return Err(not_plain()),
+            Component::Prefix(_) | Component::RootDir if names.is_empty() => root.push(c.as_os_str()),
+            Component::Normal(name) => {
+                let wide: Vec<u16> = name.encode_wide().collect();
+                if !plain_name(&wide) {
+                    return Err(not_plain());
+                }
+                names.push(wide);
+            }
+            // `.` is dropped by `components`; `..` and anything else out
+            // of place is refused.
+            _ => return Err(not_plain()),
+        }
+    }
+    let mut current = open_root(&root).map_err(|e| refine(e, &root))?;
+    let mut walked = root;
+    check_level(&security(&current, &walked)?, &walked, me)?;
+    let private = last_rule == Last::Private;
+    for (i, name) in names.iter().enumerate() {
+        walked.push(std::ffi::OsString::from_wide(name));
+        let last = i + 1 == names.len();
+        let (next, created) = match open_dir_at(&current, name, false) {
+            Ok(opened) => opened,
+            Err(e) if private && e.kind() == io::ErrorKind::NotFound => {
+                open_dir_at(&current, name, true).map_err(|e| refine(e, &walked))?
+            }
+            Err(e) => return Err(refine(e, &walked)),
+        };
+        let sec = security(&next, &walked)?;
+        if last && last_rule != Last::Trusted {
+            if sec.owner != me.me {
+                return Err(UnsafeDir::ForeignOwner {
+                    path: walked,
+                    owner: sec.owner,
+                });
+            }
+            // One this walk created is owner-only already; one that was
+            // there is never narrowed (audit F4) and must pass the rule
+            // for the levels above.
+            if !created {
+                check_level(&sec, &walked, me)?;
+            }
+        } else {
+            check_level(&sec, &walked, me)?;
+        }
+        current = next;
+    }
+    Ok(current)
+}
+
+// ---- Working inside a verified directory ---------------------------------
+
+/// Opens `name` in `dir` without following a link; the caller checks the
+/// kind with [`is_own_regular`] before reading. `flags` are the CRT's
+/// `libc::O_*` values: the access mode, `O_APPEND`, `O_CREAT`, `O_EXCL`,
+/// `O_TRUNC` (applied after the checks, so a link is never truncated). A
+/// file created here is owner-only, whatever `mode` says (Windows has no
+/// mode bits). A directory is not opened (`ERROR_ACCESS_DENIED`).
+pub(crate) fn open_file_at(dir: &Dir, name: &[u8], flags: libc::c_int, mode: u32) -> io::Result<std::fs::File> {
+    let _ = mode;
+    let wide = component(name)?;
+    let mut access = match flags & (libc::O_WRONLY | libc::O_RDWR) {
+        libc::O_RDONLY => FILE_GENERIC_READ,
+        libc::O_WRONLY => FILE_GENERIC_WRITE,
+        libc::O_RDWR => FILE_GENERIC_READ | FILE_GENERIC_WRITE,
+        _ => return Err(io::Error::from_raw_os_error(87)), // ERROR_INVALID_PARAMETER
+    };
+    if flags & libc::O_APPEND != 0 {
+        access &= !FILE_WRITE_DATA;
+        access |= FILE_APPEND_DATA;
+    }
+    access |= READ_CONTROL | FILE_READ_ATTRIBUTES;
+    let create = flags & libc::O_CREAT != 0;
+    let disposition = match (create, flags & libc::O_EXCL != 0) {
+        (true, true) => FILE_CREATE,
+        (true, false) => FILE_OPEN_IF,
+        (false, _) => FILE_OPEN,
+    };
+    let sd = if create {
+        Some(Descriptor::owner_only_files()?)
+    } else {
+        None
+    };
+    let handle = nt_open(
+        dir.raw(),
+        &wide,
+        access,
+        disposition,
+        FILE_NON_DIRECTORY_FILE,
+        sd.as_ref(),
+    )?;
+    let file = std::fs::File::from(handle);
+    if flags & libc::O_TRUNC != 0 && flags & (libc::O_WRONLY | libc::O_RDWR) != 0 {
+        file.set_len(0)?;
+    }
+    Ok(file)
+}
+
+/// Whether an open file is a regular file (not a directory, link or
+/// junction) owned by this user.
+pub(crate) fn is_own_regular(file: &std::fs::File) -> bool {
+    let handle = file.as_raw_handle();
+    let Ok(info) = attribute_tag(handle) else {
+        return false;
+    };
+    if info.FileAttributes & FILE_ATTRIBUTE_DIRECTORY != 0 || is_link(&info) {
+        return false;
+    }
+    acl::security_of(handle).is_ok_and(|sec| sec.owner == own_uid())
+}
+
+/// Opens the directory `name` inside `dir` without following a link.
+pub(crate) fn open_dir_in(dir: &Dir, name: &[u8]) -> io::Result<Dir> {
+    open_dir_at(dir, &component(name)?, false).map(|(d, _)| d)
+}
+
+/// Creates the directory `name` inside `dir`, owner-only (`mode` is not
+/// used: Windows has no mode bits); fails if it exists
+/// (`ERROR_ALREADY_EXISTS`), so what is opened next is what we made.
+pub(crate) fn make_dir_in(dir: &Dir, name: &[u8], mode: u32) -> io::Result<()> {
+    let _ = mode;
+    let sd = Descriptor::owner_only_files()?;
+    nt_open(
+        dir.raw(),
+        &component(name)?,
+        READ_CONTROL,
+        FILE_CREATE,
+        FILE_DIRECTORY_FILE,
+        Some(&sd),
+    )
+    .map(drop)
+}
+
+/// The owner of an open directory: its owner SID (the Unix half's uid).
+pub(crate) fn owner_of(dir: &Dir) -> io::Result<Sid> {
+    acl::security_of(dir.raw()).map(|sec| sec.owner)
+}
+
+/// This process's user: its token's user SID (the Unix half's effective
+/// uid), what [`owner_of`] is compared with. Should the token not be
+/// readable, the null SID `S-1-0-0`, which owns nothing.
+pub(crate) fn own_uid() -> Sid {
+    acl::current_user().unwrap_or_else(|_| Sid::null())
+}
+
+/// The identity (volume serial number, file index) of the entry `name`
+/// of `dir`, a link not followed; `None` when there is no such entry.
+/// The home guard's Windows half compares it with the home's.
+pub(crate) fn entry_identity(dir: &Dir, name: &[u8]) -> io::Result<Option<(u64, u64)>> {
+    let Ok(wide) = component(name) else {
+        return Ok(None);
+    };
+    match nt_open(dir.raw(), &wide, FILE_READ_ATTRIBUTES, FILE_OPEN, 0, None) {
+        Ok(h) => identity(h.as_raw_handle()).map(Some),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        // A link: its own identity is no home's.
+        Err(e) if e.raw_os_error() == Some(ERROR_CANT_RESOLVE_FILENAME) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The identity of an open file or directory: volume serial number and
+/// file index.
+pub(crate) fn identity(handle: HANDLE) -> io::Result<(u64, u64)> {
+    // SAFETY: all-zero is a valid value to be overwritten.
+    let mut info: BY_HANDLE_FILE_INFORMATION = unsafe { std::mem::zeroed() };
+    // SAFETY: `handle` is open; `info` is writable.
+    if unsafe { GetFileInformationByHandle(handle, &mut info) } == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((
+        u64::from(info.dwVolumeSerialNumber),
+        u64::from(info.nFileIndexHigh) << 32 | u64::from(info.nFileIndexLow),
+    ))
+}
+
+/// Renames the entry `from` of `dir` to `to` in the same directory (a
+/// link is renamed itself, never followed; an entry already at `to` is
+/// replaced). Neither may be or contain the user's home
+/// ([`crate::base::homeguard`]).
+pub(crate) fn rename_in(dir: &Dir, from: &[u8], to: &[u8]) -> io::Result<()> {
+    crate::base::homeguard::check_entry(dir, from)?;
+    crate::base::homeguard::check_entry(dir, to)?;
+    let to = component(to)?;
+    let source = nt_open(
+        dir.raw(),
+        &component(from)?,
+        DELETE | FILE_READ_ATTRIBUTES,
+        FILE_OPEN,
+        0,
+        None,
+    )?;
+    // FILE_RENAME_INFORMATION with the name in place of its one-element
+    // array, in a u64 buffer for its alignment. The size counts the whole
+    // struct besides the name (Wine refuses less than the struct).
+    let size = std::mem::size_of::<FILE_RENAME_INFORMATION>() + to.len() * 2;
+    let mut buf = vec![0u64; size.div_ceil(8)];
+    let info = buf.as_mut_ptr().cast::<FILE_RENAME_INFORMATION>();
+    // SAFETY: `buf` holds the header and `to.len()` u16s after it.
+    unsafe {
+        (*info).Anonymous.ReplaceIfExists = true;
+        (*info).RootDirectory = dir.raw();
+        (*info).FileNameLength = (to.len() * 2) as u32;
+        std::ptr::copy_nonoverlapping(
+            to.as_ptr(),
+            std::ptr::addr_of_mut!((*info).FileName).cast::<u16>(),
+            to.len(),
+        );
+    }
+    // SAFETY: all-zero is a valid IO_STATUS_BLOCK to be written.
+    let mut status_block: IO_STATUS_BLOCK = unsafe { std::mem::zeroed() };
+    // SAFETY: `source` is open with DELETE; `buf` is `size` bytes or more.
+    // Called directly rather than through SetFileInformationByHandle,
+    // which Wine's kernel32 makes a path of the current directory.
+    let status = unsafe {
+        NtSetInformationFile(
+            source.as_raw_handle(),
+            &mut status_block,
+            buf.as_ptr().cast(),
+            size as u32,
+            FileRenameInformation,
+        )
+    };
+    if status < 0 {
+        return Err(nt_error(status));
+    }
+    Ok(())
+}
+
+/// Deletes the open `handle` (opened with `DELETE`): POSIX semantics
+/// where the system has them (the name goes at once, as `unlink`),
+/// otherwise when the last handle closes.
+fn delete_open(handle: &OwnedHandle) -> io::Result<()> {
+    let ex = FILE_DISPOSITION_INFO_EX {
+        Flags: FILE_DISPOSITION_FLAG_DELETE | FILE_DISPOSITION_FLAG_POSIX_SEMANTICS,
+    };
+    // SAFETY: `handle` is open; `ex` is a valid info block of its size.
+    let ok = unsafe {
+        SetFileInformationByHandle(
+            handle.as_raw_handle(),
+            FileDispositionInfoEx,
+            (&ex as *const FILE_DISPOSITION_INFO_EX).cast(),
+            std::mem::size_of::<FILE_DISPOSITION_INFO_EX>() as u32,
+        )
+    };
+    if ok != 0 {
+        return Ok(());
+    }
+    let plain = FILE_DISPOSITION_INFO { DeleteFile: true };
+    // SAFETY: as above.
+    let ok = unsafe {
+        SetFileInformationByHandle(
+            handle.as_raw_handle(),
+            FileDispositionInfo,
+            (&plain as *const FILE_DISPOSITION_INFO).cast(),
+            std::mem::size_of::<FILE_DISPOSITION_INFO>() as u32,
+        )
+    };
+    if ok == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Removes the entry `name` of `dir` (a file, a link or an empty
+/// directory), never following it.
+pub(crate) fn unlink_in(dir: &Dir, name: &[u8]) -> io::Result<()> {
+    let wide = component(name)?;
+    let handle = nt_open(dir.raw(), &wide, DELETE | FILE_READ_ATTRIBUTES, FILE_OPEN, 0, None).or_else(|e| {
+        // A link is refused by `nt_open`; removing one removes the
+        // link alone, so open it once more without the check.
+        if e.raw_os_error() == Some(ERROR_CANT_RESOLVE_FILENAME) {
+            nt_open_link(dir, &wide)
+        } else {
+            Err(e)
+        }
+    })?;
+    let info = attribute_tag(handle.as_raw_handle())?;
+    if info.FileAttributes & FILE_ATTRIBUTE_DIRECTORY != 0 && !is_link(&info) {
+        // A directory: never the user's home.
+        crate::base::homeguard::check_entry(dir, name)?;
+    }
+    delete_open(&handle)
+}
+
+/// Opens the link `name` of `dir` itself, for deletion.
+fn nt_open_link(dir: &Dir, name: &[u16]) -> io::Result<OwnedHandle> {
+    let bytes = u16::try_from(name.len() * 2).map_err(|_| io::Error::from_raw_os_error(ERROR_INVALID_NAME))?;
+    let object = UNICODE_STRING {
+        Length: bytes,
+        MaximumLength: bytes,
+        Buffer: name.as_ptr().cast_mut(),
+    };
+    let attributes = OBJECT_ATTRIBUTES {
+        Length: std::mem::size_of::<OBJECT_ATTRIBUTES>() as u32,
+        RootDirectory: dir.raw(),
+        ObjectName: &object,
+        Attributes: OBJ_CASE_INSENSITIVE,
+        SecurityDescriptor: std::ptr::null(),
+        SecurityQualityOfService: std::ptr::null(),
+    };
+    let mut handle: HANDLE = std::ptr::null_mut();
+    // SAFETY: all-zero is a valid IO_STATUS_BLOCK to be written.
+    let mut status_block: IO_STATUS_BLOCK = unsafe { std::mem::zeroed() };
+    // SAFETY: as in `nt_open`.
+    let status = unsafe {
+        NtCreateFile(
+            &mut handle,
+            DELETE | FILE_READ_ATTRIBUTES | SYNCHRONIZE,
+            &attributes,
+            &mut status_block,
+            std::ptr::null(),
+            FILE_ATTRIBUTE_NORMAL,
+            FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+            FILE_OPEN,
+            FILE_SYNCHRONOUS_IO_NONALERT | FILE_OPEN_REPARSE_POINT,
+            std::ptr::null(),
+            0,
+        )
+    };
+    if status < 0 {
+        return Err(nt_error(status));
+    }
+    // SAFETY: a fresh handle nobody else owns.
+    Ok(unsafe { OwnedHandle::from_raw_handle(handle) })
+}
+
+/// Removes the directory `name` of `parent` and the files in it (one
+/// level: replay directories hold only files). A subdirectory that is not
+/// empty makes it fail, with nothing followed. A directory that is or
+/// holds the user's home is refused before anything goes
+/// ([`crate::base::homeguard`]).
+pub(crate) fn remove_flat_dir_in(parent: &Dir, name: &[u8]) -> io::Result<()> {
+    crate::base::homeguard::check_entry(parent, name)?;
+    let wide = component(name)?;
+    let (dir, _) = open_dir_at(parent, &wide, false)?;
+    for entry in read_names(&dir)? {
+        unlink_in(&dir, &entry)?;
+    }
+    drop(dir);
+    let handle = nt_open(
+        parent.raw(),
+        &wide,
+        DELETE | FILE_READ_ATTRIBUTES,
+        FILE_OPEN,
+        FILE_DIRECTORY_FILE,
+        None,
+    )?;
+    delete_open(&handle)
+}
+
+/// The names in a directory, without `.` and `..`, as UTF-8 (WTF-8 for
+/// names that are not valid Unicode; the `*_in` functions take either).
+/// Read through a handle reopened from `dir`, so two listings of one
+/// [`Dir`] never share a position.
+pub(crate) fn read_names(dir: &Dir) -> io::Result<Vec<Vec<u8>>> {
+    let list = nt_open(
+        dir.raw(),
+        &[],
+        FILE_LIST_DIRECTORY | FILE_READ_ATTRIBUTES,
+        FILE_OPEN,
+        FILE_DIRECTORY_FILE,
+        None,
+    )?;
+    let mut names = Vec::new();
+    let mut buf = vec![0u64; 8192];
+    loop {
+        // SAFETY: `list` is an open directory; `buf` is writable for its
+        // byte size and aligned for the entries.
+        let ok = unsafe {
+            GetFileInformationByHandleEx(
+                list.as_raw_handle(),
+                FileIdBothDirectoryInfo,
+                buf.as_mut_ptr().cast(),
+                (buf.len() * 8) as u32,
+            )
+        };
+        if ok == 0 {
+            let e = io::Error::last_os_error();
+            // ERROR_NO_MORE_FILES.
+            if e.raw_os_error() == Some(18) {
+                return Ok(names);
+            }
+            return Err(e);
+        }
+        let base = buf.as_ptr().cast::<u8>();
+        let mut offset = 0usize;
+        loop {
+            // SAFETY: the system wrote a chain of entries into `buf`, each
+            // at `offset`, with its name after the fixed part.
+            let (next, name) = unsafe {
+                let entry = base.add(offset).cast::<FILE_ID_BOTH_DIR_INFO>();
+                let len = (*entry).FileNameLength as usize / 2;
+                let name = std::slice::from_raw_parts(std::ptr::addr_of!((*entry).FileName).cast::<u16>(), len);
+                ((*entry).NextEntryOffset as usize, name)
+            };
+            let dot = u16::from(b'.');
+            if name != [dot] && name != [dot, dot] {
+                names.push(std::ffi::OsString::from_wide(name).into_encoded_bytes());
+            }
+            if next == 0 {
+                break;
+            }
+            offset += next;
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "safedir_tests.rs"]
+mod tests;

@@ -14,11 +14,9 @@
 
 use std::io;
 use tokio::net::windows::named_pipe::{NamedPipeServer, PipeMode, ServerOptions};
-use windows_sys::Win32::Foundation::LocalFree;
-use windows_sys::Win32::Security::Authorization::{
-    ConvertStringSecurityDescriptorToSecurityDescriptorW, SDDL_REVISION_1,
-};
-use windows_sys::Win32::Security::{PSECURITY_DESCRIPTOR, SECURITY_ATTRIBUTES};
+use windows_sys::Win32::Security::SECURITY_ATTRIBUTES;
+
+use super::acl::Descriptor;
 
 /// The DACL of every instance: protected (nothing inherited), the owner
 /// only.
@@ -29,37 +27,6 @@ pub(crate) fn pipe_name(id: &str) -> String {
     format!(r"\\.\pipe\remora-{id}")
 }
 
-/// A security descriptor made from SDDL, freed on drop.
-struct Descriptor(PSECURITY_DESCRIPTOR);
-
-impl Descriptor {
-    fn owner_only() -> io::Result<Descriptor> {
-        let sddl: Vec<u16> = OWNER_ONLY_SDDL.encode_utf16().chain([0]).collect();
-        let mut sd: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
-        // SAFETY: `sddl` is NUL-terminated UTF-16; on success `sd` gets a
-        // LocalAlloc'd descriptor we free in Drop.
-        let ok = unsafe {
-            ConvertStringSecurityDescriptorToSecurityDescriptorW(
-                sddl.as_ptr(),
-                SDDL_REVISION_1,
-                &mut sd,
-                std::ptr::null_mut(),
-            )
-        };
-        if ok == 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(Descriptor(sd))
-    }
-}
-
-impl Drop for Descriptor {
-    fn drop(&mut self) {
-        // SAFETY: frees the LocalAlloc'd descriptor once.
-        unsafe { LocalFree(self.0) };
-    }
-}
-
 /// A listening named pipe: the next server instance, waiting for a client.
 pub(crate) struct PipeListener {
     name: String,
@@ -68,10 +35,10 @@ pub(crate) struct PipeListener {
 
 /// Creates one server instance of `name` with the owner-only DACL.
 fn instance(name: &str, first: bool) -> io::Result<NamedPipeServer> {
-    let descriptor = Descriptor::owner_only()?;
+    let descriptor = Descriptor::from_sddl(OWNER_ONLY_SDDL)?;
     let mut attributes = SECURITY_ATTRIBUTES {
         nLength: std::mem::size_of::<SECURITY_ATTRIBUTES>() as u32,
-        lpSecurityDescriptor: descriptor.0,
+        lpSecurityDescriptor: descriptor.as_ptr(),
         bInheritHandle: 0,
     };
     let mut options = ServerOptions::new();
