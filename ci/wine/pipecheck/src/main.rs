@@ -4,6 +4,11 @@
 //! each get their line answered on their own instance. Exits non-zero on
 //! any failure. Run by `ci/wine-smoke`.
 
+// pipe.rs builds its DACL with `super::acl`, the daemon's
+// `sys/windows/acl.rs`.
+#[allow(dead_code)]
+#[path = "../../../../daemon/src/sys/windows/acl.rs"]
+mod acl;
 #[path = "../../../../daemon/src/sys/windows/pipe.rs"]
 mod pipe;
 
