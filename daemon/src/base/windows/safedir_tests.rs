@@ -111,10 +111,8 @@ fn set_dacl(path: &Path, sddl: &str) {
     let mut defaulted = 0;
     let mut dacl: *mut ACL = std::ptr::null_mut();
     // SAFETY: `sd` is a valid descriptor; the out-params are locals.
-    assert_ne!(
-        unsafe { GetSecurityDescriptorDacl(sd.as_ptr(), &mut present, &mut dacl, &mut defaulted) },
-        0
-    );
+    let ok = unsafe { GetSecurityDescriptorDacl(sd.as_ptr(), &mut present, &mut dacl, &mut defaulted) };
+    assert_ne!(ok, 0);
     let h = open_path(path, READ_CONTROL | WRITE_DAC).expect("open for WRITE_DAC");
     // SAFETY: `h` is open with WRITE_DAC; `dacl` points into `sd`.
     let rc = unsafe {
