@@ -5,13 +5,15 @@
 //!
 //! Windows has its own half, `windows/`, mounted under the same module
 //! names where the concept exists (`os`, `process`) plus what only it has
-//! (`pipe`, the named-pipe listener; `acl`, security descriptors). Its `process` is a stand-in so far:
+//! (`pipe`, the named-pipe listener; `acl`, security descriptors;
+//! `openat`, handle-relative file operations). Its `process` is a stand-in so far:
 //! the supervisor above is POSIX-only and has a Windows stand-in of its
 //! own (issue 43).
 //!
 //! | module | owns |
 //! | --- | --- |
 //! | `acl` (Windows) | security descriptors: the owner-only ones the daemon creates with, the current user's SID, an object's owner and DACL read back |
+//! | `openat` (Windows) | opening, renaming, deleting and listing relative to a directory handle, links not followed (`NtCreateFile` with a root) |
 //! | [`os`] | peer pid, liveness, mount id, own executable, fd listing, pipe2, errno/readdir, CSPRNG, platform signal sets, glibc malloc tuning |
 //! | `pipe` (Windows) | the named-pipe listener of `-listen-pipe`: owner-only DACL, remote clients rejected |
 //! | [`process`] | signal names, group kill, exit observed without reaping (pidfd / kqueue), a hold on a process its pid cannot outlive (`PidRef`: pidfd / start time) |
@@ -19,6 +21,9 @@
 #[cfg(windows)]
 #[path = "windows/acl.rs"]
 pub(crate) mod acl;
+#[cfg(windows)]
+#[path = "windows/openat.rs"]
+pub(crate) mod openat;
 #[cfg(unix)]
 pub(crate) mod os;
 #[cfg(windows)]

@@ -44,7 +44,7 @@ fn identity_of(path: &Path) -> Option<(u64, u64)> {
     }
     // SAFETY: a fresh handle nobody else owns.
     let handle = unsafe { OwnedHandle::from_raw_handle(handle) };
-    safedir::identity(handle.as_raw_handle()).ok()
+    crate::sys::openat::identity(handle.as_raw_handle()).ok()
 }
 
 /// Whether the entry `name` of `dir` is the daemon user's home or a

@@ -5,10 +5,15 @@
 //! than trusting what the code meant to do.
 
 use super::*;
-use std::os::windows::ffi::OsStrExt;
+use crate::sys::openat::{attribute_tag, identity, is_link};
+use std::os::windows::io::FromRawHandle;
 use windows_sys::Win32::Security::Authorization::SetSecurityInfo;
 use windows_sys::Win32::Security::{
     GetSecurityDescriptorDacl, ACL, DACL_SECURITY_INFORMATION, PROTECTED_DACL_SECURITY_INFORMATION,
+};
+use windows_sys::Win32::Storage::FileSystem::{
+    CreateFileW, FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT, FILE_SHARE_DELETE, FILE_SHARE_READ,
+    FILE_SHARE_WRITE, OPEN_EXISTING,
 };
 
 /// `FILE_ALL_ACCESS`, what `FA` in SDDL grants.
