@@ -434,6 +434,18 @@ fn a_foreign_owner_is_refused_at_any_level() {
 }
 
 #[test]
+fn the_systems_own_directories_are_trusted_not_ours() {
+    // Owned by TrustedInstaller or SYSTEM on Windows (by our uid under
+    // Wine), others may read: trusted, but not ours to keep files in.
+    let windows = PathBuf::from(std::env::var_os("SystemRoot").expect("SystemRoot"));
+    open_trusted_dir(&windows).expect("the system's directory");
+    if !under_wine() {
+        let got = open_own_dir(&windows);
+        assert!(matches!(got, Err(UnsafeDir::ForeignOwner { .. })), "{got:?}");
+    }
+}
+
+#[test]
 fn plain_absolute_paths_only() {
     for bad in [
         r"rel\dir",
