@@ -32,7 +32,7 @@ mod job;
 mod spawn;
 
 pub(crate) use job::{ExitStatus, JobChild, KILL_EXIT_CODE};
-pub(crate) use spawn::{command_line, environment_block, spawn, SpawnRequest, Spawned};
+pub(crate) use spawn::{spawn, SpawnRequest, Spawned};
 
 use std::collections::HashMap;
 use std::io;

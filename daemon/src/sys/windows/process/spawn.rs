@@ -141,7 +141,7 @@ fn push_arg(line: &mut Vec<u16>, arg: &OsStr) {
 
 /// The NUL-terminated command line of `argv`, arguments joined by one
 /// space.
-pub(crate) fn command_line(argv: &[&OsStr]) -> io::Result<Vec<u16>> {
+fn command_line(argv: &[&OsStr]) -> io::Result<Vec<u16>> {
     let mut line = Vec::new();
     for (i, arg) in argv.iter().enumerate() {
         if arg.encode_wide().any(|u| u == 0) {
@@ -161,7 +161,7 @@ pub(crate) fn command_line(argv: &[&OsStr]) -> io::Result<Vec<u16>> {
 
 /// The Unicode environment block: `name=value\0` per entry, in the given
 /// order, then one more `\0` (two for an empty environment).
-pub(crate) fn environment_block(env: &[(OsString, OsString)]) -> io::Result<Vec<u16>> {
+fn environment_block(env: &[(OsString, OsString)]) -> io::Result<Vec<u16>> {
     let mut block = Vec::new();
     for (name, value) in env {
         let name: Vec<u16> = name.encode_wide().collect();
