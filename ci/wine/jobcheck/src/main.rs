@@ -58,6 +58,8 @@ fn child(mode: Option<&str>) {
         }
         Some("tree") => {
             let exe = std::env::current_exe().expect("own path");
+            // Never waited for: only the job ends it, which is the test.
+            #[allow(clippy::zombie_processes)]
             let grandchild = std::process::Command::new(exe)
                 .arg("sleep")
                 .stdin(std::process::Stdio::null())
@@ -76,7 +78,10 @@ fn child(mode: Option<&str>) {
 /// `daemon`: what the daemon does, in a process of its own: starts
 /// `child tree` in a job, says both pids, and waits to be killed.
 fn daemon() {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     rt.block_on(async {
         let (started, grandchild) = start_tree().await;
         println!("child {} grandchild {grandchild}", started.child.pid());
@@ -93,11 +98,7 @@ fn os(s: &str) -> OsString {
 }
 
 /// A request for `jobcheck.exe child <mode> <extra...>` with `env`.
-fn run_child<'a>(
-    exe: &'a OsStr,
-    argv: &'a [&'a OsStr],
-    env: &'a [(OsString, OsString)],
-) -> process::SpawnRequest<'a> {
+fn run_child<'a>(exe: &'a OsStr, argv: &'a [&'a OsStr], env: &'a [(OsString, OsString)]) -> process::SpawnRequest<'a> {
     process::SpawnRequest {
         program: exe,
         cwd: OsStr::new(""),
@@ -183,7 +184,10 @@ fn say(line: &str) {
 // ------------------------------------------------------------ the cases
 
 fn driver() {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     rt.block_on(async {
         pipes_exit_code_and_environment().await;
         tree_kill().await;
@@ -305,7 +309,9 @@ async fn dropped_job() {
     drop(started);
     assert!(child.ends().is_some(), "the child ended with its job handle");
     assert!(grandchild.ends().is_some(), "the grandchild ended with its job handle");
-    say(&format!("job handle dropped: child {child_pid} and grandchild {grandchild_pid} gone"));
+    say(&format!(
+        "job handle dropped: child {child_pid} and grandchild {grandchild_pid} gone"
+    ));
 }
 
 /// A daemon process that dies (here by `TerminateProcess`, as a crash)
@@ -320,7 +326,9 @@ fn daemon_exit() {
         .expect("start the daemon copy");
     let mut line = String::new();
     let stdout = daemon.stdout.take().expect("piped");
-    std::io::BufReader::new(stdout).read_line(&mut line).expect("read the daemon's line");
+    std::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("read the daemon's line");
     let pids: Vec<u32> = line.split_whitespace().filter_map(|w| w.parse().ok()).collect();
     let [child_pid, grandchild_pid] = pids[..] else {
         panic!("not a daemon line: {line:?}");

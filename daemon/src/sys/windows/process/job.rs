@@ -14,12 +14,12 @@ use std::sync::Mutex;
 use windows_sys::Win32::Foundation::{HANDLE, INVALID_HANDLE_VALUE, WAIT_OBJECT_0, WAIT_TIMEOUT};
 use windows_sys::Win32::System::JobObjects::{
     CreateJobObjectW, JobObjectBasicAccountingInformation, JobObjectExtendedLimitInformation,
-    QueryInformationJobObject, SetInformationJobObject, TerminateJobObject,
-    JOBOBJECT_BASIC_ACCOUNTING_INFORMATION, JOBOBJECT_EXTENDED_LIMIT_INFORMATION, JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
+    QueryInformationJobObject, SetInformationJobObject, TerminateJobObject, JOBOBJECT_BASIC_ACCOUNTING_INFORMATION,
+    JOBOBJECT_EXTENDED_LIMIT_INFORMATION, JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
 };
 use windows_sys::Win32::System::Threading::{
-    GetExitCodeProcess, RegisterWaitForSingleObject, TerminateProcess, UnregisterWaitEx, WaitForSingleObject,
-    INFINITE, WT_EXECUTEONLYONCE,
+    GetExitCodeProcess, RegisterWaitForSingleObject, TerminateProcess, UnregisterWaitEx, WaitForSingleObject, INFINITE,
+    WT_EXECUTEONLYONCE,
 };
 
 /// The exit code of a child the daemon ends, directly or with its job:

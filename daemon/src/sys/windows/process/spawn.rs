@@ -46,8 +46,8 @@ use windows_sys::Win32::System::Pipes::{
     CreateNamedPipeW, PIPE_READMODE_BYTE, PIPE_REJECT_REMOTE_CLIENTS, PIPE_TYPE_BYTE, PIPE_WAIT,
 };
 use windows_sys::Win32::System::Threading::{
-    CreateProcessW, DeleteProcThreadAttributeList, InitializeProcThreadAttributeList, ResumeThread,
-    TerminateProcess, UpdateProcThreadAttribute, CREATE_NEW_PROCESS_GROUP, CREATE_NO_WINDOW, CREATE_SUSPENDED,
+    CreateProcessW, DeleteProcThreadAttributeList, InitializeProcThreadAttributeList, ResumeThread, TerminateProcess,
+    UpdateProcThreadAttribute, CREATE_NEW_PROCESS_GROUP, CREATE_NO_WINDOW, CREATE_SUSPENDED,
     CREATE_UNICODE_ENVIRONMENT, EXTENDED_STARTUPINFO_PRESENT, PROCESS_INFORMATION, PROC_THREAD_ATTRIBUTE_HANDLE_LIST,
     STARTF_USESTDHANDLES, STARTUPINFOEXW,
 };
@@ -205,7 +205,11 @@ fn pipe_name() -> Vec<u16> {
 /// daemon reads (stdout, stderr); else it writes (stdin).
 fn child_pipe(inbound: bool) -> io::Result<(NamedPipeServer, OwnedHandle)> {
     let name = pipe_name();
-    let access = if inbound { PIPE_ACCESS_INBOUND } else { PIPE_ACCESS_OUTBOUND };
+    let access = if inbound {
+        PIPE_ACCESS_INBOUND
+    } else {
+        PIPE_ACCESS_OUTBOUND
+    };
     // SAFETY: `name` is NUL-terminated; null security attributes give a
     // handle that is not inherited.
     let server = unsafe {
@@ -283,7 +287,7 @@ impl HandleList {
             return Err(io::Error::last_os_error());
         }
         let handles = Box::new(handles);
-        let list = HandleList {
+        let mut list = HandleList {
             buffer,
             _handles: handles,
         };
@@ -291,7 +295,7 @@ impl HandleList {
         // is the boxed array, which lives as long as the list.
         let ok = unsafe {
             UpdateProcThreadAttribute(
-                list.buffer.as_ptr().cast_mut().cast(),
+                list.buffer.as_mut_ptr().cast(),
                 0,
                 PROC_THREAD_ATTRIBUTE_HANDLE_LIST as usize,
                 list._handles.as_ptr().cast(),
@@ -332,7 +336,7 @@ pub(crate) fn spawn(req: &SpawnRequest<'_>) -> io::Result<Spawned> {
         stdout_child.as_raw_handle(),
         stderr_child.as_raw_handle(),
     ];
-    let list = HandleList::new(inherited)?;
+    let mut list = HandleList::new(inherited)?;
     // SAFETY: an all-zero STARTUPINFOEXW is valid; the fields set below.
     let mut startup: STARTUPINFOEXW = unsafe { std::mem::zeroed() };
     startup.StartupInfo.cb = std::mem::size_of::<STARTUPINFOEXW>() as u32;
@@ -340,7 +344,7 @@ pub(crate) fn spawn(req: &SpawnRequest<'_>) -> io::Result<Spawned> {
     startup.StartupInfo.hStdInput = inherited[0];
     startup.StartupInfo.hStdOutput = inherited[1];
     startup.StartupInfo.hStdError = inherited[2];
-    startup.lpAttributeList = list.buffer.as_ptr().cast_mut().cast();
+    startup.lpAttributeList = list.buffer.as_mut_ptr().cast();
     // CREATE_NO_WINDOW: a console program gets a console without a
     // window (the daemon is detached and has none). A new process group:
     // a console Ctrl event aimed at the daemon's group never reaches
@@ -365,7 +369,7 @@ pub(crate) fn spawn(req: &SpawnRequest<'_>) -> io::Result<Spawned> {
             flags,
             env.as_ptr().cast(),
             cwd.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()),
-            &startup.StartupInfo,
+            (&startup as *const STARTUPINFOEXW).cast(),
             &mut info,
         )
     };
