@@ -346,9 +346,11 @@ pub(crate) fn spawn(req: &SpawnRequest<'_>) -> io::Result<Spawned> {
     startup.StartupInfo.hStdError = inherited[2];
     startup.lpAttributeList = list.buffer.as_mut_ptr().cast();
     // CREATE_NO_WINDOW: a console program gets a console without a
-    // window (the daemon is detached and has none). A new process group:
-    // a console Ctrl event aimed at the daemon's group never reaches
-    // the child, and the child's group can be addressed on its own.
+    // window (the daemon is detached and has none; the system's console
+    // host for it joins the job too). A new process group: a console
+    // Ctrl event aimed at the daemon's group never reaches the child
+    // (which starts with Ctrl+C ignored, Windows' rule for a new group;
+    // Ctrl+Break can still address it by its pid).
     let flags = CREATE_SUSPENDED
         | CREATE_NO_WINDOW
         | CREATE_NEW_PROCESS_GROUP
