@@ -6,9 +6,10 @@
 //! Windows has its own half, `windows/`, mounted under the same module
 //! names where the concept exists (`os`, `process`) plus what only it has
 //! (`pipe`, the named-pipe listener; `acl`, security descriptors;
-//! `openat`, handle-relative file operations). Its `process` is a stand-in so far:
-//! the supervisor above is POSIX-only and has a Windows stand-in of its
-//! own (issue 43).
+//! `openat`, handle-relative file operations). Its `process` starts each
+//! child in a Job Object of its own (kill-on-close) and offers the pid
+//! functions the supervisor calls on Unix; the supervisor above is still
+//! POSIX-only (issue 43).
 //!
 //! | module | owns |
 //! | --- | --- |
@@ -35,5 +36,5 @@ pub(crate) mod pipe;
 #[cfg(unix)]
 pub mod process;
 #[cfg(windows)]
-#[path = "windows/process.rs"]
+#[path = "windows/process/mod.rs"]
 pub mod process;
