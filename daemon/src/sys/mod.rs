@@ -12,9 +12,13 @@
 //! | module | owns |
 //! | --- | --- |
 //! | [`os`] | peer pid, liveness, mount id, own executable, fd listing, pipe2, errno/readdir, CSPRNG, platform signal sets, glibc malloc tuning |
+//! | `dial` (Windows) | the client ends `-bridge` and `-stop` dial: AF_UNIX through Winsock, the named pipe with overlapped I/O |
 //! | `pipe` (Windows) | the named-pipe listener of `-listen-pipe`: owner-only DACL, remote clients rejected |
 //! | [`process`] | signal names, group kill, exit observed without reaping (pidfd / kqueue), a hold on a process its pid cannot outlive (`PidRef`: pidfd / start time) |
 
+#[cfg(windows)]
+#[path = "windows/dial.rs"]
+pub(crate) mod dial;
 #[cfg(unix)]
 pub(crate) mod os;
 #[cfg(windows)]
