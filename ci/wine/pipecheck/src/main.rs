@@ -7,8 +7,9 @@
 //! `pipecheck echo <dir>` is instead a stand-in daemon for `remora.exe
 //! -bridge` and `-stop` (`ci/wine-smoke` drives them): it serves a pipe,
 //! names it in `<dir>/rpc.pipe` as `-listen-pipe` does, prints `ready`,
-//! then answers every line of each client with the same line, one client
-//! after another, until a line asks for `server.shutdown`: then it
+//! then answers every line of each client with the same line (a line
+//! holding `"slow"` after 0.6 s, with a stream frame before it), one
+//! client after another, until a line asks for `server.shutdown`: then it
 //! closes that client and exits, leaving `rpc.pipe` behind (stale).
 
 #[path = "../../../../daemon/src/sys/windows/pipe.rs"]
@@ -65,6 +66,16 @@ async fn echo(dir: &std::path::Path) {
         while let Ok(Some(line)) = lines.next_line().await {
             if line.contains("\"method\":\"server.shutdown\"") {
                 return;
+            }
+            // A slow answer after a stream frame: a bridge draining after
+            // stdin's EOF must wait for the answer, not stop at the frame.
+            if line.contains("\"slow\"") {
+                tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+                let frame = "{\"type\":\"stream\",\"processId\":\"p\",\"stream\":\"stdout\",\"seq\":1,\"data\":\"\"}\n";
+                if write.write_all(frame.as_bytes()).await.is_err() {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(300)).await;
             }
             if write.write_all(format!("{line}\n").as_bytes()).await.is_err() {
                 break;
