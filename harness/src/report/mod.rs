@@ -489,6 +489,11 @@ mod tests {
         assert!(t.contains("kill-live") && t.contains("Posix: POSIX signals"), "{t}");
         assert!(rep.counts().ends_with(", 1 skipped"), "{}", rep.counts());
         assert!(!rep.failed(), "a skip is not a failure");
+        let page = html(&rep);
+        assert!(
+            page.contains("<code>kill-live</code> — Posix: POSIX signals"),
+            "the page lists it too"
+        );
     }
 
     #[test]
