@@ -12,13 +12,17 @@
 //!   goes through a descriptor that follows no link, which the Windows
 //!   half of `safedir` is still to give).
 //!
-//! Not yet on Windows (issue 43): the listener's owner check before a
-//! token is sent (Unix: the peer's uid); the pipe is created owner-only
-//! by `-listen-pipe`, but a pipe name squatted by another user is not
-//! detected. `daemon.token` is read only when it is a regular file of at
-//! most the token limit; its DACL is not checked yet.
+//! Before any token is written, the listener must run as this user (the
+//! user SID of the serving process's token, found by
+//! `GetNamedPipeServerProcessId` or `SIO_AF_UNIX_GETPEERPID`; the Unix
+//! `-stop` compares peer uids): a pipe or socket another user serves gets
+//! nothing, the word is `survivor`, stderr says why, and the exit code is
+//! 1.
 //!
-//! The exit code is 0.
+//! Not yet on Windows (issue 43): `daemon.token` is read only when it is
+//! a regular file of at most the token limit; its DACL is not checked.
+//!
+//! The exit code is 0, except after another user's listener (1).
 
 use crate::launch::bridge::{dial, Conn};
 use std::io::{self, Read, Write};
@@ -34,23 +38,49 @@ const TOKEN_FILE: &str = "daemon.token";
 /// `launch::daemonize::MAX_TOKEN`, likewise.
 const MAX_TOKEN: u64 = 1 << 20;
 
-/// Runs `-stop` for `socket`; prints `stopped` or `none`, returns 0.
+/// Runs `-stop` for `socket`; prints `stopped`, `none` or `survivor`,
+/// returns 0 (1 after another user's listener).
 pub(crate) fn stop(socket: &Path) -> i32 {
-    let word = match dial(socket) {
-        Ok(conn) => {
-            shut_down(conn, socket);
-            "stopped"
-        }
-        Err(_) => "none",
+    let (word, code) = match dial(socket) {
+        Ok(conn) => match shut_down(conn, socket) {
+            Ok(()) => ("stopped", 0),
+            Err(why) => {
+                eprintln!("remora: stop: {why}");
+                ("survivor", 1)
+            }
+        },
+        Err(_) => ("none", 0),
     };
     let mut out = io::stdout().lock();
     let _ = writeln!(out, "{word}");
     let _ = out.flush();
-    0
+    code
 }
 
-/// The connect path: tries each credential until one is accepted.
-fn shut_down(first: Conn, socket: &Path) {
+/// Whether the process serving `conn` may be given a token: it runs as
+/// this user. `Err` says why not.
+fn trusted_listener(conn: &Conn, socket: &Path) -> Result<(), String> {
+    let pid = match conn {
+        Conn::Socket(s) => crate::sys::dial::unix_peer_pid(s),
+        Conn::Pipe(p) => p.server_pid(),
+    };
+    match pid.and_then(|pid| crate::sys::dial::runs_as_us(pid).map(|ours| (pid, ours))) {
+        Some((_, true)) => Ok(()),
+        Some((pid, false)) => Err(format!(
+            "{} is served by process {pid} of another user: no token was sent and nothing was stopped",
+            socket.display()
+        )),
+        None => Err(format!(
+            "{}: the listener's user cannot be read, so it may be another user's: no token was sent and nothing was stopped",
+            socket.display()
+        )),
+    }
+}
+
+/// The connect path: tries each credential until one is accepted. `Err`
+/// when a listener is not this user's ([`trusted_listener`]): nothing was
+/// sent to it.
+fn shut_down(first: Conn, socket: &Path) -> Result<(), String> {
     let mut credentials: Vec<Vec<u8>> = Vec::new();
     if let Some(token) = std::env::var("CLAUDE_RPC_TOKEN").ok().filter(|t| !t.is_empty()) {
         credentials.push(token.into_bytes());
@@ -71,16 +101,19 @@ fn shut_down(first: Conn, socket: &Path) {
             None => match dial(socket) {
                 Ok(c) => c,
                 // Gone meanwhile: whatever stopped it, it is stopped.
-                Err(_) => return,
+                Err(_) => return Ok(()),
             },
         };
+        // Every connection: the name may have changed hands in between.
+        trusted_listener(&c, socket)?;
         match ask(c, token) {
-            None => return,
+            None => return Ok(()),
             Some(reply) => refusal = reply,
         }
     }
     let reply = String::from_utf8_lossy(refusal.strip_suffix(b"\n").unwrap_or(&refusal)).into_owned();
     eprintln!("remora: stop: the daemon did not accept server.shutdown: {reply}");
+    Ok(())
 }
 
 /// Sends one `server.shutdown` with `token`; `None` when it was taken

@@ -23,12 +23,16 @@ use windows_sys::Win32::Foundation::{
     HANDLE, INVALID_HANDLE_VALUE, WAIT_OBJECT_0, WAIT_TIMEOUT,
 };
 use windows_sys::Win32::Networking::WinSock::{
-    closesocket, connect, socket, WSAGetLastError, WSAStartup, AF_UNIX, INVALID_SOCKET, SOCKADDR, SOCKADDR_UN,
-    SOCK_STREAM, WSADATA,
+    closesocket, connect, socket, WSAGetLastError, WSAIoctl, WSAStartup, AF_UNIX, INVALID_SOCKET,
+    SIO_AF_UNIX_GETPEERPID, SOCKADDR, SOCKADDR_UN, SOCK_STREAM, WSADATA,
 };
+use windows_sys::Win32::Security::{GetLengthSid, GetTokenInformation, TokenUser, TOKEN_QUERY, TOKEN_USER};
 use windows_sys::Win32::Storage::FileSystem::{CreateFileW, ReadFile, WriteFile, FILE_FLAG_OVERLAPPED, OPEN_EXISTING};
 use windows_sys::Win32::System::Pipes::{GetNamedPipeServerProcessId, WaitNamedPipeW};
-use windows_sys::Win32::System::Threading::{CreateEventW, SetEvent, WaitForMultipleObjects, INFINITE};
+use windows_sys::Win32::System::Threading::{
+    CreateEventW, GetCurrentProcess, OpenProcess, OpenProcessToken, SetEvent, WaitForMultipleObjects, INFINITE,
+    PROCESS_QUERY_LIMITED_INFORMATION,
+};
 use windows_sys::Win32::System::IO::{CancelIoEx, GetOverlappedResult, OVERLAPPED};
 
 /// Which call of an AF_UNIX dial failed, as Go's `net.OpError` names it.
@@ -81,6 +85,75 @@ pub(crate) fn connect_unix(path: &Path) -> Result<TcpStream, (DialStep, io::Erro
             return Err((DialStep::Connect, e));
         }
         Ok(TcpStream::from_raw_socket(s as _))
+    }
+}
+
+/// The pid of the process at the other end of a connected AF_UNIX
+/// socket (`SIO_AF_UNIX_GETPEERPID`).
+pub(crate) fn unix_peer_pid(stream: &TcpStream) -> Option<u32> {
+    use std::os::windows::io::AsRawSocket;
+    let mut pid = 0u32;
+    let mut returned = 0u32;
+    // SAFETY: the socket is open; the output buffer is `pid`, 4 bytes.
+    let rc = unsafe {
+        WSAIoctl(
+            stream.as_raw_socket() as _,
+            SIO_AF_UNIX_GETPEERPID,
+            std::ptr::null(),
+            0,
+            (&mut pid as *mut u32).cast(),
+            4,
+            &mut returned,
+            std::ptr::null_mut(),
+            None,
+        )
+    };
+    (rc == 0 && returned == 4).then_some(pid)
+}
+
+/// Whether process `pid` runs as this process's user (the user SID of
+/// its token); `None` when either token cannot be read. What `-stop`
+/// asks before it sends a token, as the Unix one compares peer uids.
+pub(crate) fn runs_as_us(pid: u32) -> Option<bool> {
+    // SAFETY: the pseudo-handle of this process needs no closing.
+    let ours = user_sid(unsafe { GetCurrentProcess() })?;
+    // SAFETY: a query-only handle, owned below.
+    let h = unsafe { OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, 0, pid) };
+    if h.is_null() {
+        return None;
+    }
+    // SAFETY: a fresh handle nobody else owns; closed on drop.
+    let process = unsafe { OwnedHandle::from_raw_handle(h) };
+    let theirs = user_sid(process.as_raw_handle())?;
+    Some(ours == theirs)
+}
+
+/// The bytes of the user SID of `process`'s token.
+fn user_sid(process: HANDLE) -> Option<Vec<u8>> {
+    let mut token: HANDLE = std::ptr::null_mut();
+    // SAFETY: `process` is a valid handle; `token` receives a new one.
+    if unsafe { OpenProcessToken(process, TOKEN_QUERY, &mut token) } == 0 {
+        return None;
+    }
+    // SAFETY: a fresh handle nobody else owns; closed on drop.
+    let token = unsafe { OwnedHandle::from_raw_handle(token) };
+    let mut len = 0u32;
+    // SAFETY: a size query: no buffer, `len` receives the size needed.
+    unsafe { GetTokenInformation(token.as_raw_handle(), TokenUser, std::ptr::null_mut(), 0, &mut len) };
+    // u64s, so the TOKEN_USER at its start is aligned.
+    let mut buf = vec![0u64; (len as usize).div_ceil(8).max(1)];
+    // SAFETY: `buf` holds at least `len` bytes.
+    let ok = unsafe { GetTokenInformation(token.as_raw_handle(), TokenUser, buf.as_mut_ptr().cast(), len, &mut len) };
+    if ok == 0 {
+        return None;
+    }
+    // SAFETY: on success the buffer starts with a TOKEN_USER whose SID
+    // points into the same buffer, valid for GetLengthSid bytes.
+    unsafe {
+        let user = &*(buf.as_ptr() as *const TOKEN_USER);
+        let sid = user.User.Sid;
+        let n = GetLengthSid(sid) as usize;
+        Some(std::slice::from_raw_parts(sid as *const u8, n).to_vec())
     }
 }
 
