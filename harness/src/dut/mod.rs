@@ -385,6 +385,64 @@ mod tests {
         bin
     }
 
+    /// A stand-in for a daemon reached only through its `-bridge`: `-serve`
+    /// writes the one request it gets to `<socket>.got` before going away;
+    /// `-bridge -socket S` relays stdin to S, after the word `bridged ` (so
+    /// a test sees which way a request came).
+    fn fake_bridged_daemon(dir: &Path) -> PathBuf {
+        let bin = dir.join("fake-bridged");
+        std::fs::write(
+            &bin,
+            "#!/bin/sh\nif [ \"$1\" = -bridge ]; then\n\
+             exec python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b\"bridged \" + sys.stdin.buffer.read()); s.shutdown(socket.SHUT_WR); s.recv(1)' \"$3\"\nfi\n\
+             echo banner\n\
+             python3 -c 'import os,socket,sys; p=sys.argv[1]; s=socket.socket(socket.AF_UNIX); s.bind(p+\".new\"); s.listen(); os.rename(p+\".new\", p); c,_=s.accept(); d=b\"\"\n\
+while not d.endswith(b\"\\n\"): d+=c.recv(4096)\n\
+open(p+\".got\",\"wb\").write(d); os.unlink(p)' \"$3\"\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        bin
+    }
+
+    #[test]
+    fn a_bridged_stop_sends_the_shutdown_through_the_bridge() {
+        if Command::new("python3").arg("-c").arg("pass").status().is_err() {
+            eprintln!("skipping: no python3 here");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let bin = fake_bridged_daemon(dir.path());
+        let socket = dir.path().join("s.sock");
+        let how = Launch {
+            bin: &bin,
+            socket: &socket,
+            token_file: &dir.path().join("token"),
+            log: &dir.path().join("log"),
+            append_log: false,
+            cwd: dir.path(),
+            env: Env::Inherit(Vec::new()),
+            extra: &[],
+            fd_limit: None,
+            banner_within: Duration::from_secs(20),
+            transport: Transport::Bridge,
+        };
+        let mut started = launch(&how, b"tok\n").unwrap();
+        assert!(socket.exists());
+        let via = Via {
+            transport: Transport::Bridge,
+            bin: &bin,
+            env: &[],
+        };
+        stop(&socket, b"tok", &mut started.launcher, &via);
+        assert!(!socket.exists(), "the daemon went away after the request");
+        assert_eq!(
+            std::fs::read(dir.path().join("s.sock.got")).unwrap(),
+            [b"bridged ".as_slice(), &client::shutdown_line(b"tok")].concat(),
+            "what reached the daemon is the shutdown line, relayed by the bridge"
+        );
+    }
+
     #[test]
     fn launch_waits_for_the_banner_and_stop_for_the_socket() {
         if Command::new("python3").arg("-c").arg("pass").status().is_err() {
