@@ -184,6 +184,8 @@ pub(crate) struct DiffArgs {
     #[command(flatten)]
     pub(crate) common: Common,
     #[command(flatten)]
+    pub(crate) transport: TransportArgs,
+    #[command(flatten)]
     pub(crate) report: ReportArgs,
 }
 
@@ -198,6 +200,8 @@ pub(crate) struct CheckArgs {
     pub(crate) transcripts: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) common: Common,
+    #[command(flatten)]
+    pub(crate) transport: TransportArgs,
     #[command(flatten)]
     pub(crate) report: ReportArgs,
 }
@@ -576,7 +580,32 @@ pub(crate) fn run_cfg(bin: &Path, c: &Common) -> Result<RunConfig, Error> {
     Ok(RunConfig {
         bin: absolute(bin)?,
         renames: normalize::parse_renames(&c.rename)?,
+        transport: crate::dut::Transport::Socket,
     })
+}
+
+/// How `diff` and `check` run the candidate: natively on its socket (the
+/// default), every connection through its `-bridge`, or a `remora.exe`
+/// under Wine. The reference binary of `diff` always runs natively.
+#[derive(Args, Clone, Copy)]
+pub(crate) struct TransportArgs {
+    /// Dial every connection through a `<binary> -bridge -socket …` child
+    /// over stdio instead of the socket (probes that need a socket of
+    /// their own are skipped, each with its reason).
+    #[arg(long)]
+    pub(crate) via_bridge: bool,
+    /// The binary is a remora.exe: run it as `wine <binary>`, served with
+    /// -listen-pipe, every connection through `wine <binary> -bridge` over
+    /// the pipe (WINEPREFIX from ci/wine-setup). Probes that need AF_UNIX
+    /// or a POSIX-only feature are skipped, each with its reason.
+    #[arg(long)]
+    pub(crate) wine: bool,
+}
+
+impl TransportArgs {
+    pub(crate) fn transport(self) -> crate::dut::Transport {
+        crate::dut::Transport::from_flags(self.via_bridge, self.wine)
+    }
 }
 
 /// The variables `cargo run` / `cargo test` set for the program they

@@ -14,6 +14,15 @@ pub(crate) fn home_dir() -> PathBuf {
     crate::sys::os::account_home().unwrap_or_else(|| PathBuf::from("/"))
 }
 
+/// The socket a mode works on: `-socket`'s value, or [`default_socket`]
+/// of [`home_dir`] when it is empty. The same on every OS.
+pub(crate) fn socket_path(flag: &std::ffi::OsStr) -> PathBuf {
+    if !flag.is_empty() {
+        return PathBuf::from(flag);
+    }
+    default_socket(&home_dir())
+}
+
 /// The socket of a daemon started without `-socket` by a user whose home
 /// is `home`.
 pub(crate) fn default_socket(home: &Path) -> PathBuf {

@@ -126,10 +126,7 @@ fn install_options(flags: &Flags) -> Result<crate::install::InstallOptions, Stri
 /// `-socket`, or `~/.claude/remote/rpc.sock` when it is empty. Only the
 /// `-serve` launcher creates a missing parent ([`create_socket_dir`]).
 pub(crate) fn socket_path(flags: &Flags) -> PathBuf {
-    if !flags.socket.is_empty() {
-        return PathBuf::from(&flags.socket);
-    }
-    crate::launch::homepaths::default_socket(&crate::launch::homepaths::home_dir())
+    crate::launch::homepaths::socket_path(&flags.socket)
 }
 
 /// Launcher side of `-serve`: the token first (so a missing token is

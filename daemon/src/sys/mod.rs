@@ -16,6 +16,7 @@
 //! | `acl` (Windows) | security descriptors: the owner-only ones the daemon creates with, the current user's SID, an object's owner and DACL read back |
 //! | `openat` (Windows) | opening, renaming, deleting and listing relative to a directory handle, links not followed (`NtCreateFile` with a root) |
 //! | [`os`] | peer pid, liveness, mount id, own executable, fd listing, pipe2, errno/readdir, CSPRNG, platform signal sets, glibc malloc tuning |
+//! | `dial` (Windows) | the client ends `-bridge` and `-stop` dial: AF_UNIX through Winsock, the named pipe with overlapped I/O |
 //! | `pipe` (Windows) | the named-pipe listener of `-listen-pipe`: owner-only DACL, remote clients rejected |
 //! | [`process`] | signal names, group kill, exit observed without reaping (pidfd / kqueue), a hold on a process its pid cannot outlive (`PidRef`: pidfd / start time) |
 
@@ -25,6 +26,9 @@ pub(crate) mod acl;
 #[cfg(windows)]
 #[path = "windows/openat.rs"]
 pub(crate) mod openat;
+#[cfg(windows)]
+#[path = "windows/dial.rs"]
+pub(crate) mod dial;
 #[cfg(unix)]
 pub(crate) mod os;
 #[cfg(windows)]

@@ -9,9 +9,10 @@ use crate::cli::{
     ReportArgs,
 };
 use crate::derive::{changed_keys, derived_text, Recipe};
+use crate::dut::Transport;
 use crate::report;
 use crate::runner::diff::{DiffOptions, Reference};
-use crate::runner::{self, diff};
+use crate::runner::{self, diff, RunConfig};
 use crate::transcript::{self, compare, normalize};
 use std::process::ExitCode;
 
@@ -37,14 +38,20 @@ pub(crate) fn diff(a: DiffArgs) -> Result<ExitCode, Error> {
         min_delta_ms,
         no_build,
         common,
+        transport,
         report: ra,
     } = a;
     let (probes, dir) = load_probes(&common)?;
+    let transport = transport.transport();
+    let (probes, skipped) = skip_for(probes, transport);
     let cand = match candidate {
         Some(c) => c,
         None => crate::cli::default_candidate(no_build)?,
     };
-    let candidate = run_cfg(&cand, &common)?;
+    let candidate = RunConfig {
+        transport,
+        ..run_cfg(&cand, &common)?
+    };
     let reference = match reference {
         Some(r) => Reference::Binary(run_cfg(&r, &common)?),
         None => Reference::Transcripts(transcripts.unwrap_or_else(|| workspace().join("corpora/transcripts"))),
@@ -70,7 +77,7 @@ pub(crate) fn diff(a: DiffArgs) -> Result<ExitCode, Error> {
     let rep = report::Report {
         mode: mode.into(),
         reference: ref_label,
-        candidate: candidate.bin.display().to_string(),
+        candidate: format!("{}{}", candidate.bin.display(), transport.label()),
         normalisation: normalize::rules(&candidate.renames),
         slower_than: o.slower_than,
         repeat: o.repeat,
@@ -78,6 +85,7 @@ pub(crate) fn diff(a: DiffArgs) -> Result<ExitCode, Error> {
         derived: report::DerivedSummary::of(&results),
         probes: results,
         slow_fails: slower_than.is_some(),
+        skipped,
     };
     write_reports(&rep, &ra)?;
     Ok(if rep.fails_run() {
@@ -87,16 +95,42 @@ pub(crate) fn diff(a: DiffArgs) -> Result<ExitCode, Error> {
     })
 }
 
+/// Splits off the probes `transport` cannot run ([`crate::dut::skips`]),
+/// each named on stderr with its reason as the report will show it.
+fn skip_for(
+    probes: Vec<crate::probe::Probe>,
+    transport: Transport,
+) -> (Vec<crate::probe::Probe>, Vec<report::Skipped>) {
+    let mut skipped = Vec::new();
+    let mut run = Vec::new();
+    for p in probes {
+        match crate::dut::skips::reason(&p, transport) {
+            Some(reason) => {
+                eprintln!("skipped: {} ({reason})", p.name);
+                skipped.push(report::Skipped { probe: p.name, reason });
+            }
+            None => run.push(p),
+        }
+    }
+    (run, skipped)
+}
+
 /// `harness check`: a binary against the committed transcripts (CI).
 pub(crate) fn check(a: CheckArgs) -> Result<ExitCode, Error> {
     let CheckArgs {
         binary,
         transcripts,
         common,
+        transport,
         report: ra,
     } = a;
     let (probes, dir) = load_probes(&common)?;
-    let candidate = run_cfg(&binary, &common)?;
+    let transport = transport.transport();
+    let (probes, skipped) = skip_for(probes, transport);
+    let candidate = RunConfig {
+        transport,
+        ..run_cfg(&binary, &common)?
+    };
     let tdir = transcripts.unwrap_or_else(|| workspace().join("corpora/transcripts"));
     let o = DiffOptions {
         reference: Reference::Transcripts(tdir.clone()),
@@ -112,7 +146,7 @@ pub(crate) fn check(a: CheckArgs) -> Result<ExitCode, Error> {
     let rep = report::Report {
         mode: "check".into(),
         reference: format!("transcripts {}", tdir.display()),
-        candidate: candidate.bin.display().to_string(),
+        candidate: format!("{}{}", candidate.bin.display(), transport.label()),
         normalisation: normalize::rules(&candidate.renames),
         slower_than: 1.5,
         repeat: 1,
@@ -120,6 +154,7 @@ pub(crate) fn check(a: CheckArgs) -> Result<ExitCode, Error> {
         derived: report::DerivedSummary::of(&results),
         probes: results,
         slow_fails: false,
+        skipped,
     };
     write_reports(&rep, &ra)?;
     Ok(if rep.failed() {

@@ -193,6 +193,7 @@ pub(crate) fn fuzz_diff(a: FuzzDiffArgs) -> Result<ExitCode, Error> {
         Ok(RunConfig {
             bin: absolute(b)?,
             renames: renames.clone(),
+            transport: crate::dut::Transport::Socket,
         })
     };
     let seed = seed.unwrap_or_else(|| {

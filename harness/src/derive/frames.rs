@@ -237,6 +237,7 @@ mod tests {
         let cfg = crate::runner::RunConfig {
             bin: "/nonexistent/remora".into(),
             renames: Vec::new(),
+            transport: crate::dut::Transport::Socket,
         };
         let real = format!(r#"{{"path":"{}/x"}}"#, sb.home().display());
         let normalised = String::from_utf8(sb.normalizer(&cfg).text(real.as_bytes())).unwrap();

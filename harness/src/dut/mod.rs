@@ -7,15 +7,21 @@
 //! socket); [`Daemon`] is a daemon in a private directory of its own
 //! (`bench`, `stress`). `client.rs` holds the request lines and the
 //! shutdown request, `procfs.rs` the `/proc` figures and the searches by
-//! pid, `limits.rs` how many processes the machine lets a daemon hold.
+//! pid, `limits.rs` how many processes the machine lets a daemon hold,
+//! `transport.rs` how a daemon is started and dialled (the socket, a
+//! `-bridge` child, `remora.exe` under Wine) and `skips.rs` the probes a
+//! transport cannot run, with their reasons.
 //! `fuzz-diff` reaches it through the runner's live daemons.
 
 pub(crate) mod client;
 mod error;
 pub(crate) mod limits;
 pub(crate) mod procfs;
+pub(crate) mod skips;
+pub(crate) mod transport;
 
 pub(crate) use error::Error;
+pub use transport::Transport;
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::net::UnixStream;
@@ -71,6 +77,8 @@ pub(crate) struct Launch<'a> {
     pub(crate) fd_limit: Option<u64>,
     /// How long to wait for the banner.
     pub(crate) banner_within: Duration,
+    /// How the binary runs and is dialled.
+    pub(crate) transport: Transport,
 }
 
 /// A started launcher and the banner it printed (empty if none came).
@@ -93,13 +101,14 @@ pub(crate) fn launch(l: &Launch, token_file: &[u8]) -> Result<Started, Error> {
         .truncate(!l.append_log)
         .open(l.log)
         .map_err(Error::Log)?;
-    let mut cmd = Command::new(l.bin);
+    let mut cmd = l.transport.command(l.bin);
     cmd.arg("-serve")
         .arg("-socket")
         .arg(l.socket)
         .arg("-token-file")
         .arg(l.token_file)
         .args(l.extra)
+        .args(l.transport.serve_extra())
         .current_dir(l.cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -108,6 +117,7 @@ pub(crate) fn launch(l: &Launch, token_file: &[u8]) -> Result<Started, Error> {
         Env::Exactly(vars) => cmd.env_clear().envs(vars.iter().cloned()),
         Env::Inherit(vars) => cmd.envs(vars.iter().cloned()),
     };
+    cmd.envs(l.transport.env());
     if let Some(limit) = l.fd_limit {
         limit_descriptors(&mut cmd, limit);
     }
@@ -117,7 +127,7 @@ pub(crate) fn launch(l: &Launch, token_file: &[u8]) -> Result<Started, Error> {
         None => Vec::new(),
     };
     let deadline = Instant::now() + Duration::from_secs(5);
-    while !banner.is_empty() && !l.socket.exists() && Instant::now() < deadline {
+    while !banner.is_empty() && !l.transport.listening(l.socket) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(1));
     }
     Ok(Started { launcher, banner })
@@ -155,13 +165,29 @@ fn limit_descriptors(cmd: &mut Command, limit: u64) {
     }
 }
 
-/// Stops a daemon: an authenticated `server.shutdown`, then the socket
-/// must vanish and the launcher is reaped (killed past its deadline).
-pub(crate) fn stop(socket: &Path, token: &[u8], launcher: &mut Child) {
-    if socket.exists() {
-        client::request_shutdown(socket, token, None, Duration::from_secs(5));
+/// How a bridged transport's `server.shutdown` reaches the daemon: the
+/// binary and the environment its `-bridge` runs with.
+pub(crate) struct Via<'a> {
+    pub(crate) transport: Transport,
+    pub(crate) bin: &'a Path,
+    pub(crate) env: &'a [(String, String)],
+}
+
+/// Stops a daemon: an authenticated `server.shutdown` (through a
+/// `-bridge` child on a bridged transport), then the socket (or, under
+/// Wine, `rpc.pipe`) must vanish and the launcher is reaped (killed past
+/// its deadline).
+pub(crate) fn stop(socket: &Path, token: &[u8], launcher: &mut Child, via: &Via) {
+    let t = via.transport;
+    if t.listening(socket) {
+        if t.bridged() {
+            let line = client::shutdown_line(token);
+            transport::bridge_once(t, via.bin, socket, via.env, &line, Duration::from_secs(10));
+        } else {
+            client::request_shutdown(socket, token, None, Duration::from_secs(5));
+        }
         let deadline = Instant::now() + Duration::from_secs(10);
-        while socket.exists() && Instant::now() < deadline {
+        while t.listening(socket) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(2));
         }
     }
@@ -253,6 +279,7 @@ impl Daemon {
             extra: &[],
             fd_limit: self.options.fd_limit,
             banner_within: self.options.banner_within,
+            transport: Transport::Socket,
         };
         let started = launch_with_token(&launch)?;
         self.launcher = Some(started.launcher);
@@ -324,7 +351,12 @@ fn launch_with_token(l: &Launch) -> Result<Started, Error> {
 impl Drop for Daemon {
     fn drop(&mut self) {
         if let Some(mut launcher) = self.launcher.take() {
-            stop(&self.socket, client::TOKEN.as_bytes(), &mut launcher);
+            let via = Via {
+                transport: Transport::Socket,
+                bin: &self.bin,
+                env: &[],
+            };
+            stop(&self.socket, client::TOKEN.as_bytes(), &mut launcher, &via);
         } else if self.socket.exists() {
             client::request_shutdown(&self.socket, client::TOKEN.as_bytes(), None, Duration::from_secs(5));
         }
@@ -353,6 +385,64 @@ mod tests {
         bin
     }
 
+    /// A stand-in for a daemon reached only through its `-bridge`: `-serve`
+    /// writes the one request it gets to `<socket>.got` before going away;
+    /// `-bridge -socket S` relays stdin to S, after the word `bridged ` (so
+    /// a test sees which way a request came).
+    fn fake_bridged_daemon(dir: &Path) -> PathBuf {
+        let bin = dir.join("fake-bridged");
+        std::fs::write(
+            &bin,
+            "#!/bin/sh\nif [ \"$1\" = -bridge ]; then\n\
+             exec python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b\"bridged \" + sys.stdin.buffer.read()); s.shutdown(socket.SHUT_WR); s.recv(1)' \"$3\"\nfi\n\
+             echo banner\n\
+             python3 -c 'import os,socket,sys; p=sys.argv[1]; s=socket.socket(socket.AF_UNIX); s.bind(p+\".new\"); s.listen(); os.rename(p+\".new\", p); c,_=s.accept(); d=b\"\"\n\
+while not d.endswith(b\"\\n\"): d+=c.recv(4096)\n\
+open(p+\".got\",\"wb\").write(d); os.unlink(p)' \"$3\"\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        bin
+    }
+
+    #[test]
+    fn a_bridged_stop_sends_the_shutdown_through_the_bridge() {
+        if Command::new("python3").arg("-c").arg("pass").status().is_err() {
+            eprintln!("skipping: no python3 here");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let bin = fake_bridged_daemon(dir.path());
+        let socket = dir.path().join("s.sock");
+        let how = Launch {
+            bin: &bin,
+            socket: &socket,
+            token_file: &dir.path().join("token"),
+            log: &dir.path().join("log"),
+            append_log: false,
+            cwd: dir.path(),
+            env: Env::Inherit(Vec::new()),
+            extra: &[],
+            fd_limit: None,
+            banner_within: Duration::from_secs(20),
+            transport: Transport::Bridge,
+        };
+        let mut started = launch(&how, b"tok\n").unwrap();
+        assert!(socket.exists());
+        let via = Via {
+            transport: Transport::Bridge,
+            bin: &bin,
+            env: &[],
+        };
+        stop(&socket, b"tok", &mut started.launcher, &via);
+        assert!(!socket.exists(), "the daemon went away after the request");
+        assert_eq!(
+            std::fs::read(dir.path().join("s.sock.got")).unwrap(),
+            [b"bridged ".as_slice(), &client::shutdown_line(b"tok")].concat(),
+            "what reached the daemon is the shutdown line, relayed by the bridge"
+        );
+    }
+
     #[test]
     fn launch_waits_for_the_banner_and_stop_for_the_socket() {
         if Command::new("python3").arg("-c").arg("pass").status().is_err() {
@@ -373,12 +463,18 @@ mod tests {
             extra: &[],
             fd_limit: None,
             banner_within: Duration::from_secs(20),
+            transport: Transport::Socket,
         };
         let mut started = launch(&how, b"tok\n").unwrap();
         assert_eq!(started.banner, b"banner set\n");
         assert!(socket.exists(), "the socket came after the banner");
         assert_eq!(std::fs::read(dir.path().join("token")).unwrap(), b"tok\n");
-        stop(&socket, b"tok", &mut started.launcher);
+        let via = Via {
+            transport: Transport::Socket,
+            bin: &bin,
+            env: &[],
+        };
+        stop(&socket, b"tok", &mut started.launcher, &via);
         assert!(!socket.exists());
         assert!(
             started.launcher.try_wait().unwrap().is_some(),

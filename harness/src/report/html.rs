@@ -262,6 +262,17 @@ fn heading(o: &mut String, rep: &Report, pass: bool) {
         let _ = write!(o, "<br><small>{}</small>", h(&rep.derived.line()));
     }
     o.push_str("</p>");
+    if !rep.skipped.is_empty() {
+        let _ = write!(
+            o,
+            "<details id=\"skipped\"><summary>{} skipped: the transport cannot run them</summary><ul>",
+            rep.skipped.len()
+        );
+        for p in &rep.skipped {
+            let _ = write!(o, "<li><code>{}</code> — {}</li>", h(&p.probe), h(&p.reason));
+        }
+        o.push_str("</ul></details>");
+    }
 }
 
 /// The filter: every status is shown by default (the table is one row

@@ -88,6 +88,17 @@ pub struct Report {
     /// `--slower-than` was given, so a slow probe fails the run too.
     #[serde(default)]
     pub slow_fails: bool,
+    /// Probes the candidate's transport cannot run (`--via-bridge`,
+    /// `--wine`), never run, each with its reason (`dut/skips.rs`).
+    #[serde(default)]
+    pub skipped: Vec<Skipped>,
+}
+
+/// A probe left out of a run, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Skipped {
+    pub probe: String,
+    pub reason: String,
 }
 
 /// The reference-derived transcripts of a run, summed: how far remora
@@ -227,9 +238,10 @@ impl Report {
             .collect()
     }
 
-    /// `<n> probes: <a> identical, … unrecorded` (the page adds a period).
+    /// `<n> probes: <a> identical, … unrecorded` (the page adds a period),
+    /// `, <s> skipped` after when the transport skipped some.
     pub fn counts(&self) -> String {
-        format!(
+        let mut line = format!(
             "{} probes: {} identical, {} accepted, {} differ, {} errors, {} unrecorded",
             self.probes.len(),
             self.count(Status::Identical),
@@ -237,7 +249,11 @@ impl Report {
             self.count(Status::Differs),
             self.count(Status::Error),
             self.count(Status::Unrecorded),
-        )
+        );
+        if !self.skipped.is_empty() {
+            let _ = write!(line, ", {} skipped", self.skipped.len());
+        }
+        line
     }
 
     /// The probes in the order a reader wants them: failing first, then
@@ -311,6 +327,12 @@ pub fn terminal(rep: &Report, verbose: bool) -> String {
     }
     for p in shown {
         probe_lines(&mut o, p, verbose);
+    }
+    if !rep.skipped.is_empty() {
+        let _ = writeln!(o, "\nskipped (the transport cannot run them):");
+        for p in &rep.skipped {
+            let _ = writeln!(o, "  {:<44} {}", p.probe, p.reason);
+        }
     }
     let _ = writeln!(o, "\n{}", rep.counts());
     // Per build only when the run had more than one (a row that repeats
@@ -452,7 +474,26 @@ mod tests {
             derived: DerivedSummary::of(&probes),
             probes,
             slow_fails: false,
+            skipped: Vec::new(),
         }
+    }
+
+    #[test]
+    fn skipped_probes_are_named_with_their_reason_and_counted() {
+        let mut rep = report(vec![result("a", Status::Identical)]);
+        rep.skipped.push(Skipped {
+            probe: "kill-live".into(),
+            reason: "Posix: POSIX signals".into(),
+        });
+        let t = terminal(&rep, false);
+        assert!(t.contains("kill-live") && t.contains("Posix: POSIX signals"), "{t}");
+        assert!(rep.counts().ends_with(", 1 skipped"), "{}", rep.counts());
+        assert!(!rep.failed(), "a skip is not a failure");
+        let page = html(&rep);
+        assert!(
+            page.contains("<code>kill-live</code> — Posix: POSIX signals"),
+            "the page lists it too"
+        );
     }
 
     #[test]

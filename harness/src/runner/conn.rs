@@ -55,6 +55,10 @@ pub(super) struct Conn {
     pub(super) stream: Option<UnixStream>,
     pub(super) bridge: Option<Child>,
     pub(super) bridge_err: Option<std::thread::JoinHandle<Vec<u8>>>,
+    /// Whether the probe asked for the bridge (`connect c bridge`), so its
+    /// exit goes into the transcript; a bridged transport's own bridges
+    /// stand for a socket and leave no trace.
+    pub(super) record_bridge: bool,
 }
 
 /// Counts the lines written on a connection that a daemon answers: every

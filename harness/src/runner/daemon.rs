@@ -42,6 +42,7 @@ impl Runner<'_> {
             extra,
             fd_limit: None,
             banner_within: Duration::from_secs(20),
+            transport: self.cfg.transport,
         };
         match dut::launch(&launch, &self.probe.token_file) {
             Ok(started) => {
@@ -57,6 +58,12 @@ impl Runner<'_> {
 
     pub(super) fn stop_daemon(&mut self) {
         let Some(mut d) = self.daemon.take() else { return };
-        dut::stop(&self.socket, &self.ctx.token, &mut d.launcher);
+        let env = self.env();
+        let via = dut::Via {
+            transport: self.cfg.transport,
+            bin: &self.cfg.bin,
+            env: &env,
+        };
+        dut::stop(&self.socket, &self.ctx.token, &mut d.launcher, &via);
     }
 }

@@ -6,7 +6,7 @@ use super::{exit_text, Runner};
 use crate::dut::wait_or_kill;
 use crate::transcript::Timing;
 use std::io::{Read, Write};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 impl Runner<'_> {
@@ -18,12 +18,13 @@ impl Runner<'_> {
         stdin: Option<Vec<u8>>,
         timeout: Duration,
     ) {
-        let mut cmd = Command::new(&self.cfg.bin);
+        let mut cmd = self.cfg.transport.command(&self.cfg.bin);
         cmd.args(args)
             .current_dir(&self.root)
             .env_clear()
             .envs(self.env())
             .envs(env.iter().cloned())
+            .envs(self.cfg.transport.env())
             .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

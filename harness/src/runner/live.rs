@@ -96,6 +96,7 @@ impl LiveDaemon {
             extra: &[],
             fd_limit: None,
             banner_within: Duration::from_secs(20),
+            transport: dut::Transport::Socket,
         };
         let dut::Started {
             launcher: child,
@@ -115,7 +116,12 @@ impl LiveDaemon {
     pub fn stop(&mut self) {
         self.banner = None;
         if let Some(mut l) = self.launcher.take() {
-            dut::stop(&self.sb.socket, &TOKEN_FILE[..TOKEN_FILE.len() - 1], &mut l);
+            let via = dut::Via {
+                transport: dut::Transport::Socket,
+                bin: &self.cfg.bin,
+                env: &[],
+            };
+            dut::stop(&self.sb.socket, &TOKEN_FILE[..TOKEN_FILE.len() - 1], &mut l, &via);
             kill_mentioning(&self.sb.run);
             let _ = std::fs::remove_file(&self.sb.socket);
         }

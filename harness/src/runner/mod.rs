@@ -52,6 +52,8 @@ const BARRIER_SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
 pub struct RunConfig {
     pub bin: PathBuf,
     pub renames: Vec<(String, String)>,
+    /// How the binary runs and is dialled (`--via-bridge`, `--wine`).
+    pub transport: crate::dut::Transport,
 }
 
 /// The directories of one run: `$RUN` (a temp directory, removed on

@@ -9,7 +9,7 @@ use crate::transcript::Timing;
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
-use std::process::{ChildStdin, Command, Stdio};
+use std::process::{ChildStdin, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -19,14 +19,17 @@ impl Runner<'_> {
             self.start(line, &[]);
         }
         let shared: Shared = Arc::new((Mutex::new(ConnState::default()), Condvar::new()));
-        if bridge {
-            let mut cmd = Command::new(&self.cfg.bin);
+        // A bridged transport (`--via-bridge`, `--wine`) dials every
+        // connection through a `-bridge` child.
+        if bridge || self.cfg.transport.bridged() {
+            let mut cmd = self.cfg.transport.command(&self.cfg.bin);
             cmd.arg("-bridge")
                 .arg("-socket")
                 .arg(&self.socket)
                 .current_dir(&self.root)
                 .env_clear()
                 .envs(self.env())
+                .envs(self.cfg.transport.env())
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped());
@@ -48,6 +51,7 @@ impl Runner<'_> {
                             stream: None,
                             bridge: Some(child),
                             bridge_err: Some(h),
+                            record_bridge: bridge,
                             sent: Default::default(),
                         },
                     );
@@ -71,6 +75,7 @@ impl Runner<'_> {
                         stream: Some(s),
                         bridge: None,
                         bridge_err: None,
+                        record_bridge: false,
                         sent: Default::default(),
                     },
                 );
@@ -320,6 +325,6 @@ impl Runner<'_> {
             None => b"still running after stdin closed (killed) stderr=".to_vec(),
         };
         v.extend(self.norm.output(&err));
-        Some(v)
+        c.record_bridge.then_some(v)
     }
 }

@@ -3,6 +3,14 @@
 //! owner-only DACL and remote clients rejected, and two clients in turn
 //! each get their line answered on their own instance. Exits non-zero on
 //! any failure. Run by `ci/wine-smoke`.
+//!
+//! `pipecheck echo <dir>` is instead a stand-in daemon for `remora.exe
+//! -bridge` and `-stop` (`ci/wine-smoke` drives them): it serves a pipe,
+//! names it in `<dir>/rpc.pipe` as `-listen-pipe` does, prints `ready`,
+//! then answers every line of each client with the same line (a line
+//! holding `"slow"` after 0.6 s, with a stream frame before it), one
+//! client after another, until a line asks for `server.shutdown`: then it
+//! closes that client and exits, leaving `rpc.pipe` behind (stale).
 
 // pipe.rs builds its DACL with `super::acl`, the daemon's
 // `sys/windows/acl.rs`.
@@ -16,6 +24,10 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() == 3 && args[1] == "echo" {
+        return echo(std::path::Path::new(&args[2])).await;
+    }
     let name = pipe::pipe_name(&format!("pipecheck-{}", std::process::id()));
     let mut listener = pipe::PipeListener::bind(&name).expect("bind the pipe");
     assert_eq!(listener.name(), name);
@@ -44,4 +56,35 @@ async fn main() {
         .expect("server done")
         .expect("server ok");
     println!("pipecheck: {name}: 2 clients answered");
+}
+
+/// The stand-in daemon of `pipecheck echo <dir>`.
+async fn echo(dir: &std::path::Path) {
+    let name = pipe::pipe_name(&format!("echo-{}", std::process::id()));
+    let mut listener = pipe::PipeListener::bind(&name).expect("bind the pipe");
+    std::fs::write(dir.join("rpc.pipe"), format!("{name}\n")).expect("write rpc.pipe");
+    println!("ready");
+    loop {
+        let conn = listener.accept().await.expect("accept");
+        let (read, mut write) = tokio::io::split(conn);
+        let mut lines = BufReader::new(read).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if line.contains("\"method\":\"server.shutdown\"") {
+                return;
+            }
+            // A slow answer after a stream frame: a bridge draining after
+            // stdin's EOF must wait for the answer, not stop at the frame.
+            if line.contains("\"slow\"") {
+                tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+                let frame = "{\"type\":\"stream\",\"processId\":\"p\",\"stream\":\"stdout\",\"seq\":1,\"data\":\"\"}\n";
+                if write.write_all(frame.as_bytes()).await.is_err() {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            }
+            if write.write_all(format!("{line}\n").as_bytes()).await.is_err() {
+                break;
+            }
+        }
+    }
 }

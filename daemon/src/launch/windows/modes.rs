@@ -1,5 +1,6 @@
-//! The modes other than `-version` on Windows (issue 43): not ported yet.
-//! Each says so on stderr and exits 1, so that a script or client sees a
+//! The modes other than `-version` on Windows (issue 43): `-bridge` and
+//! `-stop` work (over the socket or the pipe); the others are not ported
+//! yet. Each of those says so on stderr and exits 1, so that a script or client sees a
 //! plain refusal rather than a half-working daemon. The Unix modes
 //! (`launch/modes.rs`) rest on the serve core (`serve/`, `methods/`,
 //! `process/`, `replay/`), which `lib.rs` does not yet build for Windows;
@@ -40,14 +41,15 @@ pub(crate) fn serve(_flags: &Flags, _daemon_child: bool) -> i32 {
     not_yet("-serve")
 }
 
-/// `-bridge`: not ported yet.
-pub(crate) fn bridge(_flags: &Flags) -> i32 {
-    not_yet("-bridge")
+/// `-bridge`: the socket, else the pipe `rpc.pipe` names
+/// (`launch/windows/bridge.rs`).
+pub(crate) fn bridge(flags: &Flags) -> i32 {
+    crate::launch::bridge::bridge(&crate::launch::homepaths::socket_path(&flags.socket))
 }
 
-/// `-stop`: not ported yet.
-pub(crate) fn stop(_flags: &Flags) -> i32 {
-    not_yet("-stop")
+/// `-stop`: through the same dial as `-bridge` (`launch/windows/stop.rs`).
+pub(crate) fn stop(flags: &Flags) -> i32 {
+    crate::launch::stop::stop(&crate::launch::homepaths::socket_path(&flags.socket))
 }
 
 /// `-doctor`: not ported yet (it reads `/proc` and Unix sockets).

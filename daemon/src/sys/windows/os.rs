@@ -145,7 +145,13 @@ pub(crate) fn errno_text(code: i32) -> String {
     let text = io::Error::from_raw_os_error(code).to_string();
     let suffix = format!(" (os error {code})");
     match text.strip_suffix(&suffix) {
-        Some(message) if !message.is_empty() && !message.starts_with("Unknown error") => message.to_string(),
+        // "OS Error N (FormatMessageW() returned error M)" is std's text
+        // when the system has none (Wine lacks most Winsock messages).
+        Some(message)
+            if !message.is_empty() && !message.starts_with("Unknown error") && !message.starts_with("OS Error ") =>
+        {
+            message.to_string()
+        }
         _ => format!("winapi error #{code}"),
     }
 }

@@ -1,0 +1,180 @@
+//! How the harness reaches a daemon under test: the one place that knows
+//! whether a binary runs natively or under Wine, what `-serve` gets added
+//! for it, when it is ready, and whether each connection is the AF_UNIX
+//! socket itself or a `<bin> -bridge -socket …` child relaying stdio.
+//!
+//! - [`Transport::Socket`]: the default; the harness dials the socket.
+//! - [`Transport::Bridge`] (`--via-bridge`): every connection is a
+//!   `-bridge` child, the way an SSH session reaches the daemon; the
+//!   daemon is the same. It checks the bridge path on Linux and is what
+//!   the Wine transport rests on.
+//! - [`Transport::Wine`] (`--wine`): `wine <bin>` (a `remora.exe`), served
+//!   with `-listen-pipe`, every connection a `wine <bin> -bridge` child:
+//!   Wine 8 has no AF_UNIX, so the bridge dials the pipe `rpc.pipe`
+//!   names. Probes a Windows daemon cannot run are skipped with their
+//!   reason ([`super::skips`]).
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How the harness starts and dials a daemon under test.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Transport {
+    #[default]
+    Socket,
+    Bridge,
+    Wine,
+}
+
+/// The platform a transport runs the daemon on, for the skip list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Platform {
+    Unix,
+    /// Windows under Wine 8: no AF_UNIX, no Windows `git` or POSIX tools.
+    Wine,
+}
+
+impl Transport {
+    /// `--via-bridge` / `--wine` (the latter implies the former).
+    pub fn from_flags(via_bridge: bool, wine: bool) -> Transport {
+        match (via_bridge, wine) {
+            (_, true) => Transport::Wine,
+            (true, false) => Transport::Bridge,
+            (false, false) => Transport::Socket,
+        }
+    }
+
+    /// Whether every connection goes through a `-bridge` child.
+    pub(crate) fn bridged(self) -> bool {
+        self != Transport::Socket
+    }
+
+    pub(crate) fn platform(self) -> Platform {
+        match self {
+            Transport::Wine => Platform::Wine,
+            _ => Platform::Unix,
+        }
+    }
+
+    /// The words a report puts after the binary's name.
+    pub fn label(self) -> &'static str {
+        match self {
+            Transport::Socket => "",
+            Transport::Bridge => " (every connection through -bridge)",
+            Transport::Wine => " (under Wine, -listen-pipe, every connection through -bridge over the pipe)",
+        }
+    }
+
+    /// A command running `bin` (under `wine` for [`Transport::Wine`]).
+    pub(crate) fn command(self, bin: &Path) -> Command {
+        match self {
+            Transport::Wine => {
+                let mut c = Command::new("wine");
+                c.arg(bin);
+                c
+            }
+            _ => Command::new(bin),
+        }
+    }
+
+    /// Arguments `-serve` gets after the caller's.
+    pub(crate) fn serve_extra(self) -> &'static [&'static str] {
+        match self {
+            Transport::Wine => &["-listen-pipe"],
+            _ => &[],
+        }
+    }
+
+    /// Variables a command needs on top of a probe's exact environment:
+    /// Wine's prefix (the one `ci/wine-setup` prepared, with the
+    /// `ProcessPrng` stand-in) and quiet Wine logging.
+    pub(crate) fn env(self) -> Vec<(String, String)> {
+        match self {
+            Transport::Wine => {
+                let mut v = vec![("WINEDEBUG".to_string(), "-all".to_string())];
+                if let Ok(p) = std::env::var("WINEPREFIX") {
+                    v.push(("WINEPREFIX".to_string(), p));
+                }
+                v
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Whether a daemon on `socket` is there to be dialled: its socket,
+    /// or (a Windows daemon serving the pipe alone) `rpc.pipe` beside it.
+    pub(crate) fn listening(self, socket: &Path) -> bool {
+        socket.exists() || (self == Transport::Wine && pipe_file(socket).exists())
+    }
+}
+
+/// `rpc.pipe` beside `socket` (clauster's `_pipe_name_path`).
+pub(crate) fn pipe_file(socket: &Path) -> PathBuf {
+    socket.with_file_name("rpc.pipe")
+}
+
+/// Sends `line` through a `-bridge` child of `bin` to the daemon on
+/// `socket`, closes its stdin and reads until it exits or `within`
+/// passes (then it is killed). False when the bridge could not start.
+pub(crate) fn bridge_once(
+    transport: Transport,
+    bin: &Path,
+    socket: &Path,
+    env: &[(String, String)],
+    line: &[u8],
+    within: Duration,
+) -> bool {
+    let mut cmd = transport.command(bin);
+    cmd.arg("-bridge")
+        .arg("-socket")
+        .arg(socket)
+        .envs(env.iter().cloned())
+        .envs(transport.env())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let Ok(mut child) = cmd.spawn() else {
+        return false;
+    };
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(line);
+    }
+    if let Some(mut out) = child.stdout.take() {
+        std::thread::spawn(move || {
+            let _ = out.read_to_end(&mut Vec::new());
+        });
+    }
+    super::wait_or_kill(&mut child, Instant::now() + within);
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_choose_the_transport() {
+        assert_eq!(Transport::from_flags(false, false), Transport::Socket);
+        assert_eq!(Transport::from_flags(true, false), Transport::Bridge);
+        assert_eq!(Transport::from_flags(false, true), Transport::Wine);
+        assert!(!Transport::Socket.bridged());
+        assert!(Transport::Bridge.bridged() && Transport::Wine.bridged());
+        assert_eq!(Transport::Wine.serve_extra(), ["-listen-pipe"]);
+        assert!(Transport::Bridge.serve_extra().is_empty());
+        let wine = Transport::Wine.command(Path::new("/x/remora.exe"));
+        assert_eq!(wine.get_program(), "wine");
+        assert_eq!(wine.get_args().collect::<Vec<_>>(), ["/x/remora.exe"]);
+    }
+
+    #[test]
+    fn a_pipe_only_daemon_is_listening_under_wine_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("rpc.sock");
+        assert!(!Transport::Wine.listening(&socket));
+        std::fs::write(pipe_file(&socket), "\\\\.\\pipe\\remora-x\n").unwrap();
+        assert!(Transport::Wine.listening(&socket));
+        assert!(!Transport::Bridge.listening(&socket));
+    }
+}
