@@ -36,7 +36,7 @@
 // Until the serve core builds for Windows (issue 43, see below), most of
 // the foundation has no user there: its dead-code warnings would only
 // bury the real ones. Goes with the `#[cfg(unix)]` gates below.
-#![cfg_attr(windows, allow(dead_code, unused_imports))]
+
 
 #[cfg(unix)]
 pub(crate) mod agent;
@@ -57,22 +57,15 @@ pub mod launch;
 // Windows yet: `remora.exe` answers `-version` and refuses the other
 // modes (`launch/windows/modes.rs`). Issue 43; `ci/README.md` has the
 // port's status.
-#[cfg(unix)]
 pub(crate) mod methods;
-#[cfg(unix)]
-pub(crate) mod process;
-#[cfg(windows)]
-#[path = "process/windows.rs"]
 pub(crate) mod process;
 pub mod protocol;
-#[cfg(unix)]
 pub(crate) mod replay;
 #[cfg(unix)]
 pub mod rundir;
 #[cfg(windows)]
 #[path = "rundir/windows.rs"]
 pub mod rundir;
-#[cfg(unix)]
 pub(crate) mod serve;
 pub mod sys;
 #[cfg(unix)]

@@ -36,16 +36,10 @@ pub(crate) mod gojson;
 pub(crate) mod gopath;
 #[cfg(unix)]
 pub(crate) mod homeguard;
-#[cfg(windows)]
-#[path = "windows/homeguard.rs"]
-pub(crate) mod homeguard;
 pub(crate) mod instance;
 pub(crate) mod logging;
 pub(crate) mod ndjson;
 #[cfg(unix)]
-pub(crate) mod privgroup;
-#[cfg(windows)]
-#[path = "windows/privgroup.rs"]
 pub(crate) mod privgroup;
 #[cfg(unix)]
 pub(crate) mod safedir;
@@ -55,13 +49,7 @@ pub(crate) mod safedir;
 pub(crate) mod shutdown;
 #[cfg(unix)]
 pub(crate) mod signals;
-#[cfg(windows)]
-#[path = "windows/signals.rs"]
-pub(crate) mod signals;
 #[cfg(unix)]
-pub(crate) mod trustpath;
-#[cfg(windows)]
-#[path = "windows/trustpath.rs"]
 pub(crate) mod trustpath;
 pub(crate) mod utctime;
 pub mod version;

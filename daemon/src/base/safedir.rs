@@ -39,6 +39,9 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
+/// An open directory, the handle every function here hands out and takes.
+pub(crate) type Dir = std::os::fd::OwnedFd;
+
 /// Why a directory is not safe to use.
 #[derive(Debug)]
 pub(crate) enum UnsafeDir {
@@ -171,7 +174,7 @@ fn others_can_write(st: &libc::stat, me: Identity) -> bool {
 /// A private directory of ours, open.
 #[derive(Debug)]
 pub(crate) struct PrivateDir {
-    pub fd: OwnedFd,
+    pub fd: Dir,
     /// The directory `fd` is: the path asked for, or (when others can
     /// write that one) our own subdirectory in it.
     pub path: PathBuf,
@@ -197,7 +200,7 @@ pub(crate) fn open_private_dir(path: &Path) -> Result<PrivateDir, UnsafeDir> {
 /// levels above it (others cannot write to it, unless it is sticky), but
 /// it may stay readable by others. For files placed beside something the
 /// operator chose (the daemon log beside the socket).
-pub(crate) fn open_own_dir(path: &Path) -> Result<OwnedFd, UnsafeDir> {
+pub(crate) fn open_own_dir(path: &Path) -> Result<Dir, UnsafeDir> {
     walk(path, Identity::current(), false)
 }
 
@@ -208,7 +211,7 @@ pub(crate) fn open_own_dir(path: &Path) -> Result<OwnedFd, UnsafeDir> {
 /// removing an entry the caller named in a place that may be root's own
 /// (`-stop` clearing a socket in `/tmp`); as root, a directory another
 /// user owns or can write is refused.
-pub(crate) fn open_trusted_dir(path: &Path) -> Result<OwnedFd, UnsafeDir> {
+pub(crate) fn open_trusted_dir(path: &Path) -> Result<Dir, UnsafeDir> {
     walk_to(path, Identity::current(), Last::Trusted)
 }
 
@@ -280,11 +283,11 @@ enum Last {
 /// The walk behind [`open_private_dir`] and [`open_own_dir`]; `private`
 /// creates missing levels and makes the last one `0700` when it created
 /// it.
-fn walk(path: &Path, me: Identity, private: bool) -> Result<OwnedFd, UnsafeDir> {
+fn walk(path: &Path, me: Identity, private: bool) -> Result<Dir, UnsafeDir> {
     walk_to(path, me, if private { Last::Private } else { Last::Own })
 }
 
-fn walk_to(path: &Path, me: Identity, last_rule: Last) -> Result<OwnedFd, UnsafeDir> {
+fn walk_to(path: &Path, me: Identity, last_rule: Last) -> Result<Dir, UnsafeDir> {
     let private = last_rule == Last::Private;
     if !path.is_absolute() || path.components().any(|c| c == Component::ParentDir) {
         return Err(UnsafeDir::NotPlain(path.to_path_buf()));
@@ -380,16 +383,16 @@ fn c_name(name: &[u8]) -> io::Result<CString> {
 /// [`is_regular`] before reading. `flags` adds the access mode and
 /// `O_CREAT`/`O_EXCL`; `mode` is used when creating.
 pub(crate) fn open_file_at(
-    dir: &OwnedFd,
+    dir: &Dir,
     name: &[u8],
     flags: libc::c_int,
-    mode: libc::mode_t,
+    mode: u32,
 ) -> io::Result<std::fs::File> {
     let cname = c_name(name)?;
     let flags = flags | libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK;
     // SAFETY: `dir` is open and `cname` is NUL-terminated; the mode is
     // passed as the variadic argument `openat` reads with O_CREAT.
-    let fd = unsafe { libc::openat(dir.as_raw_fd(), cname.as_ptr(), flags, libc::c_uint::from(mode)) };
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), cname.as_ptr(), flags, mode) };
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -415,23 +418,25 @@ pub(crate) fn is_own_regular(file: &std::fs::File) -> bool {
 }
 
 /// Opens the directory `name` inside `dir` without following a link.
-pub(crate) fn open_dir_in(dir: &OwnedFd, name: &[u8]) -> io::Result<OwnedFd> {
+pub(crate) fn open_dir_in(dir: &Dir, name: &[u8]) -> io::Result<Dir> {
     open_dir_at(Some(dir), &c_name(name)?)
 }
 
 /// Creates the directory `name` inside `dir` with `mode`; fails if it
 /// exists (`EEXIST`), so what is opened next is what we made.
-pub(crate) fn make_dir_in(dir: &OwnedFd, name: &[u8], mode: libc::mode_t) -> io::Result<()> {
+// `mode_t` is a u16 on macOS and a u32 on Linux.
+#[allow(clippy::unnecessary_cast)]
+pub(crate) fn make_dir_in(dir: &Dir, name: &[u8], mode: u32) -> io::Result<()> {
     let cname = c_name(name)?;
     // SAFETY: `dir` is open and `cname` is NUL-terminated.
-    if unsafe { libc::mkdirat(dir.as_raw_fd(), cname.as_ptr(), mode) } != 0 {
+    if unsafe { libc::mkdirat(dir.as_raw_fd(), cname.as_ptr(), mode as libc::mode_t) } != 0 {
         return Err(io::Error::last_os_error());
     }
     Ok(())
 }
 
 /// The owner's uid of an open directory.
-pub(crate) fn owner_of(dir: &OwnedFd) -> io::Result<u32> {
+pub(crate) fn owner_of(dir: &Dir) -> io::Result<u32> {
     fstat(dir).map(|st| st.st_uid)
 }
 
@@ -444,7 +449,7 @@ pub(crate) fn own_uid() -> u32 {
 /// link is renamed itself, never followed; an entry already at `to` is
 /// replaced). Neither may be or contain the user's home
 /// ([`crate::base::homeguard`]).
-pub(crate) fn rename_in(dir: &OwnedFd, from: &[u8], to: &[u8]) -> io::Result<()> {
+pub(crate) fn rename_in(dir: &Dir, from: &[u8], to: &[u8]) -> io::Result<()> {
     crate::base::homeguard::check_entry(dir, from)?;
     crate::base::homeguard::check_entry(dir, to)?;
     let (from, to) = (c_name(from)?, c_name(to)?);
@@ -457,7 +462,7 @@ pub(crate) fn rename_in(dir: &OwnedFd, from: &[u8], to: &[u8]) -> io::Result<()>
 
 /// Removes the entry `name` of `dir` (a file, a link or an empty
 /// directory), never following it.
-pub(crate) fn unlink_in(dir: &OwnedFd, name: &[u8]) -> io::Result<()> {
+pub(crate) fn unlink_in(dir: &Dir, name: &[u8]) -> io::Result<()> {
     let cname = c_name(name)?;
     // SAFETY: `dir` is open and `cname` is NUL-terminated.
     if unsafe { libc::unlinkat(dir.as_raw_fd(), cname.as_ptr(), 0) } == 0 {
@@ -481,7 +486,7 @@ pub(crate) fn unlink_in(dir: &OwnedFd, name: &[u8]) -> io::Result<()> {
 /// empty makes it fail, with nothing followed. A directory that is or
 /// holds the user's home is refused before anything goes
 /// ([`crate::base::homeguard`]).
-pub(crate) fn remove_flat_dir_in(parent: &OwnedFd, name: &[u8]) -> io::Result<()> {
+pub(crate) fn remove_flat_dir_in(parent: &Dir, name: &[u8]) -> io::Result<()> {
     crate::base::homeguard::check_entry(parent, name)?;
     let dir = open_dir_in(parent, name)?;
     for entry in read_names(&dir)? {
@@ -497,7 +502,7 @@ pub(crate) fn remove_flat_dir_in(parent: &OwnedFd, name: &[u8]) -> io::Result<()
 }
 
 /// The names in a directory, without `.` and `..`.
-pub(crate) fn read_names(dir: &OwnedFd) -> io::Result<Vec<Vec<u8>>> {
+pub(crate) fn read_names(dir: &Dir) -> io::Result<Vec<Vec<u8>>> {
     // fdopendir takes ownership of its descriptor: give it a duplicate.
     // SAFETY: `dir` is a valid descriptor.
     let dup = unsafe { libc::fcntl(dir.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };

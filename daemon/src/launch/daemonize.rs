@@ -60,9 +60,7 @@ const READY_FD: RawFd = 4;
 const READY: &[u8] = b"ready ";
 /// Opens a notice on the readiness pipe: a byte no error line starts with.
 const NOTICE: u8 = 0x1e;
-/// Upper bound on a token, wherever it comes from: a token is a short
-/// secret, and an unbounded read from a descriptor could never end.
-pub(crate) const MAX_TOKEN: usize = 1 << 20;
+pub(crate) use crate::launch::handoff::MAX_TOKEN;
 /// How long the launcher waits for the child to report. Start-up is
 /// milliseconds; this only bounds a wedged child.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -165,12 +163,12 @@ fn original_env_entry(name: &str) -> Option<(*mut u8, usize)> {
 
 /// Launcher side: starts the detached daemon, hands it `token`, and waits
 /// for its verdict. Returns the launcher's exit code; prints the banner
-/// ([`banner`]) on success and the daemon's error otherwise.
-pub(crate) fn launch(socket: &std::path::Path, token: &[u8], style: BannerStyle) -> i32 {
+/// ([`crate::launch::handoff::banner`]) on success and the daemon's error otherwise.
+pub(crate) fn launch(socket: &std::path::Path, token: &[u8], style: crate::launch::handoff::BannerStyle) -> i32 {
     match spawn_and_wait(socket, token) {
         Ok(Verdict::Ready { pid, instance }) => {
             let mut out = io::stdout().lock();
-            let _ = writeln!(out, "{}", banner(style, socket, pid, &instance));
+            let _ = writeln!(out, "{}", crate::launch::handoff::banner(style, socket, pid, &instance));
             let _ = out.flush();
             0
         }
@@ -187,27 +185,6 @@ pub(crate) fn launch(socket: &std::path::Path, token: &[u8], style: BannerStyle)
             1
         }
     }
-}
-
-/// How the readiness banner reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct BannerStyle {
-    /// Stamped as a reference build: the reference's product name
-    /// (`Claude`), which a client waiting for the banner may match.
-    pub stamped: bool,
-    /// The build ends it with the daemon's pid and instance
-    /// ([`crate::protocol::build::Switch::BannerIds`]).
-    pub ids: bool,
-}
-
-/// The line the launcher prints once the daemon's socket accepts.
-pub(crate) fn banner(style: BannerStyle, socket: &std::path::Path, pid: u32, instance: &str) -> String {
-    let product = if style.stamped { "Claude" } else { "Remora" };
-    let mut line = format!("{product} remote server listening on {}", socket.display());
-    if style.ids {
-        line.push_str(&format!(" (pid {pid}, instance {instance})"));
-    }
-    line
 }
 
 enum Verdict {

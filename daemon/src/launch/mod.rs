@@ -29,11 +29,9 @@ pub(crate) mod daemonize;
 #[cfg(unix)]
 pub(crate) mod doctor;
 pub(crate) mod flags;
+pub(crate) mod handoff;
 pub(crate) mod homepaths;
 #[cfg(unix)]
-pub(crate) mod logind;
-#[cfg(windows)]
-#[path = "windows/logind.rs"]
 pub(crate) mod logind;
 #[cfg(unix)]
 pub(crate) mod modes;

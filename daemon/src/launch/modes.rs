@@ -18,14 +18,11 @@ use crate::protocol::build::{Build, Choice, Switch};
 use crate::serve::server;
 use crate::serve::state::{Daemon, Options};
 use std::ffi::OsString;
-use std::io::{self, Read};
+use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-
-const NO_TOKEN: &str = "remora: daemonized child requires --token-file or --token-fd
-remora: -serve needs a token: -token-file FILE or -token-fd N";
 
 /// The helper role this process was started in, if any, run to its end:
 /// a spawned child on its way to its program (the trampoline) or the
@@ -137,7 +134,7 @@ pub(crate) fn socket_path(flags: &Flags) -> PathBuf {
 fn serve_launcher(flags: &Flags) -> i32 {
     // Before the token is read: this may re-execute the launcher.
     crate::launch::logind::escape_session_scope();
-    let token = match launcher_token(flags) {
+    let token = match crate::launch::handoff::launcher_token(flags) {
         Ok(t) => t,
         Err(message) => {
             eprintln!("{message}");
@@ -145,7 +142,7 @@ fn serve_launcher(flags: &Flags) -> i32 {
         }
     };
     let socket = socket_path(flags);
-    if let Err(message) = server::check_socket_path_length(&socket) {
+    if let Err(message) = crate::serve::socket::check_socket_path_length(&socket) {
         eprintln!("{message}");
         return 1;
     }
@@ -153,7 +150,7 @@ fn serve_launcher(flags: &Flags) -> i32 {
     // Unstamped, the banner is remora's own line; stamped, the build's.
     let (build, _) = Build::for_stamp(&flags.reference_build);
     let stamped = !flags.reference_build.is_empty();
-    let style = daemonize::BannerStyle {
+    let style = crate::launch::handoff::BannerStyle {
         stamped,
         ids: stamped && build.has(Switch::BannerIds),
     };
@@ -168,126 +165,6 @@ fn create_socket_dir(socket: &std::path::Path) {
     use std::os::unix::fs::DirBuilderExt;
     let dir = crate::rundir::tokenfile::socket_dir(socket);
     let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir);
-}
-
-/// Resolves the token from `-token-file` (read once, then unlinked) or
-/// `-token-fd`. With both, `-token-file` wins, so that its file is still
-/// consumed and does not linger on disk. `CLAUDE_RPC_TOKEN` is never used
-/// here: the daemon must not start without an explicit token.
-fn launcher_token(flags: &Flags) -> Result<Vec<u8>, String> {
-    let (source, token) = if !flags.token_file.is_empty() {
-        ("--token-file", read_token_file(&flags.token_file)?)
-    } else if flags.token_fd >= 0 {
-        ("--token-fd", read_token_fd(flags.token_fd)?)
-    } else {
-        return Err(NO_TOKEN.to_string());
-    };
-    let token = strip_line_end(token);
-    if token.is_empty() {
-        // An empty token would accept requests with no auth at all.
-        return Err(format!("remora: read {source}: empty token"));
-    }
-    Ok(token)
-}
-
-fn read_token_file(path: &OsString) -> Result<Vec<u8>, String> {
-    let shown = path.to_string_lossy();
-    let fail = |op: &str, e: &io::Error| {
-        format!(
-            "remora: read --token-file: {}",
-            crate::base::goerr::path_error(op, &shown, e)
-        )
-    };
-    let file = std::fs::File::open(path).map_err(|e| fail("open", &e))?;
-    let opened = file.metadata().map_err(|e| fail("stat", &e))?;
-    let mut token = Vec::new();
-    file.take(daemonize::MAX_TOKEN as u64 + 1)
-        .read_to_end(&mut token)
-        .map_err(|e| fail("read", &e))?;
-    // Consume the secret, but only a regular file that is still the one
-    // just read: a device node, FIFO, directory or symlink named here is
-    // never removed (as root, removing `/dev/null` would be a disaster),
-    // whether or not its token is then accepted.
-    if is_same_regular_file(path, &opened) {
-        if let Err(e) = std::fs::remove_file(path) {
-            // Still start: the token is valid, but say the secret stayed.
-            eprintln!(
-                "remora: warning: {}",
-                crate::base::goerr::path_error("remove", &shown, &e)
-            );
-        }
-    } else {
-        eprintln!("remora: warning: --token-file {shown} is not a regular file; left in place");
-    }
-    if token.len() > daemonize::MAX_TOKEN {
-        return Err(format!(
-            "remora: read --token-file: token longer than {} bytes",
-            daemonize::MAX_TOKEN
-        ));
-    }
-    Ok(token)
-}
-
-/// Whether `path` itself (not following a symlink) is a regular file
-/// with the device and inode of `opened`.
-fn is_same_regular_file(path: &OsString, opened: &std::fs::Metadata) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    opened.is_file()
-        && std::fs::symlink_metadata(path)
-            .is_ok_and(|now| now.is_file() && now.dev() == opened.dev() && now.ino() == opened.ino())
-}
-
-/// Reads one line from descriptor `fd`: up to and including the first
-/// newline, or to EOF. Stopping at the newline lets a driver write the
-/// token into a pipe (or an SSH channel's stdin) it keeps open. Reads a
-/// byte at a time so nothing past the line is consumed from a shared fd.
-fn read_token_fd(fd: i64) -> Result<Vec<u8>, String> {
-    let fail = |e: io::Error| {
-        format!(
-            "remora: read --token-fd: read fd {fd}: {}",
-            crate::base::goerr::io_text(&e)
-        )
-    };
-    let raw = i32::try_from(fd).map_err(|_| fail(io::Error::from_raw_os_error(libc::EBADF)))?;
-    let mut token = Vec::new();
-    let mut byte = 0u8;
-    loop {
-        // SAFETY: reads at most one byte into a local; `raw` is only read.
-        let n = unsafe { libc::read(raw, (&mut byte as *mut u8).cast(), 1) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(fail(e));
-        }
-        if n == 0 {
-            break;
-        }
-        token.push(byte);
-        if byte == b'\n' {
-            break;
-        }
-        if token.len() > daemonize::MAX_TOKEN {
-            return Err(format!(
-                "remora: read --token-fd: token longer than {} bytes",
-                daemonize::MAX_TOKEN
-            ));
-        }
-    }
-    Ok(token)
-}
-
-/// A token is read as a line: one trailing `\n` or `\r\n` is removed,
-/// everything else is kept verbatim.
-pub(crate) fn strip_line_end(mut token: Vec<u8>) -> Vec<u8> {
-    if token.ends_with(b"\n") {
-        token.pop();
-        if token.ends_with(b"\r") {
-            token.pop();
-        }
-    }
-    token
 }
 
 /// Daemon side of `-serve` (after the re-exec, in its own session).
@@ -332,7 +209,7 @@ fn serve_child(flags: &Flags) -> i32 {
     }
     // Bound before the runtime starts: bind_socket swaps the process-wide
     // umask, which must not race with other threads creating files.
-    let listener = match server::bind_socket(&socket) {
+    let listener = match crate::serve::socket::bind_socket(&socket) {
         Ok(l) => l,
         Err(e) => {
             if let Some(lock) = run_lock {

@@ -30,7 +30,6 @@
 //!   command up in, whether an agent socket is set) is the child's.
 
 use std::ffi::OsString;
-use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 /// Go's `exec.ErrNotFound` text.
@@ -84,7 +83,7 @@ pub(crate) fn go_entry(key: &str, value: &str) -> (String, String) {
 pub(crate) fn path_of(env: &[(OsString, OsString)]) -> OsString {
     env.iter()
         .rev()
-        .find(|(k, _)| k.as_bytes() == b"PATH")
+        .find(|(k, _)| k.as_encoded_bytes() == b"PATH")
         .map(|(_, v)| v.clone())
         .unwrap_or_default()
 }
@@ -107,7 +106,7 @@ fn look_path(file: &str, path_var: &OsString) -> Result<String, &'static str> {
         // filepath.SplitList("") is an empty list.
         return Err(NOT_FOUND);
     }
-    for dir in path_var.as_bytes().split(|&b| b == b':') {
+    for dir in path_var.as_encoded_bytes().split(|&b| b == crate::sys::os::PATH_LIST_SEPARATOR) {
         let dir = if dir.is_empty() { &b"."[..] } else { dir };
         let mut candidate = dir.to_vec();
         if !candidate.ends_with(b"/") {
@@ -134,11 +133,7 @@ fn is_executable(path: &Path) -> bool {
     if meta.is_dir() {
         return false;
     }
-    let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: plain syscall on a NUL-terminated path.
-    unsafe { libc::faccessat(libc::AT_FDCWD, c_path.as_ptr(), libc::X_OK, libc::AT_EACCESS) == 0 }
+    crate::sys::os::may_execute(path).is_ok()
 }
 
 /// Whether exec could run `path`, as `execve` would judge it: the error it
@@ -150,12 +145,7 @@ pub(crate) fn exec_check(path: &str) -> std::io::Result<()> {
     if !meta.is_file() {
         return Err(std::io::Error::from_raw_os_error(libc::EACCES));
     }
-    let c_path = std::ffi::CString::new(path).map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
-    // SAFETY: plain syscall on a NUL-terminated path.
-    if unsafe { libc::faccessat(libc::AT_FDCWD, c_path.as_ptr(), libc::X_OK, libc::AT_EACCESS) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
+    crate::sys::os::may_execute(Path::new(path))
 }
 
 /// The reference's check of a spawn's working directory (see the module

@@ -160,7 +160,7 @@ impl ManagedProcess {
             return false;
         }
         *lock(&self.killed_by) = Some(by);
-        if signal == libc::SIGKILL {
+        if signal == sys::SIGKILL {
             sys::signal_group(self.pid, signal);
         } else {
             sys::signal_child(self.pid, signal);
@@ -179,7 +179,7 @@ impl ManagedProcess {
             if let (Some(by), false) = (by, self.exited()) {
                 *lock(&self.killed_by) = Some(by);
             }
-            sys::signal_group(self.pid, libc::SIGKILL);
+            sys::signal_group(self.pid, sys::SIGKILL);
         }
     }
 

@@ -189,7 +189,7 @@ impl ProcessManager {
                 old.pid,
                 crate::base::logging::Untrusted(id)
             );
-            old.terminate(libc::SIGTERM, SUPERSEDE_GRACE, true, KilledBy::Client)
+            old.terminate(crate::sys::process::SIGTERM, SUPERSEDE_GRACE, true, KilledBy::Client)
                 .await;
         }
     }

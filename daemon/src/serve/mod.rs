@@ -28,31 +28,20 @@ pub(crate) mod connection;
 pub(crate) mod connlog;
 pub(crate) mod dispatch;
 pub(crate) mod idle;
-#[cfg(unix)]
 pub(crate) mod metrics_http;
-#[cfg(windows)]
-#[path = "windows/metrics_http.rs"]
-pub(crate) mod metrics_http;
-#[cfg(unix)]
-pub(crate) mod orphan;
-#[cfg(windows)]
-#[path = "windows/orphan.rs"]
 pub(crate) mod orphan;
 pub(crate) mod peertable;
-#[cfg(unix)]
-pub(crate) mod server;
-#[cfg(windows)]
-#[path = "windows/server.rs"]
 pub(crate) mod server;
 #[cfg(unix)]
 pub(crate) mod shellenv;
 #[cfg(windows)]
 #[path = "windows/shellenv.rs"]
 pub(crate) mod shellenv;
-pub(crate) mod state;
 #[cfg(unix)]
-pub(crate) mod wirelog;
+pub(crate) mod socket;
 #[cfg(windows)]
-#[path = "windows/wirelog.rs"]
+#[path = "windows/socket.rs"]
+pub(crate) mod socket;
+pub(crate) mod state;
 pub(crate) mod wirelog;
 pub(crate) mod wireredact;

@@ -12,6 +12,7 @@
 //! | module | owns |
 //! | --- | --- |
 //! | [`os`] | peer pid, liveness, mount id, own executable, fd listing, pipe2, errno/readdir, CSPRNG, platform signal sets, glibc malloc tuning |
+//! | `afunix` (Windows) | the AF_UNIX listener through Winsock (Windows 10 1803+), a socket accepted as a `TcpStream` |
 //! | `pipe` (Windows) | the named-pipe listener of `-listen-pipe`: owner-only DACL, remote clients rejected |
 //! | [`process`] | signal names, group kill, exit observed without reaping (pidfd / kqueue), a hold on a process its pid cannot outlive (`PidRef`: pidfd / start time) |
 
@@ -20,6 +21,9 @@ pub(crate) mod os;
 #[cfg(windows)]
 #[path = "windows/os.rs"]
 pub(crate) mod os;
+#[cfg(windows)]
+#[path = "windows/afunix.rs"]
+pub(crate) mod afunix;
 #[cfg(windows)]
 #[path = "windows/pipe.rs"]
 pub(crate) mod pipe;
