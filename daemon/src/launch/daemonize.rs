@@ -35,12 +35,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-/// The re-exec marker. Deliberately not `CLAUDE_SSH_DAEMON_CHILD`, which a
-/// surrounding claude-ssh session exports to every descendant.
-pub(crate) const SENTINEL: &str = "REMORA_DAEMON_CHILD";
-/// Set in the daemon's own environment so spawned children inherit it, as
-/// the reference does.
-pub(crate) const CHILD_MARKER: &str = "CLAUDE_SSH_DAEMON_CHILD";
+pub(crate) use crate::launch::handoff::{CHILD_MARKER, SENTINEL};
 /// The sentinel's value when the launcher also set [`TUNABLES`].
 const TUNED: &str = "1t";
 /// glibc reads its malloc tunables from this variable, at exec only.
@@ -56,10 +51,7 @@ const NO_TCACHE: &str = "glibc.malloc.tcache_count=0";
 const TOKEN_FD: RawFd = 3;
 /// Where the child finds the readiness pipe.
 const READY_FD: RawFd = 4;
-/// What the child writes when it is serving, followed by its instance id.
-const READY: &[u8] = b"ready ";
-/// Opens a notice on the readiness pipe: a byte no error line starts with.
-const NOTICE: u8 = 0x1e;
+use crate::launch::handoff::{NOTICE, READY};
 pub(crate) use crate::launch::handoff::MAX_TOKEN;
 /// How long the launcher waits for the child to report. Start-up is
 /// milliseconds; this only bounds a wedged child.
@@ -271,7 +263,7 @@ fn spawn_and_wait(socket: &std::path::Path, token: &[u8]) -> io::Result<Verdict>
     drop(token_w);
 
     let mut report = read_report(ready_r)?;
-    print_notices(&mut report);
+    crate::launch::handoff::print_notices(&mut report);
     if let Some(instance) = report.strip_prefix(READY) {
         return Ok(Verdict::Ready {
             pid: child.id(),
@@ -287,18 +279,6 @@ fn spawn_and_wait(socket: &std::path::Path, token: &[u8]) -> io::Result<Verdict>
     Ok(Verdict::Failed(
         format!("remora: daemon exited before it was ready ({})", go_exit_status(status)).into_bytes(),
     ))
-}
-
-/// Prints the notices at the front of `report` on stderr and leaves the
-/// verdict.
-fn print_notices(report: &mut Vec<u8>) {
-    let mut err = io::stderr().lock();
-    while report.first() == Some(&NOTICE) {
-        let end = report.iter().position(|b| *b == b'\n').unwrap_or(report.len());
-        let _ = err.write_all(&report[1..end]);
-        let _ = err.write_all(b"\n");
-        report.drain(..(end + 1).min(report.len()));
-    }
 }
 
 /// Reads the child's report until it closes the pipe, within the timeout.

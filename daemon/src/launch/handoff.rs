@@ -6,7 +6,18 @@
 
 use crate::base::flagtable::Flags;
 use std::ffi::OsString;
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
+
+/// The re-exec marker. Deliberately not `CLAUDE_SSH_DAEMON_CHILD`, which a
+/// surrounding claude-ssh session exports to every descendant.
+pub(crate) const SENTINEL: &str = "REMORA_DAEMON_CHILD";
+/// Set in the daemon's own environment so spawned children inherit it, as
+/// the reference does.
+pub(crate) const CHILD_MARKER: &str = "CLAUDE_SSH_DAEMON_CHILD";
+/// What the child reports when it is serving, followed by its instance id.
+pub(crate) const READY: &[u8] = b"ready ";
+/// Opens a notice in the child's report: a byte no error line starts with.
+pub(crate) const NOTICE: u8 = 0x1e;
 
 /// Upper bound on a token, wherever it comes from: a token is a short
 /// secret, and an unbounded read from a descriptor could never end.
@@ -151,4 +162,16 @@ pub(crate) fn banner(style: BannerStyle, socket: &std::path::Path, pid: u32, ins
         line.push_str(&format!(" (pid {pid}, instance {instance})"));
     }
     line
+}
+
+/// Prints the notices at the front of `report` on stderr and leaves the
+/// verdict.
+pub(crate) fn print_notices(report: &mut Vec<u8>) {
+    let mut err = io::stderr().lock();
+    while report.first() == Some(&NOTICE) {
+        let end = report.iter().position(|b| *b == b'\n').unwrap_or(report.len());
+        let _ = err.write_all(&report[1..end]);
+        let _ = err.write_all(b"\n");
+        report.drain(..(end + 1).min(report.len()));
+    }
 }

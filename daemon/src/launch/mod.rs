@@ -38,6 +38,7 @@ pub(crate) mod modes;
 #[cfg(windows)]
 #[path = "windows/modes.rs"]
 pub(crate) mod modes;
+pub(crate) mod serveopts;
 pub(crate) mod settings;
 #[cfg(unix)]
 pub(crate) mod stop;

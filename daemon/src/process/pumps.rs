@@ -17,6 +17,7 @@ pub(crate) const READ_BUF: usize = 32 * 1024;
 // A read goes straight into a buffer of the replay store's frame pool.
 const _: () = assert!(READ_BUF == crate::replay::frame::POOLED_BUF);
 /// Size of an enlarged stdout pipe (see [`grow_pipe`]).
+#[cfg_attr(windows, allow(dead_code))]
 pub(super) const PIPE_SIZE: i32 = 256 << 10;
 /// How many enlarged pipes may exist at once.
 const GROWN_PIPES_MAX: usize = 64;
