@@ -37,7 +37,6 @@
 // the foundation has no user there: its dead-code warnings would only
 // bury the real ones. Goes with the `#[cfg(unix)]` gates below.
 
-
 #[cfg(unix)]
 pub(crate) mod agent;
 #[cfg(windows)]

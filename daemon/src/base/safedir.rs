@@ -382,12 +382,7 @@ fn c_name(name: &[u8]) -> io::Result<CString> {
 /// a FIFO or device (`O_NONBLOCK`); the caller checks the kind with
 /// [`is_regular`] before reading. `flags` adds the access mode and
 /// `O_CREAT`/`O_EXCL`; `mode` is used when creating.
-pub(crate) fn open_file_at(
-    dir: &Dir,
-    name: &[u8],
-    flags: libc::c_int,
-    mode: u32,
-) -> io::Result<std::fs::File> {
+pub(crate) fn open_file_at(dir: &Dir, name: &[u8], flags: libc::c_int, mode: u32) -> io::Result<std::fs::File> {
     let cname = c_name(name)?;
     let flags = flags | libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK;
     // SAFETY: `dir` is open and `cname` is NUL-terminated; the mode is

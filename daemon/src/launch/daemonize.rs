@@ -51,8 +51,8 @@ const NO_TCACHE: &str = "glibc.malloc.tcache_count=0";
 const TOKEN_FD: RawFd = 3;
 /// Where the child finds the readiness pipe.
 const READY_FD: RawFd = 4;
-use crate::launch::handoff::{NOTICE, READY};
 pub(crate) use crate::launch::handoff::MAX_TOKEN;
+use crate::launch::handoff::{NOTICE, READY};
 /// How long the launcher waits for the child to report. Start-up is
 /// milliseconds; this only bounds a wedged child.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);

@@ -13,8 +13,8 @@
 
 use crate::base::flagtable::Flags;
 use crate::launch::cli::managed_launcher;
-use crate::launch::serveopts::{open_wire_log, raise_open_files_limit, replay_config, served_build, socket_path};
 use crate::launch::daemonize::{self, Readiness};
+use crate::launch::serveopts::{open_wire_log, raise_open_files_limit, replay_config, served_build, socket_path};
 use crate::protocol::build::{Build, Switch};
 use crate::serve::server;
 use crate::serve::state::{Daemon, Options};

@@ -4,8 +4,8 @@
 //! open-files limit its children start with.
 
 use crate::base::flagtable::Flags;
-use crate::protocol::build::{Build, Choice, Switch};
 use crate::launch::cli::served_build_line;
+use crate::protocol::build::{Build, Choice, Switch};
 use std::path::PathBuf;
 use std::sync::Arc;
 

@@ -92,7 +92,7 @@ pub(crate) fn path_of(env: &[(OsString, OsString)]) -> OsString {
 /// as given; bare names go through [`look_path`]. The error is the full
 /// wire message.
 pub(crate) fn resolve(command: &str, path_var: &OsString) -> Result<String, String> {
-    if command.contains('/') {
+    if command.contains(crate::sys::os::PATH_SEPARATORS) {
         return Ok(command.to_string());
     }
     look_path(command, path_var)
@@ -106,7 +106,10 @@ fn look_path(file: &str, path_var: &OsString) -> Result<String, &'static str> {
         // filepath.SplitList("") is an empty list.
         return Err(NOT_FOUND);
     }
-    for dir in path_var.as_encoded_bytes().split(|&b| b == crate::sys::os::PATH_LIST_SEPARATOR) {
+    for dir in path_var
+        .as_encoded_bytes()
+        .split(|&b| b == crate::sys::os::PATH_LIST_SEPARATOR)
+    {
         let dir = if dir.is_empty() { &b"."[..] } else { dir };
         let mut candidate = dir.to_vec();
         if !candidate.ends_with(b"/") {
@@ -115,7 +118,7 @@ fn look_path(file: &str, path_var: &OsString) -> Result<String, &'static str> {
         candidate.extend_from_slice(file.as_bytes());
         let candidate = String::from_utf8_lossy(&candidate).into_owned();
         if is_executable(Path::new(&candidate)) {
-            if !candidate.starts_with('/') {
+            if !Path::new(&candidate).is_absolute() {
                 return Err(ERR_DOT);
             }
             return Ok(candidate);

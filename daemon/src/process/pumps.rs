@@ -58,12 +58,7 @@ pub(super) fn grow_pipe(resize: impl FnOnce() -> bool) -> bool {
 /// child costs no buffer (a child waiting forever on stdin, an MCP
 /// server between requests), and a stream still takes each buffer from
 /// the pool, allocating nothing per frame.
-pub(super) async fn pump(
-    pipe: super::launch::OutPipe,
-    stream: Stream,
-    log: Arc<ReplayLog>,
-    metrics: Arc<Metrics>,
-) {
+pub(super) async fn pump(pipe: super::launch::OutPipe, stream: Stream, log: Arc<ReplayLog>, metrics: Arc<Metrics>) {
     // Reads go straight into a buffer of the store's frame pool, which the
     // log then keeps as the frame: no copy per read.
     let mut held: Option<Arc<[u8]>> = None;

@@ -6,8 +6,8 @@
 //! registers what starts.
 
 use super::command;
-use super::managed::{lock, ManagedProcess, StdinState};
 use super::launch::{self, ChildPipes};
+use super::managed::{lock, ManagedProcess, StdinState};
 use super::pumps::{feed_stdin, pump, GROWN_PIPES};
 use super::supervise::supervise;
 use crate::agent::agentsock;

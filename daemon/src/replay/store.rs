@@ -528,7 +528,6 @@ fn prepare(base: &Path) -> std::io::Result<OwnDir> {
 /// made it, flock-ed by that daemon for as long as it runs.
 const OWNER_FILE: &str = "node";
 
-
 /// Removes `daemon-*` directories that are provably stale: their owner
 /// record names this host and nobody holds its lock (locks die with their
 /// process, whatever killed it, and across a reboot). A directory of

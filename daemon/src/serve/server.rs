@@ -140,4 +140,3 @@ pub(crate) async fn run(bound: crate::serve::socket::Bound, daemon: Arc<Daemon>)
     }
     Ok(())
 }
-

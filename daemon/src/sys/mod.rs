@@ -16,14 +16,14 @@
 //! | `pipe` (Windows) | the named-pipe listener of `-listen-pipe`: owner-only DACL, remote clients rejected |
 //! | [`process`] | signal names, group kill, exit observed without reaping (pidfd / kqueue), a hold on a process its pid cannot outlive (`PidRef`: pidfd / start time) |
 
+#[cfg(windows)]
+#[path = "windows/afunix.rs"]
+pub(crate) mod afunix;
 #[cfg(unix)]
 pub(crate) mod os;
 #[cfg(windows)]
 #[path = "windows/os.rs"]
 pub(crate) mod os;
-#[cfg(windows)]
-#[path = "windows/afunix.rs"]
-pub(crate) mod afunix;
 #[cfg(windows)]
 #[path = "windows/pipe.rs"]
 pub(crate) mod pipe;

@@ -15,7 +15,7 @@
 //!
 //! The child's stderr is the launcher's when that is a file (clauster
 //! hands its `daemon.log`), else `remote-server.log` beside the socket,
-//! opened for append.
+//! opened for append. It inherits no other handle of the launcher's.
 
 use crate::launch::handoff::{BannerStyle, MAX_TOKEN, READY};
 pub(crate) use crate::launch::handoff::{CHILD_MARKER, SENTINEL};
@@ -80,7 +80,24 @@ fn stderr_is_file() -> bool {
     unsafe { GetFileType(GetStdHandle(STD_ERROR_HANDLE)) == FILE_TYPE_DISK }
 }
 
+/// Makes the launcher's own standard handles non-inheritable. Windows
+/// hands a child every inheritable handle, not only its stdio, and a
+/// daemon holding the launcher's stdout would keep a driver reading it
+/// (`$(remora -serve …)`, an SSH session) from ever seeing EOF. std
+/// passes the child its stdio as fresh inheritable duplicates, so this
+/// takes nothing from it.
+fn keep_own_handles() {
+    use windows_sys::Win32::Foundation::{SetHandleInformation, HANDLE_FLAG_INHERIT};
+    use windows_sys::Win32::System::Console::{GetStdHandle, STD_ERROR_HANDLE, STD_INPUT_HANDLE, STD_OUTPUT_HANDLE};
+    for which in [STD_INPUT_HANDLE, STD_OUTPUT_HANDLE, STD_ERROR_HANDLE] {
+        // SAFETY: plain calls; an invalid or null handle only makes
+        // SetHandleInformation fail, which changes nothing.
+        unsafe { SetHandleInformation(GetStdHandle(which), HANDLE_FLAG_INHERIT, 0) };
+    }
+}
+
 fn spawn_and_wait(socket: &Path, token: &[u8]) -> io::Result<(u32, Vec<u8>)> {
+    keep_own_handles();
     let stderr = if stderr_is_file() {
         Stdio::inherit()
     } else {

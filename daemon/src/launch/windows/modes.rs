@@ -14,8 +14,8 @@
 //! warning).
 
 use crate::base::flagtable::Flags;
-use crate::launch::serveopts::{open_wire_log, raise_open_files_limit, replay_config, served_build, socket_path};
 use crate::launch::daemonize;
+use crate::launch::serveopts::{open_wire_log, raise_open_files_limit, replay_config, served_build, socket_path};
 use crate::protocol::build::{Build, Switch};
 use crate::serve::state::{Daemon, Options};
 use std::sync::Arc;

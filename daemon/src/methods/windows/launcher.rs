@@ -34,7 +34,10 @@ go_struct! {
 /// `process.spawn`'s check of a `launcher`: every one is refused on
 /// Windows (`-32004`).
 pub(crate) fn check_spawn_launcher(_launcher: &[String], _command: &str) -> Result<(), RpcError> {
-    Err(RpcError::new(LAUNCHER_UNUSABLE, format!("{MSG_CANNOT_USE}{NOT_ON_WINDOWS}")))
+    Err(RpcError::new(
+        LAUNCHER_UNUSABLE,
+        format!("{MSG_CANNOT_USE}{NOT_ON_WINDOWS}"),
+    ))
 }
 
 /// What a spawned child loses: nothing yet on Windows (the managed

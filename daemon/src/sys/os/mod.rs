@@ -297,3 +297,6 @@ pub(crate) fn read_fd_byte(fd: i64, byte: &mut u8) -> std::io::Result<usize> {
     let n = unsafe { libc::read(raw, (byte as *mut u8).cast(), 1) };
     usize::try_from(n).map_err(|_| std::io::Error::last_os_error())
 }
+
+/// The characters that make a command name a path (no `PATH` lookup).
+pub(crate) const PATH_SEPARATORS: &[char] = &['/'];

@@ -149,7 +149,13 @@ pub(crate) fn errno_text(code: i32) -> String {
     let text = io::Error::from_raw_os_error(code).to_string();
     let suffix = format!(" (os error {code})");
     match text.strip_suffix(&suffix) {
-        Some(message) if !message.is_empty() && !message.starts_with("Unknown error") => message.to_string(),
+        // std words a code FormatMessage has no text for (Wine lacks
+        // Winsock's) as `OS Error N (FormatMessageW() returned error M)`.
+        Some(message)
+            if !message.is_empty() && !message.starts_with("Unknown error") && !message.starts_with("OS Error ") =>
+        {
+            message.to_string()
+        }
         _ => format!("winapi error #{code}"),
     }
 }
@@ -296,7 +302,15 @@ pub(crate) fn read_fd_byte(fd: i64, byte: &mut u8) -> io::Result<usize> {
     let ok = unsafe { ReadFile(handle, byte as *mut u8, 1, &mut read, std::ptr::null_mut()) };
     if ok == 0 {
         let e = io::Error::last_os_error();
-        return if e.raw_os_error() == Some(ERROR_BROKEN_PIPE) { Ok(0) } else { Err(e) };
+        return if e.raw_os_error() == Some(ERROR_BROKEN_PIPE) {
+            Ok(0)
+        } else {
+            Err(e)
+        };
     }
     Ok(read as usize)
 }
+
+/// The characters that make a command name a path (no `PATH` lookup),
+/// as Go's `exec.LookPath` on Windows takes them.
+pub(crate) const PATH_SEPARATORS: &[char] = &['/', '\\', ':'];
