@@ -223,3 +223,13 @@ fn through_helper(
         }
     }
 }
+
+impl super::pumps::OutputPipe for OutPipe {
+    fn readable(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send {
+        tokio::net::unix::pipe::Receiver::readable(self)
+    }
+
+    fn try_read(&self, buf: &mut [u8]) -> std::io::Result<usize> {
+        tokio::net::unix::pipe::Receiver::try_read(self, buf)
+    }
+}

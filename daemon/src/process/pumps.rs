@@ -50,6 +50,15 @@ pub(super) fn grow_pipe(resize: impl FnOnce() -> bool) -> bool {
     true
 }
 
+/// What a pump reads: the daemon's end of a child's output pipe, with
+/// readiness and non-blocking reads (the OS's, `launch::OutPipe`).
+pub(super) trait OutputPipe: Send + 'static {
+    /// Waits until a read may find data (or EOF).
+    fn readable(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send;
+    /// Reads without waiting; `WouldBlock` when empty.
+    fn try_read(&self, buf: &mut [u8]) -> std::io::Result<usize>;
+}
+
 /// Copies one output pipe into the log, one frame per read.
 ///
 /// A read buffer is held only while the pipe has something to read: the
@@ -58,7 +67,7 @@ pub(super) fn grow_pipe(resize: impl FnOnce() -> bool) -> bool {
 /// child costs no buffer (a child waiting forever on stdin, an MCP
 /// server between requests), and a stream still takes each buffer from
 /// the pool, allocating nothing per frame.
-pub(super) async fn pump(pipe: super::launch::OutPipe, stream: Stream, log: Arc<ReplayLog>, metrics: Arc<Metrics>) {
+pub(super) async fn pump(pipe: impl OutputPipe, stream: Stream, log: Arc<ReplayLog>, metrics: Arc<Metrics>) {
     // Reads go straight into a buffer of the store's frame pool, which the
     // log then keeps as the frame: no copy per read.
     let mut held: Option<Arc<[u8]>> = None;

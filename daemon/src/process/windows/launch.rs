@@ -58,3 +58,13 @@ pub(super) fn launch(
     let reason = std::io::Error::from_raw_os_error(crate::sys::process::ERROR_NOT_SUPPORTED);
     Err(exec_error(program, &reason))
 }
+
+impl super::pumps::OutputPipe for OutPipe {
+    fn readable(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send {
+        tokio::net::windows::named_pipe::NamedPipeClient::readable(self)
+    }
+
+    fn try_read(&self, buf: &mut [u8]) -> std::io::Result<usize> {
+        tokio::net::windows::named_pipe::NamedPipeClient::try_read(self, buf)
+    }
+}
