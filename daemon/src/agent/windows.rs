@@ -13,7 +13,7 @@ pub(crate) mod agentsock {
     /// The daemon-wide hand-off state: nothing on Windows, where no login
     /// shell is asked for an agent socket.
     #[derive(Debug, Default)]
-    pub(crate) struct HandOff;
+    pub(crate) struct HandOff {}
 
     impl HandOff {
         /// No socket to hand off: there is no login shell to ask.

@@ -58,7 +58,7 @@ pub(crate) fn not_started(path: &str, err: &std::io::Error) -> String {
 /// What the daemon remembers between `launcher.resolve` calls: nothing
 /// on Windows yet.
 #[derive(Debug, Default)]
-pub(crate) struct LauncherLog;
+pub(crate) struct LauncherLog {}
 
 /// `launcher.resolve`: not available on Windows yet.
 pub(crate) fn handle(method: LauncherMethod, _params: LauncherParams, _log: &LauncherLog) -> Outcome {
