@@ -4,7 +4,6 @@
 //! open-files limit its children start with.
 
 use crate::base::flagtable::Flags;
-use crate::launch::cli::served_build_line;
 use crate::protocol::build::{Build, Choice, Switch};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -128,5 +127,22 @@ pub(crate) fn replay_config(flags: &Flags) -> crate::replay::store::StoreConfig 
             .unwrap_or(0)
             .saturating_mul(1 << 20),
         ..Default::default()
+    }
+}
+
+/// Which build a `reference-build` stamp is answered as, and why: the log
+/// line at start and the last line of `-print-config`.
+pub(crate) fn served_build_line(stamp: &str) -> String {
+    let (build, choice) = Build::for_stamp(stamp);
+    match choice {
+        Choice::Recorded => format!("answering as reference build {}", build.id),
+        Choice::Unstamped => format!(
+            "no reference-build stamp: answering as the newest recorded build, {}",
+            build.id
+        ),
+        Choice::Unrecorded => format!(
+            "reference-build {stamp} has no record: answering as the newest recorded build, {}",
+            build.id
+        ),
     }
 }

@@ -7,8 +7,8 @@
 //! ends to the reactor. The Windows half is `windows/launch.rs`.
 
 use super::command;
+use super::command::{ExecError, SpawnSpec};
 use super::pumps::{grow_pipe, PIPE_SIZE};
-use super::spawn::{ExecError, SpawnSpec};
 use crate::sys::process as sys;
 use std::os::unix::ffi::OsStrExt;
 use std::process::Stdio;

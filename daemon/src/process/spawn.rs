@@ -31,37 +31,7 @@ pub(crate) enum SpawnError {
     Launcher(String),
 }
 
-/// Words the wire message of a failed exec of `program`.
-pub(crate) type ExecError = fn(&str, &std::io::Error) -> String;
-
-/// What `process.spawn` asks for.
-#[derive(Clone, Copy)]
-pub(crate) struct SpawnSpec<'a> {
-    pub id: &'a str,
-    pub command: &'a str,
-    pub args: &'a [String],
-    pub cwd: &'a str,
-    pub env: &'a [(String, String)],
-    /// Skip the SSH agent hand-off ([`crate::agent::agentsock`]).
-    pub no_agent_socket: bool,
-    /// Run the command through this managed launcher (build 89cb6289's
-    /// `launcher` param, already checked by the handler): the child is
-    /// `<launcher...> <command> <args...>`.
-    pub launcher: Option<Launcher<'a>>,
-    /// Variables the child never gets, whoever set them (the daemon's
-    /// environment or the request's `env`): the handler names them.
-    pub strip_env: &'a [&'a str],
-}
-
-/// A managed launcher to run the command through, as the handler checked
-/// it: its program, its own arguments, and how a failed start is worded.
-#[derive(Clone, Copy)]
-pub(crate) struct Launcher<'a> {
-    pub program: &'a str,
-    pub args: &'a [String],
-    /// The -32005 message for a launcher that did not start.
-    pub not_started: ExecError,
-}
+pub(crate) use super::command::{ExecError, Launcher, SpawnSpec};
 
 /// The output pumps of a child, stdout's then stderr's.
 type Readers = (tokio::task::JoinHandle<()>, tokio::task::JoinHandle<()>);

@@ -1,38 +1,14 @@
 //! The RPC server: the accept loop and the teardown. What it accepts from
-//! is a [`Listener`] (the owner-only socket of [`crate::serve::socket`];
+//! is a [`Listener`] (the owner-only socket of `serve::socket`;
 //! on Windows also the named pipe); the state it serves lives in
 //! [`crate::serve::state`]; lifecycle concerns (flags, daemonizing,
 //! signals) live in [`crate::launch`]; this module only serves.
 
 use crate::serve::admission::Admitted;
+use crate::serve::listener::{Accepted, Listener};
 use crate::serve::state::Daemon;
-use std::future::Future;
 use std::io;
 use std::sync::Arc;
-use tokio::io::{AsyncRead, AsyncWrite};
-
-/// An accepted connection, before it is admitted.
-pub(crate) trait Accepted: Send + 'static {
-    /// The halves [`crate::serve::connection::serve`] reads and writes.
-    type Read: AsyncRead + Unpin + Send + 'static;
-    type Write: AsyncWrite + Unpin + Send + 'static;
-    /// The process at the other end, when the OS says.
-    fn peer(&self) -> Option<i32>;
-    /// Whether a whole line already waits in the first bytes: a client
-    /// that wrote its first request, not a partial line or silence.
-    fn has_a_line_waiting(&self) -> bool;
-    /// Splits into the read and write halves.
-    fn into_halves(self) -> (Self::Read, Self::Write);
-}
-
-/// Where connections come from.
-pub(crate) trait Listener {
-    type Connection: Accepted;
-    /// The next connection.
-    fn accept(&mut self) -> impl Future<Output = io::Result<Self::Connection>>;
-    /// Whether another connection waits to be accepted.
-    fn has_connections_waiting(&self) -> bool;
-}
 
 /// Accepts connections until shutdown is triggered, then closes the
 /// listener. Connections notice shutdown themselves.

@@ -5,7 +5,7 @@
 //! peer's pid, a first line already waiting, more connections waiting.
 //! The Windows half (`windows/socket.rs`) adds the named pipe.
 
-use crate::serve::server::{Accepted, Listener};
+use crate::serve::listener::{Accepted, Listener};
 use std::io;
 use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::UnixListener as StdUnixListener;

@@ -42,7 +42,8 @@ const INNER: &[(&str, &[&[&str]])] = &[
             // them), with the log lines such connections may cost and the
             // books admission keeps.
             // The wire log and how it cleans frames.
-            &["admission", "connlog", "peertable", "wirelog", "wireredact"],
+            // What the accept loop asks of its listeners.
+            &["admission", "connlog", "peertable", "wirelog", "wireredact", "listener"],
             // Daemon-wide state, shared by all that follows.
             &["state"],
             // A request line to its reply.

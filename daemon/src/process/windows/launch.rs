@@ -15,7 +15,7 @@
 //! kills and waits through `sys::process::{signal_group, wait_exit,
 //! reap}`, whose Windows halves end, wait on and release the job.
 
-use super::spawn::{ExecError, SpawnSpec};
+use super::command::{ExecError, SpawnSpec};
 
 /// What a child's stdout and stderr are read through: the daemon's end
 /// of an overlapped named pipe (readiness and `try_read`, as the Unix

@@ -15,7 +15,7 @@
 //! An AF_UNIX socket is accepted on a blocking thread (tokio has no Unix
 //! listener on Windows) and handed to the runtime as a `TcpStream`.
 
-use crate::serve::server::{Accepted, Listener};
+use crate::serve::listener::{Accepted, Listener};
 use crate::sys::afunix::UnixListener;
 use crate::sys::os::{SOCKET_PATH_MAX, SYSTEM_NAME as SOCKET_PATH_SYSTEM};
 use crate::sys::pipe::PipeListener;
