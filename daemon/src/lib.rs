@@ -33,11 +33,11 @@
 //! that adopts it); a comment names a build only where builds differ.
 
 #![warn(unreachable_pub)]
-// Until the serve core builds for Windows (issue 43, see below), most of
-// the foundation has no user there: its dead-code warnings would only
-// bury the real ones. Goes with the `#[cfg(unix)]` gates below.
-#![cfg_attr(windows, allow(dead_code, unused_imports))]
 
+// Windows (issue 43): a folder with a `#[cfg(windows)] #[path]` twin is
+// mounted as its Windows half (same names, the Windows behaviour);
+// `install` is Unix-only (`-install` is refused on Windows so far).
+// `ci/README.md` has the port's status.
 #[cfg(unix)]
 pub(crate) mod agent;
 #[cfg(windows)]
@@ -48,31 +48,16 @@ pub mod base;
 pub mod fuzzing;
 #[cfg(unix)]
 pub mod install;
-#[cfg(windows)]
-#[path = "install/windows.rs"]
-pub mod install;
 pub mod launch;
-// The serve core (`methods`, `replay`, `serve`, and the supervisor
-// `process`, whose Windows half is an empty stand-in) is not built for
-// Windows yet: `remora.exe` answers `-version` and refuses the other
-// modes (`launch/windows/modes.rs`). Issue 43; `ci/README.md` has the
-// port's status.
-#[cfg(unix)]
 pub(crate) mod methods;
-#[cfg(unix)]
-pub(crate) mod process;
-#[cfg(windows)]
-#[path = "process/windows.rs"]
 pub(crate) mod process;
 pub mod protocol;
-#[cfg(unix)]
 pub(crate) mod replay;
 #[cfg(unix)]
 pub mod rundir;
 #[cfg(windows)]
 #[path = "rundir/windows.rs"]
 pub mod rundir;
-#[cfg(unix)]
 pub(crate) mod serve;
 pub mod sys;
 #[cfg(unix)]

@@ -285,6 +285,15 @@ flag_table! {
         listed: Listed::Options(&[Section::Serve]),
         conf: Some(4),
     }),
+    listen_pipe: bool = parse_bool(Flag {
+        name: "listen-pipe",
+        kind: Kind::Bool,
+        default: "false",
+        value: "",
+        usage: "Windows: also serve on the named pipe \\\\.\\pipe\\remora-<instance id>, named in rpc.pipe beside the socket",
+        listed: Listed::Options(&[Section::Serve]),
+        conf: None,
+    }),
     metrics_addr: OsString = os_string(Flag {
         name: "metrics-addr",
         kind: Kind::Str,

@@ -44,9 +44,6 @@ pub(crate) mod logging;
 pub(crate) mod ndjson;
 #[cfg(unix)]
 pub(crate) mod privgroup;
-#[cfg(windows)]
-#[path = "windows/privgroup.rs"]
-pub(crate) mod privgroup;
 #[cfg(unix)]
 pub(crate) mod safedir;
 #[cfg(windows)]
@@ -55,13 +52,7 @@ pub(crate) mod safedir;
 pub(crate) mod shutdown;
 #[cfg(unix)]
 pub(crate) mod signals;
-#[cfg(windows)]
-#[path = "windows/signals.rs"]
-pub(crate) mod signals;
 #[cfg(unix)]
-pub(crate) mod trustpath;
-#[cfg(windows)]
-#[path = "windows/trustpath.rs"]
 pub(crate) mod trustpath;
 pub(crate) mod utctime;
 pub mod version;

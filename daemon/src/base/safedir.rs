@@ -39,6 +39,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
+/// An open directory, the handle every function here hands out and takes.
 pub(crate) type Dir = std::os::fd::OwnedFd;
 
 /// Why a directory is not safe to use.
@@ -282,11 +283,11 @@ enum Last {
 /// The walk behind [`open_private_dir`] and [`open_own_dir`]; `private`
 /// creates missing levels and makes the last one `0700` when it created
 /// it.
-fn walk(path: &Path, me: Identity, private: bool) -> Result<OwnedFd, UnsafeDir> {
+fn walk(path: &Path, me: Identity, private: bool) -> Result<Dir, UnsafeDir> {
     walk_to(path, me, if private { Last::Private } else { Last::Own })
 }
 
-fn walk_to(path: &Path, me: Identity, last_rule: Last) -> Result<OwnedFd, UnsafeDir> {
+fn walk_to(path: &Path, me: Identity, last_rule: Last) -> Result<Dir, UnsafeDir> {
     let private = last_rule == Last::Private;
     if !path.is_absolute() || path.components().any(|c| c == Component::ParentDir) {
         return Err(UnsafeDir::NotPlain(path.to_path_buf()));
@@ -386,7 +387,7 @@ pub(crate) fn open_file_at(dir: &Dir, name: &[u8], flags: libc::c_int, mode: u32
     let flags = flags | libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK;
     // SAFETY: `dir` is open and `cname` is NUL-terminated; the mode is
     // passed as the variadic argument `openat` reads with O_CREAT.
-    let fd = unsafe { libc::openat(dir.as_raw_fd(), cname.as_ptr(), flags, libc::c_uint::from(mode)) };
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), cname.as_ptr(), flags, mode) };
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }

@@ -8,7 +8,7 @@
 use crate::base::flagtable::Flags;
 use crate::launch::flags::{self, ParseError};
 use crate::launch::modes;
-use crate::protocol::build::{Build, Choice, Switch};
+use crate::protocol::build::{Build, Switch};
 use std::ffi::OsString;
 
 // The first line of each is the reference's text, kept byte for byte for
@@ -59,7 +59,10 @@ pub fn main() -> i32 {
             "{}",
             crate::launch::settings::print_config(&flags, &settings, &provenance)
         );
-        println!("# {}", served_build_line(&flags.reference_build));
+        println!(
+            "# {}",
+            crate::launch::serveopts::served_build_line(&flags.reference_build)
+        );
         return 0;
     }
     if flags.install || (flags.serve && daemon_child) {
@@ -105,23 +108,8 @@ fn run(flags: &Flags, daemon_child: bool) -> i32 {
 
 /// Whether the served build has the managed launcher, which `-install` and
 /// `-probe-cli` use with `CLAUDE_SSH_MANAGED_LAUNCHER=1`.
+// Windows: -install and -probe-cli are not ported yet (issue 43).
+#[cfg_attr(windows, allow(dead_code))]
 pub(crate) fn managed_launcher(flags: &Flags) -> bool {
     Build::for_stamp(&flags.reference_build).0.has(Switch::ManagedLauncher)
-}
-
-/// Which build a `reference-build` stamp is answered as, and why: the log
-/// line at start and the last line of `-print-config`.
-pub(crate) fn served_build_line(stamp: &str) -> String {
-    let (build, choice) = Build::for_stamp(stamp);
-    match choice {
-        Choice::Recorded => format!("answering as reference build {}", build.id),
-        Choice::Unstamped => format!(
-            "no reference-build stamp: answering as the newest recorded build, {}",
-            build.id
-        ),
-        Choice::Unrecorded => format!(
-            "reference-build {stamp} has no record: answering as the newest recorded build, {}",
-            build.id
-        ),
-    }
 }

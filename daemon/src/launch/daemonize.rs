@@ -35,12 +35,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-/// The re-exec marker. Deliberately not `CLAUDE_SSH_DAEMON_CHILD`, which a
-/// surrounding claude-ssh session exports to every descendant.
-pub(crate) const SENTINEL: &str = "REMORA_DAEMON_CHILD";
-/// Set in the daemon's own environment so spawned children inherit it, as
-/// the reference does.
-pub(crate) const CHILD_MARKER: &str = "CLAUDE_SSH_DAEMON_CHILD";
+pub(crate) use crate::launch::handoff::{CHILD_MARKER, SENTINEL};
 /// The sentinel's value when the launcher also set [`TUNABLES`].
 const TUNED: &str = "1t";
 /// glibc reads its malloc tunables from this variable, at exec only.
@@ -56,13 +51,8 @@ const NO_TCACHE: &str = "glibc.malloc.tcache_count=0";
 const TOKEN_FD: RawFd = 3;
 /// Where the child finds the readiness pipe.
 const READY_FD: RawFd = 4;
-/// What the child writes when it is serving, followed by its instance id.
-const READY: &[u8] = b"ready ";
-/// Opens a notice on the readiness pipe: a byte no error line starts with.
-const NOTICE: u8 = 0x1e;
-/// Upper bound on a token, wherever it comes from: a token is a short
-/// secret, and an unbounded read from a descriptor could never end.
-pub(crate) const MAX_TOKEN: usize = 1 << 20;
+pub(crate) use crate::launch::handoff::MAX_TOKEN;
+use crate::launch::handoff::{NOTICE, READY};
 /// How long the launcher waits for the child to report. Start-up is
 /// milliseconds; this only bounds a wedged child.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -165,12 +155,12 @@ fn original_env_entry(name: &str) -> Option<(*mut u8, usize)> {
 
 /// Launcher side: starts the detached daemon, hands it `token`, and waits
 /// for its verdict. Returns the launcher's exit code; prints the banner
-/// ([`banner`]) on success and the daemon's error otherwise.
-pub(crate) fn launch(socket: &std::path::Path, token: &[u8], style: BannerStyle) -> i32 {
+/// ([`crate::launch::handoff::banner`]) on success and the daemon's error otherwise.
+pub(crate) fn launch(socket: &std::path::Path, token: &[u8], style: crate::launch::handoff::BannerStyle) -> i32 {
     match spawn_and_wait(socket, token) {
         Ok(Verdict::Ready { pid, instance }) => {
             let mut out = io::stdout().lock();
-            let _ = writeln!(out, "{}", banner(style, socket, pid, &instance));
+            let _ = writeln!(out, "{}", crate::launch::handoff::banner(style, socket, pid, &instance));
             let _ = out.flush();
             0
         }
@@ -187,27 +177,6 @@ pub(crate) fn launch(socket: &std::path::Path, token: &[u8], style: BannerStyle)
             1
         }
     }
-}
-
-/// How the readiness banner reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct BannerStyle {
-    /// Stamped as a reference build: the reference's product name
-    /// (`Claude`), which a client waiting for the banner may match.
-    pub stamped: bool,
-    /// The build ends it with the daemon's pid and instance
-    /// ([`crate::protocol::build::Switch::BannerIds`]).
-    pub ids: bool,
-}
-
-/// The line the launcher prints once the daemon's socket accepts.
-pub(crate) fn banner(style: BannerStyle, socket: &std::path::Path, pid: u32, instance: &str) -> String {
-    let product = if style.stamped { "Claude" } else { "Remora" };
-    let mut line = format!("{product} remote server listening on {}", socket.display());
-    if style.ids {
-        line.push_str(&format!(" (pid {pid}, instance {instance})"));
-    }
-    line
 }
 
 enum Verdict {
@@ -294,7 +263,7 @@ fn spawn_and_wait(socket: &std::path::Path, token: &[u8]) -> io::Result<Verdict>
     drop(token_w);
 
     let mut report = read_report(ready_r)?;
-    print_notices(&mut report);
+    crate::launch::handoff::print_notices(&mut report);
     if let Some(instance) = report.strip_prefix(READY) {
         return Ok(Verdict::Ready {
             pid: child.id(),
@@ -310,18 +279,6 @@ fn spawn_and_wait(socket: &std::path::Path, token: &[u8]) -> io::Result<Verdict>
     Ok(Verdict::Failed(
         format!("remora: daemon exited before it was ready ({})", go_exit_status(status)).into_bytes(),
     ))
-}
-
-/// Prints the notices at the front of `report` on stderr and leaves the
-/// verdict.
-fn print_notices(report: &mut Vec<u8>) {
-    let mut err = io::stderr().lock();
-    while report.first() == Some(&NOTICE) {
-        let end = report.iter().position(|b| *b == b'\n').unwrap_or(report.len());
-        let _ = err.write_all(&report[1..end]);
-        let _ = err.write_all(b"\n");
-        report.drain(..(end + 1).min(report.len()));
-    }
 }
 
 /// Reads the child's report until it closes the pipe, within the timeout.

@@ -12,20 +12,18 @@
 //! Windows mounts `launch/windows/modes.rs` under this name (issue 43).
 
 use crate::base::flagtable::Flags;
-use crate::launch::cli::{managed_launcher, served_build_line};
+use crate::launch::cli::managed_launcher;
 use crate::launch::daemonize::{self, Readiness};
-use crate::protocol::build::{Build, Choice, Switch};
+use crate::launch::serveopts::{open_wire_log, raise_open_files_limit, replay_config, served_build, socket_path};
+use crate::protocol::build::{Build, Switch};
 use crate::serve::server;
 use crate::serve::state::{Daemon, Options};
 use std::ffi::OsString;
-use std::io::{self, Read};
+use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-
-const NO_TOKEN: &str = "remora: daemonized child requires --token-file or --token-fd
-remora: -serve needs a token: -token-file FILE or -token-fd N";
 
 /// The helper role this process was started in, if any, run to its end:
 /// a spawned child on its way to its program (the trampoline) or the
@@ -123,18 +121,12 @@ fn install_options(flags: &Flags) -> Result<crate::install::InstallOptions, Stri
     })
 }
 
-/// `-socket`, or `~/.claude/remote/rpc.sock` when it is empty. Only the
-/// `-serve` launcher creates a missing parent ([`create_socket_dir`]).
-pub(crate) fn socket_path(flags: &Flags) -> PathBuf {
-    crate::launch::homepaths::socket_path(&flags.socket)
-}
-
 /// Launcher side of `-serve`: the token first (so a missing token is
 /// reported before anything touches the socket), then the detached child.
 fn serve_launcher(flags: &Flags) -> i32 {
     // Before the token is read: this may re-execute the launcher.
     crate::launch::logind::escape_session_scope();
-    let token = match launcher_token(flags) {
+    let token = match crate::launch::handoff::launcher_token(flags) {
         Ok(t) => t,
         Err(message) => {
             eprintln!("{message}");
@@ -142,7 +134,7 @@ fn serve_launcher(flags: &Flags) -> i32 {
         }
     };
     let socket = socket_path(flags);
-    if let Err(message) = server::check_socket_path_length(&socket) {
+    if let Err(message) = crate::serve::socket::check_socket_path_length(&socket) {
         eprintln!("{message}");
         return 1;
     }
@@ -150,7 +142,7 @@ fn serve_launcher(flags: &Flags) -> i32 {
     // Unstamped, the banner is remora's own line; stamped, the build's.
     let (build, _) = Build::for_stamp(&flags.reference_build);
     let stamped = !flags.reference_build.is_empty();
-    let style = daemonize::BannerStyle {
+    let style = crate::launch::handoff::BannerStyle {
         stamped,
         ids: stamped && build.has(Switch::BannerIds),
     };
@@ -165,126 +157,6 @@ fn create_socket_dir(socket: &std::path::Path) {
     use std::os::unix::fs::DirBuilderExt;
     let dir = crate::rundir::tokenfile::socket_dir(socket);
     let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir);
-}
-
-/// Resolves the token from `-token-file` (read once, then unlinked) or
-/// `-token-fd`. With both, `-token-file` wins, so that its file is still
-/// consumed and does not linger on disk. `CLAUDE_RPC_TOKEN` is never used
-/// here: the daemon must not start without an explicit token.
-fn launcher_token(flags: &Flags) -> Result<Vec<u8>, String> {
-    let (source, token) = if !flags.token_file.is_empty() {
-        ("--token-file", read_token_file(&flags.token_file)?)
-    } else if flags.token_fd >= 0 {
-        ("--token-fd", read_token_fd(flags.token_fd)?)
-    } else {
-        return Err(NO_TOKEN.to_string());
-    };
-    let token = strip_line_end(token);
-    if token.is_empty() {
-        // An empty token would accept requests with no auth at all.
-        return Err(format!("remora: read {source}: empty token"));
-    }
-    Ok(token)
-}
-
-fn read_token_file(path: &OsString) -> Result<Vec<u8>, String> {
-    let shown = path.to_string_lossy();
-    let fail = |op: &str, e: &io::Error| {
-        format!(
-            "remora: read --token-file: {}",
-            crate::base::goerr::path_error(op, &shown, e)
-        )
-    };
-    let file = std::fs::File::open(path).map_err(|e| fail("open", &e))?;
-    let opened = file.metadata().map_err(|e| fail("stat", &e))?;
-    let mut token = Vec::new();
-    file.take(daemonize::MAX_TOKEN as u64 + 1)
-        .read_to_end(&mut token)
-        .map_err(|e| fail("read", &e))?;
-    // Consume the secret, but only a regular file that is still the one
-    // just read: a device node, FIFO, directory or symlink named here is
-    // never removed (as root, removing `/dev/null` would be a disaster),
-    // whether or not its token is then accepted.
-    if is_same_regular_file(path, &opened) {
-        if let Err(e) = std::fs::remove_file(path) {
-            // Still start: the token is valid, but say the secret stayed.
-            eprintln!(
-                "remora: warning: {}",
-                crate::base::goerr::path_error("remove", &shown, &e)
-            );
-        }
-    } else {
-        eprintln!("remora: warning: --token-file {shown} is not a regular file; left in place");
-    }
-    if token.len() > daemonize::MAX_TOKEN {
-        return Err(format!(
-            "remora: read --token-file: token longer than {} bytes",
-            daemonize::MAX_TOKEN
-        ));
-    }
-    Ok(token)
-}
-
-/// Whether `path` itself (not following a symlink) is a regular file
-/// with the device and inode of `opened`.
-fn is_same_regular_file(path: &OsString, opened: &std::fs::Metadata) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    opened.is_file()
-        && std::fs::symlink_metadata(path)
-            .is_ok_and(|now| now.is_file() && now.dev() == opened.dev() && now.ino() == opened.ino())
-}
-
-/// Reads one line from descriptor `fd`: up to and including the first
-/// newline, or to EOF. Stopping at the newline lets a driver write the
-/// token into a pipe (or an SSH channel's stdin) it keeps open. Reads a
-/// byte at a time so nothing past the line is consumed from a shared fd.
-fn read_token_fd(fd: i64) -> Result<Vec<u8>, String> {
-    let fail = |e: io::Error| {
-        format!(
-            "remora: read --token-fd: read fd {fd}: {}",
-            crate::base::goerr::io_text(&e)
-        )
-    };
-    let raw = i32::try_from(fd).map_err(|_| fail(io::Error::from_raw_os_error(libc::EBADF)))?;
-    let mut token = Vec::new();
-    let mut byte = 0u8;
-    loop {
-        // SAFETY: reads at most one byte into a local; `raw` is only read.
-        let n = unsafe { libc::read(raw, (&mut byte as *mut u8).cast(), 1) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(fail(e));
-        }
-        if n == 0 {
-            break;
-        }
-        token.push(byte);
-        if byte == b'\n' {
-            break;
-        }
-        if token.len() > daemonize::MAX_TOKEN {
-            return Err(format!(
-                "remora: read --token-fd: token longer than {} bytes",
-                daemonize::MAX_TOKEN
-            ));
-        }
-    }
-    Ok(token)
-}
-
-/// A token is read as a line: one trailing `\n` or `\r\n` is removed,
-/// everything else is kept verbatim.
-pub(crate) fn strip_line_end(mut token: Vec<u8>) -> Vec<u8> {
-    if token.ends_with(b"\n") {
-        token.pop();
-        if token.ends_with(b"\r") {
-            token.pop();
-        }
-    }
-    token
 }
 
 /// Daemon side of `-serve` (after the re-exec, in its own session).
@@ -329,7 +201,7 @@ fn serve_child(flags: &Flags) -> i32 {
     }
     // Bound before the runtime starts: bind_socket swaps the process-wide
     // umask, which must not race with other threads creating files.
-    let listener = match server::bind_socket(&socket) {
+    let listener = match crate::serve::socket::bind_socket(&socket) {
         Ok(l) => l,
         Err(e) => {
             if let Some(lock) = run_lock {
@@ -388,106 +260,6 @@ fn serve_child(flags: &Flags) -> i32 {
     // blocking task (a login shell being reaped) hold up the exit.
     runtime.shutdown_timeout(Duration::from_secs(1));
     code
-}
-
-/// The wire log of `-wire-log`/`wire-log`, when set and it can be
-/// opened; otherwise the daemon runs without one and the log says why. A
-/// relative flag value is taken from the directory the daemon started in.
-fn open_wire_log(flags: &Flags, token: &[u8]) -> Option<Arc<crate::serve::wirelog::WireTap>> {
-    if flags.wire_log.is_empty() {
-        return None;
-    }
-    let given = std::path::PathBuf::from(&flags.wire_log);
-    let path = if given.is_absolute() {
-        given
-    } else {
-        std::env::current_dir().ok()?.join(given)
-    };
-    let max_string = usize::try_from(flags.wire_log_max_string).unwrap_or(usize::MAX);
-    let rules = crate::serve::wireredact::Rules {
-        max_string,
-        token: token.to_vec(),
-    };
-    match crate::serve::wirelog::WireTap::open(&path, rules) {
-        Ok(tap) => {
-            crate::log_info!(
-                "[daemon] wire log: every frame is appended to {} (strings cut at {} bytes)",
-                tap.path.display(),
-                max_string
-            );
-            if max_string == 0 {
-                crate::log_warn!(
-                    "[daemon] wire-log-max-string is 0: the wire log keeps stdin, output and file data whole"
-                );
-            }
-            Some(tap)
-        }
-        Err(why) => {
-            crate::log_warn!("[daemon] wire log off: {why}");
-            None
-        }
-    }
-}
-
-/// The reference build the daemon answers as (`reference-build`), logged
-/// once, and its `peerCheck` member where the build has one.
-fn served_build(flags: &Flags) -> (&'static Build, Option<&'static str>) {
-    let (build, choice) = Build::for_stamp(&flags.reference_build);
-    let line = served_build_line(&flags.reference_build);
-    match choice {
-        Choice::Recorded | Choice::Unstamped => crate::log_info!("[daemon] {line}"),
-        Choice::Unrecorded => crate::log_warn!("[daemon] {line}"),
-    }
-    (build, peer_check(build))
-}
-
-/// The variable a client sets to ask for the peer check.
-const PEER_CHECK_ENV: &str = "CLAUDE_SSH_PEER_CHECK";
-
-/// For a build with the `peerCheck` member: reads [`PEER_CHECK_ENV`] once
-/// and takes it out of the environment whatever its value, so no child,
-/// git call or login shell inherits it. Only `1` asks; remora has no peer
-/// check, so it answers `unavailable` and serves every caller, as
-/// claustrum's D25 does (5fd08069 on Linux answers `on` and checks
-/// namespaces the record does not pin down); anything else is `off`.
-/// Must run while the process has one thread.
-fn peer_check(build: &Build) -> Option<&'static str> {
-    if !build.has(Switch::PeerCheck) {
-        return None;
-    }
-    let asked = std::env::var_os(PEER_CHECK_ENV).is_some_and(|v| v == "1");
-    std::env::remove_var(PEER_CHECK_ENV);
-    if !asked {
-        return Some("off");
-    }
-    crate::log_warn!("[Server] {PEER_CHECK_ENV} is set: remora has no peer check, serving all callers");
-    Some("unavailable")
-}
-
-/// The soft limit the daemon (and so every child) gets: the reference
-/// raises it to this, or to the hard limit when that is lower.
-const OPEN_FILES_TARGET: u64 = 65536;
-
-/// Raises the soft `RLIMIT_NOFILE` to min(hard, [`OPEN_FILES_TARGET`]) and
-/// logs what children will start with. A soft limit already above the
-/// target is left alone (lowering it could break an operator's setup).
-/// Where the OS has no such limit (Windows) nothing is said.
-fn raise_open_files_limit() {
-    let Some((mut soft, hard)) = crate::sys::os::open_files_limit() else {
-        return;
-    };
-    let target = hard.min(OPEN_FILES_TARGET);
-    if soft < target {
-        if let Err(e) = crate::sys::os::set_open_files_limit(target, hard) {
-            crate::log_warn!(
-                "[daemon] cannot raise the open-files limit from {soft} to {target}: {}",
-                crate::base::goerr::io_text(&e)
-            );
-            return;
-        }
-        soft = target;
-    }
-    crate::log_info!("[daemon] child processes will start with an open-files limit of {soft}");
 }
 
 /// The files beside the socket that only a graceful exit cleans up.
@@ -600,19 +372,6 @@ impl Signals {
                 _ = self.int.recv() => {}
             }
         }
-    }
-}
-
-/// `-replay-dir` / `-replay-budget-mb` as the replay store's settings. A
-/// negative budget counts as 0 (keep nothing on disk beyond one segment
-/// per log).
-fn replay_config(flags: &Flags) -> crate::replay::store::StoreConfig {
-    crate::replay::store::StoreConfig {
-        dir: (!flags.replay_dir.is_empty()).then(|| std::path::PathBuf::from(&flags.replay_dir)),
-        budget_bytes: u64::try_from(flags.replay_budget_mb)
-            .unwrap_or(0)
-            .saturating_mul(1 << 20),
-        ..Default::default()
     }
 }
 

@@ -39,10 +39,8 @@ use crate::protocol::method::FilesMethod;
 use crate::protocol::params::PathParams;
 use serde::Serialize;
 use std::ffi::OsStr;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Read};
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
 #[derive(Serialize)]
@@ -128,8 +126,8 @@ fn stat(path: &str) -> Outcome {
         Ok(meta) => Outcome::ok(&StatResult {
             exists: true,
             is_dir: meta.is_dir(),
-            size: meta.size(),
-            mode: filemode::mode_string(meta.mode()),
+            size: meta.len(),
+            mode: filemode::mode_string(crate::sys::os::st_mode(&meta)),
         }),
         Err(e) if is_missing(&e) => Outcome::ok(&StatResult {
             exists: false,
@@ -142,14 +140,9 @@ fn stat(path: &str) -> Outcome {
 }
 
 fn list(path: &str) -> Outcome {
-    // O_DIRECTORY: a file of any other kind fails the
-    // open with ENOTDIR before its permissions are looked at, and a FIFO
-    // is refused without waiting for a writer.
-    let dir = match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECTORY | libc::O_NONBLOCK)
-        .open(path)
-    {
+    // A file of any other kind fails the open before its permissions
+    // are looked at, and a FIFO is refused without waiting for a writer.
+    let dir = match crate::sys::os::open_dir_nonblocking(Path::new(path)) {
         Ok(f) => f,
         Err(e) => return Outcome::internal(path_error("open", path, &e)),
     };
@@ -161,7 +154,7 @@ fn list(path: &str) -> Outcome {
     let mut names: Vec<Vec<u8>> = Vec::new();
     for entry in reader {
         match entry {
-            Ok(entry) => names.push(entry.file_name().as_bytes().to_vec()),
+            Ok(entry) => names.push(entry.file_name().as_encoded_bytes().to_vec()),
             Err(e) => return Outcome::internal(path_error("readdirent", path, &e)),
         }
     }
@@ -174,7 +167,10 @@ fn list(path: &str) -> Outcome {
             let full = gopath::join(&[path.as_bytes(), &name]);
             // Stat follows symlinks; a dangling link (or any stat error)
             // is simply not a directory.
-            let is_dir = fs::metadata(OsStr::from_bytes(&full)).is_ok_and(|m| m.is_dir());
+            // SAFETY: `full` is `path` (a str) and `name` (as_encoded_bytes of
+            // an OsStr) joined and cleaned at ASCII separators only.
+            let full_os = unsafe { OsStr::from_encoded_bytes_unchecked(&full) };
+            let is_dir = fs::metadata(full_os).is_ok_and(|m| m.is_dir());
             ListEntry {
                 name: go_lossy(&name),
                 path: go_lossy(&full),
@@ -188,10 +184,7 @@ fn list(path: &str) -> Outcome {
 /// Opens `path` for reading without blocking on its kind (a FIFO without
 /// a writer, a device), following symlinks as Go's `os.Open` does.
 pub(crate) fn open_nonblocking(path: impl AsRef<Path>) -> io::Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
+    crate::sys::os::open_nonblocking(path.as_ref())
 }
 
 /// Test seam: with `REMORA_TEST_FILES_READ_BLOCKS=1`, `files.read` opens
@@ -209,7 +202,7 @@ fn test_read_blocks() -> bool {
 /// Whether `meta` is the system's null device itself (by identity, as
 /// 5fd08069 tests it: another node with the same device numbers is not).
 fn is_null_device(meta: &fs::Metadata) -> bool {
-    fs::metadata("/dev/null").is_ok_and(|null| null.dev() == meta.dev() && null.ino() == meta.ino())
+    crate::sys::os::is_null_device(meta)
 }
 
 fn read(path: &str, max_bytes: i64) -> Outcome {
@@ -249,10 +242,10 @@ fn read(path: &str, max_bytes: i64) -> Outcome {
         .ok()
         .filter(|&m| m > 0)
         .unwrap_or(READ_DEFAULT_CAP);
-    if meta.size() > limit {
+    if meta.len() > limit {
         return Outcome::invalid_params("files.read: file exceeds maxBytes");
     }
-    let mut data = Vec::with_capacity(usize::try_from(meta.size()).unwrap_or(0));
+    let mut data = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
     // Read at most one byte past the limit: a file that grew since the
     // fstat, or one that reports size 0 (`/proc`), is still bounded.
     if let Err(e) = file.take(limit.saturating_add(1)).read_to_end(&mut data) {

@@ -3,10 +3,6 @@
 //! (never the connection or the server), and returns an [`Outcome`]: what
 //! to send. The connection's writer carries it out.
 
-#[cfg(unix)]
-pub(crate) mod files;
-#[cfg(windows)]
-#[path = "windows/files.rs"]
 pub(crate) mod files;
 #[cfg(unix)]
 pub(crate) mod git;
@@ -23,10 +19,6 @@ pub(crate) mod plugins;
 #[cfg(windows)]
 #[path = "windows/plugins.rs"]
 pub(crate) mod plugins;
-#[cfg(unix)]
-pub(crate) mod process;
-#[cfg(windows)]
-#[path = "windows/process.rs"]
 pub(crate) mod process;
 pub(crate) mod server;
 

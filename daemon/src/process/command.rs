@@ -30,7 +30,6 @@
 //!   command up in, whether an agent socket is set) is the child's.
 
 use std::ffi::OsString;
-use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 /// Go's `exec.ErrNotFound` text.
@@ -84,7 +83,7 @@ pub(crate) fn go_entry(key: &str, value: &str) -> (String, String) {
 pub(crate) fn path_of(env: &[(OsString, OsString)]) -> OsString {
     env.iter()
         .rev()
-        .find(|(k, _)| k.as_bytes() == b"PATH")
+        .find(|(k, _)| k.as_encoded_bytes() == b"PATH")
         .map(|(_, v)| v.clone())
         .unwrap_or_default()
 }
@@ -93,7 +92,7 @@ pub(crate) fn path_of(env: &[(OsString, OsString)]) -> OsString {
 /// as given; bare names go through [`look_path`]. The error is the full
 /// wire message.
 pub(crate) fn resolve(command: &str, path_var: &OsString) -> Result<String, String> {
-    if command.contains('/') {
+    if command.contains(crate::sys::os::PATH_SEPARATORS) {
         return Ok(command.to_string());
     }
     look_path(command, path_var)
@@ -107,7 +106,10 @@ fn look_path(file: &str, path_var: &OsString) -> Result<String, &'static str> {
         // filepath.SplitList("") is an empty list.
         return Err(NOT_FOUND);
     }
-    for dir in path_var.as_bytes().split(|&b| b == b':') {
+    for dir in path_var
+        .as_encoded_bytes()
+        .split(|&b| b == crate::sys::os::PATH_LIST_SEPARATOR)
+    {
         let dir = if dir.is_empty() { &b"."[..] } else { dir };
         let mut candidate = dir.to_vec();
         if !candidate.ends_with(b"/") {
@@ -116,7 +118,7 @@ fn look_path(file: &str, path_var: &OsString) -> Result<String, &'static str> {
         candidate.extend_from_slice(file.as_bytes());
         let candidate = String::from_utf8_lossy(&candidate).into_owned();
         if is_executable(Path::new(&candidate)) {
-            if !candidate.starts_with('/') {
+            if !Path::new(&candidate).is_absolute() {
                 return Err(ERR_DOT);
             }
             return Ok(candidate);
@@ -134,11 +136,7 @@ fn is_executable(path: &Path) -> bool {
     if meta.is_dir() {
         return false;
     }
-    let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: plain syscall on a NUL-terminated path.
-    unsafe { libc::faccessat(libc::AT_FDCWD, c_path.as_ptr(), libc::X_OK, libc::AT_EACCESS) == 0 }
+    crate::sys::os::may_execute(path).is_ok()
 }
 
 /// Whether exec could run `path`, as `execve` would judge it: the error it
@@ -150,12 +148,7 @@ pub(crate) fn exec_check(path: &str) -> std::io::Result<()> {
     if !meta.is_file() {
         return Err(std::io::Error::from_raw_os_error(libc::EACCES));
     }
-    let c_path = std::ffi::CString::new(path).map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
-    // SAFETY: plain syscall on a NUL-terminated path.
-    if unsafe { libc::faccessat(libc::AT_FDCWD, c_path.as_ptr(), libc::X_OK, libc::AT_EACCESS) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
+    crate::sys::os::may_execute(Path::new(path))
 }
 
 /// The reference's check of a spawn's working directory (see the module
@@ -177,6 +170,38 @@ pub(crate) fn check_cwd(cwd: &str) -> Result<(), String> {
 /// The wire message for a failed fork/exec of `path`.
 pub(crate) fn fork_exec_error(path: &str, err: &std::io::Error) -> String {
     format!("fork/exec {path}: {}", crate::base::goerr::io_text(err))
+}
+
+/// Words the wire message of a failed exec of `program`.
+pub(crate) type ExecError = fn(&str, &std::io::Error) -> String;
+
+/// What `process.spawn` asks for.
+#[derive(Clone, Copy)]
+pub(crate) struct SpawnSpec<'a> {
+    pub id: &'a str,
+    pub command: &'a str,
+    pub args: &'a [String],
+    pub cwd: &'a str,
+    pub env: &'a [(String, String)],
+    /// Skip the SSH agent hand-off ([`crate::agent::agentsock`]).
+    pub no_agent_socket: bool,
+    /// Run the command through this managed launcher (build 89cb6289's
+    /// `launcher` param, already checked by the handler): the child is
+    /// `<launcher...> <command> <args...>`.
+    pub launcher: Option<Launcher<'a>>,
+    /// Variables the child never gets, whoever set them (the daemon's
+    /// environment or the request's `env`): the handler names them.
+    pub strip_env: &'a [&'a str],
+}
+
+/// A managed launcher to run the command through, as the handler checked
+/// it: its program, its own arguments, and how a failed start is worded.
+#[derive(Clone, Copy)]
+pub(crate) struct Launcher<'a> {
+    pub program: &'a str,
+    pub args: &'a [String],
+    /// The -32005 message for a launcher that did not start.
+    pub not_started: ExecError,
 }
 
 #[cfg(test)]

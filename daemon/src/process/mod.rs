@@ -26,9 +26,17 @@
 //! [`command`], [`stdin`], [`session`] (pure helpers); [`managed`] (the
 //! process type and the table); [`pumps`], [`supervise`], [`retention`]
 //! (what runs beside a child); [`registry`] (the [`ProcessManager`]);
-//! [`spawn`] (starting a child).
+//! [`spawn`] (starting a child) and [`launch`], its OS part (Unix:
+//! process group, pipes, trampoline, spawner; `windows/launch.rs`, the
+//! Windows half, answers every spawn with "not supported" until the Job
+//! Object spawn is wired in).
 
 pub(crate) mod command;
+#[cfg(unix)]
+pub(crate) mod launch;
+#[cfg(windows)]
+#[path = "windows/launch.rs"]
+pub(crate) mod launch;
 pub(crate) mod managed;
 pub(crate) mod pumps;
 pub(crate) mod registry;

@@ -6,7 +6,6 @@ use super::managed::{lock, stdin_charge, ManagedProcess};
 use crate::protocol::metrics::Metrics;
 use crate::replay::frame::Stream;
 use crate::replay::log::ReplayLog;
-use crate::sys::process as sys;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use tokio::io::AsyncWriteExt;
@@ -18,7 +17,8 @@ pub(crate) const READ_BUF: usize = 32 * 1024;
 // A read goes straight into a buffer of the replay store's frame pool.
 const _: () = assert!(READ_BUF == crate::replay::frame::POOLED_BUF);
 /// Size of an enlarged stdout pipe (see [`grow_pipe`]).
-const PIPE_SIZE: i32 = 256 << 10;
+#[cfg_attr(windows, allow(dead_code))]
+pub(super) const PIPE_SIZE: i32 = 256 << 10;
 /// How many enlarged pipes may exist at once.
 const GROWN_PIPES_MAX: usize = 64;
 pub(super) static GROWN_PIPES: AtomicUsize = AtomicUsize::new(0);
@@ -31,20 +31,32 @@ pub(super) static GROWN_PIPES: AtomicUsize = AtomicUsize::new(0);
 /// every *new* pipe of the user (the children's own pipelines included)
 /// is cut to two pages. So at most [`GROWN_PIPES_MAX`] pipes are grown at
 /// once (16 MiB, a quarter of the default limit); the rest keep the
-/// default size. Returns whether this pipe was grown (and so holds a slot
-/// until its reader reaches EOF).
-pub(super) fn grow_pipe(pipe: &impl std::os::fd::AsRawFd) -> bool {
+/// default size. `resize` asks the OS ([`crate::sys::process::resize_pipe`]
+/// where it can). Returns whether this pipe was grown (and so holds a
+/// slot until its reader reaches EOF).
+// Only the Unix launch grows pipes: Windows sizes them at creation.
+#[cfg_attr(windows, allow(dead_code))]
+pub(super) fn grow_pipe(resize: impl FnOnce() -> bool) -> bool {
     let taken = GROWN_PIPES.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
         (n < GROWN_PIPES_MAX).then_some(n + 1)
     });
     if taken.is_err() {
         return false;
     }
-    if !sys::resize_pipe(pipe.as_raw_fd(), PIPE_SIZE) {
+    if !resize() {
         GROWN_PIPES.fetch_sub(1, Ordering::AcqRel);
         return false;
     }
     true
+}
+
+/// What a pump reads: the daemon's end of a child's output pipe, with
+/// readiness and non-blocking reads (the OS's, `launch::OutPipe`).
+pub(super) trait OutputPipe: Send + 'static {
+    /// Waits until a read may find data (or EOF).
+    fn readable(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send;
+    /// Reads without waiting; `WouldBlock` when empty.
+    fn try_read(&self, buf: &mut [u8]) -> std::io::Result<usize>;
 }
 
 /// Copies one output pipe into the log, one frame per read.
@@ -55,12 +67,7 @@ pub(super) fn grow_pipe(pipe: &impl std::os::fd::AsRawFd) -> bool {
 /// child costs no buffer (a child waiting forever on stdin, an MCP
 /// server between requests), and a stream still takes each buffer from
 /// the pool, allocating nothing per frame.
-pub(super) async fn pump(
-    pipe: tokio::net::unix::pipe::Receiver,
-    stream: Stream,
-    log: Arc<ReplayLog>,
-    metrics: Arc<Metrics>,
-) {
+pub(super) async fn pump(pipe: impl OutputPipe, stream: Stream, log: Arc<ReplayLog>, metrics: Arc<Metrics>) {
     // Reads go straight into a buffer of the store's frame pool, which the
     // log then keeps as the frame: no copy per read.
     let mut held: Option<Arc<[u8]>> = None;
@@ -105,7 +112,7 @@ pub(super) async fn pump(
 /// broken; later `process.stdin` calls report the error instead of
 /// pretending to deliver.
 pub(super) async fn feed_stdin(
-    mut pipe: tokio::process::ChildStdin,
+    mut pipe: super::launch::InPipe,
     mut queue: mpsc::UnboundedReceiver<Vec<u8>>,
     queued: Arc<AtomicUsize>,
     process: Weak<ManagedProcess>,

@@ -1,13 +1,14 @@
 //! Starting a child: `process.spawn`'s checks and environment
-//! ([`prepare`]), the launch (directly or through the exec-child
-//! trampoline), and the wiring of a new [`ManagedProcess`] to its pumps
+//! ([`prepare`]), the launch (the OS's part, [`super::launch`]), and the
+//! wiring of a new [`ManagedProcess`] to its pumps
 //! and supervisor ([`start`]). The registry decides when (one spawn of a
 //! session at a time, after superseding its other processes) and
 //! registers what starts.
 
 use super::command;
+use super::launch::{self, ChildPipes};
 use super::managed::{lock, ManagedProcess, StdinState};
-use super::pumps::{feed_stdin, grow_pipe, pump, GROWN_PIPES};
+use super::pumps::{feed_stdin, pump, GROWN_PIPES};
 use super::supervise::supervise;
 use crate::agent::agentsock;
 use crate::protocol::metrics::Metrics;
@@ -15,8 +16,6 @@ use crate::replay::frame::Stream;
 use crate::replay::log::ReplayLog;
 use crate::replay::store::ReplayStore;
 use crate::sys::process as sys;
-use std::os::unix::ffi::OsStrExt;
-use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, watch};
@@ -32,44 +31,7 @@ pub(crate) enum SpawnError {
     Launcher(String),
 }
 
-/// Words the wire message of a failed exec of `program`.
-pub(crate) type ExecError = fn(&str, &std::io::Error) -> String;
-
-/// What `process.spawn` asks for.
-#[derive(Clone, Copy)]
-pub(crate) struct SpawnSpec<'a> {
-    pub id: &'a str,
-    pub command: &'a str,
-    pub args: &'a [String],
-    pub cwd: &'a str,
-    pub env: &'a [(String, String)],
-    /// Skip the SSH agent hand-off ([`crate::agent::agentsock`]).
-    pub no_agent_socket: bool,
-    /// Run the command through this managed launcher (build 89cb6289's
-    /// `launcher` param, already checked by the handler): the child is
-    /// `<launcher...> <command> <args...>`.
-    pub launcher: Option<Launcher<'a>>,
-    /// Variables the child never gets, whoever set them (the daemon's
-    /// environment or the request's `env`): the handler names them.
-    pub strip_env: &'a [&'a str],
-}
-
-/// A managed launcher to run the command through, as the handler checked
-/// it: its program, its own arguments, and how a failed start is worded.
-#[derive(Clone, Copy)]
-pub(crate) struct Launcher<'a> {
-    pub program: &'a str,
-    pub args: &'a [String],
-    /// The -32005 message for a launcher that did not start.
-    pub not_started: ExecError,
-}
-
-/// A new child's pipes, as registered with the tokio reactor.
-type ChildPipes = (
-    std::io::Result<tokio::process::ChildStdin>,
-    std::io::Result<tokio::net::unix::pipe::Receiver>,
-    std::io::Result<tokio::net::unix::pipe::Receiver>,
-);
+pub(crate) use super::command::{ExecError, Launcher, SpawnSpec};
 
 /// The output pumps of a child, stdout's then stderr's.
 type Readers = (tokio::task::JoinHandle<()>, tokio::task::JoinHandle<()>);
@@ -147,7 +109,7 @@ pub(super) async fn prepare<'a>(
     let program = command::resolve(spec.command, &command::path_of(&env)).map_err(SpawnError::Failed)?;
     if env
         .iter()
-        .any(|(k, v)| k.as_bytes().contains(&0) || v.as_bytes().contains(&0))
+        .any(|(k, v)| k.as_encoded_bytes().contains(&0) || v.as_encoded_bytes().contains(&0))
     {
         // Go's Cmd.Start refuses this before forking (dedupEnv, since
         // Go 1.20), after the lookup and without the fork/exec prefix.
@@ -193,27 +155,14 @@ pub(super) fn start(
 ) -> Result<Arc<ManagedProcess>, SpawnError> {
     let spec = prepared.run();
     let program = prepared.program.as_str();
-    let started = launch(&spec, program, &prepared.env, prepared.exec_error);
+    let started = launch::launch(&spec, program, &prepared.env, prepared.exec_error);
     let child = started.map_err(prepared.failed)?;
     let start_time = epoch_seconds();
-    let pid = child.pid;
+    let pid = child.pid();
     crate::rundir::childrec::record(pid, spec.command);
     // From here on the child exists: every path must end in a
     // supervisor that reaps it.
-    let grown = child.stdout.as_ref().is_some_and(grow_pipe);
-    let pipes = (child.stdin, child.stdout, child.stderr);
-    let (stdin, stdout, stderr) = match pipes {
-        (Some(i), Some(o), Some(e)) => (
-            tokio::process::ChildStdin::from_std(i),
-            tokio::net::unix::pipe::Receiver::from_owned_fd(o.into()),
-            tokio::net::unix::pipe::Receiver::from_owned_fd(e.into()),
-        ),
-        _ => (
-            Err(std::io::Error::other("missing pipe")),
-            Err(std::io::Error::other("missing pipe")),
-            Err(std::io::Error::other("missing pipe")),
-        ),
-    };
+    let (grown, (stdin, stdout, stderr)) = child.into_pipes();
     let (exit_tx, _) = watch::channel(None);
     let (queue_tx, queue_rx) = mpsc::unbounded_channel();
     let process = Arc::new(ManagedProcess {
@@ -289,180 +238,10 @@ fn start_pumps(
             if grown {
                 GROWN_PIPES.fetch_sub(1, Ordering::AcqRel);
             }
-            sys::signal_group(process.pid, libc::SIGKILL);
+            sys::signal_group(process.pid, sys::SIGKILL);
             tokio::spawn(supervise(process.clone(), None, metrics.clone()));
             let err = err.unwrap_or_else(|| std::io::Error::other("pipe setup failed"));
             Err(command::fork_exec_error(program, &err))
-        }
-    }
-}
-
-/// The command that runs `program` for `spec`, directly or (with `report`,
-/// the trampoline's report pipe) through the exec-child trampoline.
-fn child_command(
-    spec: &SpawnSpec<'_>,
-    program: &str,
-    env: &[(std::ffi::OsString, std::ffi::OsString)],
-    report: Option<&std::os::fd::OwnedFd>,
-) -> std::process::Command {
-    use std::os::fd::AsRawFd;
-    use std::os::unix::process::CommandExt;
-    let mut cmd = match report {
-        Some(fd) => {
-            let mut cmd = std::process::Command::new(crate::agent::trampoline::SELF_EXE);
-            cmd.args(crate::agent::trampoline::arguments(
-                fd.as_raw_fd(),
-                program,
-                spec.command,
-                spec.args,
-            ));
-            let raw = fd.as_raw_fd();
-            // SAFETY: fcntl is async-signal-safe; it makes the report pipe
-            // survive the exec into the trampoline, in the child only.
-            unsafe {
-                cmd.pre_exec(move || {
-                    if libc::fcntl(raw, libc::F_SETFD, 0) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                });
-            }
-            cmd
-        }
-        None => {
-            let mut cmd = std::process::Command::new(program);
-            cmd.arg0(spec.command).args(spec.args);
-            cmd
-        }
-    };
-    cmd.process_group(0)
-        .env_clear()
-        .envs(env.iter().cloned())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    if !spec.cwd.is_empty() {
-        cmd.current_dir(spec.cwd);
-    }
-    if let Some((name, run_dir)) = crate::rundir::childrec::child_marker() {
-        cmd.env(name, run_dir);
-    }
-    cmd
-}
-
-/// A started child: its pid and the daemon's ends of its pipes.
-struct Started {
-    pid: i32,
-    stdin: Option<std::process::ChildStdin>,
-    stdout: Option<std::process::ChildStdout>,
-    stderr: Option<std::process::ChildStderr>,
-}
-
-impl From<std::process::Child> for Started {
-    /// The std handle is not kept: the supervisor reaps by pid, and
-    /// dropping it neither kills nor waits.
-    fn from(mut child: std::process::Child) -> Started {
-        Started {
-            pid: i32::try_from(child.id()).unwrap_or(0),
-            stdin: child.stdin.take(),
-            stdout: child.stdout.take(),
-            stderr: child.stderr.take(),
-        }
-    }
-}
-
-/// Starts the child: through the spawner where there is one
-/// ([`sys::spawn_via_helper`], Linux: a spawn's cost then does not grow
-/// with the children already running), stamped as the trampoline would;
-/// else through the trampoline while children are recorded
-/// ([`crate::agent::trampoline`]), answering an exec failure there exactly as a
-/// direct spawn's; directly otherwise, or when the trampoline itself
-/// cannot start.
-fn launch(
-    spec: &SpawnSpec<'_>,
-    program: &str,
-    env: &[(std::ffi::OsString, std::ffi::OsString)],
-    exec_error: ExecError,
-) -> Result<Started, String> {
-    if let Some(started) = through_helper(spec, program, env) {
-        return started.map_err(|e| exec_error(program, &e));
-    }
-    let direct = |env: &[(std::ffi::OsString, std::ffi::OsString)]| {
-        child_command(spec, program, env, None)
-            .spawn()
-            .map(Started::from)
-            .map_err(|e| exec_error(program, &e))
-    };
-    if !crate::agent::trampoline::enabled() {
-        return direct(env);
-    }
-    let (read, write) = match crate::sys::process::exec_report_pipe() {
-        Ok(pair) => pair,
-        Err(_) => return direct(env),
-    };
-    let spawned = child_command(spec, program, env, Some(&write)).spawn();
-    drop(write);
-    let mut child = match spawned {
-        Ok(child) => child,
-        Err(e) => {
-            crate::log_warn!(
-                "[process.Manager] exec trampoline failed for {} ({}); starting it directly \u{2014} a successor daemon will not be able to reap it",
-                crate::base::logging::Untrusted(spec.id),
-                command::fork_exec_error(crate::agent::trampoline::SELF_EXE, &e)
-            );
-            return direct(env);
-        }
-    };
-    match crate::sys::process::read_exec_report(&read) {
-        None => Ok(Started::from(child)),
-        Some(errno) => {
-            // The trampoline exits right after its report.
-            let _ = child.wait();
-            Err(exec_error(program, &std::io::Error::from_raw_os_error(errno)))
-        }
-    }
-}
-
-/// Starts the child through the spawner: the same program, argv,
-/// working directory, group, signal state and environment (in the same
-/// order, stamped as the trampoline stamps it) as [`child_command`]
-/// gives. `None` where there is no spawner, or for a string holding a NUL
-/// (std's `Command` words that refusal).
-fn through_helper(
-    spec: &SpawnSpec<'_>,
-    program: &str,
-    env: &[(std::ffi::OsString, std::ffi::OsString)],
-) -> Option<std::io::Result<Started>> {
-    use std::ffi::OsStr;
-    let argv: Vec<&OsStr> = std::iter::once(spec.command)
-        .chain(spec.args.iter().map(String::as_str))
-        .map(OsStr::new)
-        .collect();
-    let has_nul = |s: &str| s.as_bytes().contains(&0);
-    if has_nul(program) || has_nul(spec.cwd) || argv.iter().any(|a| a.as_bytes().contains(&0)) {
-        return None;
-    }
-    let (env, stamp) = crate::agent::trampoline::child_environment(env);
-    let request = sys::SpawnRequest {
-        program: OsStr::new(program),
-        cwd: OsStr::new(spec.cwd),
-        argv: &argv,
-        env: &env,
-        stamp,
-    };
-    match sys::spawn_via_helper(&request) {
-        sys::HelperSpawn::Spawned(s) => Some(Ok(Started {
-            pid: s.pid,
-            stdin: Some(s.stdin.into()),
-            stdout: Some(s.stdout.into()),
-            stderr: Some(s.stderr.into()),
-        })),
-        sys::HelperSpawn::Failed(e) => Some(Err(e)),
-        sys::HelperSpawn::NoHelper(why) => {
-            if let Some(why) = why {
-                crate::log_warn!("[process.Manager] {why}; the daemon starts children itself until a spawner starts");
-            }
-            None
         }
     }
 }

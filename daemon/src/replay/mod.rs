@@ -18,13 +18,5 @@ pub(crate) mod cursor;
 pub(crate) mod followers;
 pub(crate) mod frame;
 pub(crate) mod log;
-#[cfg(unix)]
 pub(crate) mod segments;
-#[cfg(windows)]
-#[path = "windows/segments.rs"]
-pub(crate) mod segments;
-#[cfg(unix)]
-pub(crate) mod store;
-#[cfg(windows)]
-#[path = "windows/store.rs"]
 pub(crate) mod store;

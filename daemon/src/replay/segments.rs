@@ -27,7 +27,6 @@ use crate::base::safedir;
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -83,7 +82,7 @@ pub(crate) struct ReadHint {
 #[derive(Debug)]
 pub(crate) struct Segments {
     /// The verified directory the files live in.
-    dir: Arc<OwnedFd>,
+    dir: Arc<safedir::Dir>,
     /// The newest segment's number and its open file: appends go there.
     writing: Option<(u64, File)>,
     /// File-name prefix (the log's key).
@@ -101,7 +100,7 @@ pub(crate) struct Segments {
 #[derive(Debug, Clone)]
 pub(crate) struct SegmentView {
     /// The directory and the file's name in it.
-    pub dir: Arc<OwnedFd>,
+    pub dir: Arc<safedir::Dir>,
     pub name: String,
     pub meta: SegMeta,
     /// Where to start: a hint's offset/seq, or the segment start.
@@ -112,7 +111,7 @@ pub(crate) struct SegmentView {
 impl Segments {
     /// An empty set of segments for log `key` in `dir`, rolling to a new
     /// file once one holds `seg_size` bytes.
-    pub(crate) fn new(dir: Arc<OwnedFd>, key: u64, seg_size: u64) -> Segments {
+    pub(crate) fn new(dir: Arc<safedir::Dir>, key: u64, seg_size: u64) -> Segments {
         Segments {
             dir,
             writing: None,
@@ -583,7 +582,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn dir_fd(path: &std::path::Path) -> Arc<OwnedFd> {
+    fn dir_fd(path: &std::path::Path) -> Arc<safedir::Dir> {
         let dir = crate::base::safedir::open_private_dir(path).expect("private dir");
         assert_eq!(dir.path, path, "nobody else can write it: used as it is");
         Arc::new(dir.fd)

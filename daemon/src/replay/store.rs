@@ -16,8 +16,6 @@ use super::frame::{Frame, POOLED_BUF};
 use crate::base::safedir;
 use crate::protocol::metrics::ReplayMetrics;
 use std::collections::HashMap;
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -85,8 +83,7 @@ pub(crate) fn test_env(name: &str) -> Option<u64> {
 /// The default replay directory: on disk under the user's state dir, never
 /// a tmpfs by default (that would be memory again).
 pub(crate) fn default_dir() -> PathBuf {
-    // SAFETY: geteuid cannot fail.
-    let uid = unsafe { libc::geteuid() };
+    let uid = crate::sys::os::effective_uid();
     default_dir_for(
         std::env::var_os("XDG_STATE_HOME").as_deref(),
         std::env::var_os("HOME").as_deref(),
@@ -320,7 +317,7 @@ impl ReplayStore {
     }
 
     /// This daemon's segment directory, if spilling is possible.
-    pub(crate) fn dir(&self) -> Option<Arc<OwnedFd>> {
+    pub(crate) fn dir(&self) -> Option<Arc<safedir::Dir>> {
         if self.removed.load(Ordering::Acquire) {
             return None;
         }
@@ -468,9 +465,9 @@ impl Drop for ReplayStore {
 #[derive(Debug)]
 struct OwnDir {
     /// The verified replay dir, to remove `name` from at the end.
-    base: OwnedFd,
+    base: safedir::Dir,
     name: String,
-    fd: Arc<OwnedFd>,
+    fd: Arc<safedir::Dir>,
     /// The owner record, flock-ed for the daemon's lifetime: the lock is
     /// what tells a later daemon this directory is live.
     _owner: std::fs::File,
@@ -517,9 +514,8 @@ fn prepare(base: &Path) -> std::io::Result<OwnDir> {
     // A file system without locks (NFS mounted `nolock`: ENOLCK) fails
     // this; the directory is still usable, and a sweeper, which cannot
     // take the lock either, leaves it alone.
-    // SAFETY: flock on a descriptor this function owns.
-    unsafe { libc::flock(owner.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    std::io::Write::write_all(&mut owner, host_name().as_bytes())?;
+    crate::sys::os::try_lock(&owner);
+    std::io::Write::write_all(&mut owner, crate::sys::os::host_name().as_bytes())?;
     Ok(OwnDir {
         base: base_fd,
         name,
@@ -532,29 +528,17 @@ fn prepare(base: &Path) -> std::io::Result<OwnDir> {
 /// made it, flock-ed by that daemon for as long as it runs.
 const OWNER_FILE: &str = "node";
 
-fn host_name() -> String {
-    let mut name = [0u8; 256];
-    // SAFETY: the buffer is writable for its whole length.
-    let rc = unsafe { libc::gethostname(name.as_mut_ptr().cast(), name.len()) };
-    let len = name.iter().position(|&b| b == 0).unwrap_or(name.len());
-    if rc == 0 {
-        String::from_utf8_lossy(&name[..len]).into_owned()
-    } else {
-        String::new()
-    }
-}
-
 /// Removes `daemon-*` directories that are provably stale: their owner
 /// record names this host and nobody holds its lock (locks die with their
 /// process, whatever killed it, and across a reboot). A directory of
 /// another host (a replay dir on a shared home, where a live daemon's lock
 /// may not be visible from here), one whose record is held, and one
 /// without a record are never touched.
-fn sweep_stale(base: &OwnedFd, base_path: &Path) {
+fn sweep_stale(base: &safedir::Dir, base_path: &Path) {
     let Ok(names) = safedir::read_names(base) else {
         return;
     };
-    let here = host_name();
+    let here = crate::sys::os::host_name();
     if here.is_empty() {
         return;
     }
@@ -582,12 +566,11 @@ fn sweep_stale(base: &OwnedFd, base_path: &Path) {
         {
             continue;
         }
-        // SAFETY: flock on a descriptor this loop owns; closing it drops
-        // the lock again.
-        if unsafe { libc::flock(record.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        // Closing the record drops the lock again.
+        if !crate::sys::os::try_lock(&record) {
             continue; // Its daemon is alive.
         }
-        let shown = base_path.join(std::ffi::OsStr::from_bytes(&name));
+        let shown = base_path.join(String::from_utf8_lossy(&name).as_ref());
         match safedir::remove_flat_dir_in(base, &name) {
             Ok(()) => crate::log_info!("[replay] removed stale replay directory {}", shown.display()),
             Err(e) => crate::log_warn!("[replay] cannot remove stale {}: {}", shown.display(), e),

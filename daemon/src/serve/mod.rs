@@ -1,8 +1,8 @@
 //! The serving layer: the daemon's shared state, the way from a request
 //! line to its reply, one connection's reader and writer, and the accept
 //! loop with what runs beside it. Inside the folder the files import in
-//! one direction only, {`admission`, `connlog`, `peertable`, `wirelog`, `wireredact`} ← `state` ←
-//! `dispatch` ← `connection` ← {`server`, `orphan`, `idle`, `metrics_http`,
+//! one direction only, {`admission`, `connlog`, `peertable`, `wirelog`, `wireredact`, `listener`} ← `state` ←
+//! `dispatch` ← `connection` ← {`server`, `socket`, `orphan`, `idle`, `metrics_http`,
 //! `shellenv`}: `daemon/tests/it/layers.rs` (`INNER`) fails on an import
 //! that reaches up this order, and
 //! `daemon/tests/it/import_circles.rs` keeps each rank free of circles.
@@ -17,7 +17,9 @@
 //! | [`state`] | daemon-wide state shared by connections and handlers |
 //! | [`dispatch`] | the reader's one way in (`on_line`): quick, instant or task; params gate, dispatch by method, panic isolation |
 //! | [`connection`] | one client: line reader and its bounds, request tasks, ordered writer |
-//! | [`server`] | the owner-only socket, the accept loop |
+//! | [`listener`] | what the accept loop asks of a listener and of a connection it accepted |
+//! | [`server`] | the accept loop and the teardown |
+//! | [`socket`] | the owner-only socket (Windows: also the named pipe of `-listen-pipe` and `rpc.pipe`) |
 //! | [`orphan`] | shutting down once the socket path leads elsewhere |
 //! | [`idle`] | `idle-exit-min`: shutting down after a time with no client and no process |
 //! | [`metrics_http`] | the `-metrics-addr` HTTP endpoint |
@@ -28,31 +30,21 @@ pub(crate) mod connection;
 pub(crate) mod connlog;
 pub(crate) mod dispatch;
 pub(crate) mod idle;
-#[cfg(unix)]
+pub(crate) mod listener;
 pub(crate) mod metrics_http;
-#[cfg(windows)]
-#[path = "windows/metrics_http.rs"]
-pub(crate) mod metrics_http;
-#[cfg(unix)]
-pub(crate) mod orphan;
-#[cfg(windows)]
-#[path = "windows/orphan.rs"]
 pub(crate) mod orphan;
 pub(crate) mod peertable;
-#[cfg(unix)]
-pub(crate) mod server;
-#[cfg(windows)]
-#[path = "windows/server.rs"]
 pub(crate) mod server;
 #[cfg(unix)]
 pub(crate) mod shellenv;
 #[cfg(windows)]
 #[path = "windows/shellenv.rs"]
 pub(crate) mod shellenv;
-pub(crate) mod state;
 #[cfg(unix)]
-pub(crate) mod wirelog;
+pub(crate) mod socket;
 #[cfg(windows)]
-#[path = "windows/wirelog.rs"]
+#[path = "windows/socket.rs"]
+pub(crate) mod socket;
+pub(crate) mod state;
 pub(crate) mod wirelog;
 pub(crate) mod wireredact;

@@ -21,7 +21,6 @@
 //! at start; without it the reference's periods apply.
 
 use crate::serve::state::Daemon;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -76,7 +75,7 @@ impl Timers {
 
 /// Device and inode of the socket file at `path`.
 pub(crate) fn identity(path: &Path) -> Option<(u64, u64)> {
-    std::fs::symlink_metadata(path).ok().map(|m| (m.dev(), m.ino()))
+    crate::sys::os::path_identity(path)
 }
 
 /// Runs the check until shutdown. A no-op when the bound socket's
@@ -107,7 +106,7 @@ pub(crate) async fn watch(daemon: Arc<Daemon>, bound: Option<(u64, u64)>, timers
         if since.elapsed() < timers.grace {
             continue;
         }
-        if reaches_self(&path).await {
+        if crate::serve::socket::reaches_self(&path).await {
             orphaned_since = None;
             failed_probes = 0;
             continue;
@@ -122,38 +121,5 @@ pub(crate) async fn watch(daemon: Arc<Daemon>, bound: Option<(u64, u64)>, timers
             daemon.shutdown.trigger();
             return;
         }
-    }
-}
-
-/// Whether dialling `path` reaches this very process.
-async fn reaches_self(path: &Path) -> bool {
-    let dial = tokio::time::timeout(Duration::from_secs(5), tokio::net::UnixStream::connect(path));
-    match dial.await {
-        Ok(Ok(stream)) => stream
-            .peer_cred()
-            .ok()
-            .and_then(|c| c.pid())
-            .is_some_and(|pid| pid as u32 == std::process::id()),
-        _ => false,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn timers_parse_and_default() {
-        assert_eq!(
-            Timers::parse("50,200"),
-            Some(Timers {
-                check: Duration::from_millis(50),
-                grace: Duration::from_millis(200)
-            })
-        );
-        assert_eq!(Timers::parse("0,5"), None);
-        assert_eq!(Timers::parse("x"), None);
-        assert_eq!(Timers::default().check, Duration::from_secs(60));
-        assert_eq!(Timers::default().grace, Duration::from_secs(600));
     }
 }

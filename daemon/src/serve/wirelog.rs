@@ -32,8 +32,6 @@
 use crate::serve::wireredact::{Direction, Origin, Rules};
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::OwnedFd;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
@@ -82,7 +80,7 @@ impl WireTap {
     pub(crate) fn open(path: &Path, rules: Rules) -> Result<std::sync::Arc<WireTap>, String> {
         let (dir_path, name) = split(path)?;
         let dir = crate::base::safedir::open_private_dir(&dir_path).map_err(|e| e.to_string())?;
-        let shown = dir.path.join(std::ffi::OsStr::from_bytes(&name));
+        let shown = dir.path.join(path.file_name().unwrap_or_default());
         let file = open_log(&dir.fd, &name).map_err(|e| format!("{}: {e}", shown.display()))?;
         let size = file.metadata().map(|m| m.len()).unwrap_or(0);
         let cap = std::env::var(TEST_CAP_ENV)
@@ -179,7 +177,7 @@ impl WireTap {
 
 /// The file being written and how to rotate it.
 struct Sink {
-    dir: OwnedFd,
+    dir: crate::base::safedir::Dir,
     name: Vec<u8>,
     file: File,
     size: u64,
@@ -228,7 +226,7 @@ fn split(path: &Path) -> Result<(PathBuf, Vec<u8>), String> {
         return Err(format!("{shown}: not an absolute path"));
     }
     let name = match path.file_name() {
-        Some(name) if name != ".." => name.as_bytes().to_vec(),
+        Some(name) if name != ".." => name.as_encoded_bytes().to_vec(),
         _ => return Err(format!("{shown}: does not name a file")),
     };
     let dir = path
@@ -240,8 +238,7 @@ fn split(path: &Path) -> Result<(PathBuf, Vec<u8>), String> {
 
 /// Opens (creating `0600`) the log `name` in `dir` for append: not through
 /// a link, a regular file of ours, narrowed to `0600` if it was wider.
-fn open_log(dir: &OwnedFd, name: &[u8]) -> Result<File, String> {
-    use std::os::unix::fs::PermissionsExt;
+fn open_log(dir: &crate::base::safedir::Dir, name: &[u8]) -> Result<File, String> {
     let file = crate::base::safedir::open_file_at(dir, name, libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND, 0o600)
         .map_err(|e| match e.raw_os_error() {
             Some(libc::ELOOP) => "is a symbolic link (the wire log is never written through one)".to_string(),
@@ -250,18 +247,14 @@ fn open_log(dir: &OwnedFd, name: &[u8]) -> Result<File, String> {
     if !crate::base::safedir::is_own_regular(&file) {
         return Err("is not a regular file of this user".to_string());
     }
-    let mode = file.metadata().map(|m| m.permissions().mode()).unwrap_or(0);
-    if mode & 0o077 != 0 {
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))
-            .map_err(|e| format!("cannot make it 0600: {}", crate::base::goerr::io_text(&e)))?;
-    }
+    crate::sys::os::keep_owner_only(&file)
+        .map_err(|e| format!("cannot make it 0600: {}", crate::base::goerr::io_text(&e)))?;
     Ok(file)
 }
 
 /// Device and inode of an open file.
 fn identity_of(file: &File) -> Option<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    file.metadata().ok().map(|m| (m.dev(), m.ino()))
+    crate::sys::os::file_identity(file)
 }
 
 fn now_micros() -> i64 {

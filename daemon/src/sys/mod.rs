@@ -17,6 +17,7 @@
 //! | `openat` (Windows) | opening, renaming, deleting and listing relative to a directory handle, links not followed (`NtCreateFile` with a root) |
 //! | [`os`] | peer pid, liveness, mount id, own executable, fd listing, pipe2, errno/readdir, CSPRNG, platform signal sets, glibc malloc tuning |
 //! | `dial` (Windows) | the client ends `-bridge` and `-stop` dial: AF_UNIX through Winsock, the named pipe with overlapped I/O |
+//! | `afunix` (Windows) | the AF_UNIX listener through Winsock (Windows 10 1803+), a socket accepted as a `TcpStream` |
 //! | `pipe` (Windows) | the named-pipe listener of `-listen-pipe`: owner-only DACL, remote clients rejected |
 //! | [`process`] | signal names, group kill, exit observed without reaping (pidfd / kqueue), a hold on a process its pid cannot outlive (`PidRef`: pidfd / start time) |
 
@@ -24,11 +25,14 @@
 #[path = "windows/acl.rs"]
 pub(crate) mod acl;
 #[cfg(windows)]
-#[path = "windows/openat.rs"]
-pub(crate) mod openat;
+#[path = "windows/afunix.rs"]
+pub(crate) mod afunix;
 #[cfg(windows)]
 #[path = "windows/dial.rs"]
 pub(crate) mod dial;
+#[cfg(windows)]
+#[path = "windows/openat.rs"]
+pub(crate) mod openat;
 #[cfg(unix)]
 pub(crate) mod os;
 #[cfg(windows)]

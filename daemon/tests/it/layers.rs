@@ -42,15 +42,17 @@ const INNER: &[(&str, &[&[&str]])] = &[
             // them), with the log lines such connections may cost and the
             // books admission keeps.
             // The wire log and how it cleans frames.
-            &["admission", "connlog", "peertable", "wirelog", "wireredact"],
+            // What the accept loop asks of its listeners.
+            &["admission", "connlog", "peertable", "wirelog", "wireredact", "listener"],
             // Daemon-wide state, shared by all that follows.
             &["state"],
             // A request line to its reply.
             &["dispatch"],
             // One client: reader and writer.
             &["connection"],
-            // The accept loop, and what runs beside it from the entry layer.
-            &["server", "orphan", "idle", "metrics_http", "shellenv"],
+            // The accept loop and its listeners (the socket; on Windows also
+            // the named pipe), and what runs beside it from the entry layer.
+            &["server", "socket", "orphan", "idle", "metrics_http", "shellenv"],
         ],
     ),
     (
@@ -63,8 +65,9 @@ const INNER: &[(&str, &[&[&str]])] = &[
             // What runs beside a child: its pumps, its supervisor, the
             // retention sweeper.
             &["pumps", "supervise", "retention"],
-            // Checking and starting one child, which wires all of the above.
-            &["spawn"],
+            // Checking and starting one child, which wires all of the above,
+            // and the OS's part of the start.
+            &["spawn", "launch"],
             // The registry: when a spawn may start, id reuse, teardown.
             &["registry"],
         ],

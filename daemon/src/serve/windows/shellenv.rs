@@ -1,5 +1,10 @@
-//! The Windows stand-in for `serve::shellenv`, which is Unix-only (issue 43). It is
-//! mounted in place of the Unix module on Windows (the parent's
-//! `#[cfg(windows)] #[path]` line) and is to expose the same names with
-//! the Windows behaviour, so no module above it holds a platform `cfg`.
-//! Empty so far: the Windows build does not type-check yet.
+//! The Windows half of `serve::shellenv`: no login-shell PATH extraction.
+//! Windows has no login shell whose profile sets PATH; children get the
+//! daemon's own environment, as the reference's `shellenv_windows.go`
+//! gives them.
+
+use crate::serve::state::Daemon;
+use std::sync::Arc;
+
+/// Nothing to extract on Windows: children keep the daemon's PATH.
+pub(crate) fn spawn(_daemon: Arc<Daemon>) {}

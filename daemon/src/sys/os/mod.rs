@@ -185,3 +185,118 @@ pub(crate) fn account_home() -> Option<std::path::PathBuf> {
         _ => None,
     }
 }
+
+/// Takes the exclusive advisory lock of `file` without waiting
+/// (`flock(LOCK_EX | LOCK_NB)`); whether it was taken. Closing the file
+/// releases it, as does the death of the process.
+pub(crate) fn try_lock(file: &std::fs::File) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a descriptor the caller holds open.
+    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+}
+
+/// This host's name (`gethostname`), empty when it cannot be read.
+pub(crate) fn host_name() -> String {
+    let mut name = [0u8; 256];
+    // SAFETY: the buffer is writable for its whole length.
+    let rc = unsafe { libc::gethostname(name.as_mut_ptr().cast(), name.len()) };
+    let len = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+    if rc == 0 {
+        String::from_utf8_lossy(&name[..len]).into_owned()
+    } else {
+        String::new()
+    }
+}
+
+/// The process's effective uid.
+pub(crate) fn effective_uid() -> u32 {
+    // SAFETY: geteuid cannot fail and touches no memory.
+    unsafe { libc::geteuid() }
+}
+
+/// Device and inode of an open file: what tells whether a name still
+/// names it.
+pub(crate) fn file_identity(file: &std::fs::File) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    file.metadata().ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// Narrows an open file of ours to `0600` when its mode lets anyone else
+/// in; an error says why it could not be.
+pub(crate) fn keep_owner_only(file: &std::fs::File) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = file.metadata().map(|m| m.permissions().mode()).unwrap_or(0);
+    if mode & 0o077 != 0 {
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(())
+}
+
+/// Opens `path` for reading without blocking on its kind (a FIFO without
+/// a writer, a device: `O_NONBLOCK`), following symlinks.
+pub(crate) fn open_nonblocking(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+}
+
+/// Opens the directory `path` to check it can be listed: a file of any
+/// other kind fails with `ENOTDIR` (`O_DIRECTORY`) before its permissions
+/// are looked at, and a FIFO is refused without waiting for a writer.
+pub(crate) fn open_dir_nonblocking(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NONBLOCK)
+        .open(path)
+}
+
+/// The `st_mode` of `meta` (type and permission bits).
+pub(crate) fn st_mode(meta: &std::fs::Metadata) -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    meta.mode()
+}
+
+/// Whether `meta` is the system's null device itself (by identity:
+/// another node with the same device numbers is not).
+pub(crate) fn is_null_device(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/dev/null").is_ok_and(|null| null.dev() == meta.dev() && null.ino() == meta.ino())
+}
+
+/// The separator of the entries of `PATH`.
+pub(crate) const PATH_LIST_SEPARATOR: u8 = b':';
+
+/// Whether this process may execute `path`: `faccessat(X_OK, AT_EACCESS)`,
+/// with the error it gives (`EINVAL` for a path holding a NUL).
+pub(crate) fn may_execute(path: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: plain syscall on a NUL-terminated path.
+    if unsafe { libc::faccessat(libc::AT_FDCWD, c_path.as_ptr(), libc::X_OK, libc::AT_EACCESS) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Device and inode of the file at `path`, not followed: what tells
+/// whether the path still names the file bound or created there.
+pub(crate) fn path_identity(path: &std::path::Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// Reads one byte from descriptor `fd` into `byte`: how many were read
+/// (0 at EOF). A descriptor out of range is `EBADF`.
+pub(crate) fn read_fd_byte(fd: i64, byte: &mut u8) -> std::io::Result<usize> {
+    let raw = i32::try_from(fd).map_err(|_| std::io::Error::from_raw_os_error(libc::EBADF))?;
+    // SAFETY: reads at most one byte into `byte`; `raw` is only read.
+    let n = unsafe { libc::read(raw, (byte as *mut u8).cast(), 1) };
+    usize::try_from(n).map_err(|_| std::io::Error::last_os_error())
+}
+
+/// The characters that make a command name a path (no `PATH` lookup).
+pub(crate) const PATH_SEPARATORS: &[char] = &['/'];

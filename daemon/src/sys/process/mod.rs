@@ -49,6 +49,11 @@ pub(crate) use platform::{resize_pipe, run_spawner, signal_name, spawn_via_helpe
 /// how many run.
 pub(crate) const SPAWNER_FLAG: &str = "--spawner";
 
+/// The signal that ends a child at once.
+pub(crate) const SIGKILL: i32 = libc::SIGKILL;
+/// The signal that asks a child to stop.
+pub(crate) const SIGTERM: i32 = libc::SIGTERM;
+
 /// What one spawn through the helper asks for. Every string is free of
 /// NUL bytes (the caller checks; a NUL is refused with `EINVAL`).
 // Read only by the Linux spawner: macOS starts children itself.

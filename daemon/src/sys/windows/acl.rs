@@ -205,6 +205,8 @@ pub(crate) struct Ace {
 pub(crate) struct Security {
     pub owner: Sid,
     /// Whether the DACL is protected (inherits nothing from the parent).
+    /// Read by the tests (the owner-only check).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub protected: bool,
     /// `None`: no DACL at all, which grants everyone everything.
     pub dacl: Option<Vec<Ace>>,

@@ -4,6 +4,10 @@
 //! sets, mount ids, glibc tuning) is not here: the modules that ask for
 //! it are Unix-only and have Windows stand-ins of their own.
 
+// Some answers wait for their Windows callers (`-stop`, the log's cap,
+// the managed launcher: issue 43).
+#![allow(dead_code)]
+
 use std::io;
 use std::path::PathBuf;
 use windows_sys::Win32::Foundation::{CloseHandle, STILL_ACTIVE};
@@ -163,3 +167,150 @@ pub(crate) fn account_home() -> Option<PathBuf> {
         .filter(|h| !h.is_empty())
         .map(PathBuf::from)
 }
+
+/// Takes the exclusive lock of `file` without waiting (`LockFileEx` over
+/// the whole file, through std); whether it was taken. Closing the file
+/// releases it, as does the death of the process.
+pub(crate) fn try_lock(file: &std::fs::File) -> bool {
+    file.try_lock().is_ok()
+}
+
+/// This host's name (`%COMPUTERNAME%`), empty when unset.
+pub(crate) fn host_name() -> String {
+    std::env::var("COMPUTERNAME").unwrap_or_default()
+}
+
+/// No uid on Windows: accounts are SIDs, and the ownership checks that
+/// compare uids are the DACL checks of `base/windows/safedir.rs`. 0 keeps
+/// the names derived from it (`remora-<uid>`) stable.
+pub(crate) fn effective_uid() -> u32 {
+    0
+}
+
+/// Volume serial number and file index of an open file
+/// (`GetFileInformationByHandle`): what tells whether a name still names
+/// it.
+pub(crate) fn file_identity(file: &std::fs::File) -> Option<(u64, u64)> {
+    use std::os::windows::io::AsRawHandle;
+    use windows_sys::Win32::Storage::FileSystem::{GetFileInformationByHandle, BY_HANDLE_FILE_INFORMATION};
+    // SAFETY: an all-zero value is valid for this plain C struct.
+    let mut info: BY_HANDLE_FILE_INFORMATION = unsafe { std::mem::zeroed() };
+    // SAFETY: the handle is open for the call; `info` is a valid out-pointer.
+    if unsafe { GetFileInformationByHandle(file.as_raw_handle(), &mut info) } == 0 {
+        return None;
+    }
+    let index = (u64::from(info.nFileIndexHigh) << 32) | u64::from(info.nFileIndexLow);
+    Some((u64::from(info.dwVolumeSerialNumber), index))
+}
+
+/// Nothing to do: there are no mode bits, and a file is created with the
+/// owner-only DACL of the directory handle it was opened through
+/// (`base/windows/safedir.rs`).
+pub(crate) fn keep_owner_only(_file: &std::fs::File) -> io::Result<()> {
+    Ok(())
+}
+
+/// Opens `path` for reading. Nothing blocks an open on Windows the way a
+/// FIFO does on Unix, so this is a plain open.
+pub(crate) fn open_nonblocking(path: &std::path::Path) -> io::Result<std::fs::File> {
+    std::fs::File::open(path)
+}
+
+/// Checks that `path` is a directory that can be listed, as the Unix
+/// `O_DIRECTORY` open does: another kind of file fails with
+/// `ERROR_DIRECTORY` ("The directory name is invalid."). Returns the
+/// directory opened with `FILE_FLAG_BACKUP_SEMANTICS` (how Windows opens a
+/// directory as a file).
+pub(crate) fn open_dir_nonblocking(path: &std::path::Path) -> io::Result<std::fs::File> {
+    use std::os::windows::fs::OpenOptionsExt;
+    use windows_sys::Win32::Storage::FileSystem::FILE_FLAG_BACKUP_SEMANTICS;
+    const ERROR_DIRECTORY: i32 = 267;
+    if !std::fs::metadata(path)?.is_dir() {
+        return Err(io::Error::from_raw_os_error(ERROR_DIRECTORY));
+    }
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(FILE_FLAG_BACKUP_SEMANTICS)
+        .open(path)
+}
+
+/// The `st_mode` Go's `os.Stat` gives on Windows: a directory is `0777`,
+/// a file `0666`, or `0444` when read-only; with the Unix type bits.
+pub(crate) fn st_mode(meta: &std::fs::Metadata) -> u32 {
+    const S_IFDIR: u32 = 0o040000;
+    const S_IFREG: u32 = 0o100000;
+    if meta.is_dir() {
+        S_IFDIR | 0o777
+    } else if meta.permissions().readonly() {
+        S_IFREG | 0o444
+    } else {
+        S_IFREG | 0o666
+    }
+}
+
+/// Never: Windows's null device (`NUL`) is not a file a stat returns.
+pub(crate) fn is_null_device(_meta: &std::fs::Metadata) -> bool {
+    false
+}
+
+/// The separator of the entries of `PATH`.
+pub(crate) const PATH_LIST_SEPARATOR: u8 = b';';
+
+/// Whether this process may execute `path`: Windows has no execute bit
+/// (what runs is decided by the extension), so any file that exists may.
+pub(crate) fn may_execute(path: &std::path::Path) -> io::Result<()> {
+    std::fs::metadata(path).map(|_| ())
+}
+
+/// Volume serial number and file index of the file at `path`, not
+/// followed (a reparse point, as an AF_UNIX socket file is, is opened
+/// itself): what tells whether the path still names the file bound or
+/// created there.
+pub(crate) fn path_identity(path: &std::path::Path) -> Option<(u64, u64)> {
+    use std::os::windows::fs::OpenOptionsExt;
+    use windows_sys::Win32::Storage::FileSystem::{FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT};
+    let file = std::fs::OpenOptions::new()
+        .access_mode(0)
+        .custom_flags(FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT)
+        .open(path)
+        .ok()?;
+    file_identity(&file)
+}
+
+/// Reads one byte from "descriptor" `fd` into `byte`: how many were read
+/// (0 at EOF, as a closed pipe ends). Windows has C runtime descriptors
+/// only for the standard handles: 0 is stdin (the handle a launcher is
+/// given its token on); any other number is `ERROR_INVALID_HANDLE`.
+/// Read straight from the handle (std's stdin is buffered), so nothing
+/// past the token's line is taken from a shared handle.
+pub(crate) fn read_fd_byte(fd: i64, byte: &mut u8) -> io::Result<usize> {
+    use windows_sys::Win32::Storage::FileSystem::ReadFile;
+    use windows_sys::Win32::System::Console::{GetStdHandle, STD_INPUT_HANDLE};
+    const ERROR_INVALID_HANDLE: i32 = 6;
+    const ERROR_BROKEN_PIPE: i32 = 109;
+    if fd != 0 {
+        return Err(io::Error::from_raw_os_error(ERROR_INVALID_HANDLE));
+    }
+    // SAFETY: GetStdHandle takes no pointers.
+    let handle = unsafe { GetStdHandle(STD_INPUT_HANDLE) };
+    if handle.is_null() || handle == windows_sys::Win32::Foundation::INVALID_HANDLE_VALUE {
+        return Err(io::Error::from_raw_os_error(ERROR_INVALID_HANDLE));
+    }
+    let mut read = 0u32;
+    // SAFETY: reads at most one byte into `byte`; `read` is a valid
+    // out-pointer; no OVERLAPPED (a synchronous read).
+    let ok = unsafe { ReadFile(handle, byte as *mut u8, 1, &mut read, std::ptr::null_mut()) };
+    if ok == 0 {
+        let e = io::Error::last_os_error();
+        return if e.raw_os_error() == Some(ERROR_BROKEN_PIPE) {
+            Ok(0)
+        } else {
+            Err(e)
+        };
+    }
+    Ok(read as usize)
+}
+
+/// The characters that make a command name a path (no `PATH` lookup),
+/// as Go's `exec.LookPath` on Windows takes them.
+pub(crate) const PATH_SEPARATORS: &[char] = &['/', '\\', ':'];

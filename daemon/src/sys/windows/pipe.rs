@@ -75,3 +75,36 @@ impl PipeListener {
         Ok(std::mem::replace(&mut self.next, fresh))
     }
 }
+
+/// The pid of the client connected to `pipe`
+/// (`GetNamedPipeClientProcessId`).
+pub(crate) fn client_pid(pipe: &NamedPipeServer) -> Option<i32> {
+    use std::os::windows::io::AsRawHandle;
+    use windows_sys::Win32::System::Pipes::GetNamedPipeClientProcessId;
+    let mut pid = 0u32;
+    // SAFETY: the handle is open for the call; `pid` is a valid out-pointer.
+    let ok = unsafe { GetNamedPipeClientProcessId(pipe.as_raw_handle(), &mut pid) } != 0;
+    ok.then(|| i32::try_from(pid).ok()).flatten()
+}
+
+/// Whether the client already wrote a whole line within the first
+/// `head.len()` bytes, without taking them (`PeekNamedPipe`).
+pub(crate) fn has_a_line_waiting(pipe: &NamedPipeServer, head: &mut [u8]) -> bool {
+    use std::os::windows::io::AsRawHandle;
+    use windows_sys::Win32::System::Pipes::PeekNamedPipe;
+    let len = u32::try_from(head.len()).unwrap_or(u32::MAX);
+    let mut read = 0u32;
+    // SAFETY: PeekNamedPipe writes at most `len` bytes into `head`; the
+    // other out-pointers are valid or null.
+    let ok = unsafe {
+        PeekNamedPipe(
+            pipe.as_raw_handle(),
+            head.as_mut_ptr().cast(),
+            len,
+            &mut read,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+        )
+    } != 0;
+    ok && head[..(read as usize).min(head.len())].contains(&b'\n')
+}

@@ -138,6 +138,7 @@ impl JobChild {
 
     /// Whether the child exits within `limit`, blocking the caller up to
     /// that long (the caller is a blocking path, as on Unix).
+    #[allow(dead_code)] // with `sys::process::exited_within`
     pub(crate) fn exited_within(&self, limit: std::time::Duration) -> bool {
         let millis = u32::try_from(limit.as_millis()).unwrap_or(INFINITE - 1);
         matches!(self.exit_within_ms(millis), Ok(Some(_)))
