@@ -41,8 +41,16 @@ const INNER: &[(&str, &[&[&str]])] = &[
             // The connection cap and the unauthenticated bounds (state holds
             // them), with the log lines such connections may cost and the
             // books admission keeps.
-            // The wire log and how it cleans frames.
-            &["admission", "connlog", "peertable", "wirelog", "wireredact"],
+            // The wire log and how it cleans frames. The logs a writer
+            // follows.
+            &[
+                "admission",
+                "connlog",
+                "following",
+                "peertable",
+                "wirelog",
+                "wireredact",
+            ],
             // Daemon-wide state, shared by all that follows.
             &["state"],
             // A request line to its reply.
