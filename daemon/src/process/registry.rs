@@ -68,6 +68,13 @@ pub(crate) struct Supervision {
 pub(crate) struct ProcessManager {
     pub(super) table: Arc<Table>,
     pub(super) sessions: session::SessionLocks,
+    /// Held across a child's launch (the fork/exec round trip and its
+    /// record, blocking calls): one launch at a time, waited for
+    /// asynchronously. The spawner serialises launches anyway; without
+    /// this, a burst of pipelined spawns put every runtime worker to
+    /// sleep on its lock, and a ping on another connection waited for a
+    /// free worker (issue 45).
+    pub(super) launching: tokio::sync::Mutex<()>,
     /// Set by a `-keep-children` shutdown: the backstop in `Drop` must not
     /// kill what the operator asked to keep.
     pub(super) keep: AtomicBool,
@@ -95,6 +102,7 @@ impl ProcessManager {
         ProcessManager {
             table: Arc::default(),
             sessions: session::SessionLocks::default(),
+            launching: tokio::sync::Mutex::new(()),
             keep: AtomicBool::new(false),
             sweeper: retention::Sweeper::default(),
             login_path: OnceLock::new(),
@@ -150,7 +158,7 @@ impl ProcessManager {
     pub(crate) async fn spawn(&self, spec: &SpawnSpec<'_>) -> Result<Arc<ManagedProcess>, SpawnError> {
         let prepared = spawn::prepare(spec, self.login_path.get().map(String::as_str), &self.agent).await?;
         let Some(key) = session::key_of(spec.args) else {
-            return self.start(prepared, None);
+            return self.start(prepared, None).await;
         };
         let _serial = self.sessions.lock(&key).await;
         self.supersede(&key, spec.id).await;
@@ -158,14 +166,21 @@ impl ProcessManager {
             // Teardown may already have run: a child started now would leak.
             return Err(SpawnError::ShuttingDown);
         }
-        self.start(prepared, Some(key))
+        self.start(prepared, Some(key)).await
     }
 
     /// Starts a prepared child, the retention sweeper with the first one,
     /// and registers it.
-    fn start(&self, prepared: spawn::Prepared<'_>, session: Option<String>) -> Result<Arc<ManagedProcess>, SpawnError> {
+    async fn start(
+        &self,
+        prepared: spawn::Prepared<'_>,
+        session: Option<String>,
+    ) -> Result<Arc<ManagedProcess>, SpawnError> {
         let id = prepared.id().to_string();
-        let process = spawn::start(prepared, session, &self.deps.replay, &self.deps.metrics)?;
+        let process = {
+            let _one_launch = self.launching.lock().await;
+            spawn::start(prepared, session, &self.deps.replay, &self.deps.metrics)?
+        };
         self.sweeper.start_once(
             &self.table,
             self.deps.retention,

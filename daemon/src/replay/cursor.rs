@@ -95,6 +95,14 @@ impl Cursor {
         self.log.is_detached() || (self.log.has_exited() && self.after >= self.log.last_seq())
     }
 
+    /// Whether frames up to seq `upto` are waiting that a [`Cursor::fill`]
+    /// has not written yet (one stopped by its budget or at the end of a
+    /// disk batch). The writer visits such a log again without a wake:
+    /// the frames were appended before it looked.
+    pub(crate) fn has_more(&self, upto: u64) -> bool {
+        !self.log.is_detached() && self.after < upto.min(self.log.last_seq())
+    }
+
     /// Appends the wire lines of the frames after the position, up to seq
     /// `upto`, to `out`, stopping once about `budget` raw bytes were taken:
     /// from RAM while the cursor is inside the hot tail, else one disk

@@ -7,8 +7,8 @@
 //! appending the next one never interleave: a replaced follower never sees
 //! a frame past the seq it was cut at. Nothing here reads frames.
 
+use super::ready::ReadyWake;
 use std::sync::Arc;
-use tokio::sync::Notify;
 
 /// Tells a connection that another connection reattached a process it
 /// followed (reference `90fca6e6`: the replaced connection is closed).
@@ -44,7 +44,8 @@ pub(crate) struct Replaced {
 struct Follower {
     /// The id its owner picked (a connection's id).
     id: u64,
-    wake: Arc<Notify>,
+    /// Queues the log on the follower's ready list ([`super::ready`]).
+    wake: ReadyWake,
     /// The newest seq this follower may still deliver: `u64::MAX` while
     /// it owns the stream, the reattach's `lastSeq` once another
     /// connection took the process over ([`Followers::cut_at`]).
@@ -62,10 +63,12 @@ pub(crate) struct Followers {
 }
 
 impl Followers {
-    /// Wakes every follower (a frame was appended).
+    /// Wakes every follower (a frame was appended): the log goes on each
+    /// follower's ready list, once however many frames come before it
+    /// looks.
     pub(crate) fn wake_all(&self) {
         for f in &self.list {
-            f.wake.notify_one();
+            f.wake.wake();
         }
     }
 
@@ -82,7 +85,7 @@ impl Followers {
     /// (Connections use [`Followers::follow_exclusively`]; this plain
     /// registration is for the log's own tests.)
     #[cfg(test)]
-    pub(crate) fn subscribe(&mut self, follower: u64, wake: Arc<Notify>) -> bool {
+    pub(crate) fn subscribe(&mut self, follower: u64, wake: ReadyWake) -> bool {
         if self.detached {
             return false;
         }
@@ -121,7 +124,7 @@ impl Followers {
     pub(crate) fn follow_exclusively(
         &mut self,
         follower: u64,
-        wake: Arc<Notify>,
+        wake: ReadyWake,
         handoff: Handoff,
         process_id: &str,
     ) -> bool {
@@ -132,6 +135,7 @@ impl Followers {
         match self.list.iter_mut().find(|f| f.id == follower) {
             Some(f) => {
                 f.limit = u64::MAX;
+                f.wake = wake;
                 f.handoff = Some(handoff);
             }
             None => self.list.push(Follower {
@@ -168,7 +172,7 @@ impl Followers {
     pub(crate) fn detach_all(&mut self) {
         self.detached = true;
         for f in self.list.drain(..) {
-            f.wake.notify_one();
+            f.wake.wake();
         }
     }
 
@@ -182,6 +186,11 @@ impl Followers {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::replay::ready::ReadyList;
+
+    fn a_wake() -> ReadyWake {
+        ReadyWake::new(&ReadyList::new(), 1)
+    }
 
     fn handoff() -> Handoff {
         HandoffSlot::new("connection 2".to_string())
@@ -190,7 +199,7 @@ mod tests {
     #[test]
     fn a_cut_holds_until_the_follower_takes_the_stream_back() {
         let mut followers = Followers::default();
-        let wake = Arc::new(Notify::new());
+        let wake = a_wake();
         assert!(followers.follow_exclusively(1, wake.clone(), handoff(), "p"));
         assert_eq!(followers.limit_for(1), u64::MAX);
         followers.cut_at(5);
@@ -207,9 +216,9 @@ mod tests {
         let mut followers = Followers::default();
         let first = handoff();
         let mut replaced = first.replaced.subscribe();
-        assert!(followers.follow_exclusively(1, Arc::new(Notify::new()), first.clone(), "p<1>"));
+        assert!(followers.follow_exclusively(1, a_wake(), first.clone(), "p<1>"));
         assert!(!replaced.has_changed().unwrap());
-        assert!(followers.follow_exclusively(2, Arc::new(Notify::new()), handoff(), "p<1>"));
+        assert!(followers.follow_exclusively(2, a_wake(), handoff(), "p<1>"));
         let taken = |process: &str| {
             Some(Replaced {
                 process: process.to_string(),
@@ -217,7 +226,7 @@ mod tests {
             })
         };
         assert_eq!(*replaced.borrow_and_update(), taken("p<1>"));
-        assert!(followers.follow_exclusively(3, Arc::new(Notify::new()), handoff(), "other"));
+        assert!(followers.follow_exclusively(3, a_wake(), handoff(), "other"));
         assert!(!replaced.has_changed().unwrap(), "the first replacement is kept");
         assert_eq!(*first.replaced.borrow(), taken("p<1>"));
     }
@@ -225,7 +234,7 @@ mod tests {
     #[test]
     fn a_detached_log_takes_no_followers() {
         let mut followers = Followers::default();
-        let wake = Arc::new(Notify::new());
+        let wake = a_wake();
         assert!(followers.subscribe(7, wake.clone()));
         followers.detach_all();
         assert!(followers.is_detached() && followers.is_empty());

@@ -1,7 +1,7 @@
 //! The serving layer: the daemon's shared state, the way from a request
 //! line to its reply, one connection's reader and writer, and the accept
 //! loop with what runs beside it. Inside the folder the files import in
-//! one direction only, {`admission`, `connlog`, `peertable`, `wirelog`, `wireredact`, `listener`} ← `state` ←
+//! one direction only, {`admission`, `connlog`, `following`, `peertable`, `wirelog`, `wireredact`, `listener`} ← `state` ←
 //! `dispatch` ← `connection` ← {`server`, `socket`, `orphan`, `idle`, `metrics_http`,
 //! `shellenv`}: `daemon/tests/it/layers.rs` (`INNER`) fails on an import
 //! that reaches up this order, and
@@ -11,6 +11,7 @@
 //! | --- | --- |
 //! | [`admission`] | the connection cap and the bounds on connections without the token |
 //! | [`connlog`] | how many log lines connections without the token may cost |
+//! | [`following`] | the logs one connection's writer follows: its ready list and the pass that moves frames |
 //! | [`peertable`] | the books admission reads: connections without the token by silence and by peer process |
 //! | [`wirelog`] | the wire log: every frame both ways, queued off the connection, written and rotated by a thread of its own |
 //! | [`wireredact`] | what a frame becomes in the wire log: the token and secret-looking env redacted, long strings cut |
@@ -29,6 +30,7 @@ pub(crate) mod admission;
 pub(crate) mod connection;
 pub(crate) mod connlog;
 pub(crate) mod dispatch;
+pub(crate) mod following;
 pub(crate) mod idle;
 pub(crate) mod listener;
 pub(crate) mod metrics_http;

@@ -41,9 +41,17 @@ const INNER: &[(&str, &[&[&str]])] = &[
             // The connection cap and the unauthenticated bounds (state holds
             // them), with the log lines such connections may cost and the
             // books admission keeps.
-            // The wire log and how it cleans frames.
-            // What the accept loop asks of its listeners.
-            &["admission", "connlog", "peertable", "wirelog", "wireredact", "listener"],
+            // The wire log and how it cleans frames. The logs a writer
+            // follows. What the accept loop asks of its listeners.
+            &[
+                "admission",
+                "connlog",
+                "following",
+                "peertable",
+                "wirelog",
+                "wireredact",
+                "listener",
+            ],
             // Daemon-wide state, shared by all that follows.
             &["state"],
             // A request line to its reply.

@@ -281,10 +281,9 @@ fn raise_fd_limit() {
 }
 
 /// Scenarios that run only when named with `--only`: `live-processes`
-/// breaks its 10 ms ping p99 on main (15 ms at N = 1 000 in a debug
-/// build, 37 ms at 4 744 in a release one: the writer's walk of every
-/// followed log, `docs/PERFORMANCE.md`), and `.ci/run` runs the default
-/// set. It joins the default set once that walk is gone.
+/// bounds the ping p99 by the daemon's own work per spawn and exit, which
+/// a debug build (`.ci/run`'s default set) multiplies; `.ci/run` runs it
+/// alone against a release daemon (docs/STRESS.md, section 15).
 const OPT_IN: [&str; 1] = ["live-processes"];
 
 /// Runs the selected scenarios, reference first, then candidate.

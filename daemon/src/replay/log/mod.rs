@@ -27,6 +27,7 @@
 
 use super::followers::{Followers, Handoff};
 use super::frame::{keeps_pool_buffer, raw_len, ExitFrame, Frame, FrameEncoder, Payload, Stream};
+use super::ready::ReadyWake;
 use super::segments::{read_segment, ReadHint, Segments};
 use super::store::{ReplayStore, StoredLog};
 use std::collections::VecDeque;
@@ -320,7 +321,7 @@ impl ReplayLog {
     /// Registers `follower` with no cut and no handoff; false if the log
     /// was detached ([`Followers::subscribe`], for the log's own tests).
     #[cfg(test)]
-    pub(crate) fn subscribe(&self, follower: u64, wake: Arc<Notify>) -> bool {
+    pub(crate) fn subscribe(&self, follower: u64, wake: ReadyWake) -> bool {
         self.lock().followers.subscribe(follower, wake)
     }
 
@@ -342,7 +343,7 @@ impl ReplayLog {
     /// Makes `follower` the one connection this process streams to
     /// ([`Followers::follow_exclusively`]). Returns false if the log was
     /// detached (its process id has been reused).
-    pub(crate) fn follow_exclusively(&self, follower: u64, wake: Arc<Notify>, handoff: Handoff) -> bool {
+    pub(crate) fn follow_exclusively(&self, follower: u64, wake: ReadyWake, handoff: Handoff) -> bool {
         self.lock()
             .followers
             .follow_exclusively(follower, wake, handoff, &self.process_id)

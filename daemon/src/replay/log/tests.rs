@@ -2,6 +2,7 @@
 //! budget eviction and the RAM-ring fallback.
 
 use super::*;
+use crate::replay::ready::{ReadyList, ReadyWake};
 use crate::replay::store::RING_BYTES;
 
 fn encode_all(log: &ReplayLog, after: u64) -> String {
@@ -82,12 +83,20 @@ fn cursor_respects_upto_and_budget() {
 #[test]
 fn detach_stops_subscriptions() {
     let log = ReplayLog::new("p", &ReplayStore::in_memory());
-    let wake = Arc::new(Notify::new());
+    let ready = ReadyList::new();
+    let wake = ReadyWake::new(&ready, log.key());
     assert!(log.subscribe(7, wake.clone()));
     assert!(log.subscribe(7, wake.clone()));
     assert_eq!(log.follower_count(), 1);
     log.detach_all();
     assert_eq!(log.follower_count(), 0);
+    let mut woken = Vec::new();
+    ready.drain_into(&mut woken);
+    assert_eq!(
+        woken,
+        [log.key()],
+        "a detach puts the log on its followers' ready lists"
+    );
     assert!(!log.subscribe(8, wake));
     assert!(log.is_detached());
 }
@@ -188,7 +197,7 @@ async fn budget_evicts_idle_exited_logs_first_then_oldest_live_segments() {
     let chunk = [b'x'; 495];
     let old = ReplayLog::new("old", &store);
     let followed = ReplayLog::new("followed", &store);
-    followed.subscribe(1, Arc::new(Notify::new()));
+    followed.subscribe(1, ReadyWake::new(&ReadyList::new(), followed.key()));
     let live = ReplayLog::new("live", &store);
     for log in [&old, &followed] {
         for _ in 0..4 {
