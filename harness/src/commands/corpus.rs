@@ -95,7 +95,7 @@ pub(crate) fn diff(a: DiffArgs) -> Result<ExitCode, Error> {
     })
 }
 
-/// Splits off the probes `transport` cannot run ([`crate::dut::skips`]),
+/// Splits off the probes `transport` cannot run ([`crate::probe::skips`]),
 /// each named on stderr with its reason as the report will show it.
 fn skip_for(
     probes: Vec<crate::probe::Probe>,
@@ -104,7 +104,7 @@ fn skip_for(
     let mut skipped = Vec::new();
     let mut run = Vec::new();
     for p in probes {
-        match crate::dut::skips::reason(&p, transport) {
+        match crate::probe::skips::reason(&p, transport) {
             Some(reason) => {
                 eprintln!("skipped: {} ({reason})", p.name);
                 skipped.push(report::Skipped { probe: p.name, reason });

@@ -9,15 +9,14 @@
 //! shutdown request, `procfs.rs` the `/proc` figures and the searches by
 //! pid, `limits.rs` how many processes the machine lets a daemon hold,
 //! `transport.rs` how a daemon is started and dialled (the socket, a
-//! `-bridge` child, `remora.exe` under Wine) and `skips.rs` the probes a
-//! transport cannot run, with their reasons.
+//! `-bridge` child, `remora.exe` under Wine); the probes a transport
+//! cannot run are the corpus's business (`probe/skips.rs`).
 //! `fuzz-diff` reaches it through the runner's live daemons.
 
 pub(crate) mod client;
 mod error;
 pub(crate) mod limits;
 pub(crate) mod procfs;
-pub(crate) mod skips;
 pub(crate) mod transport;
 
 pub(crate) use error::Error;

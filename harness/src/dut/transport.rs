@@ -12,7 +12,7 @@
 //!   with `-listen-pipe`, every connection a `wine <bin> -bridge` child:
 //!   Wine 8 has no AF_UNIX, so the bridge dials the pipe `rpc.pipe`
 //!   names. Probes a Windows daemon cannot run are skipped with their
-//!   reason ([`super::skips`]).
+//!   reason ([`crate::probe::skips`]).
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};

@@ -10,6 +10,9 @@
 //! are kept verbatim (so JSON escapes pass through untouched) and only
 //! `$…` templates expand. Quoted tokens additionally process C escapes
 //! (`\n \r \t \0 \\ \" \xNN`). See [`Template`].
+//!
+//! [`skips`] says which probes a transport cannot run (a `-bridge` child,
+//! `remora.exe` under Wine), each with its reason.
 
 use crate::base::error::{At, IoAt};
 use serde_json::Value;
@@ -22,6 +25,7 @@ pub(crate) mod fixture;
 mod grammar;
 mod lex;
 mod parse;
+pub(crate) mod skips;
 pub use parse::parse;
 
 /// A parse error, pointing at a probe file and line.

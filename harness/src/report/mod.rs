@@ -89,7 +89,7 @@ pub struct Report {
     #[serde(default)]
     pub slow_fails: bool,
     /// Probes the candidate's transport cannot run (`--via-bridge`,
-    /// `--wine`), never run, each with its reason (`dut/skips.rs`).
+    /// `--wine`), never run, each with its reason (`probe/skips.rs`).
     #[serde(default)]
     pub skipped: Vec<Skipped>,
 }

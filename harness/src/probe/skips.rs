@@ -11,8 +11,8 @@
 //! - [`Need::AfUnix`], [`Need::Posix`], [`Need::WineTools`],
 //!   [`Need::NotPorted`]: a Windows daemon under Wine (`--wine`).
 
-use super::transport::{Platform, Transport};
-use crate::probe::{Fixture, Probe, StepKind};
+use super::{Fixture, Probe, StepKind};
+use crate::dut::transport::{Platform, Transport};
 
 /// Why a probe cannot run on a transport.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
