@@ -274,6 +274,26 @@ pub(crate) const RULES: &[Rule] = &[
         need: Need::WindowsText,
         reason: "an OS error's text: the Windows system message (Wine's under Wine), not the Linux errno text",
     },
+    Rule {
+        names: "bridge-default-socket",
+        need: Need::AfUnix,
+        reason: "the AF_UNIX dial's error text for the default socket; under Wine -bridge says WSAEAFNOSUPPORT and no rpc.pipe",
+    },
+    Rule {
+        names: "cli-serve-*socket*-missing*",
+        need: Need::AfUnix,
+        reason: "runs -serve without -listen-pipe: under Wine the AF_UNIX listen fails (WSAEAFNOSUPPORT) and the daemon exits 1 with it, as issue 43 asks",
+    },
+    Rule {
+        names: "server-capabilities-instance-new-boot",
+        need: Need::AfUnix,
+        reason: "restarts the daemon with -serve without -listen-pipe: under Wine the AF_UNIX listen fails (WSAEAFNOSUPPORT)",
+    },
+    Rule {
+        names: "ref-socket-tilde-expansion",
+        need: Need::NotPorted,
+        reason: "its `~` expansions match under Wine; it also calls files.extract_tar and git.* (not ported) and shows Windows modes",
+    },
 ];
 
 /// What a fixture kind needs of the daemon's platform: links, fifos and
