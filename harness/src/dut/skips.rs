@@ -466,7 +466,11 @@ mod tests {
             "process-not-in-path-x",
             "call c1 1 process.spawn {\"id\":\"p1\",\"command\":\"no-such-tool\"}\n",
         );
-        assert_eq!(reason(&absent, Transport::Wine), None, "a name that is absent everywhere runs");
+        assert_eq!(
+            reason(&absent, Transport::Wine),
+            None,
+            "a name that is absent everywhere runs"
+        );
     }
 
     #[test]
