@@ -112,11 +112,17 @@ pub(crate) fn launch(l: &Launch, token_file: &[u8]) -> Result<Started, Error> {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(log);
-    match &l.env {
-        Env::Exactly(vars) => cmd.env_clear().envs(vars.iter().cloned()),
-        Env::Inherit(vars) => cmd.envs(vars.iter().cloned()),
+    let given = match &l.env {
+        Env::Exactly(vars) => {
+            cmd.env_clear().envs(vars.iter().cloned());
+            vars
+        }
+        Env::Inherit(vars) => {
+            cmd.envs(vars.iter().cloned());
+            vars
+        }
     };
-    cmd.envs(l.transport.env());
+    cmd.envs(l.transport.env(given));
     if let Some(limit) = l.fd_limit {
         limit_descriptors(&mut cmd, limit);
     }

@@ -87,15 +87,26 @@ impl Transport {
         }
     }
 
-    /// Variables a command needs on top of a probe's exact environment:
-    /// Wine's prefix (the one `ci/wine-setup` prepared, with the
-    /// `ProcessPrng` stand-in) and quiet Wine logging.
-    pub(crate) fn env(self) -> Vec<(String, String)> {
+    /// Variables a command needs on top of `given`, the probe's
+    /// environment: Wine's prefix (the one `ci/wine-setup` prepared, with
+    /// the `ProcessPrng` stand-in), quiet Wine logging, a UTF-8 locale for
+    /// Wine's own file-name conversion. Wine drops the
+    /// Unix `HOME` from a Windows process's environment and takes
+    /// `WINEHOME` as its `HOME` instead, so the probe's `HOME` goes there:
+    /// the daemon's `~`, default socket and run dir are the probe's, as on
+    /// Linux.
+    pub(crate) fn env(self, given: &[(String, String)]) -> Vec<(String, String)> {
         match self {
             Transport::Wine => {
                 let mut v = vec![("WINEDEBUG".to_string(), "-all".to_string())];
                 if let Ok(p) = std::env::var("WINEPREFIX") {
                     v.push(("WINEPREFIX".to_string(), p));
+                }
+                // Wine reads Unix file names in the Unix locale's charset:
+                // without UTF-8 a fixture's `é` lists as mojibake.
+                v.push(("LC_ALL".to_string(), "C.UTF-8".to_string()));
+                if let Some((_, home)) = given.iter().rev().find(|(k, _)| k == "HOME") {
+                    v.push(("WINEHOME".to_string(), home.clone()));
                 }
                 v
             }
@@ -131,7 +142,7 @@ pub(crate) fn bridge_once(
         .arg("-socket")
         .arg(socket)
         .envs(env.iter().cloned())
-        .envs(transport.env())
+        .envs(transport.env(env))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());

@@ -9,7 +9,10 @@
 //!   dialled itself, not through a `-bridge` child (`--via-bridge` and
 //!   `--wine`);
 //! - [`Need::AfUnix`], [`Need::Posix`], [`Need::WineTools`],
-//!   [`Need::NotPorted`]: a Windows daemon under Wine (`--wine`).
+//!   [`Need::NotPorted`], [`Need::WindowsText`]: a Windows daemon under
+//!   Wine (`--wine`). A probe whose `process.spawn` runs a POSIX tool by
+//!   name ([`POSIX_TOOLS`]) is a [`Need::WineTools`] skip found from its
+//!   steps, so a new probe of that kind needs no row.
 
 use super::{Fixture, Probe, StepKind};
 use crate::dut::transport::{Platform, Transport};
@@ -29,6 +32,11 @@ pub(crate) enum Need {
     WineTools,
     /// A mode the Windows build does not have yet (issue 43).
     NotPorted,
+    /// A Windows difference in the answer: the OS's error messages (Go's
+    /// `syscall.Errno` text is `FormatMessage`'s on Windows, Wine's own
+    /// under Wine), Go's Windows file modes, and Windows path rules (no
+    /// `ENOTDIR`, `..` resolved by name).
+    WindowsText,
 }
 
 impl Need {
@@ -36,7 +44,9 @@ impl Need {
     fn lacking_on(self, transport: Transport) -> bool {
         match self {
             Need::DirectSocket => transport.bridged(),
-            Need::AfUnix | Need::Posix | Need::WineTools | Need::NotPorted => transport.platform() == Platform::Wine,
+            Need::AfUnix | Need::Posix | Need::WineTools | Need::NotPorted | Need::WindowsText => {
+                transport.platform() == Platform::Wine
+            }
         }
     }
 }
@@ -125,6 +135,196 @@ pub(crate) const RULES: &[Rule] = &[
         need: Need::NotPorted,
         reason: "-probe-cli is not ported to Windows yet (issue 43)",
     },
+    Rule {
+        names: "files-stat-socket",
+        need: Need::AfUnix,
+        reason: "stats a socket file the fixture makes; Windows shows no socket file",
+    },
+    Rule {
+        names: "files-stat-chardev",
+        need: Need::Posix,
+        reason: "stats /dev/null, a character device; Windows has no /dev",
+    },
+    Rule {
+        names: "server-token-file-removed",
+        need: Need::Posix,
+        reason: "its fixture reads the run-dir lock (daemon.lock); Windows has none",
+    },
+    Rule {
+        names: "tar-*",
+        need: Need::NotPorted,
+        reason: "files.extract_tar (tarx) is not ported to Windows yet (issue 43): every extraction answers so",
+    },
+    Rule {
+        names: "record-files-extract-tar*",
+        need: Need::NotPorted,
+        reason: "files.extract_tar (tarx) is not ported to Windows yet (issue 43)",
+    },
+    Rule {
+        names: "*plugins-prune*",
+        need: Need::NotPorted,
+        reason: "plugins.prune is not ported to Windows yet (issue 43)",
+    },
+    Rule {
+        names: "server-capabilities-build-5fd08069",
+        need: Need::NotPorted,
+        reason: "calls launcher.resolve; the Windows answer (every launcher refused, as claustrum records) is not written yet (issue 43)",
+    },
+    Rule {
+        names: "server-capabilities-build-89cb6289",
+        need: Need::NotPorted,
+        reason: "calls launcher.resolve; the Windows answer (every launcher refused, as claustrum records) is not written yet (issue 43)",
+    },
+    Rule {
+        names: "ref-socket-git",
+        need: Need::NotPorted,
+        reason: "git.info; the git methods are refusals on Windows for now, and the Wine prefix has no Git for Windows",
+    },
+    Rule {
+        names: "bridge-many",
+        need: Need::WindowsText,
+        reason: "a files.stat mode: Go on Windows reports -rw-rw-rw- (read-only: -r--r--r--) and drwxrwxrwx, directories of size 0",
+    },
+    Rule {
+        names: "files-stat-dir",
+        need: Need::WindowsText,
+        reason: "a files.stat mode: Go on Windows reports -rw-rw-rw- (read-only: -r--r--r--) and drwxrwxrwx, directories of size 0",
+    },
+    Rule {
+        names: "files-stat-file",
+        need: Need::WindowsText,
+        reason: "a files.stat mode: Go on Windows reports -rw-rw-rw- (read-only: -r--r--r--) and drwxrwxrwx, directories of size 0",
+    },
+    Rule {
+        names: "files-stat-modes",
+        need: Need::WindowsText,
+        reason: "a files.stat mode: Go on Windows reports -rw-rw-rw- (read-only: -r--r--r--) and drwxrwxrwx, directories of size 0",
+    },
+    Rule {
+        names: "files-stat-relative",
+        need: Need::WindowsText,
+        reason: "a files.stat mode: Go on Windows reports -rw-rw-rw- (read-only: -r--r--r--) and drwxrwxrwx, directories of size 0",
+    },
+    Rule {
+        names: "params-duplicate-last-wins",
+        need: Need::WindowsText,
+        reason: "a files.stat mode: Go on Windows reports -rw-rw-rw- (read-only: -r--r--r--) and drwxrwxrwx, directories of size 0",
+    },
+    Rule {
+        names: "params-key-case",
+        need: Need::WindowsText,
+        reason: "a files.stat mode: Go on Windows reports -rw-rw-rw- (read-only: -r--r--r--) and drwxrwxrwx, directories of size 0",
+    },
+    Rule {
+        names: "params-unknown-key-ignored",
+        need: Need::WindowsText,
+        reason: "a files.stat mode: Go on Windows reports -rw-rw-rw- (read-only: -r--r--r--) and drwxrwxrwx, directories of size 0",
+    },
+    Rule {
+        names: "ref-socket-files",
+        need: Need::WindowsText,
+        reason: "a files.stat mode: Go on Windows reports -rw-rw-rw- (read-only: -r--r--r--) and drwxrwxrwx, directories of size 0",
+    },
+    Rule {
+        names: "cli-serve-bad-token-file",
+        need: Need::WindowsText,
+        reason: "an OS error's text: the Windows system message (Wine's under Wine), not the Linux errno text",
+    },
+    Rule {
+        names: "files-list-file",
+        need: Need::WindowsText,
+        reason: "an OS error's text: the Windows system message (Wine's under Wine), not the Linux errno text",
+    },
+    Rule {
+        names: "files-list-missing",
+        need: Need::WindowsText,
+        reason: "an OS error's text: the Windows system message (Wine's under Wine), not the Linux errno text",
+    },
+    Rule {
+        names: "files-stat-trailing-slash",
+        need: Need::WindowsText,
+        reason: "an OS error's text: the Windows system message (Wine's under Wine), not the Linux errno text",
+    },
+    Rule {
+        names: "params-empty-object",
+        need: Need::WindowsText,
+        reason: "an OS error's text: the Windows system message (Wine's under Wine), not the Linux errno text",
+    },
+    Rule {
+        names: "params-path-nul",
+        need: Need::WindowsText,
+        reason: "an OS error's text: the Windows system message (Wine's under Wine), not the Linux errno text",
+    },
+    Rule {
+        names: "process-absolute-missing",
+        need: Need::WindowsText,
+        reason: "an OS error's text: the Windows system message (Wine's under Wine), not the Linux errno text",
+    },
+    Rule {
+        names: "process-cwd-missing",
+        need: Need::WindowsText,
+        reason: "an OS error's text: the Windows system message (Wine's under Wine), not the Linux errno text",
+    },
+    Rule {
+        names: "process-exec-format-error",
+        need: Need::WindowsText,
+        reason: "an OS error's text: the Windows system message (Wine's under Wine), not the Linux errno text",
+    },
+    Rule {
+        names: "process-not-executable",
+        need: Need::WindowsText,
+        reason: "an OS error's text: the Windows system message (Wine's under Wine), not the Linux errno text",
+    },
+    Rule {
+        names: "ref-socket-error-text-parity",
+        need: Need::WindowsText,
+        reason: "an OS error's text: the Windows system message (Wine's under Wine), not the Linux errno text",
+    },
+    Rule {
+        names: "bridge-default-socket",
+        need: Need::AfUnix,
+        reason: "the AF_UNIX dial's error text for the default socket; under Wine -bridge says WSAEAFNOSUPPORT and no rpc.pipe",
+    },
+    Rule {
+        names: "cli-serve-*socket*-missing*",
+        need: Need::AfUnix,
+        reason: "runs -serve without -listen-pipe: under Wine the AF_UNIX listen fails (WSAEAFNOSUPPORT) and the daemon exits 1 with it, as issue 43 asks",
+    },
+    Rule {
+        names: "server-capabilities-instance-new-boot",
+        need: Need::AfUnix,
+        reason: "restarts the daemon with -serve without -listen-pipe: under Wine the AF_UNIX listen fails (WSAEAFNOSUPPORT)",
+    },
+    Rule {
+        names: "ref-socket-tilde-expansion",
+        need: Need::NotPorted,
+        reason: "its `~` expansions match under Wine; it also calls files.extract_tar and git.* (not ported) and shows Windows modes",
+    },
+    Rule {
+        names: "cli-stop-no-token-env",
+        need: Need::NotPorted,
+        reason: "the daemon writes no daemon.token on Windows yet (rundir's token file, issue 43): -stop without CLAUDE_RPC_TOKEN has no token to send",
+    },
+    Rule {
+        names: "record-clauster-hosted",
+        need: Need::WineTools,
+        reason: "spawns a #! shell script as the agent CLI; Windows runs no #! scripts and the Wine prefix has no sh",
+    },
+    Rule {
+        names: "files-stat-under-file",
+        need: Need::WindowsText,
+        reason: "Windows path rules: a path under a file is ERROR_PATH_NOT_FOUND (not there), Linux says ENOTDIR",
+    },
+    Rule {
+        names: "ref-socket-stat-error-propagation",
+        need: Need::WindowsText,
+        reason: "Windows path rules: `a.txt/../a.txt` resolves by name, a path under a file is not there (no ENOTDIR); NUL's text is the OS's",
+    },
+    Rule {
+        names: "files-stat-long-path",
+        need: Need::WindowsText,
+        reason: "Windows path rules: a 300-byte name is not there under Wine, Linux says ENAMETOOLONG",
+    },
 ];
 
 /// What a fixture kind needs of the daemon's platform: links, fifos and
@@ -140,6 +340,39 @@ fn fixture_need(f: &Fixture) -> Option<(Need, &'static str)> {
     }
 }
 
+/// Commands the probes run by name that a Windows host (and the Wine
+/// prefix) does not have; a `process.spawn` of one cannot start there.
+pub(crate) const POSIX_TOOLS: &[&str] = &[
+    "sh", "bash", "printf", "true", "false", "sleep", "cat", "head", "tail", "seq", "wc", "pwd", "echo", "env", "yes",
+    "tr", "dd",
+];
+
+/// The POSIX tool a `process.spawn` step of `probe` runs, and its line.
+fn posix_tool(probe: &Probe) -> Option<(&'static str, usize)> {
+    probe.steps.iter().find_map(|s| match &s.kind {
+        StepKind::Call {
+            method,
+            params: Some(params),
+            ..
+        } if method == "process.spawn" => {
+            let text: Vec<u8> = params
+                .0
+                .iter()
+                .filter_map(|p| match p {
+                    crate::probe::Piece::Lit(b) => Some(b.as_slice()),
+                    _ => None,
+                })
+                .flatten()
+                .copied()
+                .collect();
+            let text = String::from_utf8_lossy(&text);
+            let command = text.split(r#""command":""#).nth(1)?.split('"').next()?;
+            POSIX_TOOLS.iter().find(|t| **t == command).map(|t| (*t, s.line))
+        }
+        _ => None,
+    })
+}
+
 /// Why `probe` cannot run on `transport`, or `None` when it can.
 pub(crate) fn reason(probe: &Probe, transport: Transport) -> Option<String> {
     if let Some(rule) = RULES
@@ -147,6 +380,11 @@ pub(crate) fn reason(probe: &Probe, transport: Transport) -> Option<String> {
         .find(|r| r.need.lacking_on(transport) && crate::probe::glob_match(r.names, &probe.name))
     {
         return Some(format!("{:?}: {}", rule.need, rule.reason));
+    }
+    if let Some((tool, line)) = posix_tool(probe).filter(|_| Need::WineTools.lacking_on(transport)) {
+        return Some(format!(
+            "WineTools: process.spawn runs `{tool}` (line {line}), a POSIX tool Windows and the Wine prefix do not have"
+        ));
     }
     probe.steps.iter().find_map(|s| match &s.kind {
         StepKind::Fixture(f) => fixture_need(f)
@@ -211,6 +449,27 @@ mod tests {
         assert_eq!(
             reason(&probe("files-read", "file a 0644 \"x\"\n"), Transport::Wine),
             None
+        );
+    }
+
+    #[test]
+    fn a_spawn_of_a_posix_tool_is_skipped_under_wine_only() {
+        let text = "desc x\ncall c1 1 process.spawn {\"id\":\"p1\",\"command\":\"sh\",\"args\":[\"-c\",\"exit 3\"]}\n";
+        let p = probe("process-exit-code-x", text);
+        assert_eq!(reason(&p, Transport::Socket), None);
+        assert_eq!(reason(&p, Transport::Bridge), None);
+        assert_eq!(
+            reason(&p, Transport::Wine).unwrap(),
+            "WineTools: process.spawn runs `sh` (line 2), a POSIX tool Windows and the Wine prefix do not have"
+        );
+        let absent = probe(
+            "process-not-in-path-x",
+            "call c1 1 process.spawn {\"id\":\"p1\",\"command\":\"no-such-tool\"}\n",
+        );
+        assert_eq!(
+            reason(&absent, Transport::Wine),
+            None,
+            "a name that is absent everywhere runs"
         );
     }
 

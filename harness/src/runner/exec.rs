@@ -18,13 +18,14 @@ impl Runner<'_> {
         stdin: Option<Vec<u8>>,
         timeout: Duration,
     ) {
+        let mut given = self.env();
+        given.extend(env.iter().cloned());
         let mut cmd = self.cfg.transport.command(&self.cfg.bin);
         cmd.args(args)
             .current_dir(&self.root)
             .env_clear()
-            .envs(self.env())
-            .envs(env.iter().cloned())
-            .envs(self.cfg.transport.env())
+            .envs(given.iter().cloned())
+            .envs(self.cfg.transport.env(&given))
             .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

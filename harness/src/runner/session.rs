@@ -29,7 +29,7 @@ impl Runner<'_> {
                 .current_dir(&self.root)
                 .env_clear()
                 .envs(self.env())
-                .envs(self.cfg.transport.env())
+                .envs(self.cfg.transport.env(&self.env()))
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped());

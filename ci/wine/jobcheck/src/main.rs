@@ -5,7 +5,11 @@
 //! ends the grandchild; a direct kill leaves it in the job; dropping the
 //! job handle ends the tree; and a daemon that dies (its handles closed
 //! by the system) takes the tree with it. Exits non-zero on any failure.
-//! Run by `ci/wine-smoke`.
+//! `jobcheck rpc <rpc.pipe> <token> kill|shutdown` is the same test
+//! through the protocol, against a running `remora.exe -serve
+//! -listen-pipe`: `process.spawn` of `jobcheck child tree`, then
+//! `process.kill` `KILL` (or `server.shutdown`), and the grandchild must
+//! be gone. Run by `ci/wine-smoke`.
 
 #[allow(dead_code, unused_imports)]
 #[path = "../../../../daemon/src/sys/windows/process/mod.rs"]
@@ -30,6 +34,7 @@ fn main() {
         Some("child") => child(args.get(2).map(String::as_str)),
         Some("sleep") => std::thread::sleep(Duration::from_secs(100)),
         Some("daemon") => daemon(),
+        Some("rpc") if args.len() == 5 => rpc(&args[2], &args[3], &args[4]),
         Some(other) => panic!("unknown mode {other}"),
     }
 }
@@ -344,4 +349,133 @@ fn daemon_exit() {
         "daemon exit: daemon {} killed; its child {child_pid} and grandchild {grandchild_pid} gone",
         daemon.id()
     ));
+}
+
+// ------------------------------------------------------------ through remora.exe
+
+/// `rpc <rpc.pipe> <token> kill|shutdown`: over the daemon's pipe,
+/// `process.spawn` `jobcheck child tree` (with `wantPid`), read the
+/// grandchild's pid from its stdout frames, then end the tree with
+/// `process.kill` `KILL` or with `server.shutdown`, and check the child
+/// and the grandchild both end.
+fn rpc(pipe_file: &str, token: &str, how: &str) {
+    assert!(matches!(how, "kill" | "shutdown"), "rpc: kill or shutdown, not {how}");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let name = std::fs::read_to_string(pipe_file).expect("read rpc.pipe");
+        let client = tokio::net::windows::named_pipe::ClientOptions::new()
+            .open(name.trim())
+            .expect("open the daemon's pipe");
+        let (read, mut write) = tokio::io::split(client);
+        let mut lines = BufReader::new(read).lines();
+        let exe = std::env::current_exe().expect("own path");
+        let exe = exe.to_str().expect("a UTF-8 path").replace('\\', "\\\\");
+        let spawn = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"process.spawn","params":{{"id":"tree","command":"{exe}","args":["child","tree"],"wantPid":true}},"auth":"{token}"}}"#
+        );
+        write.write_all(format!("{spawn}\n").as_bytes()).await.expect("send spawn");
+        let mut child_pid = None;
+        let mut out = Vec::new();
+        let grandchild_pid = loop {
+            let line = tokio::time::timeout(LIMIT, lines.next_line())
+                .await
+                .expect("the daemon answered in time")
+                .expect("read the pipe")
+                .expect("the pipe stayed open");
+            if line.starts_with(r#"{"jsonrpc":"2.0","id":1,"#) {
+                assert!(line.contains(r#""success":true"#), "process.spawn answered {line}");
+                child_pid = Some(number_after(&line, r#""pid":"#).expect("a pid in the answer"));
+            } else if line.contains(r#""processId":"tree","stream":"stdout""#) {
+                let data = line.split(r#""data":""#).nth(1).and_then(|d| d.split('"').next()).unwrap_or("");
+                out.extend(base64(data));
+                let text = String::from_utf8_lossy(&out);
+                if let Some(pid) = text.lines().next().filter(|_| text.contains('\n')).and_then(|l| number_after(l, "grandchild ")) {
+                    break pid;
+                }
+            } else {
+                panic!("unexpected before the grandchild's pid: {line}");
+            }
+        };
+        let child_pid = child_pid.expect("process.spawn answered before the child's output");
+        let child = Watch::open(child_pid);
+        let grandchild = Watch::open(grandchild_pid);
+        assert!(child.alive() && grandchild.alive(), "the tree runs");
+        say(&format!("rpc: process.spawn started child {child_pid} (jobcheck child tree), its grandchild {grandchild_pid} runs"));
+        if how == "kill" {
+            let kill = format!(
+                r#"{{"jsonrpc":"2.0","id":2,"method":"process.kill","params":{{"id":"tree","signal":"KILL"}},"auth":"{token}"}}"#
+            );
+            write.write_all(format!("{kill}\n").as_bytes()).await.expect("send kill");
+            let (mut answered, mut exit) = (None, None);
+            while answered.is_none() || exit.is_none() {
+                let line = tokio::time::timeout(LIMIT, lines.next_line())
+                    .await
+                    .expect("the kill's answer and the exit frame in time")
+                    .expect("read the pipe")
+                    .expect("the pipe stayed open");
+                if line.starts_with(r#"{"jsonrpc":"2.0","id":2,"#) {
+                    answered = Some(line);
+                } else if line.contains(r#""processId":"tree","stream":"exit""#) {
+                    exit = Some(line);
+                }
+            }
+            let (answered, exit) = (answered.unwrap(), exit.unwrap());
+            assert_eq!(answered, r#"{"jsonrpc":"2.0","id":2,"result":{"success":true}}"#);
+            say(&format!("rpc: process.kill KILL answered {answered}"));
+            say(&format!("rpc: exit frame {exit}"));
+        } else {
+            let shutdown = format!(r#"{{"jsonrpc":"2.0","id":2,"method":"server.shutdown","auth":"{token}"}}"#);
+            write.write_all(format!("{shutdown}\n").as_bytes()).await.expect("send shutdown");
+            loop {
+                let line = tokio::time::timeout(LIMIT, lines.next_line())
+                    .await
+                    .expect("the pipe closed in time")
+                    .expect("read the pipe");
+                match line {
+                    None => break,
+                    Some(l) => say(&format!("rpc: after server.shutdown: {l}")),
+                }
+            }
+            say("rpc: server.shutdown: the daemon closed the pipe");
+        }
+        let child_code = child.ends().expect("the child ended");
+        let grandchild_code = grandchild.ends().expect("the grandchild ended with its tree");
+        say(&format!(
+            "rpc: after {}: child {child_pid} gone (exit code {child_code}), grandchild {grandchild_pid} gone (exit code {grandchild_code})",
+            if how == "kill" { "process.kill KILL" } else { "server.shutdown" }
+        ));
+    });
+}
+
+/// The decimal number right after `key` in `s`.
+fn number_after(s: &str, key: &str) -> Option<u32> {
+    let rest = &s[s.find(key)? + key.len()..];
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// Standard base64 (the frames' `data`), padding ignored.
+fn base64(s: &str) -> Vec<u8> {
+    let value = |c: u8| match c {
+        b'A'..=b'Z' => Some(c - b'A'),
+        b'a'..=b'z' => Some(c - b'a' + 26),
+        b'0'..=b'9' => Some(c - b'0' + 52),
+        b'+' => Some(62),
+        b'/' => Some(63),
+        _ => None,
+    };
+    let (mut out, mut acc, mut bits) = (Vec::new(), 0u32, 0);
+    for v in s.bytes().filter_map(value) {
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    out
 }

@@ -211,9 +211,17 @@ pub(crate) fn keep_owner_only(_file: &std::fs::File) -> io::Result<()> {
 }
 
 /// Opens `path` for reading. Nothing blocks an open on Windows the way a
-/// FIFO does on Unix, so this is a plain open.
+/// FIFO does on Unix. `FILE_FLAG_BACKUP_SEMANTICS` lets a directory open
+/// too, as Go's `os.Open` on Windows does (its read-only opens set it), so
+/// `files.read` of a directory gets to its "path is a directory" check
+/// instead of `ERROR_ACCESS_DENIED` (`files-read-directory` under Wine).
 pub(crate) fn open_nonblocking(path: &std::path::Path) -> io::Result<std::fs::File> {
-    std::fs::File::open(path)
+    use std::os::windows::fs::OpenOptionsExt;
+    use windows_sys::Win32::Storage::FileSystem::FILE_FLAG_BACKUP_SEMANTICS;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(FILE_FLAG_BACKUP_SEMANTICS)
+        .open(path)
 }
 
 /// Checks that `path` is a directory that can be listed, as the Unix
