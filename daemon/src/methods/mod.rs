@@ -4,6 +4,7 @@
 //! to send. The connection's writer carries it out.
 
 pub(crate) mod files;
+pub(crate) mod hostrules;
 #[cfg(unix)]
 pub(crate) mod git;
 #[cfg(windows)]
