@@ -4,12 +4,12 @@
 //! to send. The connection's writer carries it out.
 
 pub(crate) mod files;
-pub(crate) mod hostrules;
 #[cfg(unix)]
 pub(crate) mod git;
 #[cfg(windows)]
 #[path = "windows/git.rs"]
 pub(crate) mod git;
+pub(crate) mod hostrules;
 #[cfg(unix)]
 pub(crate) mod launcher;
 #[cfg(windows)]

@@ -366,7 +366,9 @@ mod tests {
         // launcher.managed stays listed on Windows (every launcher is
         // refused there, but the feature is advertised).
         assert!(NEWEST.features(Host::Windows).any(|f| f == "launcher.managed"));
-        assert!(NEWEST.features(Host::Windows).any(|f| f == "git.worktree_create.timeoutMs"));
+        assert!(NEWEST
+            .features(Host::Windows)
+            .any(|f| f == "git.worktree_create.timeoutMs"));
     }
 
     #[test]

@@ -61,8 +61,8 @@ mod worktree_remove;
 mod worktree_stale;
 mod worktree_undo;
 
-use super::Outcome;
 use super::hostrules::{self, WorktreeCall};
+use super::Outcome;
 use crate::base::gojson::go_lossy;
 use crate::protocol::build::{Build, Switch};
 use crate::protocol::method::GitMethod;
