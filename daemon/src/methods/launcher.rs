@@ -11,12 +11,14 @@
 //! `null` params, `{}` and a `null` or empty `cliPath` are
 //! `-32602 cliPath is required`.
 
+use super::hostrules;
 use super::Outcome;
 use crate::agent::launcher::settings;
 use crate::base::logging::Untrusted;
 use crate::go_struct;
 use crate::protocol::method::LauncherMethod;
 use crate::protocol::rpc::RpcError;
+use crate::sys::Host;
 use settings::Resolution;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -52,6 +54,16 @@ go_struct! {
 /// `launcher.resolve` checks (the command in place of `cliPath`) are
 /// `-32004`.
 pub(crate) fn check_spawn_launcher(launcher: &[String], command: &str) -> Result<(), RpcError> {
+    check_spawn_launcher_on(crate::sys::os::HOST, launcher, command)
+}
+
+/// [`check_spawn_launcher`] as `host` answers: on Windows every launcher
+/// is `-32004` first ([`hostrules::launcher_refusal`]; claustrum's order,
+/// before the relative-command check, is followed).
+fn check_spawn_launcher_on(host: Host, launcher: &[String], command: &str) -> Result<(), RpcError> {
+    if let Some(reason) = hostrules::launcher_refusal(host) {
+        return Err(RpcError::new(LAUNCHER_UNUSABLE, format!("{MSG_CANNOT_USE}{reason}")));
+    }
     if !command.starts_with('/') {
         return Err(RpcError::invalid_params(MSG_RELATIVE_COMMAND));
     }
@@ -129,6 +141,9 @@ fn resolve(cli_path: &str, log: &LauncherLog) -> Outcome {
     if cli_path.is_empty() {
         return Outcome::invalid_params(MSG_CLI_PATH_REQUIRED);
     }
+    if let Some(none) = hostrules::fixed_resolve(crate::sys::os::HOST) {
+        return Outcome::ok(&none);
+    }
     let (dir, note) = settings::settings_dir();
     if let Some(note) = note {
         if !log.ignored_override.swap(true, Ordering::Relaxed) {
@@ -138,4 +153,45 @@ fn resolve(cli_path: &str, log: &LauncherLog) -> Outcome {
     let answer = settings::resolve_in(&dir, cli_path);
     log.note(&answer);
     Outcome::ok(&answer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::gojson::to_go_json;
+
+    #[test]
+    fn windows_refuses_every_launcher_before_the_other_checks() {
+        let refused = RpcError::new(
+            LAUNCHER_UNUSABLE,
+            "the managed launcher cannot be used: a launcher cannot be applied on a Windows host",
+        );
+        let cmd = vec![r"C:\Windows\System32\cmd.exe".to_string()];
+        for (launcher, command) in [
+            (cmd.clone(), "/bin/echo"),
+            (Vec::new(), "/bin/echo"),
+            // Before the relative-command check (claustrum's order).
+            (cmd, "echo"),
+        ] {
+            assert_eq!(
+                check_spawn_launcher_on(Host::Windows, &launcher, command),
+                Err(refused.clone())
+            );
+        }
+        // Unix: the relative command is -32602, an empty launcher -32004
+        // with the resolve check's own reason.
+        assert_eq!(
+            check_spawn_launcher_on(Host::Unix, &[], "echo").map_err(|e| e.code),
+            Err(-32602)
+        );
+        let empty = check_spawn_launcher_on(Host::Unix, &[], "/bin/echo").unwrap_err();
+        assert_eq!(empty.code, LAUNCHER_UNUSABLE);
+        assert_ne!(empty, refused);
+    }
+
+    #[test]
+    fn the_windows_resolve_answer_is_the_none_result() {
+        let none = hostrules::fixed_resolve(Host::Windows).unwrap();
+        assert_eq!(to_go_json(&none), to_go_json(&Resolution::None));
+    }
 }

@@ -9,6 +9,7 @@ pub(crate) mod git;
 #[cfg(windows)]
 #[path = "windows/git.rs"]
 pub(crate) mod git;
+pub(crate) mod hostrules;
 #[cfg(unix)]
 pub(crate) mod launcher;
 #[cfg(windows)]

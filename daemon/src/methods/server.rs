@@ -24,7 +24,9 @@ struct Capabilities<'a> {
     instance_id: &'a str,
     #[serde(rename = "startedAt")]
     started_at: i64,
-    features: &'static [&'static str],
+    /// As this host lists them ([`Build::features`]).
+    #[serde(serialize_with = "build_features")]
+    features: &'static Build,
     /// Last, in the builds that have it ([`crate::protocol::build::Switch::PeerCheck`]).
     #[serde(rename = "peerCheck", skip_serializing_if = "Option::is_none")]
     peer_check: Option<&'static str>,
@@ -32,6 +34,10 @@ struct Capabilities<'a> {
 
 fn build_methods<S: Serializer>(build: &&'static Build, s: S) -> Result<S::Ok, S::Error> {
     s.collect_seq(build.methods())
+}
+
+fn build_features<S: Serializer>(build: &&'static Build, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(build.features(crate::sys::os::HOST))
 }
 
 /// What `server.*` answers from: the per-boot identity, the build answered
@@ -51,7 +57,7 @@ pub(crate) async fn handle(method: ServerMethod, state: ServerState<'_>) -> Outc
             methods: state.build,
             instance_id: &state.instance.id,
             started_at: state.instance.started_at,
-            features: state.build.features(),
+            features: state.build,
             peer_check: state.peer_check,
         }),
         ServerMethod::Shutdown => {

@@ -112,7 +112,7 @@ pub(super) async fn pump(pipe: impl OutputPipe, stream: Stream, log: Arc<ReplayL
 /// broken; later `process.stdin` calls report the error instead of
 /// pretending to deliver.
 pub(super) async fn feed_stdin(
-    mut pipe: super::launch::InPipe,
+    mut pipe: impl tokio::io::AsyncWrite + Unpin,
     mut queue: mpsc::UnboundedReceiver<Vec<u8>>,
     queued: Arc<AtomicUsize>,
     process: Weak<ManagedProcess>,

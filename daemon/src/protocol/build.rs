@@ -13,6 +13,7 @@
 //! the newest row ([`NEWEST`]), and the caller logs which.
 
 use crate::protocol::method::{LauncherMethod, Method, PluginsMethod, ALL};
+use crate::sys::Host;
 
 /// A behaviour that differs between reference builds. Every one is served
 /// only to the builds whose row lists it.
@@ -120,7 +121,8 @@ const GUARD: &str = "git.worktree_remove.unpushedGuard";
 /// The feature whose changeset brings [`Switch::StrayCommondir`].
 const DISCOVERED_ROOT: &str = "git.info.discovered_root";
 /// `worktreeRoot` placement ([`crate::methods`] git `external_root`),
-/// listed right before `server.instance_id` by every build since 7d193f89.
+/// listed right before `server.instance_id` by every build since 7d193f89
+/// on Linux and macOS; not on Windows ([`Build::features`]).
 const EXTERNAL_ROOT: &str = "git.worktree.external_root";
 
 /// `launcher.resolve`, which builds before 89cb6289 lack (they answer
@@ -285,9 +287,17 @@ impl Build {
         ALL.iter().filter(|m| self.serves(**m)).map(|m| m.name())
     }
 
-    /// The `server.capabilities` `features`, in order.
-    pub fn features(&self) -> &'static [&'static str] {
+    /// The `server.capabilities` `features`, in order, as a `host` lists
+    /// them: the reference's Windows builds gate the `worktreeRoot`
+    /// placement off and leave [`EXTERNAL_ROOT`] out (claustrum
+    /// `docs/PROTOCOL.md` "server.*", measured against 7d193f89;
+    /// `.changeset/fix-external-worktree-windows.md`); every other feature
+    /// is listed on every host.
+    pub fn features(&self, host: Host) -> impl Iterator<Item = &'static str> + Clone + '_ {
         self.features
+            .iter()
+            .copied()
+            .filter(move |f| host == Host::Unix || *f != EXTERNAL_ROOT)
     }
 
     /// Resolves a request's `method` among this build's methods, or gives
@@ -340,6 +350,25 @@ mod tests {
                 assert!(!a.features.contains(feature), "{}: {feature}", a.id);
             }
         }
+    }
+
+    #[test]
+    fn windows_lists_every_feature_but_external_root() {
+        for b in BUILDS {
+            let unix: Vec<_> = b.features(Host::Unix).collect();
+            assert_eq!(unix, b.features, "{}", b.id);
+            let windows: Vec<_> = b.features(Host::Windows).collect();
+            let expected: Vec<_> = b.features.iter().copied().filter(|f| *f != EXTERNAL_ROOT).collect();
+            assert_eq!(windows, expected, "{}", b.id);
+            assert_eq!(windows.len() + 1, unix.len(), "{}", b.id);
+            assert_eq!(windows.last(), Some(&"server.instance_id"), "{}", b.id);
+        }
+        // launcher.managed stays listed on Windows (every launcher is
+        // refused there, but the feature is advertised).
+        assert!(NEWEST.features(Host::Windows).any(|f| f == "launcher.managed"));
+        assert!(NEWEST
+            .features(Host::Windows)
+            .any(|f| f == "git.worktree_create.timeoutMs"));
     }
 
     #[test]

@@ -20,6 +20,11 @@
 //! | `afunix` (Windows) | the AF_UNIX listener through Winsock (Windows 10 1803+), a socket accepted as a `TcpStream` |
 //! | `pipe` (Windows) | the named-pipe listener of `-listen-pipe`: owner-only DACL, remote clients rejected |
 //! | [`process`] | signal names, group kill, exit observed without reaping (pidfd / kqueue), a hold on a process its pid cannot outlive (`PidRef`: pidfd / start time) |
+//!
+//! [`Host`] names the host family for the few wire answers the reference's
+//! Windows builds give differently (`sys::os::HOST` is this build's); the
+//! handlers take it as a value, so a Linux test checks the Windows answer
+//! too (`methods::hostrules`, `protocol::build`).
 
 #[cfg(windows)]
 #[path = "windows/acl.rs"]
@@ -46,3 +51,14 @@ pub mod process;
 #[cfg(windows)]
 #[path = "windows/process/mod.rs"]
 pub mod process;
+
+/// The host family a wire answer depends on: the reference's Windows
+/// builds drop a feature and refuse what they cannot do there
+/// (docs/UPSTREAM.md, "Windows"). `sys::os::HOST` is the family of this
+/// build; the deciding functions take it as a parameter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Host {
+    /// Linux and macOS.
+    Unix,
+    Windows,
+}

@@ -5,7 +5,6 @@
 //! come with the modules that use them (`tarx`, `git.worktree_remove`,
 //! `-install`), which are Unix-only so far.
 
-use crate::base::safedir::{self, Dir};
 use std::io;
 use std::os::windows::ffi::OsStrExt;
 use std::os::windows::io::{AsRawHandle, FromRawHandle, OwnedHandle};
@@ -47,17 +46,18 @@ fn identity_of(path: &Path) -> Option<(u64, u64)> {
     crate::sys::openat::identity(handle.as_raw_handle()).ok()
 }
 
-/// Whether the entry `name` of `dir` is the daemon user's home or a
-/// directory above one, by identity (a link is not followed: removing or
-/// renaming a link leaves what it points at alone), as the error a
-/// removal or rename in a directory handle fails with. An entry whose
-/// identity cannot be read fails with that error; one that is not there
-/// passes. The refusal text is the Unix half's.
-pub(crate) fn check_entry(dir: &Dir, name: &[u8]) -> io::Result<()> {
+/// Whether the directory entry `name`, whose identity (volume serial,
+/// file index; a link not followed) is `entry`, is the daemon user's home
+/// or a directory above one, as the error a removal or rename in a
+/// directory handle fails with (`base::safedir` reads the identity and
+/// asks here: removing or renaming a link leaves what it points at
+/// alone). An entry that is not there (`None`) passes. The refusal text
+/// is the Unix half's.
+pub(crate) fn check_entry(entry: Option<(u64, u64)>, name: &[u8]) -> io::Result<()> {
     let Some(home) = home() else {
         return Ok(());
     };
-    let Some(entry) = safedir::entry_identity(dir, name)? else {
+    let Some(entry) = entry else {
         return Ok(());
     };
     if home.ancestors().filter_map(identity_of).any(|id| id == entry) {

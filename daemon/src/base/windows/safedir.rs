@@ -620,8 +620,9 @@ pub(crate) fn own_uid() -> Sid {
 
 /// The identity (volume serial number, file index) of the entry `name`
 /// of `dir`, a link not followed; `None` when there is no such entry.
-/// The home guard's Windows half compares it with the home's.
-pub(crate) fn entry_identity(dir: &Dir, name: &[u8]) -> io::Result<Option<(u64, u64)>> {
+/// The home guard's Windows half compares it with the home's
+/// ([`guard_home`]).
+fn entry_identity(dir: &Dir, name: &[u8]) -> io::Result<Option<(u64, u64)>> {
     let Ok(wide) = component(name) else {
         return Ok(None);
     };
@@ -632,13 +633,19 @@ pub(crate) fn entry_identity(dir: &Dir, name: &[u8]) -> io::Result<Option<(u64, 
     }
 }
 
+/// Refuses when the entry `name` of `dir` is or contains the user's home
+/// ([`crate::base::homeguard::check_entry`]).
+fn guard_home(dir: &Dir, name: &[u8]) -> io::Result<()> {
+    crate::base::homeguard::check_entry(entry_identity(dir, name)?, name)
+}
+
 /// Renames the entry `from` of `dir` to `to` in the same directory (a
 /// link is renamed itself, never followed; an entry already at `to` is
 /// replaced). Neither may be or contain the user's home
 /// ([`crate::base::homeguard`]).
 pub(crate) fn rename_in(dir: &Dir, from: &[u8], to: &[u8]) -> io::Result<()> {
-    crate::base::homeguard::check_entry(dir, from)?;
-    crate::base::homeguard::check_entry(dir, to)?;
+    guard_home(dir, from)?;
+    guard_home(dir, to)?;
     let to = component(to)?;
     let source = openat::open_entry_at(dir.raw(), &component(from)?, DELETE | FILE_READ_ATTRIBUTES)?;
     openat::rename_to(&source, dir.raw(), &to)
@@ -651,7 +658,7 @@ pub(crate) fn unlink_in(dir: &Dir, name: &[u8]) -> io::Result<()> {
     let info = openat::attribute_tag(handle.as_raw_handle())?;
     if info.FileAttributes & FILE_ATTRIBUTE_DIRECTORY != 0 && !openat::is_link(&info) {
         // A directory: never the user's home.
-        crate::base::homeguard::check_entry(dir, name)?;
+        guard_home(dir, name)?;
     }
     openat::delete(&handle)
 }
@@ -662,7 +669,7 @@ pub(crate) fn unlink_in(dir: &Dir, name: &[u8]) -> io::Result<()> {
 /// holds the user's home is refused before anything goes
 /// ([`crate::base::homeguard`]).
 pub(crate) fn remove_flat_dir_in(parent: &Dir, name: &[u8]) -> io::Result<()> {
-    crate::base::homeguard::check_entry(parent, name)?;
+    guard_home(parent, name)?;
     let wide = component(name)?;
     let (dir, _) = open_dir_at(parent, &wide, false)?;
     for entry in read_names(&dir)? {

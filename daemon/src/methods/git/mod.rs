@@ -61,6 +61,7 @@ mod worktree_remove;
 mod worktree_stale;
 mod worktree_undo;
 
+use super::hostrules::{self, WorktreeCall};
 use super::Outcome;
 use crate::base::gojson::go_lossy;
 use crate::protocol::build::{Build, Switch};
@@ -352,6 +353,9 @@ async fn worktree_create(params: &GitParams, guard: bool, registration: bool, st
         }
         None
     } else {
+        if let Some(r) = hostrules::worktree_root_refusal(crate::sys::os::HOST, WorktreeCall::Create, root) {
+            return Outcome::ok(&WorktreeResult::failed(r.text, r.code.unwrap_or_default()));
+        }
         let checked = match external_root::spelling_refusal(Verb::Create, root, repo, worktree) {
             Some(refusal) => Err(refusal),
             None => {
@@ -467,6 +471,8 @@ async fn worktree_remove(params: &GitParams, guard: bool, stray: StrayRules) -> 
     let root = params.worktree_root.as_str();
     let location = if root.is_empty() {
         containment::location_refusal(Verb::Remove, repo, worktree).map(|r| r.text)
+    } else if let Some(r) = hostrules::worktree_root_refusal(crate::sys::os::HOST, WorktreeCall::Remove, root) {
+        Some(r.text)
     } else if let Some(r) = external_root::spelling_refusal(Verb::Remove, root, repo, worktree) {
         Some(r.text)
     } else {
@@ -537,7 +543,27 @@ async fn locked_worktrees(repo: &str) -> Option<Vec<String>> {
 
 #[cfg(test)]
 mod tests {
-    use super::folder_name;
+    use super::{folder_name, hostrules, WorktreeCall, WorktreeResult};
+    use crate::base::gojson::to_go_json;
+    use crate::sys::Host;
+
+    /// The handlers answer a Windows `worktreeRoot` refusal through
+    /// [`WorktreeResult`] (create with its code, remove without); the
+    /// Windows half sends the refusal itself. Both frames must be equal.
+    #[test]
+    fn a_windows_worktree_root_refusal_has_one_frame() {
+        let create = hostrules::worktree_root_refusal(Host::Windows, WorktreeCall::Create, "/r").unwrap();
+        let frame = WorktreeResult::failed(create.text.clone(), create.code.unwrap_or_default());
+        assert_eq!(to_go_json(&frame), to_go_json(&create));
+        let remove = hostrules::worktree_root_refusal(Host::Windows, WorktreeCall::Remove, "/r").unwrap();
+        let frame = WorktreeResult {
+            success: false,
+            error: remove.text.clone(),
+            ..WorktreeResult::default()
+        };
+        assert_eq!(to_go_json(&frame), to_go_json(&remove));
+        assert!(hostrules::worktree_root_refusal(Host::Unix, WorktreeCall::Create, "/r").is_none());
+    }
 
     #[test]
     fn repo_is_the_folder_name_of_root_unless_it_starts_with_a_sign() {

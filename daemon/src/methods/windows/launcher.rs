@@ -1,9 +1,11 @@
 //! The Windows half of `methods::launcher` (issue 43): the managed
-//! launcher is listed for the builds that have it, but on Windows every
-//! launcher is refused (claustrum's Windows record); reading the managed
-//! settings (`agent::launcher::settings`) is not ported yet, so
-//! `launcher.resolve` answers that plainly.
+//! launcher is listed for the builds that have it (`launcher.managed`),
+//! but the reference's Windows builds apply none: every `process.spawn`
+//! `launcher` is refused and `launcher.resolve` answers `none` without
+//! reading any settings file ([`hostrules`], which holds both rules and
+//! their Linux tests; docs/UPSTREAM.md "Windows").
 
+use super::hostrules;
 use super::Outcome;
 use crate::go_struct;
 use crate::protocol::method::LauncherMethod;
@@ -14,7 +16,7 @@ pub(crate) const LAUNCHER_UNUSABLE: i64 = -32004;
 /// `process.spawn`: the launcher passed the checks but did not start.
 pub(crate) const LAUNCHER_NOT_STARTED: i64 = -32005;
 const MSG_CANNOT_USE: &str = "the managed launcher cannot be used: ";
-const NOT_ON_WINDOWS: &str = "managed launchers are not supported on Windows";
+const MSG_CLI_PATH_REQUIRED: &str = "cliPath is required";
 
 go_struct! {
     /// Params of `launcher.resolve`.
@@ -32,16 +34,16 @@ go_struct! {
 }
 
 /// `process.spawn`'s check of a `launcher`: every one is refused on
-/// Windows (`-32004`).
+/// Windows (`-32004`), an empty one too, before the cwd check.
 pub(crate) fn check_spawn_launcher(_launcher: &[String], _command: &str) -> Result<(), RpcError> {
-    Err(RpcError::new(
-        LAUNCHER_UNUSABLE,
-        format!("{MSG_CANNOT_USE}{NOT_ON_WINDOWS}"),
-    ))
+    match hostrules::launcher_refusal(crate::sys::os::HOST) {
+        Some(reason) => Err(RpcError::new(LAUNCHER_UNUSABLE, format!("{MSG_CANNOT_USE}{reason}"))),
+        None => Ok(()),
+    }
 }
 
-/// What a spawned child loses: nothing yet on Windows (the managed
-/// settings' variables are not read there).
+/// What a spawned child loses: nothing yet on Windows (the strip of the
+/// managed-launcher variables is not ported).
 pub(crate) fn stripped_env(_managed: bool, _with_launcher: bool) -> &'static [&'static str] {
     &[]
 }
@@ -60,7 +62,13 @@ pub(crate) fn not_started(path: &str, err: &std::io::Error) -> String {
 #[derive(Debug, Default)]
 pub(crate) struct LauncherLog {}
 
-/// `launcher.resolve`: not available on Windows yet.
-pub(crate) fn handle(method: LauncherMethod, _params: LauncherParams, _log: &LauncherLog) -> Outcome {
-    Outcome::internal(format!("{} is not available on Windows yet (issue 43)", method.name()))
+/// `launcher.resolve`: `cliPath is required` as on Unix, else `none`.
+pub(crate) fn handle(method: LauncherMethod, params: LauncherParams, _log: &LauncherLog) -> Outcome {
+    match method {
+        LauncherMethod::Resolve if params.cli_path.is_empty() => Outcome::invalid_params(MSG_CLI_PATH_REQUIRED),
+        LauncherMethod::Resolve => match hostrules::fixed_resolve(crate::sys::os::HOST) {
+            Some(none) => Outcome::ok(&none),
+            None => Outcome::internal(format!("{} is not available in this build", method.name())),
+        },
+    }
 }

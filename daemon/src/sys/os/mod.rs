@@ -16,6 +16,7 @@
 //! | [`pipe_cloexec`] | `pipe2(O_CLOEXEC)` | `pipe` + `FD_CLOEXEC` (called single-threaded) |
 //! | [`clear_errno`], [`next_dir_name`] | `__errno_location`, `readdir64` | `__error`, `readdir` |
 //! | [`fill_random`] | `getrandom` | `getentropy` |
+//! | [`HOST`] (the family the wire answers depend on) | [`crate::sys::Host::Unix`] | the same |
 //! | [`SOCKET_PATH_MAX`], [`SYSTEM_NAME`] | 107 bytes, `Linux` | 103 bytes, `macOS` |
 //! | [`OPEN_SEARCH`] (a directory opened only to be walked through) | `O_PATH` | `O_SEARCH` |
 //! | [`MANAGED_SETTINGS_DIR`] | `/etc/claude-code` | `/Library/Application Support/ClaudeCode` |
@@ -31,6 +32,10 @@ mod platform;
 #[cfg(target_os = "macos")]
 #[path = "macos.rs"]
 mod platform;
+
+/// The host family of this build, for the answers the reference gives
+/// differently on Windows (the Windows half says `Windows`).
+pub(crate) const HOST: crate::sys::Host = crate::sys::Host::Unix;
 
 pub(crate) use platform::{
     clear_errno, fill_random, initial_env_block, is_libc_reserved_signal, is_platform_dropped_signal,

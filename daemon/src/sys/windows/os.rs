@@ -17,6 +17,9 @@ use windows_sys::Win32::System::Threading::{GetExitCodeProcess, OpenProcess, PRO
 /// The longest AF_UNIX path Windows binds, in bytes: `sun_path` (108
 /// bytes, as on Linux) less its terminating NUL.
 pub(crate) const SOCKET_PATH_MAX: usize = 107;
+/// The host family of this build: the answers the reference's Windows
+/// builds give differently (`methods::hostrules`, `protocol::build`).
+pub(crate) const HOST: crate::sys::Host = crate::sys::Host::Windows;
 /// This system's name in messages.
 pub(crate) const SYSTEM_NAME: &str = "Windows";
 /// The system folder of Claude Code's managed settings (the managed
