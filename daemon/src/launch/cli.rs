@@ -8,7 +8,6 @@
 use crate::base::flagtable::Flags;
 use crate::launch::flags::{self, ParseError};
 use crate::launch::modes;
-use crate::protocol::build::{Build, Switch};
 use std::ffi::OsString;
 
 // The first line of each is the reference's text, kept byte for byte for
@@ -104,12 +103,4 @@ fn run(flags: &Flags, daemon_child: bool) -> i32 {
     }
     eprintln!("{NO_MODE}");
     2
-}
-
-/// Whether the served build has the managed launcher, which `-install` and
-/// `-probe-cli` use with `CLAUDE_SSH_MANAGED_LAUNCHER=1`.
-// Windows: -install and -probe-cli are not ported yet (issue 43).
-#[cfg_attr(windows, allow(dead_code))]
-pub(crate) fn managed_launcher(flags: &Flags) -> bool {
-    Build::for_stamp(&flags.reference_build).0.has(Switch::ManagedLauncher)
 }

@@ -12,7 +12,6 @@
 //! Windows mounts `launch/windows/modes.rs` under this name (issue 43).
 
 use crate::base::flagtable::Flags;
-use crate::launch::cli::managed_launcher;
 use crate::launch::daemonize::{self, Readiness};
 use crate::launch::serveopts::{open_wire_log, raise_open_files_limit, replay_config, served_build, socket_path};
 use crate::protocol::build::{Build, Switch};
@@ -424,4 +423,10 @@ mod tests {
         let newest = options("89cb6289");
         assert!(newest.run_bounds && newest.empty_path_without_cli_dir);
     }
+}
+
+/// Whether the served build has the managed launcher, which `-install` and
+/// `-probe-cli` use with `CLAUDE_SSH_MANAGED_LAUNCHER=1`.
+fn managed_launcher(flags: &Flags) -> bool {
+    Build::for_stamp(&flags.reference_build).0.has(Switch::ManagedLauncher)
 }
