@@ -9,7 +9,8 @@
 //!   dialled itself, not through a `-bridge` child (`--via-bridge` and
 //!   `--wine`);
 //! - [`Need::AfUnix`], [`Need::Posix`], [`Need::WineTools`],
-//!   [`Need::NotPorted`], [`Need::WindowsText`]: a Windows daemon under
+//!   [`Need::NotPorted`], [`Need::WindowsText`], [`Need::WindowsAnswer`]:
+//!   a Windows daemon under
 //!   Wine (`--wine`). A probe whose `process.spawn` runs a POSIX tool by
 //!   name ([`POSIX_TOOLS`]) is a [`Need::WineTools`] skip found from its
 //!   steps, so a new probe of that kind needs no row.
@@ -37,6 +38,10 @@ pub(crate) enum Need {
     /// under Wine), Go's Windows file modes, and Windows path rules (no
     /// `ENOTDIR`, `..` resolved by name).
     WindowsText,
+    /// A recorded Windows answer that differs from the Linux transcript:
+    /// `features` without `git.worktree.external_root` (docs/UPSTREAM.md,
+    /// "Windows answers"; `ci/wine-smoke` checks the Windows list itself).
+    WindowsAnswer,
 }
 
 impl Need {
@@ -44,9 +49,12 @@ impl Need {
     fn lacking_on(self, transport: Transport) -> bool {
         match self {
             Need::DirectSocket => transport.bridged(),
-            Need::AfUnix | Need::Posix | Need::WineTools | Need::NotPorted | Need::WindowsText => {
-                transport.platform() == Platform::Wine
-            }
+            Need::AfUnix
+            | Need::Posix
+            | Need::WineTools
+            | Need::NotPorted
+            | Need::WindowsText
+            | Need::WindowsAnswer => transport.platform() == Platform::Wine,
         }
     }
 }
@@ -60,6 +68,21 @@ pub(crate) struct Rule {
 
 /// The skip list, by probe name.
 pub(crate) const RULES: &[Rule] = &[
+    Rule {
+        names: "server-capabilities*",
+        need: Need::WindowsAnswer,
+        reason: "a Windows build lists no git.worktree.external_root in features (recorded; ci/wine-smoke checks that list)",
+    },
+    Rule {
+        names: "ref-socket-responses",
+        need: Need::WindowsAnswer,
+        reason: "its capabilities reply: a Windows build lists no git.worktree.external_root (ref-socket-responses-windows is that golden)",
+    },
+    Rule {
+        names: "server-many-connections",
+        need: Need::WindowsAnswer,
+        reason: "a connection asks for capabilities: a Windows build lists no git.worktree.external_root",
+    },
     Rule {
         names: "server-shutdown-reconnect-fails",
         need: Need::DirectSocket,
