@@ -392,6 +392,12 @@ fn limit_malloc_arenas() {
 /// glibc malloc arenas (see [`limit_malloc_arenas`]).
 const MALLOC_ARENAS: libc::c_int = 1;
 
+/// Whether the served build has the managed launcher, which `-install` and
+/// `-probe-cli` use with `CLAUDE_SSH_MANAGED_LAUNCHER=1`.
+fn managed_launcher(flags: &Flags) -> bool {
+    Build::for_stamp(&flags.reference_build).0.has(Switch::ManagedLauncher)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -423,10 +429,4 @@ mod tests {
         let newest = options("89cb6289");
         assert!(newest.run_bounds && newest.empty_path_without_cli_dir);
     }
-}
-
-/// Whether the served build has the managed launcher, which `-install` and
-/// `-probe-cli` use with `CLAUDE_SSH_MANAGED_LAUNCHER=1`.
-fn managed_launcher(flags: &Flags) -> bool {
-    Build::for_stamp(&flags.reference_build).0.has(Switch::ManagedLauncher)
 }
