@@ -123,3 +123,23 @@ pub(crate) async fn watch(daemon: Arc<Daemon>, bound: Option<(u64, u64)>, timers
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timers_parse_and_default() {
+        assert_eq!(
+            Timers::parse("50,200"),
+            Some(Timers {
+                check: Duration::from_millis(50),
+                grace: Duration::from_millis(200)
+            })
+        );
+        assert_eq!(Timers::parse("0,5"), None);
+        assert_eq!(Timers::parse("x"), None);
+        assert_eq!(Timers::default().check, Duration::from_secs(60));
+        assert_eq!(Timers::default().grace, Duration::from_secs(600));
+    }
+}

@@ -9,49 +9,14 @@ use crate::serve::listener::{Accepted, Listener};
 use std::io;
 use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::UnixListener as StdUnixListener;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use tokio::net::UnixStream;
 
 /// What [`bind_socket`] made: the listening socket, not yet registered
 /// with a runtime ([`listen`] does that).
 pub(crate) type Bound = StdUnixListener;
 
-/// Why the socket could not be opened, phrased like Go's `net.Listen`.
-#[derive(Debug)]
-pub(crate) struct BindError {
-    pub path: PathBuf,
-    pub source: io::Error,
-}
-
-impl std::fmt::Display for BindError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "listen unix: {}: bind: {}",
-            self.path.display(),
-            crate::base::goerr::io_text(&self.source)
-        )
-    }
-}
-
-impl std::error::Error for BindError {}
-
-use crate::sys::os::{SOCKET_PATH_MAX, SYSTEM_NAME as SOCKET_PATH_SYSTEM};
-
-/// Refuses a socket path the kernel cannot bind, before anything is
-/// created for it: the kernel's own answer is a bare `invalid argument`.
-/// Counted as given (a relative path is not made absolute by the kernel).
-pub(crate) fn check_socket_path_length(path: &Path) -> Result<(), String> {
-    use std::os::unix::ffi::OsStrExt;
-    let len = path.as_os_str().as_bytes().len();
-    if len <= SOCKET_PATH_MAX {
-        return Ok(());
-    }
-    Err(format!(
-        "remora: socket path too long: {} is {len} bytes, and a Unix socket path can have at most {SOCKET_PATH_MAX} bytes on {SOCKET_PATH_SYSTEM}; choose a shorter -socket",
-        path.display()
-    ))
-}
+pub(crate) use crate::serve::listener::{check_socket_path_length, BindError};
 
 /// Creates the listening socket at `path`, mode 0600 from the moment it
 /// exists (the file is created under a 0177 umask, so there is no

@@ -17,7 +17,6 @@
 
 use crate::serve::listener::{Accepted, Listener};
 use crate::sys::afunix::UnixListener;
-use crate::sys::os::{SOCKET_PATH_MAX, SYSTEM_NAME as SOCKET_PATH_SYSTEM};
 use crate::sys::pipe::PipeListener;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -31,38 +30,7 @@ pub(crate) const PIPE_FILE: &str = "rpc.pipe";
 /// How far a peek for a first line looks (as the Unix half).
 const FIRST_LINE_PEEK: usize = 4096;
 
-/// Why the socket could not be opened, phrased like Go's `net.Listen`.
-#[derive(Debug)]
-pub(crate) struct BindError {
-    pub path: PathBuf,
-    pub source: io::Error,
-}
-
-impl std::fmt::Display for BindError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "listen unix: {}: bind: {}",
-            self.path.display(),
-            crate::base::goerr::io_text(&self.source)
-        )
-    }
-}
-
-impl std::error::Error for BindError {}
-
-/// Refuses a socket path Windows cannot bind, before anything is created
-/// for it (its UTF-8 bytes must fit `sun_path`).
-pub(crate) fn check_socket_path_length(path: &Path) -> Result<(), String> {
-    let len = path.as_os_str().as_encoded_bytes().len();
-    if len <= SOCKET_PATH_MAX {
-        return Ok(());
-    }
-    Err(format!(
-        "remora: socket path too long: {} is {len} bytes, and a Unix socket path can have at most {SOCKET_PATH_MAX} bytes on {SOCKET_PATH_SYSTEM}; choose a shorter -socket",
-        path.display()
-    ))
-}
+pub(crate) use crate::serve::listener::{check_socket_path_length, BindError};
 
 /// What was bound before the runtime serves it: the AF_UNIX socket, the
 /// named pipe, or both.
