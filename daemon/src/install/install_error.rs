@@ -62,7 +62,7 @@ pub(super) enum InstallError {
     /// The new CLI could not be put in place.
     Stage(StageError),
     /// A direct `--version` run was stopped at its bound
-    /// (`cliUnresponsive`): [`super::probe::UNRESPONSIVE`].
+    /// (`cliUnresponsive`): [`super::UNRESPONSIVE`].
     Unresponsive,
     /// The run through the managed launcher was stopped at its bound
     /// (`cliUnresponsive`): the launcher's text.
@@ -104,7 +104,7 @@ impl fmt::Display for InstallError {
             }
             InstallError::Fetch(e) => e.fmt(f),
             InstallError::Stage(e) => e.fmt(f),
-            InstallError::Unresponsive => f.write_str(super::probe::UNRESPONSIVE),
+            InstallError::Unresponsive => f.write_str(super::UNRESPONSIVE),
             InstallError::LauncherStopped(text) => f.write_str(text),
         }
     }
@@ -198,10 +198,7 @@ mod tests {
                 InstallError::Fetch(FetchError::Status(500)),
                 "download failed with status 500".to_string(),
             ),
-            (
-                InstallError::Unresponsive,
-                super::super::probe::UNRESPONSIVE.to_string(),
-            ),
+            (InstallError::Unresponsive, super::super::UNRESPONSIVE.to_string()),
             (
                 InstallError::LauncherStopped("launcher stopped".into()),
                 "launcher stopped".to_string(),
