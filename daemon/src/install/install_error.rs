@@ -156,6 +156,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg(unix)] // the errno texts are the Unix ones (Windows words its codes itself)
     fn each_error_is_worded_as_the_facts_line_words_it() {
         let cases = [
             (InstallError::NoCliDir, "--cli-dir is required".to_string()),

@@ -402,7 +402,7 @@ pub(crate) fn print_config(flags: &Flags, loaded: &Loaded, provenance: &Provenan
     out
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))] // Unix modes and signals
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;

@@ -204,7 +204,7 @@ pub(crate) struct Launcher<'a> {
     pub not_started: ExecError,
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))] // Unix modes
 mod tests {
     use super::*;
 

@@ -577,7 +577,7 @@ fn decode_record(tag: u8, payload: &[u8]) -> io::Result<Frame> {
     })
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))] // Unix modes
 mod tests {
     use super::*;
     use proptest::prelude::*;

@@ -50,3 +50,35 @@ fn regular_file_mtime(dir: &safedir::Dir, name: &[u8]) -> Option<(i64, i64)> {
         .ok()?;
     Some((i64::try_from(since.as_secs()).ok()?, i64::from(since.subsec_nanos())))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, SystemTime};
+
+    #[test]
+    fn keeps_current_and_newest() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = SystemTime::now() - Duration::from_secs(3600);
+        for (i, name) in ["1.exe", "2.exe", "3.exe", "4.exe", ".5.exe.tmp-1-0123456789abcdef"]
+            .iter()
+            .enumerate()
+        {
+            let file = std::fs::File::create(dir.path().join(name)).unwrap();
+            file.set_modified(base + Duration::from_secs(60 * i as u64)).unwrap();
+        }
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        // The current CLI is the oldest; it stays, with the newest other one.
+        prune(dir.path(), "1.exe", 2);
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(left, [".5.exe.tmp-1-0123456789abcdef", "1.exe", "4.exe", "sub"]);
+        // `keep` 0 is read as 1: the current one alone.
+        prune(dir.path(), "1.exe", 0);
+        assert!(!dir.path().join("4.exe").exists());
+        assert!(dir.path().join("1.exe").exists());
+    }
+}
