@@ -24,9 +24,15 @@ pub(super) fn cli_file_name(version: &str) -> String {
 }
 
 /// `cliPath` as the facts report it: Go's Windows
-/// `filepath.Join(dir, "<version>.exe")`, `\` separators, cleaned.
+/// `filepath.Join(dir, "<version>.exe")`, `\` separators, cleaned; the
+/// cli dir alone without a version.
 pub(super) fn cli_path(dir: &str, version: &str) -> String {
-    let name = cli_file_name(version);
+    // No version, no file: the path is the cli dir's, as on Unix.
+    let name = if version.is_empty() {
+        String::new()
+    } else {
+        cli_file_name(version)
+    };
     let joined = if dir.is_empty() { name } else { format!("{dir}\\{name}") };
     clean(&joined)
 }
@@ -194,6 +200,7 @@ mod tests {
         assert_eq!(cli_path(r"\\host\share\d", "1"), r"\\host\share\d\1.exe");
         assert_eq!(cli_path("rel", "1"), r"rel\1.exe");
         assert_eq!(cli_path("", "1"), "1.exe");
+        assert_eq!(cli_path(r"C:\d\", ""), r"C:\d");
     }
 
     #[test]
