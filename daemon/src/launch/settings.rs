@@ -402,7 +402,8 @@ pub(crate) fn print_config(flags: &Flags, loaded: &Loaded, provenance: &Provenan
     out
 }
 
-#[cfg(all(test, unix))] // Unix modes and signals
+#[cfg(test)]
+#[cfg(unix)] // Unix modes and signals
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;

@@ -204,7 +204,8 @@ pub(crate) struct Launcher<'a> {
     pub not_started: ExecError,
 }
 
-#[cfg(all(test, unix))] // Unix modes
+#[cfg(test)]
+#[cfg(unix)] // Unix modes
 mod tests {
     use super::*;
 

@@ -50,5 +50,6 @@ pub(crate) use managed::{KilledBy, StdinResult, Termination};
 pub(crate) use registry::{kill_grace_cap_from_env, ProcessManager, Supervision};
 pub(crate) use spawn::{Launcher, SpawnError, SpawnSpec};
 
-#[cfg(all(test, unix))] // Unix pids and signals
+#[cfg(test)]
+#[cfg(unix)] // Unix pids and signals
 mod tests;

@@ -577,7 +577,8 @@ fn decode_record(tag: u8, payload: &[u8]) -> io::Result<Frame> {
     })
 }
 
-#[cfg(all(test, unix))] // Unix modes
+#[cfg(test)]
+#[cfg(unix)] // Unix modes
 mod tests {
     use super::*;
     use proptest::prelude::*;
