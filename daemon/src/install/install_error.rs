@@ -62,7 +62,7 @@ pub(super) enum InstallError {
     /// The new CLI could not be put in place.
     Stage(StageError),
     /// A direct `--version` run was stopped at its bound
-    /// (`cliUnresponsive`): [`super::probe::UNRESPONSIVE`].
+    /// (`cliUnresponsive`): [`super::UNRESPONSIVE`].
     Unresponsive,
     /// The run through the managed launcher was stopped at its bound
     /// (`cliUnresponsive`): the launcher's text.
@@ -104,7 +104,7 @@ impl fmt::Display for InstallError {
             }
             InstallError::Fetch(e) => e.fmt(f),
             InstallError::Stage(e) => e.fmt(f),
-            InstallError::Unresponsive => f.write_str(super::probe::UNRESPONSIVE),
+            InstallError::Unresponsive => f.write_str(super::UNRESPONSIVE),
             InstallError::LauncherStopped(text) => f.write_str(text),
         }
     }
@@ -156,6 +156,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg(unix)] // the errno texts are the Unix ones (Windows words its codes itself)
     fn each_error_is_worded_as_the_facts_line_words_it() {
         let cases = [
             (InstallError::NoCliDir, "--cli-dir is required".to_string()),
@@ -198,10 +199,7 @@ mod tests {
                 InstallError::Fetch(FetchError::Status(500)),
                 "download failed with status 500".to_string(),
             ),
-            (
-                InstallError::Unresponsive,
-                super::super::probe::UNRESPONSIVE.to_string(),
-            ),
+            (InstallError::Unresponsive, super::super::UNRESPONSIVE.to_string()),
             (
                 InstallError::LauncherStopped("launcher stopped".into()),
                 "launcher stopped".to_string(),

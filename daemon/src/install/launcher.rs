@@ -22,6 +22,9 @@
 
 use super::InstallResult;
 use crate::agent::launcher::{self, Resolution, RunOutcome};
+/// The bounds of a run through the launcher (33 s, 123 s right after an
+/// install), the agent's.
+pub(super) use crate::agent::launcher::{FIRST_RUN_BOUND, RUN_BOUND};
 use std::path::Path;
 use std::time::Duration;
 

@@ -33,13 +33,36 @@
 //! facts line. Every decision the contract leaves open is listed in
 //! `docs/PROTOCOL.md` ("-install").
 
+// The OS-specific parts: `host` (naming, modes, liveness) and the Unix
+// files below have Windows halves under `windows/` (same item names).
 mod fetch;
 mod fetch_error;
+#[cfg(unix)]
+mod host;
+#[cfg(windows)]
+#[path = "windows/host.rs"]
+mod host;
 mod install_error;
+#[cfg(unix)]
 mod launcher;
+#[cfg(windows)]
+#[path = "windows/launcher.rs"]
+mod launcher;
+#[cfg(unix)]
 mod probe;
+#[cfg(windows)]
+#[path = "windows/probe.rs"]
+mod probe;
+#[cfg(unix)]
+mod prune;
+#[cfg(windows)]
+#[path = "windows/prune.rs"]
 mod prune;
 mod stage;
+#[cfg(unix)]
+mod trust;
+#[cfg(windows)]
+#[path = "windows/trust.rs"]
 mod trust;
 
 use crate::base::goerr::go_quote;
@@ -50,12 +73,27 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use fetch::{FetchStats, PROGRESS_PREFIX};
 pub use probe::detect_libc;
+
+/// `cliError` of a direct run stopped at its bound (builds with
+/// [`crate::protocol::build::Switch::CliRunBounds`]): one text for both
+/// bounds, as the reference words it.
+pub(super) const UNRESPONSIVE: &str = "cli unresponsive: the installed Claude Code binary started but did not answer --version within 30s (120s for a first run) and was stopped; the host is not letting it run (endpoint security software or a stalled network home are the usual causes)";
+
+/// How one direct `<cli> --version` run ended ([`probe`]'s `run_version`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Ran {
+    /// It exited 0 within the bound.
+    Answered,
+    /// It did not start, or exited otherwise.
+    Failed,
+    /// It still ran at the bound and was killed with what it started.
+    Stopped,
+}
 
 /// The prefix of the one stdout line `-install` prints.
 pub const RESULT_PREFIX: &str = "__INSTALL_RESULT__";
@@ -130,8 +168,8 @@ impl Default for Limits {
             connect_timeout: Duration::from_secs(30),
             read_timeout: Duration::from_secs(60),
             progress_interval: Duration::from_secs(1),
-            launcher_timeout: crate::agent::launcher::RUN_BOUND,
-            launcher_first_timeout: crate::agent::launcher::FIRST_RUN_BOUND,
+            launcher_timeout: launcher::RUN_BOUND,
+            launcher_first_timeout: launcher::FIRST_RUN_BOUND,
         }
     }
 }
@@ -241,10 +279,7 @@ pub fn install_reporting(options: &InstallOptions, limits: &Limits, progress: &(
         os: crate::base::version::goos().to_string(),
         arch: crate::base::version::goarch().to_string(),
         libc: detect_libc().to_string(),
-        cli_path: crate::base::gojson::go_lossy(&crate::base::gopath::join(&[
-            options.cli_dir.as_bytes(),
-            options.cli_version.as_bytes(),
-        ])),
+        cli_path: host::cli_path(&options.cli_dir, &options.cli_version),
         cli_was_present: false,
         cli_error: None,
         cli_unresponsive: false,
@@ -296,7 +331,7 @@ pub fn install_reporting(options: &InstallOptions, limits: &Limits, progress: &(
     }
     result.cli_dir_moved_aside = run
         .moved_aside
-        .map(|p| crate::base::gojson::go_lossy(p.as_os_str().as_bytes()));
+        .map(|p| crate::base::gojson::go_lossy(p.as_os_str().as_encoded_bytes()));
     result
 }
 
@@ -346,7 +381,8 @@ impl Run<'_> {
         trust::check_cli_dir(Path::new(&options.cli_dir))?;
         let dir = Path::new(&options.cli_dir);
         let version = options.cli_version.as_str();
-        let final_path = dir.join(version);
+        let name = host::cli_file_name(version);
+        let final_path = dir.join(&name);
         refuse_home(dir, &final_path, cli_path)?;
 
         // A killed earlier run is garbage whatever happens next.
@@ -363,11 +399,11 @@ impl Run<'_> {
                         limits.probe_timeout
                     };
                     match probe::run_version(&final_path, bound) {
-                        probe::Ran::Answered => return Ok(true),
+                        Ran::Answered => return Ok(true),
                         // The CLI stays and nothing is installed: no source
                         // is read, no download made.
-                        probe::Ran::Stopped if options.run_bounds => return Err(self.stopped()),
-                        probe::Ran::Stopped | probe::Ran::Failed => {}
+                        Ran::Stopped if options.run_bounds => return Err(self.stopped()),
+                        Ran::Stopped | Ran::Failed => {}
                     }
                 }
                 How::Nothing => return Ok(true),
@@ -420,18 +456,15 @@ impl Run<'_> {
                     verify_checksum(&options.cli_checksum, &actual)?;
                     input.seek(SeekFrom::Start(0)).map_err(|e| on_input("seek", e))?;
                 }
-                let opened = input.metadata().ok();
-                let placed = stage::install_blob(&mut input, dir, version, cli_path, precheck)?;
+                let opened = host::file_identity(&input);
+                let placed = stage::install_blob(&mut input, dir, &name, cli_path, precheck)?;
                 // Consumed only once the CLI is in place: a failed install
                 // leaves the upload for a retry. Only the file that was read is
                 // removed — if the path now names another file (the upload was
                 // the final path itself, or was replaced meanwhile), it stays.
                 // A failed removal costs disk space, not correctness.
-                if let (Some(opened), Ok(now)) = (opened, fs::metadata(zst)) {
-                    use std::os::unix::fs::MetadataExt;
-                    if opened.dev() == now.dev() && opened.ino() == now.ino() {
-                        let _ = fs::remove_file(zst);
-                    }
+                if opened.is_some() && opened == host::path_identity(zst) {
+                    let _ = fs::remove_file(zst);
                 }
                 placed
             }
@@ -451,7 +484,7 @@ impl Run<'_> {
                         temp: blob.path().to_string_lossy().into_owned(),
                         source,
                     })?;
-                stage::install_blob(&mut blob.file, dir, version, cli_path, precheck)?
+                stage::install_blob(&mut blob.file, dir, &name, cli_path, precheck)?
                 // `blob` drops here and removes the download.
             }
         };
@@ -463,7 +496,7 @@ impl Run<'_> {
         if self.how() == How::Launcher {
             self.check_through_launcher(&final_path, true)?;
         }
-        prune::prune(dir, version, options.cli_keep);
+        prune::prune(dir, &name, options.cli_keep);
         Ok(false)
     }
 
@@ -520,7 +553,7 @@ impl Run<'_> {
             crate::log_warn!(
                 "[install] {} was not a directory (state from an older version?): moved it to {} and made the directory",
                 go_quote(dir.as_bytes()),
-                go_quote(aside.as_os_str().as_bytes())
+                go_quote(aside.as_os_str().as_encoded_bytes())
             );
             self.moved_aside = Some(aside);
         }
@@ -534,16 +567,10 @@ impl Run<'_> {
 /// must not be or contain the daemon user's home. Checked before anything
 /// on disk changes.
 fn refuse_home(dir: &Path, final_path: &Path, cli_path: &str) -> Result<(), InstallError> {
-    use crate::base::homeguard::Homes;
-    let homes = Homes::of_daemon_user();
-    // Named as the facts line names it (`cliPath`, cleaned).
-    if let Some(text) = homes.verdict(final_path).text("cli path", cli_path) {
-        return Err(InstallError::Home(text));
+    match host::home_refusal(dir, final_path, cli_path) {
+        Some(text) => Err(InstallError::Home(text)),
+        None => Ok(()),
     }
-    if let Some(text) = homes.verdict(dir).text("cli dir", dir) {
-        return Err(InstallError::Home(text));
-    }
-    Ok(())
 }
 
 /// Renames whatever non-directory sits at `dir` (a file, a link to one, a
@@ -595,17 +622,12 @@ fn move_aside_non_directory(dir: &Path) -> Result<Option<PathBuf>, InstallError>
 /// (which would wait forever for a writer) or a device is refused as
 /// `opening input: open <p>: not a regular file`, and is never consumed.
 fn open_upload(zst: &str) -> Result<File, InstallError> {
-    use std::os::unix::fs::OpenOptionsExt;
     let fail = |source: io::Error| InstallError::Input {
         op: "open",
         path: zst.to_string(),
         source,
     };
-    let input = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(zst)
-        .map_err(fail)?;
+    let input = crate::sys::os::open_nonblocking(Path::new(zst)).map_err(fail)?;
     if !input.metadata().map_err(fail)?.is_file() {
         return Err(InstallError::InputNotRegular { path: zst.to_string() });
     }
@@ -619,25 +641,19 @@ fn validate_version(version: &str) -> Result<(), InstallError> {
     if version.is_empty() {
         return Err(InstallError::NoVersion);
     }
-    if version.starts_with('.') || version.contains('/') || version.contains('\0') {
+    if version.starts_with('.') || host::leaves_dir(version) {
         return Err(InstallError::InvalidVersion(version.to_string()));
     }
     Ok(())
 }
 
-/// `os.MkdirAll(dir, 0700)`: each new level owner-only, as 89cb6289 makes
-/// them (older builds asked for 0755, which remora never grants); the
-/// error keeps Go's `mkdir <path>: <errno>`.
+/// Makes `-cli-dir` and its missing parents, owner-only
+/// ([`host::create_cli_dir`]); the error keeps Go's `mkdir <path>: <errno>`.
 fn create_dir(dir: &str) -> Result<(), InstallError> {
-    use std::os::unix::fs::DirBuilderExt;
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|source| InstallError::MakeCliDir {
-            dir: dir.to_string(),
-            source,
-        })
+    host::create_cli_dir(dir).map_err(|source| InstallError::MakeCliDir {
+        dir: dir.to_string(),
+        source,
+    })
 }
 
 /// `checksum mismatch: expected=<a>, actual=<b>` unless they match. Hex

@@ -1,5 +1,6 @@
 //! Host probes: "does this CLI run?" and "which libc does this host use?".
 
+use super::Ran;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -10,22 +11,6 @@ use std::time::{Duration, Instant};
 /// transient: another thread of this process forked while the file was
 /// still open for writing, and the fork holds the descriptor until it execs.
 const TXTBSY_RETRIES: u32 = 50;
-
-/// `cliError` of a direct run stopped at its bound (builds with
-/// [`crate::protocol::build::Switch::CliRunBounds`]): one text for both
-/// bounds, as the reference words it.
-pub(super) const UNRESPONSIVE: &str = "cli unresponsive: the installed Claude Code binary started but did not answer --version within 30s (120s for a first run) and was stopped; the host is not letting it run (endpoint security software or a stalled network home are the usual causes)";
-
-/// How one direct `<cli> --version` run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Ran {
-    /// It exited 0 within the bound.
-    Answered,
-    /// It did not start, or exited otherwise.
-    Failed,
-    /// It still ran at the bound and its group was killed.
-    Stopped,
-}
 
 /// Runs `<cli> --version` for at most `timeout`, with stdin, stdout and
 /// stderr on /dev/null and without `CLAUDE_RPC_TOKEN` (a token never

@@ -7,14 +7,13 @@
 //! fsynced, runnable file, so a killed install leaves at worst a temporary,
 //! which [`sweep_stale`] removes on the next run.
 
-use super::probe;
+use super::{host, probe, Ran};
 use crate::base::goerr::{io_text, path_error};
 use std::collections::hash_map::RandomState;
 use std::fmt;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::hash::BuildHasher;
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -73,13 +72,7 @@ impl TempFile {
         for attempt in 0u32..16 {
             let nonce = state.hash_one((attempt, SystemTime::now()));
             let path = dir.join(format!(".{version}.{kind}-{pid}-{nonce:016x}"));
-            match OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&path)
-            {
+            match host::create_private(&path) {
                 Ok(file) => {
                     return Ok(TempFile {
                         file,
@@ -163,18 +156,10 @@ pub(super) fn sweep_stale(dir: &Path) {
             .ok()
             .and_then(|m| m.elapsed().ok())
             .is_some_and(|age| age > STALE_AFTER);
-        if pid == me || old || !pid_alive(pid) {
+        if pid == me || old || !host::owner_alive(pid) {
             let _ = fs::remove_file(entry.path());
         }
     }
-}
-
-/// Whether `pid` names a live process (EPERM means alive, not ours).
-fn pid_alive(pid: i32) -> bool {
-    use nix::errno::Errno;
-    use nix::sys::signal::kill;
-    use nix::unistd::Pid;
-    !matches!(kill(Pid::from_raw(pid), None), Err(Errno::ESRCH))
 }
 
 /// The direct check of a new CLI before its rename.
@@ -258,19 +243,20 @@ impl std::error::Error for StageError {
 }
 
 /// Decompresses the zstd `blob` into a temporary beside the final path,
-/// makes it 0755, checks it runs (`--version` within the [`Precheck`]
+/// makes it runnable (0755 on Unix), checks it runs (`--version` within the [`Precheck`]
 /// bound, when given: the caller checks through the managed launcher after
-/// the rename, or not at all), and renames it to `<dir>/<version>`.
+/// the rename, or not at all), and renames it to `<dir>/<name>` (the
+/// CLI's file name, [`host::cli_file_name`]).
 /// `cli_path` is the reported path, for the error text.
 pub(super) fn install_blob(
     blob: impl Read,
     dir: &Path,
-    version: &str,
+    name: &str,
     cli_path: &str,
     precheck: Option<Precheck>,
 ) -> Result<Placed, StageError> {
-    let final_path = dir.join(version);
-    let mut temp = TempFile::create(dir, version, "tmp").map_err(StageError::CreateTemp)?;
+    let final_path = dir.join(name);
+    let mut temp = TempFile::create(dir, name, "tmp").map_err(StageError::CreateTemp)?;
     let temp_name = temp.path().to_string_lossy().into_owned();
     let on_temp = |op: &'static str, source: io::Error| StageError::Temp {
         op,
@@ -279,9 +265,7 @@ pub(super) fn install_blob(
     };
 
     decompress(blob, &mut temp.file, &temp_name)?;
-    temp.file
-        .set_permissions(fs::Permissions::from_mode(0o755))
-        .map_err(|e| on_temp("chmod", e))?;
+    host::make_runnable(&temp.file).map_err(|e| on_temp("chmod", e))?;
     // Durable before it becomes visible: after a crash the final path holds
     // either the old CLI or the complete new one.
     temp.file.sync_all().map_err(|e| on_temp("sync", e))?;
@@ -292,9 +276,9 @@ pub(super) fn install_blob(
     let mut placed = Placed::Done;
     if let Some(check) = precheck {
         match probe::run_version(temp.path(), check.bound) {
-            probe::Ran::Answered => {}
-            probe::Ran::Stopped if check.stopped_places => placed = Placed::Unresponsive,
-            probe::Ran::Stopped | probe::Ran::Failed => {
+            Ran::Answered => {}
+            Ran::Stopped if check.stopped_places => placed = Placed::Unresponsive,
+            Ran::Stopped | Ran::Failed => {
                 return Err(StageError::NotRunnable {
                     cli_path: cli_path.to_string(),
                 });

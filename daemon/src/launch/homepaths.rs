@@ -32,8 +32,6 @@ pub(crate) fn default_socket(home: &Path) -> PathBuf {
 /// Where `-install` puts the agent CLI without `-cli-dir` (a build with
 /// `Switch::DefaultCliDir`), for the home `home`: it must be a directory
 /// (`remora -doctor` checks).
-// Windows: -install and -doctor are not ported yet (issue 43).
-#[cfg_attr(windows, allow(dead_code))]
 pub(crate) fn default_cli_dir(home: &Path) -> PathBuf {
     home.join(".claude").join("remote").join("ccd-cli")
 }

@@ -403,6 +403,7 @@ pub(crate) fn print_config(flags: &Flags, loaded: &Loaded, provenance: &Provenan
 }
 
 #[cfg(test)]
+#[cfg(unix)] // Unix modes and signals
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;

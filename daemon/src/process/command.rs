@@ -205,6 +205,7 @@ pub(crate) struct Launcher<'a> {
 }
 
 #[cfg(test)]
+#[cfg(unix)] // Unix modes
 mod tests {
     use super::*;
 

@@ -51,4 +51,5 @@ pub(crate) use registry::{kill_grace_cap_from_env, ProcessManager, Supervision};
 pub(crate) use spawn::{Launcher, SpawnError, SpawnSpec};
 
 #[cfg(test)]
+#[cfg(unix)] // Unix pids and signals
 mod tests;

@@ -578,6 +578,7 @@ fn decode_record(tag: u8, payload: &[u8]) -> io::Result<Frame> {
 }
 
 #[cfg(test)]
+#[cfg(unix)] // Unix modes
 mod tests {
     use super::*;
     use proptest::prelude::*;

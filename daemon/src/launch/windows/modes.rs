@@ -3,7 +3,8 @@
 //! (`windows/daemonize.rs`), which listens on the AF_UNIX socket and,
 //! with `-listen-pipe`, on the named pipe (`serve/windows/socket.rs`).
 //! `-bridge` and `-stop` dial the socket, else the pipe `rpc.pipe` names
-//! (`windows/bridge.rs`, `windows/stop.rs`). The others are not ported
+//! (`windows/bridge.rs`, `windows/stop.rs`). `-install` runs
+//! `install/` with its Windows halves. The others are not ported
 //! yet: each says so on stderr and exits 1, so
 //! that a script or client sees a plain refusal rather than a
 //! half-working mode.
@@ -44,9 +45,52 @@ fn not_yet(mode: &str) -> i32 {
     1
 }
 
-/// `-install`: not ported yet.
-pub(crate) fn install(_flags: &Flags) -> i32 {
-    not_yet("-install")
+/// `-install` (`install/`, with its Windows halves): the facts line and
+/// exit 0, or the option error and exit 2, as on Unix.
+pub(crate) fn install(flags: &Flags) -> i32 {
+    match install_options(flags) {
+        Ok(options) => crate::install::run(&options),
+        Err(message) => {
+            eprintln!("{message}");
+            2
+        }
+    }
+}
+
+/// The `-install` options, as the Unix half builds them, with the
+/// Windows home: a build with [`Switch::DefaultCliDir`] installs
+/// `-cli-version` without `-cli-dir` into
+/// `%USERPROFILE%\.claude\remote\ccd-cli`; with no `%USERPROFILE%` that
+/// is the error line (exit 2). With the managed-launcher gate on (a build
+/// with [`Switch::ManagedLauncher`], `CLAUDE_SSH_MANAGED_LAUNCHER=1`) the
+/// facts carry `"launcherStatus":"none"`: no settings folder is read on
+/// Windows (`install/windows/launcher.rs`).
+fn install_options(flags: &Flags) -> Result<crate::install::InstallOptions, String> {
+    let text = |s: &std::ffi::OsString| s.to_string_lossy().into_owned();
+    let mut cli_dir = text(&flags.cli_dir);
+    let (build, _) = Build::for_stamp(&flags.reference_build);
+    if cli_dir.is_empty() && !flags.cli_version.is_empty() && build.has(Switch::DefaultCliDir) {
+        let home = std::env::var_os("USERPROFILE").filter(|h| !h.is_empty());
+        let Some(home) = home else {
+            return Err("remora: cannot resolve home directory: %USERPROFILE% is not defined".to_string());
+        };
+        cli_dir = crate::launch::homepaths::default_cli_dir(std::path::Path::new(&home))
+            .to_string_lossy()
+            .into_owned();
+    }
+    let gate = std::env::var_os("CLAUDE_SSH_MANAGED_LAUNCHER").is_some_and(|v| v == "1");
+    Ok(crate::install::InstallOptions {
+        cli_dir,
+        cli_version: text(&flags.cli_version),
+        cli_url: text(&flags.cli_url),
+        cli_checksum: text(&flags.cli_checksum),
+        cli_zst: text(&flags.cli_zst),
+        cli_keep: flags.cli_keep,
+        download_timeout: flags.cli_download_timeout,
+        managed_launcher: (build.has(Switch::ManagedLauncher) && gate).then(std::path::PathBuf::new),
+        run_bounds: build.has(Switch::CliRunBounds),
+        empty_path_without_cli_dir: build.has(Switch::EmptyPathWithoutCliDir),
+    })
 }
 
 /// `-probe-cli`: not ported yet.

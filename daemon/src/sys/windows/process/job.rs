@@ -245,3 +245,33 @@ impl Drop for ExitRegistration {
         drop(unsafe { Box::from_raw(self.slot) });
     }
 }
+
+/// A process started elsewhere (std's `Command`, for the short runs of
+/// `-install`) put into a kill-on-close Job Object of its own after its
+/// start: what it starts from then on is in the job too. Dropping it ends
+/// whatever of the tree still runs.
+pub(crate) struct Confined {
+    job: OwnedHandle,
+}
+
+impl Confined {
+    /// Ends every process in the job, each with [`KILL_EXIT_CODE`].
+    pub(crate) fn kill_tree(&self) -> io::Result<()> {
+        // SAFETY: a job handle this value owns.
+        if unsafe { TerminateJobObject(self.job.as_raw_handle(), KILL_EXIT_CODE) } == 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+}
+
+/// Puts the running `child` into a new kill-on-close job.
+pub(super) fn confine(child: &std::process::Child) -> io::Result<Confined> {
+    use windows_sys::Win32::System::JobObjects::AssignProcessToJobObject;
+    let job = kill_on_close_job()?;
+    // SAFETY: both handles are open: the job ours, the process the child's.
+    if unsafe { AssignProcessToJobObject(job.as_raw_handle(), child.as_raw_handle()) } == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(Confined { job })
+}

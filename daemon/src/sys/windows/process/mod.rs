@@ -31,7 +31,7 @@
 mod job;
 mod spawn;
 
-pub(crate) use job::{ExitStatus, JobChild};
+pub(crate) use job::{Confined, ExitStatus, JobChild};
 pub(crate) use spawn::{spawn, SpawnRequest, Spawned};
 
 use std::collections::HashMap;
@@ -113,6 +113,14 @@ pub(crate) fn start_child(req: &SpawnRequest<'_>) -> io::Result<StartedChild> {
         stdout,
         stderr,
     })
+}
+
+/// Confines an already started `child` (the runs of `-install`, which
+/// start through std's `Command`) to a kill-on-close Job Object of its
+/// own: ending the job ends its tree, and dropping it ends what still
+/// runs.
+pub(crate) fn confine(child: &std::process::Child) -> io::Result<Confined> {
+    job::confine(child)
 }
 
 /// Ends the direct child `pid` (every signal alike: see the module doc).
