@@ -13,7 +13,9 @@
 //!   a Windows daemon under
 //!   Wine (`--wine`). A probe whose `process.spawn` runs a POSIX tool by
 //!   name ([`POSIX_TOOLS`]) is a [`Need::WineTools`] skip found from its
-//!   steps, so a new probe of that kind needs no row.
+//!   steps, so a new probe of that kind needs no row; a tool the stand-ins
+//!   of `ci/wine/posixtools` provide (`<tool>.exe` in the directory
+//!   `REMORA_WINE_TOOLS` names, [`wine_tools`]) is not lacking.
 
 use super::{Fixture, Probe, StepKind};
 use crate::dut::transport::{Platform, Transport};
@@ -334,6 +336,31 @@ pub(crate) const RULES: &[Rule] = &[
         reason: "spawns a #! shell script as the agent CLI; Windows runs no #! scripts and the Wine prefix has no sh",
     },
     Rule {
+        names: "process-stdin-closed-spawn",
+        need: Need::Posix,
+        reason: "a KILLed child's exit frame: on Windows the Job Object ends it with exit code 1 and no signal (Go's Windows WaitStatus is never signaled); the Linux transcript says -1 and SIGKILL",
+    },
+    Rule {
+        names: "reattach-want-pid",
+        need: Need::Posix,
+        reason: "a KILLed child's exit frame: on Windows the Job Object ends it with exit code 1 and no signal (Go's Windows WaitStatus is never signaled); the Linux transcript says -1 and SIGKILL",
+    },
+    Rule {
+        names: "stdin-cat-interactive",
+        need: Need::Posix,
+        reason: "a KILLed child's exit frame: on Windows the Job Object ends it with exit code 1 and no signal (Go's Windows WaitStatus is never signaled); the Linux transcript says -1 and SIGKILL",
+    },
+    Rule {
+        names: "stdin-large",
+        need: Need::Posix,
+        reason: "a KILLed child's exit frame: on Windows the Job Object ends it with exit code 1 and no signal (Go's Windows WaitStatus is never signaled); the Linux transcript says -1 and SIGKILL",
+    },
+    Rule {
+        names: "process-not-in-path",
+        need: Need::WindowsText,
+        reason: "Go's Windows exec.ErrNotFound says `executable file not found in %PATH%`, the Unix one `$PATH`",
+    },
+    Rule {
         names: "files-stat-under-file",
         need: Need::WindowsText,
         reason: "Windows path rules: a path under a file is ERROR_PATH_NOT_FOUND (not there), Linux says ENOTDIR",
@@ -370,8 +397,33 @@ pub(crate) const POSIX_TOOLS: &[&str] = &[
     "tr", "dd",
 ];
 
-/// The POSIX tool a `process.spawn` step of `probe` runs, and its line.
-fn posix_tool(probe: &Probe) -> Option<(&'static str, usize)> {
+/// The variable naming the directory of Windows stand-ins for POSIX tools
+/// (`<tool>.exe`, built from `ci/wine/posixtools` by `ci/wine-smoke`).
+/// Under `--wine` the daemon gets it on its `PATH` (`WINEPATH`,
+/// [`crate::dut::transport`]) and the probes that spawn only those tools
+/// run.
+pub(crate) const WINE_TOOLS_VAR: &str = "REMORA_WINE_TOOLS";
+
+/// The tools `REMORA_WINE_TOOLS` provides: the stems of its `.exe` files,
+/// none when it is unset or unreadable.
+pub(crate) fn wine_tools() -> Vec<String> {
+    let Some(dir) = std::env::var_os(WINE_TOOLS_VAR) else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            name.strip_suffix(".exe").map(str::to_string)
+        })
+        .collect()
+}
+
+/// The first POSIX tool a `process.spawn` step of `probe` runs that
+/// `provided` lacks, and its line.
+fn posix_tool(probe: &Probe, provided: &[String]) -> Option<(&'static str, usize)> {
     probe.steps.iter().find_map(|s| match &s.kind {
         StepKind::Call {
             method,
@@ -390,21 +442,30 @@ fn posix_tool(probe: &Probe) -> Option<(&'static str, usize)> {
                 .collect();
             let text = String::from_utf8_lossy(&text);
             let command = text.split(r#""command":""#).nth(1)?.split('"').next()?;
-            POSIX_TOOLS.iter().find(|t| **t == command).map(|t| (*t, s.line))
+            POSIX_TOOLS
+                .iter()
+                .find(|t| **t == command && !provided.iter().any(|p| p == command))
+                .map(|t| (*t, s.line))
         }
         _ => None,
     })
 }
 
-/// Why `probe` cannot run on `transport`, or `None` when it can.
+/// Why `probe` cannot run on `transport`, or `None` when it can, with
+/// the stand-in tools [`wine_tools`] finds.
 pub(crate) fn reason(probe: &Probe, transport: Transport) -> Option<String> {
+    reason_with(probe, transport, &wine_tools())
+}
+
+/// [`reason`], with the tools `provided` under Wine.
+pub(crate) fn reason_with(probe: &Probe, transport: Transport, provided: &[String]) -> Option<String> {
     if let Some(rule) = RULES
         .iter()
         .find(|r| r.need.lacking_on(transport) && crate::probe::glob_match(r.names, &probe.name))
     {
         return Some(format!("{:?}: {}", rule.need, rule.reason));
     }
-    if let Some((tool, line)) = posix_tool(probe).filter(|_| Need::WineTools.lacking_on(transport)) {
+    if let Some((tool, line)) = posix_tool(probe, provided).filter(|_| Need::WineTools.lacking_on(transport)) {
         return Some(format!(
             "WineTools: process.spawn runs `{tool}` (line {line}), a POSIX tool Windows and the Wine prefix do not have"
         ));
@@ -485,6 +546,16 @@ mod tests {
             reason(&p, Transport::Wine).unwrap(),
             "WineTools: process.spawn runs `sh` (line 2), a POSIX tool Windows and the Wine prefix do not have"
         );
+        // A stand-in for the first tool, not for the second: the second
+        // still skips, naming its line.
+        let two = "call c1 1 process.spawn {\"id\":\"a\",\"command\":\"printf\"}\ncall c1 2 process.spawn {\"id\":\"b\",\"command\":\"sh\"}\n";
+        let two = probe("process-two-x", two);
+        let provided = ["printf".to_string(), "head".to_string()];
+        assert_eq!(
+            reason_with(&two, Transport::Wine, &provided).unwrap(),
+            "WineTools: process.spawn runs `sh` (line 2), a POSIX tool Windows and the Wine prefix do not have"
+        );
+        assert_eq!(reason_with(&p, Transport::Wine, &["sh".to_string()]), None);
         let absent = probe(
             "process-not-in-path-x",
             "call c1 1 process.spawn {\"id\":\"p1\",\"command\":\"no-such-tool\"}\n",
