@@ -116,11 +116,6 @@ pub(crate) const RULES: &[Rule] = &[
         reason: "reads a socket file",
     },
     Rule {
-        names: "kill-*",
-        need: Need::Posix,
-        reason: "POSIX signals and process groups; on Windows a kill ends the Job Object",
-    },
-    Rule {
         names: "server-run-lock*",
         need: Need::Posix,
         reason: "the run-dir lock (flock); Windows has none (claustrum's record)",
@@ -336,24 +331,49 @@ pub(crate) const RULES: &[Rule] = &[
         reason: "spawns a #! shell script as the agent CLI; Windows runs no #! scripts and the Wine prefix has no sh",
     },
     Rule {
+        names: "kill-live",
+        need: Need::Posix,
+        reason: "a killed child's exit frame: on Windows a kill, whatever the signal, ends the Job Object and the child exits with code 1 and no signal (Go's Windows WaitStatus is never signaled); the Linux transcript says -1 and the signal",
+    },
+    Rule {
+        names: "kill-signal-*",
+        need: Need::Posix,
+        reason: "a killed child's exit frame: on Windows a kill, whatever the signal, ends the Job Object and the child exits with code 1 and no signal (Go's Windows WaitStatus is never signaled); the Linux transcript says -1 and the signal",
+    },
+    Rule {
+        names: "kill-wait-live",
+        need: Need::Posix,
+        reason: "a killed child's exit frame: on Windows a kill, whatever the signal, ends the Job Object and the child exits with code 1 and no signal (Go's Windows WaitStatus is never signaled); the Linux transcript says -1 and the signal",
+    },
+    Rule {
+        names: "kill-wait-signal-kill",
+        need: Need::Posix,
+        reason: "a killed child's exit frame: on Windows a kill, whatever the signal, ends the Job Object and the child exits with code 1 and no signal (Go's Windows WaitStatus is never signaled); the Linux transcript says -1 and the signal",
+    },
+    Rule {
+        names: "kill-wait-timeout-*",
+        need: Need::Posix,
+        reason: "a killed child's exit frame: on Windows a kill, whatever the signal, ends the Job Object and the child exits with code 1 and no signal (Go's Windows WaitStatus is never signaled); the Linux transcript says -1 and the signal",
+    },
+    Rule {
         names: "process-stdin-closed-spawn",
         need: Need::Posix,
-        reason: "a KILLed child's exit frame: on Windows the Job Object ends it with exit code 1 and no signal (Go's Windows WaitStatus is never signaled); the Linux transcript says -1 and SIGKILL",
+        reason: "a killed child's exit frame: on Windows a kill, whatever the signal, ends the Job Object and the child exits with code 1 and no signal (Go's Windows WaitStatus is never signaled); the Linux transcript says -1 and the signal",
     },
     Rule {
         names: "reattach-want-pid",
         need: Need::Posix,
-        reason: "a KILLed child's exit frame: on Windows the Job Object ends it with exit code 1 and no signal (Go's Windows WaitStatus is never signaled); the Linux transcript says -1 and SIGKILL",
+        reason: "a killed child's exit frame: on Windows a kill, whatever the signal, ends the Job Object and the child exits with code 1 and no signal (Go's Windows WaitStatus is never signaled); the Linux transcript says -1 and the signal",
     },
     Rule {
         names: "stdin-cat-interactive",
         need: Need::Posix,
-        reason: "a KILLed child's exit frame: on Windows the Job Object ends it with exit code 1 and no signal (Go's Windows WaitStatus is never signaled); the Linux transcript says -1 and SIGKILL",
+        reason: "a killed child's exit frame: on Windows a kill, whatever the signal, ends the Job Object and the child exits with code 1 and no signal (Go's Windows WaitStatus is never signaled); the Linux transcript says -1 and the signal",
     },
     Rule {
         names: "stdin-large",
         need: Need::Posix,
-        reason: "a KILLed child's exit frame: on Windows the Job Object ends it with exit code 1 and no signal (Go's Windows WaitStatus is never signaled); the Linux transcript says -1 and SIGKILL",
+        reason: "a killed child's exit frame: on Windows a kill, whatever the signal, ends the Job Object and the child exits with code 1 and no signal (Go's Windows WaitStatus is never signaled); the Linux transcript says -1 and the signal",
     },
     Rule {
         names: "process-not-in-path",
@@ -511,8 +531,8 @@ mod tests {
 
     #[test]
     fn wine_skips_by_name_and_by_fixture_with_the_reason() {
-        let kill = reason(&probe("kill-term", "call c1 1 server.ping\n"), Transport::Wine).unwrap();
-        assert!(kill.starts_with("Posix: POSIX signals"), "{kill}");
+        let kill = reason(&probe("kill-signal-int", "call c1 1 server.ping\n"), Transport::Wine).unwrap();
+        assert!(kill.starts_with("Posix: a killed child's exit frame"), "{kill}");
         let git = reason(
             &probe("record-git-list-branches", "call c1 1 server.ping\n"),
             Transport::Wine,
