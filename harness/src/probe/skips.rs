@@ -376,6 +376,16 @@ pub(crate) const RULES: &[Rule] = &[
         reason: "a killed child's exit frame: on Windows a kill, whatever the signal, ends the Job Object and the child exits with code 1 and no signal (Go's Windows WaitStatus is never signaled); the Linux transcript says -1 and the signal",
     },
     Rule {
+        names: "process-cwd",
+        need: Need::WindowsText,
+        reason: "runs pwd: a Windows process names its directory `Z:\\…` under Wine (`C:\\…` on Windows), not the Linux path of the transcript; no stand-in can print both",
+    },
+    Rule {
+        names: "process-cwd-default",
+        need: Need::WindowsText,
+        reason: "runs pwd: a Windows process names its directory `Z:\\…` under Wine (`C:\\…` on Windows), not the Linux path of the transcript; no stand-in can print both",
+    },
+    Rule {
         names: "process-not-in-path",
         need: Need::WindowsText,
         reason: "Go's Windows exec.ErrNotFound says `executable file not found in %PATH%`, the Unix one `$PATH`",
@@ -487,7 +497,7 @@ pub(crate) fn reason_with(probe: &Probe, transport: Transport, provided: &[Strin
     }
     if let Some((tool, line)) = posix_tool(probe, provided).filter(|_| Need::WineTools.lacking_on(transport)) {
         return Some(format!(
-            "WineTools: process.spawn runs `{tool}` (line {line}), a POSIX tool Windows and the Wine prefix do not have"
+            "WineTools: process.spawn runs `{tool}` (line {line}), a POSIX tool Windows and the Wine prefix do not have (ci/wine/posixtools has no stand-in for it)"
         ));
     }
     probe.steps.iter().find_map(|s| match &s.kind {
@@ -564,7 +574,7 @@ mod tests {
         assert_eq!(reason(&p, Transport::Bridge), None);
         assert_eq!(
             reason(&p, Transport::Wine).unwrap(),
-            "WineTools: process.spawn runs `sh` (line 2), a POSIX tool Windows and the Wine prefix do not have"
+            "WineTools: process.spawn runs `sh` (line 2), a POSIX tool Windows and the Wine prefix do not have (ci/wine/posixtools has no stand-in for it)"
         );
         // A stand-in for the first tool, not for the second: the second
         // still skips, naming its line.
@@ -573,7 +583,7 @@ mod tests {
         let provided = ["printf".to_string(), "head".to_string()];
         assert_eq!(
             reason_with(&two, Transport::Wine, &provided).unwrap(),
-            "WineTools: process.spawn runs `sh` (line 2), a POSIX tool Windows and the Wine prefix do not have"
+            "WineTools: process.spawn runs `sh` (line 2), a POSIX tool Windows and the Wine prefix do not have (ci/wine/posixtools has no stand-in for it)"
         );
         assert_eq!(reason_with(&p, Transport::Wine, &["sh".to_string()]), None);
         let absent = probe(
