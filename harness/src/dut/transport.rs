@@ -95,7 +95,7 @@ impl Transport {
     /// `WINEHOME` as its `HOME` instead, so the probe's `HOME` goes there:
     /// the daemon's `~`, default socket and run dir are the probe's, as on
     /// Linux. The stand-in POSIX tools (`REMORA_WINE_TOOLS`,
-    /// [`crate::probe::skips::wine_tools`]) go first on the daemon's
+    /// [`wine_tools`]) go first on the daemon's
     /// Windows `PATH` through `WINEPATH` (Wine drops the Unix `PATH`), as
     /// their `Z:` name, so `process.spawn` of `sleep` finds `sleep.exe`
     /// by `PATHEXT` as on a Windows host.
@@ -112,7 +112,7 @@ impl Transport {
                 if let Some((_, home)) = given.iter().rev().find(|(k, _)| k == "HOME") {
                     v.push(("WINEHOME".to_string(), home.clone()));
                 }
-                if let Some(tools) = std::env::var_os(crate::probe::skips::WINE_TOOLS_VAR) {
+                if let Some(tools) = std::env::var_os(WINE_TOOLS_VAR) {
                     v.push(("WINEPATH".to_string(), wine_name(Path::new(&tools))));
                 }
                 v
@@ -126,6 +126,30 @@ impl Transport {
     pub(crate) fn listening(self, socket: &Path) -> bool {
         socket.exists() || (self == Transport::Wine && pipe_file(socket).exists())
     }
+}
+
+/// The variable naming the directory of Windows stand-ins for POSIX tools
+/// (`<tool>.exe`, built from `ci/wine/posixtools` by `ci/wine-smoke`).
+/// Under `--wine` the daemon gets it on its `PATH` (`WINEPATH`,
+/// [`Transport::env`]) and the probes that spawn only those tools run
+/// ([`crate::probe::skips`]).
+pub(crate) const WINE_TOOLS_VAR: &str = "REMORA_WINE_TOOLS";
+
+/// The tools `REMORA_WINE_TOOLS` provides: the stems of its `.exe` files,
+/// none when it is unset or unreadable.
+pub(crate) fn wine_tools() -> Vec<String> {
+    let Some(dir) = std::env::var_os(WINE_TOOLS_VAR) else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            name.strip_suffix(".exe").map(str::to_string)
+        })
+        .collect()
 }
 
 /// The Windows name Wine gives a Unix path: through the `Z:` drive, which

@@ -15,7 +15,8 @@
 //!   name ([`POSIX_TOOLS`]) is a [`Need::WineTools`] skip found from its
 //!   steps, so a new probe of that kind needs no row; a tool the stand-ins
 //!   of `ci/wine/posixtools` provide (`<tool>.exe` in the directory
-//!   `REMORA_WINE_TOOLS` names, [`wine_tools`]) is not lacking.
+//!   `REMORA_WINE_TOOLS` names, [`crate::dut::transport::wine_tools`]) is not
+//!   lacking.
 
 use super::{Fixture, Probe, StepKind};
 use crate::dut::transport::{Platform, Transport};
@@ -427,30 +428,6 @@ pub(crate) const POSIX_TOOLS: &[&str] = &[
     "tr", "dd",
 ];
 
-/// The variable naming the directory of Windows stand-ins for POSIX tools
-/// (`<tool>.exe`, built from `ci/wine/posixtools` by `ci/wine-smoke`).
-/// Under `--wine` the daemon gets it on its `PATH` (`WINEPATH`,
-/// [`crate::dut::transport`]) and the probes that spawn only those tools
-/// run.
-pub(crate) const WINE_TOOLS_VAR: &str = "REMORA_WINE_TOOLS";
-
-/// The tools `REMORA_WINE_TOOLS` provides: the stems of its `.exe` files,
-/// none when it is unset or unreadable.
-pub(crate) fn wine_tools() -> Vec<String> {
-    let Some(dir) = std::env::var_os(WINE_TOOLS_VAR) else {
-        return Vec::new();
-    };
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|e| {
-            let name = e.ok()?.file_name().into_string().ok()?;
-            name.strip_suffix(".exe").map(str::to_string)
-        })
-        .collect()
-}
-
 /// The first POSIX tool a `process.spawn` step of `probe` runs that
 /// `provided` lacks, and its line.
 fn posix_tool(probe: &Probe, provided: &[String]) -> Option<(&'static str, usize)> {
@@ -482,9 +459,9 @@ fn posix_tool(probe: &Probe, provided: &[String]) -> Option<(&'static str, usize
 }
 
 /// Why `probe` cannot run on `transport`, or `None` when it can, with
-/// the stand-in tools [`wine_tools`] finds.
+/// the stand-in tools [`crate::dut::transport::wine_tools`] finds.
 pub(crate) fn reason(probe: &Probe, transport: Transport) -> Option<String> {
-    reason_with(probe, transport, &wine_tools())
+    reason_with(probe, transport, &crate::dut::transport::wine_tools())
 }
 
 /// [`reason`], with the tools `provided` under Wine.
