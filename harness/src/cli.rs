@@ -598,6 +598,10 @@ pub(crate) struct TransportArgs {
     /// -listen-pipe, every connection through `wine <binary> -bridge` over
     /// the pipe (WINEPREFIX from ci/wine-setup). Probes that need AF_UNIX
     /// or a POSIX-only feature are skipped, each with its reason.
+    /// REMORA_WINE_TOOLS names a directory of `<tool>.exe` stand-ins for
+    /// the POSIX tools probes spawn (ci/wine/posixtools, installed by
+    /// ci/wine-smoke): it goes on the daemon's PATH, and the probes that
+    /// spawn only those tools run.
     #[arg(long)]
     pub(crate) wine: bool,
 }

@@ -5,6 +5,9 @@
 //! The reference builds `exec.Command(command, args...)` with `Dir = cwd`,
 //! `Env = daemon env + params env` and `SysProcAttr{Setpgid: true}`. So:
 //!
+//! * on Windows the lookup is Go's Windows one (`PATHEXT`, the current
+//!   directory, `%PATH%` in the error): [`super::lookpath`]; what follows
+//!   is the Unix rule;
 //! * a name without `/` is looked up in `PATH`; failure is
 //!   `exec: "<name>": executable file not found in $PATH` (the name quoted
 //!   with Go's `strconv.Quote`), and a hit in a relative `PATH` entry is
@@ -44,10 +47,13 @@ pub(crate) const ENV_NUL: &str = "exec: environment variable contains NUL";
 /// so an explicit `env.PATH` beats the login PATH).
 pub(crate) fn merged_env(login_path: Option<&str>, overrides: &[(String, String)]) -> Vec<(OsString, OsString)> {
     let mut env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
-    let mut set = |key: OsString, value: OsString| match env.iter_mut().find(|(k, _)| *k == key) {
-        Some(entry) => entry.1 = value,
-        None => env.push((key, value)),
-    };
+    // Go's `dedupEnv`: a later entry of the same name (case-insensitive
+    // on Windows) replaces the earlier one in its place, name and value.
+    let mut set =
+        |key: OsString, value: OsString| match env.iter_mut().find(|(k, _)| crate::sys::os::env_names_equal(k, &key)) {
+            Some(entry) => *entry = (key, value),
+            None => env.push((key, value)),
+        };
     if let Some(path) = login_path {
         set("PATH".into(), path.into());
     }
@@ -79,19 +85,59 @@ pub(crate) fn go_entry(key: &str, value: &str) -> (String, String) {
     (name, value)
 }
 
-/// The value of `PATH` in `env`, empty if unset.
-pub(crate) fn path_of(env: &[(OsString, OsString)]) -> OsString {
+/// The value of `name` in `env` (names compared as the OS does), or
+/// `None` if unset.
+fn env_value<'e>(env: &'e [(OsString, OsString)], name: &str) -> Option<&'e OsString> {
     env.iter()
         .rev()
-        .find(|(k, _)| k.as_encoded_bytes() == b"PATH")
-        .map(|(_, v)| v.clone())
-        .unwrap_or_default()
+        .find(|(k, _)| crate::sys::os::env_names_equal(k, name.as_ref()))
+        .map(|(_, v)| v)
 }
 
-/// Resolves `command` like `exec.Command`: names containing `/` are used
-/// as given; bare names go through [`look_path`]. The error is the full
+/// The value of `PATH` in `env`, empty if unset.
+pub(crate) fn path_of(env: &[(OsString, OsString)]) -> OsString {
+    env_value(env, "PATH").cloned().unwrap_or_default()
+}
+
+/// Resolves `command` like `exec.Command` with `Dir = cwd`, in the
+/// child's environment `env`, by the host's rule: on Unix names
+/// containing `/` are used as given and bare names go through
+/// [`look_path`]; on Windows, [`super::lookpath`]. The error is the full
 /// wire message.
-pub(crate) fn resolve(command: &str, path_var: &OsString) -> Result<String, String> {
+pub(crate) fn resolve(command: &str, env: &[(OsString, OsString)], cwd: &str) -> Result<String, String> {
+    match crate::sys::os::HOST {
+        crate::sys::Host::Unix => resolve_unix(command, &path_of(env)),
+        crate::sys::Host::Windows => {
+            let text = |name| env_value(env, name).map(|v| v.to_string_lossy());
+            let (path, pathext) = (text("PATH").unwrap_or_default(), text("PATHEXT").unwrap_or_default());
+            let look = super::lookpath::LookEnv {
+                path: &path,
+                pathext: &pathext,
+                no_dot: env_value(env, "NoDefaultCurrentDirectoryInExePath").is_some(),
+            };
+            super::lookpath::resolve(command, cwd, &look, &HostFiles)
+        }
+    }
+}
+
+/// The host's files, as the Windows rule asks about them.
+struct HostFiles;
+
+impl super::lookpath::Files for HostFiles {
+    fn stat(&self, path: &str) -> Result<bool, String> {
+        std::fs::metadata(path)
+            .map(|m| !m.is_dir())
+            .map_err(|e| crate::base::goerr::path_error("CreateFile", path, &e))
+    }
+
+    fn same_file(&self, a: &str, b: &str) -> bool {
+        let id = |p: &str| crate::sys::os::path_identity(Path::new(p));
+        id(a).is_some_and(|a| Some(a) == id(b))
+    }
+}
+
+/// The Unix half of [`resolve`].
+fn resolve_unix(command: &str, path_var: &OsString) -> Result<String, String> {
     if command.contains(crate::sys::os::PATH_SEPARATORS) {
         return Ok(command.to_string());
     }
@@ -218,25 +264,27 @@ mod tests {
         );
     }
 
+    #[cfg(unix)]
     #[test]
     fn lookup_follows_go() {
         let path: OsString = "/nonexistent-dir:/bin:/usr/bin".into();
-        let sh = resolve("sh", &path).unwrap();
+        let sh = resolve_unix("sh", &path).unwrap();
         assert!(sh == "/bin/sh" || sh == "/usr/bin/sh", "{sh}");
         assert_eq!(
-            resolve("nonexistent-cmd", &path).unwrap_err(),
+            resolve_unix("nonexistent-cmd", &path).unwrap_err(),
             "exec: \"nonexistent-cmd\": executable file not found in $PATH"
         );
         assert_eq!(
-            resolve("sh", &OsString::new()).unwrap_err(),
+            resolve_unix("sh", &OsString::new()).unwrap_err(),
             "exec: \"sh\": executable file not found in $PATH"
         );
         // A directory is not an executable.
-        assert!(resolve("bin", &"/".into()).is_err());
+        assert!(resolve_unix("bin", &"/".into()).is_err());
         // A slash means no lookup at all.
-        assert_eq!(resolve("./x/y", &path).unwrap(), "./x/y");
+        assert_eq!(resolve_unix("./x/y", &path).unwrap(), "./x/y");
     }
 
+    #[cfg(unix)]
     #[test]
     fn relative_path_entries_are_err_dot() {
         let dir = tempfile::tempdir().unwrap();
@@ -246,16 +294,66 @@ mod tests {
         std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
         std::fs::set_permissions(&tool, perms).unwrap();
         let abs: OsString = dir.path().as_os_str().to_owned();
-        assert_eq!(resolve("tool", &abs).unwrap(), tool.to_string_lossy());
+        assert_eq!(resolve_unix("tool", &abs).unwrap(), tool.to_string_lossy());
         // Relative to the test's cwd: make a relative entry that exists.
         let cwd = std::env::current_dir().unwrap();
         if let Ok(rel) = dir.path().strip_prefix(&cwd) {
             let rel: OsString = rel.as_os_str().to_owned();
             assert_eq!(
-                resolve("tool", &rel).unwrap_err(),
+                resolve_unix("tool", &rel).unwrap_err(),
                 "exec: \"tool\": cannot run executable found relative to current directory"
             );
         }
+    }
+
+    /// Go's Windows lookup on real files (under Wine in CI): `PATHEXT`
+    /// finds `tool.exe` for `tool`, `Path` is `PATH`, the error says
+    /// `%PATH%`.
+    #[cfg(windows)]
+    #[test]
+    fn windows_lookup_finds_pathext_files_in_the_child_s_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let tool = dir.path().join("tool.exe");
+        std::fs::write(&tool, b"MZ").unwrap();
+        std::fs::create_dir(dir.path().join("sub.exe")).unwrap();
+        let env = |path: &std::path::Path, ext: &str| -> Vec<(OsString, OsString)> {
+            vec![
+                ("Path".into(), path.as_os_str().to_owned()),
+                ("PATHEXT".into(), ext.into()),
+                ("NoDefaultCurrentDirectoryInExePath".into(), "".into()),
+            ]
+        };
+        let found = resolve("tool", &env(dir.path(), ".COM;.EXE"), "").unwrap();
+        assert!(found.eq_ignore_ascii_case(&tool.to_string_lossy()), "{found}");
+        assert_eq!(
+            resolve("tool", &env(dir.path(), ".BAT"), "").unwrap_err(),
+            "exec: \"tool\": executable file not found in %PATH%"
+        );
+        // A directory named like a program is not one.
+        assert!(resolve("sub", &env(dir.path(), ".EXE"), "").is_err());
+        // A relative name is found under the working directory.
+        let found = resolve(
+            r"..\tool",
+            &env(dir.path(), ".EXE"),
+            &dir.path().join("sub.exe").to_string_lossy(),
+        );
+        assert!(found.unwrap().to_ascii_lowercase().ends_with(r"sub.exe\..\tool.exe"));
+    }
+
+    #[test]
+    fn windows_env_names_merge_without_case_on_windows_only() {
+        let env = merged_env(
+            None,
+            &[
+                ("REMORA_T_CASE".into(), "1".into()),
+                ("remora_t_case".into(), "2".into()),
+            ],
+        );
+        let n = env
+            .iter()
+            .filter(|(k, _)| k.eq_ignore_ascii_case("REMORA_T_CASE"))
+            .count();
+        assert_eq!(n, if cfg!(windows) { 1 } else { 2 });
     }
 
     #[test]

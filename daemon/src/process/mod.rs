@@ -23,7 +23,8 @@
 //! daemon stops, whichever comes first; then their log is released.
 //!
 //! The files, lowest first (each imports only the ones before it):
-//! [`command`], [`stdin`], [`session`] (pure helpers); [`managed`] (the
+//! [`lookpath`] (Go's Windows program lookup), [`command`], [`stdin`],
+//! [`session`] (pure helpers); [`managed`] (the
 //! process type and the table); [`pumps`], [`supervise`], [`retention`]
 //! (what runs beside a child); [`registry`] (the [`ProcessManager`]);
 //! [`spawn`] (starting a child) and [`launch`], its OS part (Unix:
@@ -37,6 +38,7 @@ pub(crate) mod launch;
 #[cfg(windows)]
 #[path = "windows/launch.rs"]
 pub(crate) mod launch;
+pub(crate) mod lookpath;
 pub(crate) mod managed;
 pub(crate) mod pumps;
 pub(crate) mod registry;

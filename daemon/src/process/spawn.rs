@@ -106,7 +106,7 @@ pub(super) async fn prepare<'a>(
             env.push((agentsock::AGENT_SOCK_ENV.into(), sock.into()));
         }
     }
-    let program = command::resolve(spec.command, &command::path_of(&env)).map_err(SpawnError::Failed)?;
+    let program = command::resolve(spec.command, &env, spec.cwd).map_err(SpawnError::Failed)?;
     if env
         .iter()
         .any(|(k, v)| k.as_encoded_bytes().contains(&0) || v.as_encoded_bytes().contains(&0))

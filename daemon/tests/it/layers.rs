@@ -66,8 +66,9 @@ const INNER: &[(&str, &[&[&str]])] = &[
     (
         "process",
         &[
-            // Pure helpers: lookup and env, the stdin verdict, session keys.
-            &["command", "stdin", "session"],
+            // Pure helpers: lookup (Go's Windows rule in `lookpath`) and
+            // env, the stdin verdict, session keys.
+            &["lookpath", "command", "stdin", "session"],
             // The process type and the table of them.
             &["managed"],
             // What runs beside a child: its pumps, its supervisor, the

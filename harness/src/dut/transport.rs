@@ -94,7 +94,11 @@ impl Transport {
     /// Unix `HOME` from a Windows process's environment and takes
     /// `WINEHOME` as its `HOME` instead, so the probe's `HOME` goes there:
     /// the daemon's `~`, default socket and run dir are the probe's, as on
-    /// Linux.
+    /// Linux. The stand-in POSIX tools (`REMORA_WINE_TOOLS`,
+    /// [`wine_tools`]) go first on the daemon's
+    /// Windows `PATH` through `WINEPATH` (Wine drops the Unix `PATH`), as
+    /// their `Z:` name, so `process.spawn` of `sleep` finds `sleep.exe`
+    /// by `PATHEXT` as on a Windows host.
     pub(crate) fn env(self, given: &[(String, String)]) -> Vec<(String, String)> {
         match self {
             Transport::Wine => {
@@ -108,6 +112,9 @@ impl Transport {
                 if let Some((_, home)) = given.iter().rev().find(|(k, _)| k == "HOME") {
                     v.push(("WINEHOME".to_string(), home.clone()));
                 }
+                if let Some(tools) = std::env::var_os(WINE_TOOLS_VAR) {
+                    v.push(("WINEPATH".to_string(), wine_name(Path::new(&tools))));
+                }
                 v
             }
             _ => Vec::new(),
@@ -119,6 +126,38 @@ impl Transport {
     pub(crate) fn listening(self, socket: &Path) -> bool {
         socket.exists() || (self == Transport::Wine && pipe_file(socket).exists())
     }
+}
+
+/// The variable naming the directory of Windows stand-ins for POSIX tools
+/// (`<tool>.exe`, built from `ci/wine/posixtools` by `ci/wine-smoke`).
+/// Under `--wine` the daemon gets it on its `PATH` (`WINEPATH`,
+/// [`Transport::env`]) and the probes that spawn only those tools run
+/// ([`crate::probe::skips`]).
+pub(crate) const WINE_TOOLS_VAR: &str = "REMORA_WINE_TOOLS";
+
+/// The tools `REMORA_WINE_TOOLS` provides: the stems of its `.exe` files,
+/// none when it is unset or unreadable.
+pub(crate) fn wine_tools() -> Vec<String> {
+    let Some(dir) = std::env::var_os(WINE_TOOLS_VAR) else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            name.strip_suffix(".exe").map(str::to_string)
+        })
+        .collect()
+}
+
+/// The Windows name Wine gives a Unix path: through the `Z:` drive, which
+/// a Wine prefix maps to `/` (an absolute path is made of the current
+/// directory first).
+pub(crate) fn wine_name(path: &Path) -> String {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    format!("Z:{}", abs.to_string_lossy().replace('/', "\\"))
 }
 
 /// `rpc.pipe` beside `socket` (clauster's `_pipe_name_path`).
@@ -177,6 +216,11 @@ mod tests {
         let wine = Transport::Wine.command(Path::new("/x/remora.exe"));
         assert_eq!(wine.get_program(), "wine");
         assert_eq!(wine.get_args().collect::<Vec<_>>(), ["/x/remora.exe"]);
+    }
+
+    #[test]
+    fn wine_names_go_through_the_z_drive() {
+        assert_eq!(wine_name(Path::new("/tmp/x/bin")), "Z:\\tmp\\x\\bin");
     }
 
     #[test]

@@ -13,7 +13,10 @@
 //!   a Windows daemon under
 //!   Wine (`--wine`). A probe whose `process.spawn` runs a POSIX tool by
 //!   name ([`POSIX_TOOLS`]) is a [`Need::WineTools`] skip found from its
-//!   steps, so a new probe of that kind needs no row.
+//!   steps, so a new probe of that kind needs no row; a tool the stand-ins
+//!   of `ci/wine/posixtools` provide (`<tool>.exe` in the directory
+//!   `REMORA_WINE_TOOLS` names, [`crate::dut::transport::wine_tools`]) is not
+//!   lacking.
 
 use super::{Fixture, Probe, StepKind};
 use crate::dut::transport::{Platform, Transport};
@@ -112,11 +115,6 @@ pub(crate) const RULES: &[Rule] = &[
         names: "ref-socket-files-read-socket",
         need: Need::AfUnix,
         reason: "reads a socket file",
-    },
-    Rule {
-        names: "kill-*",
-        need: Need::Posix,
-        reason: "POSIX signals and process groups; on Windows a kill ends the Job Object",
     },
     Rule {
         names: "server-run-lock*",
@@ -334,6 +332,66 @@ pub(crate) const RULES: &[Rule] = &[
         reason: "spawns a #! shell script as the agent CLI; Windows runs no #! scripts and the Wine prefix has no sh",
     },
     Rule {
+        names: "kill-live",
+        need: Need::Posix,
+        reason: "a killed child's exit frame: on Windows a kill, whatever the signal, ends the Job Object and the child exits with code 1 and no signal (Go's Windows WaitStatus is never signaled); the Linux transcript says -1 and the signal",
+    },
+    Rule {
+        names: "kill-signal-*",
+        need: Need::Posix,
+        reason: "a killed child's exit frame: on Windows a kill, whatever the signal, ends the Job Object and the child exits with code 1 and no signal (Go's Windows WaitStatus is never signaled); the Linux transcript says -1 and the signal",
+    },
+    Rule {
+        names: "kill-wait-live",
+        need: Need::Posix,
+        reason: "a killed child's exit frame: on Windows a kill, whatever the signal, ends the Job Object and the child exits with code 1 and no signal (Go's Windows WaitStatus is never signaled); the Linux transcript says -1 and the signal",
+    },
+    Rule {
+        names: "kill-wait-signal-kill",
+        need: Need::Posix,
+        reason: "a killed child's exit frame: on Windows a kill, whatever the signal, ends the Job Object and the child exits with code 1 and no signal (Go's Windows WaitStatus is never signaled); the Linux transcript says -1 and the signal",
+    },
+    Rule {
+        names: "kill-wait-timeout-*",
+        need: Need::Posix,
+        reason: "a killed child's exit frame: on Windows a kill, whatever the signal, ends the Job Object and the child exits with code 1 and no signal (Go's Windows WaitStatus is never signaled); the Linux transcript says -1 and the signal",
+    },
+    Rule {
+        names: "process-stdin-closed-spawn",
+        need: Need::Posix,
+        reason: "a killed child's exit frame: on Windows a kill, whatever the signal, ends the Job Object and the child exits with code 1 and no signal (Go's Windows WaitStatus is never signaled); the Linux transcript says -1 and the signal",
+    },
+    Rule {
+        names: "reattach-want-pid",
+        need: Need::Posix,
+        reason: "a killed child's exit frame: on Windows a kill, whatever the signal, ends the Job Object and the child exits with code 1 and no signal (Go's Windows WaitStatus is never signaled); the Linux transcript says -1 and the signal",
+    },
+    Rule {
+        names: "stdin-cat-interactive",
+        need: Need::Posix,
+        reason: "a killed child's exit frame: on Windows a kill, whatever the signal, ends the Job Object and the child exits with code 1 and no signal (Go's Windows WaitStatus is never signaled); the Linux transcript says -1 and the signal",
+    },
+    Rule {
+        names: "stdin-large",
+        need: Need::Posix,
+        reason: "a killed child's exit frame: on Windows a kill, whatever the signal, ends the Job Object and the child exits with code 1 and no signal (Go's Windows WaitStatus is never signaled); the Linux transcript says -1 and the signal",
+    },
+    Rule {
+        names: "process-cwd",
+        need: Need::WindowsText,
+        reason: "runs pwd: a Windows process names its directory `Z:\\…` under Wine (`C:\\…` on Windows), not the Linux path of the transcript; no stand-in can print both",
+    },
+    Rule {
+        names: "process-cwd-default",
+        need: Need::WindowsText,
+        reason: "runs pwd: a Windows process names its directory `Z:\\…` under Wine (`C:\\…` on Windows), not the Linux path of the transcript; no stand-in can print both",
+    },
+    Rule {
+        names: "process-not-in-path",
+        need: Need::WindowsText,
+        reason: "Go's Windows exec.ErrNotFound says `executable file not found in %PATH%`, the Unix one `$PATH`",
+    },
+    Rule {
         names: "files-stat-under-file",
         need: Need::WindowsText,
         reason: "Windows path rules: a path under a file is ERROR_PATH_NOT_FOUND (not there), Linux says ENOTDIR",
@@ -370,8 +428,9 @@ pub(crate) const POSIX_TOOLS: &[&str] = &[
     "tr", "dd",
 ];
 
-/// The POSIX tool a `process.spawn` step of `probe` runs, and its line.
-fn posix_tool(probe: &Probe) -> Option<(&'static str, usize)> {
+/// The first POSIX tool a `process.spawn` step of `probe` runs that
+/// `provided` lacks, and its line.
+fn posix_tool(probe: &Probe, provided: &[String]) -> Option<(&'static str, usize)> {
     probe.steps.iter().find_map(|s| match &s.kind {
         StepKind::Call {
             method,
@@ -390,23 +449,32 @@ fn posix_tool(probe: &Probe) -> Option<(&'static str, usize)> {
                 .collect();
             let text = String::from_utf8_lossy(&text);
             let command = text.split(r#""command":""#).nth(1)?.split('"').next()?;
-            POSIX_TOOLS.iter().find(|t| **t == command).map(|t| (*t, s.line))
+            POSIX_TOOLS
+                .iter()
+                .find(|t| **t == command && !provided.iter().any(|p| p == command))
+                .map(|t| (*t, s.line))
         }
         _ => None,
     })
 }
 
-/// Why `probe` cannot run on `transport`, or `None` when it can.
+/// Why `probe` cannot run on `transport`, or `None` when it can, with
+/// the stand-in tools [`crate::dut::transport::wine_tools`] finds.
 pub(crate) fn reason(probe: &Probe, transport: Transport) -> Option<String> {
+    reason_with(probe, transport, &crate::dut::transport::wine_tools())
+}
+
+/// [`reason`], with the tools `provided` under Wine.
+pub(crate) fn reason_with(probe: &Probe, transport: Transport, provided: &[String]) -> Option<String> {
     if let Some(rule) = RULES
         .iter()
         .find(|r| r.need.lacking_on(transport) && crate::probe::glob_match(r.names, &probe.name))
     {
         return Some(format!("{:?}: {}", rule.need, rule.reason));
     }
-    if let Some((tool, line)) = posix_tool(probe).filter(|_| Need::WineTools.lacking_on(transport)) {
+    if let Some((tool, line)) = posix_tool(probe, provided).filter(|_| Need::WineTools.lacking_on(transport)) {
         return Some(format!(
-            "WineTools: process.spawn runs `{tool}` (line {line}), a POSIX tool Windows and the Wine prefix do not have"
+            "WineTools: process.spawn runs `{tool}` (line {line}), a POSIX tool Windows and the Wine prefix do not have (ci/wine/posixtools has no stand-in for it)"
         ));
     }
     probe.steps.iter().find_map(|s| match &s.kind {
@@ -450,8 +518,8 @@ mod tests {
 
     #[test]
     fn wine_skips_by_name_and_by_fixture_with_the_reason() {
-        let kill = reason(&probe("kill-term", "call c1 1 server.ping\n"), Transport::Wine).unwrap();
-        assert!(kill.starts_with("Posix: POSIX signals"), "{kill}");
+        let kill = reason(&probe("kill-signal-int", "call c1 1 server.ping\n"), Transport::Wine).unwrap();
+        assert!(kill.starts_with("Posix: a killed child's exit frame"), "{kill}");
         let git = reason(
             &probe("record-git-list-branches", "call c1 1 server.ping\n"),
             Transport::Wine,
@@ -483,8 +551,18 @@ mod tests {
         assert_eq!(reason(&p, Transport::Bridge), None);
         assert_eq!(
             reason(&p, Transport::Wine).unwrap(),
-            "WineTools: process.spawn runs `sh` (line 2), a POSIX tool Windows and the Wine prefix do not have"
+            "WineTools: process.spawn runs `sh` (line 2), a POSIX tool Windows and the Wine prefix do not have (ci/wine/posixtools has no stand-in for it)"
         );
+        // A stand-in for the first tool, not for the second: the second
+        // still skips, naming its line.
+        let two = "call c1 1 process.spawn {\"id\":\"a\",\"command\":\"printf\"}\ncall c1 2 process.spawn {\"id\":\"b\",\"command\":\"sh\"}\n";
+        let two = probe("process-two-x", two);
+        let provided = ["printf".to_string(), "head".to_string()];
+        assert_eq!(
+            reason_with(&two, Transport::Wine, &provided).unwrap(),
+            "WineTools: process.spawn runs `sh` (line 2), a POSIX tool Windows and the Wine prefix do not have (ci/wine/posixtools has no stand-in for it)"
+        );
+        assert_eq!(reason_with(&p, Transport::Wine, &["sh".to_string()]), None);
         let absent = probe(
             "process-not-in-path-x",
             "call c1 1 process.spawn {\"id\":\"p1\",\"command\":\"no-such-tool\"}\n",

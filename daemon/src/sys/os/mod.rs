@@ -305,3 +305,9 @@ pub(crate) fn read_fd_byte(fd: i64, byte: &mut u8) -> std::io::Result<usize> {
 
 /// The characters that make a command name a path (no `PATH` lookup).
 pub(crate) const PATH_SEPARATORS: &[char] = &['/'];
+
+/// Whether two environment variable names are the same variable: byte
+/// for byte on Unix.
+pub(crate) fn env_names_equal(a: &std::ffi::OsStr, b: &std::ffi::OsStr) -> bool {
+    a == b
+}

@@ -325,3 +325,12 @@ pub(crate) fn read_fd_byte(fd: i64, byte: &mut u8) -> io::Result<usize> {
 /// The characters that make a command name a path (no `PATH` lookup),
 /// as Go's `exec.LookPath` on Windows takes them.
 pub(crate) const PATH_SEPARATORS: &[char] = &['/', '\\', ':'];
+
+/// Whether two environment variable names are the same variable: Windows
+/// compares them without case (`Path` is `PATH`), as Go's `dedupEnv` and
+/// `os.Getenv` do there; ASCII case only, which covers the names the
+/// daemon reads (Go lowercases by Unicode: a name differing only in a
+/// non-ASCII letter's case stays two variables here).
+pub(crate) fn env_names_equal(a: &std::ffi::OsStr, b: &std::ffi::OsStr) -> bool {
+    a.eq_ignore_ascii_case(b)
+}
