@@ -81,8 +81,13 @@ pub(crate) fn test_env(name: &str) -> Option<u64> {
 }
 
 /// The default replay directory: on disk under the user's state dir, never
-/// a tmpfs by default (that would be memory again).
+/// a tmpfs by default (that would be memory again). On Windows that is
+/// `%LOCALAPPDATA%\remora\replay` ([`crate::sys::os::app_state_dir`]);
+/// Unix has no such directory and takes the XDG rule below.
 pub(crate) fn default_dir() -> PathBuf {
+    if let Some(state) = crate::sys::os::app_state_dir() {
+        return state.join("remora").join("replay");
+    }
     let uid = crate::sys::os::effective_uid();
     default_dir_for(
         std::env::var_os("XDG_STATE_HOME").as_deref(),

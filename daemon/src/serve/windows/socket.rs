@@ -8,9 +8,14 @@
 //!
 //! Where the AF_UNIX listener cannot be made (Wine, an older Windows) a
 //! daemon given `-listen-pipe` serves the pipe alone and logs why; without
-//! it the bind error stands, as on Unix. `rpc.pipe` is removed when the
-//! listeners are dropped (the daemon stops serving), if it still names
-//! this daemon's pipe.
+//! it the bind error stands, as on Unix. `rpc.pipe` is written through
+//! `base::safedir` (the socket's directory opened as ours, every level
+//! judged by owner SID and DACL; the file created owner-only and renamed
+//! into place, no link or junction followed): a directory other users
+//! could change refuses the pipe, since whoever can rewrite `rpc.pipe`
+//! could point clients, and their tokens, at a pipe of their own. It is
+//! removed when the listeners are dropped (the daemon stops serving), if
+//! it is still the file this daemon wrote.
 //!
 //! An AF_UNIX socket is accepted on a blocking thread (tokio has no Unix
 //! listener on Windows) and handed to the runtime as a `TcpStream`.
@@ -38,7 +43,14 @@ pub(crate) struct Bound {
     socket: Option<UnixListener>,
     pipe: Option<PipeListener>,
     /// `rpc.pipe`, once written.
-    pipe_file: Option<PathBuf>,
+    pipe_file: Option<PipeFile>,
+}
+
+/// `rpc.pipe` as written: the directory handle it was written through
+/// and the file's identity, so that only this file is removed.
+struct PipeFile {
+    dir: crate::base::safedir::Dir,
+    identity: (u64, u64),
 }
 
 /// Creates the listening AF_UNIX socket at `path`. A stale socket file
@@ -86,10 +98,14 @@ impl Bound {
         let pipe = PipeListener::bind(&name)
             .map_err(|e| format!("listen pipe {name}: {}", crate::base::goerr::io_text(&e)))?;
         let file = pipe_file(socket);
-        std::fs::write(&file, name.as_bytes())
-            .map_err(|e| format!("write {}: {}", file.display(), crate::base::goerr::io_text(&e)))?;
+        let shown = file.display();
+        let dir = crate::rundir::socket_dir_abs(socket)
+            .ok_or_else(|| format!("write {shown}: no working directory"))?;
+        let dir = crate::base::safedir::open_own_dir(&dir).map_err(|e| format!("write {shown}: {e}"))?;
+        let identity = crate::base::safedir::replace_file_in(&dir, PIPE_FILE, name.as_bytes())
+            .map_err(|e| format!("write {shown}: {}", crate::base::goerr::io_text(&e)))?;
         self.pipe = Some(pipe);
-        self.pipe_file = Some(file);
+        self.pipe_file = Some(PipeFile { dir, identity });
         Ok(())
     }
 }
@@ -104,7 +120,7 @@ pub(crate) struct Listeners {
     /// Sockets the blocking accept thread took.
     socket: Option<mpsc::Receiver<io::Result<std::net::TcpStream>>>,
     pipe: Option<PipeListener>,
-    pipe_file: Option<PathBuf>,
+    pipe_file: Option<PipeFile>,
 }
 
 /// Starts serving what was bound: the socket's accept thread, the pipe.
@@ -129,14 +145,16 @@ pub(crate) fn listen(bound: Bound) -> io::Result<Listeners> {
 }
 
 impl Drop for Listeners {
-    /// Removes `rpc.pipe` if it still names this daemon's pipe (a
-    /// successor may have written its own).
+    /// Removes `rpc.pipe` if it is still the file this daemon wrote (a
+    /// successor may have written its own), through the directory handle
+    /// it was written by.
     fn drop(&mut self) {
-        let (Some(file), Some(pipe)) = (&self.pipe_file, &self.pipe) else {
+        let Some(file) = &self.pipe_file else {
             return;
         };
-        if std::fs::read(file).is_ok_and(|named| named == pipe.name().as_bytes()) {
-            let _ = std::fs::remove_file(file);
+        let name = PIPE_FILE.as_bytes();
+        if crate::base::safedir::entry_identity(&file.dir, name).is_ok_and(|id| id == Some(file.identity)) {
+            let _ = crate::base::safedir::unlink_in(&file.dir, name);
         }
     }
 }
