@@ -24,13 +24,15 @@ pub(crate) fn socket_dir_abs(socket: &std::path::Path) -> Option<std::path::Path
 /// The persisted auth token `daemon.token` beside the socket, as on Unix
 /// (reference build `5db5e4a`; `rundir/tokenfile.rs` has the why): written
 /// once the daemon listens, removed at graceful shutdown if it is still
-/// the file this daemon wrote. The Windows way: the socket's directory is
-/// opened by [`crate::base::safedir::open_own_dir`] (ours, every level
-/// safe by owner SID and DACL), the token goes to a fresh
-/// `daemon.token-<n>` created there exclusive and owner-only, which is
-/// renamed over `daemon.token` ([`crate::base::safedir::replace_file_in`]).
-/// A directory that is not safe, or any failure, is logged and the daemon
-/// serves on without the file, as on Unix.
+/// the file this daemon wrote. The Windows way of the Unix by-path
+/// `O_CREAT|O_EXCL|O_NOFOLLOW` 0600 create and rename: the socket's
+/// directory is opened as a handle, not through a link or junction
+/// ([`crate::base::safedir::open_dir_nofollow`]; its levels are not
+/// judged, as Unix does not judge them for this file), the token goes to
+/// a fresh `daemon.token-<n>` created there exclusive and owner-only,
+/// which is renamed over `daemon.token`
+/// ([`crate::base::safedir::replace_file_in`]). Any failure is logged and
+/// the daemon serves on without the file, as on Unix.
 pub(crate) mod tokenfile {
     use crate::base::safedir;
     use std::path::{Path, PathBuf};
@@ -64,7 +66,10 @@ pub(crate) mod tokenfile {
         let shown = path_for(socket).display().to_string();
         let written = super::socket_dir_abs(socket)
             .ok_or_else(|| "no working directory".to_string())
-            .and_then(|abs| safedir::open_own_dir(&abs).map_err(|e| e.to_string()))
+            .and_then(|abs| {
+                safedir::open_dir_nofollow(&abs)
+                    .map_err(|e| crate::base::goerr::path_error("open", &abs.to_string_lossy(), &e))
+            })
             .and_then(|dir| match safedir::replace_file_in(&dir, NAME, token) {
                 Ok(identity) => Ok(Persisted { dir, identity }),
                 Err(e) => Err(crate::base::goerr::path_error("write", &shown, &e)),

@@ -450,6 +450,17 @@ fn open_private_dir_as(path: &Path, me: &Identity) -> Result<PrivateDir, UnsafeD
     Ok(PrivateDir { fd: sub_fd, path: sub })
 }
 
+/// Opens the directory at `path` as a [`Dir`] without judging its
+/// levels: the system resolves the path, as a Unix open by path does, and
+/// only the last level is refused when it is a link or junction (the
+/// Unix `O_NOFOLLOW|O_DIRECTORY`). For the files the Unix daemon writes
+/// by path beside its socket without walking it (`daemon.token`), and
+/// `rpc.pipe` beside them: what is then made inside is made relative to
+/// this handle, owner-only.
+pub(crate) fn open_dir_nofollow(path: &Path) -> io::Result<Dir> {
+    openat::open_dir_path(path, DIR_ACCESS).map(Dir)
+}
+
 /// What the last level of a walk must be.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Last {

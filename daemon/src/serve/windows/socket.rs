@@ -8,14 +8,16 @@
 //!
 //! Where the AF_UNIX listener cannot be made (Wine, an older Windows) a
 //! daemon given `-listen-pipe` serves the pipe alone and logs why; without
-//! it the bind error stands, as on Unix. `rpc.pipe` is written through
-//! `base::safedir` (the socket's directory opened as ours, every level
-//! judged by owner SID and DACL; the file created owner-only and renamed
-//! into place, no link or junction followed): a directory other users
-//! could change refuses the pipe, since whoever can rewrite `rpc.pipe`
-//! could point clients, and their tokens, at a pipe of their own. It is
-//! removed when the listeners are dropped (the daemon stops serving), if
-//! it is still the file this daemon wrote.
+//! it the bind error stands, as on Unix. `rpc.pipe` is written as
+//! `daemon.token` is (`rundir::tokenfile`): relative to the socket's
+//! directory opened as a handle, not through a link or junction, created
+//! owner-only and renamed into place (`base::safedir`). Like the Unix
+//! socket file, it is only as safe as that directory: whoever can change
+//! the directory could point clients at another pipe (`-stop` checks
+//! that the pipe's server runs as its user before a token goes to it).
+//! It is removed when the listeners are
+//! dropped (the daemon stops serving), if it is still the file this
+//! daemon wrote.
 //!
 //! An AF_UNIX socket is accepted on a blocking thread (tokio has no Unix
 //! listener on Windows) and handed to the runtime as a `TcpStream`.
@@ -101,7 +103,8 @@ impl Bound {
         let shown = file.display();
         let dir = crate::rundir::socket_dir_abs(socket)
             .ok_or_else(|| format!("write {shown}: no working directory"))?;
-        let dir = crate::base::safedir::open_own_dir(&dir).map_err(|e| format!("write {shown}: {e}"))?;
+        let dir = crate::base::safedir::open_dir_nofollow(&dir)
+            .map_err(|e| format!("write {shown}: {}", crate::base::goerr::io_text(&e)))?;
         let identity = crate::base::safedir::replace_file_in(&dir, PIPE_FILE, name.as_bytes())
             .map_err(|e| format!("write {shown}: {}", crate::base::goerr::io_text(&e)))?;
         self.pipe = Some(pipe);
