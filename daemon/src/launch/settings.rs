@@ -167,7 +167,8 @@ fn read_trusted(path: &Path) -> Result<Option<Vec<u8>>, String> {
     if !meta.file_type().is_file() {
         return Err("is not a regular file".to_string());
     }
-    let access = safedir::access_of(&file).map_err(|e| format!("cannot read its DACL: {}", crate::base::goerr::io_text(&e)))?;
+    let access =
+        safedir::access_of(&file).map_err(|e| format!("cannot read its DACL: {}", crate::base::goerr::io_text(&e)))?;
     if !access.ours && !access.system {
         return Err(format!(
             "is owned by {}, not by this user ({}) or SYSTEM/Administrators",

@@ -602,7 +602,11 @@ fn replace_file_in_writes_whole_owner_only_files_and_tells_them_apart() {
     let first = replace_file_in(&dir, "daemon.token", b"tok").expect("write");
     let path = t.0.join(r"run\daemon.token");
     assert_eq!(std::fs::read(&path).unwrap(), b"tok");
-    assert_eq!(read_names(&dir).unwrap(), vec![b"daemon.token".to_vec()], "no temp file left");
+    assert_eq!(
+        read_names(&dir).unwrap(),
+        vec![b"daemon.token".to_vec()],
+        "no temp file left"
+    );
     assert_owner_only(&security_at(&path), "the written file");
     assert_eq!(entry_identity(&dir, b"daemon.token").unwrap(), Some(first));
     // A successor's file is another file: the first writer's identity no

@@ -101,8 +101,8 @@ impl Bound {
             .map_err(|e| format!("listen pipe {name}: {}", crate::base::goerr::io_text(&e)))?;
         let file = pipe_file(socket);
         let shown = file.display();
-        let dir = crate::rundir::socket_dir_abs(socket)
-            .ok_or_else(|| format!("write {shown}: no working directory"))?;
+        let dir =
+            crate::rundir::socket_dir_abs(socket).ok_or_else(|| format!("write {shown}: no working directory"))?;
         let dir = crate::base::safedir::open_dir_nofollow(&dir)
             .map_err(|e| format!("write {shown}: {}", crate::base::goerr::io_text(&e)))?;
         let identity = crate::base::safedir::replace_file_in(&dir, PIPE_FILE, name.as_bytes())

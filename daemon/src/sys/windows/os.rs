@@ -180,7 +180,11 @@ pub(crate) fn app_state_dir() -> Option<PathBuf> {
     std::env::var_os("LOCALAPPDATA")
         .map(PathBuf::from)
         .and_then(absolute)
-        .or_else(|| account_home().and_then(absolute).map(|h| h.join("AppData").join("Local")))
+        .or_else(|| {
+            account_home()
+                .and_then(absolute)
+                .map(|h| h.join("AppData").join("Local"))
+        })
 }
 
 /// Takes the exclusive lock of `file` without waiting (`LockFileEx` over
