@@ -64,7 +64,7 @@ pub(crate) mod tokenfile {
     /// returns `None` on failure.
     pub(crate) fn persist(socket: &Path, token: &[u8]) -> Option<Persisted> {
         let shown = path_for(socket).display().to_string();
-        let written = super::socket_dir_abs(socket)
+        let written = crate::rundir::socket_dir_abs(socket)
             .ok_or_else(|| "no working directory".to_string())
             .and_then(|abs| {
                 safedir::open_dir_nofollow(&abs)
@@ -147,7 +147,7 @@ pub(crate) mod daemonlog {
     /// followed); `None` when the directory is not safe or the file is
     /// not a regular file of ours (then no log is used, as on Unix).
     pub(crate) fn open_for_launch(socket: &Path) -> Option<File> {
-        let dir = safedir::open_own_dir(&super::socket_dir_abs(socket)?).ok()?;
+        let dir = safedir::open_own_dir(&crate::rundir::socket_dir_abs(socket)?).ok()?;
         let file = safedir::open_file_at(
             &dir,
             LOG_NAME.as_bytes(),
