@@ -33,8 +33,6 @@ use std::path::{Path, PathBuf};
 /// The file's name, in the executable's directory.
 pub(crate) const FILE_NAME: &str = "remora.conf";
 /// A longer file is refused whole: settings are a handful of lines.
-// Windows: the file is refused before its size counts (issue 43).
-#[cfg_attr(windows, allow(dead_code))]
 pub(crate) const MAX_FILE_BYTES: u64 = 64 * 1024;
 /// Warnings beyond this many are counted, not listed, so a garbage file
 /// costs a bounded number of log lines.
@@ -145,15 +143,56 @@ pub(crate) fn load(path: &Path) -> Loaded {
     loaded
 }
 
-/// Windows: the owner and DACL checks that stand for the Unix ones are not
-/// written yet (issue 43), so a file that exists is refused (and ignored
-/// with a warning) rather than trusted unchecked.
+/// The file's bytes if it may be trusted, `None` if there is none.
+/// Windows: the Unix checks read from the owner SID and DACL
+/// (`base::safedir`'s Windows half): opened without following a link or
+/// junction, a regular file, owned by this user or by `SYSTEM`,
+/// `Administrators` or `TrustedInstaller` (the Unix root), and no one
+/// else may change its data or its DACL (the Unix `go-w`).
 #[cfg(windows)]
 fn read_trusted(path: &Path) -> Result<Option<Vec<u8>>, String> {
-    match std::fs::symlink_metadata(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        _ => Err("cannot be checked on Windows yet (its owner and DACL check is not written)".to_string()),
+    use crate::base::safedir;
+    use std::io::Read;
+    let file = match safedir::open_file_nofollow(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(crate::sys::openat::ERROR_CANT_RESOLVE_FILENAME) => {
+            return Err("is a symbolic link or junction (remora reads only a regular file)".to_string())
+        }
+        Err(e) => return Err(format!("cannot open: {}", crate::base::goerr::io_text(&e))),
+    };
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot stat: {}", crate::base::goerr::io_text(&e)))?;
+    if !meta.file_type().is_file() {
+        return Err("is not a regular file".to_string());
     }
+    let access =
+        safedir::access_of(&file).map_err(|e| format!("cannot read its DACL: {}", crate::base::goerr::io_text(&e)))?;
+    if !access.ours && !access.system {
+        return Err(format!(
+            "is owned by {}, not by this user ({}) or SYSTEM/Administrators",
+            access.owner,
+            safedir::own_uid()
+        ));
+    }
+    if access.others & safedir::WRITE_RIGHTS != 0 {
+        return Err(format!(
+            "is writable by other users (their rights {:#x}; an owner-only DACL fixes it)",
+            access.others
+        ));
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(format!("is larger than {MAX_FILE_BYTES} bytes"));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read: {}", crate::base::goerr::io_text(&e)))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(format!("is larger than {MAX_FILE_BYTES} bytes"));
+    }
+    Ok(Some(bytes))
 }
 
 /// The file's bytes if it may be trusted, `None` if there is none.

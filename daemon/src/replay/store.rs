@@ -81,8 +81,13 @@ pub(crate) fn test_env(name: &str) -> Option<u64> {
 }
 
 /// The default replay directory: on disk under the user's state dir, never
-/// a tmpfs by default (that would be memory again).
+/// a tmpfs by default (that would be memory again). On Windows that is
+/// `%LOCALAPPDATA%\remora\replay` ([`crate::sys::os::app_state_dir`]);
+/// Unix has no such directory and takes the XDG rule below.
 pub(crate) fn default_dir() -> PathBuf {
+    if let Some(state) = crate::sys::os::app_state_dir() {
+        return state.join("remora").join("replay");
+    }
     let uid = crate::sys::os::effective_uid();
     default_dir_for(
         std::env::var_os("XDG_STATE_HOME").as_deref(),
@@ -448,7 +453,17 @@ impl ReplayStore {
     /// alive fall back to RAM for anything they append later.
     pub(crate) fn remove_own_dir(&self) {
         if let Some(dir) = &self.dir {
-            if !self.removed.swap(true, Ordering::AcqRel) {
+            if !self.removed.swap(true, Ordering::AcqRel)
+                && safedir::remove_flat_dir_in(&dir.base, dir.name.as_bytes()).is_err()
+            {
+                // Where an unlinked file keeps its name until its last
+                // handle closes (Windows without POSIX deletes, Wine), the
+                // open owner record keeps the directory from going:
+                // closed, the second try removes it. (On Unix an unlinked
+                // open file leaves the directory at once, so the second
+                // try only meets a failure that stays; the record closes
+                // with the store soon after anyway.)
+                drop(lock(&dir.owner).take());
                 let _ = safedir::remove_flat_dir_in(&dir.base, dir.name.as_bytes());
             }
         }
@@ -469,8 +484,9 @@ struct OwnDir {
     name: String,
     fd: Arc<safedir::Dir>,
     /// The owner record, flock-ed for the daemon's lifetime: the lock is
-    /// what tells a later daemon this directory is live.
-    _owner: std::fs::File,
+    /// what tells a later daemon this directory is live. Taken (closed)
+    /// only when the removal at the end cannot go while it is open.
+    owner: Mutex<Option<std::fs::File>>,
 }
 
 /// Opens the replay dir level by level from `/` ([`safedir`]: every level
@@ -520,7 +536,7 @@ fn prepare(base: &Path) -> std::io::Result<OwnDir> {
         base: base_fd,
         name,
         fd: Arc::new(fd),
-        _owner: owner,
+        owner: Mutex::new(Some(owner)),
     })
 }
 

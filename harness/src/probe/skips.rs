@@ -322,11 +322,6 @@ pub(crate) const RULES: &[Rule] = &[
         reason: "its `~` expansions match under Wine; it also calls files.extract_tar and git.* (not ported) and shows Windows modes",
     },
     Rule {
-        names: "cli-stop-no-token-env",
-        need: Need::NotPorted,
-        reason: "the daemon writes no daemon.token on Windows yet (rundir's token file, issue 43): -stop without CLAUDE_RPC_TOKEN has no token to send",
-    },
-    Rule {
         names: "record-clauster-hosted",
         need: Need::WineTools,
         reason: "spawns a #! shell script as the agent CLI; Windows runs no #! scripts and the Wine prefix has no sh",

@@ -68,11 +68,11 @@ use crate::sys::openat::{self, ERROR_CANT_RESOLVE_FILENAME, ERROR_DIRECTORY, ERR
 use windows_sys::Wdk::Storage::FileSystem::{
     FILE_CREATE, FILE_DIRECTORY_FILE, FILE_NON_DIRECTORY_FILE, FILE_OPEN, FILE_OPEN_IF,
 };
-use windows_sys::Win32::Foundation::{GENERIC_ALL, GENERIC_WRITE, HANDLE};
+use windows_sys::Win32::Foundation::{GENERIC_ALL, GENERIC_READ, GENERIC_WRITE, HANDLE};
 use windows_sys::Win32::Storage::FileSystem::{
     DELETE, FILE_ADD_FILE, FILE_ADD_SUBDIRECTORY, FILE_APPEND_DATA, FILE_ATTRIBUTE_DIRECTORY, FILE_DELETE_CHILD,
-    FILE_GENERIC_READ, FILE_GENERIC_WRITE, FILE_LIST_DIRECTORY, FILE_READ_ATTRIBUTES, FILE_TRAVERSE, FILE_WRITE_DATA,
-    READ_CONTROL, SYNCHRONIZE, WRITE_DAC, WRITE_OWNER,
+    FILE_GENERIC_READ, FILE_GENERIC_WRITE, FILE_LIST_DIRECTORY, FILE_READ_ATTRIBUTES, FILE_READ_DATA, FILE_TRAVERSE,
+    FILE_WRITE_DATA, READ_CONTROL, SYNCHRONIZE, WRITE_DAC, WRITE_OWNER,
 };
 
 /// An open directory: the handle every operation inside it is relative
@@ -450,6 +450,17 @@ fn open_private_dir_as(path: &Path, me: &Identity) -> Result<PrivateDir, UnsafeD
     Ok(PrivateDir { fd: sub_fd, path: sub })
 }
 
+/// Opens the directory at `path` as a [`Dir`] without judging its
+/// levels: the system resolves the path, as a Unix open by path does, and
+/// only the last level is refused when it is a link or junction (the
+/// Unix `O_NOFOLLOW|O_DIRECTORY`). For the files the Unix daemon writes
+/// by path beside its socket without walking it (`daemon.token`), and
+/// `rpc.pipe` beside them: what is then made inside is made relative to
+/// this handle, owner-only.
+pub(crate) fn open_dir_nofollow(path: &Path) -> io::Result<Dir> {
+    openat::open_dir_path(path, DIR_ACCESS).map(Dir)
+}
+
 /// What the last level of a walk must be.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Last {
@@ -571,6 +582,117 @@ pub(crate) fn open_file_at(dir: &Dir, name: &[u8], flags: libc::c_int, mode: u32
     Ok(file)
 }
 
+/// Who may do what to an open file: what the Unix callers read from its
+/// uid and mode bits, read here from its owner SID and DACL.
+#[derive(Debug, Clone)]
+pub(crate) struct FileAccess {
+    /// The owner SID.
+    pub owner: Sid,
+    /// Owned by this process's user ([`own_uid`]).
+    pub ours: bool,
+    /// Owned by `SYSTEM`, `Administrators` or `TrustedInstaller` (the
+    /// Unix half's root).
+    pub system: bool,
+    /// The rights the DACL grants anyone but us and the system (generic
+    /// rights unmapped; no DACL at all is everything): the Unix group and
+    /// other bits.
+    pub others: u32,
+}
+
+/// Rights that let their holder read a file's data (the Unix `r` bit for
+/// group and others).
+pub(crate) const READ_RIGHTS: u32 = FILE_READ_DATA | GENERIC_READ | GENERIC_ALL;
+/// Rights that let their holder change a file's data or its DACL (the
+/// Unix `w` bit for group and others).
+pub(crate) const WRITE_RIGHTS: u32 = FILE_WRITE_DATA | FILE_APPEND_DATA | GENERIC_WRITE | CONTROL;
+
+/// [`FileAccess`] of an open file or directory.
+pub(crate) fn access_of(file: &std::fs::File) -> io::Result<FileAccess> {
+    let sec = acl::security_of(file.as_raw_handle())?;
+    let me = Identity::current();
+    Ok(FileAccess {
+        ours: sec.owner == me.me,
+        system: me.system.contains(&sec.owner),
+        others: me.others_rights(&sec),
+        owner: sec.owner,
+    })
+}
+
+/// Opens the file at `path` to read, never through a link or junction
+/// (the Unix `O_NOFOLLOW` open: a name-surrogate reparse point is refused
+/// with `ERROR_CANT_RESOLVE_FILENAME`); a directory is not opened. For
+/// files the daemon reads by path and then judges with [`access_of`]
+/// (`remora.conf`, `-stop`'s `daemon.token`).
+pub(crate) fn open_file_nofollow(path: &Path) -> io::Result<std::fs::File> {
+    use std::os::windows::fs::OpenOptionsExt;
+    use windows_sys::Win32::Storage::FileSystem::FILE_FLAG_OPEN_REPARSE_POINT;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .access_mode(FILE_GENERIC_READ | READ_CONTROL)
+        .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
+        .open(path)?;
+    let info = openat::attribute_tag(file.as_raw_handle())?;
+    if openat::is_link(&info) {
+        return Err(io::Error::from_raw_os_error(ERROR_CANT_RESOLVE_FILENAME));
+    }
+    Ok(file)
+}
+
+/// Writes `bytes` to the entry `name` of `dir` as a whole: first to a
+/// fresh `<name>-<n>` created owner-only and exclusive ([`open_file_at`]
+/// with `O_CREAT|O_EXCL`), then renamed over `name` (a rename replaces a
+/// link, never writes through it), so no reader ever sees a partial file
+/// and no other user can read it at any instant. Returns the file's
+/// identity (volume serial, file index), which a later removal compares
+/// with [`entry_identity`] before it unlinks.
+pub(crate) fn replace_file_in(dir: &Dir, name: &str, bytes: &[u8]) -> io::Result<(u64, u64)> {
+    use std::io::Write;
+    let mut last = io::Error::from(io::ErrorKind::AlreadyExists);
+    for attempt in 0u32..100 {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let suffix = nanos ^ std::process::id().rotate_left(16) ^ attempt.wrapping_mul(2_654_435_761);
+        let tmp = format!("{name}-{suffix}");
+        let mut file = match open_file_at(
+            dir,
+            tmp.as_bytes(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL,
+            0o600,
+        ) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                last = e;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        let written = file
+            .write_all(bytes)
+            .and_then(|()| openat::identity(file.as_raw_handle()));
+        drop(file);
+        let done = written.and_then(|id| {
+            match rename_in(dir, tmp.as_bytes(), name.as_bytes()) {
+                // A reader holds the old file open, which a classic
+                // rename cannot replace: its name is removed first (POSIX
+                // delete, the name goes at once where the system has it).
+                Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+                    unlink_in(dir, name.as_bytes())?;
+                    rename_in(dir, tmp.as_bytes(), name.as_bytes())
+                }
+                other => other,
+            }
+            .map(|()| id)
+        });
+        if done.is_err() {
+            let _ = unlink_in(dir, tmp.as_bytes());
+        }
+        return done;
+    }
+    Err(last)
+}
+
 /// Whether an open file is a regular file (not a directory, link or
 /// junction) owned by this user.
 pub(crate) fn is_own_regular(file: &std::fs::File) -> bool {
@@ -621,8 +743,9 @@ pub(crate) fn own_uid() -> Sid {
 /// The identity (volume serial number, file index) of the entry `name`
 /// of `dir`, a link not followed; `None` when there is no such entry.
 /// The home guard's Windows half compares it with the home's
-/// ([`guard_home`]).
-fn entry_identity(dir: &Dir, name: &[u8]) -> io::Result<Option<(u64, u64)>> {
+/// ([`guard_home`]); the token file and `rpc.pipe` compare it with the
+/// file they wrote before removing it.
+pub(crate) fn entry_identity(dir: &Dir, name: &[u8]) -> io::Result<Option<(u64, u64)>> {
     let Ok(wide) = component(name) else {
         return Ok(None);
     };

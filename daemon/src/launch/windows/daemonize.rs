@@ -15,7 +15,9 @@
 //!
 //! The child's stderr is the launcher's when that is a file (clauster
 //! hands its `daemon.log`), else `remote-server.log` beside the socket,
-//! opened for append. It inherits no other handle of the launcher's.
+//! opened for append through `safedir` and created owner-only
+//! (`rundir::daemonlog`; none when the socket's directory is not safe).
+//! It inherits no other handle of the launcher's.
 
 use crate::launch::handoff::{BannerStyle, MAX_TOKEN, READY};
 pub(crate) use crate::launch::handoff::{CHILD_MARKER, SENTINEL};
@@ -28,9 +30,6 @@ use windows_sys::Win32::System::Threading::{CREATE_NEW_PROCESS_GROUP, DETACHED_P
 
 /// How long the launcher waits for the child to report.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
-/// The daemon log beside the socket, when the launcher's stderr is not a
-/// file.
-const LOG_NAME: &str = "remote-server.log";
 
 /// Reads and removes the sentinel. Call first thing, while the process
 /// is single-threaded. Returns whether this process is the detached child.
@@ -101,14 +100,9 @@ fn spawn_and_wait(socket: &Path, token: &[u8]) -> io::Result<(u32, Vec<u8>)> {
     let stderr = if stderr_is_file() {
         Stdio::inherit()
     } else {
-        let dir = socket.parent().unwrap_or(Path::new("."));
-        match std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(dir.join(LOG_NAME))
-        {
-            Ok(file) => Stdio::from(file),
-            Err(_) => Stdio::null(),
+        match crate::rundir::daemonlog::open_for_launch(socket) {
+            Some(file) => Stdio::from(file),
+            None => Stdio::null(),
         }
     };
     let mut child = Command::new(crate::sys::os::own_executable())

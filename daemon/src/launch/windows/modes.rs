@@ -12,9 +12,10 @@
 //! What the Windows daemon does not have: signals (a detached process
 //! has no console; `server.shutdown` and `-stop` end it), the run-dir
 //! lock, child records and orphan reaping (children live in a Job Object
-//! that dies with the daemon), the login-shell PATH, the token file
-//! beside the socket, and `-keep-children` (ignored with the reference's
-//! warning).
+//! that dies with the daemon), the login-shell PATH and `-keep-children`
+//! (ignored with the reference's warning). What it keeps beside the
+//! socket (`daemon.token`, `rpc.pipe`, `remote-server.log`) and the
+//! socket's missing parents are owner-only by DACL.
 
 use crate::base::flagtable::Flags;
 use crate::launch::daemonize;
@@ -121,11 +122,7 @@ fn serve_launcher(flags: &Flags) -> i32 {
         eprintln!("{message}");
         return 1;
     }
-    // Missing parents are created; a failure shows in the bind that
-    // follows. (Their owner-only DACL comes with `base/windows/safedir.rs`.)
-    if let Some(dir) = socket.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
+    create_socket_dir(&socket);
     let (build, _) = Build::for_stamp(&flags.reference_build);
     let stamped = !flags.reference_build.is_empty();
     let style = crate::launch::handoff::BannerStyle {
@@ -133,6 +130,29 @@ fn serve_launcher(flags: &Flags) -> i32 {
         ids: stamped && build.has(Switch::BannerIds),
     };
     daemonize::launch(&socket, &token, style)
+}
+
+/// Creates the socket's missing parent directories owner-only (a
+/// protected DACL granting this user alone, the Windows 0700), as the
+/// Unix launcher does; existing ones are left as they are. A failure is
+/// not reported here: the bind that follows fails on the same path and
+/// says why.
+fn create_socket_dir(socket: &std::path::Path) {
+    let dir = crate::rundir::tokenfile::socket_dir(socket);
+    let mut missing = Vec::new();
+    let mut level = dir.as_path();
+    while matches!(std::fs::symlink_metadata(level), Err(e) if e.kind() == std::io::ErrorKind::NotFound) {
+        missing.push(level);
+        match level.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => level = parent,
+            _ => break,
+        }
+    }
+    for level in missing.into_iter().rev() {
+        if crate::sys::acl::create_dir_owner_only(level).is_err() {
+            return;
+        }
+    }
 }
 
 /// Daemon side of `-serve` (the detached child).
@@ -250,8 +270,11 @@ async fn serve_daemon(served: Served, daemon: Arc<Daemon>, readiness: daemonize:
             crate::sys::pipe::pipe_name(&daemon.instance.id)
         );
     }
+    // Once listening, as on Unix: a client that knows only the socket
+    // path (or `-stop`) finds the token beside it.
+    let token_file = crate::rundir::tokenfile::persist(&socket, &daemon.token);
     readiness.ready(&daemon.instance.id);
-    match crate::serve::server::run(bound, daemon).await {
+    let code = match crate::serve::server::run(bound, daemon).await {
         Ok(()) => {
             crate::log_info!("[Server] Shutdown complete");
             0
@@ -260,7 +283,11 @@ async fn serve_daemon(served: Served, daemon: Arc<Daemon>, readiness: daemonize:
             crate::log_error!("[Server] {e}");
             1
         }
+    };
+    if let Some(file) = token_file {
+        file.remove();
     }
+    code
 }
 
 /// `-bridge`: the socket, else the pipe `rpc.pipe` names

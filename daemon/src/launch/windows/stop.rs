@@ -19,8 +19,13 @@
 //! nothing, the word is `survivor`, stderr says why, and the exit code is
 //! 1.
 //!
-//! Not yet on Windows (issue 43): `daemon.token` is read only when it is
-//! a regular file of at most the token limit; its DACL is not checked.
+//! `daemon.token` (which the Windows daemon writes owner-only beside its
+//! socket, `rundir::tokenfile`) is read only when it is safe to trust, as
+//! on Unix: opened without following a link or junction, a regular file
+//! owned by this user whose DACL grants nobody else (but `SYSTEM`,
+//! `Administrators` and `TrustedInstaller`, who can read anything anyway)
+//! the right to read or change it — the Unix "mode & 077 == 0" —, not
+//! empty, at most the token limit.
 //!
 //! The exit code is 0, except after another user's listener (1).
 
@@ -32,11 +37,8 @@ use std::time::{Duration, Instant};
 
 /// How long `-stop` waits for an answer, and then for the daemon to exit.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
-/// `rundir::tokenfile::NAME`, which is Unix-only until `rundir` builds
-/// for Windows.
-const TOKEN_FILE: &str = "daemon.token";
-/// `launch::daemonize::MAX_TOKEN`, likewise.
-const MAX_TOKEN: u64 = 1 << 20;
+/// The token limit (`launch::handoff::MAX_TOKEN`).
+const MAX_TOKEN: u64 = crate::launch::handoff::MAX_TOKEN as u64;
 
 /// Runs `-stop` for `socket`; prints `stopped`, `none` or `survivor`,
 /// returns 0 (1 after another user's listener).
@@ -85,7 +87,7 @@ fn shut_down(first: Conn, socket: &Path) -> Result<(), String> {
     if let Some(token) = std::env::var("CLAUDE_RPC_TOKEN").ok().filter(|t| !t.is_empty()) {
         credentials.push(token.into_bytes());
     }
-    if let Some(token) = read_token_file(&socket.with_file_name(TOKEN_FILE)) {
+    if let Some(token) = read_token_file(&crate::rundir::tokenfile::path_for(socket)) {
         if !credentials.contains(&token) {
             credentials.push(token);
         }
@@ -163,11 +165,18 @@ fn ask(conn: Conn, token: &[u8]) -> Option<Vec<u8>> {
     (!reply.is_empty()).then_some(reply)
 }
 
-/// `daemon.token`: a regular file, not empty, at most the token limit.
-fn read_token_file(path: &Path) -> Option<Vec<u8>> {
-    let file = std::fs::File::open(path).ok()?;
+/// `daemon.token`, read only when it is safe to trust (the module doc):
+/// not through a link, a regular file of our own user that nobody else
+/// may read or change, at most the token limit, not empty.
+pub(crate) fn read_token_file(path: &Path) -> Option<Vec<u8>> {
+    use crate::base::safedir;
+    let file = safedir::open_file_nofollow(path).ok()?;
     let meta = file.metadata().ok()?;
-    if !meta.file_type().is_file() || meta.len() > MAX_TOKEN {
+    if !meta.file_type().is_file() || meta.len() > MAX_TOKEN || !safedir::is_own_regular(&file) {
+        return None;
+    }
+    let access = safedir::access_of(&file).ok()?;
+    if !access.ours || access.others & (safedir::READ_RIGHTS | safedir::WRITE_RIGHTS) != 0 {
         return None;
     }
     let mut token = Vec::new();

@@ -8,9 +8,16 @@
 //!
 //! Where the AF_UNIX listener cannot be made (Wine, an older Windows) a
 //! daemon given `-listen-pipe` serves the pipe alone and logs why; without
-//! it the bind error stands, as on Unix. `rpc.pipe` is removed when the
-//! listeners are dropped (the daemon stops serving), if it still names
-//! this daemon's pipe.
+//! it the bind error stands, as on Unix. `rpc.pipe` is written as
+//! `daemon.token` is (`rundir::tokenfile`): relative to the socket's
+//! directory opened as a handle, not through a link or junction, created
+//! owner-only and renamed into place (`base::safedir`). Like the Unix
+//! socket file, it is only as safe as that directory: whoever can change
+//! the directory could point clients at another pipe (`-stop` checks
+//! that the pipe's server runs as its user before a token goes to it).
+//! It is removed when the listeners are
+//! dropped (the daemon stops serving), if it is still the file this
+//! daemon wrote.
 //!
 //! An AF_UNIX socket is accepted on a blocking thread (tokio has no Unix
 //! listener on Windows) and handed to the runtime as a `TcpStream`.
@@ -38,7 +45,14 @@ pub(crate) struct Bound {
     socket: Option<UnixListener>,
     pipe: Option<PipeListener>,
     /// `rpc.pipe`, once written.
-    pipe_file: Option<PathBuf>,
+    pipe_file: Option<PipeFile>,
+}
+
+/// `rpc.pipe` as written: the directory handle it was written through
+/// and the file's identity, so that only this file is removed.
+struct PipeFile {
+    dir: crate::base::safedir::Dir,
+    identity: (u64, u64),
 }
 
 /// Creates the listening AF_UNIX socket at `path`. A stale socket file
@@ -86,10 +100,15 @@ impl Bound {
         let pipe = PipeListener::bind(&name)
             .map_err(|e| format!("listen pipe {name}: {}", crate::base::goerr::io_text(&e)))?;
         let file = pipe_file(socket);
-        std::fs::write(&file, name.as_bytes())
-            .map_err(|e| format!("write {}: {}", file.display(), crate::base::goerr::io_text(&e)))?;
+        let shown = file.display();
+        let dir =
+            crate::rundir::socket_dir_abs(socket).ok_or_else(|| format!("write {shown}: no working directory"))?;
+        let dir = crate::base::safedir::open_dir_nofollow(&dir)
+            .map_err(|e| format!("write {shown}: {}", crate::base::goerr::io_text(&e)))?;
+        let identity = crate::base::safedir::replace_file_in(&dir, PIPE_FILE, name.as_bytes())
+            .map_err(|e| format!("write {shown}: {}", crate::base::goerr::io_text(&e)))?;
         self.pipe = Some(pipe);
-        self.pipe_file = Some(file);
+        self.pipe_file = Some(PipeFile { dir, identity });
         Ok(())
     }
 }
@@ -104,7 +123,7 @@ pub(crate) struct Listeners {
     /// Sockets the blocking accept thread took.
     socket: Option<mpsc::Receiver<io::Result<std::net::TcpStream>>>,
     pipe: Option<PipeListener>,
-    pipe_file: Option<PathBuf>,
+    pipe_file: Option<PipeFile>,
 }
 
 /// Starts serving what was bound: the socket's accept thread, the pipe.
@@ -129,14 +148,16 @@ pub(crate) fn listen(bound: Bound) -> io::Result<Listeners> {
 }
 
 impl Drop for Listeners {
-    /// Removes `rpc.pipe` if it still names this daemon's pipe (a
-    /// successor may have written its own).
+    /// Removes `rpc.pipe` if it is still the file this daemon wrote (a
+    /// successor may have written its own), through the directory handle
+    /// it was written by.
     fn drop(&mut self) {
-        let (Some(file), Some(pipe)) = (&self.pipe_file, &self.pipe) else {
+        let Some(file) = &self.pipe_file else {
             return;
         };
-        if std::fs::read(file).is_ok_and(|named| named == pipe.name().as_bytes()) {
-            let _ = std::fs::remove_file(file);
+        let name = PIPE_FILE.as_bytes();
+        if crate::base::safedir::entry_identity(&file.dir, name).is_ok_and(|id| id == Some(file.identity)) {
+            let _ = crate::base::safedir::unlink_in(&file.dir, name);
         }
     }
 }

@@ -191,6 +191,13 @@ pub(crate) fn account_home() -> Option<std::path::PathBuf> {
     }
 }
 
+/// The OS's per-user directory for application state, when it has one
+/// apart from the home: none on Unix, where the caller reads
+/// `XDG_STATE_HOME` and `$HOME` itself (Windows: `%LOCALAPPDATA%`).
+pub(crate) fn app_state_dir() -> Option<std::path::PathBuf> {
+    None
+}
+
 /// Takes the exclusive advisory lock of `file` without waiting
 /// (`flock(LOCK_EX | LOCK_NB)`); whether it was taken. Closing the file
 /// releases it, as does the death of the process.

@@ -148,6 +148,29 @@ impl fmt::Debug for Sid {
     }
 }
 
+/// Creates the directory `path` (its parent must exist) with
+/// [`Descriptor::owner_only_files`]: the Windows form of Unix's
+/// `mkdir(path, 0700)`, for directories made by path (the socket's
+/// missing parents, which the Unix launcher makes 0700 by path too).
+pub(crate) fn create_dir_owner_only(path: &std::path::Path) -> io::Result<()> {
+    use std::os::windows::ffi::OsStrExt;
+    use windows_sys::Win32::Security::SECURITY_ATTRIBUTES;
+    use windows_sys::Win32::Storage::FileSystem::CreateDirectoryW;
+    let sd = Descriptor::owner_only_files()?;
+    let attributes = SECURITY_ATTRIBUTES {
+        nLength: std::mem::size_of::<SECURITY_ATTRIBUTES>() as u32,
+        lpSecurityDescriptor: sd.as_ptr(),
+        bInheritHandle: 0,
+    };
+    let wide: Vec<u16> = path.as_os_str().encode_wide().chain([0]).collect();
+    // SAFETY: a NUL-terminated path; `attributes` and the descriptor it
+    // points to live across the call.
+    if unsafe { CreateDirectoryW(wide.as_ptr(), &attributes) } == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// The user this process runs as (its token's user SID), read once.
 pub(crate) fn current_user() -> io::Result<Sid> {
     static USER: OnceLock<Sid> = OnceLock::new();

@@ -171,6 +171,22 @@ pub(crate) fn account_home() -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
+/// The per-user directory for application state that stays on this
+/// machine (what `XDG_STATE_HOME` is on Unix): `%LOCALAPPDATA%`, else
+/// `%USERPROFILE%\AppData\Local` (its place since Windows Vista), else
+/// none. Only an absolute value counts.
+pub(crate) fn app_state_dir() -> Option<PathBuf> {
+    let absolute = |p: PathBuf| p.is_absolute().then_some(p);
+    std::env::var_os("LOCALAPPDATA")
+        .map(PathBuf::from)
+        .and_then(absolute)
+        .or_else(|| {
+            account_home()
+                .and_then(absolute)
+                .map(|h| h.join("AppData").join("Local"))
+        })
+}
+
 /// Takes the exclusive lock of `file` without waiting (`LockFileEx` over
 /// the whole file, through std); whether it was taken. Closing the file
 /// releases it, as does the death of the process.
