@@ -402,7 +402,8 @@ pub(crate) fn print_config(flags: &Flags, loaded: &Loaded, provenance: &Provenan
     out
 }
 
-#[cfg(test)]
+// Modes, links and FIFOs: Unix-only fixtures.
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;

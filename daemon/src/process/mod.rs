@@ -50,5 +50,6 @@ pub(crate) use managed::{KilledBy, StdinResult, Termination};
 pub(crate) use registry::{kill_grace_cap_from_env, ProcessManager, Supervision};
 pub(crate) use spawn::{Launcher, SpawnError, SpawnSpec};
 
-#[cfg(test)]
+// Its children are Unix programs (`sleep`, `sh`).
+#[cfg(all(test, unix))]
 mod tests;

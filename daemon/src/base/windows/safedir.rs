@@ -635,7 +635,7 @@ fn entry_identity(dir: &Dir, name: &[u8]) -> io::Result<Option<(u64, u64)>> {
 
 /// Refuses when the entry `name` of `dir` is or contains the user's home
 /// ([`crate::base::homeguard::check_entry`]).
-fn guard_home(dir: &Dir, name: &[u8]) -> io::Result<()> {
+pub(crate) fn guard_home(dir: &Dir, name: &[u8]) -> io::Result<()> {
     crate::base::homeguard::check_entry(entry_identity(dir, name)?, name)
 }
 
