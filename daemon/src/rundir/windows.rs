@@ -2,8 +2,8 @@
 //! it on Unix, with what Windows does. The reference has no run-dir lock,
 //! child records or orphan reaping on Windows: every child is in a Job
 //! Object that dies with the daemon, so nothing outlives it to be reaped.
-//! The token file, the daemon log's rotation and the plugin directories
-//! are not ported yet.
+//! The plugin directories are the Unix module's, through its Windows
+//! half. The token file and the daemon log's rotation are not ported yet.
 
 /// Child records: none on Windows.
 pub(crate) mod childrec {
@@ -14,14 +14,10 @@ pub(crate) mod childrec {
     pub(crate) fn forget(_pid: i32) {}
 }
 
-/// The plugin directories a child uses.
-pub(crate) mod plugindirs {
-    /// No plugin hashes are tracked: `plugins.prune` is not ported to
-    /// Windows yet, so nothing asks which plugin directories are in use.
-    pub(crate) fn hashes_in<'a>(_words: impl IntoIterator<Item = &'a str>) -> Vec<String> {
-        Vec::new()
-    }
-}
+/// The plugin directories `plugins.prune` sweeps: shared with Unix, its
+/// OS steps in `plugindirs/windows.rs`.
+#[path = "plugindirs.rs"]
+pub(crate) mod plugindirs;
 
 /// The daemon log beside the socket.
 pub(crate) mod daemonlog {
