@@ -403,7 +403,8 @@ pub(crate) fn print_config(flags: &Flags, loaded: &Loaded, provenance: &Provenan
 }
 
 // Modes, links and FIFOs: Unix-only fixtures.
-#[cfg(all(test, unix))]
+#[cfg(test)]
+#[cfg(unix)]
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;

@@ -51,5 +51,6 @@ pub(crate) use registry::{kill_grace_cap_from_env, ProcessManager, Supervision};
 pub(crate) use spawn::{Launcher, SpawnError, SpawnSpec};
 
 // Its children are Unix programs (`sleep`, `sh`).
-#[cfg(all(test, unix))]
+#[cfg(test)]
+#[cfg(unix)]
 mod tests;

@@ -17,9 +17,9 @@
 //! the siblings) is below for Unix and in `plugindirs/windows.rs` for
 //! Windows (issue 43), with the same names.
 
-use crate::base::goerr::path_error;
 #[cfg(unix)]
 use crate::base::goerr::io_text;
+use crate::base::goerr::path_error;
 use crate::base::gojson::go_lossy;
 use crate::base::safedir::Dir;
 use crate::base::utctime;
@@ -38,9 +38,9 @@ use std::time::{Duration, SystemTime};
 #[path = "plugindirs/windows.rs"]
 mod os;
 #[cfg(windows)]
-pub(crate) use os::{blocking_sibling, open_root};
-#[cfg(windows)]
 use os::last_used;
+#[cfg(windows)]
+pub(crate) use os::{blocking_sibling, open_root};
 
 /// `minAgeDays` is clamped to this range; absent reads as 0, so 7.
 pub(crate) const MIN_AGE_DAYS: i64 = 7;
@@ -279,13 +279,7 @@ pub(crate) fn open_root(base: &Path, below: &[&Path]) -> io::Result<Option<Owned
 /// Sweeps the open root `root` (shown as `root_path`): every hash
 /// directory that is neither live nor used after `cutoff` is removed.
 /// `legacy` only changes the log line.
-pub(crate) fn sweep(
-    root: &Dir,
-    root_path: &Path,
-    live: &HashSet<String>,
-    cutoff: SystemTime,
-    legacy: bool,
-) -> Swept {
+pub(crate) fn sweep(root: &Dir, root_path: &Path, live: &HashSet<String>, cutoff: SystemTime, legacy: bool) -> Swept {
     let mut out = Swept::default();
     let shown_root = go_lossy(root_path.as_os_str().as_encoded_bytes());
     let mut names = match crate::base::safedir::read_names(root) {

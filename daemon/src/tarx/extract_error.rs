@@ -137,7 +137,8 @@ impl From<ReadError> for ExtractError {
     }
 }
 
-#[cfg(all(test, unix))]
+#[cfg(test)]
+#[cfg(unix)]
 mod tests {
     use super::*;
     use std::error::Error as _;

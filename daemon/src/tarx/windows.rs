@@ -118,7 +118,7 @@ pub(crate) fn remove_tree_in(parent: &Dir, name: &[u8], parent_path: &[u8]) -> R
         path: path.to_string(),
         source,
     };
-    let Some(first) = open_level(parent, name, &top_path).map_err(|e| fail(&top_path, e))? else {
+    let Some(first) = open_level(parent, name).map_err(|e| fail(&top_path, e))? else {
         return match safedir::unlink_in(parent, name) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => Err(fail(&top_path, e)),
             _ => Ok(()),
@@ -134,7 +134,7 @@ pub(crate) fn remove_tree_in(parent: &Dir, name: &[u8], parent_path: &[u8]) -> R
     while let Some(level) = stack.last_mut() {
         if let Some(entry) = level.left.pop() {
             let path = shown(&level.path, &entry);
-            match open_level(&level.dir, &entry, &path) {
+            match open_level(&level.dir, &entry) {
                 Ok(Some(dir)) => match safedir::read_names(&dir) {
                     Ok(left) => stack.push(Level {
                         dir,
@@ -174,7 +174,7 @@ pub(crate) fn remove_tree_in(parent: &Dir, name: &[u8], parent_path: &[u8]) -> R
 /// The entry `name` of `dir` as a directory to descend into (`None` for
 /// anything else, a link or junction included, and for nothing there).
 /// The home or a directory above it is refused before it is entered.
-fn open_level(dir: &Dir, name: &[u8], _path: &str) -> io::Result<Option<Dir>> {
+fn open_level(dir: &Dir, name: &[u8]) -> io::Result<Option<Dir>> {
     match safedir::open_dir_in(dir, name) {
         Ok(sub) => {
             safedir::guard_home(dir, name)?;
@@ -590,7 +590,7 @@ fn words_rel(comps: &[Vec<u8>]) -> String {
 /// `.synced` directory an entry made replaced (the record's marker rows).
 fn create_marker(root: &Dir) -> io::Result<()> {
     if safedir::open_dir_in(root, b".synced").is_ok() {
-        remove_tree_in(root, b".synced", b"").map_err(|e| io::Error::new(io::ErrorKind::Other, e.to_string()))?;
+        remove_tree_in(root, b".synced", b"").map_err(|e| io::Error::other(e.to_string()))?;
     }
     safedir::open_file_at(root, b".synced", libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC, 0o600).map(drop)
 }

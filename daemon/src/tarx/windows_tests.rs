@@ -306,3 +306,25 @@ fn remove_tree_in_removes_a_deep_tree_and_nothing_beside() {
     // Nothing there: no error.
     remove_tree_in(&top, b"tree", b"x").unwrap();
 }
+
+#[test]
+fn the_home_and_its_ancestors_are_refused_before_anything() {
+    let s = scratch();
+    let home = PathBuf::from(std::env::var_os("USERPROFILE").expect("USERPROFILE"));
+    let upper = home.to_string_lossy().to_uppercase();
+    for dest in [home.clone(), home.parent().unwrap().to_path_buf(), PathBuf::from(upper)] {
+        let tgz = s.top.join("a.tgz");
+        std::fs::write(&tgz, archive(&[(b"f", b'0', b"")])).unwrap();
+        let r = extract(&tgz, &dest, Rules::default());
+        assert_eq!(
+            r.error,
+            format!(
+                "destDir must not be or contain the home directory: {}",
+                crate::base::goerr::go_quote(dest.as_os_str().as_encoded_bytes())
+            )
+        );
+        assert_eq!(r.file_count, None);
+        assert!(tgz.exists(), "the archive stays on a refusal");
+    }
+    assert!(home.is_dir());
+}

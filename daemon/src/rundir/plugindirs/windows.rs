@@ -141,3 +141,42 @@ async fn ask_socket(socket: &Path, id: &str) -> Option<String> {
         None => Some(format!("cannot rule out {rel}: dial unix {shown}: i/o timeout")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::sweep;
+    use super::*;
+    use std::collections::HashSet;
+    use std::time::Duration;
+
+    #[test]
+    fn a_sweep_removes_old_hash_directories_only() {
+        let t = tempfile::tempdir().unwrap();
+        let root_path = t.path().join("plugins");
+        for name in ["0123456789abcdef", "fedcba9876543210", "1111111111111111", "not-a-hash"] {
+            std::fs::create_dir_all(root_path.join(name).join("inner")).unwrap();
+            std::fs::write(root_path.join(name).join("inner").join("f"), "x").unwrap();
+        }
+        // A file named like a hash is not a directory of ours: left.
+        std::fs::write(root_path.join("2222222222222222"), "x").unwrap();
+        std::fs::write(t.path().join("beside"), "keep").unwrap();
+        let root = open_root(t.path(), &[Path::new("plugins")]).unwrap().unwrap();
+        let live: HashSet<String> = ["fedcba9876543210".to_string()].into();
+        // A cutoff after now: everything not live is old.
+        let cutoff = SystemTime::now() + Duration::from_secs(86_400);
+        let swept = sweep(&root, &root_path, &live, cutoff, false);
+        assert_eq!(swept.removed, ["0123456789abcdef", "1111111111111111"]);
+        assert_eq!((swept.live, swept.young), (1, 0));
+        assert!(swept.errors.is_empty(), "{:?}", swept.errors);
+        assert!(!root_path.join("0123456789abcdef").exists());
+        assert!(root_path.join("fedcba9876543210/inner/f").exists());
+        assert!(root_path.join("not-a-hash/inner/f").exists());
+        assert!(root_path.join("2222222222222222").exists());
+        assert!(t.path().join("beside").exists());
+        // A cutoff long ago: everything is young.
+        let swept = sweep(&root, &root_path, &HashSet::new(), SystemTime::UNIX_EPOCH, false);
+        assert_eq!((swept.removed.len(), swept.young), (0, 1));
+        // A root that is not there.
+        assert!(open_root(t.path(), &[Path::new("gone")]).unwrap().is_none());
+    }
+}
