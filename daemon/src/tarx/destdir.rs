@@ -27,7 +27,7 @@
 
 use super::removeall::{open_for_reading, remove_tree_errno, split_path, ParentNow};
 use super::texts::{DestStep, Texts};
-use super::unix::{cstr, last_err, open_dir_at};
+use super::{cstr, last_err, open_dir_at};
 use crate::base::goerr::{go_quote, path_error};
 use crate::base::gojson::go_lossy;
 use crate::base::gopath;

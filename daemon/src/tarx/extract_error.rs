@@ -6,13 +6,9 @@
 //! The OS error of a step is its [`std::error::Error::source`]; Go's
 //! texts carry it too, so the display already names it.
 
-#[cfg(unix)]
 use super::destdir::DestError;
 use super::read_error::ReadError;
-#[cfg(unix)]
 use super::removeall::RemoveAllError;
-#[cfg(windows)]
-use super::windows::{DestError, RemoveAllError};
 use crate::base::goerr::path_error;
 use crate::base::gojson::go_lossy;
 use std::fmt;

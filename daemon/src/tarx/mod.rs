@@ -44,31 +44,43 @@
 
 #[cfg(unix)]
 mod destdir;
+#[cfg(windows)]
+#[path = "windows/destdir.rs"]
+mod destdir;
+#[cfg(unix)]
+mod engine;
+#[cfg(windows)]
+#[path = "windows/engine.rs"]
+mod engine;
 mod extract_error;
 pub(crate) mod gzip;
 mod read_error;
 pub(crate) mod reader;
 #[cfg(unix)]
 mod removeall;
+#[cfg(windows)]
+#[path = "windows/removeall.rs"]
+mod removeall;
 #[cfg(unix)]
 mod texts;
-#[cfg(unix)]
-mod unix;
-#[cfg(windows)]
-mod windows;
 
 use crate::base::gopath;
 use serde::Serialize;
+#[cfg(unix)]
+use std::ffi::CString;
 use std::fs::File;
+#[cfg(unix)]
+use std::io;
 use std::io::Write;
+#[cfg(unix)]
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
+pub(crate) use engine::extract;
 use extract_error::ExtractError;
+#[cfg(windows)]
+pub(crate) use removeall::remove_tree_in;
 #[cfg(unix)]
 pub(crate) use removeall::{remove_entry_errno, remove_tree_errno, remove_tree_in};
-#[cfg(unix)]
-pub(crate) use unix::extract;
-#[cfg(windows)]
-pub(crate) use windows::{extract, remove_tree_in};
 
 /// The `files.extract_tar` result body. `fileCount` is absent only on the
 /// destDir rejection, which the contract shows without it.
@@ -133,4 +145,35 @@ fn copy_data<R: reader::GoRead>(
 fn leaves_and_returns(name: &[u8]) -> bool {
     let cleaned = gopath::clean(name);
     cleaned == b".." || cleaned.starts_with(b"../")
+}
+
+#[cfg(unix)]
+fn cstr(name: &[u8]) -> io::Result<CString> {
+    // Go reports a NUL in a path as EINVAL.
+    CString::new(name).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+}
+
+#[cfg(unix)]
+fn last_err() -> io::Error {
+    io::Error::last_os_error()
+}
+
+/// `openat(dir, name, O_DIRECTORY|O_NOFOLLOW)`; `dir: None` is the cwd.
+#[cfg(unix)]
+fn open_dir_at(dir: Option<&OwnedFd>, name: &[u8]) -> io::Result<OwnedFd> {
+    let c = cstr(name)?;
+    let dirfd = dir.map_or(libc::AT_FDCWD, |d| d.as_raw_fd());
+    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    loop {
+        // SAFETY: valid dirfd and NUL-terminated name.
+        let fd = unsafe { libc::openat(dirfd, c.as_ptr(), flags) };
+        if fd >= 0 {
+            // SAFETY: `fd` is a fresh descriptor we own.
+            return Ok(unsafe { OwnedFd::from_raw_fd(fd) });
+        }
+        let e = last_err();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
 }

@@ -25,7 +25,7 @@
 //! it does not (older kernels, macOS), by the device, which refuses a
 //! subvolume and cannot tell such a bind mount.
 
-use super::unix::{cstr, last_err, open_dir_at};
+use super::{cstr, last_err, open_dir_at};
 use crate::base::goerr::path_error;
 use crate::base::gojson::go_lossy;
 use crate::base::homeguard::Homes;

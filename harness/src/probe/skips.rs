@@ -69,7 +69,7 @@ pub(crate) struct Rule {
 /// Why the `files.extract_tar` probes that get past the argument checks
 /// are not comparable under Wine (the ones refused before, such as
 /// `tar-relative-dest` and `tar-root-dest`, run and match).
-const TAR_UNIX_DEST: &str = "its destDir is a Unix path (/tmp/...): Go's filepath.IsAbs on Windows wants a drive or share, so the Windows build refuses it as `destDir must be an absolute, non-root path` before any entry (the engine's Windows tests run under Wine: tarx::windows)";
+const TAR_UNIX_DEST: &str = "its destDir is a Unix path (/tmp/...): Go's filepath.IsAbs on Windows wants a drive or share, so the Windows build refuses it as `destDir must be an absolute, non-root path` before any entry (the engine's Windows tests, tarx/windows/engine_tests.rs, run under Wine)";
 
 /// The skip list, by probe name.
 pub(crate) const RULES: &[Rule] = &[

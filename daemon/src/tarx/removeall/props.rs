@@ -116,7 +116,7 @@ fn a_bind_mount_of_a_directory_of_the_same_filesystem_is_left() {
         std::fs::create_dir_all(t.join("tree/plain")).unwrap();
         std::fs::create_dir(t.join("elsewhere")).unwrap();
         std::fs::write(t.join("elsewhere/kept"), b"x").unwrap();
-        let parent = super::super::unix::open_dir_at(None, t.as_os_str().as_bytes()).unwrap();
+        let parent = super::super::open_dir_at(None, t.as_os_str().as_bytes()).unwrap();
         if crate::sys::os::mount_id(parent.as_raw_fd()).is_none() {
             eprintln!("skipped: this kernel gives no mount id");
             return;

@@ -24,235 +24,22 @@
 //!   parent's handle, never through a link or junction, never the home or
 //!   a directory above it ([`crate::base::homeguard`]).
 
+use super::destdir::{open_parent, path_of, split_dest, DestError};
 use super::extract_error::{EntryStep, ExtractError};
+use super::removeall::{remove_tree_in, shown};
 use super::{copy_data, gzip, leaves_and_returns, reader, ExtractResult, Rules, COPY_BUFFER};
 use crate::base::goerr::path_error;
 use crate::base::gojson::go_lossy;
 use crate::base::safedir::{self, Dir};
-use std::fmt;
 use std::fs::File;
 use std::io;
-use std::path::{Component, Path, PathBuf};
+use std::path::Path;
 
 /// `ERROR_PATH_NOT_FOUND`: what Go's `MkdirAll` meets on Windows where a
 /// level of the path is a file (the record's Windows rows).
 const ERROR_PATH_NOT_FOUND: i32 = 3;
 /// `ERROR_DIRECTORY`: a handle asked for a directory found a file.
 const ERROR_DIRECTORY: i32 = 267;
-
-/// Why `destDir` could not be made ready (the reply's `error`).
-#[derive(Debug)]
-pub(super) enum DestError {
-    /// A level above it is another user's, or others may change it, or it
-    /// is a link or junction: the Unix half's refusal, safedir's reason.
-    Untrusted { dest: String, why: String },
-    /// A level could not be made or opened: `mkdir destDir: <op> <path>: <error>`.
-    Mkdir {
-        op: &'static str,
-        path: String,
-        source: io::Error,
-    },
-    /// What the exclusive create made is not a directory of ours.
-    NotOurs { dest: String },
-}
-
-impl fmt::Display for DestError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DestError::Untrusted { dest, why } => write!(
-                f,
-                "destDir must not lie below a directory or link another user can change: {} ({why})",
-                crate::base::goerr::go_quote(dest.as_bytes())
-            ),
-            DestError::Mkdir { op, path, source } => write!(f, "mkdir destDir: {}", path_error(op, path, source)),
-            DestError::NotOurs { dest } => write!(f, "mkdir destDir: {dest}: not a directory this daemon created"),
-        }
-    }
-}
-
-impl std::error::Error for DestError {}
-
-/// A removal that failed: `remove <path>: <error>` (Go's `RemoveAll` on
-/// Windows removes by path with `Remove`).
-#[derive(Debug)]
-pub(crate) struct RemoveAllError {
-    path: String,
-    source: io::Error,
-}
-
-impl fmt::Display for RemoveAllError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&path_error("remove", &self.path, &self.source))
-    }
-}
-
-impl std::error::Error for RemoveAllError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.source)
-    }
-}
-
-/// `path` and `name` joined with `\`, as text.
-fn shown(path: &str, name: &[u8]) -> String {
-    let mut out = path.trim_end_matches('\\').to_string();
-    out.push('\\');
-    out.push_str(&go_lossy(name));
-    out
-}
-
-/// Removes the entry `name` of `parent` (shown below `parent_path`) and,
-/// when it is a directory, everything in it: nothing is followed (a link
-/// or junction is removed itself), the home and the directories above it
-/// are never entered nor removed, and the walk holds one handle per level
-/// on a heap stack (no recursion). An entry that is not there is no
-/// error; the first failure is reported once the rest was tried.
-pub(crate) fn remove_tree_in(parent: &Dir, name: &[u8], parent_path: &[u8]) -> Result<(), RemoveAllError> {
-    struct Level {
-        dir: Dir,
-        name: Vec<u8>,
-        path: String,
-        left: Vec<Vec<u8>>,
-    }
-    let top_path = shown(&go_lossy(parent_path), name);
-    let fail = |path: &str, source: io::Error| RemoveAllError {
-        path: path.to_string(),
-        source,
-    };
-    let Some(first) = open_level(parent, name).map_err(|e| fail(&top_path, e))? else {
-        return match safedir::unlink_in(parent, name) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(fail(&top_path, e)),
-            _ => Ok(()),
-        };
-    };
-    let mut stack = vec![Level {
-        left: safedir::read_names(&first).map_err(|e| fail(&top_path, e))?,
-        dir: first,
-        name: name.to_vec(),
-        path: top_path,
-    }];
-    let mut first_error: Option<RemoveAllError> = None;
-    while let Some(level) = stack.last_mut() {
-        if let Some(entry) = level.left.pop() {
-            let path = shown(&level.path, &entry);
-            match open_level(&level.dir, &entry) {
-                Ok(Some(dir)) => match safedir::read_names(&dir) {
-                    Ok(left) => stack.push(Level {
-                        dir,
-                        name: entry,
-                        path,
-                        left,
-                    }),
-                    Err(e) => {
-                        first_error.get_or_insert(fail(&path, e));
-                    }
-                },
-                Ok(None) => match safedir::unlink_in(&level.dir, &entry) {
-                    Err(e) if e.kind() != io::ErrorKind::NotFound => {
-                        first_error.get_or_insert(fail(&path, e));
-                    }
-                    _ => {}
-                },
-                Err(e) => {
-                    first_error.get_or_insert(fail(&path, e));
-                }
-            }
-            continue;
-        }
-        let Some(done) = stack.pop() else { break };
-        drop(done.dir);
-        let above = stack.last().map_or(parent, |l| &l.dir);
-        match safedir::unlink_in(above, &done.name) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => {
-                first_error.get_or_insert(fail(&done.path, e));
-            }
-            _ => {}
-        }
-    }
-    first_error.map_or(Ok(()), Err)
-}
-
-/// The entry `name` of `dir` as a directory to descend into (`None` for
-/// anything else, a link or junction included, and for nothing there).
-/// The home or a directory above it is refused before it is entered.
-fn open_level(dir: &Dir, name: &[u8]) -> io::Result<Option<Dir>> {
-    match safedir::open_dir_in(dir, name) {
-        Ok(sub) => {
-            safedir::guard_home(dir, name)?;
-            Ok(Some(sub))
-        }
-        Err(_) => Ok(None),
-    }
-}
-
-/// `dest` cleaned: its root (`C:\`, `\\srv\share\`) and its names, or
-/// `None` when it is not absolute.
-fn split_dest(dest: &Path) -> Option<(PathBuf, Vec<Vec<u8>>)> {
-    if !dest.is_absolute() {
-        return None;
-    }
-    let mut root = PathBuf::new();
-    let mut names: Vec<Vec<u8>> = Vec::new();
-    for c in dest.components() {
-        match c {
-            Component::Prefix(_) | Component::RootDir => root.push(c.as_os_str()),
-            Component::CurDir => {}
-            Component::ParentDir => {
-                names.pop();
-            }
-            Component::Normal(n) => names.push(n.as_encoded_bytes().to_vec()),
-        }
-    }
-    Some((root, names))
-}
-
-fn path_of(root: &Path, names: &[Vec<u8>]) -> PathBuf {
-    let mut p = root.to_path_buf();
-    for n in names {
-        // SAFETY: the bytes came from `as_encoded_bytes` of an `OsStr`,
-        // split at ASCII separators only.
-        p.push(unsafe { std::ffi::OsStr::from_encoded_bytes_unchecked(n) });
-    }
-    p
-}
-
-/// Opens the parent of `dest` (`root` + `names`), judging the levels that
-/// exist as [`safedir::open_trusted_dir`] does and making the missing
-/// ones owner-only (Go's `MkdirAll`), each checked to be ours.
-fn open_parent(root: &Path, names: &[Vec<u8>], dest_text: &str) -> Result<Dir, DestError> {
-    // The deepest level that exists now; the walk below judges it and
-    // everything above it, so a change after this look only moves where
-    // the making starts.
-    let mut have = names.len();
-    while have > 0 && std::fs::symlink_metadata(path_of(root, &names[..have])).is_err() {
-        have -= 1;
-    }
-    let untrusted = |why: String| DestError::Untrusted {
-        dest: dest_text.to_string(),
-        why,
-    };
-    let mut dir = safedir::open_trusted_dir(&path_of(root, &names[..have])).map_err(|e| untrusted(e.to_string()))?;
-    let me = safedir::own_uid();
-    for n in have..names.len() {
-        let at = path_of(root, &names[..=n]);
-        let at_text = go_lossy(at.as_os_str().as_encoded_bytes());
-        let mkdir = |source: io::Error| DestError::Mkdir {
-            op: "mkdir",
-            path: at_text.clone(),
-            source,
-        };
-        match safedir::make_dir_in(&dir, &names[n], 0o700) {
-            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(mkdir(e)),
-            _ => {}
-        }
-        let next = safedir::open_dir_in(&dir, &names[n]).map_err(mkdir)?;
-        match safedir::owner_of(&next) {
-            Ok(owner) if owner == me => {}
-            _ => return Err(untrusted(format!("{at_text} is not this user's"))),
-        }
-        dir = next;
-    }
-    Ok(dir)
-}
 
 /// Extracts the gzip'd tar at `archive` into `dest`. Never panics on input
 /// and never writes outside `dest`.
@@ -596,5 +383,5 @@ fn create_marker(root: &Dir) -> io::Result<()> {
 }
 
 #[cfg(test)]
-#[path = "windows_tests.rs"]
+#[path = "engine_tests.rs"]
 mod tests;

@@ -3,7 +3,9 @@
 //! all: nothing may land outside `destDir`.
 
 use super::*;
+use crate::tarx::removeall::remove_tree_in;
 use std::io::Write as _;
+use std::path::PathBuf;
 
 /// A gzip'd tar of `(name, typeflag, data)` entries, the name written raw
 /// (`tar::Builder` would refuse the hostile ones).

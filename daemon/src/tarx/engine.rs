@@ -1,4 +1,4 @@
-//! The Unix half of `tarx`'s engine: `destDir` and every entry reached
+//! The Unix engine of `tarx`: `destDir` and every entry reached
 //! through directory descriptors (`openat`, `mkdirat`, `unlinkat`), as
 //! the module doc of [`super`] describes.
 
@@ -6,7 +6,9 @@ use super::destdir::{self, create_dest, DestParent};
 use super::extract_error::{EntryStep, ExtractError};
 use super::removeall::{remove_all, split_path};
 use super::texts::{DirStep, Texts};
-use super::{copy_data, gzip, leaves_and_returns, reader, ExtractResult, Rules, COPY_BUFFER};
+use super::{
+    copy_data, cstr, gzip, last_err, leaves_and_returns, open_dir_at, reader, ExtractResult, Rules, COPY_BUFFER,
+};
 use crate::base::goerr::path_error;
 use crate::base::gojson::go_lossy;
 use crate::base::gopath;
@@ -214,34 +216,6 @@ fn unlink_at(dir: &OwnedFd, name: &[u8]) {
     if let Ok(c) = cstr(name) {
         // SAFETY: valid dirfd and NUL-terminated name.
         unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), 0) };
-    }
-}
-
-pub(super) fn cstr(name: &[u8]) -> io::Result<CString> {
-    // Go reports a NUL in a path as EINVAL.
-    CString::new(name).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
-}
-
-pub(super) fn last_err() -> io::Error {
-    io::Error::last_os_error()
-}
-
-/// `openat(dir, name, O_DIRECTORY|O_NOFOLLOW)`; `dir: None` is the cwd.
-pub(super) fn open_dir_at(dir: Option<&OwnedFd>, name: &[u8]) -> io::Result<OwnedFd> {
-    let c = cstr(name)?;
-    let dirfd = dir.map_or(libc::AT_FDCWD, |d| d.as_raw_fd());
-    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    loop {
-        // SAFETY: valid dirfd and NUL-terminated name.
-        let fd = unsafe { libc::openat(dirfd, c.as_ptr(), flags) };
-        if fd >= 0 {
-            // SAFETY: `fd` is a fresh descriptor we own.
-            return Ok(unsafe { OwnedFd::from_raw_fd(fd) });
-        }
-        let e = last_err();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
     }
 }
 
