@@ -523,12 +523,20 @@ mod tests {
     #[test]
     fn extraction_probes_run_under_wine_unless_their_dest_dir_is_a_unix_path() {
         let call = "call c1 1 server.ping\n";
-        for name in ["tar-relative-dest", "tar-root-dest", "tar-missing-params", "plugins-prune-params"] {
+        for name in [
+            "tar-relative-dest",
+            "tar-root-dest",
+            "tar-missing-params",
+            "plugins-prune-params",
+        ] {
             assert_eq!(reason(&probe(name, call), Transport::Wine), None, "{name}");
         }
         for name in ["tar-basic", "tar-zip-slip", "record-files-extract-tar-5fd08069"] {
             let why = reason(&probe(name, call), Transport::Wine).unwrap();
-            assert!(why.starts_with("WindowsAnswer: its destDir is a Unix path"), "{name}: {why}");
+            assert!(
+                why.starts_with("WindowsAnswer: its destDir is a Unix path"),
+                "{name}: {why}"
+            );
         }
         let entry = reason(&probe("tar-symlink-entry", call), Transport::Wine).unwrap();
         assert!(entry.starts_with("Posix: "), "{entry}");
