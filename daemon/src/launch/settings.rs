@@ -441,6 +441,7 @@ pub(crate) fn print_config(flags: &Flags, loaded: &Loaded, provenance: &Provenan
     out
 }
 
+// Modes, links and FIFOs: Unix-only fixtures.
 #[cfg(test)]
 #[cfg(unix)] // Unix modes and signals
 mod tests {

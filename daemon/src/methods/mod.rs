@@ -15,10 +15,6 @@ pub(crate) mod launcher;
 #[cfg(windows)]
 #[path = "windows/launcher.rs"]
 pub(crate) mod launcher;
-#[cfg(unix)]
-pub(crate) mod plugins;
-#[cfg(windows)]
-#[path = "windows/plugins.rs"]
 pub(crate) mod plugins;
 pub(crate) mod process;
 pub(crate) mod server;

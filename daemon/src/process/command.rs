@@ -286,6 +286,7 @@ mod tests {
 
     #[cfg(unix)]
     #[test]
+    #[cfg(unix)] // sets an execute bit
     fn relative_path_entries_are_err_dot() {
         let dir = tempfile::tempdir().unwrap();
         let tool = dir.path().join("tool");

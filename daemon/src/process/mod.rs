@@ -52,6 +52,7 @@ pub(crate) use managed::{KilledBy, StdinResult, Termination};
 pub(crate) use registry::{kill_grace_cap_from_env, ProcessManager, Supervision};
 pub(crate) use spawn::{Launcher, SpawnError, SpawnSpec};
 
+// Its children are Unix programs (`sleep`, `sh`).
 #[cfg(test)]
 #[cfg(unix)] // Unix pids and signals
 mod tests;

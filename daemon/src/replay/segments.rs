@@ -590,6 +590,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)] // a symbolic link fixture
     fn a_planted_file_or_link_is_never_written_through() {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("target");
@@ -631,6 +632,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)] // reads mode bits
     fn records_round_trip_and_files_are_private() {
         let dir = tempfile::tempdir().unwrap();
         let mut segs = Segments::new(dir_fd(dir.path()), 9, 16);

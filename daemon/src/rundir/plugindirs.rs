@@ -12,17 +12,35 @@
 //! and its `.synced` marker's); anything else is removed. The legacy root
 //! may be in use by another install's daemon on the same host, so it is
 //! swept only when no sibling socket under `<X>/run` answers or could.
+//!
+//! What the OS decides (opening a root, a hash directory's times, asking
+//! the siblings) is below for Unix and in `plugindirs/windows.rs` for
+//! Windows (issue 43), with the same names.
 
-use crate::base::goerr::{io_text, path_error};
+#[cfg(unix)]
+use crate::base::goerr::io_text;
+use crate::base::goerr::path_error;
 use crate::base::gojson::go_lossy;
+use crate::base::safedir::Dir;
 use crate::base::utctime;
 use std::collections::HashSet;
 use std::ffi::OsString;
+#[cfg(unix)]
 use std::io;
+#[cfg(unix)]
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+#[cfg(unix)]
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
+
+#[cfg(windows)]
+#[path = "plugindirs/windows.rs"]
+mod os;
+#[cfg(windows)]
+use os::last_used;
+#[cfg(windows)]
+pub(crate) use os::{blocking_sibling, open_root};
 
 /// `minAgeDays` is clamped to this range; absent reads as 0, so 7.
 pub(crate) const MIN_AGE_DAYS: i64 = 7;
@@ -52,9 +70,10 @@ impl Layout {
     /// exactly `rpc.sock`, its folder's folder exactly `run` (case
     /// matters), and the client id is neither empty nor `.`.
     pub(crate) fn of(socket: &Path) -> Option<Layout> {
-        let cleaned = PathBuf::from(OsString::from_vec(crate::base::gopath::clean(
-            socket.as_os_str().as_bytes(),
-        )));
+        let cleaned = crate::base::gopath::clean(socket.as_os_str().as_encoded_bytes());
+        // SAFETY: cleaning drops and merges whole components at ASCII
+        // separators of an `OsStr`'s encoded bytes, so they stay valid.
+        let cleaned = PathBuf::from(unsafe { OsString::from_encoded_bytes_unchecked(cleaned) });
         if cleaned.file_name()? != "rpc.sock" {
             return None;
         }
@@ -127,6 +146,7 @@ fn is_hash_name(name: &[u8]) -> bool {
 /// The first sibling daemon that blocks the legacy sweep, as the detail of
 /// the `skipped: another install's daemon is running (<detail>)` text; or
 /// `None` when every other socket under `<X>/run` is provably gone.
+#[cfg(unix)]
 pub(crate) async fn blocking_sibling(layout: &Layout) -> Option<String> {
     let run_dir = layout.run_dir();
     let mut names = match std::fs::read_dir(&run_dir) {
@@ -185,6 +205,7 @@ pub(crate) struct Swept {
 }
 
 /// Opens `name` inside `dir` as a directory without following a link.
+#[cfg(unix)]
 fn open_dir_nofollow(dir: Option<&OwnedFd>, name: &Path) -> io::Result<OwnedFd> {
     let c =
         std::ffi::CString::new(name.as_os_str().as_bytes()).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
@@ -200,6 +221,7 @@ fn open_dir_nofollow(dir: Option<&OwnedFd>, name: &Path) -> io::Result<OwnedFd> 
 }
 
 /// `fstatat(dir, name, flags)`.
+#[cfg(unix)]
 fn stat_at(dir: &OwnedFd, name: &[u8], flags: libc::c_int) -> io::Result<libc::stat> {
     let c = std::ffi::CString::new(name).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
@@ -211,6 +233,7 @@ fn stat_at(dir: &OwnedFd, name: &[u8], flags: libc::c_int) -> io::Result<libc::s
     Ok(unsafe { st.assume_init() })
 }
 
+#[cfg(unix)]
 fn mtime_of(st: &libc::stat) -> SystemTime {
     let secs = st.st_mtime;
     let nanos = u32::try_from(st.st_mtime_nsec).unwrap_or(0);
@@ -222,6 +245,7 @@ fn mtime_of(st: &libc::stat) -> SystemTime {
 
 /// Opens a root: the base folder as given (the daemon's own), then each
 /// level below it without following a link. `Ok(None)` when it is missing.
+#[cfg(unix)]
 pub(crate) fn open_root(base: &Path, below: &[&Path]) -> io::Result<Option<OwnedFd>> {
     let open = |dir: Option<&OwnedFd>, name: &Path| match dir {
         Some(_) => open_dir_nofollow(dir, name),
@@ -255,15 +279,9 @@ pub(crate) fn open_root(base: &Path, below: &[&Path]) -> io::Result<Option<Owned
 /// Sweeps the open root `root` (shown as `root_path`): every hash
 /// directory that is neither live nor used after `cutoff` is removed.
 /// `legacy` only changes the log line.
-pub(crate) fn sweep(
-    root: &OwnedFd,
-    root_path: &Path,
-    live: &HashSet<String>,
-    cutoff: SystemTime,
-    legacy: bool,
-) -> Swept {
+pub(crate) fn sweep(root: &Dir, root_path: &Path, live: &HashSet<String>, cutoff: SystemTime, legacy: bool) -> Swept {
     let mut out = Swept::default();
-    let shown_root = go_lossy(root_path.as_os_str().as_bytes());
+    let shown_root = go_lossy(root_path.as_os_str().as_encoded_bytes());
     let mut names = match crate::base::safedir::read_names(root) {
         Ok(names) => names,
         Err(e) => {
@@ -278,30 +296,22 @@ pub(crate) fn sweep(
             continue;
         }
         // Only a real directory: a link named like a hash is left alone.
-        let Ok(st) = stat_at(root, &name, libc::AT_SYMLINK_NOFOLLOW) else {
+        let Some(last_used) = last_used(root, &name) else {
             continue;
         };
-        if st.st_mode & libc::S_IFMT != libc::S_IFDIR {
-            continue;
-        }
         let hash = String::from_utf8_lossy(&name).into_owned();
         if live.contains(&hash) {
             out.live += 1;
             continue;
         }
-        let mut last_used = mtime_of(&st);
-        if let Ok(dir) = open_dir_nofollow(Some(root), Path::new(std::ffi::OsStr::from_bytes(&name))) {
-            if let Ok(synced) = stat_at(&dir, b".synced", 0) {
-                last_used = last_used.max(mtime_of(&synced));
-            }
-        }
         if last_used > cutoff {
             out.young += 1;
             continue;
         }
-        let dir_path = root_path.join(std::ffi::OsStr::from_bytes(&name));
-        let shown_dir = go_lossy(dir_path.as_os_str().as_bytes());
-        match crate::tarx::remove_tree_in(root, &name, root_path.as_os_str().as_bytes()) {
+        // The name is 16 ASCII hex digits (`is_hash_name`).
+        let dir_path = root_path.join(&hash);
+        let shown_dir = go_lossy(dir_path.as_os_str().as_encoded_bytes());
+        match crate::tarx::remove_tree_in(root, &name, root_path.as_os_str().as_encoded_bytes()) {
             Ok(()) => {
                 let kind = if legacy { "legacy plugin dir" } else { "plugin dir" };
                 crate::log_info!(
@@ -315,6 +325,24 @@ pub(crate) fn sweep(
         }
     }
     out
+}
+
+/// When the hash directory `name` of `root` was last used: the newer of
+/// its own mtime and its `.synced` marker's; `None` when it is not a real
+/// directory (a link named like a hash is left alone).
+#[cfg(unix)]
+fn last_used(root: &OwnedFd, name: &[u8]) -> Option<SystemTime> {
+    let st = stat_at(root, name, libc::AT_SYMLINK_NOFOLLOW).ok()?;
+    if st.st_mode & libc::S_IFMT != libc::S_IFDIR {
+        return None;
+    }
+    let mut last_used = mtime_of(&st);
+    if let Ok(dir) = open_dir_nofollow(Some(root), Path::new(std::ffi::OsStr::from_bytes(name))) {
+        if let Ok(synced) = stat_at(&dir, b".synced", 0) {
+            last_used = last_used.max(mtime_of(&synced));
+        }
+    }
+    Some(last_used)
 }
 
 /// `2006-01-02T15:04:05Z` (UTC) for a log line.

@@ -6,8 +6,9 @@
 //! `remote-server.log`, is made through `base::safedir`'s Windows half
 //! (the socket's directory opened level by level as ours, everything
 //! created relative to that handle with an owner-only protected DACL, no
-//! link or junction followed). The plugin directories are not ported
-//! yet.
+//! link or junction followed). The plugin directories are the Unix
+//! module's, through its Windows half. The daemon log's rotation is not
+//! ported yet.
 
 /// The socket's directory, absolute (what `safedir` walks): `.` for a
 /// bare file name, like Go's `Dir`, made absolute against the working
@@ -119,14 +120,10 @@ pub(crate) mod childrec {
     pub(crate) fn forget(_pid: i32) {}
 }
 
-/// The plugin directories a child uses.
-pub(crate) mod plugindirs {
-    /// No plugin hashes are tracked: `plugins.prune` is not ported to
-    /// Windows yet, so nothing asks which plugin directories are in use.
-    pub(crate) fn hashes_in<'a>(_words: impl IntoIterator<Item = &'a str>) -> Vec<String> {
-        Vec::new()
-    }
-}
+/// The plugin directories `plugins.prune` sweeps: shared with Unix, its
+/// OS steps in `plugindirs/windows.rs`.
+#[path = "plugindirs.rs"]
+pub(crate) mod plugindirs;
 
 /// The daemon log beside the socket, `remote-server.log`. On Windows it
 /// is appended to, not rotated at launch (D21 in docs/UPSTREAM.md: a

@@ -134,6 +134,7 @@ impl From<ReadError> for ExtractError {
 }
 
 #[cfg(test)]
+#[cfg(unix)]
 mod tests {
     use super::*;
     use std::error::Error as _;

@@ -1,9 +1,8 @@
-//! The Windows half of `base::homeguard` (issue 43), so far only what the
-//! removals and renames in the daemon's own directories ask
-//! (`base::safedir`): [`check_entry`]. The path checks of the Unix half
-//! (`check`, `Homes`, the lexical and resolved judgements) are still to
-//! come with the modules that use them (`tarx`, `git.worktree_remove`,
-//! `-install`), which are Unix-only so far.
+//! The Windows half of `base::homeguard` (issue 43): what the removals
+//! and renames in the daemon's own directories ask (`base::safedir`):
+//! [`check_entry`], and the path check `files.extract_tar` asks before it
+//! wipes `destDir` ([`check`]). The Unix half's `Homes` and its bind-mount
+//! judgements are still to come with `git.worktree_remove` and `-install`.
 
 use std::io;
 use std::os::windows::ffi::OsStrExt;
@@ -70,4 +69,46 @@ pub(crate) fn check_entry(entry: Option<(u64, u64)>, name: &[u8]) -> io::Result<
         ));
     }
     Ok(())
+}
+
+/// A path's names, cleaned (`.` dropped, `..` taken back) and in one
+/// letter case, as Windows volumes compare them.
+fn folded(path: &Path) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for c in path.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str().to_string_lossy().to_lowercase()),
+        }
+    }
+    out
+}
+
+/// The refusal (`<what> must not be or contain the home directory: "<path>"`,
+/// the Unix half's text) when `path` is the daemon user's home or a
+/// directory above it: by its names (letter case ignored), or by identity
+/// when it exists (another spelling, a link or junction to it).
+pub(crate) fn check(what: &str, path: impl AsRef<Path>) -> Option<String> {
+    let given = path.as_ref();
+    let path = std::path::absolute(given).ok()?;
+    let home = home()?;
+    let refusal = || {
+        Some(format!(
+            "{what} must not be or contain the home directory: {}",
+            crate::base::goerr::go_quote(given.as_os_str().as_encoded_bytes())
+        ))
+    };
+    let names = folded(&path);
+    if folded(&home).starts_with(&names) {
+        return refusal();
+    }
+    if let Some(id) = identity_of(&path) {
+        if home.ancestors().filter_map(identity_of).any(|a| a == id) {
+            return refusal();
+        }
+    }
+    None
 }

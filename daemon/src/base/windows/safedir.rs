@@ -728,6 +728,13 @@ pub(crate) fn make_dir_in(dir: &Dir, name: &[u8], mode: u32) -> io::Result<()> {
     .map(drop)
 }
 
+/// When an open directory was last written (its entries changed): what
+/// `plugins.prune` weighs against its retention window.
+pub(crate) fn modified_of(dir: &Dir) -> io::Result<std::time::SystemTime> {
+    let handle = dir.0.try_clone()?;
+    std::fs::File::from(handle).metadata()?.modified()
+}
+
 /// The owner of an open directory: its owner SID (the Unix half's uid).
 pub(crate) fn owner_of(dir: &Dir) -> io::Result<Sid> {
     acl::security_of(dir.raw()).map(|sec| sec.owner)
@@ -758,7 +765,7 @@ pub(crate) fn entry_identity(dir: &Dir, name: &[u8]) -> io::Result<Option<(u64, 
 
 /// Refuses when the entry `name` of `dir` is or contains the user's home
 /// ([`crate::base::homeguard::check_entry`]).
-fn guard_home(dir: &Dir, name: &[u8]) -> io::Result<()> {
+pub(crate) fn guard_home(dir: &Dir, name: &[u8]) -> io::Result<()> {
     crate::base::homeguard::check_entry(entry_identity(dir, name)?, name)
 }
 
