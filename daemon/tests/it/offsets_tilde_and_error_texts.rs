@@ -58,6 +58,17 @@ fn stdin_offset_and_reattach_from_seq_are_unsigned_64_bit() {
         c.call(7, "process.stdin", r#"{"id":"u","data":"aGVsbG8K","offset":0}"#),
         ok(7, r#"{"success":true,"applied":6}"#)
     );
+    // cat echoes the applied line to `c`, still attached, before the kill
+    // below is sent: a TERM that beat the echo would lose it (seen under
+    // load).
+    let echoed = |lines: &[String]| {
+        let frames: Vec<_> = lines.iter().filter_map(|l| parse_frame(l)).map(|(_, f)| f).collect();
+        stdout_of(&frames) == b"hello\n"
+    };
+    while !echoed(&c.backlog) {
+        let line = c.recv_line();
+        c.backlog.push(line);
+    }
     assert_eq!(
         c.call(
             8,

@@ -128,7 +128,7 @@ pub(crate) fn launch(l: &Launch, token_file: &[u8]) -> Result<Started, Error> {
     }
     let mut launcher = cmd.spawn().map_err(Error::Spawn)?;
     let banner = match launcher.stdout.take() {
-        Some(stdout) => read_banner(stdout, l.banner_within),
+        Some(stdout) => read_banner(stdout, l.transport.banner_allowance(l.banner_within)),
         None => Vec::new(),
     };
     let deadline = Instant::now() + Duration::from_secs(5);

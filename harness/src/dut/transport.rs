@@ -121,6 +121,19 @@ impl Transport {
         }
     }
 
+    /// How long a launcher may take to print its banner: `base`, or three
+    /// times it under Wine, where a start is two Windows processes (the
+    /// launcher and the detached daemon) through the one `wineserver` that
+    /// every other probe's `-bridge` children go through too. With the
+    /// machine loaded (load 9 on 2 cores) a Wine start past 20 s was seen,
+    /// and the probe then read an empty banner.
+    pub(crate) fn banner_allowance(self, base: Duration) -> Duration {
+        match self {
+            Transport::Wine => base * 3,
+            _ => base,
+        }
+    }
+
     /// Whether a daemon on `socket` is there to be dialled: its socket,
     /// or (a Windows daemon serving the pipe alone) `rpc.pipe` beside it.
     pub(crate) fn listening(self, socket: &Path) -> bool {
@@ -216,6 +229,10 @@ mod tests {
         let wine = Transport::Wine.command(Path::new("/x/remora.exe"));
         assert_eq!(wine.get_program(), "wine");
         assert_eq!(wine.get_args().collect::<Vec<_>>(), ["/x/remora.exe"]);
+        let base = Duration::from_secs(20);
+        assert_eq!(Transport::Socket.banner_allowance(base), base);
+        assert_eq!(Transport::Bridge.banner_allowance(base), base);
+        assert_eq!(Transport::Wine.banner_allowance(base), Duration::from_secs(60));
     }
 
     #[test]
