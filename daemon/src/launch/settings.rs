@@ -152,7 +152,6 @@ pub(crate) fn load(path: &Path) -> Loaded {
 #[cfg(windows)]
 fn read_trusted(path: &Path) -> Result<Option<Vec<u8>>, String> {
     use crate::base::safedir;
-    use std::io::Read;
     let file = match safedir::open_file_nofollow(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -182,23 +181,12 @@ fn read_trusted(path: &Path) -> Result<Option<Vec<u8>>, String> {
             access.others
         ));
     }
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(format!("is larger than {MAX_FILE_BYTES} bytes"));
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read: {}", crate::base::goerr::io_text(&e)))?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(format!("is larger than {MAX_FILE_BYTES} bytes"));
-    }
-    Ok(Some(bytes))
+    read_bounded(file, meta.len()).map(Some)
 }
 
 /// The file's bytes if it may be trusted, `None` if there is none.
 #[cfg(unix)]
 fn read_trusted(path: &Path) -> Result<Option<Vec<u8>>, String> {
-    use std::io::Read;
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     // No link is followed, and a FIFO or device cannot block the open.
     let file = match std::fs::OpenOptions::new()
@@ -233,7 +221,15 @@ fn read_trusted(path: &Path) -> Result<Option<Vec<u8>>, String> {
             meta.mode() & 0o7777
         ));
     }
-    if meta.len() > MAX_FILE_BYTES {
+    read_bounded(file, meta.len()).map(Some)
+}
+
+/// The bytes of a file already judged trustworthy, at most
+/// [`MAX_FILE_BYTES`] (its size `len` as `stat` gave it, and again as read,
+/// since it may grow in between).
+fn read_bounded(file: std::fs::File, len: u64) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    if len > MAX_FILE_BYTES {
         return Err(format!("is larger than {MAX_FILE_BYTES} bytes"));
     }
     let mut bytes = Vec::new();
@@ -243,7 +239,7 @@ fn read_trusted(path: &Path) -> Result<Option<Vec<u8>>, String> {
     if bytes.len() as u64 > MAX_FILE_BYTES {
         return Err(format!("is larger than {MAX_FILE_BYTES} bytes"));
     }
-    Ok(Some(bytes))
+    Ok(bytes)
 }
 
 /// A bounded list of warnings, with a count of the ones left out.

@@ -251,7 +251,6 @@ pub(crate) struct Launcher<'a> {
 }
 
 #[cfg(test)]
-#[cfg(unix)] // Unix modes
 mod tests {
     use super::*;
 
@@ -284,9 +283,8 @@ mod tests {
         assert_eq!(resolve_unix("./x/y", &path).unwrap(), "./x/y");
     }
 
-    #[cfg(unix)]
-    #[test]
     #[cfg(unix)] // sets an execute bit
+    #[test]
     fn relative_path_entries_are_err_dot() {
         let dir = tempfile::tempdir().unwrap();
         let tool = dir.path().join("tool");

@@ -143,27 +143,37 @@ fn is_hash_name(name: &[u8]) -> bool {
     name.len() == HASH_LEN && name.iter().all(|&b| is_hash_byte(b))
 }
 
+/// The other installs' names under `<X>/run`, sorted (none when it is
+/// missing), or the `cannot read …` detail when it cannot be listed: what
+/// both halves of [`blocking_sibling`] ask in turn.
+fn sibling_names(layout: &Layout) -> Result<Vec<OsString>, String> {
+    let run_dir = layout.run_dir();
+    let mut names = match std::fs::read_dir(&run_dir) {
+        Ok(entries) => entries
+            .filter_map(|e| e.ok().map(|e| e.file_name()))
+            .filter(|name| *name != layout.client_id)
+            .collect::<Vec<_>>(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => {
+            let shown = go_lossy(run_dir.as_os_str().as_encoded_bytes());
+            return Err(format!("cannot read {shown}: {}", path_error("open", &shown, &e)));
+        }
+    };
+    names.sort();
+    Ok(names)
+}
+
 /// The first sibling daemon that blocks the legacy sweep, as the detail of
 /// the `skipped: another install's daemon is running (<detail>)` text; or
 /// `None` when every other socket under `<X>/run` is provably gone.
 #[cfg(unix)]
 pub(crate) async fn blocking_sibling(layout: &Layout) -> Option<String> {
     let run_dir = layout.run_dir();
-    let mut names = match std::fs::read_dir(&run_dir) {
-        Ok(entries) => entries
-            .filter_map(|e| e.ok().map(|e| e.file_name()))
-            .collect::<Vec<_>>(),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
-        Err(e) => {
-            let shown = go_lossy(run_dir.as_os_str().as_bytes());
-            return Some(format!("cannot read {shown}: {}", path_error("open", &shown, &e)));
-        }
+    let names = match sibling_names(layout) {
+        Ok(names) => names,
+        Err(detail) => return Some(detail),
     };
-    names.sort();
     for name in names {
-        if name == layout.client_id {
-            continue;
-        }
         let socket = run_dir.join(&name).join("rpc.sock");
         let shown = go_lossy(socket.as_os_str().as_bytes());
         match std::fs::metadata(&socket) {

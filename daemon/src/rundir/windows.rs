@@ -142,7 +142,8 @@ pub(crate) mod daemonlog {
     /// owner-only, relative to the socket's directory opened by
     /// [`safedir::open_own_dir`] (ours, every level safe, nothing
     /// followed); `None` when the directory is not safe or the file is
-    /// not a regular file of ours (then no log is used, as on Unix).
+    /// not a regular file of ours that nobody else may read or write (then
+    /// no log is used, as on Unix).
     pub(crate) fn open_for_launch(socket: &Path) -> Option<File> {
         let dir = safedir::open_own_dir(&crate::rundir::socket_dir_abs(socket)?).ok()?;
         let file = safedir::open_file_at(
@@ -152,7 +153,11 @@ pub(crate) mod daemonlog {
             0o600,
         )
         .ok()?;
-        safedir::is_own_regular(&file).then_some(file)
+        // A log left by an earlier daemon is appended to only while it is
+        // still owner-only: the daemon's lines are nobody else's to read.
+        let private =
+            safedir::access_of(&file).is_ok_and(|a| a.others & (safedir::READ_RIGHTS | safedir::WRITE_RIGHTS) == 0);
+        (safedir::is_own_regular(&file) && private).then_some(file)
     }
 
     /// The identity of the entry `name` of `dir` (volume serial, file

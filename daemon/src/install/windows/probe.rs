@@ -1,8 +1,9 @@
 //! Host probes, Windows half of `install/probe.rs` (same names): "does
 //! this CLI run?" and "which libc?".
 //!
-//! The CLI's `--version` run is confined to a Job Object that kills its
-//! tree when closed ([`crate::sys::process::confine`]): at the bound the
+//! The CLI's `--version` run starts suspended and is confined to a Job
+//! Object that kills its tree when closed
+//! ([`crate::sys::process::confine`]) before it runs: at the bound the
 //! whole tree is ended, and whatever the CLI left running after an
 //! answer ends when the run returns, so nothing outlives it.
 
@@ -15,8 +16,13 @@ use std::time::{Duration, Instant};
 /// stderr on `NUL` and without `CLAUDE_RPC_TOKEN`. The clock starts
 /// before the spawn, as the reference's does.
 pub(super) fn run_version(cli: &Path, timeout: Duration) -> Ran {
+    use std::os::windows::process::CommandExt;
+    use windows_sys::Win32::System::Threading::CREATE_SUSPENDED;
     let deadline = Instant::now() + timeout;
+    // Started suspended, put in its job, then resumed: nothing the CLI
+    // starts can run outside the job.
     let spawned = Command::new(cli)
+        .creation_flags(CREATE_SUSPENDED)
         .arg("--version")
         .env_remove("CLAUDE_RPC_TOKEN")
         .stdin(Stdio::null())
@@ -26,9 +32,14 @@ pub(super) fn run_version(cli: &Path, timeout: Duration) -> Ran {
     let Ok(mut child) = spawned else {
         return Ran::Failed;
     };
-    // A child that cannot be confined is still bounded: it is killed
-    // directly at the bound.
-    let job = crate::sys::process::confine(&child).ok();
+    // A child that cannot be confined (or resumed) is not run at all.
+    let confined =
+        crate::sys::process::confine(&child).and_then(|job| crate::sys::process::resume(&child).map(|()| job));
+    let Ok(job) = confined else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Ran::Failed;
+    };
     let mut pause = Duration::from_millis(2);
     let ran = loop {
         match child.try_wait() {
@@ -44,9 +55,7 @@ pub(super) fn run_version(cli: &Path, timeout: Duration) -> Ran {
         pause = (pause * 2).min(Duration::from_millis(50));
     };
     if ran == Ran::Stopped {
-        if let Some(job) = &job {
-            let _ = job.kill_tree();
-        }
+        let _ = job.kill_tree();
         let _ = child.kill();
         let _ = child.wait();
     }

@@ -12,8 +12,9 @@ use crate::base::safedir;
 use std::cmp::Reverse;
 use std::path::Path;
 
-/// Prunes `dir`, keeping `current` (the CLI's file name) and the
-/// `keep - 1` newest other files.
+/// Prunes `dir`, keeping `current` (the CLI's file name, matched without
+/// letter case, as the file system matches it) and the `keep - 1` newest
+/// other files.
 pub(super) fn prune(dir: &Path, current: &str, keep: i64) {
     let keep = usize::try_from(keep.max(1)).unwrap_or(usize::MAX);
     let Ok(handle) = safedir::open_own_dir(dir) else {
@@ -24,7 +25,7 @@ pub(super) fn prune(dir: &Path, current: &str, keep: i64) {
     };
     let mut others: Vec<((i64, i64), Vec<u8>)> = names
         .into_iter()
-        .filter(|name| name.first() != Some(&b'.') && name.as_slice() != current.as_bytes())
+        .filter(|name| name.first() != Some(&b'.') && !name.eq_ignore_ascii_case(current.as_bytes()))
         .filter_map(|name| Some((regular_file_mtime(&handle, &name)?, name)))
         .collect();
     others.sort_by_key(|(mtime, name)| Reverse((*mtime, name.clone())));

@@ -50,14 +50,8 @@ pub(crate) fn pipe_file(socket: &Path) -> PathBuf {
 /// is no such file or it is empty.
 fn read_pipe_file(socket: &Path) -> Result<Option<String>, String> {
     let path = pipe_file(socket);
-    match std::fs::read(&path) {
-        Ok(bytes) => {
-            let name = String::from_utf8_lossy(&bytes).trim().to_string();
-            Ok((!name.is_empty()).then_some(name))
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("read {}: {}", path.display(), crate::base::goerr::io_text(&e))),
-    }
+    crate::sys::dial::read_pipe_name(&path)
+        .map_err(|e| format!("read {}: {}", path.display(), crate::base::goerr::io_text(&e)))
 }
 
 /// Dials the daemon of `socket`: the AF_UNIX socket first; when that

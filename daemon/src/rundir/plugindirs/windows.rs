@@ -60,21 +60,11 @@ pub(super) fn last_used(root: &Dir, name: &[u8]) -> Option<SystemTime> {
 /// A host without AF_UNIX (Wine 8) has no sibling listening on one.
 pub(crate) async fn blocking_sibling(layout: &Layout) -> Option<String> {
     let run_dir = layout.run_dir();
-    let mut names = match std::fs::read_dir(&run_dir) {
-        Ok(entries) => entries
-            .filter_map(|e| e.ok().map(|e| e.file_name()))
-            .collect::<Vec<_>>(),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
-        Err(e) => {
-            let shown = go_lossy(run_dir.as_os_str().as_encoded_bytes());
-            return Some(format!("cannot read {shown}: {}", path_error("open", &shown, &e)));
-        }
+    let names = match super::sibling_names(layout) {
+        Ok(names) => names,
+        Err(detail) => return Some(detail),
     };
-    names.sort();
     for name in names {
-        if name == layout.client_id {
-            continue;
-        }
         let id = go_lossy(name.as_encoded_bytes());
         if let Some(blocked) = ask_pipe(&run_dir.join(&name).join("rpc.pipe"), &id).await {
             return Some(blocked);
@@ -98,15 +88,14 @@ async fn within<T: Send + 'static>(dial: impl FnOnce() -> T + Send + 'static) ->
 /// Whether the sibling's pipe (named in its `rpc.pipe`) blocks the sweep.
 async fn ask_pipe(file: &Path, id: &str) -> Option<String> {
     let rel = format!("run/{id}/rpc.pipe");
-    let text = match std::fs::read_to_string(file) {
-        Ok(text) => text,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
+    let pipe = match crate::sys::dial::read_pipe_name(file) {
+        Ok(Some(pipe)) => pipe,
+        Ok(None) => return None,
         Err(e) => {
             let shown = go_lossy(file.as_os_str().as_encoded_bytes());
             return Some(format!("cannot inspect {shown}: {}", path_error("open", &shown, &e)));
         }
     };
-    let pipe = text.trim().to_string();
     let dialed = pipe.clone();
     match within(move || crate::sys::dial::Pipe::open(&dialed).map(drop)).await {
         Some(Ok(())) => Some(format!("{rel} answers")),

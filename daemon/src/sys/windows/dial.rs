@@ -35,6 +35,40 @@ use windows_sys::Win32::System::Threading::{
 };
 use windows_sys::Win32::System::IO::{CancelIoEx, GetOverlappedResult, OVERLAPPED};
 
+/// The most of a `rpc.pipe` file that is read: a pipe name is at most 256
+/// characters, so anything longer is not one.
+const PIPE_FILE_MAX: u64 = 4096;
+/// What every pipe name `rpc.pipe` may hold starts with: a pipe on this
+/// host. A name of a remote host's pipe (`\\host\pipe\…`), or any other
+/// path, is never dialled: opening one would send this user's
+/// credentials to that host, or open a file.
+const LOCAL_PIPE_PREFIX: &str = r"\\.\pipe\";
+
+/// The pipe name the `rpc.pipe` file at `path` holds: `Ok(None)` when
+/// there is no such file or it is empty; an `InvalidData` error when its
+/// text is not a local pipe's name (`\\.\pipe\<name>`, the name without
+/// `\` or `/`, at most 256 characters).
+pub(crate) fn read_pipe_name(path: &Path) -> io::Result<Option<String>> {
+    let mut bytes = Vec::new();
+    match std::fs::File::open(path) {
+        Ok(f) => f.take(PIPE_FILE_MAX).read_to_end(&mut bytes)?,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let name = text.trim();
+    if name.is_empty() {
+        return Ok(None);
+    }
+    let local = name
+        .strip_prefix(LOCAL_PIPE_PREFIX)
+        .is_some_and(|rest| !rest.is_empty() && rest.chars().count() <= 256 && !rest.contains(['\\', '/']));
+    if !local {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "does not name a local pipe"));
+    }
+    Ok(Some(name.to_string()))
+}
+
 /// Which call of an AF_UNIX dial failed, as Go's `net.OpError` names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum DialStep {
@@ -334,5 +368,41 @@ impl Write for &Pipe {
 
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rpc_pipe_names_only_a_local_pipe() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("rpc.pipe");
+        let read = |text: &[u8]| {
+            std::fs::write(&file, text).unwrap();
+            read_pipe_name(&file)
+        };
+        assert_eq!(
+            read(b"\\\\.\\pipe\\remora-ab12").unwrap().as_deref(),
+            Some(r"\\.\pipe\remora-ab12")
+        );
+        assert_eq!(read(b"  \\\\.\\pipe\\x\r\n").unwrap().as_deref(), Some(r"\\.\pipe\x"));
+        assert_eq!(read(b" \n").unwrap(), None);
+        for bad in [
+            &b"\\\\host\\pipe\\x"[..],
+            b"\\\\.\\pipe\\",
+            b"\\\\.\\pipe\\a\\..\\..\\C:\\x",
+            b"\\\\.\\pipe\\a/b",
+            b"C:\\Users\\me\\file",
+        ] {
+            let e = read(bad).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{}", String::from_utf8_lossy(bad));
+        }
+        let mut long = b"\\\\.\\pipe\\".to_vec();
+        long.extend(std::iter::repeat_n(b'a', 300));
+        assert!(read(&long).is_err(), "longer than a pipe name can be");
+        std::fs::remove_file(&file).unwrap();
+        assert_eq!(read_pipe_name(&file).unwrap(), None, "no file");
     }
 }

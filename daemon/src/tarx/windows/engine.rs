@@ -40,6 +40,15 @@ use std::path::Path;
 const ERROR_PATH_NOT_FOUND: i32 = 3;
 /// `ERROR_DIRECTORY`: a handle asked for a directory found a file.
 const ERROR_DIRECTORY: i32 = 267;
+/// `ERROR_FILENAME_EXCED_RANGE`: a name longer than Windows takes.
+const ERROR_FILENAME_EXCED_RANGE: i32 = 206;
+/// The longest path Windows takes (UTF-16 units, with Go's `\\?\`
+/// long-path form): an entry whose `destDir\…` is longer is refused
+/// before any level is made. It also bounds the depth a hostile archive
+/// can build to about 16 000 levels (one letter and a separator each),
+/// which the Unix engine bounds with `PATH_MAX`; handle-relative opens
+/// could go deeper than any path-based tool could then remove.
+const MAX_PATH_UNITS: usize = 32_767;
 
 /// Extracts the gzip'd tar at `archive` into `dest`. Never panics on input
 /// and never writes outside `dest`.
@@ -319,6 +328,20 @@ fn unpack(
         let Some(comps) = local_target(name, rules) else {
             return Err(ExtractError::UnsafePath { name: name.clone() });
         };
+        if !comps.is_empty() && too_long(dest, &comps) {
+            let e = io::Error::from_raw_os_error(ERROR_FILENAME_EXCED_RANGE);
+            let (step, detail) = if hdr.typeflag == b'5' {
+                (EntryStep::Dir, words.dir(&comps, comps.len() - 1, true, &e))
+            } else {
+                (EntryStep::File, words.create(&comps, &e))
+            };
+            return Err(ExtractError::Entry {
+                step,
+                name: name.clone(),
+                detail,
+                source: e,
+            });
+        }
         match hdr.typeflag {
             b'5' => {
                 walk_dirs(&root, &comps).map_err(|(at, made, e)| ExtractError::Entry {
@@ -367,6 +390,20 @@ fn unpack(
     let marker = shown(dest, b".synced").into_bytes();
     create_marker(&root).map_err(|source| ExtractError::Marker { marker, source })?;
     Ok(count)
+}
+
+/// Whether `dest\comps…` is longer than [`MAX_PATH_UNITS`] UTF-16 units
+/// (counted without building it).
+fn too_long(dest: &str, comps: &[Vec<u8>]) -> bool {
+    let units = |b: &[u8]| String::from_utf8_lossy(b).encode_utf16().count();
+    let mut total = dest.encode_utf16().count();
+    for comp in comps {
+        total += 1 + units(comp);
+        if total > MAX_PATH_UNITS {
+            return true;
+        }
+    }
+    false
 }
 
 fn words_rel(comps: &[Vec<u8>]) -> String {

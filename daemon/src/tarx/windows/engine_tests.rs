@@ -330,3 +330,20 @@ fn the_home_and_its_ancestors_are_refused_before_anything() {
     }
     assert!(home.is_dir());
 }
+
+#[test]
+fn an_entry_longer_than_windows_takes_is_refused_before_any_level() {
+    // A GNU long name of 17 000 levels `a\a\…\f` (34 001 bytes): past the
+    // 32 767 units Windows takes, so nothing of it is made.
+    let mut long = b"a/".repeat(17_000);
+    long.push(b'f');
+    let s = scratch();
+    let result = s.run(
+        &[(b"././@LongLink", b'L', &long), (b"ignored", b'0', b"x")],
+        Rules::default(),
+    );
+    assert!(!result.success, "{result:?}");
+    assert!(!s.dest.join("a").exists(), "no level was made");
+    assert!(too_long("C:\\d", &vec![b"a".to_vec(); 16_382]));
+    assert!(!too_long("C:\\d", &vec![b"a".to_vec(); 16_381]));
+}

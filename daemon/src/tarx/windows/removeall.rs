@@ -43,12 +43,6 @@ pub(super) fn shown(path: &str, name: &[u8]) -> String {
 /// on a heap stack (no recursion). An entry that is not there is no
 /// error; the first failure is reported once the rest was tried.
 pub(crate) fn remove_tree_in(parent: &Dir, name: &[u8], parent_path: &[u8]) -> Result<(), RemoveAllError> {
-    struct Level {
-        dir: Dir,
-        name: Vec<u8>,
-        path: String,
-        left: Vec<Vec<u8>>,
-    }
     let top_path = shown(&go_lossy(parent_path), name);
     let fail = |path: &str, source: io::Error| RemoveAllError {
         path: path.to_string(),
@@ -64,33 +58,22 @@ pub(crate) fn remove_tree_in(parent: &Dir, name: &[u8], parent_path: &[u8]) -> R
         left: safedir::read_names(&first).map_err(|e| fail(&top_path, e))?,
         dir: first,
         name: name.to_vec(),
-        path: top_path,
     }];
     let mut first_error: Option<RemoveAllError> = None;
     while let Some(level) = stack.last_mut() {
         if let Some(entry) = level.left.pop() {
-            let path = shown(&level.path, &entry);
             match open_level(&level.dir, &entry) {
                 Ok(Some(dir)) => match safedir::read_names(&dir) {
-                    Ok(left) => stack.push(Level {
-                        dir,
-                        name: entry,
-                        path,
-                        left,
-                    }),
-                    Err(e) => {
-                        first_error.get_or_insert(fail(&path, e));
-                    }
+                    Ok(left) => stack.push(Level { dir, name: entry, left }),
+                    Err(e) => note(&mut first_error, &top_path, &stack, Some(&entry), e),
                 },
                 Ok(None) => match safedir::unlink_in(&level.dir, &entry) {
                     Err(e) if e.kind() != io::ErrorKind::NotFound => {
-                        first_error.get_or_insert(fail(&path, e));
+                        note(&mut first_error, &top_path, &stack, Some(&entry), e)
                     }
                     _ => {}
                 },
-                Err(e) => {
-                    first_error.get_or_insert(fail(&path, e));
-                }
+                Err(e) => note(&mut first_error, &top_path, &stack, Some(&entry), e),
             }
             continue;
         }
@@ -99,12 +82,37 @@ pub(crate) fn remove_tree_in(parent: &Dir, name: &[u8], parent_path: &[u8]) -> R
         let above = stack.last().map_or(parent, |l| &l.dir);
         match safedir::unlink_in(above, &done.name) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => {
-                first_error.get_or_insert(fail(&done.path, e));
+                let leaf = (!stack.is_empty()).then_some(done.name.as_slice());
+                note(&mut first_error, &top_path, &stack, leaf, e);
             }
             _ => {}
         }
     }
     first_error.map_or(Ok(()), Err)
+}
+
+/// One directory being emptied: its handle, its name in the level above,
+/// and the names still to remove. The levels' path text is not kept (it
+/// would grow with the square of the depth): [`note`] builds it for the
+/// one failure reported.
+struct Level {
+    dir: Dir,
+    name: Vec<u8>,
+    left: Vec<Vec<u8>>,
+}
+
+/// Keeps the first failure: `leaf` (or the deepest level itself) below
+/// `top`, through the names on `stack` (its first level is `top`).
+fn note(first: &mut Option<RemoveAllError>, top: &str, stack: &[Level], leaf: Option<&[u8]>, source: io::Error) {
+    if first.is_some() {
+        return;
+    }
+    let mut path = top.to_string();
+    for name in stack.iter().skip(1).map(|l| l.name.as_slice()).chain(leaf) {
+        path.push('\\');
+        path.push_str(&go_lossy(name));
+    }
+    *first = Some(RemoveAllError { path, source });
 }
 
 /// The entry `name` of `dir` as a directory to descend into (`None` for

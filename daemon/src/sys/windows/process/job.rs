@@ -275,3 +275,22 @@ pub(super) fn confine(child: &std::process::Child) -> io::Result<Confined> {
     }
     Ok(Confined { job })
 }
+
+#[link(name = "ntdll")]
+unsafe extern "system" {
+    /// Resumes every thread of a process (ntdll; std's `Child` keeps no
+    /// handle to the main thread for `ResumeThread`).
+    fn NtResumeProcess(process: windows_sys::Win32::Foundation::HANDLE) -> i32;
+}
+
+/// Lets a `child` started with `CREATE_SUSPENDED` and then [`confine`]d
+/// run: nothing it starts can escape the job, since it ran nothing
+/// before it was in it.
+pub(super) fn resume(child: &std::process::Child) -> io::Result<()> {
+    // SAFETY: the process handle is open (the child's own).
+    let status = unsafe { NtResumeProcess(child.as_raw_handle()) };
+    if status < 0 {
+        return Err(io::Error::other(format!("NtResumeProcess: NTSTATUS {status:#x}")));
+    }
+    Ok(())
+}

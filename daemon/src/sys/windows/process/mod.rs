@@ -123,6 +123,12 @@ pub(crate) fn confine(child: &std::process::Child) -> io::Result<Confined> {
     job::confine(child)
 }
 
+/// Lets a child started suspended (`CREATE_SUSPENDED`) run, once it is
+/// [`confine`]d.
+pub(crate) fn resume(child: &std::process::Child) -> io::Result<()> {
+    job::resume(child)
+}
+
 /// Ends the direct child `pid` (every signal alike: see the module doc).
 /// Best-effort, as on Unix: an unknown or ended child is ignored.
 pub(crate) fn signal_child(pid: i32, _signal: i32) {
