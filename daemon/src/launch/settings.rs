@@ -160,12 +160,7 @@ fn read_trusted(path: &Path) -> Result<Option<Vec<u8>>, String> {
         }
         Err(e) => return Err(format!("cannot open: {}", crate::base::goerr::io_text(&e))),
     };
-    let meta = file
-        .metadata()
-        .map_err(|e| format!("cannot stat: {}", crate::base::goerr::io_text(&e)))?;
-    if !meta.file_type().is_file() {
-        return Err("is not a regular file".to_string());
-    }
+    let meta = regular_meta(&file)?;
     let access =
         safedir::access_of(&file).map_err(|e| format!("cannot read its DACL: {}", crate::base::goerr::io_text(&e)))?;
     if !access.ours && !access.system {
@@ -201,12 +196,7 @@ fn read_trusted(path: &Path) -> Result<Option<Vec<u8>>, String> {
         }
         Err(e) => return Err(format!("cannot open: {}", crate::base::goerr::io_text(&e))),
     };
-    let meta = file
-        .metadata()
-        .map_err(|e| format!("cannot stat: {}", crate::base::goerr::io_text(&e)))?;
-    if !meta.file_type().is_file() {
-        return Err("is not a regular file".to_string());
-    }
+    let meta = regular_meta(&file)?;
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
     if meta.uid() != me && meta.uid() != 0 {
@@ -222,6 +212,18 @@ fn read_trusted(path: &Path) -> Result<Option<Vec<u8>>, String> {
         ));
     }
     read_bounded(file, meta.len()).map(Some)
+}
+
+/// `file`'s metadata when it is a regular file (both halves of
+/// `read_trusted` refuse anything else).
+fn regular_meta(file: &std::fs::File) -> Result<std::fs::Metadata, String> {
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot stat: {}", crate::base::goerr::io_text(&e)))?;
+    if !meta.file_type().is_file() {
+        return Err("is not a regular file".to_string());
+    }
+    Ok(meta)
 }
 
 /// The bytes of a file already judged trustworthy, at most
