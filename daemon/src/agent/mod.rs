@@ -9,12 +9,11 @@
 //! | [`agentsock`] | the login shell's SSH agent socket for `process.spawn` children |
 //! | [`sockpath`] | whether an agent socket path can be redirected by anyone else |
 //! | [`trampoline`] | the exec-child trampoline that stamps `CLAUDE_SSH_CHILD` |
-//! | [`probecli`] | `-probe-cli`: the bounded `--version` probe (also run by `install`) |
+//! | [`probecli`] | `-probe-cli`: the managed launcher in front of the direct probe |
+//! | [`versionprobe`] | the direct, bounded `<path> --version` run and its verdict line (every host) |
 //! | [`launcher`] | the managed launcher's settings (also `launcher.resolve`'s) and one bounded run through it, for `-install` and `-probe-cli` |
 
-/// Test hook of [`probecli`]: its bound in milliseconds, so a test need
-/// not wait 30 s. Never passed on to the probed binary or a launcher run.
-pub(crate) const PROBE_LIMIT_ENV: &str = "REMORA_TEST_PROBE_CLI_LIMIT_MS";
+pub(crate) use versionprobe::PROBE_LIMIT_ENV;
 
 pub(crate) mod agentsock;
 pub(crate) mod launcher;
@@ -22,3 +21,4 @@ pub(crate) mod loginshell;
 pub(crate) mod probecli;
 pub(crate) mod sockpath;
 pub(crate) mod trampoline;
+pub(crate) mod versionprobe;

@@ -9,11 +9,8 @@
 //! | `__CLI_BAD__` | it is missing, could not be started, or exited non-zero / on a signal |
 //! | `__CLI_LAUNCHER__` | the managed launcher is unusable, its settings unreadable, or its run failed |
 //!
-//! The exit code is always 0. The probe runs in its own process group (the
-//! deadline kills the whole group, so a `--version` that forked cannot
-//! linger), with stdio on `/dev/null` (its output is not wanted, and no
-//! grandchild can hold a pipe of ours open) and without
-//! `CLAUDE_RPC_TOKEN`, as the reference does.
+//! The exit code is always 0. The direct run, the same on every host, is
+//! [`super::versionprobe`]'s; this module adds the managed launcher.
 //!
 //! For a build with the managed launcher (89cb6289) and
 //! `CLAUDE_SSH_MANAGED_LAUNCHER=1`, a host policy that names a launcher
@@ -23,45 +20,21 @@
 //! its reason on stderr. No policy runs the CLI directly.
 
 use super::launcher::{self, Resolution, RunOutcome};
+pub(crate) use super::versionprobe::{probe, Verdict};
 use std::ffi::OsStr;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Duration;
-
-/// The reference's fixed bound.
-const LIMIT: Duration = Duration::from_secs(30);
-use super::PROBE_LIMIT_ENV as LIMIT_ENV;
-
-/// The three outcomes, with the line each prints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Verdict {
-    Runs,
-    Hung,
-    Bad,
-}
-
-impl Verdict {
-    pub(crate) fn line(self) -> &'static str {
-        match self {
-            Verdict::Runs => "",
-            Verdict::Hung => "__CLI_HUNG__\n",
-            Verdict::Bad => "__CLI_BAD__\n",
-        }
-    }
-}
 
 /// Runs the probe and prints its verdict; returns the exit code (0).
 /// `settings` is the managed-settings folder when the launcher applies
 /// ([`super::launcher::settings_folder`]).
 pub(crate) fn run(path: &OsStr, settings: Option<&Path>) -> i32 {
     use std::io::Write;
-    let report = match settings {
-        Some(dir) => {
-            let resolution = launcher::settings::resolve_in(dir, &display(path));
-            through_launcher(path, &resolution, launcher::RUN_BOUND)
-        }
-        None => direct(path),
+    let Some(dir) = settings else {
+        return super::versionprobe::run_direct(path);
     };
+    let resolution = launcher::settings::resolve_in(dir, &display(path));
+    let report = through_launcher(path, &resolution, launcher::RUN_BOUND);
     let _ = std::io::stderr().lock().write_all(report.stderr.as_bytes());
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(report.stdout.as_bytes());
@@ -132,7 +105,7 @@ pub(crate) fn through_launcher(path: &OsStr, resolution: &Resolution, bound: Dur
 /// The direct probe's report.
 fn direct(path: &OsStr) -> Report {
     Report {
-        stdout: probe(path, limit()).line(),
+        stdout: probe(path, super::versionprobe::limit()).line(),
         stderr: String::new(),
     }
 }
@@ -143,54 +116,9 @@ fn display(path: &OsStr) -> String {
     crate::base::gojson::go_lossy(path.as_bytes())
 }
 
-fn limit() -> Duration {
-    std::env::var(LIMIT_ENV)
-        .ok()
-        .and_then(|ms| ms.parse::<u64>().ok())
-        .map_or(LIMIT, Duration::from_millis)
-}
-
-/// Runs `<path> --version` with at most `limit` to finish.
-pub(crate) fn probe(path: &OsStr, limit: Duration) -> Verdict {
-    use std::os::unix::process::CommandExt;
-    let mut cmd = Command::new(path);
-    cmd.arg("--version")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .env_remove("CLAUDE_RPC_TOKEN")
-        .env_remove(LIMIT_ENV)
-        .process_group(0);
-    let Ok(mut child) = cmd.spawn() else {
-        return Verdict::Bad;
-    };
-    let pid = child.id() as i32;
-    let verdict = if crate::sys::process::exited_within(pid, limit) {
-        None
-    } else {
-        // SAFETY: kill(2) on the group this probe created, whose leader is
-        // not reaped yet (see `sys::process::exited_within`).
-        unsafe { libc::kill(-pid, libc::SIGKILL) };
-        Some(Verdict::Hung)
-    };
-    let status = child.wait();
-    match (verdict, status) {
-        (Some(v), _) => v,
-        (None, Ok(status)) if status.success() => Verdict::Runs,
-        _ => Verdict::Bad,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn lines() {
-        assert_eq!(Verdict::Runs.line(), "");
-        assert_eq!(Verdict::Hung.line(), "__CLI_HUNG__\n");
-        assert_eq!(Verdict::Bad.line(), "__CLI_BAD__\n");
-    }
 
     /// The launcher's run stopped at its bound (shortened here; 33 s in
     /// the mode) prints `__CLI_HUNG__` and names the launcher, and returns
@@ -226,7 +154,7 @@ mod tests {
             reason: "unterminated double quote".into(),
         };
         assert_eq!(
-            through_launcher(OsStr::new("/opt/cli"), &unusable, LIMIT),
+            through_launcher(OsStr::new("/opt/cli"), &unusable, Duration::from_secs(30)),
             Report {
                 stdout: "__CLI_LAUNCHER__\n",
                 stderr: "remora: /opt/cli was not run: managed launcher unusable: unterminated double quote\n".into(),
@@ -237,14 +165,8 @@ mod tests {
             path: "/s.json".into(),
         };
         assert_eq!(
-            through_launcher(OsStr::new("/opt/cli"), &unreadable, LIMIT).stderr,
+            through_launcher(OsStr::new("/opt/cli"), &unreadable, Duration::from_secs(30)).stderr,
             "remora: /opt/cli was not run: managed settings unreadable: /s.json: permission denied\n"
         );
-    }
-
-    #[test]
-    fn a_missing_binary_is_bad() {
-        let v = probe(OsStr::new("/nonexistent/remora-probe-cli"), LIMIT);
-        assert_eq!(v, Verdict::Bad);
     }
 }

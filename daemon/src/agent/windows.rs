@@ -2,8 +2,12 @@
 //! on Unix, with what Windows does. The login shell (and with it the SSH
 //! agent socket it reports, and the exec trampoline) does not exist on
 //! Windows: the reference has no login-shell probe there
-//! (`shellenv_windows.go`). The managed launcher's settings and
-//! `-probe-cli` are not ported yet.
+//! (`shellenv_windows.go`). `-probe-cli` is the direct probe alone
+//! ([`versionprobe`], shared with Unix): Windows resolves no managed
+//! launcher.
+
+#[path = "versionprobe.rs"]
+pub(crate) mod versionprobe;
 
 /// The SSH agent hand-off of `process.spawn` children.
 pub(crate) mod agentsock {

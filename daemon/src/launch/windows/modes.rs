@@ -94,9 +94,11 @@ fn install_options(flags: &Flags) -> Result<crate::install::InstallOptions, Stri
     })
 }
 
-/// `-probe-cli`: not ported yet.
-pub(crate) fn probe_cli(_flags: &Flags) -> i32 {
-    not_yet("-probe-cli")
+/// `-probe-cli PATH`: the direct probe. The reference's Windows builds
+/// resolve no managed launcher (claustrum's RES-30 and IW rows of
+/// `89cb6289`), so `CLAUDE_SSH_MANAGED_LAUNCHER` changes nothing here.
+pub(crate) fn probe_cli(flags: &Flags) -> i32 {
+    crate::agent::versionprobe::run_direct(&flags.probe_cli)
 }
 
 /// `-serve`, on the side of the re-exec this process is on.

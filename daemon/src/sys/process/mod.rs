@@ -251,6 +251,31 @@ pub(crate) fn exited_within(pid: i32, limit: std::time::Duration) -> bool {
     rx.recv_timeout(limit).is_ok()
 }
 
+pub(crate) use crate::sys::Bounded;
+
+/// Runs `cmd` in a process group of its own for at most `limit`: at the
+/// bound the whole group is killed (`SIGKILL`), so a program that forked
+/// leaves nothing behind. The group is killed while its leader is still
+/// unreaped ([`exited_within`]), so the id cannot be another's.
+pub(crate) fn run_bounded(cmd: &mut std::process::Command, limit: std::time::Duration) -> Bounded {
+    use std::os::unix::process::CommandExt;
+    let Ok(mut child) = cmd.process_group(0).spawn() else {
+        return Bounded::Failed;
+    };
+    let pid = child.id() as i32;
+    let in_time = exited_within(pid, limit);
+    if !in_time {
+        // SAFETY: kill(2) on the group this run created, whose leader is
+        // not reaped yet.
+        unsafe { libc::kill(-pid, libc::SIGKILL) };
+    }
+    match (in_time, child.wait()) {
+        (false, _) => Bounded::Stopped,
+        (true, Ok(status)) => Bounded::Exited(status),
+        (true, Err(_)) => Bounded::Failed,
+    }
+}
+
 /// Reaps child `pid` if it has exited (WNOHANG). Returns true when the pid
 /// is gone (reaped now, or not our child any more).
 pub(crate) fn reap(pid: i32) -> bool {

@@ -246,11 +246,12 @@ impl Drop for ExitRegistration {
     }
 }
 
-/// A process started elsewhere (std's `Command`, for the short runs of
-/// `-install`) put into a kill-on-close Job Object of its own after its
-/// start: what it starts from then on is in the job too. Dropping it ends
+/// A process started elsewhere (std's `Command`: the bounded runs of
+/// [`run_bounded`], `-install`'s and `-probe-cli`'s) put into a
+/// kill-on-close Job Object of its own after its (suspended) start: what
+/// it starts from then on is in the job too. Dropping it ends
 /// whatever of the tree still runs.
-pub(crate) struct Confined {
+pub(super) struct Confined {
     job: OwnedHandle,
 }
 
@@ -293,4 +294,38 @@ pub(super) fn resume(child: &std::process::Child) -> io::Result<()> {
         return Err(io::Error::other(format!("NtResumeProcess: NTSTATUS {status:#x}")));
     }
     Ok(())
+}
+
+/// [`super::run_bounded`]: started suspended, confined, resumed; the exit
+/// awaited on the process handle (no polling) until the deadline.
+pub(super) fn run_bounded(cmd: &mut std::process::Command, limit: std::time::Duration) -> super::Bounded {
+    use super::Bounded;
+    use std::os::windows::process::CommandExt;
+    use windows_sys::Win32::System::Threading::CREATE_SUSPENDED;
+    let deadline = std::time::Instant::now() + limit;
+    let Ok(mut child) = cmd.creation_flags(CREATE_SUSPENDED).spawn() else {
+        return Bounded::Failed;
+    };
+    let Ok(job) = confine(&child).and_then(|job| resume(&child).map(|()| job)) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Bounded::Failed;
+    };
+    let left = deadline.saturating_duration_since(std::time::Instant::now());
+    // Below INFINITE (u32::MAX): a bound past 49 days waits that long.
+    let millis = u32::try_from(left.as_millis()).unwrap_or(u32::MAX - 1);
+    // SAFETY: the child's process handle is open for the call.
+    let in_time = unsafe { WaitForSingleObject(child.as_raw_handle(), millis) } == WAIT_OBJECT_0;
+    if !in_time {
+        let _ = job.kill_tree();
+        let _ = child.kill();
+    }
+    let waited = child.wait();
+    // Dropping the job ends whatever of the tree still runs.
+    drop(job);
+    match (in_time, waited) {
+        (false, _) => Bounded::Stopped,
+        (true, Ok(status)) => Bounded::Exited(status),
+        (true, Err(_)) => Bounded::Failed,
+    }
 }

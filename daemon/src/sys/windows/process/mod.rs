@@ -31,7 +31,7 @@
 mod job;
 mod spawn;
 
-pub(crate) use job::{Confined, ExitStatus, JobChild};
+pub(crate) use job::{ExitStatus, JobChild};
 pub(crate) use spawn::{spawn, SpawnRequest, Spawned};
 
 use std::collections::HashMap;
@@ -115,18 +115,16 @@ pub(crate) fn start_child(req: &SpawnRequest<'_>) -> io::Result<StartedChild> {
     })
 }
 
-/// Confines an already started `child` (the runs of `-install`, which
-/// start through std's `Command`) to a kill-on-close Job Object of its
-/// own: ending the job ends its tree, and dropping it ends what still
-/// runs.
-pub(crate) fn confine(child: &std::process::Child) -> io::Result<Confined> {
-    job::confine(child)
-}
+pub(crate) use crate::sys::Bounded;
 
-/// Lets a child started suspended (`CREATE_SUSPENDED`) run, once it is
-/// [`confine`]d.
-pub(crate) fn resume(child: &std::process::Child) -> io::Result<()> {
-    job::resume(child)
+/// Runs `cmd` for at most `limit` from the call, confined to a
+/// kill-on-close Job Object of its own: it starts suspended and runs only
+/// once it is in its job, so nothing it starts can escape it; at the
+/// bound the whole job is ended, and whatever of the tree outlives an
+/// exit within it ends when the job is dropped here. A program that
+/// cannot be confined is killed before it ever ran ([`Bounded::Failed`]).
+pub(crate) fn run_bounded(cmd: &mut std::process::Command, limit: std::time::Duration) -> Bounded {
+    job::run_bounded(cmd, limit)
 }
 
 /// Ends the direct child `pid` (every signal alike: see the module doc).
