@@ -52,20 +52,6 @@ pub mod process;
 #[path = "windows/process/mod.rs"]
 pub mod process;
 
-/// How a bounded run of a program ended (`process::run_bounded`, on every
-/// host).
-#[derive(Debug)]
-pub(crate) enum Bounded {
-    /// The program exited within the bound.
-    Exited(std::process::ExitStatus),
-    /// The bound passed: the program and everything it started were
-    /// ended.
-    Stopped,
-    /// The program could not be started (or confined, or its end not
-    /// observed): nothing of it runs.
-    Failed,
-}
-
 /// The host family a wire answer depends on: the reference's Windows
 /// builds drop a feature and refuse what they cannot do there
 /// (docs/UPSTREAM.md, "Windows"). `sys::os::HOST` is the family of this

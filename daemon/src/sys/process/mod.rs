@@ -251,7 +251,20 @@ pub(crate) fn exited_within(pid: i32, limit: std::time::Duration) -> bool {
     rx.recv_timeout(limit).is_ok()
 }
 
-pub(crate) use crate::sys::Bounded;
+/// How a bounded run of a program ended ([`run_bounded`]). Each half of
+/// `sys::process` has it, the Windows one standing alone (ci/wine/jobcheck
+/// mounts it without the rest of the daemon).
+#[derive(Debug)]
+pub(crate) enum Bounded {
+    /// The program exited within the bound.
+    Exited(std::process::ExitStatus),
+    /// The bound passed: the program and everything it started were
+    /// ended.
+    Stopped,
+    /// The program could not be started (or confined, or its end not
+    /// observed): nothing of it runs.
+    Failed,
+}
 
 /// Runs `cmd` in a process group of its own for at most `limit`: at the
 /// bound the whole group is killed (`SIGKILL`), so a program that forked

@@ -115,7 +115,20 @@ pub(crate) fn start_child(req: &SpawnRequest<'_>) -> io::Result<StartedChild> {
     })
 }
 
-pub(crate) use crate::sys::Bounded;
+/// How a bounded run of a program ended ([`run_bounded`]). Each half of
+/// `sys::process` has it, the Windows one standing alone (ci/wine/jobcheck
+/// mounts it without the rest of the daemon).
+#[derive(Debug)]
+pub(crate) enum Bounded {
+    /// The program exited within the bound.
+    Exited(std::process::ExitStatus),
+    /// The bound passed: the program and everything it started were
+    /// ended.
+    Stopped,
+    /// The program could not be started (or confined, or its end not
+    /// observed): nothing of it runs.
+    Failed,
+}
 
 /// Runs `cmd` for at most `limit` from the call, confined to a
 /// kill-on-close Job Object of its own: it starts suspended and runs only
