@@ -315,17 +315,18 @@ pub(super) fn run_bounded(cmd: &mut std::process::Command, limit: std::time::Dur
     // Below INFINITE (u32::MAX): a bound past 49 days waits that long.
     let millis = u32::try_from(left.as_millis()).unwrap_or(u32::MAX - 1);
     // SAFETY: the child's process handle is open for the call.
-    let in_time = unsafe { WaitForSingleObject(child.as_raw_handle(), millis) } == WAIT_OBJECT_0;
-    if !in_time {
+    let waited = unsafe { WaitForSingleObject(child.as_raw_handle(), millis) };
+    if waited != WAIT_OBJECT_0 {
         let _ = job.kill_tree();
         let _ = child.kill();
     }
-    let waited = child.wait();
+    let status = child.wait();
     // Dropping the job ends whatever of the tree still runs.
     drop(job);
-    match (in_time, waited) {
-        (false, _) => Bounded::Stopped,
-        (true, Ok(status)) => Bounded::Exited(status),
-        (true, Err(_)) => Bounded::Failed,
+    match (waited, status) {
+        (WAIT_TIMEOUT, _) => Bounded::Stopped,
+        (WAIT_OBJECT_0, Ok(status)) => Bounded::Exited(status),
+        // The wait itself failed: ended as at the bound, but not "hung".
+        _ => Bounded::Failed,
     }
 }
