@@ -43,6 +43,7 @@ pub(crate) fn diff(a: DiffArgs) -> Result<ExitCode, Error> {
     } = a;
     let (probes, dir) = load_probes(&common)?;
     let transport = transport.transport();
+    let _wine_server = transport.wine_server();
     let (probes, skipped) = skip_for(probes, transport);
     let cand = match candidate {
         Some(c) => c,
@@ -126,6 +127,7 @@ pub(crate) fn check(a: CheckArgs) -> Result<ExitCode, Error> {
     } = a;
     let (probes, dir) = load_probes(&common)?;
     let transport = transport.transport();
+    let _wine_server = transport.wine_server();
     let (probes, skipped) = skip_for(probes, transport);
     let candidate = RunConfig {
         transport,

@@ -141,6 +141,47 @@ impl Transport {
     }
 }
 
+/// The Wine server of one `--wine` run, kept alive for the run's length.
+///
+/// Wine's server shuts itself down about 3 s after its last Windows
+/// process ends and SIGKILLs whatever starts during that shutdown (one CI
+/// run lost a `-serve` launcher that way; ci/README.md, `ci/wine-smoke`).
+/// So a run starts a persistent one (`wineserver -p`); when it started it
+/// (exit 0; 2 means one runs already, someone else's), dropping this ends
+/// it with `wineserver -k`, and with it any Wine process the run left.
+pub(crate) struct WineServer {
+    owned: bool,
+}
+
+impl Transport {
+    /// The Wine server for a run of this transport: `None` unless
+    /// [`Transport::Wine`].
+    pub(crate) fn wine_server(self) -> Option<WineServer> {
+        (self == Transport::Wine).then(|| WineServer {
+            owned: Command::new("wineserver")
+                .arg("-p")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success()),
+        })
+    }
+}
+
+impl Drop for WineServer {
+    fn drop(&mut self) {
+        if self.owned {
+            let _ = Command::new("wineserver")
+                .arg("-k")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+}
+
 /// The variable naming the directory of Windows stand-ins for POSIX tools
 /// (`<tool>.exe`, built from `ci/wine/posixtools` by `ci/wine-smoke`).
 /// Under `--wine` the daemon gets it on its `PATH` (`WINEPATH`,
