@@ -72,7 +72,7 @@ pub(crate) fn probe(path: &OsStr, limit: Duration) -> Verdict {
     match run_bounded(&mut cmd, limit) {
         Bounded::Exited(status) if status.success() => Verdict::Runs,
         Bounded::Stopped => Verdict::Hung,
-        Bounded::Exited(_) | Bounded::Failed => Verdict::Bad,
+        Bounded::Exited(_) | Bounded::NotStarted(_) | Bounded::Failed => Verdict::Bad,
     }
 }
 

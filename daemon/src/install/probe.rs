@@ -14,62 +14,31 @@ const TXTBSY_RETRIES: u32 = 50;
 
 /// Runs `<cli> --version` for at most `timeout`, with stdin, stdout and
 /// stderr on /dev/null and without `CLAUDE_RPC_TOKEN` (a token never
-/// reaches a child, whatever the build). The CLI runs in its own process
-/// group so a stop kills whatever it started, too. The clock starts before
-/// the spawn, as the reference's does.
+/// reaches a child, whatever the build), in its own process group so a
+/// stop kills whatever it started, too
+/// ([`crate::sys::process::run_bounded`]). The clock starts before the
+/// spawn, as the reference's does; a spawn failing with ETXTBSY is
+/// retried within it.
 pub(super) fn run_version(cli: &Path, timeout: Duration) -> Ran {
+    use crate::sys::process::{run_bounded, Bounded};
     let deadline = Instant::now() + timeout;
-    let mut child = None;
     for _ in 0..=TXTBSY_RETRIES {
-        let spawned = Command::new(cli)
-            .arg("--version")
+        let mut cmd = Command::new(cli);
+        cmd.arg("--version")
             .env_remove("CLAUDE_RPC_TOKEN")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .spawn();
-        match spawned {
-            Ok(c) => {
-                child = Some(c);
-                break;
-            }
-            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
+            .stderr(Stdio::null());
+        match run_bounded(&mut cmd, deadline.saturating_duration_since(Instant::now())) {
+            Bounded::Exited(status) if status.success() => return Ran::Answered,
+            Bounded::Stopped => return Ran::Stopped,
+            Bounded::NotStarted(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
                 std::thread::sleep(Duration::from_millis(20));
             }
-            Err(_) => return Ran::Failed,
+            Bounded::Exited(_) | Bounded::NotStarted(_) | Bounded::Failed => return Ran::Failed,
         }
     }
-    let Some(mut child) = child else {
-        return Ran::Failed;
-    };
-
-    let mut pause = Duration::from_millis(2);
-    let ran = loop {
-        match child.try_wait() {
-            Ok(Some(status)) if status.success() => return Ran::Answered,
-            Ok(Some(_)) => return Ran::Failed,
-            Ok(None) => {}
-            // Nothing left to wait for: whatever ended it also took its
-            // pid, so the group id is no longer known to be its own and
-            // gets no signal.
-            Err(_) => return Ran::Failed,
-        }
-        let now = Instant::now();
-        if now >= deadline {
-            break Ran::Stopped;
-        }
-        std::thread::sleep(pause.min(deadline - now));
-        pause = (pause * 2).min(Duration::from_millis(50));
-    };
-    // Timed out: kill the whole group while its leader is not reaped (so
-    // the id is still its own), then reap.
-    if let Ok(pid) = i32::try_from(child.id()) {
-        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    ran
+    Ran::Failed
 }
 
 /// How long `ldd --version` may run, and how long its output may still

@@ -261,8 +261,10 @@ pub(crate) enum Bounded {
     /// The bound passed: the program and everything it started were
     /// ended.
     Stopped,
-    /// The program could not be started (or confined, or its end not
-    /// observed): nothing of it runs.
+    /// The program could not be started: the spawn's error.
+    NotStarted(std::io::Error),
+    /// The program could not be confined, or its end not observed:
+    /// nothing of it runs.
     Failed,
 }
 
@@ -272,8 +274,9 @@ pub(crate) enum Bounded {
 /// unreaped ([`exited_within`]), so the id cannot be another's.
 pub(crate) fn run_bounded(cmd: &mut std::process::Command, limit: std::time::Duration) -> Bounded {
     use std::os::unix::process::CommandExt;
-    let Ok(mut child) = cmd.process_group(0).spawn() else {
-        return Bounded::Failed;
+    let mut child = match cmd.process_group(0).spawn() {
+        Ok(child) => child,
+        Err(e) => return Bounded::NotStarted(e),
     };
     let pid = child.id() as i32;
     let in_time = exited_within(pid, limit);

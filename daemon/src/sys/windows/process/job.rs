@@ -303,8 +303,9 @@ pub(super) fn run_bounded(cmd: &mut std::process::Command, limit: std::time::Dur
     use std::os::windows::process::CommandExt;
     use windows_sys::Win32::System::Threading::CREATE_SUSPENDED;
     let deadline = std::time::Instant::now() + limit;
-    let Ok(mut child) = cmd.creation_flags(CREATE_SUSPENDED).spawn() else {
-        return Bounded::Failed;
+    let mut child = match cmd.creation_flags(CREATE_SUSPENDED).spawn() {
+        Ok(child) => child,
+        Err(e) => return Bounded::NotStarted(e),
     };
     let Ok(job) = confine(&child).and_then(|job| resume(&child).map(|()| job)) else {
         let _ = child.kill();

@@ -125,8 +125,11 @@ pub(crate) enum Bounded {
     /// The bound passed: the program and everything it started were
     /// ended.
     Stopped,
-    /// The program could not be started (or confined, or its end not
-    /// observed): nothing of it runs.
+    /// The program could not be started: the spawn's error (read by the
+    /// Unix `-install`'s ETXTBSY retry; no Windows caller looks at it).
+    NotStarted(#[allow(dead_code)] std::io::Error),
+    /// The program could not be confined, or its end not observed:
+    /// nothing of it runs.
     Failed,
 }
 
