@@ -171,6 +171,8 @@ fn serve_child(flags: &Flags) -> i32 {
         crate::log_warn!("{KEEP_CHILDREN_IGNORED}");
     }
     let socket = socket_path(flags);
+    // A full `remote-server.log` is rotated, not started over.
+    crate::rundir::daemonlog::arm_rotation(&socket);
     let bound = match crate::serve::socket::bind_socket(&socket) {
         Ok(bound) => bound,
         Err(e) if flags.listen_pipe => {
