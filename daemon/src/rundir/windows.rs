@@ -137,7 +137,9 @@ pub(crate) mod plugindirs;
 /// open; should someone hold it without sharing, the file is started over
 /// instead (`base::logging`). Launches do not remove the last session's
 /// `.1` and `.2` (they are renamed over as this session fills), so the
-/// log takes at most 3 × [`daemonlog::CAP`] of disk.
+/// log takes at most 3 × [`daemonlog::CAP`] of disk. The cap applies once
+/// the daemon serves (`launch/windows/daemonize.rs` `cap_log`): a second
+/// daemon whose socket is taken only appends its lines and exits.
 pub(crate) mod daemonlog {
     use crate::base::safedir;
     use std::fs::File;

@@ -49,10 +49,27 @@ pub(crate) fn take_sentinel() -> bool {
         if std::env::var_os(CAPPED_ENV).is_some() {
             std::env::remove_var(CAPPED_ENV);
             // stderr is the launcher's `remote-server.log`.
-            crate::base::logging::cap_stderr(test_cap.unwrap_or(CAP));
+            LOG_CAP.store(test_cap.unwrap_or(CAP), std::sync::atomic::Ordering::Relaxed);
         }
     }
     child
+}
+
+/// The cap on `remote-server.log` the launcher asked for (0: its stderr is
+/// not that log), applied by [`cap_log`].
+static LOG_CAP: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Once this daemon serves `socket`: caps its `remote-server.log` and arms
+/// its rotation (`rundir::daemonlog`). Not before: with no run-dir lock on
+/// Windows, a second daemon whose socket is taken appends its few lines
+/// to the log the live daemon writes (D21) and exits, and must not rotate
+/// that log from under it.
+pub(crate) fn cap_log(socket: &Path) {
+    let cap = LOG_CAP.load(std::sync::atomic::Ordering::Relaxed);
+    if cap > 0 {
+        crate::base::logging::cap_stderr(cap);
+        crate::rundir::daemonlog::arm_rotation(socket);
+    }
 }
 
 /// Launcher side: starts the detached daemon, hands it `token`, and waits

@@ -171,8 +171,6 @@ fn serve_child(flags: &Flags) -> i32 {
         crate::log_warn!("{KEEP_CHILDREN_IGNORED}");
     }
     let socket = socket_path(flags);
-    // A full `remote-server.log` is rotated, not started over.
-    crate::rundir::daemonlog::arm_rotation(&socket);
     let bound = match crate::serve::socket::bind_socket(&socket) {
         Ok(bound) => bound,
         Err(e) if flags.listen_pipe => {
@@ -184,6 +182,8 @@ fn serve_child(flags: &Flags) -> i32 {
             return 1;
         }
     };
+    // Serving: `remote-server.log` is capped, a full one rotated.
+    daemonize::cap_log(&socket);
     let identity = crate::serve::orphan::identity(&socket);
     let wire_log = open_wire_log(flags, &token);
     let daemon = Daemon::with_instance(
