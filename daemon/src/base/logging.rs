@@ -93,14 +93,11 @@ static ROTATOR: std::sync::OnceLock<Rotator> = std::sync::OnceLock::new();
 
 /// Sets how a full capped stderr is rotated (once; later calls are
 /// ignored). Without one, or when it fails, the file is started over.
-// Windows: the log's cap and rotation are not ported yet (issue 43).
-#[cfg_attr(windows, allow(dead_code))]
 pub(crate) fn rotate_with(rotator: Rotator) {
     let _ = ROTATOR.set(rotator);
 }
 
 /// Whether stderr is capped ([`cap_stderr`]).
-#[cfg_attr(windows, allow(dead_code))]
 pub(crate) fn stderr_capped() -> bool {
     CAP.load(Ordering::Relaxed) > 0
 }
@@ -110,7 +107,6 @@ pub(crate) fn stderr_capped() -> bool {
 /// file is renamed, a fresh one takes its place on stderr), or, when that
 /// cannot be done, truncates it (it is opened for append, so writing goes
 /// on at its new end); either way a first line says so.
-#[cfg_attr(windows, allow(dead_code))]
 pub(crate) fn cap_stderr(cap: u64) {
     WRITTEN.store(crate::sys::os::stderr_len(), Ordering::Relaxed);
     CAP.store(cap, Ordering::Relaxed);

@@ -7,8 +7,8 @@
 //! (the socket's directory opened level by level as ours, everything
 //! created relative to that handle with an owner-only protected DACL, no
 //! link or junction followed). The plugin directories are the Unix
-//! module's, through its Windows half. The daemon log's rotation is not
-//! ported yet.
+//! module's, through its Windows half. The daemon log is capped and
+//! rotated while the daemon runs, as on Unix, but not at launch (D21).
 
 /// The socket's directory, absolute (what `safedir` walks): `.` for a
 /// bare file name, like Go's `Dir`, made absolute against the working
@@ -127,16 +127,40 @@ pub(crate) mod plugindirs;
 
 /// The daemon log beside the socket, `remote-server.log`. On Windows it
 /// is appended to, not rotated at launch (D21 in docs/UPSTREAM.md: a
-/// second daemon's lines follow the first's), and not capped: the Unix
-/// cap and rotation swap the file under stderr by descriptor, which the
-/// Windows half does not do yet.
+/// second daemon's lines follow the first's), and capped while the daemon
+/// runs as on Unix: a line that would take it past [`daemonlog::CAP`]
+/// first renames it, the session's first full file to `.1`, each later
+/// one to `.2`, and a fresh owner-only file takes its place on stderr
+/// (`sys::os::replace_stderr`, which closes the handle it replaces, so
+/// the file renamed can be renamed over later and its disk is freed).
+/// Every handle to it shares deletion, so the rename is made while it is
+/// open; should someone hold it without sharing, the file is started over
+/// instead (`base::logging`). Launches do not remove the last session's
+/// `.1` and `.2` (they are renamed over as this session fills), so the
+/// log takes at most 3 × [`daemonlog::CAP`] of disk. The cap applies once
+/// the daemon serves (`launch/windows/daemonize.rs` `cap_log`): a second
+/// daemon whose socket is taken only appends its lines and exits.
 pub(crate) mod daemonlog {
     use crate::base::safedir;
     use std::fs::File;
     use std::path::Path;
+    use std::sync::atomic::{AtomicBool, Ordering};
 
     /// The log's name in the socket's directory.
     pub(crate) const LOG_NAME: &str = "remote-server.log";
+    /// This session's first full log, kept while the session lasts.
+    pub(crate) const FIRST_NAME: &str = "remote-server.log.1";
+    /// This session's latest full log but the first.
+    pub(crate) const PREVIOUS_NAME: &str = "remote-server.log.2";
+    /// The most one log file grows to before the daemon starts it over
+    /// (the Unix half's).
+    pub(crate) const CAP: u64 = 32 << 20;
+    /// Test-only override of [`CAP`] in bytes (read and removed by the
+    /// detached daemon); not part of the documented interface.
+    pub(crate) const TEST_CAP_ENV: &str = "REMORA_TEST_DAEMON_LOG_CAP";
+    /// Tells the detached daemon that its stderr is this log (so it
+    /// applies [`CAP`]); removed from its environment at start.
+    pub(crate) const CAPPED_ENV: &str = "REMORA_DAEMON_LOG_CAPPED";
 
     /// Opens `remote-server.log` beside `socket` for append, creating it
     /// owner-only, relative to the socket's directory opened by
@@ -160,10 +184,230 @@ pub(crate) mod daemonlog {
         (safedir::is_own_regular(&file) && private).then_some(file)
     }
 
+    /// In the detached daemon whose stderr is `remote-server.log` (capped):
+    /// makes a full log rotate instead of start over. The directory is
+    /// opened now, as the launch opened it, and used by handle from then
+    /// on.
+    pub(crate) fn arm_rotation(socket: &Path) {
+        if !crate::base::logging::stderr_capped() {
+            return;
+        }
+        let Some(dir) = crate::rundir::socket_dir_abs(socket).and_then(|d| safedir::open_own_dir(&d).ok()) else {
+            return;
+        };
+        let first_kept = AtomicBool::new(false);
+        crate::base::logging::rotate_with(Box::new(move || {
+            rotate(&dir, crate::sys::os::stderr_identity()?, &first_kept)
+        }));
+    }
+
+    /// One rotation of the log in `dir` whose open file has the identity
+    /// `current`: renames it to [`FIRST_NAME`] the first time, to
+    /// [`PREVIOUS_NAME`] after (replacing the one there), and creates a
+    /// fresh one. Only while the name still is that file (same volume and
+    /// file index): a file someone swapped in is left alone, and `None`
+    /// makes the caller start its own file over.
+    pub(crate) fn rotate(
+        dir: &safedir::Dir,
+        current: (u64, u64),
+        first_kept: &AtomicBool,
+    ) -> Option<(File, &'static str)> {
+        if identity_in(dir, LOG_NAME.as_bytes())? != current {
+            return None;
+        }
+        let kept_in = if first_kept.load(Ordering::Relaxed) {
+            PREVIOUS_NAME
+        } else {
+            FIRST_NAME
+        };
+        safedir::rename_in(dir, LOG_NAME.as_bytes(), kept_in.as_bytes()).ok()?;
+        first_kept.store(true, Ordering::Relaxed);
+        create_log(dir).map(|file| (file, kept_in))
+    }
+
+    /// A fresh `remote-server.log` in `dir`: exclusive, owner-only, no
+    /// link.
+    fn create_log(dir: &safedir::Dir) -> Option<File> {
+        let file = safedir::open_file_at(
+            dir,
+            LOG_NAME.as_bytes(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_APPEND,
+            0o600,
+        )
+        .ok()?;
+        safedir::is_own_regular(&file).then_some(file)
+    }
+
     /// The identity of the entry `name` of `dir` (volume serial, file
     /// index), a link not followed; `None` when there is none or it
-    /// cannot be read (the wire log's check before it rotates).
+    /// cannot be read (also the wire log's check before it rotates).
     pub(crate) fn identity_in(dir: &safedir::Dir, name: &[u8]) -> Option<(u64, u64)> {
         safedir::entry_identity(dir, name).ok().flatten()
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+        use std::io::Write;
+
+        /// A fresh directory of ours, the socket's, and the log opened
+        /// as the launcher opens it.
+        fn launched() -> (tempfile::TempDir, safedir::Dir, File) {
+            let t = tempfile::tempdir().unwrap();
+            let path = std::path::absolute(t.path()).unwrap();
+            let log = open_for_launch(&path.join("rpc.sock")).expect("the log beside the socket");
+            let dir = safedir::open_own_dir(&path).expect("our directory");
+            (t, dir, log)
+        }
+
+        fn read(t: &tempfile::TempDir, name: &str) -> String {
+            std::fs::read_to_string(t.path().join(name)).unwrap_or_else(|e| format!("<{name}: {e}>"))
+        }
+
+        fn id(file: &File) -> (u64, u64) {
+            crate::sys::os::file_identity(file).expect("identity")
+        }
+
+        #[test]
+        fn rotation_keeps_the_first_full_log_then_the_latest() {
+            let (t, dir, mut log) = launched();
+            log.write_all(b"zero\n").unwrap();
+            let first_kept = AtomicBool::new(false);
+            let (mut fresh, kept_in) = rotate(&dir, id(&log), &first_kept).expect("first rotation");
+            assert_eq!(kept_in, FIRST_NAME);
+            // Renamed while open (as stderr is): its handle writes on there.
+            log.write_all(b"zero again\n").unwrap();
+            assert_eq!(read(&t, FIRST_NAME), "zero\nzero again\n");
+            assert_eq!(read(&t, LOG_NAME), "");
+            assert_eq!(identity_in(&dir, LOG_NAME.as_bytes()), Some(id(&fresh)));
+            assert!(safedir::is_own_regular(&fresh));
+            let others = safedir::access_of(&fresh).unwrap().others;
+            assert_eq!(others & (safedir::READ_RIGHTS | safedir::WRITE_RIGHTS), 0, "owner-only");
+            // The replaced handle is closed (`replace_stderr`), so a later
+            // rotation may rename over the file it wrote.
+            drop(log);
+            for line in ["one", "two", "three"] {
+                fresh.write_all(format!("{line}\n").as_bytes()).unwrap();
+                let (next, kept_in) = rotate(&dir, id(&fresh), &first_kept).expect("later rotation");
+                assert_eq!(kept_in, PREVIOUS_NAME);
+                assert_eq!(read(&t, PREVIOUS_NAME), format!("{line}\n"));
+                fresh = next;
+            }
+            assert_eq!(
+                read(&t, FIRST_NAME),
+                "zero\nzero again\n",
+                "the session's first full log is kept"
+            );
+            assert_eq!(read(&t, LOG_NAME), "");
+            let mut names: Vec<_> = std::fs::read_dir(t.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect();
+            names.sort();
+            assert_eq!(names, [LOG_NAME, FIRST_NAME, PREVIOUS_NAME], "three files at most");
+        }
+
+        #[test]
+        fn a_log_that_is_no_longer_the_name_is_not_rotated() {
+            let (t, dir, mut log) = launched();
+            log.write_all(b"ours\n").unwrap();
+            let first_kept = AtomicBool::new(false);
+            let elsewhere = (id(&log).0, id(&log).1 ^ 1);
+            assert!(rotate(&dir, elsewhere, &first_kept).is_none());
+            assert!(!t.path().join(FIRST_NAME).exists());
+            assert_eq!(read(&t, LOG_NAME), "ours\n");
+            assert!(!first_kept.load(Ordering::Relaxed));
+        }
+
+        #[test]
+        fn a_launch_appends_and_keeps_the_last_sessions_rotated_logs() {
+            let (t, dir, mut log) = launched();
+            log.write_all(b"first daemon\n").unwrap();
+            let (_fresh, _) = rotate(&dir, id(&log), &AtomicBool::new(false)).unwrap();
+            drop(log);
+            std::fs::write(t.path().join(LOG_NAME), "first daemon, later\n").unwrap();
+            let path = std::path::absolute(t.path()).unwrap();
+            let mut again = open_for_launch(&path.join("rpc.sock")).expect("appended to");
+            again.write_all(b"second daemon\n").unwrap();
+            assert_eq!(read(&t, LOG_NAME), "first daemon, later\nsecond daemon\n");
+            assert_eq!(read(&t, FIRST_NAME), "first daemon\n");
+        }
+
+        #[test]
+        fn a_log_moved_aside_is_truncated_by_its_handle() {
+            let (t, _dir, mut log) = launched();
+            log.write_all(&[b'x'; 100]).unwrap();
+            // Windows reopens an append-only handle by the handle, not the
+            // name (Wine truncates through the handle itself).
+            std::fs::rename(t.path().join(LOG_NAME), t.path().join("aside")).unwrap();
+            assert!(crate::sys::os::truncate_file(&log));
+            assert_eq!(std::fs::metadata(t.path().join("aside")).unwrap().len(), 0);
+            log.write_all(b"after\n").unwrap();
+            assert_eq!(read(&t, "aside"), "after\n", "appends go on at the new end");
+        }
+
+        #[test]
+        fn an_append_only_log_is_truncated_through_a_reopened_handle() {
+            let (t, _dir, mut log) = launched();
+            log.write_all(&[b'x'; 100]).unwrap();
+            let writer = crate::sys::os::reopened_for_writing(&log).expect("reopened");
+            assert_eq!(
+                crate::sys::os::file_identity(&writer),
+                crate::sys::os::file_identity(&log)
+            );
+            writer.set_len(0).unwrap();
+            log.write_all(b"after\n").unwrap();
+            assert_eq!(read(&t, LOG_NAME), "after\n", "appends go on at the new end");
+        }
+
+        /// Puts the test process's stderr back when dropped.
+        struct Restore(std::os::windows::io::OwnedHandle);
+
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                use std::os::windows::io::IntoRawHandle;
+                use windows_sys::Win32::System::Console::{SetStdHandle, STD_ERROR_HANDLE};
+                let raw = self.0.try_clone().map(IntoRawHandle::into_raw_handle);
+                if let Ok(raw) = raw {
+                    // SAFETY: `raw` is open and ours; the replacement it
+                    // takes the place of is left open (test only).
+                    unsafe { SetStdHandle(STD_ERROR_HANDLE, raw) };
+                }
+            }
+        }
+
+        /// Whether anything holds `path` open: an open sharing nothing
+        /// fails while another handle to the file is open.
+        fn held_open(path: &Path) -> bool {
+            use std::os::windows::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new().read(true).share_mode(0).open(path).is_err()
+        }
+
+        #[test]
+        fn a_replaced_stderr_is_closed() {
+            use std::os::windows::io::AsHandle;
+            let (t, dir, log) = launched();
+            // As the rotation does (`base::logging`): under the stderr lock,
+            // which also keeps other tests' log lines out of these files.
+            let _lock = std::io::stderr().lock();
+            let _restore = Restore(std::io::stderr().as_handle().try_clone_to_owned().expect("stderr"));
+            assert!(crate::sys::os::replace_stderr(&log));
+            drop(log);
+            std::io::stderr().write_all(b"to the first\n").unwrap();
+            let (fresh, _) = rotate(
+                &dir,
+                crate::sys::os::stderr_identity().unwrap(),
+                &AtomicBool::new(false),
+            )
+            .unwrap();
+            assert!(held_open(&t.path().join(FIRST_NAME)), "stderr holds it");
+            assert!(crate::sys::os::replace_stderr(&fresh));
+            drop(fresh);
+            std::io::stderr().write_all(b"to the second\n").unwrap();
+            assert!(!held_open(&t.path().join(FIRST_NAME)), "the replaced stderr was closed");
+            assert!(held_open(&t.path().join(LOG_NAME)), "stderr holds the fresh log");
+            assert_eq!(read(&t, FIRST_NAME), "to the first\n");
+            assert_eq!(read(&t, LOG_NAME), "to the second\n");
+        }
     }
 }

@@ -25,7 +25,11 @@
 //! `<name>.1` (kept: the session's beginning), each later one to `<name>.2`,
 //! and a fresh file takes over, so the log takes at most 3 × [`CAP`] of
 //! disk. A rename is made only while the name still is the file being
-//! written (same device and inode). If the file cannot be opened the
+//! written (same device and inode). On Windows every handle `safedir`
+//! opens shares deletion, so the open file is renamed the same way; when
+//! it cannot be (someone holds it open without sharing), the file is
+//! started over through a handle reopened for writing
+//! (`sys::os::truncate_file`: the log's own handle only appends). If the file cannot be opened the
 //! daemon starts without it and says why: a logging knob never stops a
 //! daemon Desktop relies on.
 
@@ -213,7 +217,7 @@ impl Sink {
                 return;
             }
         }
-        if self.file.set_len(0).is_ok() {
+        if crate::sys::os::truncate_file(&self.file) {
             self.size = 0;
         }
     }
@@ -262,4 +266,60 @@ fn now_micros() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sink on `<fresh dir>/wire.jsonl` capped at `cap` bytes.
+    fn sink(cap: u64) -> (tempfile::TempDir, Sink) {
+        let t = tempfile::tempdir().unwrap();
+        let dir = crate::base::safedir::open_private_dir(&std::path::absolute(t.path()).unwrap())
+            .map_err(|e| e.to_string())
+            .unwrap();
+        let file = open_log(&dir.fd, b"wire.jsonl").unwrap();
+        let sink = Sink {
+            dir: dir.fd,
+            name: b"wire.jsonl".to_vec(),
+            file,
+            size: 0,
+            cap,
+            first_kept: false,
+        };
+        (t, sink)
+    }
+
+    fn read(t: &tempfile::TempDir, name: &str) -> String {
+        std::fs::read_to_string(t.path().join(name)).unwrap_or_else(|e| format!("<{name}: {e}>"))
+    }
+
+    #[test]
+    fn a_full_log_rotates_to_the_first_then_the_latest() {
+        let (t, mut sink) = sink(10);
+        for line in ["a1234\n", "a5678\n", "b1234\n", "c1234\n", "d1234\n", "e12\n"] {
+            sink.write(line.as_bytes());
+        }
+        assert_eq!(
+            read(&t, "wire.jsonl.1"),
+            "a1234\n",
+            "the session's first full file, kept"
+        );
+        assert_eq!(read(&t, "wire.jsonl.2"), "c1234\n", "the latest other full file");
+        assert_eq!(read(&t, "wire.jsonl"), "d1234\ne12\n");
+        assert_eq!(std::fs::read_dir(t.path()).unwrap().count(), 3, "three files at most");
+    }
+
+    #[test]
+    fn a_log_that_is_no_longer_the_name_is_started_over() {
+        let (t, mut sink) = sink(10);
+        sink.write(b"a1234\n");
+        // Moved aside while open: the name is not this file any more, so
+        // the full file is started over where it is, nothing renamed.
+        std::fs::rename(t.path().join("wire.jsonl"), t.path().join("aside")).unwrap();
+        sink.write(b"b1234\n");
+        assert_eq!(read(&t, "aside"), "b1234\n");
+        assert!(!t.path().join("wire.jsonl.1").exists());
+        assert!(!t.path().join("wire.jsonl").exists());
+    }
 }

@@ -16,7 +16,9 @@
 //! The child's stderr is the launcher's when that is a file (clauster
 //! hands its `daemon.log`), else `remote-server.log` beside the socket,
 //! opened for append through `safedir` and created owner-only
-//! (`rundir::daemonlog`; none when the socket's directory is not safe).
+//! (`rundir::daemonlog`; none when the socket's directory is not safe),
+//! which the daemon then caps and rotates (told so by
+//! `REMORA_DAEMON_LOG_CAPPED`, as on Unix).
 //! It inherits no other handle of the launcher's.
 
 use crate::launch::handoff::{BannerStyle, MAX_TOKEN, READY};
@@ -36,7 +38,38 @@ const READY_TIMEOUT: Duration = Duration::from_secs(30);
 pub(crate) fn take_sentinel() -> bool {
     let value = std::env::var_os(SENTINEL);
     std::env::remove_var(SENTINEL);
-    value.is_some_and(|v| v == "1")
+    let child = value.is_some_and(|v| v == "1");
+    if child {
+        use crate::rundir::daemonlog::{CAP, CAPPED_ENV, TEST_CAP_ENV};
+        let test_cap = std::env::var(TEST_CAP_ENV)
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+            .filter(|cap| *cap > 0);
+        std::env::remove_var(TEST_CAP_ENV);
+        if std::env::var_os(CAPPED_ENV).is_some() {
+            std::env::remove_var(CAPPED_ENV);
+            // stderr is the launcher's `remote-server.log`.
+            LOG_CAP.store(test_cap.unwrap_or(CAP), std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+    child
+}
+
+/// The cap on `remote-server.log` the launcher asked for (0: its stderr is
+/// not that log), applied by [`cap_log`].
+static LOG_CAP: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Once this daemon serves `socket`: caps its `remote-server.log` and arms
+/// its rotation (`rundir::daemonlog`). Not before: with no run-dir lock on
+/// Windows, a second daemon whose socket is taken appends its few lines
+/// to the log the live daemon writes (D21) and exits, and must not rotate
+/// that log from under it.
+pub(crate) fn cap_log(socket: &Path) {
+    let cap = LOG_CAP.load(std::sync::atomic::Ordering::Relaxed);
+    if cap > 0 {
+        crate::base::logging::cap_stderr(cap);
+        crate::rundir::daemonlog::arm_rotation(socket);
+    }
 }
 
 /// Launcher side: starts the detached daemon, hands it `token`, and waits
@@ -97,24 +130,30 @@ fn keep_own_handles() {
 
 fn spawn_and_wait(socket: &Path, token: &[u8]) -> io::Result<(u32, Vec<u8>)> {
     keep_own_handles();
-    let stderr = if stderr_is_file() {
-        Stdio::inherit()
-    } else {
-        match crate::rundir::daemonlog::open_for_launch(socket) {
-            Some(file) => Stdio::from(file),
-            None => Stdio::null(),
-        }
+    let log = (!stderr_is_file())
+        .then(|| crate::rundir::daemonlog::open_for_launch(socket))
+        .flatten();
+    let capped = log.is_some();
+    let stderr = match log {
+        Some(file) => Stdio::from(file),
+        None if stderr_is_file() => Stdio::inherit(),
+        None => Stdio::null(),
     };
-    let mut child = Command::new(crate::sys::os::own_executable())
-        .args(std::env::args_os().skip(1))
+    let mut cmd = Command::new(crate::sys::os::own_executable());
+    cmd.args(std::env::args_os().skip(1))
         .env(SENTINEL, "1")
         .env(CHILD_MARKER, "1")
+        .env_remove(crate::rundir::daemonlog::CAPPED_ENV)
         .env_remove("CLAUDE_RPC_TOKEN")
         .creation_flags(DETACHED_PROCESS | CREATE_NEW_PROCESS_GROUP)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(stderr)
-        .spawn()?;
+        .stderr(stderr);
+    if capped {
+        // The daemon caps and rotates its own log, not an operator's file.
+        cmd.env(crate::rundir::daemonlog::CAPPED_ENV, "1");
+    }
+    let mut child = cmd.spawn()?;
     if let Some(mut stdin) = child.stdin.take() {
         // A child that died early closed its end: its report says why.
         let _ = stdin.write_all(token);

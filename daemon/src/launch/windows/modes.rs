@@ -184,6 +184,8 @@ fn serve_child(flags: &Flags) -> i32 {
             return 1;
         }
     };
+    // Serving: `remote-server.log` is capped, a full one rotated.
+    daemonize::cap_log(&socket);
     let identity = crate::serve::orphan::identity(&socket);
     let wire_log = open_wire_log(flags, &token);
     let daemon = Daemon::with_instance(

@@ -68,6 +68,13 @@ pub(crate) fn truncate_stderr() -> bool {
     unsafe { libc::ftruncate(std::io::stderr().as_raw_fd(), 0) == 0 }
 }
 
+/// Truncates an open file to nothing; whether it worked (a file opened
+/// for append goes on at its new end). The wire log's fallback when a full
+/// one cannot be renamed; the Windows half reopens an append-only handle.
+pub(crate) fn truncate_file(file: &std::fs::File) -> bool {
+    file.set_len(0).is_ok()
+}
+
 /// The local wall-clock time now: year, month (1–12), day, hour, minute,
 /// second; `None` when the zone cannot be applied.
 pub(crate) fn local_time() -> Option<[i32; 6]> {

@@ -4,8 +4,8 @@
 //! sets, mount ids, glibc tuning) is not here: the modules that ask for
 //! it are Unix-only and have Windows stand-ins of their own.
 
-// Some answers wait for their Windows callers (`-stop`, the log's cap,
-// the managed launcher: issue 43).
+// Some answers wait for their Windows callers (`-stop`, the managed
+// launcher: issue 43).
 #![allow(dead_code)]
 
 use std::io;
@@ -101,25 +101,82 @@ fn stderr_file() -> Option<std::fs::File> {
     Some(std::fs::File::from(handle))
 }
 
-/// Puts `fresh` on stderr in place of what was there; whether it worked.
-/// std looks the standard handle up on every write, so the next line goes
-/// to `fresh`; a duplicate of it is kept open for the process's life.
+/// Puts `fresh` on stderr in place of what was there, which is closed, as
+/// Unix's `dup2` onto descriptor 2 closes it; whether it worked. std looks
+/// the standard handle up on every write, so the next line goes to
+/// `fresh`; a duplicate of it stays open as the standard handle until it
+/// is replaced in turn. Closing the one replaced is what lets a rotated
+/// log be renamed over later (a file still open is not replaced by a
+/// rename) and its disk be freed. Callers: the daemon log's rotation
+/// (`base::logging`), under the stderr lock, so no std write is between
+/// its look-up and its use of the handle; nothing else in the daemon reads
+/// the standard error handle (every child it spawns is given its own).
 pub(crate) fn replace_stderr(fresh: &std::fs::File) -> bool {
-    use std::os::windows::io::IntoRawHandle;
-    use windows_sys::Win32::System::Console::{SetStdHandle, STD_ERROR_HANDLE};
+    use std::os::windows::io::{FromRawHandle, IntoRawHandle, OwnedHandle};
+    use windows_sys::Win32::Foundation::INVALID_HANDLE_VALUE;
+    use windows_sys::Win32::System::Console::{GetStdHandle, SetStdHandle, STD_ERROR_HANDLE};
     let Ok(kept) = fresh.try_clone() else {
         return false;
     };
     let raw = kept.into_raw_handle();
-    // SAFETY: `raw` is an open handle we own and never close, so the
-    // standard handle stays valid.
-    unsafe { SetStdHandle(STD_ERROR_HANDLE, raw) != 0 }
+    // SAFETY: GetStdHandle takes no pointers.
+    let old = unsafe { GetStdHandle(STD_ERROR_HANDLE) };
+    // SAFETY: `raw` is an open handle we own; once set it is never closed
+    // here, so the standard handle stays valid.
+    if unsafe { SetStdHandle(STD_ERROR_HANDLE, raw) } == 0 {
+        // SAFETY: `raw` was not handed over; it is ours to close.
+        drop(unsafe { OwnedHandle::from_raw_handle(raw) });
+        return false;
+    }
+    if !old.is_null() && old != INVALID_HANDLE_VALUE {
+        // SAFETY: `old` was the standard handle, which nothing else owns
+        // (std borrows it per write, under the lock the caller holds).
+        unsafe { CloseHandle(old) };
+    }
+    true
 }
 
-/// Truncates the file on stderr to nothing; whether it worked (a handle
-/// opened for appending alone cannot, and the caller then says nothing).
+/// Truncates the file on stderr to nothing; whether it worked (writing
+/// goes on at its new end: it is opened for append).
 pub(crate) fn truncate_stderr() -> bool {
-    stderr_file().is_some_and(|f| f.set_len(0).is_ok())
+    stderr_file().is_some_and(|f| truncate_file(&f))
+}
+
+/// Truncates an open file to nothing; whether it worked. Appends through
+/// `file` go on at the new end. What the logs fall back on when a full one
+/// cannot be renamed (someone holds it, or the name it is to take, open
+/// without sharing deletion). A handle opened for appending alone cannot
+/// set the end of the file (that takes `FILE_WRITE_DATA`; Wine does not
+/// check), so the file is then reopened for writing through it
+/// ([`reopened_for_writing`]) and truncated there.
+pub(crate) fn truncate_file(file: &std::fs::File) -> bool {
+    file.set_len(0).is_ok() || reopened_for_writing(file).is_ok_and(|f| f.set_len(0).is_ok())
+}
+
+/// A second handle to the file `file` is open on, which may write data
+/// (`FILE_WRITE_DATA`): `NtCreateFile` relative to `file` with an empty
+/// name, as `ReOpenFile` does, so it is the same file whatever its name
+/// is now (Wine resolves it by the name the file was opened under), and
+/// nothing is looked up by path.
+pub(crate) fn reopened_for_writing(file: &std::fs::File) -> io::Result<std::fs::File> {
+    use std::os::windows::io::AsRawHandle;
+    use windows_sys::Wdk::Storage::FileSystem::{FILE_NON_DIRECTORY_FILE, FILE_OPEN};
+    use windows_sys::Win32::Storage::FileSystem::{FILE_READ_ATTRIBUTES, FILE_WRITE_DATA};
+    super::openat::open_at(
+        file.as_raw_handle(),
+        &[],
+        FILE_WRITE_DATA | FILE_READ_ATTRIBUTES,
+        FILE_OPEN,
+        FILE_NON_DIRECTORY_FILE,
+        None,
+    )
+    .map(std::fs::File::from)
+}
+
+/// The identity of the file on stderr ([`file_identity`]): what the daemon
+/// log's rotation compares with the log's name before renaming it.
+pub(crate) fn stderr_identity() -> Option<(u64, u64)> {
+    stderr_file().and_then(|f| file_identity(&f))
 }
 
 /// The local wall-clock time now: year, month (1–12), day, hour, minute,
