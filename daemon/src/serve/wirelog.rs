@@ -310,6 +310,74 @@ mod tests {
         assert_eq!(std::fs::read_dir(t.path()).unwrap().count(), 3, "three files at most");
     }
 
+    /// A log of ours that others may read (left by another tool, or
+    /// widened by hand) is narrowed to its owner when the daemon opens it:
+    /// mode `0600` on Unix, the owner-only DACL on Windows.
+    #[test]
+    fn a_wider_log_of_ours_is_narrowed_to_its_owner() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("wire.jsonl");
+        std::fs::write(&path, b"earlier\n").unwrap();
+        widen(&path);
+        assert!(
+            others_may_read(&File::open(&path).unwrap()),
+            "the test's log is not wider"
+        );
+        let dir = crate::base::safedir::open_private_dir(&std::path::absolute(t.path()).unwrap())
+            .map_err(|e| e.to_string())
+            .unwrap();
+        let file = open_log(&dir.fd, b"wire.jsonl").unwrap();
+        assert_eq!(read(&t, "wire.jsonl"), "earlier\n", "nothing of it was lost");
+        if dacls_kept() {
+            assert!(!others_may_read(&file), "the log was not narrowed");
+        } else {
+            eprintln!("a_wider_log_…: the narrowing half skipped: Wine keeps no DACL set on an existing file");
+        }
+    }
+
+    #[cfg(unix)]
+    fn widen(path: &Path) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+
+    #[cfg(unix)]
+    fn dacls_kept() -> bool {
+        true
+    }
+
+    #[cfg(windows)]
+    fn dacls_kept() -> bool {
+        !crate::sys::acl::under_wine()
+    }
+
+    #[cfg(unix)]
+    fn others_may_read(file: &File) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        file.metadata().unwrap().mode() & 0o044 != 0
+    }
+
+    #[cfg(windows)]
+    fn widen(path: &Path) {
+        use std::os::windows::fs::OpenOptionsExt;
+        use std::os::windows::io::AsRawHandle;
+        use windows_sys::Win32::Storage::FileSystem::{READ_CONTROL, WRITE_DAC};
+        let file = std::fs::OpenOptions::new()
+            .access_mode(READ_CONTROL | WRITE_DAC)
+            .open(path)
+            .unwrap();
+        // The owner, and everyone reading.
+        crate::sys::acl::Descriptor::from_sddl("D:P(A;;FA;;;OW)(A;;FR;;;WD)")
+            .unwrap()
+            .apply_dacl(file.as_raw_handle())
+            .unwrap();
+    }
+
+    #[cfg(windows)]
+    fn others_may_read(file: &File) -> bool {
+        crate::base::safedir::access_of(file).unwrap().others & crate::base::safedir::READ_RIGHTS != 0
+    }
+
     #[test]
     fn a_log_that_is_no_longer_the_name_is_started_over() {
         let (t, mut sink) = sink(10);

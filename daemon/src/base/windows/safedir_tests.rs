@@ -7,10 +7,6 @@
 use super::*;
 use crate::sys::openat::{attribute_tag, identity, is_link};
 use std::os::windows::io::FromRawHandle;
-use windows_sys::Win32::Security::Authorization::SetSecurityInfo;
-use windows_sys::Win32::Security::{
-    GetSecurityDescriptorDacl, ACL, DACL_SECURITY_INFORMATION, PROTECTED_DACL_SECURITY_INFORMATION,
-};
 use windows_sys::Win32::Storage::FileSystem::{
     CreateFileW, FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT, FILE_SHARE_DELETE, FILE_SHARE_READ,
     FILE_SHARE_WRITE, OPEN_EXISTING,
@@ -71,18 +67,7 @@ fn security_at(path: &Path) -> Security {
     acl::security_of(h.as_raw_handle()).expect("GetSecurityInfo")
 }
 
-/// Whether this runs under Wine (its ntdll exports `wine_get_version`).
-/// Wine keeps no DACL on files: it renders the Unix mode bits as one
-/// (the owner, SYSTEM, and `Everyone` for the bits of others), and maps
-/// a DACL it is given onto those bits.
-fn under_wine() -> bool {
-    use windows_sys::Win32::System::LibraryLoader::{GetModuleHandleA, GetProcAddress};
-    // SAFETY: NUL-terminated names; ntdll is loaded in every process.
-    unsafe {
-        let ntdll = GetModuleHandleA(c"ntdll.dll".as_ptr().cast());
-        !ntdll.is_null() && GetProcAddress(ntdll, c"wine_get_version".as_ptr().cast()).is_some()
-    }
-}
+use crate::sys::acl::under_wine;
 
 /// Asserts `sec` is owner-only: owned by us, granting us everything and
 /// nobody else anything; on Windows also protected, with that one
@@ -112,30 +97,10 @@ fn assert_owner_only(sec: &Security, what: &str) {
 /// Replaces the DACL of `path` with the protected one `sddl` spells.
 fn set_dacl(path: &Path, sddl: &str) {
     let sd = Descriptor::from_sddl(sddl).expect("sddl");
-    let mut present = 0;
-    let mut defaulted = 0;
-    let mut dacl: *mut ACL = std::ptr::null_mut();
-    // SAFETY: `sd` is a valid descriptor; the out-params are locals.
-    let ok = unsafe { GetSecurityDescriptorDacl(sd.as_ptr(), &mut present, &mut dacl, &mut defaulted) };
-    assert_ne!(ok, 0);
     let h = open_path(path, READ_CONTROL | WRITE_DAC).expect("open for WRITE_DAC");
-    // SAFETY: `h` is open with WRITE_DAC; `dacl` points into `sd`.
-    let rc = unsafe {
-        SetSecurityInfo(
-            h.as_raw_handle(),
-            SE_FILE_OBJECT_TYPE,
-            DACL_SECURITY_INFORMATION | PROTECTED_DACL_SECURITY_INFORMATION,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            dacl,
-            std::ptr::null(),
-        )
-    };
-    assert_eq!(rc, 0, "SetSecurityInfo {}", path.display());
+    sd.apply_dacl(h.as_raw_handle())
+        .unwrap_or_else(|e| panic!("SetSecurityInfo {}: {e}", path.display()));
 }
-
-const SE_FILE_OBJECT_TYPE: windows_sys::Win32::Security::Authorization::SE_OBJECT_TYPE =
-    windows_sys::Win32::Security::Authorization::SE_FILE_OBJECT;
 
 /// Another user, for the owner checks: `Guests`.
 fn stranger() -> Identity {

@@ -61,6 +61,38 @@ impl Descriptor {
     pub(crate) fn as_ptr(&self) -> PSECURITY_DESCRIPTOR {
         self.0
     }
+
+    /// Puts this descriptor's DACL, protected (nothing inherited), on the
+    /// object `handle` is open on; the handle needs `WRITE_DAC`.
+    pub(crate) fn apply_dacl(&self, handle: HANDLE) -> io::Result<()> {
+        use windows_sys::Win32::Security::Authorization::{SetSecurityInfo, SE_FILE_OBJECT};
+        use windows_sys::Win32::Security::{
+            GetSecurityDescriptorDacl, ACL, DACL_SECURITY_INFORMATION, PROTECTED_DACL_SECURITY_INFORMATION,
+        };
+        let (mut present, mut defaulted) = (0, 0);
+        let mut dacl: *mut ACL = std::ptr::null_mut();
+        // SAFETY: `self.0` is a valid descriptor; the out-params are locals.
+        if unsafe { GetSecurityDescriptorDacl(self.0, &mut present, &mut dacl, &mut defaulted) } == 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `dacl` points into `self`, alive for the call; the
+        // caller's handle is open.
+        let rc = unsafe {
+            SetSecurityInfo(
+                handle,
+                SE_FILE_OBJECT,
+                DACL_SECURITY_INFORMATION | PROTECTED_DACL_SECURITY_INFORMATION,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                dacl,
+                std::ptr::null(),
+            )
+        };
+        match rc {
+            0 => Ok(()),
+            err => Err(io::Error::from_raw_os_error(err as i32)),
+        }
+    }
 }
 
 impl Drop for Descriptor {
@@ -333,4 +365,19 @@ unsafe fn read_acl(acl: *mut ACL) -> io::Result<Vec<Ace>> {
         }
     }
     Ok(aces)
+}
+
+/// Whether this runs under Wine (its ntdll exports `wine_get_version`),
+/// for the tests that must skip what Wine cannot show. Wine keeps no DACL
+/// on files: it renders the Unix mode bits as one (the owner, SYSTEM, and
+/// `Everyone` for the bits of others), and a DACL set on an existing file
+/// does not come back as set.
+#[cfg(test)]
+pub(crate) fn under_wine() -> bool {
+    use windows_sys::Win32::System::LibraryLoader::{GetModuleHandleA, GetProcAddress};
+    // SAFETY: NUL-terminated names; ntdll is loaded in every process.
+    unsafe {
+        let ntdll = GetModuleHandleA(c"ntdll.dll".as_ptr().cast());
+        !ntdll.is_null() && GetProcAddress(ntdll, c"wine_get_version".as_ptr().cast()).is_some()
+    }
 }

@@ -279,11 +279,26 @@ pub(crate) fn file_identity(file: &std::fs::File) -> Option<(u64, u64)> {
     Some((u64::from(info.dwVolumeSerialNumber), index))
 }
 
-/// Nothing to do: there are no mode bits, and a file is created with the
-/// owner-only DACL of the directory handle it was opened through
-/// (`base/windows/safedir.rs`).
-pub(crate) fn keep_owner_only(_file: &std::fs::File) -> io::Result<()> {
-    Ok(())
+/// Narrows `file` to the owner-only protected DACL every file the daemon
+/// creates gets (the Unix half's `0600` for a wider file): a file it made
+/// has it already; one that was there before (a wire log another tool or
+/// an older build made, readable by others) loses every grant but its
+/// owner's. Through a second handle opened on the file itself with
+/// `WRITE_DAC` (relative to it, nothing looked up by path); the caller
+/// has checked the file is ours.
+pub(crate) fn keep_owner_only(file: &std::fs::File) -> io::Result<()> {
+    use std::os::windows::io::AsRawHandle;
+    use windows_sys::Wdk::Storage::FileSystem::{FILE_NON_DIRECTORY_FILE, FILE_OPEN};
+    use windows_sys::Win32::Storage::FileSystem::{READ_CONTROL, WRITE_DAC};
+    let handle = super::openat::open_at(
+        file.as_raw_handle(),
+        &[],
+        READ_CONTROL | WRITE_DAC,
+        FILE_OPEN,
+        FILE_NON_DIRECTORY_FILE,
+        None,
+    )?;
+    super::acl::Descriptor::owner_only_files()?.apply_dacl(handle.as_raw_handle())
 }
 
 /// Opens `path` for reading. Nothing blocks an open on Windows the way a
