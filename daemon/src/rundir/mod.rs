@@ -9,10 +9,12 @@
 //! | [`childrec`] | child records under the run dir |
 //! | [`orphanreap`] | the orphan reap at start: a dead predecessor's recorded children ended |
 //! | [`daemonlog`] | `remote-server.log` beside the socket, its `.old` rotation and cap |
+//! | `logfiles` | the daemon log's names and cap, shared with the Windows half |
 //! | [`plugindirs`] | the cached plugin directories `plugins.prune` sweeps |
 
 pub(crate) mod childrec;
 pub(crate) mod daemonlog;
+mod logfiles;
 pub(crate) mod orphanreap;
 pub(crate) mod plugindirs;
 pub mod runlock;

@@ -125,6 +125,10 @@ pub(crate) mod childrec {
 #[path = "plugindirs.rs"]
 pub(crate) mod plugindirs;
 
+/// The daemon log's names and cap, shared with the Unix half.
+#[path = "logfiles.rs"]
+mod logfiles;
+
 /// The daemon log beside the socket, `remote-server.log`. On Windows it
 /// is appended to, not rotated at launch (D21 in docs/UPSTREAM.md: a
 /// second daemon's lines follow the first's), and capped while the daemon
@@ -146,21 +150,7 @@ pub(crate) mod daemonlog {
     use std::path::Path;
     use std::sync::atomic::{AtomicBool, Ordering};
 
-    /// The log's name in the socket's directory.
-    pub(crate) const LOG_NAME: &str = "remote-server.log";
-    /// This session's first full log, kept while the session lasts.
-    pub(crate) const FIRST_NAME: &str = "remote-server.log.1";
-    /// This session's latest full log but the first.
-    pub(crate) const PREVIOUS_NAME: &str = "remote-server.log.2";
-    /// The most one log file grows to before the daemon starts it over
-    /// (the Unix half's).
-    pub(crate) const CAP: u64 = 32 << 20;
-    /// Test-only override of [`CAP`] in bytes (read and removed by the
-    /// detached daemon); not part of the documented interface.
-    pub(crate) const TEST_CAP_ENV: &str = "REMORA_TEST_DAEMON_LOG_CAP";
-    /// Tells the detached daemon that its stderr is this log (so it
-    /// applies [`CAP`]); removed from its environment at start.
-    pub(crate) const CAPPED_ENV: &str = "REMORA_DAEMON_LOG_CAPPED";
+    pub(crate) use crate::rundir::logfiles::{CAP, CAPPED_ENV, FIRST_NAME, LOG_NAME, PREVIOUS_NAME, TEST_CAP_ENV};
 
     /// Opens `remote-server.log` beside `socket` for append, creating it
     /// owner-only, relative to the socket's directory opened by
